@@ -1,0 +1,149 @@
+//! Backward formulas: parse with `syn`, find which names a formula reads, and rewrite it so
+//! the node saves only those — metadata such as `self.sizes()` instead of the tensor.
+
+use std::collections::BTreeSet;
+use syn::visit::Visit;
+use syn::visit_mut::VisitMut;
+
+/// Metadata methods a formula may call on a tensor input without saving the tensor.
+pub const META_METHODS: [&str; 6] = ["sizes", "strides", "storage_offset", "dtype", "dim", "numel"];
+
+/// What a formula reads.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Uses {
+    /// Inputs or outputs read as whole tensors / values.
+    pub names: BTreeSet<String>,
+    /// `(input, method)` metadata reads, e.g. `("self", "sizes")`.
+    pub metas: BTreeSet<(String, String)>,
+}
+
+/// A parsed, rewritten formula.
+#[derive(Debug, Clone)]
+pub struct Formula {
+    /// The input this formula computes the gradient of.
+    pub input: String,
+    /// The formula as written.
+    pub text: String,
+    /// The rewritten expression (`self` → `self_`, `x.sizes()` → `x_sizes`).
+    pub expr: syn::Expr,
+    pub uses: Uses,
+}
+
+struct Collect<'a> {
+    known: &'a BTreeSet<String>,
+    uses: Uses,
+    unknown: Vec<String>,
+}
+
+fn single_ident(e: &syn::Expr) -> Option<String> {
+    if let syn::Expr::Path(p) = e {
+        if p.qself.is_none() && p.path.segments.len() == 1 && p.path.leading_colon.is_none() {
+            return Some(p.path.segments[0].ident.to_string());
+        }
+    }
+    None
+}
+
+impl<'ast> Visit<'ast> for Collect<'_> {
+    fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+        if let Some(recv) = single_ident(&m.receiver) {
+            let method = m.method.to_string();
+            if m.args.is_empty() && META_METHODS.contains(&method.as_str()) && self.known.contains(&recv) {
+                self.uses.metas.insert((recv, method));
+                return;
+            }
+        }
+        syn::visit::visit_expr_method_call(self, m);
+    }
+
+    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        // The callee is a function name, not a value the formula reads.
+        if single_ident(&c.func).is_none() {
+            self.visit_expr(&c.func);
+        }
+        for a in &c.args {
+            self.visit_expr(a);
+        }
+    }
+
+    fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+        if let Some(name) = single_ident(&syn::Expr::Path(p.clone())) {
+            let lowercase = name.chars().next().is_some_and(|c| c.is_lowercase() || c == '_');
+            if self.known.contains(&name) {
+                self.uses.names.insert(name);
+            } else if lowercase && name != "grad" {
+                self.unknown.push(name);
+            }
+        }
+    }
+}
+
+struct Rewrite;
+
+impl VisitMut for Rewrite {
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        if let syn::Expr::MethodCall(m) = e {
+            if let Some(recv) = single_ident(&m.receiver) {
+                let method = m.method.to_string();
+                if m.args.is_empty() && META_METHODS.contains(&method.as_str()) {
+                    let id = quote::format_ident!("{}_{}", recv, method);
+                    *e = syn::parse_quote!(#id);
+                    return;
+                }
+            }
+        }
+        if let Some(name) = single_ident(e) {
+            let id = crate::types::ident(&name);
+            *e = syn::parse_quote!(#id);
+            return;
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
+    }
+}
+
+/// Parses `text` as the gradient formula for `input`. `known` are the names a formula may
+/// read besides `grad`: the op's arguments and named outputs.
+pub fn parse(input: &str, text: &str, known: &BTreeSet<String>) -> Result<Formula, String> {
+    let expr: syn::Expr = syn::parse_str(text).map_err(|e| format!("formula for '{input}' is not a Rust expression: {e}"))?;
+    let mut c = Collect { known, uses: Uses::default(), unknown: vec![] };
+    c.visit_expr(&expr);
+    if let Some(u) = c.unknown.first() {
+        return Err(format!(
+            "formula for '{input}' names '{u}', which is not an argument or output of the operator (known: grad, {})",
+            known.iter().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let mut rewritten = expr;
+    Rewrite.visit_expr_mut(&mut rewritten);
+    Ok(Formula { input: input.to_string(), text: text.to_string(), expr: rewritten, uses: c.uses })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn metadata_reads_do_not_save_the_tensor() {
+        let f = parse("self", "sum_backward(&grad, self.sizes(), dim, keepdim)?", &known(&["self", "dim", "keepdim"])).unwrap();
+        assert!(!f.uses.names.contains("self"));
+        assert!(f.uses.metas.contains(&("self".into(), "sizes".into())));
+        assert!(f.uses.names.contains("dim"));
+    }
+
+    #[test]
+    fn self_is_renamed() {
+        let f = parse("other", "grad.mul(&self)?", &known(&["self", "other"])).unwrap();
+        let e = &f.expr;
+        assert_eq!(quote::quote!(#e).to_string().replace(' ', ""), "grad.mul(&self_)?");
+    }
+
+    #[test]
+    fn unknown_name_is_an_error() {
+        let e = parse("self", "grad.mul(&othr)?", &known(&["self", "other"])).unwrap_err();
+        assert!(e.contains("names 'othr'"), "{e}");
+    }
+}

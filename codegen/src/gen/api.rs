@@ -1,0 +1,563 @@
+//! The public API of every op: functions, `Tensor` methods, in-place and `out=` variants,
+//! the dtype dispatch around the kernel, and the autograd recording.
+
+use super::dtype_variant;
+use crate::model::{Arg, Kind, Op, Promote};
+use crate::types::{ident, ArgKind};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+fn op_name_lit(op: &Op) -> String {
+    op.schema.name.clone()
+}
+
+/// The return type of the op's functions.
+fn ret_type(op: &Op) -> TokenStream {
+    match op.outputs().len() {
+        1 => quote!(Tensor),
+        n => {
+            let ts = (0..n).map(|_| quote!(Tensor));
+            quote!((#(#ts),*))
+        }
+    }
+}
+
+/// `(Tensor, Tensor)` value from the vector of outputs `outs`.
+fn ret_from_vec(op: &Op, v: &syn::Ident) -> TokenStream {
+    match op.outputs().len() {
+        1 => quote!(#v[0].clone()),
+        n => {
+            let items = (0..n).map(|i| quote!(#v[#i].clone()));
+            quote!((#(#items),*))
+        }
+    }
+}
+
+/// Output tensors of a returned value `r` as a `Vec<&Tensor>` expression.
+fn outputs_of(op: &Op, r: &TokenStream) -> TokenStream {
+    match op.outputs().len() {
+        1 => quote!([&#r]),
+        n => {
+            let items = (0..n).map(syn::Index::from).map(|i| quote!(&#r.#i));
+            quote!([#(#items),*])
+        }
+    }
+}
+
+/// Public parameter list for `args`, with `with_defaults` false dropping defaulted args.
+fn params(args: &[Arg], include_defaulted: bool, skip_self: bool) -> Vec<TokenStream> {
+    args.iter()
+        .filter(|a| include_defaulted || a.default.is_none())
+        .filter(|a| !(skip_self && a.name == "self"))
+        .map(|a| {
+            let id = ident(&a.name);
+            let ty = a.kind.param_type(a.default.is_none());
+            quote!(#id: #ty)
+        })
+        .collect()
+}
+
+/// Statements turning public parameters into normalised locals (`Into<Scalar>`, defaults).
+fn normalise(args: &[Arg], include_defaulted: bool) -> Vec<TokenStream> {
+    args.iter()
+        .map(|a| {
+            let id = ident(&a.name);
+            let ty = a.kind.inner_type();
+            if !include_defaulted && a.default.is_some() {
+                let d = a.kind.default_expr(a.default.as_deref().unwrap_or_default()).expect("validated default");
+                return quote!(let #id: #ty = #d;);
+            }
+            match a.kind {
+                ArgKind::Scalar => quote!(let #id: Scalar = #id.into();),
+                ArgKind::OptIntList if a.default.is_none() => quote!(let #id: Option<&[i64]> = Some(#id);),
+                _ => quote!(),
+            }
+        })
+        .collect()
+}
+
+fn call_args(args: &[Arg]) -> Vec<TokenStream> {
+    args.iter().map(|a| {
+        let id = ident(&a.name);
+        quote!(#id)
+    }).collect()
+}
+
+fn has_defaults(op: &Op) -> bool {
+    op.args().iter().any(|a| a.default.is_some())
+}
+
+/// The promotion expression giving `compute: DType`.
+fn promote_expr(op: &Op) -> TokenStream {
+    let args = op.args();
+    let mut pushes = Vec::new();
+    for name in &op.operands {
+        let Some(a) = args.iter().find(|a| &a.name == name) else { continue };
+        let id = ident(&a.name);
+        pushes.push(match a.kind {
+            ArgKind::Tensor => quote!(operands.push(Operand::Tensor(#id));),
+            ArgKind::OptTensor => quote!(if let Some(t) = #id { operands.push(Operand::Tensor(t)); }),
+            ArgKind::TensorList => quote!(operands.extend(#id.iter().map(Operand::Tensor));),
+            ArgKind::Scalar => quote!(operands.push(Operand::Scalar(#id));),
+            ArgKind::OptScalar => quote!(if let Some(s) = #id { operands.push(Operand::Scalar(s)); }),
+            _ => quote!(),
+        });
+    }
+    let collect = quote! {
+        let mut operands: Vec<Operand<'_>> = Vec::new();
+        #(#pushes)*
+    };
+    match &op.promote {
+        Promote::Default | Promote::Comparison => quote!({ #collect launch::result_type(&operands) }),
+        Promote::IntToFloat => quote!({ #collect launch::int_to_float(launch::result_type(&operands)) }),
+        Promote::Same => quote!({ #collect launch::same_dtype(OP, &operands)? }),
+        Promote::SelfType => quote!(self_.dtype()),
+        Promote::Sum => quote!(launch::sum_dtype(self_.dtype(), dtype)),
+        Promote::Arg(name) => {
+            let id = ident(name);
+            let a = args.iter().find(|a| &a.name == name);
+            match a.map(|a| a.kind) {
+                Some(ArgKind::OptScalarType) => quote!(#id.unwrap_or(self_.dtype())),
+                _ => quote!(#id),
+            }
+        }
+    }
+}
+
+fn dtype_list(op: &Op) -> Vec<syn::Ident> {
+    op.dtypes.iter().map(|d| dtype_variant(d)).collect()
+}
+
+/// A non-tensor argument as passed to a kernel, meta or check function.
+fn kernel_value(a: &Arg) -> TokenStream {
+    let id = ident(&a.name);
+    match a.kind {
+        ArgKind::Scalar => quote!(#id.to_f64()),
+        ArgKind::OptScalar => quote!(#id.map(|s| s.to_f64())),
+        _ => quote!(#id),
+    }
+}
+
+fn compute_params(op: &Op) -> Vec<TokenStream> {
+    op.args()
+        .iter()
+        .map(|a| {
+            let id = ident(&a.name);
+            let ty = a.kind.inner_type();
+            quote!(#id: #ty)
+        })
+        .collect()
+}
+
+/// `fn __<op>_compute(...)`: checks, meta, dispatch, kernel. No autograd.
+fn compute_fn(op: &Op) -> TokenStream {
+    let name = format_ident!("__{}_compute", op.rust);
+    let op_lit = op_name_lit(op);
+    let params = compute_params(op);
+    let ret = ret_type(op);
+    let args = op.args();
+    match &op.kind {
+        Kind::Explicit { path } | Kind::Composite { path } => {
+            let path: syn::Path = syn::parse_str(&format!("crate::ops::{path}")).expect("valid path");
+            let a = call_args(&args);
+            quote! {
+                fn #name(#(#params),*) -> Result<#ret> {
+                    #path(#(#a),*)
+                }
+            }
+        }
+        Kind::Pointwise { module, kernel, check } => {
+            let module = format_ident!("{}", module);
+            let kernel = format_ident!("{}", kernel);
+            let promote = promote_expr(op);
+            let tensors: Vec<&Arg> = args.iter().filter(|a| a.kind == ArgKind::Tensor).collect();
+            let tnames: Vec<syn::Ident> = tensors.iter().map(|a| ident(&a.name)).collect();
+            let out_dtype = if op.promote == Promote::Comparison { quote!(DType::Bool) } else { quote!(compute) };
+            let check = if *check {
+                let f = format_ident!("{}_check", kernel);
+                let vals = args.iter().filter(|a| !a.kind.is_tensor()).map(kernel_value);
+                quote!(kiln_kernels::cpu::#module::#f(#(#vals),*).map_err(|m| Error::op(OP, m))?;)
+            } else {
+                quote!()
+            };
+            // Each tensor operand: cast to the compute dtype (or check a fixed dtype), broadcast.
+            let prep = tensors.iter().map(|a| {
+                let id = ident(&a.name);
+                let n = &a.name;
+                match op.fixed.get(&a.name) {
+                    Some(d) => {
+                        let v = dtype_variant(d);
+                        quote!(let #id = launch::fixed_operand(OP, #n, #id, DType::#v, &shape, &out)?;)
+                    }
+                    None => quote!(let #id = launch::operand(#id, compute, &shape, &out)?;),
+                }
+            });
+            let elem_ty = |a: &Arg| -> TokenStream {
+                match op.fixed.get(&a.name) {
+                    Some(d) => {
+                        let t = elem_type(d);
+                        quote!(#t)
+                    }
+                    None => quote!(T),
+                }
+            };
+            let in_tys: Vec<TokenStream> = tensors.iter().map(|a| elem_ty(a)).collect();
+            let out_ty = if op.promote == Promote::Comparison { quote!(bool) } else { quote!(T) };
+            // Scalar arguments become compute-type constants captured by the closure.
+            let consts = args.iter().filter(|a| !a.kind.is_tensor()).map(|a| {
+                let id = ident(&a.name);
+                match a.kind {
+                    ArgKind::Scalar => quote!(let #id = #id.to::<<T as Element>::Compute>();),
+                    ArgKind::OptScalar => quote!(let #id = #id.map(|s| s.to::<<T as Element>::Compute>());),
+                    ArgKind::Float => quote!(let #id = <<T as Element>::Compute as kiln_kernels::Arith>::from_f64(#id);),
+                    _ => quote!(),
+                }
+            });
+            let kargs = args.iter().map(|a| {
+                let id = ident(&a.name);
+                if a.kind == ArgKind::Tensor && !op.fixed.contains_key(&a.name) {
+                    quote!(#id.up())
+                } else {
+                    quote!(#id)
+                }
+            });
+            let body = if op.promote == Promote::Comparison {
+                quote!(kiln_kernels::cpu::#module::#kernel(#(#kargs),*))
+            } else {
+                quote!(T::down(kiln_kernels::cpu::#module::#kernel(#(#kargs),*)))
+            };
+            let map = format_ident!("map{}", tensors.len());
+            let dts = dtype_list(op);
+            quote! {
+                fn #name(#(#params,)* dest: Option<&Tensor>) -> Result<#ret> {
+                    const OP: &str = #op_lit;
+                    #check
+                    let compute: DType = #promote;
+                    let shape = launch::broadcast_shapes(OP, &[#(#tnames),*])?;
+                    let out = launch::output(dest, &shape, #out_dtype, &[#(#tnames),*]);
+                    #(#prep)*
+                    launch::dispatch!(OP, compute, [#(#dts),*], T => {
+                        #(#consts)*
+                        launch::#map::<#(#in_tys,)* #out_ty>(#(&#tnames,)* &out, move |#(#tnames),*| #body);
+                    })?;
+                    Ok(out)
+                }
+            }
+        }
+        Kind::Structured { module, kernel } => {
+            let module = format_ident!("{}", module);
+            let kernel_id = format_ident!("{}", kernel);
+            let meta = format_ident!("{}_meta", kernel);
+            let promote = promote_expr(op);
+            let mut prep = Vec::new();
+            let mut inputs = Vec::new(); // expressions pushing onto `inputs: Vec<Tensor>`
+            let mut meta_args = Vec::new();
+            let mut src_args = Vec::new();
+            for a in &args {
+                let id = ident(&a.name);
+                let n = &a.name;
+                match a.kind {
+                    ArgKind::Tensor => {
+                        match op.fixed.get(&a.name) {
+                            Some(d) => {
+                                let v = dtype_variant(d);
+                                let t = elem_type(d);
+                                prep.push(quote!(let #id = launch::fixed_input(OP, #n, #id, DType::#v)?;));
+                                src_args.push(quote!({ let i = next(); src::<#t>(bufs[i], &inputs[i]) }));
+                            }
+                            None => {
+                                prep.push(quote!(let #id = launch::cast(#id, compute);));
+                                src_args.push(quote!({ let i = next(); src::<T>(bufs[i], &inputs[i]) }));
+                            }
+                        }
+                        inputs.push(quote!(inputs.push(#id.clone());));
+                        meta_args.push(quote!(#id.shape()));
+                    }
+                    ArgKind::TensorList => {
+                        prep.push(quote!(let #id: Vec<Tensor> = #id.iter().map(|t| launch::cast(t, compute)).collect();));
+                        inputs.push(quote!(inputs.extend(#id.iter().cloned());));
+                        meta_args.push(quote!(&#id.iter().map(|t| t.shape()).collect::<Vec<_>>()));
+                        src_args.push(quote!(&(0..#id.len()).map(|_| { let i = next(); src::<T>(bufs[i], &inputs[i]) }).collect::<Vec<_>>()));
+                    }
+                    ArgKind::OptTensor => panic!("optional tensors are not supported in structured kernels"),
+                    _ => {
+                        let v = kernel_value(a);
+                        meta_args.push(v.clone());
+                        src_args.push(v);
+                    }
+                }
+            }
+            let outs = op.outputs();
+            let out_allocs = (0..outs.len()).map(|i| match op.output_fixed_dtype(i) {
+                Some(d) => {
+                    let v = dtype_variant(&d);
+                    quote!(Tensor::alloc(&shapes[#i], DType::#v))
+                }
+                None => quote!(Tensor::alloc(&shapes[#i], compute)),
+            });
+            let dst_args = (0..outs.len()).map(|i| {
+                let t = match op.output_fixed_dtype(i) {
+                    Some(d) => elem_type(&d),
+                    None => quote!(T),
+                };
+                quote!(dst::<#t>(obufs.next().expect("one buffer per output"), &outs[#i]))
+            });
+            let dts = dtype_list(op);
+            let ret = ret_from_vec(op, &format_ident!("outs"));
+            let n_out = outs.len();
+            let ret_ty = ret_type(op);
+            quote! {
+                fn #name(#(#params),*) -> Result<#ret_ty> {
+                    const OP: &str = #op_lit;
+                    let compute: DType = #promote;
+                    #(#prep)*
+                    let shapes = kiln_kernels::cpu::#module::#meta(#(#meta_args),*).map_err(|m| Error::op(OP, m))?;
+                    let outs: [Tensor; #n_out] = [#(#out_allocs),*];
+                    let mut inputs: Vec<Tensor> = Vec::new();
+                    #(#inputs)*
+                    launch::dispatch!(OP, compute, [#(#dts),*], T => {
+                        launch::run(&inputs, &outs, |bufs, obufs| {
+                            let mut k = 0usize;
+                            let mut next = || { k += 1; k - 1 };
+                            let mut obufs = obufs.into_iter();
+                            kiln_kernels::cpu::#module::#kernel_id::<T>(#(#src_args,)* #(#dst_args),*)
+                        }).map_err(|m| Error::op(OP, m))?;
+                    })?;
+                    Ok(#ret)
+                }
+            }
+        }
+    }
+}
+
+/// The Rust element type for a short dtype name.
+pub fn elem_type(d: &str) -> TokenStream {
+    match d {
+        "f16" => quote!(half::f16),
+        "bf16" => quote!(half::bf16),
+        other => {
+            let id = format_ident!("{}", other);
+            quote!(#id)
+        }
+    }
+}
+
+/// `fn __<op>_record(...)`: builds the backward node and attaches it to the outputs.
+fn record_fn(op: &Op) -> TokenStream {
+    let Some(d) = &op.derivative else { return quote!() };
+    let name = format_ident!("__{}_record", op.rust);
+    let node = format_ident!("{}", d.node);
+    let params = compute_params(op);
+    let diff = op.differentiable_inputs();
+    let any_requires = diff.iter().map(|a| {
+        let id = ident(&a.name);
+        match a.kind {
+            ArgKind::Tensor => quote!(#id.requires_grad()),
+            ArgKind::OptTensor => quote!(#id.is_some_and(|t| t.requires_grad())),
+            _ => quote!(#id.iter().any(|t| t.requires_grad())),
+        }
+    });
+    let edge_inputs = diff.iter().map(|a| {
+        let id = ident(&a.name);
+        match a.kind {
+            ArgKind::Tensor => quote!(edges.push(Some(#id));),
+            ArgKind::OptTensor => quote!(edges.push(#id);),
+            _ => quote!(edges.extend(#id.iter().map(Some));),
+        }
+    });
+    let fs = super::nodes::fields(op);
+    let inits = fs.iter().map(|f| {
+        let (n, i) = (&f.name, &f.init);
+        quote!(#n: #i,)
+    });
+    quote! {
+        #[allow(unused_variables, clippy::too_many_arguments)]
+        fn #name(#(#params,)* outs: &[&Tensor], original_self: Option<&Tensor>, inplace: Option<&Tensor>) {
+            if !autograd::is_grad_enabled() || !(false #(|| #any_requires)*) {
+                return;
+            }
+            let mut edges: Vec<Option<&Tensor>> = Vec::new();
+            #(#edge_inputs)*
+            let node = Arc::new_cyclic(|weak: &Weak<#node>| {
+                let weak: Weak<dyn Node> = weak.clone();
+                #node { base: NodeBase::new(&edges), #(#inits)* }
+            });
+            for (i, o) in outs.iter().enumerate() {
+                if o.is_floating_point() {
+                    o.set_grad_fn(node.clone(), i);
+                }
+            }
+        }
+    }
+}
+
+fn doc_lines(op: &Op, variant: &str) -> TokenStream {
+    let mut text = op.doc.clone().unwrap_or_else(|| format!("PyTorch's `{}`.", op.schema.name));
+    text.push_str(&format!("\n\n{variant}Schema: `{}`", op.schema));
+    quote!(#[doc = #text])
+}
+
+/// Public functions, methods, in-place and out variants.
+fn public(op: &Op) -> (TokenStream, TokenStream) {
+    let args = op.args();
+    let ret = ret_type(op);
+    let compute = format_ident!("__{}_compute", op.rust);
+    let record = format_ident!("__{}_record", op.rust);
+    let pointwise = matches!(op.kind, Kind::Pointwise { .. });
+    let composite = matches!(op.kind, Kind::Composite { .. });
+    let has_record = op.derivative.is_some();
+    let forms: Vec<(String, bool)> = if has_defaults(op) {
+        vec![(op.rust.clone(), false), (format!("{}_with", op.rust), true)]
+    } else {
+        vec![(op.rust.clone(), true)]
+    };
+    let a = call_args(&args);
+    let dest_none = if pointwise { quote!(, None) } else { quote!() };
+    let is_view = op.tags.iter().any(|t| t == "view");
+    let functional_body = |all: bool| {
+        let norm = normalise(&args, all);
+        let rec = if has_record {
+            let outs = outputs_of(op, &quote!(result));
+            quote!(#record(#(#a,)* &#outs, None, None);)
+        } else {
+            quote!()
+        };
+        let view = if is_view { quote!(result.mark_view_of(self_);) } else { quote!() };
+        quote! {
+            #(#norm)*
+            let result = #compute(#(#a),* #dest_none)?;
+            #view
+            #rec
+            Ok(result)
+        }
+    };
+    let mut free = Vec::new();
+    let mut methods = Vec::new();
+    for (fname, all) in &forms {
+        let fid = format_ident!("{}", fname);
+        let body = functional_body(*all);
+        let doc = doc_lines(op, "");
+        if op.variants.function {
+            let ps = params(&args, *all, false);
+            free.push(quote! {
+                #doc
+                pub fn #fid(#(#ps),*) -> Result<#ret> { #body }
+            });
+        }
+        if op.variants.method {
+            let ps = params(&args, *all, true);
+            methods.push(quote! {
+                #doc
+                pub fn #fid(&self, #(#ps),*) -> Result<#ret> {
+                    let self_ = self;
+                    #body
+                }
+            });
+        }
+        if op.variants.inplace && !composite {
+            let iid = format_ident!("{}_", fname);
+            let ps = params(&args, *all, true);
+            let norm = normalise(&args, *all);
+            let tensor_inputs: Vec<TokenStream> = args
+                .iter()
+                .filter(|x| x.kind == ArgKind::Tensor && x.name != "self")
+                .map(|x| {
+                    let id = ident(&x.name);
+                    quote!(#id)
+                })
+                .collect();
+            let needs_original = op
+                .derivative
+                .as_ref()
+                .is_some_and(|d| d.formulas.iter().any(|f| f.uses.names.contains("self")));
+            let original = if needs_original {
+                quote!(let original = if record { Some(self.detached_copy()) } else { None };)
+            } else {
+                quote!(let original: Option<Tensor> = None;)
+            };
+            let dest = if pointwise { quote!(, Some(self)) } else { quote!() };
+            let rec = if has_record {
+                quote!(if record { #record(#(#a,)* &[self], original.as_ref(), Some(self)); })
+            } else {
+                quote!()
+            };
+            let op_lit = format!("{}_", op.schema.name);
+            methods.push(quote! {
+                #[doc = "In-place version; returns `self`."]
+                pub fn #iid(&self, #(#ps),*) -> Result<Tensor> {
+                    let self_ = self;
+                    #(#norm)*
+                    let record = launch::check_inplace(#op_lit, self, &[#(#tensor_inputs),*])?;
+                    #original
+                    let result = #compute(#(#a),* #dest)?;
+                    launch::commit_inplace(#op_lit, self, &result)?;
+                    #rec
+                    Ok(self.clone())
+                }
+            });
+        }
+    }
+    if op.variants.out && !composite {
+        let oid = format_ident!("{}_out", op.rust);
+        let ps = params(&args, true, false);
+        let outs: Vec<syn::Ident> = op.outputs().iter().map(|o| format_ident!("out_{}", o)).collect();
+        let norm = normalise(&args, true);
+        let op_lit = format!("{}_out", op.rust);
+        let n = outs.len();
+        let result_list = if n == 1 {
+            quote!([&result])
+        } else {
+            let idx = (0..n).map(syn::Index::from);
+            quote!([#(&result.#idx),*])
+        };
+        let ret_val = if n == 1 {
+            let o = &outs[0];
+            quote!(#o.clone())
+        } else {
+            quote!((#(#outs.clone()),*))
+        };
+        free.push(quote! {
+            #[doc = "`out=` version: writes the result into `out` (which must have the result's shape) and returns it."]
+            pub fn #oid(#(#ps,)* #(#outs: &Tensor),*) -> Result<#ret> {
+                #(#norm)*
+                let result = #compute(#(#a),* #dest_none)?;
+                for (o, r) in [#(#outs),*].into_iter().zip(#result_list) {
+                    launch::commit_out(#op_lit, o, r)?;
+                }
+                Ok(#ret_val)
+            }
+        });
+    }
+    (quote!(#(#free)*), quote!(#(#methods)*))
+}
+
+/// The whole generated `ops.rs`.
+pub fn generate(model: &crate::model::Model) -> TokenStream {
+    let mut items = Vec::new();
+    let mut methods = Vec::new();
+    for op in &model.ops {
+        items.push(op_items(op, &mut methods));
+    }
+    quote! {
+        // @generated by kiln-codegen from native_functions.yaml and derivatives.yaml. Do not edit.
+        impl Tensor {
+            #(#methods)*
+        }
+        #(#items)*
+    }
+}
+
+/// Everything generated for one op; its methods go into `methods`.
+pub fn op_items(op: &Op, methods: &mut Vec<TokenStream>) -> TokenStream {
+    let compute = if matches!(op.kind, Kind::Composite { .. }) { quote!() } else { compute_fn(op) };
+    let record = record_fn(op);
+    let (free, meths) = public(op);
+    methods.push(meths);
+    let composite_fwd = if let Kind::Composite { .. } = op.kind { compute_fn(op) } else { quote!() };
+    quote! {
+        #free
+        #compute
+        #composite_fwd
+        #record
+    }
+}

@@ -1,0 +1,205 @@
+//! Backward nodes: one struct per derivative entry holding exactly what its formulas read,
+//! and its `Node` impl.
+
+use crate::model::Op;
+use crate::types::{ident, ArgKind};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+/// A field of a backward node.
+pub struct Field {
+    pub name: syn::Ident,
+    pub ty: TokenStream,
+    /// Initialiser, evaluated in the op's record function.
+    pub init: TokenStream,
+    /// Saved tensors are released after a backward pass without `retain_graph`.
+    pub saved: bool,
+}
+
+/// The fields of `op`'s node, in a stable order.
+pub fn fields(op: &Op) -> Vec<Field> {
+    let Some(d) = &op.derivative else { return vec![] };
+    let args = op.args();
+    let outputs = op.outputs();
+    let mut names = std::collections::BTreeSet::new();
+    let mut metas = std::collections::BTreeSet::new();
+    for f in &d.formulas {
+        names.extend(f.uses.names.iter().cloned());
+        metas.extend(f.uses.metas.iter().cloned());
+    }
+    let mut out = Vec::new();
+    for a in &args {
+        let id = ident(&a.name);
+        let n = &a.name;
+        if names.contains(&a.name) {
+            match a.kind {
+                ArgKind::Tensor => {
+                    let init = if a.name == "self" {
+                        quote!(SavedTensor::input(original_self.unwrap_or(self_), #n))
+                    } else {
+                        quote!(SavedTensor::input_beside(#id, #n, inplace))
+                    };
+                    out.push(Field { name: id.clone(), ty: quote!(SavedTensor), init, saved: true });
+                }
+                ArgKind::OptTensor | ArgKind::TensorList => {
+                    out.push(Field {
+                        name: id.clone(),
+                        ty: quote!(Vec<SavedTensor>),
+                        init: if a.kind == ArgKind::OptTensor {
+                            quote!(#id.iter().map(|t| SavedTensor::input(t, #n)).collect())
+                        } else {
+                            quote!(#id.iter().map(|t| SavedTensor::input(t, #n)).collect())
+                        },
+                        saved: true,
+                    });
+                }
+                k => {
+                    let ty = k.owned_type();
+                    let init = k.to_owned(&id);
+                    out.push(Field { name: id.clone(), ty, init, saved: false });
+                }
+            }
+        }
+        for (recv, method) in metas.iter().filter(|(r, _)| r == &a.name) {
+            let name = format_ident!("{}_{}", recv, method);
+            let src = if a.name == "self" { quote!(original_self.unwrap_or(self_)) } else { quote!(#id) };
+            let list = a.kind == ArgKind::TensorList;
+            let (ty, init) = match (method.as_str(), list) {
+                ("sizes", false) => (quote!(Vec<usize>), quote!(#src.sizes().to_vec())),
+                ("sizes", true) => (quote!(Vec<Vec<usize>>), quote!(#src.iter().map(|t| t.sizes().to_vec()).collect())),
+                ("dtype", false) => (quote!(DType), quote!(#src.dtype())),
+                ("dtype", true) => (quote!(Vec<DType>), quote!(#src.iter().map(|t| t.dtype()).collect())),
+                ("dim", false) => (quote!(usize), quote!(#src.dim())),
+                ("strides", false) => (quote!(Vec<usize>), quote!(#src.strides().to_vec())),
+                ("storage_offset", false) => (quote!(usize), quote!(#src.storage_offset())),
+                ("numel", false) => (quote!(usize), quote!(#src.numel())),
+                (m, _) => (quote!(usize), quote!(compile_error!(concat!("unsupported list metadata ", #m)))),
+            };
+            out.push(Field { name, ty, init, saved: false });
+        }
+        if a.kind == ArgKind::TensorList && d.formulas.iter().any(|f| f.input == a.name) {
+            let name = format_ident!("{}_len", a.name);
+            out.push(Field { name, ty: quote!(usize), init: quote!(#id.len()), saved: false });
+        }
+    }
+    for (i, o) in outputs.iter().enumerate() {
+        if names.contains(o) {
+            let id = ident(o);
+            out.push(Field {
+                name: id,
+                ty: quote!(SavedTensor),
+                init: quote!(SavedTensor::output(outs[#i], weak.clone(), #i, #o)),
+                saved: true,
+            });
+        }
+    }
+    out
+}
+
+/// Locals a formula sees: unpacked tensors, borrowed values, metadata.
+fn bindings(op: &Op, f: &crate::formula::Formula) -> Vec<TokenStream> {
+    let args = op.args();
+    let mut out = Vec::new();
+    for name in &f.uses.names {
+        let id = ident(name);
+        match args.iter().find(|a| &a.name == name) {
+            Some(a) if a.kind == ArgKind::Tensor => out.push(quote!(let #id = self.#id.unpack(NAME)?;)),
+            Some(a) if a.kind.is_tensor() => {
+                out.push(quote!(let #id: Vec<Tensor> = self.#id.iter().map(|s| s.unpack(NAME)).collect::<Result<_>>()?;))
+            }
+            Some(a) => {
+                let v = a.kind.from_field(&id);
+                out.push(quote!(let #id = #v;));
+            }
+            None => out.push(quote!(let #id = self.#id.unpack(NAME)?;)),
+        }
+    }
+    for (recv, method) in &f.uses.metas {
+        let id = format_ident!("{}_{}", recv, method);
+        let list = args.iter().any(|a| &a.name == recv && a.kind == ArgKind::TensorList);
+        out.push(match (method.as_str(), list) {
+            ("sizes", false) | ("strides", false) => quote!(let #id: &[usize] = &self.#id;),
+            ("sizes", true) => quote!(let #id: &[Vec<usize>] = &self.#id;),
+            ("dtype", true) => quote!(let #id: &[DType] = &self.#id;),
+            _ => quote!(let #id = self.#id;),
+        });
+    }
+    out
+}
+
+/// The node struct and its `Node` impl.
+pub fn node(op: &Op) -> TokenStream {
+    let Some(d) = &op.derivative else { return quote!() };
+    let name = format_ident!("{}", d.node);
+    let name_lit = &d.node;
+    let fs = fields(op);
+    let decls = fs.iter().map(|f| {
+        let (n, t) = (&f.name, &f.ty);
+        quote!(pub(crate) #n: #t,)
+    });
+    let releases = fs.iter().filter(|f| f.saved).map(|f| {
+        let n = &f.name;
+        if f.ty.to_string().starts_with("Vec") {
+            quote!(self.#n.iter().for_each(|s| s.release());)
+        } else {
+            quote!(self.#n.release();)
+        }
+    });
+    let mut slots = Vec::new();
+    for a in op.differentiable_inputs() {
+        let f = d.formulas.iter().find(|f| f.input == a.name).expect("differentiable inputs have formulas");
+        let expr = &f.expr;
+        let binds = bindings(op, f);
+        let list = a.kind == ArgKind::TensorList;
+        let width = if list {
+            let len = format_ident!("{}_len", a.name);
+            quote!(self.#len)
+        } else {
+            quote!(1)
+        };
+        let store = if list {
+            quote! {
+                let gs: Vec<Tensor> = #expr;
+                for (i, g) in range.zip(gs) { out[i] = Some(g); }
+            }
+        } else {
+            quote! {
+                let g: Tensor = #expr;
+                out[range.start] = Some(g);
+            }
+        };
+        slots.push(quote! {
+            {
+                let range = slot..slot + #width;
+                slot += #width;
+                if range.clone().any(|i| self.base.needs_input_grad(i)) {
+                    #(#binds)*
+                    #store
+                }
+            }
+        });
+    }
+    let doc = format!("Backward of `{}`.", op.schema);
+    quote! {
+        #[doc = #doc]
+        pub struct #name {
+            pub(crate) base: NodeBase,
+            #(#decls)*
+        }
+
+        impl Node for #name {
+            fn name(&self) -> &'static str { #name_lit }
+            fn base(&self) -> &NodeBase { &self.base }
+            fn release_variables(&self) { #(#releases)* }
+            #[allow(unused_variables, unused_assignments, clippy::needless_borrow, clippy::redundant_clone)]
+            fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+                const NAME: &str = #name_lit;
+                let mut out: Vec<Option<Tensor>> = vec![None; self.base.next_edges.len()];
+                let Some(grad) = grads.into_iter().next().flatten() else { return Ok(out) };
+                let mut slot = 0usize;
+                #(#slots)*
+                Ok(out)
+            }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! Which kernels exist: the `pub fn`s of `kernels/src/cpu/*.rs`, read with `syn`, so the
+//! YAML can name a kernel by function name and a typo is a build error, not a link error.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// `fn name → module` for every public function in the CPU kernel modules.
+#[derive(Debug, Default)]
+pub struct KernelIndex {
+    pub functions: BTreeMap<String, Vec<String>>,
+}
+
+impl KernelIndex {
+    /// Scans `dir` (the `kernels/src/cpu` folder).
+    pub fn scan(dir: &Path) -> Result<Self, String> {
+        let mut index = KernelIndex::default();
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "rs") && !p.ends_with("mod.rs"))
+            .collect();
+        entries.sort();
+        for path in entries {
+            let module = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+            let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let file = syn::parse_file(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            for item in file.items {
+                if let syn::Item::Fn(f) = item {
+                    if matches!(f.vis, syn::Visibility::Public(_)) {
+                        index.functions.entry(f.sig.ident.to_string()).or_default().push(module.clone());
+                    }
+                }
+            }
+        }
+        Ok(index)
+    }
+
+    /// Resolves `name` or `module::name` to `(module, name)`.
+    pub fn resolve(&self, spec: &str) -> Result<(String, String), String> {
+        let (module, name) = match spec.split_once("::") {
+            Some((m, n)) => (Some(m), n),
+            None => (None, spec),
+        };
+        let mods = self.functions.get(name).cloned().unwrap_or_default();
+        match (module, mods.as_slice()) {
+            (Some(m), ms) if ms.iter().any(|x| x == m) => Ok((m.to_string(), name.to_string())),
+            (None, [m]) => Ok((m.clone(), name.to_string())),
+            (None, [_, ..]) => Err(format!(
+                "kernel '{name}' is defined in several modules ({}); write it as module::{name}",
+                mods.join(", ")
+            )),
+            _ => Err(format!("unknown CPU kernel '{spec}': no `pub fn {name}` in kernels/src/cpu/")),
+        }
+    }
+
+    /// True when `module::name` exists.
+    pub fn has(&self, module: &str, name: &str) -> bool {
+        self.functions.get(name).is_some_and(|ms| ms.iter().any(|m| m == module))
+    }
+}

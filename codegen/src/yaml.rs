@@ -1,0 +1,73 @@
+//! The two YAML files as written, before validation. Only `model` reads these.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// One entry of `native_functions.yaml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOp {
+    pub func: String,
+    #[serde(default)]
+    pub variants: Option<String>,
+    #[serde(default)]
+    pub rust: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub dispatch: BTreeMap<String, String>,
+    #[serde(default)]
+    pub dtypes: Option<DTypes>,
+    #[serde(default)]
+    pub promote: Option<String>,
+    #[serde(default)]
+    pub operands: Option<Vec<String>>,
+    #[serde(default)]
+    pub fixed: BTreeMap<String, String>,
+    #[serde(default)]
+    pub opinfo: Option<RawOpInfo>,
+    #[serde(default)]
+    pub skip_opinfo: Option<String>,
+    #[serde(default)]
+    pub doc: Option<String>,
+}
+
+/// A dtype set: a named group (`all`, `numeric`, `floating`, `integral`) or a list.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(untagged)]
+pub enum DTypes {
+    Group(String),
+    List(Vec<String>),
+}
+
+/// The `opinfo:` block of an entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOpInfo {
+    pub samples: String,
+    #[serde(rename = "ref")]
+    pub reference: String,
+    #[serde(default)]
+    pub dtypes: Option<DTypes>,
+    #[serde(default)]
+    pub gradcheck: Option<bool>,
+    #[serde(default)]
+    pub variants: Option<bool>,
+}
+
+/// One entry of `derivatives.yaml`: `name:` plus one formula per input (or a marker).
+#[derive(Debug, Deserialize)]
+pub struct RawDerivative {
+    pub name: String,
+    #[serde(flatten)]
+    pub formulas: BTreeMap<String, serde_yaml_ng::Value>,
+}
+
+/// 1-based line numbers of the top-level list items (`- ` at column 0), in order.
+pub fn item_lines(text: &str) -> Vec<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("- "))
+        .map(|(i, _)| i + 1)
+        .collect()
+}

@@ -1,0 +1,499 @@
+//! Matrix products: `mm` and `bmm`.
+//!
+//! `f32`/`f64` go to `matrixmultiply`'s `sgemm`/`dgemm`, which take arbitrary row and column
+//! strides, so transposed, sliced and stride-0 inputs are read in place without a copy. Half
+//! types are widened to contiguous `f32`, multiplied with `sgemm` and rounded once. Integers
+//! use a plain i-k-j loop with wrapping arithmetic. Large products are split over output
+//! rows (`mm`) or batches (`bmm`) with rayon; `matrixmultiply` itself runs single-threaded.
+
+use crate::cpu::shape::contiguous_out;
+use crate::{Arith, DType, Dst, Element, KResult, Src};
+use rayon::prelude::*;
+use std::any::TypeId;
+
+/// Below this many multiply-adds a product runs on the calling thread.
+const PARALLEL_FLOPS: usize = 1 << 18;
+/// Fewest output rows worth giving one thread.
+const MIN_ROWS_PER_TASK: usize = 16;
+
+/// A matrix inside a strided buffer: element `(i, j)` sits at `offset + i * rs + j * cs`.
+#[derive(Clone, Copy, Debug)]
+struct Mat {
+    offset: usize,
+    rs: usize,
+    cs: usize,
+}
+
+impl Mat {
+    /// The matrix `rows x cols` held by dims `r` and `c` of `layout`, starting at `offset`.
+    /// Strides of size-1 dims are never stepped, so they are zeroed: that keeps them small
+    /// enough for `isize` whatever value the layout carried.
+    fn new(offset: usize, sizes: [usize; 2], strides: [usize; 2]) -> Mat {
+        let norm = |s: usize, st: usize| if s <= 1 { 0 } else { st };
+        Mat { offset, rs: norm(sizes[0], strides[0]), cs: norm(sizes[1], strides[1]) }
+    }
+
+    #[inline(always)]
+    fn at(&self, i: usize, j: usize) -> usize {
+        self.offset + i * self.rs + j * self.cs
+    }
+
+    /// Checks that every element of a non-empty `rows x cols` matrix lies inside a buffer of
+    /// `len` elements. `gemm`'s raw-pointer calls rely on this.
+    fn check_in(&self, rows: usize, cols: usize, len: usize) -> KResult<()> {
+        let last = (rows - 1)
+            .checked_mul(self.rs)
+            .and_then(|r| (cols - 1).checked_mul(self.cs).and_then(|c| r.checked_add(c)))
+            .and_then(|rc| rc.checked_add(self.offset));
+        match last {
+            Some(l) if l < len => Ok(()),
+            _ => Err("internal error: matrix view exceeds its storage".into()),
+        }
+    }
+
+    /// The same matrix without its first `r0` rows.
+    fn skip_rows(&self, r0: usize) -> Mat {
+        Mat { offset: self.offset + r0 * self.rs, ..*self }
+    }
+}
+
+/// Reinterprets a slice of `T` as a slice of `U` when they are the same type.
+fn same_type<T: 'static, U: 'static>(s: &[T]) -> Option<&[U]> {
+    if TypeId::of::<T>() != TypeId::of::<U>() {
+        return None;
+    }
+    // SAFETY: `T` and `U` are the same type (equal `TypeId`s), so this is the identity cast:
+    // same pointer, length, alignment and lifetime.
+    Some(unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<U>(), s.len()) })
+}
+
+/// Mutable counterpart of [`same_type`].
+fn same_type_mut<T: 'static, U: 'static>(s: &mut [T]) -> Option<&mut [U]> {
+    if TypeId::of::<T>() != TypeId::of::<U>() {
+        return None;
+    }
+    // SAFETY: as in `same_type`; the unique borrow of `s` moves into the returned slice.
+    Some(unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<U>(), s.len()) })
+}
+
+/// Runs `f(first_row, rows_of_c)` over `c` (an `m x n` row-major output), split across
+/// threads by row blocks when the product is large.
+fn by_row_blocks<E: Send>(m: usize, n: usize, k: usize, c: &mut [E], f: impl Fn(usize, &mut [E]) + Sync) {
+    if m > 1 && m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS {
+        let rows = m.div_ceil(rayon::current_num_threads()).max(MIN_ROWS_PER_TASK);
+        c.par_chunks_mut(rows * n).enumerate().for_each(|(t, block)| f(t * rows, block));
+    } else {
+        f(0, c);
+    }
+}
+
+/// The `matrixmultiply` entry points for one float type, so the row-block driver below is
+/// written once.
+trait Blas: Copy + Send + Sync + 'static {
+    const ZERO: Self;
+    const ONE: Self;
+    /// `matrixmultiply::{s,d}gemm` with `beta = 0`.
+    ///
+    /// # Safety
+    /// Same contract as `matrixmultiply::sgemm`: `a`, `b` valid for reads at every
+    /// `(i, l)`/`(l, j)` the strides reach, `c` valid for writes at every `(i, j)`, and `c`
+    /// aliasing neither input.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn call(
+        m: usize, k: usize, n: usize,
+        a: *const Self, rsa: isize, csa: isize,
+        b: *const Self, rsb: isize, csb: isize,
+        c: *mut Self, rsc: isize, csc: isize,
+    );
+}
+
+impl Blas for f32 {
+    const ZERO: f32 = 0.0;
+    const ONE: f32 = 1.0;
+    unsafe fn call(
+        m: usize, k: usize, n: usize,
+        a: *const f32, rsa: isize, csa: isize,
+        b: *const f32, rsb: isize, csb: isize,
+        c: *mut f32, rsc: isize, csc: isize,
+    ) {
+        // SAFETY: forwarded from this function's own contract.
+        unsafe { matrixmultiply::sgemm(m, k, n, Self::ONE, a, rsa, csa, b, rsb, csb, Self::ZERO, c, rsc, csc) }
+    }
+}
+
+impl Blas for f64 {
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+    unsafe fn call(
+        m: usize, k: usize, n: usize,
+        a: *const f64, rsa: isize, csa: isize,
+        b: *const f64, rsb: isize, csb: isize,
+        c: *mut f64, rsc: isize, csc: isize,
+    ) {
+        // SAFETY: forwarded from this function's own contract.
+        unsafe { matrixmultiply::dgemm(m, k, n, Self::ONE, a, rsa, csa, b, rsb, csb, Self::ZERO, c, rsc, csc) }
+    }
+}
+
+/// Strides as `isize` for `matrixmultiply`.
+fn istride(s: usize) -> KResult<isize> {
+    isize::try_from(s).map_err(|_| "internal error: stride does not fit isize".to_string())
+}
+
+/// `c = a @ b` for a BLAS float type; `m, k, n > 0` and both views already bounds-checked.
+fn blas_gemm<F: Blas>(m: usize, k: usize, n: usize, a: &[F], am: Mat, b: &[F], bm: Mat, c: &mut [F]) -> KResult<()> {
+    let (rsa, csa, rsb, csb) = (istride(am.rs)?, istride(am.cs)?, istride(bm.rs)?, istride(bm.cs)?);
+    let rsc = istride(n)?;
+    by_row_blocks(m, n, k, c, |r0, block| {
+        let rows = block.len() / n;
+        let a0 = am.skip_rows(r0);
+        // SAFETY: `Mat::check_in` proved that `am.at(i, l)` for i < m, l < k and
+        // `bm.at(l, j)` for l < k, j < n are inside `a` and `b`; this block reads rows
+        // r0..r0 + rows <= m of `a`, so `a0.at(i, l)` stays inside too, and the strides fit
+        // isize (checked above). `block` is exactly `rows * n` elements written row-major
+        // (rsc = n, csc = 1), and it is a unique borrow of the output, which never aliases
+        // the input slices.
+        unsafe {
+            F::call(
+                rows, k, n,
+                a.as_ptr().add(a0.offset), rsa, csa,
+                b.as_ptr().add(bm.offset), rsb, csb,
+                block.as_mut_ptr(), rsc, 1,
+            )
+        }
+    });
+    Ok(())
+}
+
+/// `c = a @ b` in wrapping compute arithmetic: the integer path.
+fn naive_gemm<T: Element>(m: usize, k: usize, n: usize, a: &[T], am: Mat, b: &[T], bm: Mat, c: &mut [T]) {
+    by_row_blocks(m, n, k, c, |r0, block| {
+        let mut acc = vec![<T::Compute as Arith>::zero(); n];
+        for (ri, crow) in block.chunks_mut(n).enumerate() {
+            let i = r0 + ri;
+            acc.fill(<T::Compute as Arith>::zero());
+            // i-k-j order: the inner loop walks a row of `b` and of the accumulator.
+            for l in 0..k {
+                let x = a[am.at(i, l)].up();
+                for (j, s) in acc.iter_mut().enumerate() {
+                    *s = s.add(x.mul(b[bm.at(l, j)].up()));
+                }
+            }
+            crow.iter_mut().zip(&acc).for_each(|(o, &s)| *o = T::down(s));
+        }
+    });
+}
+
+/// Copies a strided `rows x cols` matrix into a contiguous `f32` buffer.
+fn widen<T: Element>(x: &[T], xm: Mat, rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(rows * cols);
+    for i in 0..rows {
+        out.extend((0..cols).map(|j| x[xm.at(i, j)].cast::<f32>()));
+    }
+    out
+}
+
+/// `c = a @ b` for any element type, `c` being a fresh row-major `m x n` buffer. `op` names
+/// the op in the "not implemented for 'Bool'" error.
+#[allow(clippy::too_many_arguments)]
+fn gemm<T: Element>(
+    m: usize, k: usize, n: usize,
+    a: &[T], am: Mat,
+    b: &[T], bm: Mat,
+    c: &mut [T],
+) -> KResult<()> {
+    if c.len() != m * n {
+        return Err(format!("internal error: output has {} elements, expected {}", c.len(), m * n));
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        // An empty contraction sums nothing.
+        c.fill(T::down(<T::Compute as Arith>::zero()));
+        return Ok(());
+    }
+    am.check_in(m, k, a.len())?;
+    bm.check_in(k, n, b.len())?;
+    if let (Some(a), Some(b), Some(c)) = (same_type::<T, f32>(a), same_type::<T, f32>(b), same_type_mut::<T, f32>(c)) {
+        return blas_gemm(m, k, n, a, am, b, bm, c);
+    }
+    if let (Some(a), Some(b), Some(c)) = (same_type::<T, f64>(a), same_type::<T, f64>(b), same_type_mut::<T, f64>(c)) {
+        return blas_gemm(m, k, n, a, am, b, bm, c);
+    }
+    if matches!(T::DTYPE, DType::F16 | DType::BF16) {
+        let (a32, b32) = (widen(a, am, m, k), widen(b, bm, k, n));
+        let mut c32 = vec![0.0f32; m * n];
+        let (am32, bm32) = (Mat { offset: 0, rs: k, cs: 1 }, Mat { offset: 0, rs: n, cs: 1 });
+        blas_gemm(m, k, n, &a32, am32, &b32, bm32, &mut c32)?;
+        // f32 -> f64 is exact, so this rounds once, to the half type.
+        c.iter_mut().zip(&c32).for_each(|(o, &v)| *o = T::from_f64(v as f64));
+        return Ok(());
+    }
+    naive_gemm(m, k, n, a, am, b, bm, c);
+    Ok(())
+}
+
+/// PyTorch has no boolean matrix product; `op` is the kernel name its error message uses.
+fn reject_bool<T: Element>(op: &str) -> KResult<()> {
+    if T::DTYPE == DType::Bool {
+        return Err(format!("\"{op}\" not implemented for 'Bool'"));
+    }
+    Ok(())
+}
+
+/// Output shape of `mm(Tensor self, Tensor mat2)`: `[n, p]` for `[n, m] @ [m, p]`.
+pub fn mm_meta(self_: &[usize], mat2: &[usize]) -> KResult<Vec<Vec<usize>>> {
+    if self_.len() != 2 {
+        return Err("self must be a matrix".into());
+    }
+    if mat2.len() != 2 {
+        return Err("mat2 must be a matrix".into());
+    }
+    if self_[1] != mat2[0] {
+        return Err(format!(
+            "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+            self_[0], self_[1], mat2[0], mat2[1]
+        ));
+    }
+    Ok(vec![vec![self_[0], mat2[1]]])
+}
+
+/// `mm(self, mat2)`: the matrix product. Inputs may have any strides; `k = 0` gives zeros.
+/// `bool` is rejected as in PyTorch.
+pub fn mm<T: Element>(self_: Src<'_, T>, mat2: Src<'_, T>, mut out: Dst<'_, T>) -> KResult<()> {
+    mm_meta(&self_.layout.sizes, &mat2.layout.sizes)?;
+    reject_bool::<T>("addmm_impl_cpu_")?;
+    let (la, lb) = (self_.layout, mat2.layout);
+    let (m, k, n) = (la.sizes[0], la.sizes[1], lb.sizes[1]);
+    let am = Mat::new(la.offset, [m, k], [la.strides[0], la.strides[1]]);
+    let bm = Mat::new(lb.offset, [k, n], [lb.strides[0], lb.strides[1]]);
+    gemm(m, k, n, self_.data, am, mat2.data, bm, contiguous_out(&mut out)?)
+}
+
+/// Output shape of `bmm(Tensor self, Tensor mat2)`: `[b, n, p]` for `[b, n, m] @ [b, m, p]`.
+pub fn bmm_meta(self_: &[usize], mat2: &[usize]) -> KResult<Vec<Vec<usize>>> {
+    if self_.len() != 3 {
+        return Err("batch1 must be a 3D tensor".into());
+    }
+    if mat2.len() != 3 {
+        return Err("batch2 must be a 3D tensor".into());
+    }
+    let (bs, k) = (self_[0], self_[2]);
+    if mat2[0] != bs || mat2[1] != k {
+        return Err(format!(
+            "Expected size for first two dimensions of batch2 tensor to be: [{bs}, {k}] but got: [{}, {}].",
+            mat2[0], mat2[1]
+        ));
+    }
+    Ok(vec![vec![bs, self_[1], mat2[2]]])
+}
+
+/// `bmm(self, mat2)`: one matrix product per batch entry, in parallel over batches when the
+/// total work is large. Inputs may have any strides. `bool` is rejected as in PyTorch.
+pub fn bmm<T: Element>(self_: Src<'_, T>, mat2: Src<'_, T>, mut out: Dst<'_, T>) -> KResult<()> {
+    bmm_meta(&self_.layout.sizes, &mat2.layout.sizes)?;
+    reject_bool::<T>("bmm")?;
+    let (la, lb) = (self_.layout, mat2.layout);
+    let (bs, m, k, n) = (la.sizes[0], la.sizes[1], la.sizes[2], lb.sizes[2]);
+    let c = contiguous_out(&mut out)?;
+    if c.len() != bs * m * n {
+        return Err(format!("internal error: output has {} elements, expected {}", c.len(), bs * m * n));
+    }
+    if c.is_empty() {
+        return Ok(());
+    }
+    let one = |bi: usize, cb: &mut [T]| {
+        let am = Mat::new(la.offset + bi * la.strides[0], [m, k], [la.strides[1], la.strides[2]]);
+        let bm = Mat::new(lb.offset + bi * lb.strides[0], [k, n], [lb.strides[1], lb.strides[2]]);
+        gemm(m, k, n, self_.data, am, mat2.data, bm, cb)
+    };
+    if bs > 1 && bs.saturating_mul(m * n).saturating_mul(k) >= PARALLEL_FLOPS {
+        c.par_chunks_mut(m * n).enumerate().try_for_each(|(bi, cb)| one(bi, cb))
+    } else {
+        c.chunks_mut(m * n).enumerate().try_for_each(|(bi, cb)| one(bi, cb))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::half::{bf16, f16};
+    use crate::Layout;
+
+    /// Naive f64 product of logical matrices given as `value(i, j)` functions.
+    fn naive(m: usize, k: usize, n: usize, a: impl Fn(usize, usize) -> f64, b: impl Fn(usize, usize) -> f64) -> Vec<f64> {
+        let mut out = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                for l in 0..k {
+                    out[i * n + j] += a(i, l) * b(l, j);
+                }
+            }
+        }
+        out
+    }
+
+    fn run_mm<T: Element>(a: &[T], la: &Layout, b: &[T], lb: &Layout) -> KResult<Vec<f64>> {
+        let shape = mm_meta(&la.sizes, &lb.sizes)?.remove(0);
+        let lo = Layout::contiguous(&shape);
+        let mut c = vec![T::default(); lo.numel()];
+        mm(Src::new(a, la), Src::new(b, lb), Dst::new(&mut c, &lo))?;
+        Ok(c.iter().map(|v| v.to_f64()).collect())
+    }
+
+    fn close(a: &[f64], b: &[f64], tol: f64) {
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{x} vs {y}");
+        }
+    }
+
+    fn val(i: usize, j: usize) -> f64 {
+        ((i * 7 + j * 3) % 11) as f64 - 5.0
+    }
+
+    #[test]
+    fn mm_f32_f64_with_transposed_and_broadcast_inputs() {
+        let (m, k, n) = (5, 4, 3);
+        // a: contiguous m x k. b: k x n stored transposed (n x k contiguous).
+        let a: Vec<f64> = (0..m * k).map(|p| val(p / k, p % k)).collect();
+        let la = Layout::contiguous(&[m, k]);
+        let bt: Vec<f64> = (0..n * k).map(|p| val(p % k + 10, p / k)).collect();
+        let lb = Layout::contiguous(&[n, k]).transpose(0, 1).unwrap();
+        let want = naive(m, k, n, val, |l, j| val(l + 10, j));
+        close(&run_mm(&a, &la, &bt, &lb).unwrap(), &want, 1e-12);
+        let (a32, b32): (Vec<f32>, Vec<f32>) =
+            (a.iter().map(|&v| v as f32).collect(), bt.iter().map(|&v| v as f32).collect());
+        close(&run_mm(&a32, &la, &b32, &lb).unwrap(), &want, 1e-6);
+
+        // b broadcast from a single row: every row of b is [1, 2, 3].
+        let row = vec![1.0f32, 2.0, 3.0];
+        let lrow = Layout::contiguous(&[1, n]).expand(&[k, n]).unwrap();
+        let want = naive(m, k, n, val, |_, j| (j + 1) as f64);
+        close(&run_mm(&a32, &la, &row, &lrow).unwrap(), &want, 1e-6);
+    }
+
+    #[test]
+    fn mm_half_int_and_bool() {
+        let (m, k, n) = (3, 4, 2);
+        let la = Layout::contiguous(&[m, k]);
+        let lb = Layout::contiguous(&[k, n]);
+        let want = naive(m, k, n, val, |l, j| val(j, l));
+        let a: Vec<f16> = (0..m * k).map(|p| f16::from_f64(val(p / k, p % k))).collect();
+        let b: Vec<f16> = (0..k * n).map(|p| f16::from_f64(val(p % n, p / n))).collect();
+        close(&run_mm(&a, &la, &b, &lb).unwrap(), &want, 1e-3);
+        let a: Vec<bf16> = a.iter().map(|v| bf16::from_f32(v.to_f32())).collect();
+        let b: Vec<bf16> = b.iter().map(|v| bf16::from_f32(v.to_f32())).collect();
+        close(&run_mm(&a, &la, &b, &lb).unwrap(), &want, 1e-2);
+
+        let ai: Vec<i32> = (0..m * k).map(|p| val(p / k, p % k) as i32).collect();
+        // b as i32, read through a transposed layout.
+        let bi: Vec<i32> = (0..n * k).map(|p| val(p / k, p % k) as i32).collect();
+        let lbt = Layout::contiguous(&[n, k]).transpose(0, 1).unwrap();
+        close(&run_mm(&ai, &la, &bi, &lbt).unwrap(), &want, 0.0);
+        // Integer products wrap like PyTorch's.
+        let big = vec![i64::MAX, 2];
+        let (l12, l21) = (Layout::contiguous(&[1, 2]), Layout::contiguous(&[2, 1]));
+        let two = vec![2i64, 1];
+        let got = run_mm(&big, &l12, &two, &l21).unwrap();
+        assert_eq!(got, vec![i64::MAX.wrapping_mul(2).wrapping_add(2) as f64]);
+
+        let t = vec![true; 4];
+        let l22 = Layout::contiguous(&[2, 2]);
+        assert_eq!(run_mm(&t, &l22, &t, &l22).unwrap_err(), "\"addmm_impl_cpu_\" not implemented for 'Bool'");
+    }
+
+    #[test]
+    fn mm_empty_dims() {
+        let e: Vec<f32> = vec![];
+        // k = 0: a 3x0 @ 0x2 product is all zeros.
+        let got = run_mm(&e, &Layout::contiguous(&[3, 0]), &e, &Layout::contiguous(&[0, 2])).unwrap();
+        assert_eq!(got, vec![0.0; 6]);
+        let ones = vec![1i64; 4];
+        let got = run_mm(&e.iter().map(|_| 0i64).collect::<Vec<_>>(), &Layout::contiguous(&[0, 2]), &ones, &Layout::contiguous(&[2, 2]));
+        assert_eq!(got.unwrap(), vec![]);
+        let got = run_mm::<i64>(&[], &Layout::contiguous(&[2, 0]), &[], &Layout::contiguous(&[0, 3])).unwrap();
+        assert_eq!(got, vec![0.0; 6]);
+    }
+
+    #[test]
+    fn mm_large_runs_row_blocks_in_parallel() {
+        let (m, k, n) = (130, 70, 90);
+        let a: Vec<f64> = (0..m * k).map(|p| val(p / k, p % k)).collect();
+        let b: Vec<f64> = (0..k * n).map(|p| val(p / n + 3, p % n)).collect();
+        let want = naive(m, k, n, val, |l, j| val(l + 3, j));
+        let (la, lb) = (Layout::contiguous(&[m, k]), Layout::contiguous(&[k, n]));
+        close(&run_mm(&a, &la, &b, &lb).unwrap(), &want, 1e-12);
+        let ai: Vec<i64> = a.iter().map(|&v| v as i64).collect();
+        let bi: Vec<i64> = b.iter().map(|&v| v as i64).collect();
+        close(&run_mm(&ai, &la, &bi, &lb).unwrap(), &want, 0.0);
+    }
+
+    fn run_bmm<T: Element>(a: &[T], la: &Layout, b: &[T], lb: &Layout) -> KResult<Vec<f64>> {
+        let shape = bmm_meta(&la.sizes, &lb.sizes)?.remove(0);
+        let lo = Layout::contiguous(&shape);
+        let mut c = vec![T::default(); lo.numel()];
+        bmm(Src::new(a, la), Src::new(b, lb), Dst::new(&mut c, &lo))?;
+        Ok(c.iter().map(|v| v.to_f64()).collect())
+    }
+
+    #[test]
+    fn bmm_with_permuted_and_broadcast_batches() {
+        for (bs, m, k, n) in [(3, 2, 4, 5), (40, 30, 20, 25)] {
+            // a: logical [bs, m, k] stored as [m, bs, k]; b: one [k, n] matrix broadcast over bs.
+            let av = |b: usize, i: usize, l: usize| val(i + b, l * 2 + b);
+            let mut a = vec![0.0f32; bs * m * k];
+            for b in 0..bs {
+                for i in 0..m {
+                    for l in 0..k {
+                        a[(i * bs + b) * k + l] = av(b, i, l) as f32;
+                    }
+                }
+            }
+            let la = Layout::contiguous(&[m, bs, k]).permute(&[1, 0, 2]).unwrap();
+            let bmat: Vec<f32> = (0..k * n).map(|p| val(p / n, p % n + 1) as f32).collect();
+            let lb = Layout::contiguous(&[1, k, n]).expand(&[bs as i64, -1, -1]).unwrap();
+            let mut want = vec![];
+            for b in 0..bs {
+                want.extend(naive(m, k, n, |i, l| av(b, i, l), |l, j| val(l, j + 1)));
+            }
+            close(&run_bmm(&a, &la, &bmat, &lb).unwrap(), &want, 1e-5);
+        }
+    }
+
+    #[test]
+    fn bmm_int_half_empty_and_errors() {
+        let a = vec![1i16, 2, 3, 4, 5, 6, 7, 8];
+        let l = Layout::contiguous(&[2, 2, 2]);
+        let got = run_bmm(&a, &l, &a, &l).unwrap();
+        let want: Vec<f64> = (0..2)
+            .flat_map(|b| naive(2, 2, 2, move |i, l| (b * 4 + i * 2 + l + 1) as f64, move |l, j| (b * 4 + l * 2 + j + 1) as f64))
+            .collect();
+        assert_eq!(got, want);
+        let h: Vec<f16> = a.iter().map(|&v| f16::from_f64(v as f64)).collect();
+        assert_eq!(run_bmm(&h, &l, &h, &l).unwrap(), want);
+
+        let e: Vec<f64> = vec![];
+        let got = run_bmm(&e, &Layout::contiguous(&[2, 3, 0]), &e, &Layout::contiguous(&[2, 0, 2])).unwrap();
+        assert_eq!(got, vec![0.0; 12]);
+        assert_eq!(run_bmm(&e, &Layout::contiguous(&[0, 3, 2]), &e, &Layout::contiguous(&[0, 2, 2])).unwrap(), vec![]);
+
+        let b = vec![false; 8];
+        assert_eq!(run_bmm(&b, &l, &b, &l).unwrap_err(), "\"bmm\" not implemented for 'Bool'");
+        assert_eq!(bmm_meta(&[2, 3], &[2, 3, 4]).unwrap_err(), "batch1 must be a 3D tensor");
+        assert_eq!(bmm_meta(&[2, 3, 4], &[4, 5]).unwrap_err(), "batch2 must be a 3D tensor");
+        assert_eq!(
+            bmm_meta(&[4, 2, 3], &[4, 5, 6]).unwrap_err(),
+            "Expected size for first two dimensions of batch2 tensor to be: [4, 3] but got: [4, 5]."
+        );
+    }
+
+    #[test]
+    fn mm_meta_errors() {
+        assert_eq!(mm_meta(&[2, 3, 1], &[3, 2]).unwrap_err(), "self must be a matrix");
+        assert_eq!(mm_meta(&[2, 3], &[3]).unwrap_err(), "mat2 must be a matrix");
+        assert_eq!(mm_meta(&[2, 3], &[4, 5]).unwrap_err(), "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)");
+        assert_eq!(mm_meta(&[2, 0], &[0, 5]).unwrap(), vec![vec![2, 5]]);
+    }
+}

@@ -1,0 +1,7 @@
+//! CPU kernels, one file per op family.
+
+pub mod binary;
+pub mod compare;
+pub mod pointwise;
+pub mod strided;
+pub mod unary;

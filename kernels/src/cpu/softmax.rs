@@ -1,0 +1,283 @@
+//! `_softmax` and `_log_softmax` along one dim, computed in `T::Compute` (f32 for half types).
+//!
+//! Both subtract the slice's maximum before exponentiating so that large inputs cannot
+//! overflow `exp`: `softmax(x) = exp(x - m) / Σ exp(x - m)` and
+//! `log_softmax(x) = x - m - ln Σ exp(x - m)`.
+//!
+//! Viewing the input as `[outer, n, inner]` around `dim`, each of the `outer * inner`
+//! slices is independent. When `inner == 1` the slices are contiguous rows; otherwise they
+//! are gathered into rows of a scratch matrix first, so both cases share one row routine and
+//! parallelise over slices.
+
+use crate::cpu::pointwise::PARALLEL_MIN;
+use crate::cpu::shape::{contiguous_out, row_major, split_at_dim};
+use crate::layout::wrap_dim;
+use crate::{Arith, Dst, Element, FloatMath, KResult, Src};
+use rayon::prelude::*;
+
+/// Normalises one slice in place: softmax, or log-softmax when `LOG`.
+fn normalize<C: FloatMath, const LOG: bool>(row: &mut [C]) {
+    let mut max = C::infinity().neg();
+    for &v in row.iter() {
+        if v > max {
+            max = v;
+        }
+    }
+    // A NaN never becomes `max`, but it still poisons the sum below, so the whole slice is
+    // NaN, as in PyTorch.
+    let mut sum = C::zero();
+    for v in row.iter_mut() {
+        let shifted = v.sub(max);
+        let e = shifted.exp();
+        sum = sum.add(e);
+        *v = if LOG { shifted } else { e };
+    }
+    if LOG {
+        let log_sum = sum.ln();
+        row.iter_mut().for_each(|v| *v = v.sub(log_sum));
+    } else {
+        row.iter_mut().for_each(|v| *v = v.div(sum));
+    }
+}
+
+/// Shared body of both ops.
+fn run<T: Element, const LOG: bool>(src: Src<'_, T>, dim: i64, mut out: Dst<'_, T>) -> KResult<()>
+where
+    T::Compute: FloatMath,
+{
+    let sizes = &src.layout.sizes;
+    let d = wrap_dim(dim, sizes.len())?;
+    let (outer, n, inner) = split_at_dim(sizes, d);
+    let x = row_major(&src);
+    let o = contiguous_out(&mut out)?;
+    if o.is_empty() {
+        return Ok(());
+    }
+    let parallel = o.len() >= PARALLEL_MIN;
+    if inner == 1 {
+        // Each slice is a contiguous row; `buf` keeps it in compute precision.
+        let row = |buf: &mut Vec<T::Compute>, (o, x): (&mut [T], &[T])| {
+            buf.clear();
+            buf.extend(x.iter().map(|v| v.up()));
+            normalize::<T::Compute, LOG>(buf);
+            o.iter_mut().zip(buf.iter()).for_each(|(o, &c)| *o = T::down(c));
+        };
+        if parallel {
+            o.par_chunks_mut(n).zip(x.par_chunks(n)).for_each_init(Vec::new, row);
+        } else {
+            let mut buf = Vec::with_capacity(n);
+            o.chunks_mut(n).zip(x.chunks(n)).for_each(|p| row(&mut buf, p));
+        }
+        return Ok(());
+    }
+    // Slice r = (oi, j) holds x[(oi * n + k) * inner + j] for k in 0..n; gather it into row r.
+    let mut cols = vec![<T::Compute as Arith>::zero(); outer * inner * n];
+    let gather = |(r, col): (usize, &mut [T::Compute])| {
+        let base = (r / inner) * n * inner + r % inner;
+        for (k, c) in col.iter_mut().enumerate() {
+            *c = x[base + k * inner].up();
+        }
+        normalize::<T::Compute, LOG>(col);
+    };
+    if parallel {
+        cols.par_chunks_mut(n).enumerate().for_each(gather);
+    } else {
+        cols.chunks_mut(n).enumerate().for_each(gather);
+    }
+    // Output row q = (oi, k) of length `inner` reads entry k of slices (oi, 0..inner).
+    let scatter = |(q, row): (usize, &mut [T])| {
+        let (oi, k) = (q / n, q % n);
+        for (j, o) in row.iter_mut().enumerate() {
+            *o = T::down(cols[(oi * inner + j) * n + k]);
+        }
+    };
+    if parallel {
+        o.par_chunks_mut(inner).enumerate().for_each(scatter);
+    } else {
+        o.chunks_mut(inner).enumerate().for_each(scatter);
+    }
+    Ok(())
+}
+
+/// Shape checks shared by both ops. CPU kernels cannot widen half to float in the same
+/// call (the output has the input's dtype), exactly like PyTorch's CPU backend.
+fn meta(self_: &[usize], dim: i64, half_to_float: bool, name: &str) -> KResult<Vec<Vec<usize>>> {
+    if half_to_float {
+        return Err(format!("{name} with half to float conversion is not supported on CPU"));
+    }
+    wrap_dim(dim, self_.len())?;
+    Ok(vec![self_.to_vec()])
+}
+
+/// Output shape of `_softmax(Tensor self, int dim, bool half_to_float)`: the input's shape.
+/// `half_to_float = true` is rejected, as on PyTorch's CPU backend.
+pub fn softmax_meta(self_: &[usize], dim: i64, half_to_float: bool) -> KResult<Vec<Vec<usize>>> {
+    meta(self_, dim, half_to_float, "softmax")
+}
+
+/// `_softmax(self, dim, half_to_float)`: `exp(x - max) / Σ exp(x - max)` along `dim`, in
+/// `T::Compute`. A 0-d input gives 1.
+pub fn softmax<T: Element>(self_: Src<'_, T>, dim: i64, half_to_float: bool, out: Dst<'_, T>) -> KResult<()>
+where
+    T::Compute: FloatMath,
+{
+    meta(&self_.layout.sizes, dim, half_to_float, "softmax")?;
+    run::<T, false>(self_, dim, out)
+}
+
+/// Output shape of `_log_softmax(Tensor self, int dim, bool half_to_float)`: the input's
+/// shape. `half_to_float = true` is rejected, as on PyTorch's CPU backend.
+pub fn log_softmax_meta(self_: &[usize], dim: i64, half_to_float: bool) -> KResult<Vec<Vec<usize>>> {
+    meta(self_, dim, half_to_float, "log_softmax")
+}
+
+/// `_log_softmax(self, dim, half_to_float)`: `x - max - ln Σ exp(x - max)` along `dim`, in
+/// `T::Compute`. A 0-d input gives 0.
+pub fn log_softmax<T: Element>(self_: Src<'_, T>, dim: i64, half_to_float: bool, out: Dst<'_, T>) -> KResult<()>
+where
+    T::Compute: FloatMath,
+{
+    meta(&self_.layout.sizes, dim, half_to_float, "log_softmax")?;
+    run::<T, true>(self_, dim, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::half::{bf16, f16};
+    use crate::Layout;
+
+    /// Naive reference on logical row-major f64 values: for every position, loops over its
+    /// slice along `dim` directly (no max shift; inputs are small).
+    fn naive(shape: &[usize], values: &[f64], dim: usize, log: bool) -> Vec<f64> {
+        let stride: usize = shape[dim + 1..].iter().product();
+        let n = shape[dim];
+        (0..values.len())
+            .map(|p| {
+                let k = (p / stride) % n;
+                let first = p - k * stride;
+                let denom: f64 = (0..n).map(|i| values[first + i * stride].exp()).sum();
+                if log {
+                    values[p] - denom.ln()
+                } else {
+                    values[p].exp() / denom
+                }
+            })
+            .collect()
+    }
+
+    fn run_op<T: Element>(data: &[T], layout: &Layout, dim: i64, log: bool) -> KResult<Vec<f64>>
+    where
+        T::Compute: FloatMath,
+    {
+        let shape = if log {
+            log_softmax_meta(&layout.sizes, dim, false)?
+        } else {
+            softmax_meta(&layout.sizes, dim, false)?
+        };
+        let ol = Layout::contiguous(&shape[0]);
+        let mut buf = vec![T::default(); ol.numel()];
+        let (src, dst) = (Src::new(data, layout), Dst::new(&mut buf, &ol));
+        if log {
+            log_softmax(src, dim, false, dst)?;
+        } else {
+            softmax(src, dim, false, dst)?;
+        }
+        Ok(buf.iter().map(|v| v.to_f64()).collect())
+    }
+
+    fn close(a: &[f64], b: &[f64], tol: f64) {
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{x} vs {y}");
+        }
+    }
+
+    #[test]
+    fn every_dim_of_a_transposed_input() {
+        // Logical [3, 2, 4] = permutation of a contiguous [4, 3, 2] store.
+        let store: Vec<f64> = (0..24).map(|v| ((v * 5) % 13) as f64 * 0.3 - 1.5).collect();
+        let layout = Layout::contiguous(&[4, 3, 2]).permute(&[1, 2, 0]).unwrap();
+        let mut logical = vec![];
+        for a in 0..3 {
+            for b in 0..2 {
+                for c in 0..4 {
+                    logical.push(store[c * 6 + a * 2 + b]);
+                }
+            }
+        }
+        for dim in 0..3 {
+            for log in [false, true] {
+                let got = run_op(&store, &layout, dim as i64 - 3, log).unwrap();
+                close(&got, &naive(&[3, 2, 4], &logical, dim, log), 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn broadcast_f32_input_is_stable_for_large_values() {
+        // A stride-0 column: every row is [1000, 1001, 1002], which would overflow a naive exp.
+        let row = vec![1000.0f32, 1001.0, 1002.0];
+        let l = Layout::contiguous(&[1, 3]).expand(&[5, 3]).unwrap();
+        let shifted: Vec<f64> = (0..5).flat_map(|_| [0.0, 1.0, 2.0]).collect();
+        close(&run_op(&row, &l, 1, false).unwrap(), &naive(&[5, 3], &shifted, 1, false), 1e-6);
+        let want: Vec<f64> = naive(&[5, 3], &shifted, 1, true);
+        close(&run_op(&row, &l, 1, true).unwrap(), &want, 1e-6);
+        // Over the broadcast dim every entry is equal: 1/5 each.
+        close(&run_op(&row, &l, 0, false).unwrap(), &[0.2; 15], 1e-6);
+    }
+
+    #[test]
+    fn half_types_compute_in_f32() {
+        let vals = [0.5, -1.0, 2.0, 0.0, 3.0, -2.5];
+        let h: Vec<f16> = vals.iter().map(|&v| f16::from_f64(v)).collect();
+        let l = Layout::contiguous(&[2, 3]);
+        close(&run_op(&h, &l, 1, false).unwrap(), &naive(&[2, 3], &vals, 1, false), 1e-3);
+        let b: Vec<bf16> = vals.iter().map(|&v| bf16::from_f64(v)).collect();
+        close(&run_op(&b, &l, 0, true).unwrap(), &naive(&[2, 3], &vals, 0, true), 1e-2);
+    }
+
+    #[test]
+    fn large_inputs_use_the_parallel_paths() {
+        let (r, c) = (300, 200);
+        let vals: Vec<f64> = (0..r * c).map(|v| ((v * 31) % 17) as f64 * 0.1).collect();
+        let l = Layout::contiguous(&[r, c]);
+        for dim in 0..2 {
+            close(&run_op(&vals, &l, dim as i64, false).unwrap(), &naive(&[r, c], &vals, dim, false), 1e-12);
+            close(&run_op(&vals, &l, dim as i64, true).unwrap(), &naive(&[r, c], &vals, dim, true), 1e-12);
+        }
+    }
+
+    #[test]
+    fn zero_dim_empty_and_nan() {
+        let s = vec![3.5f64];
+        let sl = Layout::contiguous(&[]);
+        assert_eq!(run_op(&s, &sl, 0, false).unwrap(), vec![1.0]);
+        assert_eq!(run_op(&s, &sl, -1, true).unwrap(), vec![0.0]);
+        let e: Vec<f32> = vec![];
+        for shape in [[0usize, 3], [3, 0]] {
+            assert_eq!(run_op(&e, &Layout::contiguous(&shape), 1, false).unwrap(), vec![]);
+            assert_eq!(run_op(&e, &Layout::contiguous(&shape), 0, true).unwrap(), vec![]);
+        }
+        let nan = vec![1.0f32, f32::NAN, 0.0, 2.0];
+        let got = run_op(&nan, &Layout::contiguous(&[2, 2]), 1, false).unwrap();
+        assert!(got[0].is_nan() && got[1].is_nan());
+        close(&got[2..], &naive(&[2], &[0.0, 2.0], 0, false), 1e-6);
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(
+            softmax_meta(&[2, 3], 2, false).unwrap_err(),
+            "Dimension out of range (expected to be in range of [-2, 1], but got 2)"
+        );
+        assert_eq!(
+            softmax_meta(&[2], 0, true).unwrap_err(),
+            "softmax with half to float conversion is not supported on CPU"
+        );
+        assert_eq!(
+            log_softmax_meta(&[2], 0, true).unwrap_err(),
+            "log_softmax with half to float conversion is not supported on CPU"
+        );
+    }
+}

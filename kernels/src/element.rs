@@ -1,0 +1,294 @@
+//! Element types and the arithmetic traits kernels are generic over.
+//!
+//! Half-precision types compute in `f32` (PyTorch's "opmath" type): a kernel written on
+//! [`Element::Compute`] loads, computes in the wider type and rounds once on store.
+
+use crate::DType;
+use half::{bf16, f16};
+
+/// A type a tensor can store. One impl per [`DType`].
+pub trait Element: Copy + Send + Sync + PartialEq + std::fmt::Debug + Default + 'static {
+    /// The dtype tag of this element type.
+    const DTYPE: DType;
+    /// The type arithmetic is carried out in (`f32` for `f16`/`bf16`, the type itself otherwise).
+    type Compute: Arith;
+    /// Widens to the compute type.
+    fn up(self) -> Self::Compute;
+    /// Rounds a compute value back to this type.
+    fn down(c: Self::Compute) -> Self;
+    /// Converts to f64 (exact for every type except i64 beyond 2^53).
+    fn to_f64(self) -> f64;
+    /// Converts to i64 (floats truncate toward zero, saturating).
+    fn to_i64(self) -> i64;
+    /// Converts from f64 with Rust `as` semantics (saturating for integers).
+    fn from_f64(v: f64) -> Self;
+    /// Converts from i64 with wrapping semantics for narrower integers, like a C cast.
+    fn from_i64(v: i64) -> Self;
+
+    /// Casts to another element type, as `Tensor::to_dtype` does.
+    #[inline(always)]
+    fn cast<U: Element>(self) -> U {
+        if Self::DTYPE == DType::Bool || U::DTYPE == DType::Bool {
+            // Anything non-zero is true; true is one.
+            return if U::DTYPE == DType::Bool {
+                U::from_i64((self.to_f64() != 0.0) as i64)
+            } else {
+                U::from_f64(self.to_f64())
+            };
+        }
+        if Self::DTYPE.is_floating_point() || U::DTYPE.is_floating_point() {
+            U::from_f64(self.to_f64())
+        } else {
+            U::from_i64(self.to_i64())
+        }
+    }
+}
+
+/// Arithmetic on compute types. Integers wrap on overflow, as in PyTorch.
+pub trait Arith: Copy + Send + Sync + PartialOrd + std::fmt::Debug + 'static {
+    /// Additive identity.
+    fn zero() -> Self;
+    /// Multiplicative identity.
+    fn one() -> Self;
+    /// `self + o` (logical or for bool).
+    fn add(self, o: Self) -> Self;
+    /// `self - o`.
+    fn sub(self, o: Self) -> Self;
+    /// `self * o` (logical and for bool).
+    fn mul(self, o: Self) -> Self;
+    /// `self / o`; integer division by zero gives zero instead of trapping.
+    fn div(self, o: Self) -> Self;
+    /// `-self`.
+    fn neg(self) -> Self;
+    /// `|self|`.
+    fn abs(self) -> Self;
+    /// True if the value is NaN (never for integers).
+    fn is_nan(self) -> bool;
+    /// Converts a Python-style float scalar into this type.
+    fn from_f64(v: f64) -> Self;
+    /// Converts a Python-style int scalar into this type.
+    fn from_i64(v: i64) -> Self;
+    /// Converts to f64.
+    fn to_f64(self) -> f64;
+}
+
+/// Transcendental functions, for the floating compute types (`f32`, `f64`).
+pub trait FloatMath: Arith {
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn ln_1p(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn tanh(self) -> Self;
+    fn erf(self) -> Self;
+    fn powf(self, e: Self) -> Self;
+    fn recip(self) -> Self;
+    fn infinity() -> Self;
+}
+
+macro_rules! float_arith {
+    ($t:ty, $erf:path) => {
+        impl Arith for $t {
+            #[inline(always)]
+            fn zero() -> Self { 0.0 }
+            #[inline(always)]
+            fn one() -> Self { 1.0 }
+            #[inline(always)]
+            fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self { self - o }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self { self * o }
+            #[inline(always)]
+            fn div(self, o: Self) -> Self { self / o }
+            #[inline(always)]
+            fn neg(self) -> Self { -self }
+            #[inline(always)]
+            fn abs(self) -> Self { <$t>::abs(self) }
+            #[inline(always)]
+            fn is_nan(self) -> bool { <$t>::is_nan(self) }
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self { v as $t }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self { v as $t }
+            #[inline(always)]
+            fn to_f64(self) -> f64 { self as f64 }
+        }
+        impl FloatMath for $t {
+            #[inline(always)]
+            fn exp(self) -> Self { <$t>::exp(self) }
+            #[inline(always)]
+            fn ln(self) -> Self { <$t>::ln(self) }
+            #[inline(always)]
+            fn ln_1p(self) -> Self { <$t>::ln_1p(self) }
+            #[inline(always)]
+            fn sqrt(self) -> Self { <$t>::sqrt(self) }
+            #[inline(always)]
+            fn sin(self) -> Self { <$t>::sin(self) }
+            #[inline(always)]
+            fn cos(self) -> Self { <$t>::cos(self) }
+            #[inline(always)]
+            fn tanh(self) -> Self { <$t>::tanh(self) }
+            #[inline(always)]
+            fn erf(self) -> Self { $erf(self) }
+            #[inline(always)]
+            fn powf(self, e: Self) -> Self { <$t>::powf(self, e) }
+            #[inline(always)]
+            fn recip(self) -> Self { 1.0 / self }
+            #[inline(always)]
+            fn infinity() -> Self { <$t>::INFINITY }
+        }
+    };
+}
+float_arith!(f32, libm::erff);
+float_arith!(f64, libm::erf);
+
+macro_rules! int_arith {
+    ($t:ty, $abs:expr) => {
+        impl Arith for $t {
+            #[inline(always)]
+            fn zero() -> Self { 0 }
+            #[inline(always)]
+            fn one() -> Self { 1 }
+            #[inline(always)]
+            fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self { self.wrapping_sub(o) }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            #[inline(always)]
+            fn div(self, o: Self) -> Self { if o == 0 { 0 } else { self.wrapping_div(o) } }
+            #[inline(always)]
+            fn neg(self) -> Self { self.wrapping_neg() }
+            #[inline(always)]
+            fn abs(self) -> Self { let f: fn($t) -> $t = $abs; f(self) }
+            #[inline(always)]
+            fn is_nan(self) -> bool { false }
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self { v as $t }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self { v as $t }
+            #[inline(always)]
+            fn to_f64(self) -> f64 { self as f64 }
+        }
+    };
+}
+int_arith!(u8, |x| x);
+int_arith!(i8, |x: i8| x.wrapping_abs());
+int_arith!(i16, |x: i16| x.wrapping_abs());
+int_arith!(i32, |x: i32| x.wrapping_abs());
+int_arith!(i64, |x: i64| x.wrapping_abs());
+
+impl Arith for bool {
+    fn zero() -> Self { false }
+    fn one() -> Self { true }
+    fn add(self, o: Self) -> Self { self || o }
+    fn sub(self, o: Self) -> Self { self ^ o }
+    fn mul(self, o: Self) -> Self { self && o }
+    fn div(self, o: Self) -> Self { self && o }
+    fn neg(self) -> Self { self }
+    fn abs(self) -> Self { self }
+    fn is_nan(self) -> bool { false }
+    fn from_f64(v: f64) -> Self { v != 0.0 }
+    fn from_i64(v: i64) -> Self { v != 0 }
+    fn to_f64(self) -> f64 { self as u8 as f64 }
+}
+
+macro_rules! plain_element {
+    ($t:ty, $dt:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$dt;
+            type Compute = $t;
+            #[inline(always)]
+            fn up(self) -> $t { self }
+            #[inline(always)]
+            fn down(c: $t) -> $t { c }
+            #[inline(always)]
+            fn to_f64(self) -> f64 { Arith::to_f64(self) }
+            #[inline(always)]
+            fn to_i64(self) -> i64 { self as i64 }
+            #[inline(always)]
+            fn from_f64(v: f64) -> $t { <$t as Arith>::from_f64(v) }
+            #[inline(always)]
+            fn from_i64(v: i64) -> $t { <$t as Arith>::from_i64(v) }
+        }
+    };
+}
+plain_element!(u8, U8);
+plain_element!(i8, I8);
+plain_element!(i16, I16);
+plain_element!(i32, I32);
+plain_element!(i64, I64);
+plain_element!(f32, F32);
+plain_element!(f64, F64);
+
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    type Compute = bool;
+    #[inline(always)]
+    fn up(self) -> bool { self }
+    #[inline(always)]
+    fn down(c: bool) -> bool { c }
+    fn to_f64(self) -> f64 { self as u8 as f64 }
+    fn to_i64(self) -> i64 { self as i64 }
+    fn from_f64(v: f64) -> bool { v != 0.0 }
+    fn from_i64(v: i64) -> bool { v != 0 }
+}
+
+macro_rules! half_element {
+    ($t:ty, $dt:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$dt;
+            type Compute = f32;
+            #[inline(always)]
+            fn up(self) -> f32 { self.to_f32() }
+            #[inline(always)]
+            fn down(c: f32) -> $t { <$t>::from_f32(c) }
+            #[inline(always)]
+            fn to_f64(self) -> f64 { <$t>::to_f64(self) }
+            #[inline(always)]
+            fn to_i64(self) -> i64 { <$t>::to_f32(self) as i64 }
+            #[inline(always)]
+            fn from_f64(v: f64) -> $t { <$t>::from_f64(v) }
+            #[inline(always)]
+            fn from_i64(v: i64) -> $t { <$t>::from_f64(v as f64) }
+        }
+    };
+}
+half_element!(f16, F16);
+half_element!(bf16, BF16);
+
+/// Calls `$body` with the type alias `$T` bound to the element type of `$dtype` — the one
+/// place a runtime dtype becomes a static type.
+#[macro_export]
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident, $body:block) => {
+        match $dtype {
+            $crate::DType::Bool => { type $T = bool; $body }
+            $crate::DType::U8 => { type $T = u8; $body }
+            $crate::DType::I8 => { type $T = i8; $body }
+            $crate::DType::I16 => { type $T = i16; $body }
+            $crate::DType::I32 => { type $T = i32; $body }
+            $crate::DType::I64 => { type $T = i64; $body }
+            $crate::DType::F16 => { type $T = $crate::half::f16; $body }
+            $crate::DType::BF16 => { type $T = $crate::half::bf16; $body }
+            $crate::DType::F32 => { type $T = f32; $body }
+            $crate::DType::F64 => { type $T = f64; $body }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn casts_follow_c_semantics() {
+        assert_eq!(300i64.cast::<u8>(), 44);
+        assert_eq!((-1.7f64).cast::<i32>(), -1);
+        assert!(0.5f32.cast::<bool>());
+        assert_eq!(true.cast::<f32>(), 1.0);
+        assert_eq!(f16::from_f32(2.5).cast::<f64>(), 2.5);
+    }
+}

@@ -1,0 +1,436 @@
+//! Sizes, strides and offset: how a tensor's elements sit in its storage.
+//!
+//! Every view op is a function from one `Layout` to another; none touches data.
+
+use crate::KResult;
+
+/// The shape, strides (in elements) and storage offset of a strided tensor.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    pub sizes: Vec<usize>,
+    pub strides: Vec<usize>,
+    pub offset: usize,
+}
+
+/// Wraps a possibly negative dim into `0..ndim`, with PyTorch's error text.
+pub fn wrap_dim(dim: i64, ndim: usize) -> KResult<usize> {
+    // A 0-d tensor accepts dims -1 and 0, as in PyTorch.
+    let n = ndim.max(1) as i64;
+    if dim < -n || dim >= n {
+        return Err(format!(
+            "Dimension out of range (expected to be in range of [{}, {}], but got {})",
+            -n,
+            n - 1,
+            dim
+        ));
+    }
+    Ok(if dim < 0 { (dim + n) as usize } else { dim as usize })
+}
+
+/// Row-major strides for a shape.
+pub fn contiguous_strides(sizes: &[usize]) -> Vec<usize> {
+    let mut strides = vec![0; sizes.len()];
+    let mut acc = 1;
+    for i in (0..sizes.len()).rev() {
+        strides[i] = acc;
+        acc *= sizes[i].max(1);
+    }
+    strides
+}
+
+/// PyTorch's broadcast of two shapes, with its error message.
+pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> KResult<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return Err(format!(
+                "The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton dimension {i}"
+            ));
+        };
+    }
+    Ok(out)
+}
+
+impl Layout {
+    /// A fresh row-major layout.
+    pub fn contiguous(sizes: &[usize]) -> Layout {
+        Layout { sizes: sizes.to_vec(), strides: contiguous_strides(sizes), offset: 0 }
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.sizes.len()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.sizes.iter().product()
+    }
+
+    /// True when elements are laid out row-major with no gaps (size-1 dims may have any stride).
+    pub fn is_contiguous(&self) -> bool {
+        let mut expected = 1;
+        for i in (0..self.sizes.len()).rev() {
+            if self.sizes[i] == 1 {
+                continue;
+            }
+            if self.strides[i] != expected {
+                return self.numel() == 0;
+            }
+            expected *= self.sizes[i];
+        }
+        true
+    }
+
+    /// One past the largest storage index this layout reaches (0 when empty).
+    pub fn storage_extent(&self) -> usize {
+        if self.numel() == 0 {
+            return 0;
+        }
+        self.offset
+            + self.sizes.iter().zip(&self.strides).map(|(s, st)| (s - 1) * st).sum::<usize>()
+            + 1
+    }
+
+    /// True when two different indices reach the same storage element (e.g. an expanded view).
+    pub fn has_internal_overlap(&self) -> bool {
+        let mut dims: Vec<(usize, usize)> = self
+            .sizes
+            .iter()
+            .zip(&self.strides)
+            .filter(|(s, _)| **s > 1)
+            .map(|(s, st)| (*s, *st))
+            .collect();
+        dims.sort_by_key(|d| d.1);
+        let mut reach = 0; // largest offset reachable by the smaller-stride dims
+        for (size, stride) in dims {
+            if stride == 0 || stride <= reach {
+                return true;
+            }
+            reach += (size - 1) * stride;
+        }
+        false
+    }
+
+    /// Broadcasts this layout to `shape` by giving new or size-1 dims stride 0.
+    pub fn broadcast_to(&self, shape: &[usize]) -> KResult<Layout> {
+        if shape.len() < self.ndim() {
+            return Err(format!(
+                "the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+                shape.len(),
+                self.ndim()
+            ));
+        }
+        let lead = shape.len() - self.ndim();
+        let mut strides = vec![0; shape.len()];
+        for (i, &target) in shape.iter().enumerate() {
+            if i < lead {
+                continue;
+            }
+            let (size, stride) = (self.sizes[i - lead], self.strides[i - lead]);
+            if size == target {
+                strides[i] = stride;
+            } else if size != 1 {
+                return Err(format!(
+                    "The expanded size of the tensor ({target}) must match the existing size ({size}) at non-singleton dimension {i}.  Target sizes: {shape:?}.  Tensor sizes: {:?}",
+                    self.sizes
+                ));
+            }
+        }
+        Ok(Layout { sizes: shape.to_vec(), strides, offset: self.offset })
+    }
+
+    /// `permute(dims)`.
+    pub fn permute(&self, dims: &[i64]) -> KResult<Layout> {
+        let n = self.ndim();
+        if dims.len() != n {
+            return Err(format!(
+                "number of dims don't match in permute: input has {n} dims but {} were given",
+                dims.len()
+            ));
+        }
+        let mut seen = vec![false; n];
+        let mut out = Layout { sizes: vec![0; n], strides: vec![0; n], offset: self.offset };
+        for (i, &d) in dims.iter().enumerate() {
+            let d = wrap_dim(d, n)?;
+            if seen[d] {
+                return Err("repeated dim in permute".into());
+            }
+            seen[d] = true;
+            out.sizes[i] = self.sizes[d];
+            out.strides[i] = self.strides[d];
+        }
+        Ok(out)
+    }
+
+    /// `transpose(dim0, dim1)`.
+    pub fn transpose(&self, dim0: i64, dim1: i64) -> KResult<Layout> {
+        let n = self.ndim();
+        let mut out = self.clone();
+        if n == 0 {
+            wrap_dim(dim0, n)?;
+            wrap_dim(dim1, n)?;
+            return Ok(out);
+        }
+        let (a, b) = (wrap_dim(dim0, n)?, wrap_dim(dim1, n)?);
+        out.sizes.swap(a, b);
+        out.strides.swap(a, b);
+        Ok(out)
+    }
+
+    /// `unsqueeze(dim)`: a new size-1 dim at `dim` (which may equal `ndim`).
+    pub fn unsqueeze(&self, dim: i64) -> KResult<Layout> {
+        let d = wrap_dim(dim, self.ndim() + 1)?;
+        let mut out = self.clone();
+        let stride = if d < self.ndim() { self.sizes[d] * self.strides[d] } else { 1 };
+        out.sizes.insert(d, 1);
+        out.strides.insert(d, stride.max(1));
+        Ok(out)
+    }
+
+    /// `squeeze(dims)`: drops the listed dims that have size 1; all size-1 dims when `None`.
+    pub fn squeeze(&self, dims: Option<&[i64]>) -> KResult<Layout> {
+        let n = self.ndim();
+        let mut drop = vec![false; n];
+        match dims {
+            None => drop.iter_mut().zip(&self.sizes).for_each(|(d, s)| *d = *s == 1),
+            Some(ds) => {
+                for &d in ds {
+                    let d = wrap_dim(d, n)?;
+                    if n > 0 && self.sizes[d] == 1 {
+                        drop[d] = true;
+                    }
+                }
+            }
+        }
+        let mut out = Layout { sizes: vec![], strides: vec![], offset: self.offset };
+        for i in 0..n {
+            if !drop[i] {
+                out.sizes.push(self.sizes[i]);
+                out.strides.push(self.strides[i]);
+            }
+        }
+        Ok(out)
+    }
+
+    /// `narrow(dim, start, length)`.
+    pub fn narrow(&self, dim: i64, start: i64, length: i64) -> KResult<Layout> {
+        if self.ndim() == 0 {
+            return Err("narrow() cannot be applied to a 0-dim tensor.".into());
+        }
+        let d = wrap_dim(dim, self.ndim())?;
+        let size = self.sizes[d] as i64;
+        let start = if start < 0 { start + size } else { start };
+        if start < 0 || start > size {
+            return Err(format!("start out of range (expected to be in range of [{}, {}], but got {})", -size, size, start));
+        }
+        if length < 0 || start + length > size {
+            return Err(format!("start ({start}) + length ({length}) exceeds dimension size ({size})."));
+        }
+        let mut out = self.clone();
+        out.offset += start as usize * self.strides[d];
+        out.sizes[d] = length as usize;
+        Ok(out)
+    }
+
+    /// `select(dim, index)`: removes `dim`, keeping entry `index`.
+    pub fn select(&self, dim: i64, index: i64) -> KResult<Layout> {
+        if self.ndim() == 0 {
+            return Err("select() cannot be applied to a 0-dim tensor.".into());
+        }
+        let d = wrap_dim(dim, self.ndim())?;
+        let size = self.sizes[d] as i64;
+        if index < -size || index >= size {
+            return Err(format!(
+                "select(): index {index} out of range for tensor of size {:?} at dimension {d}",
+                self.sizes
+            ));
+        }
+        let index = if index < 0 { index + size } else { index } as usize;
+        let mut out = self.clone();
+        out.offset += index * self.strides[d];
+        out.sizes.remove(d);
+        out.strides.remove(d);
+        Ok(out)
+    }
+
+    /// `slice(dim, start, end, step)` with Python's clamping of out-of-range bounds.
+    pub fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> KResult<Layout> {
+        if self.ndim() == 0 {
+            return Err("slice() cannot be applied to a 0-dim tensor.".into());
+        }
+        if step <= 0 {
+            return Err("slice step must be positive".into());
+        }
+        let d = wrap_dim(dim, self.ndim())?;
+        let size = self.sizes[d] as i64;
+        let clamp = |v: i64| if v < 0 { (v + size).max(0) } else { v.min(size) };
+        let s = clamp(start.unwrap_or(0));
+        let e = clamp(end.unwrap_or(size)).max(s);
+        let mut out = self.clone();
+        out.offset += s as usize * self.strides[d];
+        out.sizes[d] = ((e - s + step - 1) / step) as usize;
+        out.strides[d] = self.strides[d] * step as usize;
+        Ok(out)
+    }
+
+    /// `expand(sizes)`, where -1 keeps a dim's size.
+    pub fn expand(&self, sizes: &[i64]) -> KResult<Layout> {
+        if sizes.len() < self.ndim() {
+            return Err(format!(
+                "expand: the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+                sizes.len(),
+                self.ndim()
+            ));
+        }
+        let lead = sizes.len() - self.ndim();
+        let mut shape = Vec::with_capacity(sizes.len());
+        for (i, &s) in sizes.iter().enumerate() {
+            if s == -1 {
+                if i < lead {
+                    return Err(format!("expand: -1 is not allowed in a leading, non-existing dimension {i}"));
+                }
+                shape.push(self.sizes[i - lead]);
+            } else if s < 0 {
+                return Err(format!("expand: invalid size {s}"));
+            } else {
+                shape.push(s as usize);
+            }
+        }
+        self.broadcast_to(&shape)
+    }
+
+    /// Resolves a `view`/`reshape` size list (one entry may be -1) against `numel`.
+    pub fn infer_size(sizes: &[i64], numel: usize) -> KResult<Vec<usize>> {
+        let mut infer = None;
+        let mut known = 1usize;
+        for (i, &s) in sizes.iter().enumerate() {
+            if s == -1 {
+                if infer.is_some() {
+                    return Err("only one dimension can be inferred".into());
+                }
+                infer = Some(i);
+            } else if s < 0 {
+                return Err(format!("invalid shape dimension {s}"));
+            } else {
+                known *= s as usize;
+            }
+        }
+        let mut out: Vec<usize> = sizes.iter().map(|&s| s.max(0) as usize).collect();
+        match infer {
+            Some(i) if known != 0 && numel % known == 0 => out[i] = numel / known,
+            None if known == numel => {}
+            _ => return Err(format!("shape '{sizes:?}' is invalid for input of size {numel}")),
+        }
+        Ok(out)
+    }
+
+    /// `view(sizes)` without copying, or `None` when the strides cannot express it
+    /// (PyTorch's `computeStride`).
+    pub fn view(&self, sizes: &[usize]) -> Option<Layout> {
+        let numel = self.numel();
+        if numel == 0 || self.is_contiguous() {
+            return Some(Layout { offset: self.offset, ..Layout::contiguous(sizes) });
+        }
+        // Walk chunks of the old shape that are contiguous among themselves, matching them
+        // against runs of the new shape with the same number of elements.
+        let mut new_strides = vec![0usize; sizes.len()];
+        let mut view_d = sizes.len() as isize - 1;
+        let mut chunk_base_stride = *self.strides.last()?;
+        let mut tensor_numel = 1usize;
+        let mut view_numel = 1usize;
+        for tensor_d in (0..self.ndim()).rev() {
+            tensor_numel *= self.sizes[tensor_d];
+            let boundary = tensor_d == 0
+                || (self.sizes[tensor_d - 1] != 1
+                    && self.strides[tensor_d - 1] != tensor_numel * chunk_base_stride);
+            if boundary {
+                while view_d >= 0 && (view_numel < tensor_numel || sizes[view_d as usize] == 1) {
+                    new_strides[view_d as usize] = view_numel * chunk_base_stride;
+                    view_numel *= sizes[view_d as usize];
+                    view_d -= 1;
+                }
+                if view_numel != tensor_numel {
+                    return None;
+                }
+                if tensor_d > 0 {
+                    chunk_base_stride = self.strides[tensor_d - 1];
+                    tensor_numel = 1;
+                    view_numel = 1;
+                }
+            }
+        }
+        if view_d != -1 {
+            return None;
+        }
+        Some(Layout { sizes: sizes.to_vec(), strides: new_strides, offset: self.offset })
+    }
+
+    /// Merges adjacent dims that are contiguous with respect to every given layout, so strided
+    /// loops run over as few, as long, dimensions as possible. All layouts share `sizes`.
+    pub fn coalesce(layouts: &[&Layout]) -> (Vec<usize>, Vec<Vec<usize>>) {
+        let sizes = &layouts[0].sizes;
+        let mut out_sizes: Vec<usize> = Vec::with_capacity(sizes.len());
+        let mut out_strides: Vec<Vec<usize>> = vec![Vec::with_capacity(sizes.len()); layouts.len()];
+        for d in 0..sizes.len() {
+            if sizes[d] == 1 {
+                continue;
+            }
+            let mergeable = !out_sizes.is_empty()
+                && layouts.iter().enumerate().all(|(k, l)| {
+                    *out_strides[k].last().expect("non-empty") == l.strides[d] * sizes[d]
+                });
+            if mergeable {
+                *out_sizes.last_mut().expect("non-empty") *= sizes[d];
+                for (k, l) in layouts.iter().enumerate() {
+                    *out_strides[k].last_mut().expect("non-empty") = l.strides[d];
+                }
+            } else {
+                out_sizes.push(sizes[d]);
+                for (k, l) in layouts.iter().enumerate() {
+                    out_strides[k].push(l.strides[d]);
+                }
+            }
+        }
+        (out_sizes, out_strides)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn view_of_transposed_needs_copy() {
+        let l = Layout::contiguous(&[2, 3]).transpose(0, 1).unwrap();
+        assert!(l.view(&[6]).is_none());
+        assert!(l.view(&[3, 2]).is_some());
+    }
+
+    #[test]
+    fn view_splits_a_dim_of_a_sliced_layout() {
+        let l = Layout::contiguous(&[4, 6]).slice(1, Some(0), Some(4), 1).unwrap();
+        let v = l.view(&[4, 2, 2]).unwrap();
+        assert_eq!(v.strides, vec![6, 2, 1]);
+    }
+
+    #[test]
+    fn expanded_layout_overlaps_itself() {
+        let l = Layout::contiguous(&[1, 3]).expand(&[4, 3]).unwrap();
+        assert!(l.has_internal_overlap());
+        assert!(!Layout::contiguous(&[4, 3]).has_internal_overlap());
+    }
+
+    #[test]
+    fn broadcast_error_names_sizes() {
+        let e = broadcast_shapes(&[2, 3], &[2, 4]).unwrap_err();
+        assert!(e.contains("The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1"));
+    }
+}

@@ -1,0 +1,20 @@
+//! kiln's kernels: hand-written loops over typed, strided buffers.
+//!
+//! This crate knows about buffers, layouts and element types — never about `Tensor` or
+//! autograd. A kernel receives read views ([`Src`]) of its inputs and a write view ([`Dst`])
+//! of a preallocated output; the caller guarantees the output does not alias an input.
+
+pub mod cpu;
+pub mod dtype;
+pub mod element;
+pub mod layout;
+pub mod view;
+
+pub use dtype::DType;
+pub use half;
+pub use element::{Arith, Element, FloatMath};
+pub use layout::Layout;
+pub use view::{Dst, Src};
+
+/// A kernel's error: a message naming what is wrong; the caller adds the op name.
+pub type KResult<T> = Result<T, String>;

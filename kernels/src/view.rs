@@ -1,0 +1,73 @@
+//! Typed read and write views of a strided buffer, the only data a kernel sees.
+
+use crate::Layout;
+
+/// A read view: the whole storage buffer plus the layout that picks elements out of it.
+#[derive(Clone, Copy, Debug)]
+pub struct Src<'a, T> {
+    pub data: &'a [T],
+    pub layout: &'a Layout,
+}
+
+/// A write view of a buffer that no [`Src`] of the same call aliases.
+#[derive(Debug)]
+pub struct Dst<'a, T> {
+    pub data: &'a mut [T],
+    pub layout: &'a Layout,
+}
+
+impl<'a, T: Copy> Src<'a, T> {
+    /// A view over `data` with `layout`.
+    pub fn new(data: &'a [T], layout: &'a Layout) -> Self {
+        debug_assert!(layout.storage_extent() <= data.len());
+        Src { data, layout }
+    }
+
+    /// The elements as one slice when the layout is contiguous.
+    pub fn as_contiguous(&self) -> Option<&'a [T]> {
+        self.layout
+            .is_contiguous()
+            .then(|| &self.data[self.layout.offset..self.layout.offset + self.layout.numel()])
+    }
+
+    /// The elements in row-major order (copies).
+    pub fn to_vec(&self) -> Vec<T> {
+        if let Some(s) = self.as_contiguous() {
+            return s.to_vec();
+        }
+        let mut out = Vec::with_capacity(self.layout.numel());
+        crate::cpu::strided::for_each_offset(self.layout, |o| out.push(self.data[o]));
+        out
+    }
+}
+
+impl<'a, T: Copy> Dst<'a, T> {
+    /// A view over `data` with `layout`.
+    pub fn new(data: &'a mut [T], layout: &'a Layout) -> Self {
+        debug_assert!(layout.storage_extent() <= data.len());
+        Dst { data, layout }
+    }
+
+    /// The elements as one mutable slice when the layout is contiguous.
+    pub fn as_contiguous_mut(&mut self) -> Option<&mut [T]> {
+        let l = self.layout;
+        if l.is_contiguous() {
+            Some(&mut self.data[l.offset..l.offset + l.numel()])
+        } else {
+            None
+        }
+    }
+
+    /// Writes `values` (row-major) through the layout.
+    pub fn fill_from(&mut self, values: &[T]) {
+        if let Some(s) = self.as_contiguous_mut() {
+            s.copy_from_slice(values);
+            return;
+        }
+        let mut it = values.iter();
+        let data = &mut *self.data;
+        crate::cpu::strided::for_each_offset(self.layout, |o| {
+            data[o] = *it.next().expect("values has numel elements")
+        });
+    }
+}

@@ -1,0 +1,146 @@
+//! The graph's vocabulary: a [`Node`] turns the gradients of its outputs into gradients of its
+//! inputs and names, through [`Edge`]s, the nodes those inputs came from.
+
+use crate::{DType, Result, Tensor};
+use std::sync::{Arc, Mutex};
+
+/// A gradient hook: sees a gradient and may replace it.
+pub type Hook = Arc<dyn Fn(&Tensor) -> Option<Tensor> + Send + Sync>;
+
+/// Where an input's gradient goes: input `input_nr` of `node`.
+#[derive(Clone)]
+pub struct Edge {
+    pub node: Arc<dyn Node>,
+    pub input_nr: usize,
+}
+
+/// Shape and dtype of a node input, so the engine can reduce a broadcast gradient and cast
+/// it back before passing it on.
+#[derive(Clone, Debug)]
+pub struct InputMeta {
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+}
+
+/// What every node has: its edges, its inputs' metadata and the hooks on its incoming grads.
+#[derive(Default)]
+pub struct NodeBase {
+    pub next_edges: Vec<Option<Edge>>,
+    pub input_metas: Vec<InputMeta>,
+    pre_hooks: Mutex<Vec<(usize, Hook)>>,
+}
+
+impl NodeBase {
+    /// A base for a node whose differentiable inputs are `inputs` (None where an input is not
+    /// a tensor that requires grad).
+    pub fn new(inputs: &[Option<&Tensor>]) -> Self {
+        NodeBase {
+            next_edges: inputs.iter().map(|t| t.and_then(|t| t.gradient_edge())).collect(),
+            input_metas: inputs
+                .iter()
+                .map(|t| match t {
+                    Some(t) => InputMeta { shape: t.shape().to_vec(), dtype: t.dtype() },
+                    None => InputMeta { shape: vec![], dtype: DType::F32 },
+                })
+                .collect(),
+            pre_hooks: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// True when input `i`'s gradient is needed.
+    pub fn needs_input_grad(&self, i: usize) -> bool {
+        self.next_edges.get(i).is_some_and(|e| e.is_some())
+    }
+
+    /// Adds a hook on the gradient arriving for output `output_nr`.
+    pub fn add_pre_hook(&self, output_nr: usize, hook: Hook) {
+        self.pre_hooks.lock().unwrap_or_else(|e| e.into_inner()).push((output_nr, hook));
+    }
+
+    /// Runs the hooks on incoming gradients.
+    pub(crate) fn run_pre_hooks(&self, grads: &mut [Option<Tensor>]) {
+        let hooks = self.pre_hooks.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for (nr, hook) in hooks {
+            if let Some(Some(g)) = grads.get(nr) {
+                if let Some(new) = hook(g) {
+                    grads[nr] = Some(new);
+                }
+            }
+        }
+    }
+}
+
+/// A backward function in the graph, named like PyTorch's (`MulBackward0`).
+pub trait Node: Send + Sync {
+    /// The node's name, as shown in `grad_fn=<...>`.
+    fn name(&self) -> &'static str;
+    /// Edges, metadata and hooks.
+    fn base(&self) -> &NodeBase;
+    /// Gradients of the inputs from the gradients of the outputs (`None` = zero / not needed).
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>>;
+    /// Frees saved tensors once the graph has been walked without `retain_graph`.
+    fn release_variables(&self) {}
+    /// For [`AccumulateGrad`]: the leaf it accumulates into.
+    fn leaf(&self) -> Option<&Tensor> {
+        None
+    }
+}
+
+impl dyn Node {
+    /// The nodes this one sends gradients to (PyTorch's `next_functions`).
+    pub fn next_functions(&self) -> Vec<Option<(Arc<dyn Node>, usize)>> {
+        self.base().next_edges.iter().map(|e| e.as_ref().map(|e| (e.node.clone(), e.input_nr))).collect()
+    }
+}
+
+impl std::fmt::Debug for dyn Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{}>", self.name())
+    }
+}
+
+/// The sink of a leaf's gradient: adds it into the leaf's `.grad`.
+pub struct AccumulateGrad {
+    base: NodeBase,
+    variable: Tensor,
+}
+
+impl AccumulateGrad {
+    pub(crate) fn new(variable: Tensor) -> Self {
+        let base = NodeBase {
+            input_metas: vec![InputMeta { shape: variable.shape().to_vec(), dtype: variable.dtype() }],
+            ..NodeBase::default()
+        };
+        AccumulateGrad { base, variable }
+    }
+}
+
+impl Node for AccumulateGrad {
+    fn name(&self) -> &'static str {
+        "AccumulateGrad"
+    }
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(mut g) = grads.into_iter().next().flatten() else { return Ok(vec![]) };
+        let hooks = self.variable.meta().hooks.clone();
+        for h in hooks {
+            if let Some(new) = h(&g) {
+                g = new;
+            }
+        }
+        let prev = self.variable.meta().grad.take();
+        let new = match prev {
+            // Under create_graph the sum stays in the graph; otherwise detach it.
+            Some(p) => p.add(&g)?,
+            None if crate::autograd::is_grad_enabled() => g,
+            None => g.detach(),
+        };
+        self.variable.meta().grad = Some(new);
+        Ok(vec![])
+    }
+    fn leaf(&self) -> Option<&Tensor> {
+        Some(&self.variable)
+    }
+}

@@ -1,0 +1,138 @@
+//! The autograd side of `Tensor`: `requires_grad`, `grad`, `grad_fn`, `backward`, hooks.
+
+use super::{engine, AccumulateGrad, Edge, Node};
+use crate::{Error, Result, Tensor};
+use std::sync::Arc;
+
+impl Tensor {
+    /// True when ops on this tensor record history: a leaf marked by the user, or the output of
+    /// a recorded op.
+    pub fn requires_grad(&self) -> bool {
+        let m = self.meta();
+        m.requires_grad || m.grad_fn.is_some()
+    }
+
+    /// Marks a leaf as requiring grad (PyTorch's `requires_grad_`); returns the same tensor.
+    ///
+    /// ```
+    /// let w = kiln::Tensor::from([1f64, 2.]).requires_grad_(true)?;
+    /// assert!(w.requires_grad() && w.is_leaf());
+    /// # Ok::<(), kiln::Error>(())
+    /// ```
+    pub fn requires_grad_(self, requires_grad: bool) -> Result<Tensor> {
+        {
+            let mut m = self.meta();
+            if m.grad_fn.is_some() {
+                if !requires_grad {
+                    return Err(Error::Autograd(
+                        "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().".into(),
+                    ));
+                }
+                return Ok(self.clone());
+            }
+            if requires_grad && !self.dtype().is_floating_point() {
+                return Err(Error::Autograd(format!(
+                    "only Tensors of floating point dtype can require gradients (got {})",
+                    self.dtype()
+                )));
+            }
+            m.requires_grad = requires_grad;
+        }
+        Ok(self)
+    }
+
+    /// True for tensors not produced by a recorded op.
+    pub fn is_leaf(&self) -> bool {
+        self.meta().grad_fn.is_none()
+    }
+
+    /// The accumulated gradient of a leaf.
+    pub fn grad(&self) -> Option<Tensor> {
+        self.meta().grad.clone()
+    }
+
+    /// Replaces (or with `None`, clears) the accumulated gradient.
+    pub fn set_grad(&self, grad: Option<Tensor>) {
+        self.meta().grad = grad;
+    }
+
+    /// Clears `.grad` (PyTorch's `set_to_none=True` behaviour).
+    pub fn zero_grad(&self) {
+        self.set_grad(None);
+    }
+
+    /// The node that produced this tensor.
+    pub fn grad_fn(&self) -> Option<Arc<dyn Node>> {
+        self.meta().grad_fn.clone()
+    }
+
+    pub(crate) fn output_nr(&self) -> usize {
+        self.meta().output_nr
+    }
+
+    /// Records that this tensor is output `output_nr` of `node`.
+    pub fn set_grad_fn(&self, node: Arc<dyn Node>, output_nr: usize) {
+        let mut m = self.meta();
+        m.grad_fn = Some(node);
+        m.output_nr = output_nr;
+    }
+
+    /// A tensor sharing storage with this one but cut from the graph.
+    pub fn detach(&self) -> Tensor {
+        self.with_layout(self.layout().clone())
+    }
+
+    /// Where a gradient for this tensor must be sent, or `None` when it needs none.
+    pub fn gradient_edge(&self) -> Option<Edge> {
+        let mut m = self.meta();
+        if let Some(f) = &m.grad_fn {
+            return Some(Edge { node: f.clone(), input_nr: m.output_nr });
+        }
+        if !m.requires_grad {
+            return None;
+        }
+        if let Some(acc) = m.accumulator.as_ref().and_then(|w| w.upgrade()) {
+            return Some(Edge { node: acc, input_nr: 0 });
+        }
+        let acc = Arc::new(AccumulateGrad::new(self.clone()));
+        m.accumulator = Some(Arc::downgrade(&acc));
+        Some(Edge { node: acc, input_nr: 0 })
+    }
+
+    /// Registers a hook run on this tensor's gradient when it is computed; the hook may
+    /// return a replacement.
+    pub fn register_hook(&self, hook: impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static) -> Result<()> {
+        let hook: super::Hook = Arc::new(hook);
+        let (grad_fn, nr, requires) = {
+            let m = self.meta();
+            (m.grad_fn.clone(), m.output_nr, m.requires_grad)
+        };
+        match grad_fn {
+            Some(f) => f.base().add_pre_hook(nr, hook),
+            None if requires => self.meta().hooks.push(hook),
+            None => {
+                return Err(Error::Autograd(
+                    "cannot register a hook on a tensor that doesn't require gradient".into(),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Backpropagates from this scalar tensor (implicit gradient of one).
+    ///
+    /// ```
+    /// let x = kiln::Tensor::from([1f64, 2., 3.]).requires_grad_(true)?;
+    /// x.mul(&x)?.sum()?.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![2., 4., 6.]);
+    /// # Ok::<(), kiln::Error>(())
+    /// ```
+    pub fn backward(&self) -> Result<()> {
+        self.backward_with(None, false, false)
+    }
+
+    /// Backpropagates with an explicit output gradient, `retain_graph` and `create_graph`.
+    pub fn backward_with(&self, gradient: Option<&Tensor>, retain_graph: bool, create_graph: bool) -> Result<()> {
+        engine::backward(&[self.clone()], &[gradient.cloned()], retain_graph || create_graph, create_graph)
+    }
+}

@@ -1,0 +1,21 @@
+//! kiln: a tensor library with PyTorch's semantics, whose operators are declared in YAML.
+//!
+//! ```
+//! use kiln::Tensor;
+//! let x = Tensor::from([[1f32, 2.], [3., 4.]]).requires_grad_(true)?;
+//! let y = x.matmul(&x)?.sum()?;
+//! y.backward()?;
+//! assert_eq!(x.grad().unwrap().shape(), &[2, 2]);
+//! # Ok::<(), kiln::Error>(())
+//! ```
+
+pub mod autograd;
+mod error;
+pub mod ops;
+pub mod tensor;
+
+pub use autograd::{enable_grad, no_grad};
+pub use error::{Error, Result};
+pub use ops::*;
+pub use tensor::{manual_seed, BufferElement, DType, Device, Generator, Layout, Scalar, Tensor, TensorData};
+

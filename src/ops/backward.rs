@@ -1,0 +1,274 @@
+//! Helpers that backward formulas in derivatives.yaml call. They are built from public,
+//! differentiable ops, so a backward pass run under `create_graph` is itself recorded and
+//! double backward works.
+
+use crate::{DType, Result, Scalar, Tensor};
+
+/// usize sizes as the i64 list view/reshape take.
+pub fn i64s(sizes: &[usize]) -> Vec<i64> {
+    sizes.iter().map(|&s| s as i64).collect()
+}
+
+/// `grad` reshaped to `sizes` (backward of any reshaping view).
+pub fn reshape_to(grad: &Tensor, sizes: &[usize]) -> Result<Tensor> {
+    grad.reshape(&i64s(sizes))
+}
+
+/// `grad` summed down to `sizes` (backward of `expand`).
+pub fn sum_to(grad: &Tensor, sizes: &[usize]) -> Result<Tensor> {
+    grad.sum_to_size(&i64s(sizes))
+}
+
+/// Backward of `permute(dims)`: permute by the inverse permutation.
+pub fn permute_backward(grad: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let n = dims.len() as i64;
+    let mut inv = vec![0i64; dims.len()];
+    for (i, &d) in dims.iter().enumerate() {
+        inv[(if d < 0 { d + n } else { d }) as usize] = i as i64;
+    }
+    grad.permute(&inv)
+}
+
+/// Reduced dims of a `dim` argument, wrapped, or all dims for `None`/empty.
+fn reduced_dims(ndim: usize, dim: Option<&[i64]>) -> Vec<usize> {
+    match dim {
+        Some(d) if !d.is_empty() => {
+            let mut v: Vec<usize> = d
+                .iter()
+                .map(|&x| if x < 0 { (x + ndim.max(1) as i64) as usize } else { x as usize })
+                .collect();
+            v.sort_unstable();
+            v
+        }
+        _ => (0..ndim).collect(),
+    }
+}
+
+/// Backward of `sum`: re-insert reduced dims, then broadcast back to the input's shape.
+pub fn sum_backward(grad: &Tensor, sizes: &[usize], dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    let mut g = grad.clone();
+    if !keepdim && !sizes.is_empty() {
+        for d in reduced_dims(sizes.len(), dim) {
+            g = g.unsqueeze(d as i64)?;
+        }
+    }
+    g.expand(&i64s(sizes))
+}
+
+/// Backward of `max()`/`min()` over all elements: the gradient is shared evenly among the
+/// elements equal to the result (PyTorch's `evenly_distribute_backward`).
+pub fn evenly_distribute_backward(grad: &Tensor, input: &Tensor, value: &Tensor) -> Result<Tensor> {
+    let mask = input.eq(value)?.to_dtype(grad.dtype())?;
+    let count = mask.sum()?;
+    mask.mul(&grad.div(&count)?)
+}
+
+/// Backward of `max.dim`/`min.dim`: the gradient goes to the selected index.
+pub fn value_selecting_reduction_backward(
+    grad: &Tensor,
+    dim: i64,
+    indices: &Tensor,
+    sizes: &[usize],
+    keepdim: bool,
+) -> Result<Tensor> {
+    let (mut g, mut idx) = (grad.clone(), indices.clone());
+    if !keepdim && !sizes.is_empty() {
+        g = g.unsqueeze(dim)?;
+        idx = idx.unsqueeze(dim)?;
+    }
+    if sizes.is_empty() {
+        return Ok(g);
+    }
+    Tensor::zeros(sizes, grad.dtype())?.scatter_add(dim, &idx, &g)
+}
+
+/// Backward of `_softmax`: `(grad - sum(grad * y, dim)) * y`.
+pub fn softmax_backward(grad: &Tensor, result: &Tensor, dim: i64) -> Result<Tensor> {
+    let dot = grad.mul(result)?.sum_dim_with(&[dim], true, None)?;
+    grad.sub(&dot)?.mul(result)
+}
+
+/// Backward of `_log_softmax`: `grad - exp(y) * sum(grad, dim)`.
+pub fn log_softmax_backward(grad: &Tensor, result: &Tensor, dim: i64) -> Result<Tensor> {
+    let total = grad.sum_dim_with(&[dim], true, None)?;
+    grad.sub(&result.exp()?.mul(&total)?)
+}
+
+/// Backward of `cat`: each input gets its slice of `grad`.
+pub fn cat_backward(grad: &Tensor, sizes: &[Vec<usize>], dim: i64) -> Result<Vec<Tensor>> {
+    let d = if dim < 0 { dim + grad.dim() as i64 } else { dim };
+    let mut offset = 0i64;
+    let mut out = Vec::with_capacity(sizes.len());
+    for s in sizes {
+        if s.len() == 1 && s[0] == 0 && grad.dim() != 1 {
+            out.push(Tensor::zeros(&[0], grad.dtype())?);
+            continue;
+        }
+        let len = s[d as usize] as i64;
+        out.push(grad.narrow(d, offset, len)?);
+        offset += len;
+    }
+    Ok(out)
+}
+
+/// Backward of `index_select`: scatter the rows back.
+pub fn index_select_backward(grad: &Tensor, sizes: &[usize], dim: i64, index: &Tensor) -> Result<Tensor> {
+    Tensor::zeros(sizes, grad.dtype())?.index_add(dim, index, grad)
+}
+
+/// Backward of `gather`: scatter-add into zeros.
+pub fn gather_backward(grad: &Tensor, sizes: &[usize], dim: i64, index: &Tensor) -> Result<Tensor> {
+    Tensor::zeros(sizes, grad.dtype())?.scatter_add(dim, index, grad)
+}
+
+/// `d/dx x^e = e x^(e-1)`, zero where the exponent is zero.
+pub fn pow_backward_self(grad: &Tensor, input: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+    let e1 = exponent.sub_scalar(1)?;
+    let d = exponent.mul(&input.pow(&e1)?)?;
+    let d = d.masked_fill(&exponent.eq_scalar(0)?, 0)?;
+    grad.mul(&d)
+}
+
+/// `d/dx x^e` for a scalar exponent.
+pub fn pow_backward_scalar(grad: &Tensor, input: &Tensor, exponent: Scalar) -> Result<Tensor> {
+    if exponent.to_f64() == 0.0 {
+        return grad.zeros_like();
+    }
+    let d = input.pow_scalar(Scalar::Float(exponent.to_f64() - 1.0))?.mul_scalar(exponent)?;
+    grad.mul(&d)
+}
+
+/// `d/de x^e = x^e ln x`, zero where `x == 0` and `e >= 0` (PyTorch's convention).
+pub fn pow_backward_exponent(grad: &Tensor, input: &Tensor, result: &Tensor) -> Result<Tensor> {
+    let safe = input.masked_fill(&input.eq_scalar(0)?, 1)?;
+    grad.mul(&result.mul(&safe.log()?)?)
+}
+
+/// Backward of `maximum`/`minimum` for the input `mine`: full gradient where it was chosen,
+/// half on ties.
+pub fn extremum_backward(grad: &Tensor, mine: &Tensor, theirs: &Tensor, is_max: bool) -> Result<Tensor> {
+    let won = if is_max { mine.gt(theirs)? } else { mine.lt(theirs)? };
+    let tie = mine.eq(theirs)?;
+    let w = won.to_dtype(grad.dtype())?.add(&tie.to_dtype(grad.dtype())?.mul_scalar(0.5)?)?;
+    grad.mul(&w)
+}
+
+/// Backward of `clamp`: the gradient passes where the input was inside the bounds.
+pub fn clamp_backward(grad: &Tensor, input: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+    let mut keep = input.ge_scalar(f64::NEG_INFINITY)?;
+    if let Some(lo) = min {
+        keep = keep.mul(&input.ge_scalar(lo)?)?;
+    }
+    if let Some(hi) = max {
+        keep = keep.mul(&input.le_scalar(hi)?)?;
+    }
+    grad.mul(&keep.to_dtype(grad.dtype())?)
+}
+
+/// Backward of `relu`: the gradient where the output is positive.
+pub fn threshold_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    grad.mul(&result.gt_scalar(0)?.to_dtype(grad.dtype())?)
+}
+
+/// Backward of `sigmoid`: `grad * y * (1 - y)`.
+pub fn sigmoid_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    grad.mul(&result.mul(&result.neg()?.add_scalar(1)?)?)
+}
+
+/// Backward of `tanh`: `grad * (1 - y²)`.
+pub fn tanh_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
+    grad.mul(&result.mul(result)?.neg()?.add_scalar(1)?)
+}
+
+/// Backward of `silu`: `grad * s * (1 + x (1 - s))` with `s = sigmoid(x)`.
+pub fn silu_backward(grad: &Tensor, input: &Tensor) -> Result<Tensor> {
+    let s = input.sigmoid()?;
+    let inner = input.mul(&s.neg()?.add_scalar(1)?)?.add_scalar(1)?;
+    grad.mul(&s.mul(&inner)?)
+}
+
+/// Backward of `gelu`, exact or tanh-approximated.
+pub fn gelu_backward(grad: &Tensor, input: &Tensor, approximate: &str) -> Result<Tensor> {
+    if approximate == "tanh" {
+        let k = (2.0 / std::f64::consts::PI).sqrt();
+        let x2 = input.mul(input)?;
+        let inner = input.mul(&x2.mul_scalar(0.044715)?.add_scalar(1)?)?.mul_scalar(k)?;
+        let t = inner.tanh()?;
+        let dinner = x2.mul_scalar(3.0 * 0.044715)?.add_scalar(1)?.mul_scalar(k)?;
+        let left = t.add_scalar(1)?.mul_scalar(0.5)?;
+        let right = input.mul(&t.mul(&t)?.neg()?.add_scalar(1)?)?.mul(&dinner)?.mul_scalar(0.5)?;
+        return grad.mul(&left.add(&right)?);
+    }
+    let cdf = input.mul_scalar(std::f64::consts::FRAC_1_SQRT_2)?.erf()?.add_scalar(1)?.mul_scalar(0.5)?;
+    let pdf = input.mul(input)?.mul_scalar(-0.5)?.exp()?.mul_scalar(1.0 / (2.0 * std::f64::consts::PI).sqrt())?;
+    grad.mul(&cdf.add(&input.mul(&pdf)?)?)
+}
+
+/// `d/dx erf(x) = 2/sqrt(pi) e^(-x²)`.
+pub fn erf_backward(grad: &Tensor, input: &Tensor) -> Result<Tensor> {
+    let d = input.mul(input)?.neg()?.exp()?.mul_scalar(2.0 / std::f64::consts::PI.sqrt())?;
+    grad.mul(&d)
+}
+
+/// Backward of `masked_fill` for `self`: zero where the mask filled.
+pub fn masked_fill_backward(grad: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    grad.masked_fill(mask, 0)
+}
+
+/// Backward of `to(dtype)`: cast back.
+pub fn to_dtype_backward(grad: &Tensor, dtype: DType) -> Result<Tensor> {
+    grad.to_dtype(dtype)
+}
+
+/// Backward of `as_strided`, for inputs whose elements do not overlap in memory: route each
+/// output element's gradient to the storage slot it read, then read the input's slots back.
+pub fn as_strided_backward(
+    grad: &Tensor,
+    input_sizes: &[usize],
+    input_strides: &[usize],
+    input_offset: usize,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<Tensor> {
+    let flat = |sizes: &[usize], strides: &[usize], offset: usize| -> Vec<i64> {
+        let l = crate::Layout { sizes: sizes.to_vec(), strides: strides.to_vec(), offset };
+        let mut v = Vec::with_capacity(l.numel());
+        kiln_kernels::cpu::strided::for_each_offset(&l, |o| v.push(o as i64));
+        v
+    };
+    let out_sizes: Vec<usize> = size.iter().map(|&s| s as usize).collect();
+    let out_strides: Vec<usize> = stride.iter().map(|&s| s as usize).collect();
+    let out_idx = flat(&out_sizes, &out_strides, storage_offset.map(|o| o as usize).unwrap_or(input_offset));
+    let in_idx = flat(input_sizes, input_strides, input_offset);
+    let extent = out_idx.iter().chain(&in_idx).copied().max().map(|m| m + 1).unwrap_or(0) as usize;
+    let n_out = out_idx.len();
+    let n_in = in_idx.len();
+    let storage = Tensor::zeros(&[extent], grad.dtype())?
+        .index_add(0, &Tensor::from_vec(out_idx, &[n_out])?, &grad.reshape(&[-1])?)?;
+    storage.index_select(0, &Tensor::from_vec(in_idx, &[n_in])?)?.reshape(&i64s(input_sizes))
+}
+
+/// Backward of `narrow`: zeros with `grad` in the narrowed part.
+pub fn narrow_backward(grad: &Tensor, sizes: &[usize], dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    let d = if dim < 0 { dim + sizes.len() as i64 } else { dim } as usize;
+    let start = if start < 0 { start + sizes[d] as i64 } else { start };
+    crate::slice_backward(grad, &i64s(sizes), dim, start, start + length, 1)
+}
+
+/// Backward of `slice`: normalises the bounds as the view did, then `slice_backward`.
+pub fn slice_view_backward(
+    grad: &Tensor,
+    sizes: &[usize],
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> Result<Tensor> {
+    let d = if dim < 0 { dim + sizes.len() as i64 } else { dim } as usize;
+    let size = sizes[d] as i64;
+    let clamp = |v: i64| if v < 0 { (v + size).max(0) } else { v.min(size) };
+    let s = clamp(start.unwrap_or(0));
+    let e = clamp(end.unwrap_or(size)).max(s);
+    crate::slice_backward(grad, &i64s(sizes), dim, s, e, step)
+}

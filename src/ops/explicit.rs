@@ -1,0 +1,145 @@
+//! Ops written in Rust over tensors, whose derivative still comes from derivatives.yaml
+//! (PyTorch's CompositeExplicitAutograd): views, which only compute a new layout, and dtype
+//! conversion. No autograd here — the generated wrapper records it.
+
+use crate::{DType, Error, Layout, Result, Tensor};
+use kiln_kernels::KResult;
+
+fn view_with(op: &str, t: &Tensor, layout: KResult<Layout>) -> Result<Tensor> {
+    Ok(t.with_layout(layout.map_err(|m| Error::op(op, m))?))
+}
+
+/// `view(size)`: same storage, new shape; fails when the strides cannot express it.
+pub fn view(t: &Tensor, size: &[i64]) -> Result<Tensor> {
+    let sizes = Layout::infer_size(size, t.numel()).map_err(|m| Error::op("view", m))?;
+    match t.layout().view(&sizes) {
+        Some(l) => Ok(t.with_layout(l)),
+        None => Err(Error::op(
+            "view",
+            "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.",
+        )),
+    }
+}
+
+/// `reshape(shape)`: a view when possible, else a contiguous copy.
+pub fn reshape(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    let sizes = Layout::infer_size(shape, t.numel()).map_err(|m| Error::op("reshape", m))?;
+    match t.layout().view(&sizes) {
+        Some(l) => Ok(t.with_layout(l)),
+        None => Ok(t.fresh_copy().with_layout(Layout::contiguous(&sizes))),
+    }
+}
+
+/// `permute(dims)`.
+pub fn permute(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    view_with("permute", t, t.layout().permute(dims))
+}
+
+/// `transpose(dim0, dim1)`.
+pub fn transpose(t: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
+    view_with("transpose", t, t.layout().transpose(dim0, dim1))
+}
+
+/// `t()`: transpose of a tensor with at most 2 dims.
+pub fn t(t: &Tensor) -> Result<Tensor> {
+    if t.dim() > 2 {
+        return Err(Error::op("t", format!("t() expects a tensor with <= 2 dimensions, but self is {}D", t.dim())));
+    }
+    if t.dim() < 2 {
+        return Ok(t.with_layout(t.layout().clone()));
+    }
+    view_with("t", t, t.layout().transpose(0, 1))
+}
+
+/// `unsqueeze(dim)`.
+pub fn unsqueeze(t: &Tensor, dim: i64) -> Result<Tensor> {
+    view_with("unsqueeze", t, t.layout().unsqueeze(dim))
+}
+
+/// `squeeze()`: drops every size-1 dim.
+pub fn squeeze(t: &Tensor) -> Result<Tensor> {
+    view_with("squeeze", t, t.layout().squeeze(None))
+}
+
+/// `squeeze(dim)`: drops `dim` if it has size 1.
+pub fn squeeze_dim(t: &Tensor, dim: i64) -> Result<Tensor> {
+    view_with("squeeze", t, t.layout().squeeze(Some(&[dim])))
+}
+
+/// `expand(size)`.
+pub fn expand(t: &Tensor, size: &[i64], _implicit: bool) -> Result<Tensor> {
+    view_with("expand", t, t.layout().expand(size))
+}
+
+/// `narrow(dim, start, length)`.
+pub fn narrow(t: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    view_with("narrow", t, t.layout().narrow(dim, start, length))
+}
+
+/// `select(dim, index)`.
+pub fn select(t: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    view_with("select", t, t.layout().select(dim, index))
+}
+
+/// `slice(dim, start, end, step)`.
+pub fn slice(t: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+    view_with("slice", t, t.layout().slice(dim, start, end, step))
+}
+
+/// `as_strided(size, stride, storage_offset)`: any geometry inside the storage.
+pub fn as_strided(t: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
+    if size.len() != stride.len() {
+        return Err(Error::op("as_strided", format!("mismatch in length of strides and shape ({} vs {})", stride.len(), size.len())));
+    }
+    if size.iter().chain(stride).any(|&v| v < 0) {
+        return Err(Error::op("as_strided", "sizes and strides must be non-negative"));
+    }
+    let layout = Layout {
+        sizes: size.iter().map(|&s| s as usize).collect(),
+        strides: stride.iter().map(|&s| s as usize).collect(),
+        offset: storage_offset.map(|o| o.max(0) as usize).unwrap_or(t.storage_offset()),
+    };
+    let len = t.storage().read().len();
+    if layout.storage_extent() > len {
+        return Err(Error::op(
+            "as_strided",
+            format!(
+                "setStorage: sizes {size:?}, strides {stride:?}, storage offset {} requiring a storage size of {} are out of bounds for storage of size {len}",
+                layout.offset,
+                layout.storage_extent()
+            ),
+        ));
+    }
+    Ok(t.with_layout(layout))
+}
+
+/// `to(dtype)`: a converted copy (the same tensor when the dtype already matches).
+pub fn to_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    if t.dtype() == dtype {
+        return Ok(t.with_layout(t.layout().clone()));
+    }
+    Ok(t.cast_copy(dtype))
+}
+
+/// `contiguous()` for a view: the data copied into row-major order.
+pub fn clone(t: &Tensor) -> Result<Tensor> {
+    Ok(t.fresh_copy())
+}
+
+/// The gradient of a slice: zeros of the input's shape with `grad` in the sliced part.
+pub fn slice_backward(grad: &Tensor, input_sizes: &[i64], dim: i64, start: i64, end: i64, step: i64) -> Result<Tensor> {
+    let sizes: Vec<usize> = input_sizes.iter().map(|&s| s.max(0) as usize).collect();
+    let out = Tensor::alloc(&sizes, grad.dtype());
+    let part = out.with_layout(out.layout().slice(dim, Some(start), Some(end), step).map_err(|m| Error::op("slice_backward", m))?);
+    part.copy_data_from(grad)?;
+    Ok(out)
+}
+
+/// The gradient of a select: zeros of the input's shape with `grad` at `index`.
+pub fn select_backward(grad: &Tensor, input_sizes: &[i64], dim: i64, index: i64) -> Result<Tensor> {
+    let sizes: Vec<usize> = input_sizes.iter().map(|&s| s.max(0) as usize).collect();
+    let out = Tensor::alloc(&sizes, grad.dtype());
+    let part = out.with_layout(out.layout().select(dim, index).map_err(|m| Error::op("select_backward", m))?);
+    part.copy_data_from(grad)?;
+    Ok(out)
+}

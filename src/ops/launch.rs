@@ -1,0 +1,264 @@
+//! The runtime half of generated dispatch: promotion, broadcasting, output allocation,
+//! de-aliasing, locking, and the in-place / `out=` commit rules. Generated code calls these so
+//! that what each op's generated code holds is only what differs between ops.
+
+use crate::autograd;
+use crate::tensor::promotion::{self, Operand};
+use crate::tensor::{BufferElement, CpuBuffer};
+use crate::{DType, Error, Result, Tensor};
+use kiln_kernels::{cpu::pointwise, KResult};
+
+pub(crate) use crate::tensor::{dst, src, with_buffers};
+
+/// `torch.result_type` of the operands.
+pub(crate) fn result_type(operands: &[Operand<'_>]) -> DType {
+    promotion::result_type(operands)
+}
+
+/// Integer and bool results of float-valued ops become the default float dtype.
+pub(crate) fn int_to_float(d: DType) -> DType {
+    if d.is_floating_point() {
+        d
+    } else {
+        DType::F32
+    }
+}
+
+/// The one dtype all tensor operands share, or PyTorch's error.
+pub(crate) fn same_dtype(op: &str, operands: &[Operand<'_>]) -> Result<DType> {
+    let dtypes: Vec<DType> = operands
+        .iter()
+        .filter_map(|o| match o {
+            Operand::Tensor(t) => Some(t.dtype()),
+            Operand::Scalar(_) => None,
+        })
+        .collect();
+    let first = *dtypes.first().ok_or_else(|| Error::op(op, "expected at least one tensor"))?;
+    if let Some(other) = dtypes.iter().find(|d| **d != first) {
+        return Err(Error::op(
+            op,
+            format!("expected m1 and m2 to have the same dtype, but got: {} != {}", first.scalar_type_name(), other.scalar_type_name()),
+        ));
+    }
+    Ok(first)
+}
+
+/// `sum`'s result dtype: the requested one, int64 for integers and bool, else the input's.
+pub(crate) fn sum_dtype(input: DType, requested: Option<DType>) -> DType {
+    requested.unwrap_or(if input.is_floating_point() { input } else { DType::I64 })
+}
+
+/// The broadcast shape of all tensor operands.
+pub(crate) fn broadcast_shapes(op: &str, tensors: &[&Tensor]) -> Result<Vec<usize>> {
+    let mut shape: Vec<usize> = Vec::new();
+    for t in tensors {
+        shape = kiln_kernels::layout::broadcast_shapes(&shape, t.shape()).map_err(|m| Error::op(op, m))?;
+    }
+    Ok(shape)
+}
+
+/// The tensor a pointwise kernel writes: `dest` itself when it already has the result's shape
+/// and dtype and no two of its indices share memory, else fresh storage (the caller copies).
+pub(crate) fn output(dest: Option<&Tensor>, shape: &[usize], dtype: DType, _inputs: &[&Tensor]) -> Tensor {
+    match dest {
+        Some(d) if d.shape() == shape && d.dtype() == dtype && !d.layout().has_internal_overlap() => d.clone(),
+        _ => Tensor::alloc(shape, dtype),
+    }
+}
+
+/// An input cast to the compute dtype and broadcast to the output shape. Reading it while
+/// writing `out` is made safe by `map*` below.
+pub(crate) fn operand(t: &Tensor, compute: DType, shape: &[usize], _out: &Tensor) -> Result<Tensor> {
+    let t = cast(t, compute);
+    let layout = t.layout().broadcast_to(shape).map_err(|m| Error::op("broadcast", m))?;
+    Ok(t.with_layout(layout))
+}
+
+/// A fixed-dtype input (a mask, a condition) broadcast to the output shape.
+pub(crate) fn fixed_operand(op: &str, name: &str, t: &Tensor, dtype: DType, shape: &[usize], out: &Tensor) -> Result<Tensor> {
+    let t = fixed_input(op, name, t, dtype)?;
+    operand(&t, dtype, shape, out)
+}
+
+/// Checks a fixed-dtype input.
+pub(crate) fn fixed_input(op: &str, name: &str, t: &Tensor, dtype: DType) -> Result<Tensor> {
+    if t.dtype() != dtype {
+        return Err(Error::op(op, format!("expected {name} to have dtype {dtype}, but got {}", t.dtype())));
+    }
+    Ok(t.clone())
+}
+
+/// `t` in dtype `d`: the same tensor when it already is, else a converted copy.
+pub(crate) fn cast(t: &Tensor, d: DType) -> Tensor {
+    if t.dtype() == d {
+        t.clone()
+    } else {
+        t.cast_copy(d)
+    }
+}
+
+/// Replaces inputs that share storage with `out` by private copies, so the kernel never
+/// reads a buffer it is writing.
+fn unalias(inputs: &[&Tensor], out: &Tensor) -> Vec<Tensor> {
+    inputs.iter().map(|t| if t.shares_storage_with(out) { t.fresh_copy() } else { (*t).clone() }).collect()
+}
+
+/// Runs a pointwise loop over one input.
+pub(crate) fn map1<A: BufferElement, O: BufferElement>(a: &Tensor, out: &Tensor, f: impl Fn(A) -> O + Sync) {
+    let ins = unalias(&[a], out);
+    with_buffers(&[&ins[0]], &[out], |b, mut o| {
+        pointwise::map1(src::<A>(b[0], &ins[0]), dst::<O>(o.pop().expect("one output"), out), f)
+    })
+}
+
+/// Runs a pointwise loop over two inputs.
+pub(crate) fn map2<A: BufferElement, B: BufferElement, O: BufferElement>(
+    a: &Tensor,
+    b: &Tensor,
+    out: &Tensor,
+    f: impl Fn(A, B) -> O + Sync,
+) {
+    let ins = unalias(&[a, b], out);
+    with_buffers(&[&ins[0], &ins[1]], &[out], |bufs, mut o| {
+        pointwise::map2(src::<A>(bufs[0], &ins[0]), src::<B>(bufs[1], &ins[1]), dst::<O>(o.pop().expect("one output"), out), f)
+    })
+}
+
+/// Runs a pointwise loop over three inputs.
+pub(crate) fn map3<A: BufferElement, B: BufferElement, C: BufferElement, O: BufferElement>(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    out: &Tensor,
+    f: impl Fn(A, B, C) -> O + Sync,
+) {
+    let ins = unalias(&[a, b, c], out);
+    with_buffers(&[&ins[0], &ins[1], &ins[2]], &[out], |bufs, mut o| {
+        pointwise::map3(
+            src::<A>(bufs[0], &ins[0]),
+            src::<B>(bufs[1], &ins[1]),
+            src::<C>(bufs[2], &ins[2]),
+            dst::<O>(o.pop().expect("one output"), out),
+            f,
+        )
+    })
+}
+
+/// Locks inputs and fresh outputs and runs a structured kernel.
+pub(crate) fn run<const N: usize>(
+    inputs: &[Tensor],
+    outs: &[Tensor; N],
+    f: impl FnOnce(&[&CpuBuffer], Vec<&mut CpuBuffer>) -> KResult<()>,
+) -> KResult<()> {
+    let ins: Vec<&Tensor> = inputs.iter().collect();
+    let os: Vec<&Tensor> = outs.iter().collect();
+    with_buffers(&ins, &os, f)
+}
+
+/// Checks an in-place op on `target` may run; returns whether autograd must record it.
+pub(crate) fn check_inplace(op: &str, target: &Tensor, others: &[&Tensor]) -> Result<bool> {
+    let grad = autograd::is_grad_enabled() && (target.requires_grad() || others.iter().any(|t| t.requires_grad()));
+    if !grad {
+        return Ok(false);
+    }
+    if target.is_leaf() && target.requires_grad() {
+        return Err(Error::Autograd(format!(
+            "{op}: a leaf Variable that requires grad is being used in an in-place operation."
+        )));
+    }
+    if let Some(base) = target.view_base() {
+        if base.requires_grad() || target.requires_grad() || others.iter().any(|t| t.requires_grad()) {
+            return Err(Error::Autograd(format!(
+                "{op}: in-place operations on a view of a tensor that requires grad are not supported by kiln yet (PyTorch rewrites the base's history with CopySlices); use the out-of-place op"
+            )));
+        }
+    }
+    Ok(true)
+}
+
+fn check_writable(op: &str, target: &Tensor, result: &Tensor) -> Result<()> {
+    if target.shape() != result.shape() {
+        return Err(Error::op(
+            op,
+            format!("output with shape {:?} doesn't match the broadcast shape {:?}", target.shape(), result.shape()),
+        ));
+    }
+    if !promotion::can_cast(result.dtype(), target.dtype()) {
+        return Err(Error::op(
+            op,
+            format!(
+                "result type {} can't be cast to the desired output type {}",
+                result.dtype().scalar_type_name(),
+                target.dtype().scalar_type_name()
+            ),
+        ));
+    }
+    if target.layout().has_internal_overlap() {
+        return Err(Error::op(
+            op,
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
+        ));
+    }
+    Ok(())
+}
+
+/// Makes `result` the new value of `target` (an in-place op's `self`) and bumps its version.
+pub(crate) fn commit_inplace(op: &str, target: &Tensor, result: &Tensor) -> Result<()> {
+    if !result.is_same(target) {
+        check_writable(op, target, result)?;
+        target.copy_data_from(result)?;
+    }
+    target.storage().bump_version();
+    Ok(())
+}
+
+/// Writes `result` into an `out=` tensor.
+pub(crate) fn commit_out(op: &str, out: &Tensor, result: &Tensor) -> Result<()> {
+    if autograd::is_grad_enabled() && out.requires_grad() {
+        return Err(Error::op(
+            op,
+            "functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
+        ));
+    }
+    check_writable(op, out, result)?;
+    out.copy_data_from(result)?;
+    out.storage().bump_version();
+    Ok(())
+}
+
+/// Matches a runtime dtype against the dtypes an op supports and runs `$body` with `$T` bound
+/// to the element type; any other dtype is PyTorch's "not implemented for" error.
+macro_rules! dispatch {
+    ($op:expr, $dtype:expr, [$($d:ident),*], $T:ident => $body:block) => {{
+        match $dtype {
+            $(crate::DType::$d => {
+                #[allow(unused_imports)]
+                use kiln_kernels::Element as _;
+                type $T = crate::ops::launch::elem!($d);
+                $body;
+                Ok::<(), crate::Error>(())
+            })*
+            #[allow(unreachable_patterns)]
+            other => Err(crate::Error::op(
+                $op,
+                format!("\"{}\" not implemented for '{}'", $op, other.scalar_type_name()),
+            )),
+        }
+    }};
+}
+pub(crate) use dispatch;
+
+/// The element type of a `DType` variant name.
+macro_rules! elem {
+    (Bool) => { bool };
+    (U8) => { u8 };
+    (I8) => { i8 };
+    (I16) => { i16 };
+    (I32) => { i32 };
+    (I64) => { i64 };
+    (F16) => { half::f16 };
+    (BF16) => { half::bf16 };
+    (F32) => { f32 };
+    (F64) => { f64 };
+}
+pub(crate) use elem;

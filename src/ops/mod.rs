@@ -1,0 +1,23 @@
+//! Operators: the generated API (`include!`d from `OUT_DIR`), plus the hand-written Rust the
+//! YAML points at — explicit ops (views, dtype conversion), composites, backward helpers.
+
+pub mod backward;
+pub mod composite;
+pub mod explicit;
+pub(crate) mod launch;
+
+#[allow(clippy::all, unused_imports, unused_mut, unused_variables)]
+mod generated {
+    use crate::autograd::{self, Node, NodeBase, SavedTensor};
+    use crate::ops::backward::*;
+    use crate::ops::launch::{self, dst, src};
+    use crate::tensor::promotion::Operand;
+    use crate::{DType, Error, Result, Scalar, Tensor};
+    use kiln_kernels::Element;
+    use std::sync::{Arc, Weak};
+
+    include!(concat!(env!("OUT_DIR"), "/ops.rs"));
+    include!(concat!(env!("OUT_DIR"), "/nodes.rs"));
+}
+
+pub use generated::*;

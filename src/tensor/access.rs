@@ -1,0 +1,142 @@
+//! Getting at a tensor's elements: locking storages for a kernel, copying out, casting.
+
+use super::{BufferElement, CpuBuffer, Storage, Tensor};
+use crate::{Error, Result};
+use kiln_kernels::{cpu::pointwise, with_dtype, Dst, Element, Src};
+use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
+
+enum Guard<'a> {
+    Read(RwLockReadGuard<'a, CpuBuffer>),
+    Write(RwLockWriteGuard<'a, CpuBuffer>),
+}
+
+fn key(s: &Arc<Storage>) -> *const Storage {
+    Arc::as_ptr(s)
+}
+
+/// Locks the storages of `inputs` for reading and of `outs` for writing, always in address
+/// order so two threads writing into each other's inputs cannot deadlock, then runs `f` with
+/// the input buffers (in `inputs` order) and output buffers (in `outs` order).
+///
+/// Callers guarantee that no output shares storage with an input or another output (ops copy
+/// such inputs first), so no `&mut` buffer ever coexists with another reference to it.
+pub(crate) fn with_buffers<R>(
+    inputs: &[&Tensor],
+    outs: &[&Tensor],
+    f: impl FnOnce(&[&CpuBuffer], Vec<&mut CpuBuffer>) -> R,
+) -> R {
+    for (i, o) in outs.iter().enumerate() {
+        assert!(
+            inputs.iter().all(|t| !t.shares_storage_with(o)) && outs[..i].iter().all(|p| !p.shares_storage_with(o)),
+            "kiln internal error: a kernel output aliases another operand"
+        );
+    }
+    let mut storages: Vec<(&Arc<Storage>, bool)> = inputs.iter().map(|t| (t.storage(), false)).collect();
+    storages.extend(outs.iter().map(|o| (o.storage(), true)));
+    storages.sort_by_key(|(s, _)| key(s));
+    storages.dedup_by_key(|(s, _)| key(s));
+    let mut guards: Vec<(*const Storage, Guard<'_>)> = storages
+        .iter()
+        .map(|(s, w)| (key(s), if *w { Guard::Write(s.write()) } else { Guard::Read(s.read()) }))
+        .collect();
+    let mut writes: Vec<(*const Storage, &mut CpuBuffer)> = Vec::with_capacity(outs.len());
+    let mut reads: Vec<(*const Storage, &CpuBuffer)> = Vec::with_capacity(guards.len());
+    for (k, g) in guards.iter_mut() {
+        match g {
+            Guard::Write(w) => writes.push((*k, &mut **w)),
+            Guard::Read(r) => reads.push((*k, &**r)),
+        }
+    }
+    let ins: Vec<&CpuBuffer> = inputs
+        .iter()
+        .map(|t| reads.iter().find(|(k, _)| *k == key(t.storage())).expect("every input was locked").1)
+        .collect();
+    let mut out_bufs = Vec::with_capacity(outs.len());
+    for o in outs {
+        let pos = writes.iter().position(|(k, _)| *k == key(o.storage())).expect("every output was locked");
+        out_bufs.push(writes.swap_remove(pos).1);
+    }
+    f(&ins, out_bufs)
+}
+
+/// A typed read view of `t` inside a `with_buffers` call.
+pub(crate) fn src<'a, T: BufferElement>(buf: &'a CpuBuffer, t: &'a Tensor) -> Src<'a, T> {
+    Src::new(T::slice(buf).expect("dispatch matched the buffer's dtype"), t.layout())
+}
+
+/// A typed write view of `t` inside a `with_buffers` call.
+pub(crate) fn dst<'a, T: BufferElement>(buf: &'a mut CpuBuffer, t: &'a Tensor) -> Dst<'a, T> {
+    Dst::new(T::slice_mut(buf).expect("dispatch matched the buffer's dtype"), t.layout())
+}
+
+impl Tensor {
+    /// The elements in row-major order, converted to `T` (like PyTorch's `tolist()`).
+    ///
+    /// ```
+    /// let x = kiln::Tensor::from([1i64, 2, 3]);
+    /// assert_eq!(x.to_vec::<f32>()?, vec![1.0, 2.0, 3.0]);
+    /// # Ok::<(), kiln::Error>(())
+    /// ```
+    pub fn to_vec<T: BufferElement>(&self) -> Result<Vec<T>> {
+        self.device().ensure_available()?;
+        Ok(with_buffers(&[self], &[], |ins, _| {
+            with_dtype!(self.dtype(), S, {
+                src::<S>(ins[0], self).to_vec().into_iter().map(|x| x.cast::<T>()).collect()
+            })
+        }))
+    }
+
+    /// The value of a one-element tensor, converted to `T` (PyTorch's `item()`).
+    pub fn item<T: BufferElement>(&self) -> Result<T> {
+        if self.numel() != 1 {
+            return Err(Error::op(
+                "item",
+                format!("a Tensor with {} elements cannot be converted to Scalar", self.numel()),
+            ));
+        }
+        Ok(self.to_vec::<T>()?[0])
+    }
+
+    /// Copies `src` (broadcast to `self`'s shape, cast to `self`'s dtype) into `self`'s
+    /// elements, without autograd and without bumping the version. Overlap-safe.
+    pub(crate) fn copy_data_from(&self, src_t: &Tensor) -> Result<()> {
+        let layout = src_t.layout().broadcast_to(self.shape()).map_err(|m| Error::op("copy_", m))?;
+        let mut src_t = src_t.with_layout(layout);
+        if src_t.shares_storage_with(self) {
+            src_t = src_t.fresh_copy();
+        }
+        with_buffers(&[&src_t], &[self], |ins, mut outs| {
+            let out = outs.pop().expect("output locked");
+            with_dtype!(src_t.dtype(), S, {
+                with_dtype!(self.dtype(), O, {
+                    pointwise::copy_cast(src::<S>(ins[0], &src_t), dst::<O>(out, self));
+                })
+            })
+        });
+        Ok(())
+    }
+
+    /// A contiguous copy in fresh storage, without autograd history.
+    pub(crate) fn fresh_copy(&self) -> Tensor {
+        let out = Tensor::alloc(self.shape(), self.dtype());
+        with_buffers(&[self], &[&out], |ins, mut o| {
+            with_dtype!(self.dtype(), T, {
+                let o = o.pop().expect("output locked");
+                pointwise::map1(src::<T>(ins[0], self), dst::<T>(o, &out), |x| x);
+            })
+        });
+        out
+    }
+
+    /// A contiguous copy of the data in fresh storage, cut from the graph.
+    pub fn detached_copy(&self) -> Tensor {
+        self.fresh_copy()
+    }
+
+    /// A contiguous copy with elements cast to `dtype`, without autograd history.
+    pub(crate) fn cast_copy(&self, dtype: crate::DType) -> Tensor {
+        let out = Tensor::alloc(self.shape(), dtype);
+        out.copy_data_from(self).expect("same shape always broadcasts");
+        out
+    }
+}

@@ -1,0 +1,190 @@
+//! Making tensors: from Rust data, filled, ranges, identity.
+
+use super::{BufferElement, CpuBuffer, Storage, Tensor};
+use crate::{DType, Device, Error, Layout, Result, Scalar};
+use kiln_kernels::{with_dtype, Element};
+use std::sync::Arc;
+
+/// Rust data that can become a tensor: a scalar (0-d), an array, nested arrays, a `Vec`.
+/// The dtype follows the element type (`f32` → float32, `i64` → int64, ...).
+pub trait TensorData {
+    /// The element type.
+    type Elem: BufferElement;
+    /// The shape of the data.
+    fn shape(&self) -> Vec<usize>;
+    /// Appends the elements in row-major order.
+    fn flatten_into(&self, out: &mut Vec<Self::Elem>);
+}
+
+impl<T: BufferElement> TensorData for T {
+    type Elem = T;
+    fn shape(&self) -> Vec<usize> {
+        vec![]
+    }
+    fn flatten_into(&self, out: &mut Vec<T>) {
+        out.push(*self)
+    }
+}
+
+impl<D: TensorData, const N: usize> TensorData for [D; N] {
+    type Elem = D::Elem;
+    fn shape(&self) -> Vec<usize> {
+        let mut s = vec![N];
+        s.extend(self.first().map(|d| d.shape()).unwrap_or_default());
+        s
+    }
+    fn flatten_into(&self, out: &mut Vec<D::Elem>) {
+        self.iter().for_each(|d| d.flatten_into(out))
+    }
+}
+
+impl<T: BufferElement> TensorData for Vec<T> {
+    type Elem = T;
+    fn shape(&self) -> Vec<usize> {
+        vec![self.len()]
+    }
+    fn flatten_into(&self, out: &mut Vec<T>) {
+        out.extend_from_slice(self)
+    }
+}
+
+impl<D: TensorData> From<D> for Tensor {
+    fn from(d: D) -> Tensor {
+        let mut v = Vec::new();
+        d.flatten_into(&mut v);
+        Tensor::from_vec(v, &d.shape()).expect("nested arrays are rectangular by construction")
+    }
+}
+
+fn check_device(op: &str, device: Device) -> Result<()> {
+    device.ensure_available().map_err(|e| Error::op(op, e.to_string()))
+}
+
+impl Tensor {
+    /// A tensor owning `data`, viewed with `shape`.
+    ///
+    /// ```
+    /// let x = kiln::Tensor::from_vec(vec![1f32, 2., 3., 4., 5., 6.], &[2, 3])?;
+    /// assert_eq!(x.shape(), &[2, 3]);
+    /// # Ok::<(), kiln::Error>(())
+    /// ```
+    pub fn from_vec<T: BufferElement>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        if n != data.len() {
+            return Err(Error::op(
+                "from_vec",
+                format!("shape {shape:?} is invalid for input of size {}", data.len()),
+            ));
+        }
+        Ok(Tensor::from_storage(Arc::new(Storage::new(T::wrap(data))), Layout::contiguous(shape), T::DTYPE))
+    }
+
+    /// A tensor copying `data`, viewed with `shape`.
+    pub fn from_slice<T: BufferElement>(data: &[T], shape: &[usize]) -> Result<Tensor> {
+        Tensor::from_vec(data.to_vec(), shape)
+    }
+
+    /// A 0-d tensor holding `value` as `dtype`.
+    pub fn scalar_tensor(value: impl Into<Scalar>, dtype: DType) -> Tensor {
+        Tensor::full(&[], value, dtype).expect("a CPU 0-d tensor always allocates")
+    }
+
+    /// Uninitialised in PyTorch; zero-filled here, since kiln never exposes uninitialised memory.
+    pub fn empty(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Ok(Tensor::alloc(shape, dtype))
+    }
+
+    /// A tensor of zeros.
+    pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Ok(Tensor::alloc(shape, dtype))
+    }
+
+    /// A tensor of ones.
+    pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::full(shape, 1, dtype)
+    }
+
+    /// A tensor filled with `value`.
+    pub fn full(shape: &[usize], value: impl Into<Scalar>, dtype: DType) -> Result<Tensor> {
+        let value = value.into();
+        let n: usize = shape.iter().product();
+        let buf: CpuBuffer = with_dtype!(dtype, T, {
+            let v: T = match value {
+                Scalar::Bool(b) => T::from_i64(b as i64),
+                Scalar::Int(i) => T::from_i64(i),
+                Scalar::Float(f) => T::from_f64(f),
+            };
+            T::wrap(vec![v; n])
+        });
+        Ok(Tensor::from_storage(Arc::new(Storage::new(buf)), Layout::contiguous(shape), dtype))
+    }
+
+    /// Like [`Tensor::full`], on the given device.
+    pub fn full_on(shape: &[usize], value: impl Into<Scalar>, dtype: DType, device: Device) -> Result<Tensor> {
+        check_device("full", device)?;
+        Tensor::full(shape, value, dtype)
+    }
+
+    /// Zeros with `self`'s shape and dtype.
+    pub fn zeros_like(&self) -> Result<Tensor> {
+        Tensor::zeros(self.shape(), self.dtype())
+    }
+
+    /// Ones with `self`'s shape and dtype.
+    pub fn ones_like(&self) -> Result<Tensor> {
+        Tensor::ones(self.shape(), self.dtype())
+    }
+
+    /// `value` with `self`'s shape and dtype.
+    pub fn full_like(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        Tensor::full(self.shape(), value, self.dtype())
+    }
+
+    /// `[start, end)` in steps of `step`, as `dtype` (PyTorch's `arange`).
+    ///
+    /// ```
+    /// let x = kiln::Tensor::arange(0, 5, 2, kiln::DType::I64)?;
+    /// assert_eq!(x.to_vec::<i64>()?, vec![0, 2, 4]);
+    /// # Ok::<(), kiln::Error>(())
+    /// ```
+    pub fn arange(start: impl Into<Scalar>, end: impl Into<Scalar>, step: impl Into<Scalar>, dtype: DType) -> Result<Tensor> {
+        let (s, e, st) = (start.into().to_f64(), end.into().to_f64(), step.into().to_f64());
+        if st == 0.0 {
+            return Err(Error::op("arange", "step must be nonzero"));
+        }
+        if !(s.is_finite() && e.is_finite()) {
+            return Err(Error::op("arange", format!("unsupported range: {s} -> {e}")));
+        }
+        if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
+            return Err(Error::op("arange", "upper bound and larger bound inconsistent with step sign"));
+        }
+        let n = ((e - s) / st).ceil().max(0.0) as usize;
+        let buf = with_dtype!(dtype, T, { T::wrap((0..n).map(|i| T::from_f64(s + i as f64 * st)).collect()) });
+        Ok(Tensor::from_storage(Arc::new(Storage::new(buf)), Layout::contiguous(&[n]), dtype))
+    }
+
+    /// `steps` evenly spaced values from `start` to `end` inclusive.
+    pub fn linspace(start: f64, end: f64, steps: usize, dtype: DType) -> Result<Tensor> {
+        let step = if steps > 1 { (end - start) / (steps - 1) as f64 } else { 0.0 };
+        // Fill from both ends like PyTorch, so the last value is exactly `end`.
+        let half = steps / 2;
+        let vals: Vec<f64> = (0..steps)
+            .map(|i| if i < half { start + step * i as f64 } else { end - step * (steps - 1 - i) as f64 })
+            .collect();
+        let buf = with_dtype!(dtype, T, { T::wrap(vals.iter().map(|&v| T::from_f64(v)).collect()) });
+        Ok(Tensor::from_storage(Arc::new(Storage::new(buf)), Layout::contiguous(&[steps]), dtype))
+    }
+
+    /// An `n × m` matrix with ones on the diagonal.
+    pub fn eye(n: usize, m: Option<usize>, dtype: DType) -> Result<Tensor> {
+        let m = m.unwrap_or(n);
+        let buf = with_dtype!(dtype, T, {
+            let mut v = vec![T::default(); n * m];
+            for i in 0..n.min(m) {
+                v[i * m + i] = T::from_i64(1);
+            }
+            T::wrap(v)
+        });
+        Ok(Tensor::from_storage(Arc::new(Storage::new(buf)), Layout::contiguous(&[n, m]), dtype))
+    }
+}

@@ -1,0 +1,34 @@
+//! Where a tensor's storage lives.
+
+use crate::{Error, Result};
+use std::fmt;
+
+/// A compute device. CUDA is part of the type from the start so that code written against
+/// kiln today keeps compiling when the CUDA backend lands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Device {
+    #[default]
+    Cpu,
+    Cuda(usize),
+}
+
+impl Device {
+    /// Fails unless this device can hold tensors in this build on this machine.
+    pub fn ensure_available(self) -> Result<()> {
+        match self {
+            Device::Cpu => Ok(()),
+            Device::Cuda(i) => Err(Error::Device(format!(
+                "cannot use device cuda:{i}: kiln was built without CUDA support"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Device::Cpu => f.write_str("cpu"),
+            Device::Cuda(i) => write!(f, "cuda:{i}"),
+        }
+    }
+}

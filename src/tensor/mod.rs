@@ -1,0 +1,181 @@
+//! `Tensor`: a cheap handle to a strided view of shared storage, plus its autograd state.
+
+mod access;
+pub(crate) use access::{dst, src, with_buffers};
+mod create;
+mod device;
+mod display;
+pub mod promotion;
+mod random;
+mod scalar;
+mod storage;
+
+pub use create::TensorData;
+pub use device::Device;
+pub use kiln_kernels::{DType, Layout};
+pub use random::{manual_seed, Generator};
+pub use scalar::Scalar;
+pub use storage::{BufferElement, CpuBuffer, Storage};
+
+use crate::autograd::{AccumulateGrad, Hook, Node};
+use crate::{Error, Result};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+/// An n-dimensional array with PyTorch's semantics.
+///
+/// Cloning a `Tensor` clones a handle: both handles see the same data, `.grad` and
+/// `grad_fn`. Views (`transpose`, `narrow`, …) are new tensors sharing the storage.
+///
+/// ```
+/// use kiln::Tensor;
+/// let x = Tensor::from([[1f32, 2.], [3., 4.]]);
+/// assert_eq!(x.shape(), &[2, 2]);
+/// assert_eq!(x.t()?.to_vec::<f32>()?, vec![1., 3., 2., 4.]);
+/// # Ok::<(), kiln::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Tensor(pub(crate) Arc<TensorImpl>);
+
+pub(crate) struct TensorImpl {
+    pub(crate) storage: Arc<Storage>,
+    pub(crate) layout: Layout,
+    pub(crate) dtype: DType,
+    pub(crate) autograd: Mutex<AutogradMeta>,
+}
+
+/// Per-tensor autograd state.
+#[derive(Default)]
+pub(crate) struct AutogradMeta {
+    /// Set by the user on leaves.
+    pub requires_grad: bool,
+    pub grad: Option<Tensor>,
+    /// The node that produced this tensor; `None` for leaves.
+    pub grad_fn: Option<Arc<dyn Node>>,
+    /// Which output of `grad_fn` this tensor is.
+    pub output_nr: usize,
+    /// Hooks of a leaf, run on its gradient before accumulation.
+    pub hooks: Vec<Hook>,
+    /// The leaf's gradient accumulator, shared by every edge into it.
+    pub accumulator: Option<Weak<AccumulateGrad>>,
+    /// For views made by view ops: the tensor they view.
+    pub view_base: Option<Tensor>,
+}
+
+impl Tensor {
+    /// Wraps storage and a layout into a new tensor with no autograd history.
+    pub(crate) fn from_storage(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Tensor {
+        Tensor(Arc::new(TensorImpl { storage, layout, dtype, autograd: Mutex::new(AutogradMeta::default()) }))
+    }
+
+    /// A fresh contiguous tensor of zeros (the allocation every op output starts from).
+    pub(crate) fn alloc(shape: &[usize], dtype: DType) -> Tensor {
+        let n = shape.iter().product();
+        Tensor::from_storage(Arc::new(Storage::new(CpuBuffer::zeros(dtype, n))), Layout::contiguous(shape), dtype)
+    }
+
+    /// A view of the same storage with another layout, without autograd history.
+    pub(crate) fn with_layout(&self, layout: Layout) -> Tensor {
+        Tensor::from_storage(self.0.storage.clone(), layout, self.0.dtype)
+    }
+
+    pub(crate) fn meta(&self) -> MutexGuard<'_, AutogradMeta> {
+        self.0.autograd.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The size of each dimension.
+    pub fn shape(&self) -> &[usize] {
+        &self.0.layout.sizes
+    }
+
+    /// Alias of [`Tensor::shape`], as PyTorch's `size()`.
+    pub fn sizes(&self) -> &[usize] {
+        &self.0.layout.sizes
+    }
+
+    /// The size of dimension `dim` (negative counts from the end).
+    pub fn size(&self, dim: i64) -> Result<usize> {
+        let d = kiln_kernels::layout::wrap_dim(dim, self.dim()).map_err(|m| Error::op("size", m))?;
+        Ok(self.shape().get(d).copied().unwrap_or(1))
+    }
+
+    /// Strides in elements.
+    pub fn strides(&self) -> &[usize] {
+        &self.0.layout.strides
+    }
+
+    /// Offset of the first element in the storage, in elements.
+    pub fn storage_offset(&self) -> usize {
+        self.0.layout.offset
+    }
+
+    /// Sizes, strides and offset.
+    pub fn layout(&self) -> &Layout {
+        &self.0.layout
+    }
+
+    /// Number of dimensions.
+    pub fn dim(&self) -> usize {
+        self.0.layout.ndim()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.0.layout.numel()
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+
+    /// The device the storage lives on.
+    pub fn device(&self) -> Device {
+        self.0.storage.device()
+    }
+
+    /// True when the elements are row-major with no gaps.
+    pub fn is_contiguous(&self) -> bool {
+        self.0.layout.is_contiguous()
+    }
+
+    /// True for f16, bf16, f32 and f64.
+    pub fn is_floating_point(&self) -> bool {
+        self.0.dtype.is_floating_point()
+    }
+
+    /// The storage's version counter (bumped by every in-place write to it or its views).
+    pub fn version(&self) -> u64 {
+        self.0.storage.version()
+    }
+
+    /// True when `self` and `other` view the same storage.
+    pub fn shares_storage_with(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0.storage, &other.0.storage)
+    }
+
+    /// True when both handles are the same tensor (not merely equal values).
+    pub fn is_same(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Records that this tensor is a view of `base` (or of `base`'s own base).
+    pub(crate) fn mark_view_of(&self, base: &Tensor) {
+        let root = base.view_base().unwrap_or_else(|| base.clone());
+        self.meta().view_base = Some(root);
+    }
+
+    /// The tensor this one is a view of, if it was made by a view op.
+    pub fn view_base(&self) -> Option<Tensor> {
+        self.meta().view_base.clone()
+    }
+
+    pub(crate) fn storage(&self) -> &Arc<Storage> {
+        &self.0.storage
+    }
+}
+
+// A tensor is shared across threads through `Arc`; storage access is guarded by a lock.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Tensor>();
+};

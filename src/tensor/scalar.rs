@@ -1,0 +1,85 @@
+//! Python-style numbers passed to ops (`x.mul_scalar(2.0)`), which take part in type
+//! promotion weakly.
+
+use crate::DType;
+use kiln_kernels::Arith;
+use std::fmt;
+
+/// A number that is not a tensor: a bool, an integer or a float.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+}
+
+impl Scalar {
+    /// The dtype this scalar has on its own: bool, int64, or the default float dtype.
+    pub fn natural_dtype(self) -> DType {
+        match self {
+            Scalar::Bool(_) => DType::Bool,
+            Scalar::Int(_) => DType::I64,
+            Scalar::Float(_) => DType::F32,
+        }
+    }
+
+    /// The value as f64.
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Scalar::Bool(b) => b as u8 as f64,
+            Scalar::Int(i) => i as f64,
+            Scalar::Float(f) => f,
+        }
+    }
+
+    /// Converts into a kernel compute type, keeping integers exact.
+    pub fn to<C: Arith>(self) -> C {
+        match self {
+            Scalar::Bool(b) => C::from_i64(b as i64),
+            Scalar::Int(i) => C::from_i64(i),
+            Scalar::Float(f) => C::from_f64(f),
+        }
+    }
+
+    /// True for a float scalar.
+    pub fn is_floating_point(self) -> bool {
+        matches!(self, Scalar::Float(_))
+    }
+}
+
+macro_rules! scalar_from {
+    ($($t:ty => $v:ident as $c:ty),*) => {
+        $(impl From<$t> for Scalar {
+            fn from(x: $t) -> Self { Scalar::$v(x as $c) }
+        })*
+    };
+}
+scalar_from!(i8 => Int as i64, i16 => Int as i64, i32 => Int as i64, i64 => Int as i64,
+             u8 => Int as i64, u16 => Int as i64, u32 => Int as i64, usize => Int as i64,
+             f32 => Float as f64, f64 => Float as f64);
+
+impl From<bool> for Scalar {
+    fn from(b: bool) -> Self {
+        Scalar::Bool(b)
+    }
+}
+impl From<half::f16> for Scalar {
+    fn from(x: half::f16) -> Self {
+        Scalar::Float(x.to_f64())
+    }
+}
+impl From<half::bf16> for Scalar {
+    fn from(x: half::bf16) -> Self {
+        Scalar::Float(x.to_f64())
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scalar::Bool(b) => write!(f, "{}", if *b { "True" } else { "False" }),
+            Scalar::Int(i) => write!(f, "{i}"),
+            Scalar::Float(x) => write!(f, "{x}"),
+        }
+    }
+}

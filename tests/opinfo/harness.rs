@@ -1,0 +1,492 @@
+//! The checks every generated OpInfo test runs, and the vocabulary they share: `Sample` (an
+//! op's inputs), `RefTensor` (a float64 expected value) and `OpInfo` (one op's adaptors).
+
+#![allow(dead_code)]
+
+use kiln::autograd::{gradcheck, gradgradcheck, GradcheckOptions};
+use kiln::{DType, Result, Scalar, Tensor};
+
+/// A non-tensor argument of a sample.
+#[derive(Clone, Debug)]
+pub enum Arg {
+    Int(i64),
+    OptInt(Option<i64>),
+    Ints(Vec<i64>),
+    OptInts(Option<Vec<i64>>),
+    Bool(bool),
+    Float(f64),
+    Scalar(Scalar),
+    OptScalar(Option<Scalar>),
+    DType(DType),
+    OptDType(Option<DType>),
+    Str(&'static str),
+}
+
+/// One set of inputs for an op: tensors in schema order, tensor lists, named other arguments.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub tensors: Vec<Tensor>,
+    pub lists: Vec<Vec<Tensor>>,
+    pub args: Vec<(&'static str, Arg)>,
+    /// A 0-d or empty sample.
+    pub edge: bool,
+    pub desc: String,
+}
+
+impl Sample {
+    /// A sample with these tensors.
+    pub fn new(desc: impl Into<String>, tensors: Vec<Tensor>) -> Sample {
+        Sample { tensors, lists: vec![], args: vec![], edge: false, desc: desc.into() }
+    }
+    /// A sample with these tensor lists.
+    pub fn with_lists(desc: impl Into<String>, lists: Vec<Vec<Tensor>>) -> Sample {
+        Sample { tensors: vec![], lists, args: vec![], edge: false, desc: desc.into() }
+    }
+    /// Adds a named argument.
+    pub fn arg(mut self, name: &'static str, a: Arg) -> Sample {
+        self.args.push((name, a));
+        self
+    }
+    /// Marks as a 0-d / empty sample.
+    pub fn edge(mut self) -> Sample {
+        self.edge = true;
+        self
+    }
+
+    fn get(&self, name: &str) -> Option<&Arg> {
+        self.args.iter().find(|(n, _)| *n == name).map(|(_, a)| a)
+    }
+    pub fn t(&self, i: usize) -> &Tensor {
+        &self.tensors[i]
+    }
+    pub fn opt_t(&self, i: usize) -> Option<&Tensor> {
+        self.tensors.get(i)
+    }
+    pub fn list(&self, i: usize) -> &[Tensor] {
+        &self.lists[i]
+    }
+    pub fn scalar(&self, n: &str) -> Option<Scalar> {
+        match self.get(n)? {
+            Arg::Scalar(s) => Some(*s),
+            other => panic!("argument {n} is {other:?}, not a Scalar"),
+        }
+    }
+    pub fn opt_scalar(&self, n: &str) -> Option<Option<Scalar>> {
+        match self.get(n)? {
+            Arg::OptScalar(s) => Some(*s),
+            Arg::Scalar(s) => Some(Some(*s)),
+            other => panic!("argument {n} is {other:?}, not a Scalar?"),
+        }
+    }
+    pub fn int(&self, n: &str) -> Option<i64> {
+        match self.get(n)? {
+            Arg::Int(i) => Some(*i),
+            other => panic!("argument {n} is {other:?}, not an int"),
+        }
+    }
+    pub fn opt_int(&self, n: &str) -> Option<Option<i64>> {
+        match self.get(n)? {
+            Arg::OptInt(i) => Some(*i),
+            Arg::Int(i) => Some(Some(*i)),
+            other => panic!("argument {n} is {other:?}, not an int?"),
+        }
+    }
+    pub fn ints(&self, n: &str) -> Option<&[i64]> {
+        match self.get(n)? {
+            Arg::Ints(v) => Some(v),
+            other => panic!("argument {n} is {other:?}, not an int[]"),
+        }
+    }
+    pub fn opt_ints(&self, n: &str) -> Option<Option<&[i64]>> {
+        match self.get(n)? {
+            Arg::OptInts(v) => Some(v.as_deref()),
+            Arg::Ints(v) => Some(Some(v)),
+            other => panic!("argument {n} is {other:?}, not an int[]?"),
+        }
+    }
+    pub fn flag(&self, n: &str) -> Option<bool> {
+        match self.get(n)? {
+            Arg::Bool(b) => Some(*b),
+            other => panic!("argument {n} is {other:?}, not a bool"),
+        }
+    }
+    pub fn opt_flag(&self, n: &str) -> Option<Option<bool>> {
+        self.flag(n).map(Some)
+    }
+    pub fn float(&self, n: &str) -> Option<f64> {
+        match self.get(n)? {
+            Arg::Float(f) => Some(*f),
+            other => panic!("argument {n} is {other:?}, not a float"),
+        }
+    }
+    pub fn opt_float(&self, n: &str) -> Option<Option<f64>> {
+        self.float(n).map(Some)
+    }
+    pub fn dtype(&self, n: &str) -> Option<DType> {
+        match self.get(n)? {
+            Arg::DType(d) => Some(*d),
+            other => panic!("argument {n} is {other:?}, not a ScalarType"),
+        }
+    }
+    pub fn opt_dtype(&self, n: &str) -> Option<Option<DType>> {
+        match self.get(n)? {
+            Arg::OptDType(d) => Some(*d),
+            Arg::DType(d) => Some(Some(*d)),
+            other => panic!("argument {n} is {other:?}, not a ScalarType?"),
+        }
+    }
+    pub fn string(&self, n: &str) -> Option<&str> {
+        match self.get(n)? {
+            Arg::Str(s) => Some(s),
+            other => panic!("argument {n} is {other:?}, not a str"),
+        }
+    }
+
+    /// The same sample with every tensor replaced by `f(tensor)`.
+    pub fn map_tensors(&self, f: &dyn Fn(&Tensor) -> Tensor) -> Sample {
+        let mut s = self.clone();
+        s.tensors = self.tensors.iter().map(f).collect();
+        s.lists = self.lists.iter().map(|l| l.iter().map(f).collect()).collect();
+        s
+    }
+}
+
+/// A sample the op must reject, with a fragment of the expected message.
+pub struct ErrorSample {
+    pub sample: Sample,
+    pub message: &'static str,
+}
+
+/// An expected value computed in float64 by an independent reference.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RefTensor {
+    pub shape: Vec<usize>,
+    pub data: Vec<f64>,
+}
+
+impl RefTensor {
+    /// The values of `t`, as float64.
+    pub fn of(t: &Tensor) -> RefTensor {
+        RefTensor { shape: t.shape().to_vec(), data: t.to_vec::<f64>().expect("CPU tensor") }
+    }
+    /// Row-major strides of the shape.
+    pub fn strides(&self) -> Vec<usize> {
+        let mut s = vec![1; self.shape.len()];
+        for i in (0..self.shape.len().saturating_sub(1)).rev() {
+            s[i] = s[i + 1] * self.shape[i + 1];
+        }
+        s
+    }
+    /// The multi-index of flat position `i`.
+    pub fn unravel(&self, mut i: usize) -> Vec<usize> {
+        let mut idx = vec![0; self.shape.len()];
+        for d in (0..self.shape.len()).rev() {
+            let n = self.shape[d].max(1);
+            idx[d] = i % n;
+            i /= n;
+        }
+        idx
+    }
+    /// The flat position of a multi-index.
+    pub fn ravel(&self, idx: &[usize]) -> usize {
+        idx.iter().zip(self.strides()).map(|(i, s)| i * s).sum()
+    }
+}
+
+/// A reference scalar result: f64, or a bool stored as 0/1.
+pub struct RefValue(pub f64);
+
+impl From<f64> for RefValue {
+    fn from(v: f64) -> Self {
+        RefValue(v)
+    }
+}
+
+impl From<bool> for RefValue {
+    fn from(v: bool) -> Self {
+        RefValue(if v { 1.0 } else { 0.0 })
+    }
+}
+
+/// Applies a float64 closure elementwise with NumPy broadcasting, written independently of
+/// kiln's kernels and layouts.
+pub fn ref_pointwise(inputs: &[&Tensor], f: impl Fn(&[f64]) -> RefValue) -> RefTensor {
+    let refs: Vec<RefTensor> = inputs.iter().map(|t| RefTensor::of(t)).collect();
+    let nd = refs.iter().map(|r| r.shape.len()).max().unwrap_or(0);
+    let mut shape = vec![1usize; nd];
+    for r in &refs {
+        for (i, &s) in r.shape.iter().enumerate() {
+            let d = nd - r.shape.len() + i;
+            if shape[d] == 1 {
+                shape[d] = s;
+            } else {
+                assert!(s == 1 || s == shape[d], "reference: shapes do not broadcast");
+            }
+        }
+    }
+    let out = RefTensor { shape: shape.clone(), data: vec![] };
+    let n: usize = shape.iter().product();
+    let mut data = Vec::with_capacity(n);
+    let mut vals = vec![0.0; refs.len()];
+    for i in 0..n {
+        let idx = out.unravel(i);
+        for (k, r) in refs.iter().enumerate() {
+            let lead = nd - r.shape.len();
+            let ridx: Vec<usize> = (0..r.shape.len()).map(|d| if r.shape[d] == 1 { 0 } else { idx[lead + d] }).collect();
+            vals[k] = r.data[r.ravel(&ridx)];
+        }
+        data.push(f(&vals).0);
+    }
+    RefTensor { shape, data }
+}
+
+/// erf by its Maclaurin series (|x| ≤ 3) or a continued fraction for erfc (|x| > 3).
+pub fn reference_erf(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    let a = x.abs();
+    let r = if a <= 3.0 {
+        let (mut term, mut sum, mut n) = (a, a, 0.0);
+        while term.abs() > 1e-17 * sum.abs() {
+            n += 1.0;
+            term *= -a * a / n;
+            sum += term / (2.0 * n + 1.0);
+        }
+        2.0 / std::f64::consts::PI.sqrt() * sum
+    } else {
+        // erfc(a) = exp(-a²)/√π · 1/(a + 1/2/(a + 1/(a + 3/2/(a + ...)))).
+        let mut frac = a;
+        for k in (1..60).rev() {
+            frac = a + (k as f64 / 2.0) / frac;
+        }
+        1.0 - (-a * a).exp() / std::f64::consts::PI.sqrt() / frac
+    };
+    r.copysign(x)
+}
+
+/// PyTorch's gelu, exact or tanh-approximated, in float64.
+pub fn reference_gelu(x: f64, approximate: &str) -> f64 {
+    if approximate == "tanh" {
+        let k = (2.0 / std::f64::consts::PI).sqrt();
+        0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
+    } else {
+        0.5 * x * (1.0 + reference_erf(x / std::f64::consts::SQRT_2))
+    }
+}
+
+/// One op's adaptors from a `Sample` to each public variant, generated from the YAML.
+pub struct OpInfo {
+    pub name: &'static str,
+    pub call: fn(&Sample) -> Result<Vec<Tensor>>,
+    pub method: Option<fn(&Sample) -> Result<Vec<Tensor>>>,
+    pub inplace: Option<fn(&Sample) -> Result<Vec<Tensor>>>,
+    pub out: Option<fn(&Sample, &[Tensor]) -> Result<Vec<Tensor>>>,
+    pub reference: fn(&Sample) -> Vec<RefTensor>,
+    pub samples: fn(DType) -> Vec<Sample>,
+    pub error_samples: fn() -> Vec<ErrorSample>,
+    pub differentiable: bool,
+}
+
+/// PyTorch's `assert_close` default tolerances for a dtype (integers and bool exact).
+pub fn tolerance(d: DType) -> (f64, f64) {
+    match d {
+        DType::F16 => (1e-3, 1e-5),
+        DType::BF16 => (1.6e-2, 1e-5),
+        DType::F32 => (1.3e-6, 1e-5),
+        DType::F64 => (1e-7, 1e-7),
+        _ => (0.0, 0.0),
+    }
+}
+
+fn close(a: f64, e: f64, rtol: f64, atol: f64) -> bool {
+    if a.is_nan() || e.is_nan() {
+        return a.is_nan() && e.is_nan();
+    }
+    if a.is_infinite() || e.is_infinite() {
+        return a == e;
+    }
+    (a - e).abs() <= atol + rtol * e.abs()
+}
+
+/// Asserts `actual` matches `expected` in shape and, within the dtype's tolerance, in value.
+pub fn assert_close(actual: &Tensor, expected: &RefTensor, ctx: &str) {
+    assert_eq!(actual.shape(), expected.shape.as_slice(), "{ctx}: shape");
+    let (rtol, atol) = tolerance(actual.dtype());
+    let got = actual.to_vec::<f64>().expect("CPU tensor");
+    for (i, (a, e)) in got.iter().zip(&expected.data).enumerate() {
+        assert!(close(*a, *e, rtol, atol), "{ctx}: element {i}: got {a}, expected {e} (rtol {rtol}, atol {atol}); got {got:?}, expected {:?}", expected.data);
+    }
+}
+
+/// Asserts two kiln results are equal (same shape and dtype, values within tolerance).
+pub fn assert_same(a: &Tensor, b: &Tensor, ctx: &str) {
+    assert_eq!(a.dtype(), b.dtype(), "{ctx}: dtype");
+    assert_close(a, &RefTensor::of(b), ctx);
+}
+
+fn selected(info: &OpInfo, dtype: DType, edge: bool) -> Vec<Sample> {
+    let v: Vec<Sample> = (info.samples)(dtype).into_iter().filter(|s| s.edge == edge).collect();
+    assert!(!v.is_empty(), "{}: the sample family gives no {} samples for {dtype}", info.name, if edge { "0-d/empty" } else { "regular" });
+    v
+}
+
+fn check_against_reference(info: &OpInfo, s: &Sample, dtype: DType) {
+    let ctx = format!("{} [{dtype}] {}", info.name, s.desc);
+    let outs = (info.call)(s).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+    let refs = (info.reference)(s);
+    assert_eq!(outs.len(), refs.len(), "{ctx}: number of outputs");
+    for (i, (o, r)) in outs.iter().zip(&refs).enumerate() {
+        assert_close(o, r, &format!("{ctx} output {i}"));
+    }
+}
+
+/// Forward against the float64 reference on regular (including broadcasting) samples.
+pub fn check_forward(info: &OpInfo, dtype: DType) {
+    for s in selected(info, dtype, false) {
+        check_against_reference(info, &s, dtype);
+    }
+}
+
+/// Forward against the reference on 0-d and empty samples.
+pub fn check_edge(info: &OpInfo, dtype: DType) {
+    for s in selected(info, dtype, true) {
+        check_against_reference(info, &s, dtype);
+    }
+}
+
+/// The same values laid out non-contiguously: through a transpose for 2+ dims, through a
+/// step-2 slice otherwise.
+pub fn noncontiguous(t: &Tensor) -> Tensor {
+    if t.numel() <= 1 {
+        return t.clone();
+    }
+    let n = t.dim();
+    let made = if n >= 2 {
+        t.transpose((n - 2) as i64, (n - 1) as i64).unwrap().contiguous().unwrap().transpose((n - 2) as i64, (n - 1) as i64).unwrap()
+    } else {
+        let doubled = kiln::stack(&[t.clone(), t.clone()], 1).unwrap().contiguous().unwrap();
+        doubled.select(1, 0).unwrap()
+    };
+    let made = made.detach();
+    assert!(!made.is_contiguous(), "noncontiguous() failed to make a non-contiguous layout");
+    made
+}
+
+/// Non-contiguous inputs give the results contiguous inputs give.
+pub fn check_noncontiguous(info: &OpInfo, dtype: DType) {
+    for s in selected(info, dtype, false) {
+        let ctx = format!("{} [{dtype}] {} (non-contiguous)", info.name, s.desc);
+        let expected = (info.call)(&s).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        let nc = s.map_tensors(&noncontiguous);
+        let got = (info.call)(&nc).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        for (g, e) in got.iter().zip(&expected) {
+            assert_same(g, e, &ctx);
+        }
+    }
+}
+
+/// Function, method, `out=` and in-place variants agree.
+pub fn check_variants(info: &OpInfo, dtype: DType) {
+    for s in selected(info, dtype, false) {
+        let ctx = format!("{} [{dtype}] {}", info.name, s.desc);
+        let expected = (info.call)(&s).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        if let Some(m) = info.method {
+            let got = m(&s).unwrap_or_else(|e| panic!("{ctx} (method): {e}"));
+            for (g, e) in got.iter().zip(&expected) {
+                assert_same(g, e, &format!("{ctx} (method)"));
+            }
+        }
+        if let Some(out) = info.out {
+            let outs: Vec<Tensor> = expected.iter().map(|e| Tensor::zeros(e.shape(), e.dtype()).unwrap()).collect();
+            let got = out(&s, &outs).unwrap_or_else(|e| panic!("{ctx} (out=): {e}"));
+            for ((g, o), e) in got.iter().zip(&outs).zip(&expected) {
+                assert!(g.shares_storage_with(o), "{ctx} (out=): result is not the out tensor");
+                assert_eq!(o.version(), 1, "{ctx} (out=): version not bumped");
+                assert_same(o, e, &format!("{ctx} (out=)"));
+            }
+        }
+        if let Some(inplace) = info.inplace {
+            let fresh = s.map_tensors(&|t| t.detached_copy());
+            let target = fresh.t(0).clone();
+            let r = inplace(&fresh);
+            let e = &expected[0];
+            let fits = e.shape() == target.shape() && kiln::tensor::promotion::can_cast(e.dtype(), target.dtype());
+            match r {
+                Ok(got) => {
+                    assert!(fits, "{ctx} (in-place): should have failed: result {:?} {} into self {:?} {}", e.shape(), e.dtype(), target.shape(), target.dtype());
+                    assert!(got[0].is_same(&target), "{ctx} (in-place): did not return self");
+                    assert!(target.version() >= 1, "{ctx} (in-place): version not bumped");
+                    assert_close(&target, &RefTensor::of(&e.to_dtype(target.dtype()).unwrap()), &format!("{ctx} (in-place)"));
+                }
+                Err(err) => assert!(!fits, "{ctx} (in-place): unexpected error {err}"),
+            }
+        }
+    }
+}
+
+fn grad_samples(info: &OpInfo) -> Vec<Sample> {
+    let v: Vec<Sample> = (info.samples)(DType::F64).into_iter().filter(|s| !s.edge).take(3).collect();
+    assert!(!v.is_empty(), "{}: no float64 samples for gradcheck", info.name);
+    v
+}
+
+/// Splits a sample's float tensors into leaves requiring grad, and rebuilds samples from them.
+fn leaves(s: &Sample) -> (Vec<Tensor>, impl Fn(&[Tensor]) -> Sample + '_) {
+    let mut flat: Vec<Tensor> = s.tensors.clone();
+    for l in &s.lists {
+        flat.extend(l.iter().cloned());
+    }
+    let inputs: Vec<Tensor> = flat
+        .iter()
+        .map(|t| {
+            let c = t.detached_copy();
+            if c.is_floating_point() { c.requires_grad_(true).unwrap() } else { c }
+        })
+        .collect();
+    let rebuild = move |ts: &[Tensor]| {
+        let mut out = s.clone();
+        let mut it = ts.iter().cloned();
+        out.tensors = s.tensors.iter().map(|_| it.next().unwrap()).collect();
+        out.lists = s.lists.iter().map(|l| l.iter().map(|_| it.next().unwrap()).collect()).collect();
+        out
+    };
+    (inputs, rebuild)
+}
+
+/// Autograd's first derivatives match finite differences (float64).
+pub fn check_gradcheck(info: &OpInfo) {
+    for s in grad_samples(info) {
+        let (inputs, rebuild) = leaves(&s);
+        let f = |ts: &[Tensor]| (info.call)(&rebuild(ts));
+        gradcheck(&f, &inputs, GradcheckOptions::default()).unwrap_or_else(|e| panic!("{} {}: {e}", info.name, s.desc));
+    }
+}
+
+/// Autograd's second derivatives match finite differences of its first (float64).
+pub fn check_gradgradcheck(info: &OpInfo) {
+    for s in grad_samples(info) {
+        let (inputs, rebuild) = leaves(&s);
+        let f = |ts: &[Tensor]| (info.call)(&rebuild(ts));
+        gradgradcheck(&f, &inputs, GradcheckOptions::default()).unwrap_or_else(|e| panic!("{} {}: {e}", info.name, s.desc));
+    }
+}
+
+/// Bad inputs give an `Err` whose message says what is wrong.
+pub fn check_errors(info: &OpInfo) {
+    let cases = (info.error_samples)();
+    assert!(!cases.is_empty(), "{}: no error samples", info.name);
+    for c in cases {
+        match (info.call)(&c.sample) {
+            Ok(_) => panic!("{} {}: expected an error containing {:?}", info.name, c.sample.desc, c.message),
+            Err(e) => assert!(
+                e.to_string().contains(c.message),
+                "{} {}: error {:?} does not contain {:?}",
+                info.name,
+                c.sample.desc,
+                e.to_string(),
+                c.message
+            ),
+        }
+    }
+}
