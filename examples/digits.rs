@@ -58,7 +58,7 @@ impl Adam {
     }
 
     fn step(&mut self) -> Result<()> {
-        let (b1, b2, eps) = (0.9, 0.999, 1e-8);
+        let (b1, b2, eps) = (0.9f64, 0.999f64, 1e-8);
         self.step += 1;
         let _guard = no_grad();
         for ((p, m), v) in self.params.iter().zip(&self.m).zip(&self.v) {

@@ -27,7 +27,7 @@ fn accumulate(buf: &mut Vec<Option<Tensor>>, nr: usize, g: Tensor) -> Result<()>
 
 /// Sums a broadcast gradient back to the input's shape and casts it to the input's dtype.
 fn conform(g: Tensor, meta: &InputMeta) -> Result<Tensor> {
-    let g = if g.shape() != meta.shape.as_slice() { g.sum_to_size(&meta.shape)? } else { g };
+    let g = if g.shape() != meta.shape.as_slice() { g.sum_to_size(&crate::ops::backward::i64s(&meta.shape))? } else { g };
     if g.dtype() != meta.dtype {
         g.to_dtype(meta.dtype)
     } else {

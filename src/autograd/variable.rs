@@ -66,10 +66,6 @@ impl Tensor {
         self.meta().grad_fn.clone()
     }
 
-    pub(crate) fn output_nr(&self) -> usize {
-        self.meta().output_nr
-    }
-
     /// Records that this tensor is output `output_nr` of `node`.
     pub fn set_grad_fn(&self, node: Arc<dyn Node>, output_nr: usize) {
         let mut m = self.meta();

@@ -6,11 +6,11 @@ pub mod composite;
 pub mod explicit;
 pub(crate) mod launch;
 
-#[allow(clippy::all, unused_imports, unused_mut, unused_variables)]
+#[allow(clippy::all, unused_imports, unused_mut, unused_variables, dead_code)]
 mod generated {
     use crate::autograd::{self, Node, NodeBase, SavedTensor};
     use crate::ops::backward::*;
-    use crate::ops::launch::{self, dst, src};
+    use crate::ops::launch;
     use crate::tensor::promotion::Operand;
     use crate::{DType, Error, Result, Scalar, Tensor};
     use kiln_kernels::Element;

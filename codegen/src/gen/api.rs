@@ -263,11 +263,11 @@ fn compute_fn(op: &Op) -> TokenStream {
                                 let v = dtype_variant(d);
                                 let t = elem_type(d);
                                 prep.push(quote!(let #id = launch::fixed_input(OP, #n, #id, DType::#v)?;));
-                                src_args.push(quote!({ let i = next(); src::<#t>(bufs[i], &inputs[i]) }));
+                                src_args.push(quote!({ let i = next(); launch::src::<#t>(bufs[i], &inputs[i]) }));
                             }
                             None => {
                                 prep.push(quote!(let #id = launch::cast(#id, compute);));
-                                src_args.push(quote!({ let i = next(); src::<T>(bufs[i], &inputs[i]) }));
+                                src_args.push(quote!({ let i = next(); launch::src::<T>(bufs[i], &inputs[i]) }));
                             }
                         }
                         inputs.push(quote!(inputs.push(#id.clone());));
@@ -277,7 +277,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                         prep.push(quote!(let #id: Vec<Tensor> = #id.iter().map(|t| launch::cast(t, compute)).collect();));
                         inputs.push(quote!(inputs.extend(#id.iter().cloned());));
                         meta_args.push(quote!(&#id.iter().map(|t| t.shape()).collect::<Vec<_>>()));
-                        src_args.push(quote!(&(0..#id.len()).map(|_| { let i = next(); src::<T>(bufs[i], &inputs[i]) }).collect::<Vec<_>>()));
+                        src_args.push(quote!(&(0..#id.len()).map(|_| { let i = next(); launch::src::<T>(bufs[i], &inputs[i]) }).collect::<Vec<_>>()));
                     }
                     ArgKind::OptTensor => panic!("optional tensors are not supported in structured kernels"),
                     _ => {
@@ -300,7 +300,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                     Some(d) => elem_type(&d),
                     None => quote!(T),
                 };
-                quote!(dst::<#t>(obufs.next().expect("one buffer per output"), &outs[#i]))
+                quote!(launch::dst::<#t>(obufs.next().expect("one buffer per output"), &outs[#i]))
             });
             let dts = dtype_list(op);
             let ret = ret_from_vec(op, &format_ident!("outs"));

@@ -16,44 +16,63 @@ const PARALLEL_FLOPS: usize = 1 << 18;
 /// Fewest output rows worth giving one thread.
 const MIN_ROWS_PER_TASK: usize = 16;
 
-/// A matrix inside a strided buffer: element `(i, j)` sits at `offset + i * rs + j * cs`.
-#[derive(Clone, Copy, Debug)]
-struct Mat {
+/// A matrix inside a strided buffer: element `(i, j)` is `data[offset + i * rs + j * cs]`.
+#[derive(Debug)]
+struct Mat<'a, T> {
+    data: &'a [T],
     offset: usize,
     rs: usize,
     cs: usize,
 }
 
-impl Mat {
-    /// The matrix `rows x cols` held by dims `r` and `c` of `layout`, starting at `offset`.
+// Manual impls: a derive would demand `T: Copy`, though only the reference is copied.
+impl<T> Clone for Mat<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Mat<'_, T> {}
+
+impl<'a, T: Copy + 'static> Mat<'a, T> {
+    /// The `rows x cols` matrix with the given sizes and strides, starting at `offset`.
     /// Strides of size-1 dims are never stepped, so they are zeroed: that keeps them small
     /// enough for `isize` whatever value the layout carried.
-    fn new(offset: usize, sizes: [usize; 2], strides: [usize; 2]) -> Mat {
+    fn new(data: &'a [T], offset: usize, sizes: [usize; 2], strides: [usize; 2]) -> Self {
         let norm = |s: usize, st: usize| if s <= 1 { 0 } else { st };
-        Mat { offset, rs: norm(sizes[0], strides[0]), cs: norm(sizes[1], strides[1]) }
+        Mat { data, offset, rs: norm(sizes[0], strides[0]), cs: norm(sizes[1], strides[1]) }
+    }
+
+    /// A contiguous row-major `rows x cols` matrix.
+    fn dense(data: &'a [T], cols: usize) -> Self {
+        Mat { data, offset: 0, rs: cols, cs: 1 }
     }
 
     #[inline(always)]
-    fn at(&self, i: usize, j: usize) -> usize {
-        self.offset + i * self.rs + j * self.cs
+    fn get(&self, i: usize, j: usize) -> T {
+        self.data[self.offset + i * self.rs + j * self.cs]
     }
 
-    /// Checks that every element of a non-empty `rows x cols` matrix lies inside a buffer of
-    /// `len` elements. `gemm`'s raw-pointer calls rely on this.
-    fn check_in(&self, rows: usize, cols: usize, len: usize) -> KResult<()> {
+    /// Checks that every element of a non-empty `rows x cols` matrix lies inside `data`.
+    /// `blas_gemm`'s raw-pointer calls rely on this.
+    fn check_in_bounds(&self, rows: usize, cols: usize) -> KResult<()> {
         let last = (rows - 1)
             .checked_mul(self.rs)
             .and_then(|r| (cols - 1).checked_mul(self.cs).and_then(|c| r.checked_add(c)))
             .and_then(|rc| rc.checked_add(self.offset));
         match last {
-            Some(l) if l < len => Ok(()),
+            Some(l) if l < self.data.len() => Ok(()),
             _ => Err("internal error: matrix view exceeds its storage".into()),
         }
     }
 
     /// The same matrix without its first `r0` rows.
-    fn skip_rows(&self, r0: usize) -> Mat {
+    fn skip_rows(&self, r0: usize) -> Self {
         Mat { offset: self.offset + r0 * self.rs, ..*self }
+    }
+
+    /// The same view over the same buffer typed as `U`, when `U` is `T`.
+    fn as_type<U: 'static>(&self) -> Option<Mat<'a, U>> {
+        Some(Mat { data: same_type::<T, U>(self.data)?, offset: self.offset, rs: self.rs, cs: self.cs })
     }
 }
 
@@ -87,78 +106,102 @@ fn by_row_blocks<E: Send>(m: usize, n: usize, k: usize, c: &mut [E], f: impl Fn(
     }
 }
 
-/// The `matrixmultiply` entry points for one float type, so the row-block driver below is
+/// The `matrixmultiply` entry point for one float type, so the row-block driver below is
 /// written once.
 trait Blas: Copy + Send + Sync + 'static {
-    const ZERO: Self;
-    const ONE: Self;
-    /// `matrixmultiply::{s,d}gemm` with `beta = 0`.
+    /// `c = a @ b` (alpha = 1, beta = 0) through `matrixmultiply::{s,d}gemm`.
     ///
     /// # Safety
-    /// Same contract as `matrixmultiply::sgemm`: `a`, `b` valid for reads at every
-    /// `(i, l)`/`(l, j)` the strides reach, `c` valid for writes at every `(i, j)`, and `c`
-    /// aliasing neither input.
+    /// `matrixmultiply`'s contract: `a`, `b` valid for reads at every `(i, l)`/`(l, j)` the
+    /// strides reach, `c` valid for writes at every `(i, j)`, and `c` aliasing neither input.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn call(
-        m: usize, k: usize, n: usize,
-        a: *const Self, rsa: isize, csa: isize,
-        b: *const Self, rsb: isize, csb: isize,
-        c: *mut Self, rsc: isize, csc: isize,
+    unsafe fn gemm_raw(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const Self,
+        rsa: isize,
+        csa: isize,
+        b: *const Self,
+        rsb: isize,
+        csb: isize,
+        c: *mut Self,
+        rsc: isize,
+        csc: isize,
     );
 }
 
 impl Blas for f32 {
-    const ZERO: f32 = 0.0;
-    const ONE: f32 = 1.0;
-    unsafe fn call(
-        m: usize, k: usize, n: usize,
-        a: *const f32, rsa: isize, csa: isize,
-        b: *const f32, rsb: isize, csb: isize,
-        c: *mut f32, rsc: isize, csc: isize,
+    unsafe fn gemm_raw(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f32,
+        rsa: isize,
+        csa: isize,
+        b: *const f32,
+        rsb: isize,
+        csb: isize,
+        c: *mut f32,
+        rsc: isize,
+        csc: isize,
     ) {
         // SAFETY: forwarded from this function's own contract.
-        unsafe { matrixmultiply::sgemm(m, k, n, Self::ONE, a, rsa, csa, b, rsb, csb, Self::ZERO, c, rsc, csc) }
+        unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
     }
 }
 
 impl Blas for f64 {
-    const ZERO: f64 = 0.0;
-    const ONE: f64 = 1.0;
-    unsafe fn call(
-        m: usize, k: usize, n: usize,
-        a: *const f64, rsa: isize, csa: isize,
-        b: *const f64, rsb: isize, csb: isize,
-        c: *mut f64, rsc: isize, csc: isize,
+    unsafe fn gemm_raw(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f64,
+        rsa: isize,
+        csa: isize,
+        b: *const f64,
+        rsb: isize,
+        csb: isize,
+        c: *mut f64,
+        rsc: isize,
+        csc: isize,
     ) {
         // SAFETY: forwarded from this function's own contract.
-        unsafe { matrixmultiply::dgemm(m, k, n, Self::ONE, a, rsa, csa, b, rsb, csb, Self::ZERO, c, rsc, csc) }
+        unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
     }
 }
 
-/// Strides as `isize` for `matrixmultiply`.
+/// A stride as `isize`, for `matrixmultiply`.
 fn istride(s: usize) -> KResult<isize> {
     isize::try_from(s).map_err(|_| "internal error: stride does not fit isize".to_string())
 }
 
 /// `c = a @ b` for a BLAS float type; `m, k, n > 0` and both views already bounds-checked.
-fn blas_gemm<F: Blas>(m: usize, k: usize, n: usize, a: &[F], am: Mat, b: &[F], bm: Mat, c: &mut [F]) -> KResult<()> {
-    let (rsa, csa, rsb, csb) = (istride(am.rs)?, istride(am.cs)?, istride(bm.rs)?, istride(bm.cs)?);
+fn blas_gemm<F: Blas>(m: usize, k: usize, n: usize, a: Mat<'_, F>, b: Mat<'_, F>, c: &mut [F]) -> KResult<()> {
+    let (rsa, csa, rsb, csb) = (istride(a.rs)?, istride(a.cs)?, istride(b.rs)?, istride(b.cs)?);
     let rsc = istride(n)?;
     by_row_blocks(m, n, k, c, |r0, block| {
         let rows = block.len() / n;
-        let a0 = am.skip_rows(r0);
-        // SAFETY: `Mat::check_in` proved that `am.at(i, l)` for i < m, l < k and
-        // `bm.at(l, j)` for l < k, j < n are inside `a` and `b`; this block reads rows
-        // r0..r0 + rows <= m of `a`, so `a0.at(i, l)` stays inside too, and the strides fit
-        // isize (checked above). `block` is exactly `rows * n` elements written row-major
-        // (rsc = n, csc = 1), and it is a unique borrow of the output, which never aliases
-        // the input slices.
+        let a0 = a.skip_rows(r0);
+        // SAFETY: `check_in_bounds` proved that `a`'s elements (i, l) for i < m, l < k and
+        // `b`'s (l, j) for l < k, j < n lie inside their slices; this block reads rows
+        // r0..r0 + rows <= m of `a`, so `a0`'s stay inside too, and every stride fits isize
+        // (checked above). `block` is exactly `rows * n` elements written row-major
+        // (rsc = n, csc = 1), a unique borrow of the output, so it aliases neither input.
         unsafe {
-            F::call(
-                rows, k, n,
-                a.as_ptr().add(a0.offset), rsa, csa,
-                b.as_ptr().add(bm.offset), rsb, csb,
-                block.as_mut_ptr(), rsc, 1,
+            F::gemm_raw(
+                rows,
+                k,
+                n,
+                a0.data.as_ptr().add(a0.offset),
+                rsa,
+                csa,
+                b.data.as_ptr().add(b.offset),
+                rsb,
+                csb,
+                block.as_mut_ptr(),
+                rsc,
+                1,
             )
         }
     });
@@ -166,7 +209,7 @@ fn blas_gemm<F: Blas>(m: usize, k: usize, n: usize, a: &[F], am: Mat, b: &[F], b
 }
 
 /// `c = a @ b` in wrapping compute arithmetic: the integer path.
-fn naive_gemm<T: Element>(m: usize, k: usize, n: usize, a: &[T], am: Mat, b: &[T], bm: Mat, c: &mut [T]) {
+fn naive_gemm<T: Element>(m: usize, k: usize, n: usize, a: Mat<'_, T>, b: Mat<'_, T>, c: &mut [T]) {
     by_row_blocks(m, n, k, c, |r0, block| {
         let mut acc = vec![<T::Compute as Arith>::zero(); n];
         for (ri, crow) in block.chunks_mut(n).enumerate() {
@@ -174,9 +217,9 @@ fn naive_gemm<T: Element>(m: usize, k: usize, n: usize, a: &[T], am: Mat, b: &[T
             acc.fill(<T::Compute as Arith>::zero());
             // i-k-j order: the inner loop walks a row of `b` and of the accumulator.
             for l in 0..k {
-                let x = a[am.at(i, l)].up();
+                let x = a.get(i, l).up();
                 for (j, s) in acc.iter_mut().enumerate() {
-                    *s = s.add(x.mul(b[bm.at(l, j)].up()));
+                    *s = s.add(x.mul(b.get(l, j).up()));
                 }
             }
             crow.iter_mut().zip(&acc).for_each(|(o, &s)| *o = T::down(s));
@@ -185,23 +228,16 @@ fn naive_gemm<T: Element>(m: usize, k: usize, n: usize, a: &[T], am: Mat, b: &[T
 }
 
 /// Copies a strided `rows x cols` matrix into a contiguous `f32` buffer.
-fn widen<T: Element>(x: &[T], xm: Mat, rows: usize, cols: usize) -> Vec<f32> {
+fn widen<T: Element>(x: Mat<'_, T>, rows: usize, cols: usize) -> Vec<f32> {
     let mut out = Vec::with_capacity(rows * cols);
     for i in 0..rows {
-        out.extend((0..cols).map(|j| x[xm.at(i, j)].cast::<f32>()));
+        out.extend((0..cols).map(|j| x.get(i, j).cast::<f32>()));
     }
     out
 }
 
-/// `c = a @ b` for any element type, `c` being a fresh row-major `m x n` buffer. `op` names
-/// the op in the "not implemented for 'Bool'" error.
-#[allow(clippy::too_many_arguments)]
-fn gemm<T: Element>(
-    m: usize, k: usize, n: usize,
-    a: &[T], am: Mat,
-    b: &[T], bm: Mat,
-    c: &mut [T],
-) -> KResult<()> {
+/// `c = a @ b` for any non-bool element type, `c` being a fresh row-major `m x n` buffer.
+fn gemm<T: Element>(m: usize, k: usize, n: usize, a: Mat<'_, T>, b: Mat<'_, T>, c: &mut [T]) -> KResult<()> {
     if c.len() != m * n {
         return Err(format!("internal error: output has {} elements, expected {}", c.len(), m * n));
     }
@@ -213,24 +249,27 @@ fn gemm<T: Element>(
         c.fill(T::down(<T::Compute as Arith>::zero()));
         return Ok(());
     }
-    am.check_in(m, k, a.len())?;
-    bm.check_in(k, n, b.len())?;
-    if let (Some(a), Some(b), Some(c)) = (same_type::<T, f32>(a), same_type::<T, f32>(b), same_type_mut::<T, f32>(c)) {
-        return blas_gemm(m, k, n, a, am, b, bm, c);
+    a.check_in_bounds(m, k)?;
+    b.check_in_bounds(k, n)?;
+    if let (Some(a), Some(b)) = (a.as_type::<f32>(), b.as_type::<f32>()) {
+        if let Some(c) = same_type_mut::<T, f32>(c) {
+            return blas_gemm(m, k, n, a, b, c);
+        }
     }
-    if let (Some(a), Some(b), Some(c)) = (same_type::<T, f64>(a), same_type::<T, f64>(b), same_type_mut::<T, f64>(c)) {
-        return blas_gemm(m, k, n, a, am, b, bm, c);
+    if let (Some(a), Some(b)) = (a.as_type::<f64>(), b.as_type::<f64>()) {
+        if let Some(c) = same_type_mut::<T, f64>(c) {
+            return blas_gemm(m, k, n, a, b, c);
+        }
     }
     if matches!(T::DTYPE, DType::F16 | DType::BF16) {
-        let (a32, b32) = (widen(a, am, m, k), widen(b, bm, k, n));
+        let (a32, b32) = (widen(a, m, k), widen(b, k, n));
         let mut c32 = vec![0.0f32; m * n];
-        let (am32, bm32) = (Mat { offset: 0, rs: k, cs: 1 }, Mat { offset: 0, rs: n, cs: 1 });
-        blas_gemm(m, k, n, &a32, am32, &b32, bm32, &mut c32)?;
+        blas_gemm(m, k, n, Mat::dense(&a32, k), Mat::dense(&b32, n), &mut c32)?;
         // f32 -> f64 is exact, so this rounds once, to the half type.
         c.iter_mut().zip(&c32).for_each(|(o, &v)| *o = T::from_f64(v as f64));
         return Ok(());
     }
-    naive_gemm(m, k, n, a, am, b, bm, c);
+    naive_gemm(m, k, n, a, b, c);
     Ok(())
 }
 
@@ -266,9 +305,9 @@ pub fn mm<T: Element>(self_: Src<'_, T>, mat2: Src<'_, T>, mut out: Dst<'_, T>) 
     reject_bool::<T>("addmm_impl_cpu_")?;
     let (la, lb) = (self_.layout, mat2.layout);
     let (m, k, n) = (la.sizes[0], la.sizes[1], lb.sizes[1]);
-    let am = Mat::new(la.offset, [m, k], [la.strides[0], la.strides[1]]);
-    let bm = Mat::new(lb.offset, [k, n], [lb.strides[0], lb.strides[1]]);
-    gemm(m, k, n, self_.data, am, mat2.data, bm, contiguous_out(&mut out)?)
+    let a = Mat::new(self_.data, la.offset, [m, k], [la.strides[0], la.strides[1]]);
+    let b = Mat::new(mat2.data, lb.offset, [k, n], [lb.strides[0], lb.strides[1]]);
+    gemm(m, k, n, a, b, contiguous_out(&mut out)?)
 }
 
 /// Output shape of `bmm(Tensor self, Tensor mat2)`: `[b, n, p]` for `[b, n, m] @ [b, m, p]`.
@@ -304,9 +343,9 @@ pub fn bmm<T: Element>(self_: Src<'_, T>, mat2: Src<'_, T>, mut out: Dst<'_, T>)
         return Ok(());
     }
     let one = |bi: usize, cb: &mut [T]| {
-        let am = Mat::new(la.offset + bi * la.strides[0], [m, k], [la.strides[1], la.strides[2]]);
-        let bm = Mat::new(lb.offset + bi * lb.strides[0], [k, n], [lb.strides[1], lb.strides[2]]);
-        gemm(m, k, n, self_.data, am, mat2.data, bm, cb)
+        let a = Mat::new(self_.data, la.offset + bi * la.strides[0], [m, k], [la.strides[1], la.strides[2]]);
+        let b = Mat::new(mat2.data, lb.offset + bi * lb.strides[0], [k, n], [lb.strides[1], lb.strides[2]]);
+        gemm(m, k, n, a, b, cb)
     };
     if bs > 1 && bs.saturating_mul(m * n).saturating_mul(k) >= PARALLEL_FLOPS {
         c.par_chunks_mut(m * n).enumerate().try_for_each(|(bi, cb)| one(bi, cb))
@@ -322,7 +361,13 @@ mod tests {
     use crate::Layout;
 
     /// Naive f64 product of logical matrices given as `value(i, j)` functions.
-    fn naive(m: usize, k: usize, n: usize, a: impl Fn(usize, usize) -> f64, b: impl Fn(usize, usize) -> f64) -> Vec<f64> {
+    fn naive(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: impl Fn(usize, usize) -> f64,
+        b: impl Fn(usize, usize) -> f64,
+    ) -> Vec<f64> {
         let mut out = vec![0.0; m * n];
         for i in 0..m {
             for j in 0..n {
@@ -369,7 +414,7 @@ mod tests {
 
         // b broadcast from a single row: every row of b is [1, 2, 3].
         let row = vec![1.0f32, 2.0, 3.0];
-        let lrow = Layout::contiguous(&[1, n]).expand(&[k, n]).unwrap();
+        let lrow = Layout::contiguous(&[1, n]).broadcast_to(&[k, n]).unwrap();
         let want = naive(m, k, n, val, |_, j| (j + 1) as f64);
         close(&run_mm(&a32, &la, &row, &lrow).unwrap(), &want, 1e-6);
     }
@@ -410,10 +455,12 @@ mod tests {
         // k = 0: a 3x0 @ 0x2 product is all zeros.
         let got = run_mm(&e, &Layout::contiguous(&[3, 0]), &e, &Layout::contiguous(&[0, 2])).unwrap();
         assert_eq!(got, vec![0.0; 6]);
-        let ones = vec![1i64; 4];
-        let got = run_mm(&e.iter().map(|_| 0i64).collect::<Vec<_>>(), &Layout::contiguous(&[0, 2]), &ones, &Layout::contiguous(&[2, 2]));
-        assert_eq!(got.unwrap(), vec![]);
-        let got = run_mm::<i64>(&[], &Layout::contiguous(&[2, 0]), &[], &Layout::contiguous(&[0, 3])).unwrap();
+        // m = 0: nothing to compute.
+        let (none, ones) = (Vec::<i64>::new(), vec![1i64; 4]);
+        let got = run_mm(&none, &Layout::contiguous(&[0, 2]), &ones, &Layout::contiguous(&[2, 2])).unwrap();
+        assert_eq!(got, Vec::<f64>::new());
+        // k = 0 on the integer path.
+        let got = run_mm(&none, &Layout::contiguous(&[2, 0]), &none, &Layout::contiguous(&[0, 3])).unwrap();
         assert_eq!(got, vec![0.0; 6]);
     }
 
@@ -468,7 +515,9 @@ mod tests {
         let l = Layout::contiguous(&[2, 2, 2]);
         let got = run_bmm(&a, &l, &a, &l).unwrap();
         let want: Vec<f64> = (0..2)
-            .flat_map(|b| naive(2, 2, 2, move |i, l| (b * 4 + i * 2 + l + 1) as f64, move |l, j| (b * 4 + l * 2 + j + 1) as f64))
+            .flat_map(|b| {
+                naive(2, 2, 2, move |i, l| (b * 4 + i * 2 + l + 1) as f64, move |l, j| (b * 4 + l * 2 + j + 1) as f64)
+            })
             .collect();
         assert_eq!(got, want);
         let h: Vec<f16> = a.iter().map(|&v| f16::from_f64(v as f64)).collect();

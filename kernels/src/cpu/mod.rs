@@ -5,3 +5,8 @@ pub mod compare;
 pub mod pointwise;
 pub mod strided;
 pub mod unary;
+pub mod reduce;
+pub mod softmax;
+pub mod matmul;
+pub mod index;
+pub mod shape;

@@ -4,7 +4,8 @@
 //! each output element reduces one contiguous run of `group` inputs. A contiguous input
 //! reduced over trailing dims is used in place; any other layout (a transposed input, a
 //! reduction over a leading dim, a stride-0 broadcast) is copied once in that order, which
-//! keeps the reduction loops plain slice loops.
+//! keeps the reduction loops plain slice loops. `sum` has one more in-place path: a
+//! contiguous input reduced over adjacent leading or middle dims adds whole rows.
 
 use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::cpu::shape::contiguous_out;
@@ -138,10 +139,70 @@ fn pairwise_sum<T: Element>(xs: &[T]) -> T::Compute {
     }
 }
 
+/// For a contiguous input whose reduced dims are adjacent, the `[outer, reduced, inner]`
+/// split of its shape; such an input can be summed in place, row by row.
+fn adjacent_reduced_block(layout: &Layout, mask: &[bool]) -> Option<(usize, usize, usize)> {
+    let first = mask.iter().position(|&m| m)?;
+    let last = mask.iter().rposition(|&m| m)?;
+    if !layout.is_contiguous() || layout.numel() == 0 || !mask[first..=last].iter().all(|&m| m) {
+        return None;
+    }
+    let s = &layout.sizes;
+    Some((s[..first].iter().product(), s[first..=last].iter().product(), s[last + 1..].iter().product()))
+}
+
+/// Adds `rows` rows of `x` (row `k` is `x[k * stride..][..acc.len()]`) into `acc`, halving
+/// the rows recursively so the rounding error grows like `log rows`, as in [`pairwise_sum`].
+fn column_sum<T: Element>(x: &[T], rows: usize, stride: usize, acc: &mut [T::Compute]) {
+    const LEAF_ROWS: usize = 32;
+    if rows <= LEAF_ROWS {
+        let width = acc.len();
+        for k in 0..rows {
+            for (a, &v) in acc.iter_mut().zip(&x[k * stride..k * stride + width]) {
+                *a = a.add(v.up());
+            }
+        }
+        return;
+    }
+    let half = rows / 2;
+    column_sum(x, half, stride, acc);
+    let mut rest = vec![<T::Compute as Arith>::zero(); acc.len()];
+    column_sum(&x[half * stride..], rows - half, stride, &mut rest);
+    acc.iter_mut().zip(&rest).for_each(|(a, &b)| *a = a.add(b));
+}
+
+/// Sums `[outer, r, inner]` (contiguous) over its middle dim into `o` (`[outer, inner]`),
+/// adding whole rows so the inner loop runs over contiguous memory. Work is split over
+/// `(outer, column block)` pairs.
+fn sum_middle<T: Element>(x: &[T], r: usize, inner: usize, o: &mut [T]) {
+    const COLS: usize = 512;
+    let block = |oi: usize, j0: usize, dst: &mut [T]| {
+        let mut acc = vec![<T::Compute as Arith>::zero(); dst.len()];
+        column_sum(&x[oi * r * inner + j0..], r, inner, &mut acc);
+        dst.iter_mut().zip(&acc).for_each(|(d, &a)| *d = T::down(a));
+    };
+    if x.len() >= PARALLEL_MIN {
+        o.par_chunks_mut(inner).enumerate().for_each(|(oi, row)| {
+            row.par_chunks_mut(COLS).enumerate().for_each(|(c, dst)| block(oi, c * COLS, dst));
+        });
+    } else {
+        for (oi, row) in o.chunks_mut(inner).enumerate() {
+            row.chunks_mut(COLS).enumerate().for_each(|(c, dst)| block(oi, c * COLS, dst));
+        }
+    }
+}
+
 /// Shared body of both `sum` overloads.
 fn sum_masked<T: Element>(src: Src<'_, T>, mask: &[bool], mut out: Dst<'_, T>) -> KResult<()> {
-    let (data, group) = grouped(&src, mask);
     let o = contiguous_out(&mut out)?;
+    if let Some((outer, r, inner)) = adjacent_reduced_block(src.layout, mask) {
+        if inner > 1 && r > 1 && o.len() == outer * inner {
+            let start = src.layout.offset;
+            sum_middle(&src.data[start..start + outer * r * inner], r, inner, o);
+            return Ok(());
+        }
+    }
+    let (data, group) = grouped(&src, mask);
     if group == 0 {
         // Summing over an empty dim gives the additive identity.
         o.fill(T::down(<T::Compute as Arith>::zero()));
@@ -261,18 +322,19 @@ fn arg_extreme_all<T: Element, const MAX: bool>(xs: &[T]) -> (usize, T) {
     partial.into_iter().reduce(combine::<T, MAX>).unwrap_or((0, xs[0]))
 }
 
-/// The error for a whole-tensor `max`/`min` of an empty tensor.
-fn empty_all_error(name: &str) -> String {
-    format!(
-        "{name}: Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
-    )
+/// Shape check shared by `max_all`/`min_all`: an empty tensor has no extreme element.
+fn extreme_all_meta(sizes: &[usize], name: &str) -> KResult<Vec<Vec<usize>>> {
+    if sizes.iter().product::<usize>() == 0 {
+        return Err(format!(
+            "{name}: Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+        ));
+    }
+    Ok(vec![vec![]])
 }
 
 /// Shared body of `max_all`/`min_all`.
 fn extreme_all<T: Element, const MAX: bool>(src: Src<'_, T>, mut out: Dst<'_, T>, name: &str) -> KResult<()> {
-    if src.layout.numel() == 0 {
-        return Err(empty_all_error(name));
-    }
+    extreme_all_meta(&src.layout.sizes, name)?;
     let mask = vec![true; src.layout.ndim()];
     let (data, _) = grouped(&src, &mask);
     let (_, v) = arg_extreme_all::<T, MAX>(&data);
@@ -303,7 +365,11 @@ fn extreme_dim<T: Element, const MAX: bool>(
                 (*v, *i) = (bv, bi as i64);
             };
             if data.len() >= PARALLEL_MIN && indices.len() > 1 {
-                values.par_iter_mut().zip(indices.par_iter_mut()).zip(data.par_chunks(group)).for_each(|(o, g)| pick(o, g));
+                values
+                    .par_iter_mut()
+                    .zip(indices.par_iter_mut())
+                    .zip(data.par_chunks(group))
+                    .for_each(|(o, g)| pick(o, g));
             } else {
                 values.iter_mut().zip(indices.iter_mut()).zip(data.chunks(group)).for_each(|(o, g)| pick(o, g));
             }
@@ -313,10 +379,10 @@ fn extreme_dim<T: Element, const MAX: bool>(
     Ok(())
 }
 
-/// Output shape of `max(Tensor self) -> Tensor`: a 0-d tensor.
+/// Output shape of `max(Tensor self) -> Tensor`: a 0-d tensor. An empty input has no
+/// maximum and is rejected.
 pub fn max_all_meta(self_: &[usize]) -> KResult<Vec<Vec<usize>>> {
-    let _ = self_; // an empty input is rejected by the kernel, which sees the data
-    Ok(vec![vec![]])
+    extreme_all_meta(self_, "max()")
 }
 
 /// `max(self)`: the largest element; NaN if any element is NaN. Errors on an empty tensor.
@@ -324,10 +390,10 @@ pub fn max_all<T: Element>(self_: Src<'_, T>, out: Dst<'_, T>) -> KResult<()> {
     extreme_all::<T, true>(self_, out, "max()")
 }
 
-/// Output shape of `min(Tensor self) -> Tensor`: a 0-d tensor.
+/// Output shape of `min(Tensor self) -> Tensor`: a 0-d tensor. An empty input has no
+/// minimum and is rejected.
 pub fn min_all_meta(self_: &[usize]) -> KResult<Vec<Vec<usize>>> {
-    let _ = self_;
-    Ok(vec![vec![]])
+    extreme_all_meta(self_, "min()")
 }
 
 /// `min(self)`: the smallest element; NaN if any element is NaN. Errors on an empty tensor.
@@ -558,7 +624,10 @@ mod tests {
         let el = Layout::contiguous(&[0, 3]);
         assert_eq!(run1::<f32>(&[], |o| sum_all(Src::new(&e, &el), None, o)).unwrap(), vec![0.0]);
         assert_eq!(sum_dim_meta(&[0, 3], Some(&[0]), false, None).unwrap(), vec![vec![3]]);
-        assert_eq!(run1::<f32>(&[3], |o| sum_dim(Src::new(&e, &el), Some(&[0]), false, None, o)).unwrap(), vec![0.0; 3]);
+        assert_eq!(
+            run1::<f32>(&[3], |o| sum_dim(Src::new(&e, &el), Some(&[0]), false, None, o)).unwrap(),
+            vec![0.0; 3]
+        );
         assert_eq!(run1::<f32>(&[0], |o| sum_dim(Src::new(&e, &el), Some(&[1]), false, None, o)).unwrap(), vec![]);
 
         let s = vec![7i32];
@@ -578,6 +647,28 @@ mod tests {
         assert_eq!(sum_dim_meta(&[2, 3, 4], Some(&[0, 2]), true, None).unwrap(), vec![vec![1, 3, 1]]);
         assert_eq!(sum_dim_meta(&[2, 3, 4], None, true, None).unwrap(), vec![vec![1, 1, 1]]);
         assert_eq!(sum_dim_meta(&[2, 3, 4], None, false, None).unwrap(), vec![Vec::<usize>::new()]);
+    }
+
+    #[test]
+    fn sum_dim_of_contiguous_input_over_middle_and_leading_dims() {
+        // Contiguous inputs whose reduced dims are adjacent are summed row by row in place.
+        let x: Vec<f64> = (0..24).map(|v| ((v * 5) % 7) as f64 - 2.5).collect();
+        let l = Layout::contiguous(&[2, 3, 4]);
+        for (dims, reduced) in [(vec![1i64], vec![1usize]), (vec![0, 1], vec![0, 1]), (vec![0, 2], vec![0, 2])] {
+            let shape = sum_dim_meta(&[2, 3, 4], Some(&dims), true, None).unwrap().remove(0);
+            let got = run1::<f64>(&shape, |o| sum_dim(Src::new(&x, &l), Some(&dims), true, None, o)).unwrap();
+            close(&got, &naive_sum(&[2, 3, 4], &x, &reduced), 1e-12);
+        }
+        // Enough rows for the pairwise halving, in f16 (accumulated in f32) and i8 (wrapping).
+        let h: Vec<f16> = (0..300).map(|v| f16::from_f64((v % 10) as f64 * 0.5)).collect();
+        let hl = Layout::contiguous(&[100, 3]);
+        let got = run1::<f16>(&[3], |o| sum_dim(Src::new(&h, &hl), Some(&[0]), false, None, o)).unwrap();
+        let logical: Vec<f64> = h.iter().map(|v| v.to_f64()).collect();
+        close(&got.iter().map(|v| v.to_f64()).collect::<Vec<_>>(), &naive_sum(&[100, 3], &logical, &[0]), 1e-3);
+        let b = vec![100i8; 6];
+        let bl = Layout::contiguous(&[3, 2]);
+        let got = run1::<i8>(&[2], |o| sum_dim(Src::new(&b, &bl), Some(&[0]), false, None, o)).unwrap();
+        assert_eq!(got, vec![44, 44]); // 300 wraps to 44
     }
 
     #[test]
@@ -635,6 +726,8 @@ mod tests {
             "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
         );
         assert!(run1::<f32>(&[], |o| min_all(Src::new(&e, &el), o)).unwrap_err().starts_with("min(): Expected"));
+        assert!(max_all_meta(&[2, 0]).unwrap_err().starts_with("max(): Expected reduction dim to be specified"));
+        assert_eq!(min_all_meta(&[]).unwrap(), vec![Vec::<usize>::new()]);
     }
 
     #[test]
@@ -692,8 +785,14 @@ mod tests {
 
     #[test]
     fn max_dim_errors_and_empty_kept_dims() {
-        assert_eq!(max_dim_meta(&[2, 0], 1, false).unwrap_err(), "max(): Expected reduction dim 1 to have non-zero size.");
-        assert_eq!(min_dim_meta(&[0], -1, false).unwrap_err(), "min(): Expected reduction dim 0 to have non-zero size.");
+        assert_eq!(
+            max_dim_meta(&[2, 0], 1, false).unwrap_err(),
+            "max(): Expected reduction dim 1 to have non-zero size."
+        );
+        assert_eq!(
+            min_dim_meta(&[0], -1, false).unwrap_err(),
+            "min(): Expected reduction dim 0 to have non-zero size."
+        );
         let e: Vec<f32> = vec![];
         assert!(extreme_dim_of(&e, &[0, 3], 0, true).is_err());
         // Reducing a non-empty dim of an empty tensor is fine and gives an empty result.
@@ -751,7 +850,10 @@ mod tests {
             argmax_meta(&[0, 2], None, false).unwrap_err(),
             "argmax(): Expected reduction dim to be specified for input.numel() == 0."
         );
-        assert_eq!(argmin_meta(&[0, 2], Some(0), false).unwrap_err(), "argmin(): Expected reduction dim 0 to have non-zero size.");
+        assert_eq!(
+            argmin_meta(&[0, 2], Some(0), false).unwrap_err(),
+            "argmin(): Expected reduction dim 0 to have non-zero size."
+        );
         assert_eq!(argmax_meta(&[0, 2], Some(1), false).unwrap(), vec![vec![0]]);
         let s = vec![2.0f64];
         let sl = Layout::contiguous(&[]);

@@ -82,6 +82,16 @@ fn cat_plan(tensors: &[&[usize]], dim: i64) -> KResult<(Vec<usize>, Option<usize
     Ok((out, Some(d)))
 }
 
+/// One input of `cat`, seen as `[outer, width]`.
+struct CatPart<'a, T: Clone> {
+    /// The input's elements, row-major.
+    data: Cow<'a, [T]>,
+    /// Elements per outer row: the input's size along `dim` times the inner size.
+    width: usize,
+    /// Where this input's columns start in each output row.
+    start: usize,
+}
+
 /// Output shape of `cat(Tensor[] tensors, int dim=0)`, with PyTorch's checks and its legacy
 /// skipping of 1-d empty inputs.
 pub fn cat_meta(tensors: &[&[usize]], dim: i64) -> KResult<Vec<Vec<usize>>> {
@@ -104,17 +114,16 @@ pub fn cat<T: Element>(tensors: &[Src<'_, T>], dim: i64, mut out: Dst<'_, T>) ->
     if o.is_empty() {
         return Ok(());
     }
-    // (row-major data, width of one outer row, column where it starts in the output row)
-    let mut parts: Vec<(Cow<'_, [T]>, usize, usize)> = Vec::with_capacity(tensors.len());
+    let mut parts = Vec::with_capacity(tensors.len());
     let mut start = 0;
     for t in tensors.iter().filter(|t| !skipped(&t.layout.sizes)) {
         let width = t.layout.sizes[d] * inner;
-        parts.push((row_major(t), width, start));
+        parts.push(CatPart { data: row_major(t), width, start });
         start += width;
     }
     let copy_row = |oi: usize, dst: &mut [T]| {
-        for (data, width, start) in &parts {
-            dst[*start..*start + *width].copy_from_slice(&data[oi * *width..(oi + 1) * *width]);
+        for p in &parts {
+            dst[p.start..p.start + p.width].copy_from_slice(&p.data[oi * p.width..(oi + 1) * p.width]);
         }
     };
     if o.len() >= PARALLEL_MIN && outer > 1 {
@@ -142,8 +151,11 @@ mod tests {
         Ok((shape, buf))
     }
 
-    /// Naive reference for 2-d inputs given as `value(i, j)` functions.
-    fn naive_cat2(parts: &[(usize, usize, &dyn Fn(usize, usize) -> f64)], dim: usize) -> Vec<f64> {
+    /// A logical 2-d input: rows, columns and `value(i, j)`.
+    type Part<'a> = (usize, usize, &'a dyn Fn(usize, usize) -> f64);
+
+    /// Naive reference for 2-d inputs.
+    fn naive_cat2(parts: &[Part<'_>], dim: usize) -> Vec<f64> {
         let mut out = vec![];
         if dim == 0 {
             for (r, c, f) in parts {
@@ -240,9 +252,6 @@ mod tests {
         );
         assert_eq!(err(&[&[2, 2], &[2, 2, 1]], 0), "Tensors must have same number of dimensions: got 2 and 3");
         assert_eq!(err(&[&[], &[2]], 0), "zero-dimensional tensor (at position 0) cannot be concatenated");
-        assert_eq!(
-            err(&[&[2, 2]], 2),
-            "Dimension out of range (expected to be in range of [-2, 1], but got 2)"
-        );
+        assert_eq!(err(&[&[2, 2]], 2), "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
     }
 }

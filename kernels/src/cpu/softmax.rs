@@ -170,11 +170,8 @@ mod tests {
     where
         T::Compute: FloatMath,
     {
-        let shape = if log {
-            log_softmax_meta(&layout.sizes, dim, false)?
-        } else {
-            softmax_meta(&layout.sizes, dim, false)?
-        };
+        let shape =
+            if log { log_softmax_meta(&layout.sizes, dim, false)? } else { softmax_meta(&layout.sizes, dim, false)? };
         let ol = Layout::contiguous(&shape[0]);
         let mut buf = vec![T::default(); ol.numel()];
         let (src, dst) = (Src::new(data, layout), Dst::new(&mut buf, &ol));
