@@ -74,6 +74,7 @@ pub struct OpInfo {
     pub dtypes: Vec<String>,
     pub gradcheck: bool,
     pub variants: bool,
+    pub errors: bool,
 }
 
 /// A derivatives.yaml entry.
@@ -334,6 +335,7 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
                 },
                 gradcheck: o.gradcheck.unwrap_or(true),
                 variants: o.variants.unwrap_or(true),
+                errors: o.errors.unwrap_or(true),
             }),
             None => None,
         };

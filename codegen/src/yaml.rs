@@ -53,6 +53,9 @@ pub struct RawOpInfo {
     pub gradcheck: Option<bool>,
     #[serde(default)]
     pub variants: Option<bool>,
+    /// `false` for ops no input can make fail (no error test is generated).
+    #[serde(default)]
+    pub errors: Option<bool>,
 }
 
 /// One entry of `derivatives.yaml`: `name:` plus one formula per input (or a marker).

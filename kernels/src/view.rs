@@ -25,6 +25,10 @@ impl<'a, T: Copy> Src<'a, T> {
 
     /// The elements as one slice when the layout is contiguous.
     pub fn as_contiguous(&self) -> Option<&'a [T]> {
+        // An empty view may carry an offset past the end of an empty buffer.
+        if self.layout.numel() == 0 {
+            return Some(&[]);
+        }
         self.layout
             .is_contiguous()
             .then(|| &self.data[self.layout.offset..self.layout.offset + self.layout.numel()])
@@ -51,6 +55,9 @@ impl<'a, T: Copy> Dst<'a, T> {
     /// The elements as one mutable slice when the layout is contiguous.
     pub fn as_contiguous_mut(&mut self) -> Option<&mut [T]> {
         let l = self.layout;
+        if l.numel() == 0 {
+            return Some(&mut []);
+        }
         if l.is_contiguous() {
             Some(&mut self.data[l.offset..l.offset + l.numel()])
         } else {

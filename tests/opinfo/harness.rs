@@ -314,7 +314,13 @@ pub fn assert_close(actual: &Tensor, expected: &RefTensor, ctx: &str) {
     assert_eq!(actual.shape(), expected.shape.as_slice(), "{ctx}: shape");
     let (rtol, atol) = tolerance(actual.dtype());
     let got = actual.to_vec::<f64>().expect("CPU tensor");
-    for (i, (a, e)) in got.iter().zip(&expected.data).enumerate() {
+    // A bool result holds "non-zero": True + True is True.
+    let expected_data: Vec<f64> = if actual.dtype() == DType::Bool {
+        expected.data.iter().map(|&e| if e != 0.0 { 1.0 } else { 0.0 }).collect()
+    } else {
+        expected.data.clone()
+    };
+    for (i, (a, e)) in got.iter().zip(&expected_data).enumerate() {
         assert!(close(*a, *e, rtol, atol), "{ctx}: element {i}: got {a}, expected {e} (rtol {rtol}, atol {atol}); got {got:?}, expected {:?}", expected.data);
     }
 }
@@ -365,7 +371,7 @@ pub fn noncontiguous(t: &Tensor) -> Tensor {
     let made = if n >= 2 {
         t.transpose((n - 2) as i64, (n - 1) as i64).unwrap().contiguous().unwrap().transpose((n - 2) as i64, (n - 1) as i64).unwrap()
     } else {
-        let doubled = kiln::stack(&[t.clone(), t.clone()], 1).unwrap().contiguous().unwrap();
+        let doubled = kiln::stack_with(&[t.clone(), t.clone()], 1).unwrap().contiguous().unwrap();
         doubled.select(1, 0).unwrap()
     };
     let made = made.detach();
@@ -472,10 +478,23 @@ pub fn check_gradgradcheck(info: &OpInfo) {
     }
 }
 
-/// Bad inputs give an `Err` whose message says what is wrong.
+/// Bad inputs give an `Err` whose message says what is wrong; so does an `out=` tensor of
+/// the wrong shape.
 pub fn check_errors(info: &OpInfo) {
     let cases = (info.error_samples)();
-    assert!(!cases.is_empty(), "{}: no error samples", info.name);
+    let mut checked = 0;
+    if let Some(out) = info.out {
+        let s = (info.samples)(DType::F32).into_iter().find(|s| !s.edge).expect("a regular sample");
+        let expected = (info.call)(&s).expect("regular sample runs");
+        let wrong: Vec<Tensor> = expected
+            .iter()
+            .map(|e| Tensor::zeros(&[e.numel() + 1], e.dtype()).unwrap())
+            .collect();
+        let err = out(&s, &wrong).err().unwrap_or_else(|| panic!("{}: out= of the wrong shape was accepted", info.name));
+        assert!(err.to_string().contains("doesn't match the broadcast shape"), "{}: {err}", info.name);
+        checked += 1;
+    }
+    assert!(checked + cases.len() > 0, "{}: no error samples", info.name);
     for c in cases {
         match (info.call)(&c.sample) {
             Ok(_) => panic!("{} {}: expected an error containing {:?}", info.name, c.sample.desc, c.message),

@@ -325,7 +325,12 @@ pub fn matmul(s: &Sample) -> Vec<RefTensor> {
     let (ba, bb) = (&a.shape[..ra - 2], &b.shape[..rb - 2]);
     let nb = ba.len().max(bb.len());
     let dim_of = |sh: &[usize], i: usize| if i + sh.len() >= nb { sh[i + sh.len() - nb] } else { 1 };
-    let batch: Vec<usize> = (0..nb).map(|i| dim_of(ba, i).max(dim_of(bb, i))).collect();
+    let batch: Vec<usize> = (0..nb)
+        .map(|i| {
+            let (x, y) = (dim_of(ba, i), dim_of(bb, i));
+            if x == 1 { y } else { x }
+        })
+        .collect();
     // Index into an operand's batch dims for an output batch index (size-1 dims broadcast).
     let batch_idx = |sh: &[usize], bi: &[usize]| -> Vec<usize> {
         let lead = nb - sh.len();

@@ -1,0 +1,137 @@
+//! Every mistake the generator catches in the YAML is a build error naming the file, the line
+//! and what is wrong. Each test feeds one bad snippet and checks the message.
+
+use kiln_codegen::kernels_index::KernelIndex;
+use kiln_codegen::model::{build, ModelError};
+
+fn kernels() -> KernelIndex {
+    let mut k = KernelIndex::default();
+    for (name, module) in [("mul", "binary"), ("exp", "unary"), ("sum_dim", "reduce"), ("sum_dim_meta", "reduce")] {
+        k.functions.entry(name.to_string()).or_default().push(module.to_string());
+    }
+    k
+}
+
+const MUL: &str = r#"
+- func: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  variants: function, method
+  dispatch: {CPU: mul}
+  tags: [pointwise]
+  dtypes: all
+  opinfo: {samples: binary, ref: "|a, b| a * b"}
+"#;
+
+const MUL_D: &str = r#"
+- name: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  self: grad.mul(&other)?
+  other: grad.mul(&self)?
+"#;
+
+fn err(native: &str, derivs: &str) -> ModelError {
+    build(native, derivs, &kernels()).expect_err("the YAML is invalid")
+}
+
+#[test]
+fn valid_yaml_builds() {
+    let m = build(MUL, MUL_D, &kernels()).unwrap();
+    assert_eq!(m.ops.len(), 1);
+    assert_eq!(m.ops[0].derivative.as_ref().unwrap().node, "MulBackward0");
+}
+
+#[test]
+fn unknown_kernel_names_the_line() {
+    let e = err(&MUL.replace("CPU: mul", "CPU: mull"), MUL_D);
+    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 2));
+    assert!(e.message.contains("unknown CPU kernel 'mull'"), "{e}");
+}
+
+#[test]
+fn formula_naming_a_missing_argument_is_an_error() {
+    let e = err(MUL, &MUL_D.replace("grad.mul(&other)?", "grad.mul(&othr)?"));
+    assert_eq!((e.file.as_str(), e.line), ("derivatives.yaml", 2));
+    assert!(e.message.contains("names 'othr', which is not an argument"), "{e}");
+}
+
+#[test]
+fn formula_for_an_input_the_schema_lacks_is_an_error() {
+    let e = err(MUL, &format!("{MUL_D}  input: grad.clone()\n"));
+    assert!(e.message.contains("has no argument named 'input'"), "{e}");
+}
+
+#[test]
+fn differentiable_op_without_derivative_is_an_error() {
+    let e = err(MUL, "");
+    assert_eq!(e.line, 2);
+    assert!(e.message.contains("is differentiable") && e.message.contains("no entry"), "{e}");
+}
+
+#[test]
+fn op_without_opinfo_or_reason_is_an_error() {
+    let native = MUL.replace("  opinfo: {samples: binary, ref: \"|a, b| a * b\"}\n", "");
+    let e = err(&native, MUL_D);
+    assert!(e.message.contains("no `opinfo:` entry and no `skip_opinfo"), "{e}");
+    let with_reason = format!("{native}  skip_opinfo: \"covered by tests/mul.rs\"\n");
+    assert!(build(&with_reason, MUL_D, &kernels()).is_ok());
+}
+
+#[test]
+fn malformed_schema_is_an_error_with_the_column() {
+    let e = err(&MUL.replace("Tensor other)", "Tensr other)"), MUL_D);
+    assert_eq!(e.line, 2);
+    assert!(e.message.contains("malformed schema") && e.message.contains("unknown type 'Tensr'"), "{e}");
+}
+
+#[test]
+fn derivative_for_unknown_op_is_an_error() {
+    let e = err(MUL, &MUL_D.replace("mul.Tensor", "mul.Tenser"));
+    assert!(e.message.contains("no operator 'mul.Tenser"), "{e}");
+}
+
+#[test]
+fn structured_kernel_without_meta_is_an_error() {
+    let native = r#"
+- func: exp(Tensor self) -> Tensor
+  dispatch: {CPU: exp}
+  dtypes: floating
+  opinfo: {samples: unary, ref: exp}
+"#;
+    let e = err(native, "");
+    assert!(e.message.contains("has no `pub fn exp_meta`"), "{e}");
+}
+
+#[test]
+fn unknown_dtype_is_an_error() {
+    let e = err(&MUL.replace("dtypes: all", "dtypes: [f32, f128]"), MUL_D);
+    assert!(e.message.contains("unknown dtype 'f128'"), "{e}");
+}
+
+#[test]
+fn unknown_yaml_key_is_an_error() {
+    let e = err(&MUL.replace("  tags:", "  tagz:"), MUL_D);
+    assert!(e.message.contains("unknown field `tagz`"), "{e}");
+}
+
+#[test]
+fn composite_op_takes_no_derivative() {
+    let native = MUL.replace("{CPU: mul}", "{CompositeImplicitAutograd: composite::mul}");
+    let e = err(&native, MUL_D);
+    assert!(e.message.contains("CompositeImplicitAutograd"), "{e}");
+}
+
+#[test]
+fn metadata_reads_are_saved_instead_of_tensors() {
+    let native = r#"
+- func: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+  dispatch: {CPU: sum_dim}
+  dtypes: floating
+  opinfo: {samples: reduce_dim, ref: sum_dim}
+"#;
+    let derivs = r#"
+- name: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+  self: sum_backward(&grad, self.sizes(), dim, keepdim)?
+"#;
+    let m = build(native, derivs, &kernels()).unwrap();
+    let names: Vec<String> = kiln_codegen::gen::nodes::fields(&m.ops[0]).iter().map(|f| f.name.to_string()).collect();
+    assert_eq!(names, vec!["self_sizes", "dim", "keepdim"]);
+    assert_eq!(m.ops[0].derivative.as_ref().unwrap().node, "SumBackward0");
+}
