@@ -16,10 +16,16 @@ fn load() -> Result<(Tensor, Tensor)> {
     let mut text = String::new();
     GzDecoder::new(DATA)
         .read_to_string(&mut text)
-        .map_err(|e| kiln::Error::Io { context: "reading digits.csv.gz".into(), source: e })?;
+        .map_err(|e| kiln::Error::Io {
+            context: "reading digits.csv.gz".into(),
+            source: e,
+        })?;
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let vals: Vec<f32> = line.split(',').map(|v| v.trim().parse::<f32>().unwrap_or(0.0)).collect();
+        let vals: Vec<f32> = line
+            .split(',')
+            .map(|v| v.trim().parse::<f32>().unwrap_or(0.0))
+            .collect();
         xs.extend(vals[..64].iter().map(|v| v / 16.0));
         ys.push(vals[64] as i64);
     }
@@ -30,8 +36,12 @@ fn load() -> Result<(Tensor, Tensor)> {
 /// A linear layer initialised like PyTorch's `nn.Linear`: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
 fn linear(fan_in: usize, fan_out: usize) -> Result<(Tensor, Tensor)> {
     let bound = 1.0 / (fan_in as f64).sqrt();
-    let w = Tensor::rand(&[fan_in, fan_out], DType::F32)?.mul_scalar(2.0 * bound)?.sub_scalar(bound)?;
-    let b = Tensor::rand(&[fan_out], DType::F32)?.mul_scalar(2.0 * bound)?.sub_scalar(bound)?;
+    let w = Tensor::rand(&[fan_in, fan_out], DType::F32)?
+        .mul_scalar(2.0 * bound)?
+        .sub_scalar(bound)?;
+    let b = Tensor::rand(&[fan_out], DType::F32)?
+        .mul_scalar(2.0 * bound)?
+        .sub_scalar(bound)?;
     Ok((w.requires_grad_(true)?, b.requires_grad_(true)?))
 }
 
@@ -52,9 +62,21 @@ struct Adam {
 
 impl Adam {
     fn new(params: Vec<Tensor>, lr: f64) -> Result<Self> {
-        let m = params.iter().map(|p| p.zeros_like()).collect::<Result<_>>()?;
-        let v = params.iter().map(|p| p.zeros_like()).collect::<Result<_>>()?;
-        Ok(Adam { params, m, v, lr, step: 0 })
+        let m = params
+            .iter()
+            .map(|p| p.zeros_like())
+            .collect::<Result<_>>()?;
+        let v = params
+            .iter()
+            .map(|p| p.zeros_like())
+            .collect::<Result<_>>()?;
+        Ok(Adam {
+            params,
+            m,
+            v,
+            lr,
+            step: 0,
+        })
     }
 
     fn step(&mut self) -> Result<()> {
@@ -67,7 +89,11 @@ impl Adam {
             v.mul_scalar_(b2)?.add_(&g.mul(&g)?.mul_scalar(1.0 - b2)?)?;
             let m_hat = m.div_scalar(1.0 - b1.powi(self.step))?;
             let v_hat = v.div_scalar(1.0 - b2.powi(self.step))?;
-            p.sub_(&m_hat.div(&v_hat.sqrt()?.add_scalar(eps)?)?.mul_scalar(self.lr)?)?;
+            p.sub_(
+                &m_hat
+                    .div(&v_hat.sqrt()?.add_scalar(eps)?)?
+                    .mul_scalar(self.lr)?,
+            )?;
         }
         Ok(())
     }
@@ -84,14 +110,21 @@ fn main() -> Result<()> {
     let n = x.shape()[0];
     let perm = Tensor::randperm(n)?;
     let n_train = n * 8 / 10;
-    let (train_idx, test_idx) = (perm.narrow(0, 0, n_train as i64)?, perm.narrow(0, n_train as i64, (n - n_train) as i64)?);
-    let (x_train, y_train) = (x.index_select(0, &train_idx)?, y.index_select(0, &train_idx)?);
+    let (train_idx, test_idx) = (
+        perm.narrow(0, 0, n_train as i64)?,
+        perm.narrow(0, n_train as i64, (n - n_train) as i64)?,
+    );
+    let (x_train, y_train) = (
+        x.index_select(0, &train_idx)?,
+        y.index_select(0, &train_idx)?,
+    );
     let (x_test, y_test) = (x.index_select(0, &test_idx)?, y.index_select(0, &test_idx)?);
     println!("digits: {n_train} train / {} test samples", n - n_train);
 
     let (w1, b1) = linear(64, 128)?;
     let (w2, b2) = linear(128, 10)?;
-    let forward = |x: &Tensor| -> Result<Tensor> { x.matmul(&w1)?.add(&b1)?.relu()?.matmul(&w2)?.add(&b2) };
+    let forward =
+        |x: &Tensor| -> Result<Tensor> { x.matmul(&w1)?.add(&b1)?.relu()?.matmul(&w2)?.add(&b2) };
     let mut opt = Adam::new(vec![w1.clone(), b1.clone(), w2.clone(), b2.clone()], 1e-3)?;
 
     let batch = 64;
@@ -101,7 +134,10 @@ fn main() -> Result<()> {
         for s in (0..n_train).step_by(batch) {
             let len = batch.min(n_train - s) as i64;
             let idx = order.narrow(0, s as i64, len)?;
-            let loss = cross_entropy(&forward(&x_train.index_select(0, &idx)?)?, &y_train.index_select(0, &idx)?)?;
+            let loss = cross_entropy(
+                &forward(&x_train.index_select(0, &idx)?)?,
+                &y_train.index_select(0, &idx)?,
+            )?;
             opt.zero_grad();
             loss.backward()?;
             opt.step()?;
@@ -115,7 +151,11 @@ fn main() -> Result<()> {
     let pred = forward(&x_test)?.argmax_with(Some(1), false)?;
     let correct = pred.eq(&y_test)?.sum()?.item::<i64>()?;
     let acc = correct as f64 / (n - n_train) as f64;
-    println!("test accuracy {:.2}% ({correct}/{})", 100.0 * acc, n - n_train);
+    println!(
+        "test accuracy {:.2}% ({correct}/{})",
+        100.0 * acc,
+        n - n_train
+    );
     println!("time {:.2}s", start.elapsed().as_secs_f64());
     Ok(())
 }

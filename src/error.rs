@@ -15,13 +15,19 @@ pub enum Error {
     Device(String),
     /// Reading or writing a file failed.
     #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
 }
 
 impl Error {
     /// An error from operator `op`.
     pub fn op(op: impl Into<String>, msg: impl Into<String>) -> Self {
-        Error::Op { op: op.into(), msg: msg.into() }
+        Error::Op {
+            op: op.into(),
+            msg: msg.into(),
+        }
     }
 }
 

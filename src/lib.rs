@@ -17,5 +17,6 @@ pub mod tensor;
 pub use autograd::{enable_grad, no_grad};
 pub use error::{Error, Result};
 pub use ops::*;
-pub use tensor::{manual_seed, BufferElement, DType, Device, Generator, Layout, Scalar, Tensor, TensorData};
-
+pub use tensor::{
+    manual_seed, BufferElement, DType, Device, Generator, Layout, Scalar, Tensor, TensorData,
+};

@@ -15,9 +15,5 @@ use kiln::{DType, Result, Scalar, Tensor};
 
 include!(concat!(env!("OUT_DIR"), "/opinfo.rs"));
 
-#[test]
-fn matrix_counts() {
-    // Printed so `cargo test` shows the size of the matrix.
-    println!("opinfo: {OPERATOR_COUNT} operators");
-    assert!(OPERATOR_COUNT >= 45);
-}
+// The floor for the operator count, checked at compile time.
+const _: () = assert!(OPERATOR_COUNT >= 45);

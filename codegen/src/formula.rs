@@ -6,7 +6,14 @@ use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 
 /// Metadata methods a formula may call on a tensor input without saving the tensor.
-pub const META_METHODS: [&str; 6] = ["sizes", "strides", "storage_offset", "dtype", "dim", "numel"];
+pub const META_METHODS: [&str; 6] = [
+    "sizes",
+    "strides",
+    "storage_offset",
+    "dtype",
+    "dim",
+    "numel",
+];
 
 /// What a formula reads.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -48,7 +55,10 @@ impl<'ast> Visit<'ast> for Collect<'_> {
     fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
         if let Some(recv) = single_ident(&m.receiver) {
             let method = m.method.to_string();
-            if m.args.is_empty() && META_METHODS.contains(&method.as_str()) && self.known.contains(&recv) {
+            if m.args.is_empty()
+                && META_METHODS.contains(&method.as_str())
+                && self.known.contains(&recv)
+            {
                 self.uses.metas.insert((recv, method));
                 return;
             }
@@ -68,7 +78,10 @@ impl<'ast> Visit<'ast> for Collect<'_> {
 
     fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
         if let Some(name) = single_ident(&syn::Expr::Path(p.clone())) {
-            let lowercase = name.chars().next().is_some_and(|c| c.is_lowercase() || c == '_');
+            let lowercase = name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_lowercase() || c == '_');
             if self.known.contains(&name) {
                 self.uses.names.insert(name);
             } else if lowercase && name != "grad" {
@@ -104,8 +117,13 @@ impl VisitMut for Rewrite {
 /// Parses `text` as the gradient formula for `input`. `known` are the names a formula may
 /// read besides `grad`: the op's arguments and named outputs.
 pub fn parse(input: &str, text: &str, known: &BTreeSet<String>) -> Result<Formula, String> {
-    let expr: syn::Expr = syn::parse_str(text).map_err(|e| format!("formula for '{input}' is not a Rust expression: {e}"))?;
-    let mut c = Collect { known, uses: Uses::default(), unknown: vec![] };
+    let expr: syn::Expr = syn::parse_str(text)
+        .map_err(|e| format!("formula for '{input}' is not a Rust expression: {e}"))?;
+    let mut c = Collect {
+        known,
+        uses: Uses::default(),
+        unknown: vec![],
+    };
     c.visit_expr(&expr);
     if let Some(u) = c.unknown.first() {
         return Err(format!(
@@ -115,7 +133,12 @@ pub fn parse(input: &str, text: &str, known: &BTreeSet<String>) -> Result<Formul
     }
     let mut rewritten = expr;
     Rewrite.visit_expr_mut(&mut rewritten);
-    Ok(Formula { input: input.to_string(), text: text.to_string(), expr: rewritten, uses: c.uses })
+    Ok(Formula {
+        input: input.to_string(),
+        text: text.to_string(),
+        expr: rewritten,
+        uses: c.uses,
+    })
 }
 
 #[cfg(test)]
@@ -128,7 +151,12 @@ mod tests {
 
     #[test]
     fn metadata_reads_do_not_save_the_tensor() {
-        let f = parse("self", "sum_backward(&grad, self.sizes(), dim, keepdim)?", &known(&["self", "dim", "keepdim"])).unwrap();
+        let f = parse(
+            "self",
+            "sum_backward(&grad, self.sizes(), dim, keepdim)?",
+            &known(&["self", "dim", "keepdim"]),
+        )
+        .unwrap();
         assert!(!f.uses.names.contains("self"));
         assert!(f.uses.metas.contains(&("self".into(), "sizes".into())));
         assert!(f.uses.names.contains("dim"));
@@ -138,7 +166,10 @@ mod tests {
     fn self_is_renamed() {
         let f = parse("other", "grad.mul(&self)?", &known(&["self", "other"])).unwrap();
         let e = &f.expr;
-        assert_eq!(quote::quote!(#e).to_string().replace(' ', ""), "grad.mul(&self_)?");
+        assert_eq!(
+            quote::quote!(#e).to_string().replace(' ', ""),
+            "grad.mul(&self_)?"
+        );
     }
 
     #[test]

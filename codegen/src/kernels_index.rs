@@ -22,13 +22,22 @@ impl KernelIndex {
             .collect();
         entries.sort();
         for path in entries {
-            let module = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
-            let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let module = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default()
+                .to_string();
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             let file = syn::parse_file(&text).map_err(|e| format!("{}: {e}", path.display()))?;
             for item in file.items {
                 if let syn::Item::Fn(f) = item {
                     if matches!(f.vis, syn::Visibility::Public(_)) {
-                        index.functions.entry(f.sig.ident.to_string()).or_default().push(module.clone());
+                        index
+                            .functions
+                            .entry(f.sig.ident.to_string())
+                            .or_default()
+                            .push(module.clone());
                     }
                 }
             }
@@ -50,12 +59,16 @@ impl KernelIndex {
                 "kernel '{name}' is defined in several modules ({}); write it as module::{name}",
                 mods.join(", ")
             )),
-            _ => Err(format!("unknown CPU kernel '{spec}': no `pub fn {name}` in kernels/src/cpu/")),
+            _ => Err(format!(
+                "unknown CPU kernel '{spec}': no `pub fn {name}` in kernels/src/cpu/"
+            )),
         }
     }
 
     /// True when `module::name` exists.
     pub fn has(&self, module: &str, name: &str) -> bool {
-        self.functions.get(name).is_some_and(|ms| ms.iter().any(|m| m == module))
+        self.functions
+            .get(name)
+            .is_some_and(|ms| ms.iter().any(|m| m == module))
     }
 }

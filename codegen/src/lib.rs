@@ -15,7 +15,8 @@ use std::path::Path;
 
 /// Reads the YAML files under `root` and the kernel index, and validates them.
 pub fn load(root: &Path) -> Result<model::Model, String> {
-    let read = |name: &str| std::fs::read_to_string(root.join(name)).map_err(|e| format!("{name}: {e}"));
+    let read =
+        |name: &str| std::fs::read_to_string(root.join(name)).map_err(|e| format!("{name}: {e}"));
     let native = read("native_functions.yaml")?;
     let derivs = read("derivatives.yaml")?;
     let kernels = kernels_index::KernelIndex::scan(&root.join("kernels/src/cpu"))?;
@@ -58,7 +59,9 @@ pub fn show(root: &Path, name: &str) -> Result<String, String> {
         .filter(|o| o.rust == name || o.schema.name == name || o.full_name() == name)
         .collect();
     if ops.is_empty() {
-        return Err(format!("no operator named '{name}' in native_functions.yaml"));
+        return Err(format!(
+            "no operator named '{name}' in native_functions.yaml"
+        ));
     }
     let mut out = String::new();
     for op in ops {
@@ -66,7 +69,9 @@ pub fn show(root: &Path, name: &str) -> Result<String, String> {
         let items = gen::api::op_items(op, &mut methods);
         let api = gen::format(quote::quote!(impl Tensor { #(#methods)* } #items))?;
         let node = gen::format(gen::nodes::node(op))?;
-        let tests = gen::format(gen::tests::generate(&model::Model { ops: vec![op.clone()] }))?;
+        let tests = gen::format(gen::tests::generate(&model::Model {
+            ops: vec![op.clone()],
+        }))?;
         let lines = |s: &str| s.lines().count();
         out.push_str(&format!(
             "// ==== {} (native_functions.yaml:{}) ====\n// api: {} lines, node: {} lines, tests: {} lines\n\n{api}\n{node}\n{tests}\n",

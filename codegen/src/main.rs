@@ -7,7 +7,12 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+    let result = match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         ["show", name] => kiln_codegen::show(&root, name),
         ["check"] => kiln_codegen::load(&root).map(|m| {
             let nodes = m.ops.iter().filter(|o| o.derivative.is_some()).count();

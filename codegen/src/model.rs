@@ -9,7 +9,9 @@ use crate::yaml::{self, DTypes, RawDerivative, RawOp};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Short dtype names in promotion order.
-pub const ALL_DTYPES: [&str; 10] = ["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"];
+pub const ALL_DTYPES: [&str; 10] = [
+    "bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64",
+];
 
 /// A build error: `file:line: message`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +40,11 @@ pub struct Variants {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
     /// Elementwise: a scalar function in `kernels::cpu::<module>` mapped by the pointwise loops.
-    Pointwise { module: String, kernel: String, check: bool },
+    Pointwise {
+        module: String,
+        kernel: String,
+        check: bool,
+    },
     /// A `<kernel>_meta` + `<kernel>` pair in `kernels::cpu::<module>` over strided buffers.
     Structured { module: String, kernel: String },
     /// Written in Rust over tensors (`src/ops/explicit/`), with a derivative from the YAML.
@@ -155,8 +161,13 @@ impl Op {
 
     /// Tensor arguments that gradients flow to (those with a formula).
     pub fn differentiable_inputs(&self) -> Vec<Arg> {
-        let Some(d) = &self.derivative else { return vec![] };
-        self.args().into_iter().filter(|a| d.formulas.iter().any(|f| f.input == a.name)).collect()
+        let Some(d) = &self.derivative else {
+            return vec![];
+        };
+        self.args()
+            .into_iter()
+            .filter(|a| d.formulas.iter().any(|f| f.input == a.name))
+            .collect()
     }
 
     /// The dtype of output `i` is fixed (`indices: i64`) or follows the computation.
@@ -195,7 +206,10 @@ fn dtype_set(spec: &DTypes) -> Result<Vec<String>, String> {
     };
     for d in &v {
         if !ALL_DTYPES.contains(&d.as_str()) {
-            return Err(format!("unknown dtype '{d}' (expected one of {})", ALL_DTYPES.join(", ")));
+            return Err(format!(
+                "unknown dtype '{d}' (expected one of {})",
+                ALL_DTYPES.join(", ")
+            ));
         }
     }
     Ok(v)
@@ -203,7 +217,9 @@ fn dtype_set(spec: &DTypes) -> Result<Vec<String>, String> {
 
 fn default_rust_name(schema: &FunctionSchema) -> String {
     match schema.overload.as_deref() {
-        None | Some("Tensor") | Some("self") | Some("int") | Some("Tensor_Tensor") => schema.name.clone(),
+        None | Some("Tensor") | Some("self") | Some("int") | Some("Tensor_Tensor") => {
+            schema.name.clone()
+        }
         Some(o) => format!("{}_{}", schema.name, o.to_lowercase()),
     }
 }
@@ -214,22 +230,40 @@ fn camel(name: &str) -> String {
         .filter(|s| !s.is_empty())
         .map(|s| {
             let mut c = s.chars();
-            c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
+            c.next()
+                .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+                .unwrap_or_default()
         })
         .collect()
 }
 
 /// Reads, parses and validates both YAML texts against the kernel index.
 pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model, ModelError> {
-    let nerr = |line: usize, message: String| ModelError { file: "native_functions.yaml".into(), line, message };
-    let derr = |line: usize, message: String| ModelError { file: "derivatives.yaml".into(), line, message };
+    let nerr = |line: usize, message: String| ModelError {
+        file: "native_functions.yaml".into(),
+        line,
+        message,
+    };
+    let derr = |line: usize, message: String| ModelError {
+        file: "derivatives.yaml".into(),
+        line,
+        message,
+    };
 
     let raw: Vec<RawOp> = serde_yaml_ng::from_str(native).map_err(|e| {
-        nerr(e.location().map(|l| l.line()).unwrap_or(0), format!("invalid YAML: {e}"))
+        nerr(
+            e.location().map(|l| l.line()).unwrap_or(0),
+            format!("invalid YAML: {e}"),
+        )
     })?;
     let lines = yaml::item_lines(native);
     let raw_d: Vec<RawDerivative> = serde_yaml_ng::from_str::<Option<Vec<RawDerivative>>>(derivs)
-        .map_err(|e| derr(e.location().map(|l| l.line()).unwrap_or(0), format!("invalid YAML: {e}")))?
+        .map_err(|e| {
+            derr(
+                e.location().map(|l| l.line()).unwrap_or(0),
+                format!("invalid YAML: {e}"),
+            )
+        })?
         .unwrap_or_default();
     let dlines = yaml::item_lines(derivs);
 
@@ -237,29 +271,55 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
     let mut seen_rust = BTreeSet::new();
     for (i, r) in raw.into_iter().enumerate() {
         let line = lines.get(i).copied().unwrap_or(0);
-        let schema = FunctionSchema::parse(&r.func).map_err(|e| nerr(line, format!("malformed schema '{}': {e}", r.func)))?;
+        let schema = FunctionSchema::parse(&r.func)
+            .map_err(|e| nerr(line, format!("malformed schema '{}': {e}", r.func)))?;
         for a in &schema.arguments {
             if !a.is_write() {
-                ArgKind::of(&a.ty).map_err(|m| nerr(line, format!("{}: argument '{}': {m}", r.func, a.name)))?;
+                ArgKind::of(&a.ty)
+                    .map_err(|m| nerr(line, format!("{}: argument '{}': {m}", r.func, a.name)))?;
             }
         }
         let rust = r.rust.clone().unwrap_or_else(|| default_rust_name(&schema));
         if !seen_rust.insert(rust.clone()) {
-            return Err(nerr(line, format!("two operators would both be named '{rust}' in Rust; give one a `rust:` name")));
+            return Err(nerr(
+                line,
+                format!(
+                    "two operators would both be named '{rust}' in Rust; give one a `rust:` name"
+                ),
+            ));
         }
         let mut variants = Variants::default();
-        for v in r.variants.as_deref().unwrap_or("function").split(',').map(str::trim) {
+        for v in r
+            .variants
+            .as_deref()
+            .unwrap_or("function")
+            .split(',')
+            .map(str::trim)
+        {
             match v {
                 "function" => variants.function = true,
                 "method" => variants.method = true,
                 "inplace" => variants.inplace = true,
                 "out" => variants.out = true,
-                other => return Err(nerr(line, format!("unknown variant '{other}' (expected function, method, inplace, out)"))),
+                other => {
+                    return Err(nerr(
+                        line,
+                        format!(
+                            "unknown variant '{other}' (expected function, method, inplace, out)"
+                        ),
+                    ))
+                }
             }
         }
         let has_self = schema.arguments.iter().any(|a| a.name == "self");
         if (variants.method || variants.inplace) && !has_self {
-            return Err(nerr(line, format!("{}: method and inplace variants need an argument named 'self'", r.func)));
+            return Err(nerr(
+                line,
+                format!(
+                    "{}: method and inplace variants need an argument named 'self'",
+                    r.func
+                ),
+            ));
         }
         if r.dispatch.len() != 1 {
             return Err(nerr(line, format!("{}: dispatch needs exactly one of CPU, CompositeExplicitAutograd, CompositeImplicitAutograd", r.func)));
@@ -268,10 +328,16 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
         let pointwise = r.tags.iter().any(|t| t == "pointwise");
         let kind = match key.as_str() {
             "CPU" => {
-                let (module, kernel) = kernels.resolve(target).map_err(|m| nerr(line, format!("{}: {m}", r.func)))?;
+                let (module, kernel) = kernels
+                    .resolve(target)
+                    .map_err(|m| nerr(line, format!("{}: {m}", r.func)))?;
                 if pointwise {
                     let check = kernels.has(&module, &format!("{kernel}_check"));
-                    Kind::Pointwise { module, kernel, check }
+                    Kind::Pointwise {
+                        module,
+                        kernel,
+                        check,
+                    }
                 } else {
                     if !kernels.has(&module, &format!("{kernel}_meta")) {
                         return Err(nerr(line, format!(
@@ -282,14 +348,26 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
                     Kind::Structured { module, kernel }
                 }
             }
-            "CompositeExplicitAutograd" => Kind::Explicit { path: target.clone() },
-            "CompositeImplicitAutograd" | "Composite" => Kind::Composite { path: target.clone() },
-            other => return Err(nerr(line, format!("{}: unknown dispatch key '{other}'", r.func))),
+            "CompositeExplicitAutograd" => Kind::Explicit {
+                path: target.clone(),
+            },
+            "CompositeImplicitAutograd" | "Composite" => Kind::Composite {
+                path: target.clone(),
+            },
+            other => {
+                return Err(nerr(
+                    line,
+                    format!("{}: unknown dispatch key '{other}'", r.func),
+                ))
+            }
         };
         let dtypes = match &r.dtypes {
             Some(d) => dtype_set(d).map_err(|m| nerr(line, m))?,
             None if matches!(kind, Kind::Pointwise { .. } | Kind::Structured { .. }) => {
-                return Err(nerr(line, format!("{}: a CPU kernel needs a `dtypes:` list", r.func)))
+                return Err(nerr(
+                    line,
+                    format!("{}: a CPU kernel needs a `dtypes:` list", r.func),
+                ))
             }
             None => ALL_DTYPES.iter().map(|s| s.to_string()).collect(),
         };
@@ -309,15 +387,24 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
             .filter(|a| !a.is_write() && a.ty.is_tensor_like())
             .map(|a| a.name.clone())
             .collect();
-        let operands = r
-            .operands
-            .clone()
-            .unwrap_or_else(|| tensor_args.iter().filter(|n| !r.fixed.contains_key(*n)).cloned().collect());
+        let operands = r.operands.clone().unwrap_or_else(|| {
+            tensor_args
+                .iter()
+                .filter(|n| !r.fixed.contains_key(*n))
+                .cloned()
+                .collect()
+        });
         for o in operands.iter().chain(r.fixed.keys()) {
-            let is_output = schema.returns.iter().any(|ret| ret.name.as_deref() == Some(o.as_str()))
+            let is_output = schema
+                .returns
+                .iter()
+                .any(|ret| ret.name.as_deref() == Some(o.as_str()))
                 || (o == "result" && schema.returns.len() == 1);
             if !is_output && !schema.arguments.iter().any(|a| &a.name == o) {
-                return Err(nerr(line, format!("{}: '{o}' is not an argument or output", r.func)));
+                return Err(nerr(
+                    line,
+                    format!("{}: '{o}' is not an argument or output", r.func),
+                ));
             }
         }
         for d in r.fixed.values() {
@@ -340,7 +427,13 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
             None => None,
         };
         if opinfo.is_none() && r.skip_opinfo.as_deref().is_none_or(|s| s.trim().is_empty()) {
-            return Err(nerr(line, format!("{}: no `opinfo:` entry and no `skip_opinfo: \"<reason>\"`", r.func)));
+            return Err(nerr(
+                line,
+                format!(
+                    "{}: no `opinfo:` entry and no `skip_opinfo: \"<reason>\"`",
+                    r.func
+                ),
+            ));
         }
         ops.push(Op {
             schema,
@@ -365,9 +458,13 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
     let mut counters: BTreeMap<String, usize> = BTreeMap::new();
     for (i, d) in raw_d.into_iter().enumerate() {
         let line = dlines.get(i).copied().unwrap_or(0);
-        let schema = FunctionSchema::parse(&d.name).map_err(|e| derr(line, format!("malformed schema '{}': {e}", d.name)))?;
+        let schema = FunctionSchema::parse(&d.name)
+            .map_err(|e| derr(line, format!("malformed schema '{}': {e}", d.name)))?;
         let Some(op) = ops.iter_mut().find(|o| o.schema == schema) else {
-            return Err(derr(line, format!("no operator '{}' in native_functions.yaml", d.name)));
+            return Err(derr(
+                line,
+                format!("no operator '{}' in native_functions.yaml", d.name),
+            ));
         };
         if op.derivative.is_some() || op.non_differentiable {
             return Err(derr(line, format!("second entry for '{}'", d.name)));
@@ -391,17 +488,30 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
                 _ => return Err(derr(line, format!("formula for '{key}' must be a string"))),
             };
             let Some(arg) = op.args().into_iter().find(|a| &a.name == key) else {
-                return Err(derr(line, format!("formula for '{key}', but {} has no argument named '{key}'", d.name)));
+                return Err(derr(
+                    line,
+                    format!(
+                        "formula for '{key}', but {} has no argument named '{key}'",
+                        d.name
+                    ),
+                ));
             };
             if !arg.kind.is_tensor() {
-                return Err(derr(line, format!("formula for '{key}', which is not a tensor argument")));
+                return Err(derr(
+                    line,
+                    format!("formula for '{key}', which is not a tensor argument"),
+                ));
             }
             formulas.push(formula::parse(key, &text, &known).map_err(|m| derr(line, m))?);
         }
         if !op.non_differentiable {
             let base = op.schema.name.trim_end_matches('_').to_string();
             let n = counters.entry(base.clone()).or_insert(0);
-            op.derivative = Some(Derivative { line, node: format!("{}Backward{}", camel(&base), n), formulas });
+            op.derivative = Some(Derivative {
+                line,
+                node: format!("{}Backward{}", camel(&base), n),
+                formulas,
+            });
             *n += 1;
         }
     }
@@ -409,8 +519,15 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
     for op in &ops {
         let takes_tensor = op.args().iter().any(|a| a.kind.is_tensor());
         let explicit = !matches!(op.kind, Kind::Composite { .. });
-        let float_capable = op.dtypes.iter().any(|d| d.starts_with('f') || d == "bf16") || op.promote == Promote::IntToFloat;
-        if explicit && takes_tensor && float_capable && op.has_float_output() && op.derivative.is_none() && !op.non_differentiable {
+        let float_capable = op.dtypes.iter().any(|d| d.starts_with('f') || d == "bf16")
+            || op.promote == Promote::IntToFloat;
+        if explicit
+            && takes_tensor
+            && float_capable
+            && op.has_float_output()
+            && op.derivative.is_none()
+            && !op.non_differentiable
+        {
             return Err(nerr(op.line, format!(
                 "{} is differentiable (it takes and returns floating tensors) but derivatives.yaml has no entry for it; add one, or an entry with `non_differentiable: true`",
                 op.full_name()

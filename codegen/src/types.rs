@@ -41,7 +41,11 @@ impl ArgKind {
             T::List { elem, .. } => match &**elem {
                 T::Tensor { .. } => ArgKind::TensorList,
                 T::Int | T::SymInt => ArgKind::IntList,
-                other => return Err(format!("lists of {other} are not supported by kiln's generator")),
+                other => {
+                    return Err(format!(
+                        "lists of {other} are not supported by kiln's generator"
+                    ))
+                }
             },
             T::Optional(inner) => match ArgKind::of(inner)? {
                 ArgKind::Tensor => ArgKind::OptTensor,
@@ -59,7 +63,10 @@ impl ArgKind {
 
     /// True for tensor-valued arguments.
     pub fn is_tensor(self) -> bool {
-        matches!(self, ArgKind::Tensor | ArgKind::OptTensor | ArgKind::TensorList)
+        matches!(
+            self,
+            ArgKind::Tensor | ArgKind::OptTensor | ArgKind::TensorList
+        )
     }
 
     /// The parameter type in the public function. `required_opt_list` marks an `int[]?`
@@ -138,15 +145,27 @@ impl ArgKind {
                     "False" => false,
                     _ => return Err(bad()),
                 };
-                if self == ArgKind::Bool { quote!(#b) } else { quote!(Some(#b)) }
+                if self == ArgKind::Bool {
+                    quote!(#b)
+                } else {
+                    quote!(Some(#b))
+                }
             }
             ArgKind::Int | ArgKind::OptInt => {
                 let v: i64 = default.parse().map_err(|_| bad())?;
-                if self == ArgKind::Int { quote!(#v) } else { quote!(Some(#v)) }
+                if self == ArgKind::Int {
+                    quote!(#v)
+                } else {
+                    quote!(Some(#v))
+                }
             }
             ArgKind::Float | ArgKind::OptFloat => {
                 let v: f64 = default.parse().map_err(|_| bad())?;
-                if self == ArgKind::Float { quote!(#v) } else { quote!(Some(#v)) }
+                if self == ArgKind::Float {
+                    quote!(#v)
+                } else {
+                    quote!(Some(#v))
+                }
             }
             ArgKind::Scalar | ArgKind::OptScalar => {
                 let s = if let Ok(i) = default.parse::<i64>() {
@@ -156,14 +175,25 @@ impl ArgKind {
                 } else {
                     return Err(bad());
                 };
-                if self == ArgKind::Scalar { s } else { quote!(Some(#s)) }
+                if self == ArgKind::Scalar {
+                    s
+                } else {
+                    quote!(Some(#s))
+                }
             }
             ArgKind::IntList | ArgKind::OptIntList => {
                 let inner = default.trim_start_matches('[').trim_end_matches(']');
-                let vals: Result<Vec<i64>, _> =
-                    inner.split(',').filter(|s| !s.trim().is_empty()).map(|s| s.trim().parse::<i64>()).collect();
+                let vals: Result<Vec<i64>, _> = inner
+                    .split(',')
+                    .filter(|s| !s.trim().is_empty())
+                    .map(|s| s.trim().parse::<i64>())
+                    .collect();
                 let vals = vals.map_err(|_| bad())?;
-                if self == ArgKind::IntList { quote!(&[#(#vals),*]) } else { quote!(Some(&[#(#vals),*])) }
+                if self == ArgKind::IntList {
+                    quote!(&[#(#vals),*])
+                } else {
+                    quote!(Some(&[#(#vals),*]))
+                }
             }
             ArgKind::Str => {
                 let s = default.trim_matches(|c| c == '\'' || c == '"');
@@ -177,7 +207,9 @@ impl ArgKind {
 /// A Rust identifier for a schema name (`self` → `self_`, keywords get a trailing `_`).
 pub fn ident(name: &str) -> syn::Ident {
     match name {
-        "self" | "type" | "where" | "in" | "fn" | "match" | "ref" | "move" => format_ident!("{}_", name),
+        "self" | "type" | "where" | "in" | "fn" | "match" | "ref" | "move" => {
+            format_ident!("{}_", name)
+        }
         _ => format_ident!("{}", name),
     }
 }

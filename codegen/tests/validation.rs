@@ -6,8 +6,16 @@ use kiln_codegen::model::{build, ModelError};
 
 fn kernels() -> KernelIndex {
     let mut k = KernelIndex::default();
-    for (name, module) in [("mul", "binary"), ("exp", "unary"), ("sum_dim", "reduce"), ("sum_dim_meta", "reduce")] {
-        k.functions.entry(name.to_string()).or_default().push(module.to_string());
+    for (name, module) in [
+        ("mul", "binary"),
+        ("exp", "unary"),
+        ("sum_dim", "reduce"),
+        ("sum_dim_meta", "reduce"),
+    ] {
+        k.functions
+            .entry(name.to_string())
+            .or_default()
+            .push(module.to_string());
     }
     k
 }
@@ -49,7 +57,10 @@ fn unknown_kernel_names_the_line() {
 fn formula_naming_a_missing_argument_is_an_error() {
     let e = err(MUL, &MUL_D.replace("grad.mul(&other)?", "grad.mul(&othr)?"));
     assert_eq!((e.file.as_str(), e.line), ("derivatives.yaml", 2));
-    assert!(e.message.contains("names 'othr', which is not an argument"), "{e}");
+    assert!(
+        e.message.contains("names 'othr', which is not an argument"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -62,14 +73,20 @@ fn formula_for_an_input_the_schema_lacks_is_an_error() {
 fn differentiable_op_without_derivative_is_an_error() {
     let e = err(MUL, "");
     assert_eq!(e.line, 2);
-    assert!(e.message.contains("is differentiable") && e.message.contains("no entry"), "{e}");
+    assert!(
+        e.message.contains("is differentiable") && e.message.contains("no entry"),
+        "{e}"
+    );
 }
 
 #[test]
 fn op_without_opinfo_or_reason_is_an_error() {
     let native = MUL.replace("  opinfo: {samples: binary, ref: \"|a, b| a * b\"}\n", "");
     let e = err(&native, MUL_D);
-    assert!(e.message.contains("no `opinfo:` entry and no `skip_opinfo"), "{e}");
+    assert!(
+        e.message.contains("no `opinfo:` entry and no `skip_opinfo"),
+        "{e}"
+    );
     let with_reason = format!("{native}  skip_opinfo: \"covered by tests/mul.rs\"\n");
     assert!(build(&with_reason, MUL_D, &kernels()).is_ok());
 }
@@ -78,7 +95,10 @@ fn op_without_opinfo_or_reason_is_an_error() {
 fn malformed_schema_is_an_error_with_the_column() {
     let e = err(&MUL.replace("Tensor other)", "Tensr other)"), MUL_D);
     assert_eq!(e.line, 2);
-    assert!(e.message.contains("malformed schema") && e.message.contains("unknown type 'Tensr'"), "{e}");
+    assert!(
+        e.message.contains("malformed schema") && e.message.contains("unknown type 'Tensr'"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -131,7 +151,10 @@ fn metadata_reads_are_saved_instead_of_tensors() {
   self: sum_backward(&grad, self.sizes(), dim, keepdim)?
 "#;
     let m = build(native, derivs, &kernels()).unwrap();
-    let names: Vec<String> = kiln_codegen::gen::nodes::fields(&m.ops[0]).iter().map(|f| f.name.to_string()).collect();
+    let names: Vec<String> = kiln_codegen::gen::nodes::fields(&m.ops[0])
+        .iter()
+        .map(|f| f.name.to_string())
+        .collect();
     assert_eq!(names, vec!["self_sizes", "dim", "keepdim"]);
     assert_eq!(m.ops[0].derivative.as_ref().unwrap().node, "SumBackward0");
 }

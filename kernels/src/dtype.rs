@@ -57,7 +57,10 @@ impl DType {
 
     /// True for the integer types, `bool` excluded.
     pub fn is_integral(self) -> bool {
-        matches!(self, DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64)
+        matches!(
+            self,
+            DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64
+        )
     }
 
     /// The promotion category of this dtype.
@@ -128,7 +131,11 @@ impl DType {
         if self == other {
             return self;
         }
-        let (a, b) = if self <= other { (self, other) } else { (other, self) };
+        let (a, b) = if self <= other {
+            (self, other)
+        } else {
+            (other, self)
+        };
         match (a, b) {
             (Bool, x) => x,
             // uint8 with a signed integer needs the next wider signed type.

@@ -91,53 +91,99 @@ macro_rules! float_arith {
     ($t:ty, $erf:path) => {
         impl Arith for $t {
             #[inline(always)]
-            fn zero() -> Self { 0.0 }
+            fn zero() -> Self {
+                0.0
+            }
             #[inline(always)]
-            fn one() -> Self { 1.0 }
+            fn one() -> Self {
+                1.0
+            }
             #[inline(always)]
-            fn add(self, o: Self) -> Self { self + o }
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
             #[inline(always)]
-            fn sub(self, o: Self) -> Self { self - o }
+            fn sub(self, o: Self) -> Self {
+                self - o
+            }
             #[inline(always)]
-            fn mul(self, o: Self) -> Self { self * o }
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
             #[inline(always)]
-            fn div(self, o: Self) -> Self { self / o }
+            fn div(self, o: Self) -> Self {
+                self / o
+            }
             #[inline(always)]
-            fn neg(self) -> Self { -self }
+            fn neg(self) -> Self {
+                -self
+            }
             #[inline(always)]
-            fn abs(self) -> Self { <$t>::abs(self) }
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
             #[inline(always)]
-            fn is_nan(self) -> bool { <$t>::is_nan(self) }
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
             #[inline(always)]
-            fn from_f64(v: f64) -> Self { v as $t }
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
             #[inline(always)]
-            fn from_i64(v: i64) -> Self { v as $t }
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
             #[inline(always)]
-            fn to_f64(self) -> f64 { self as f64 }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
         }
         impl FloatMath for $t {
             #[inline(always)]
-            fn exp(self) -> Self { <$t>::exp(self) }
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
             #[inline(always)]
-            fn ln(self) -> Self { <$t>::ln(self) }
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
             #[inline(always)]
-            fn ln_1p(self) -> Self { <$t>::ln_1p(self) }
+            fn ln_1p(self) -> Self {
+                <$t>::ln_1p(self)
+            }
             #[inline(always)]
-            fn sqrt(self) -> Self { <$t>::sqrt(self) }
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
             #[inline(always)]
-            fn sin(self) -> Self { <$t>::sin(self) }
+            fn sin(self) -> Self {
+                <$t>::sin(self)
+            }
             #[inline(always)]
-            fn cos(self) -> Self { <$t>::cos(self) }
+            fn cos(self) -> Self {
+                <$t>::cos(self)
+            }
             #[inline(always)]
-            fn tanh(self) -> Self { <$t>::tanh(self) }
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
             #[inline(always)]
-            fn erf(self) -> Self { $erf(self) }
+            fn erf(self) -> Self {
+                $erf(self)
+            }
             #[inline(always)]
-            fn powf(self, e: Self) -> Self { <$t>::powf(self, e) }
+            fn powf(self, e: Self) -> Self {
+                <$t>::powf(self, e)
+            }
             #[inline(always)]
-            fn recip(self) -> Self { 1.0 / self }
+            fn recip(self) -> Self {
+                1.0 / self
+            }
             #[inline(always)]
-            fn infinity() -> Self { <$t>::INFINITY }
+            fn infinity() -> Self {
+                <$t>::INFINITY
+            }
         }
     };
 }
@@ -148,29 +194,58 @@ macro_rules! int_arith {
     ($t:ty, $abs:expr) => {
         impl Arith for $t {
             #[inline(always)]
-            fn zero() -> Self { 0 }
+            fn zero() -> Self {
+                0
+            }
             #[inline(always)]
-            fn one() -> Self { 1 }
+            fn one() -> Self {
+                1
+            }
             #[inline(always)]
-            fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
             #[inline(always)]
-            fn sub(self, o: Self) -> Self { self.wrapping_sub(o) }
+            fn sub(self, o: Self) -> Self {
+                self.wrapping_sub(o)
+            }
             #[inline(always)]
-            fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            fn mul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
             #[inline(always)]
-            fn div(self, o: Self) -> Self { if o == 0 { 0 } else { self.wrapping_div(o) } }
+            fn div(self, o: Self) -> Self {
+                if o == 0 {
+                    0
+                } else {
+                    self.wrapping_div(o)
+                }
+            }
             #[inline(always)]
-            fn neg(self) -> Self { self.wrapping_neg() }
+            fn neg(self) -> Self {
+                self.wrapping_neg()
+            }
             #[inline(always)]
-            fn abs(self) -> Self { let f: fn($t) -> $t = $abs; f(self) }
+            fn abs(self) -> Self {
+                let f: fn($t) -> $t = $abs;
+                f(self)
+            }
             #[inline(always)]
-            fn is_nan(self) -> bool { false }
+            fn is_nan(self) -> bool {
+                false
+            }
             #[inline(always)]
-            fn from_f64(v: f64) -> Self { v as $t }
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
             #[inline(always)]
-            fn from_i64(v: i64) -> Self { v as $t }
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
             #[inline(always)]
-            fn to_f64(self) -> f64 { self as f64 }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
         }
     };
 }
@@ -181,18 +256,42 @@ int_arith!(i32, |x: i32| x.wrapping_abs());
 int_arith!(i64, |x: i64| x.wrapping_abs());
 
 impl Arith for bool {
-    fn zero() -> Self { false }
-    fn one() -> Self { true }
-    fn add(self, o: Self) -> Self { self || o }
-    fn sub(self, o: Self) -> Self { self ^ o }
-    fn mul(self, o: Self) -> Self { self && o }
-    fn div(self, o: Self) -> Self { self && o }
-    fn neg(self) -> Self { self }
-    fn abs(self) -> Self { self }
-    fn is_nan(self) -> bool { false }
-    fn from_f64(v: f64) -> Self { v != 0.0 }
-    fn from_i64(v: i64) -> Self { v != 0 }
-    fn to_f64(self) -> f64 { self as u8 as f64 }
+    fn zero() -> Self {
+        false
+    }
+    fn one() -> Self {
+        true
+    }
+    fn add(self, o: Self) -> Self {
+        self || o
+    }
+    fn sub(self, o: Self) -> Self {
+        self ^ o
+    }
+    fn mul(self, o: Self) -> Self {
+        self && o
+    }
+    fn div(self, o: Self) -> Self {
+        self && o
+    }
+    fn neg(self) -> Self {
+        self
+    }
+    fn abs(self) -> Self {
+        self
+    }
+    fn is_nan(self) -> bool {
+        false
+    }
+    fn from_f64(v: f64) -> Self {
+        v != 0.0
+    }
+    fn from_i64(v: i64) -> Self {
+        v != 0
+    }
+    fn to_f64(self) -> f64 {
+        self as u8 as f64
+    }
 }
 
 macro_rules! plain_element {
@@ -201,17 +300,29 @@ macro_rules! plain_element {
             const DTYPE: DType = DType::$dt;
             type Compute = $t;
             #[inline(always)]
-            fn up(self) -> $t { self }
+            fn up(self) -> $t {
+                self
+            }
             #[inline(always)]
-            fn down(c: $t) -> $t { c }
+            fn down(c: $t) -> $t {
+                c
+            }
             #[inline(always)]
-            fn to_f64(self) -> f64 { Arith::to_f64(self) }
+            fn to_f64(self) -> f64 {
+                Arith::to_f64(self)
+            }
             #[inline(always)]
-            fn to_i64(self) -> i64 { self as i64 }
+            fn to_i64(self) -> i64 {
+                self as i64
+            }
             #[inline(always)]
-            fn from_f64(v: f64) -> $t { <$t as Arith>::from_f64(v) }
+            fn from_f64(v: f64) -> $t {
+                <$t as Arith>::from_f64(v)
+            }
             #[inline(always)]
-            fn from_i64(v: i64) -> $t { <$t as Arith>::from_i64(v) }
+            fn from_i64(v: i64) -> $t {
+                <$t as Arith>::from_i64(v)
+            }
         }
     };
 }
@@ -227,13 +338,25 @@ impl Element for bool {
     const DTYPE: DType = DType::Bool;
     type Compute = bool;
     #[inline(always)]
-    fn up(self) -> bool { self }
+    fn up(self) -> bool {
+        self
+    }
     #[inline(always)]
-    fn down(c: bool) -> bool { c }
-    fn to_f64(self) -> f64 { self as u8 as f64 }
-    fn to_i64(self) -> i64 { self as i64 }
-    fn from_f64(v: f64) -> bool { v != 0.0 }
-    fn from_i64(v: i64) -> bool { v != 0 }
+    fn down(c: bool) -> bool {
+        c
+    }
+    fn to_f64(self) -> f64 {
+        self as u8 as f64
+    }
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+    fn from_f64(v: f64) -> bool {
+        v != 0.0
+    }
+    fn from_i64(v: i64) -> bool {
+        v != 0
+    }
 }
 
 macro_rules! half_element {
@@ -242,17 +365,29 @@ macro_rules! half_element {
             const DTYPE: DType = DType::$dt;
             type Compute = f32;
             #[inline(always)]
-            fn up(self) -> f32 { self.to_f32() }
+            fn up(self) -> f32 {
+                self.to_f32()
+            }
             #[inline(always)]
-            fn down(c: f32) -> $t { <$t>::from_f32(c) }
+            fn down(c: f32) -> $t {
+                <$t>::from_f32(c)
+            }
             #[inline(always)]
-            fn to_f64(self) -> f64 { <$t>::to_f64(self) }
+            fn to_f64(self) -> f64 {
+                <$t>::to_f64(self)
+            }
             #[inline(always)]
-            fn to_i64(self) -> i64 { <$t>::to_f32(self) as i64 }
+            fn to_i64(self) -> i64 {
+                <$t>::to_f32(self) as i64
+            }
             #[inline(always)]
-            fn from_f64(v: f64) -> $t { <$t>::from_f64(v) }
+            fn from_f64(v: f64) -> $t {
+                <$t>::from_f64(v)
+            }
             #[inline(always)]
-            fn from_i64(v: i64) -> $t { <$t>::from_f64(v as f64) }
+            fn from_i64(v: i64) -> $t {
+                <$t>::from_f64(v as f64)
+            }
         }
     };
 }
@@ -265,16 +400,46 @@ half_element!(bf16, BF16);
 macro_rules! with_dtype {
     ($dtype:expr, $T:ident, $body:block) => {
         match $dtype {
-            $crate::DType::Bool => { type $T = bool; $body }
-            $crate::DType::U8 => { type $T = u8; $body }
-            $crate::DType::I8 => { type $T = i8; $body }
-            $crate::DType::I16 => { type $T = i16; $body }
-            $crate::DType::I32 => { type $T = i32; $body }
-            $crate::DType::I64 => { type $T = i64; $body }
-            $crate::DType::F16 => { type $T = $crate::half::f16; $body }
-            $crate::DType::BF16 => { type $T = $crate::half::bf16; $body }
-            $crate::DType::F32 => { type $T = f32; $body }
-            $crate::DType::F64 => { type $T = f64; $body }
+            $crate::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            $crate::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DType::F16 => {
+                type $T = $crate::half::f16;
+                $body
+            }
+            $crate::DType::BF16 => {
+                type $T = $crate::half::bf16;
+                $body
+            }
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
         }
     };
 }

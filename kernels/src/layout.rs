@@ -24,7 +24,11 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> KResult<usize> {
             dim
         ));
     }
-    Ok(if dim < 0 { (dim + n) as usize } else { dim as usize })
+    Ok(if dim < 0 {
+        (dim + n) as usize
+    } else {
+        dim as usize
+    })
 }
 
 /// Row-major strides for a shape.
@@ -43,8 +47,16 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> KResult<Vec<usize>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
     for i in 0..n {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {
@@ -61,7 +73,11 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> KResult<Vec<usize>> {
 impl Layout {
     /// A fresh row-major layout.
     pub fn contiguous(sizes: &[usize]) -> Layout {
-        Layout { sizes: sizes.to_vec(), strides: contiguous_strides(sizes), offset: 0 }
+        Layout {
+            sizes: sizes.to_vec(),
+            strides: contiguous_strides(sizes),
+            offset: 0,
+        }
     }
 
     /// Number of dimensions.
@@ -95,7 +111,12 @@ impl Layout {
             return 0;
         }
         self.offset
-            + self.sizes.iter().zip(&self.strides).map(|(s, st)| (s - 1) * st).sum::<usize>()
+            + self
+                .sizes
+                .iter()
+                .zip(&self.strides)
+                .map(|(s, st)| (s - 1) * st)
+                .sum::<usize>()
             + 1
     }
 
@@ -144,7 +165,11 @@ impl Layout {
                 ));
             }
         }
-        Ok(Layout { sizes: shape.to_vec(), strides, offset: self.offset })
+        Ok(Layout {
+            sizes: shape.to_vec(),
+            strides,
+            offset: self.offset,
+        })
     }
 
     /// `permute(dims)`.
@@ -157,7 +182,11 @@ impl Layout {
             ));
         }
         let mut seen = vec![false; n];
-        let mut out = Layout { sizes: vec![0; n], strides: vec![0; n], offset: self.offset };
+        let mut out = Layout {
+            sizes: vec![0; n],
+            strides: vec![0; n],
+            offset: self.offset,
+        };
         for (i, &d) in dims.iter().enumerate() {
             let d = wrap_dim(d, n)?;
             if seen[d] {
@@ -189,7 +218,11 @@ impl Layout {
     pub fn unsqueeze(&self, dim: i64) -> KResult<Layout> {
         let d = wrap_dim(dim, self.ndim() + 1)?;
         let mut out = self.clone();
-        let stride = if d < self.ndim() { self.sizes[d] * self.strides[d] } else { 1 };
+        let stride = if d < self.ndim() {
+            self.sizes[d] * self.strides[d]
+        } else {
+            1
+        };
         out.sizes.insert(d, 1);
         out.strides.insert(d, stride.max(1));
         Ok(out)
@@ -200,7 +233,10 @@ impl Layout {
         let n = self.ndim();
         let mut drop = vec![false; n];
         match dims {
-            None => drop.iter_mut().zip(&self.sizes).for_each(|(d, s)| *d = *s == 1),
+            None => drop
+                .iter_mut()
+                .zip(&self.sizes)
+                .for_each(|(d, s)| *d = *s == 1),
             Some(ds) => {
                 for &d in ds {
                     let d = wrap_dim(d, n)?;
@@ -210,11 +246,15 @@ impl Layout {
                 }
             }
         }
-        let mut out = Layout { sizes: vec![], strides: vec![], offset: self.offset };
-        for i in 0..n {
-            if !drop[i] {
-                out.sizes.push(self.sizes[i]);
-                out.strides.push(self.strides[i]);
+        let mut out = Layout {
+            sizes: vec![],
+            strides: vec![],
+            offset: self.offset,
+        };
+        for ((&size, &stride), dropped) in self.sizes.iter().zip(&self.strides).zip(&drop) {
+            if !dropped {
+                out.sizes.push(size);
+                out.strides.push(stride);
             }
         }
         Ok(out)
@@ -229,10 +269,15 @@ impl Layout {
         let size = self.sizes[d] as i64;
         let start = if start < 0 { start + size } else { start };
         if start < 0 || start > size {
-            return Err(format!("start out of range (expected to be in range of [{}, {}], but got {})", -size, size, start));
+            return Err(format!(
+                "start out of range (expected to be in range of [{}, {}], but got {})",
+                -size, size, start
+            ));
         }
         if length < 0 || start + length > size {
-            return Err(format!("start ({start}) + length ({length}) exceeds dimension size ({size})."));
+            return Err(format!(
+                "start ({start}) + length ({length}) exceeds dimension size ({size})."
+            ));
         }
         let mut out = self.clone();
         out.offset += start as usize * self.strides[d];
@@ -262,7 +307,13 @@ impl Layout {
     }
 
     /// `slice(dim, start, end, step)` with Python's clamping of out-of-range bounds.
-    pub fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> KResult<Layout> {
+    pub fn slice(
+        &self,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> KResult<Layout> {
         if self.ndim() == 0 {
             return Err("slice() cannot be applied to a 0-dim tensor.".into());
         }
@@ -271,7 +322,13 @@ impl Layout {
         }
         let d = wrap_dim(dim, self.ndim())?;
         let size = self.sizes[d] as i64;
-        let clamp = |v: i64| if v < 0 { (v + size).max(0) } else { v.min(size) };
+        let clamp = |v: i64| {
+            if v < 0 {
+                (v + size).max(0)
+            } else {
+                v.min(size)
+            }
+        };
         let s = clamp(start.unwrap_or(0));
         let e = clamp(end.unwrap_or(size)).max(s);
         let mut out = self.clone();
@@ -295,7 +352,9 @@ impl Layout {
         for (i, &s) in sizes.iter().enumerate() {
             if s == -1 {
                 if i < lead {
-                    return Err(format!("expand: -1 is not allowed in a leading, non-existing dimension {i}"));
+                    return Err(format!(
+                        "expand: -1 is not allowed in a leading, non-existing dimension {i}"
+                    ));
                 }
                 shape.push(self.sizes[i - lead]);
             } else if s < 0 {
@@ -325,9 +384,13 @@ impl Layout {
         }
         let mut out: Vec<usize> = sizes.iter().map(|&s| s.max(0) as usize).collect();
         match infer {
-            Some(i) if known != 0 && numel % known == 0 => out[i] = numel / known,
+            Some(i) if known != 0 && numel.is_multiple_of(known) => out[i] = numel / known,
             None if known == numel => {}
-            _ => return Err(format!("shape '{sizes:?}' is invalid for input of size {numel}")),
+            _ => {
+                return Err(format!(
+                    "shape '{sizes:?}' is invalid for input of size {numel}"
+                ))
+            }
         }
         Ok(out)
     }
@@ -337,7 +400,10 @@ impl Layout {
     pub fn view(&self, sizes: &[usize]) -> Option<Layout> {
         let numel = self.numel();
         if numel == 0 || self.is_contiguous() {
-            return Some(Layout { offset: self.offset, ..Layout::contiguous(sizes) });
+            return Some(Layout {
+                offset: self.offset,
+                ..Layout::contiguous(sizes)
+            });
         }
         // Walk chunks of the old shape that are contiguous among themselves, matching them
         // against runs of the new shape with the same number of elements.
@@ -370,7 +436,11 @@ impl Layout {
         if view_d != -1 {
             return None;
         }
-        Some(Layout { sizes: sizes.to_vec(), strides: new_strides, offset: self.offset })
+        Some(Layout {
+            sizes: sizes.to_vec(),
+            strides: new_strides,
+            offset: self.offset,
+        })
     }
 
     /// Merges adjacent dims that are contiguous with respect to every given layout, so strided
@@ -379,21 +449,21 @@ impl Layout {
         let sizes = &layouts[0].sizes;
         let mut out_sizes: Vec<usize> = Vec::with_capacity(sizes.len());
         let mut out_strides: Vec<Vec<usize>> = vec![Vec::with_capacity(sizes.len()); layouts.len()];
-        for d in 0..sizes.len() {
-            if sizes[d] == 1 {
+        for (d, &size) in sizes.iter().enumerate() {
+            if size == 1 {
                 continue;
             }
             let mergeable = !out_sizes.is_empty()
                 && layouts.iter().enumerate().all(|(k, l)| {
-                    *out_strides[k].last().expect("non-empty") == l.strides[d] * sizes[d]
+                    *out_strides[k].last().expect("non-empty") == l.strides[d] * size
                 });
             if mergeable {
-                *out_sizes.last_mut().expect("non-empty") *= sizes[d];
+                *out_sizes.last_mut().expect("non-empty") *= size;
                 for (k, l) in layouts.iter().enumerate() {
                     *out_strides[k].last_mut().expect("non-empty") = l.strides[d];
                 }
             } else {
-                out_sizes.push(sizes[d]);
+                out_sizes.push(size);
                 for (k, l) in layouts.iter().enumerate() {
                     out_strides[k].push(l.strides[d]);
                 }
@@ -416,7 +486,9 @@ mod tests {
 
     #[test]
     fn view_splits_a_dim_of_a_sliced_layout() {
-        let l = Layout::contiguous(&[4, 6]).slice(1, Some(0), Some(4), 1).unwrap();
+        let l = Layout::contiguous(&[4, 6])
+            .slice(1, Some(0), Some(4), 1)
+            .unwrap();
         let v = l.view(&[4, 2, 2]).unwrap();
         assert_eq!(v.strides, vec![6, 2, 1]);
     }

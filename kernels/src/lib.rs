@@ -11,8 +11,8 @@ pub mod layout;
 pub mod view;
 
 pub use dtype::DType;
-pub use half;
 pub use element::{Arith, Element, FloatMath};
+pub use half;
 pub use layout::Layout;
 pub use view::{Dst, Src};
 

@@ -27,7 +27,11 @@ fn accumulate(buf: &mut Vec<Option<Tensor>>, nr: usize, g: Tensor) -> Result<()>
 
 /// Sums a broadcast gradient back to the input's shape and casts it to the input's dtype.
 fn conform(g: Tensor, meta: &InputMeta) -> Result<Tensor> {
-    let g = if g.shape() != meta.shape.as_slice() { g.sum_to_size(&crate::ops::backward::i64s(&meta.shape))? } else { g };
+    let g = if g.shape() != meta.shape.as_slice() {
+        g.sum_to_size(&crate::ops::backward::i64s(&meta.shape))?
+    } else {
+        g
+    };
     if g.dtype() != meta.dtype {
         g.to_dtype(meta.dtype)
     } else {
@@ -63,7 +67,9 @@ fn root_edges(roots: &[Tensor], grads: &[Option<Tensor>]) -> Result<Vec<(Edge, T
             }
             None => {
                 if r.numel() != 1 {
-                    return Err(Error::Autograd("grad can be implicitly created only for scalar outputs".into()));
+                    return Err(Error::Autograd(
+                        "grad can be implicitly created only for scalar outputs".into(),
+                    ));
                 }
                 r.ones_like()?
             }
@@ -105,12 +111,15 @@ fn run(
     let mut ready: Vec<Arc<dyn Node>> = Vec::new();
     for (e, g) in roots {
         accumulate(buffers.entry(key(&e.node)).or_default(), e.input_nr, g)?;
-        if deps.get(&key(&e.node)).copied().unwrap_or(0) == 0 && !ready.iter().any(|r| key(r) == key(&e.node)) {
+        if deps.get(&key(&e.node)).copied().unwrap_or(0) == 0
+            && !ready.iter().any(|r| key(r) == key(&e.node))
+        {
             ready.push(e.node.clone());
         }
     }
 
-    let mut captured: Vec<Option<Tensor>> = captures.map(|c| vec![None; c.len()]).unwrap_or_default();
+    let mut captured: Vec<Option<Tensor>> =
+        captures.map(|c| vec![None; c.len()]).unwrap_or_default();
     while let Some(node) = ready.pop() {
         let mut buf = buffers.remove(&key(&node)).unwrap_or_default();
         node.base().run_pre_hooks(&mut buf);
@@ -137,7 +146,9 @@ fn run(
                 let g = conform(g, &base.input_metas[i])?;
                 accumulate(buffers.entry(key(&e.node)).or_default(), e.input_nr, g)?;
             }
-            let d = deps.get_mut(&key(&e.node)).expect("counted during discovery");
+            let d = deps
+                .get_mut(&key(&e.node))
+                .expect("counted during discovery");
             *d -= 1;
             if *d == 0 {
                 ready.push(e.node.clone());
@@ -148,7 +159,12 @@ fn run(
 }
 
 /// Accumulates gradients of `roots` into the leaves' `.grad`.
-pub fn backward(roots: &[Tensor], grads: &[Option<Tensor>], retain_graph: bool, create_graph: bool) -> Result<()> {
+pub fn backward(
+    roots: &[Tensor],
+    grads: &[Option<Tensor>],
+    retain_graph: bool,
+    create_graph: bool,
+) -> Result<()> {
     run(root_edges(roots, grads)?, retain_graph, create_graph, None).map(|_| ())
 }
 
@@ -182,8 +198,11 @@ pub fn grad(
     grad_outputs: &[Option<Tensor>],
     opts: GradOptions,
 ) -> Result<Vec<Option<Tensor>>> {
-    let grad_outputs: Vec<Option<Tensor>> =
-        if grad_outputs.is_empty() { vec![None; outputs.len()] } else { grad_outputs.to_vec() };
+    let grad_outputs: Vec<Option<Tensor>> = if grad_outputs.is_empty() {
+        vec![None; outputs.len()]
+    } else {
+        grad_outputs.to_vec()
+    };
     let mut captures = Vec::with_capacity(inputs.len());
     for (i, t) in inputs.iter().enumerate() {
         match t.gradient_edge() {

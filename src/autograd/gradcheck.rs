@@ -18,7 +18,11 @@ pub struct GradcheckOptions {
 impl Default for GradcheckOptions {
     fn default() -> Self {
         // PyTorch's gradcheck defaults.
-        GradcheckOptions { eps: 1e-6, atol: 1e-5, rtol: 1e-3 }
+        GradcheckOptions {
+            eps: 1e-6,
+            atol: 1e-5,
+            rtol: 1e-3,
+        }
     }
 }
 
@@ -40,7 +44,12 @@ fn numerical(f: &Func<'_>, inputs: &[Tensor], checked: &[usize], eps: f64) -> Re
     let base_outs = float_outputs(f(inputs)?);
     let mut jac: Jacobians = base_outs
         .iter()
-        .map(|o| checked.iter().map(|&i| vec![vec![0.0; inputs[i].numel()]; o.numel()]).collect())
+        .map(|o| {
+            checked
+                .iter()
+                .map(|&i| vec![vec![0.0; inputs[i].numel()]; o.numel()])
+                .collect()
+        })
         .collect();
     for (ci, &i) in checked.iter().enumerate() {
         let x = flat(&inputs[i])?;
@@ -68,7 +77,12 @@ fn analytical(f: &Func<'_>, inputs: &[Tensor], checked: &[usize]) -> Result<Jaco
     let wrt: Vec<Tensor> = checked.iter().map(|&i| inputs[i].clone()).collect();
     let mut jac: Jacobians = outs
         .iter()
-        .map(|o| checked.iter().map(|&i| vec![vec![0.0; inputs[i].numel()]; o.numel()]).collect())
+        .map(|o| {
+            checked
+                .iter()
+                .map(|&i| vec![vec![0.0; inputs[i].numel()]; o.numel()])
+                .collect()
+        })
         .collect();
     for (oi, o) in outs.iter().enumerate() {
         if !o.requires_grad() {
@@ -78,7 +92,11 @@ fn analytical(f: &Func<'_>, inputs: &[Tensor], checked: &[usize]) -> Result<Jaco
             let mut onehot = vec![0.0f64; o.numel()];
             onehot[k] = 1.0;
             let go = Tensor::from_vec(onehot, o.shape())?.to_dtype(o.dtype())?;
-            let opts = GradOptions { retain_graph: true, create_graph: false, allow_unused: true };
+            let opts = GradOptions {
+                retain_graph: true,
+                create_graph: false,
+                allow_unused: true,
+            };
             let gs = grad(std::slice::from_ref(o), &wrt, &[Some(go)], opts)?;
             for (ci, g) in gs.iter().enumerate() {
                 if let Some(g) = g {
@@ -90,7 +108,12 @@ fn analytical(f: &Func<'_>, inputs: &[Tensor], checked: &[usize]) -> Result<Jaco
     Ok(jac)
 }
 
-fn compare(num: &Jacobians, ana: &Jacobians, checked: &[usize], opts: GradcheckOptions) -> Result<()> {
+fn compare(
+    num: &Jacobians,
+    ana: &Jacobians,
+    checked: &[usize],
+    opts: GradcheckOptions,
+) -> Result<()> {
     for (o, (no, ao)) in num.iter().zip(ana).enumerate() {
         for (ci, (nm, am)) in no.iter().zip(ao).enumerate() {
             for (row_n, row_a) in nm.iter().zip(am) {
@@ -118,7 +141,9 @@ fn compare(num: &Jacobians, ana: &Jacobians, checked: &[usize], opts: GradcheckO
 /// # Ok::<(), kiln::Error>(())
 /// ```
 pub fn gradcheck(f: &Func<'_>, inputs: &[Tensor], opts: GradcheckOptions) -> Result<()> {
-    let checked: Vec<usize> = (0..inputs.len()).filter(|&i| inputs[i].requires_grad()).collect();
+    let checked: Vec<usize> = (0..inputs.len())
+        .filter(|&i| inputs[i].requires_grad())
+        .collect();
     for &i in &checked {
         if inputs[i].dtype() != DType::F64 {
             return Err(Error::Autograd(format!(
@@ -131,7 +156,13 @@ pub fn gradcheck(f: &Func<'_>, inputs: &[Tensor], opts: GradcheckOptions) -> Res
     let relabel = |ins: &[Tensor]| -> Result<Vec<Tensor>> {
         ins.iter()
             .enumerate()
-            .map(|(i, t)| if checked.contains(&i) && t.is_leaf() && !t.requires_grad() { t.clone().requires_grad_(true) } else { Ok(t.clone()) })
+            .map(|(i, t)| {
+                if checked.contains(&i) && t.is_leaf() && !t.requires_grad() {
+                    t.clone().requires_grad_(true)
+                } else {
+                    Ok(t.clone())
+                }
+            })
             .collect()
     };
     let g = |ins: &[Tensor]| f(&relabel(ins)?);
@@ -142,7 +173,9 @@ pub fn gradcheck(f: &Func<'_>, inputs: &[Tensor], opts: GradcheckOptions) -> Res
 
 /// Checks second derivatives: gradcheck of `(inputs, v) ↦ vᵀ ∂f/∂inputs`.
 pub fn gradgradcheck(f: &Func<'_>, inputs: &[Tensor], opts: GradcheckOptions) -> Result<()> {
-    let checked: Vec<usize> = (0..inputs.len()).filter(|&i| inputs[i].requires_grad()).collect();
+    let checked: Vec<usize> = (0..inputs.len())
+        .filter(|&i| inputs[i].requires_grad())
+        .collect();
     let outs = float_outputs(f(inputs)?);
     let n_in = inputs.len();
     // Fixed, non-trivial output gradients, deterministic so the check is repeatable.
@@ -166,7 +199,11 @@ pub fn gradgradcheck(f: &Func<'_>, inputs: &[Tensor], opts: GradcheckOptions) ->
         }
         let (os, gs): (Vec<Tensor>, Vec<Tensor>) = pairs.into_iter().unzip();
         let gs: Vec<Option<Tensor>> = gs.into_iter().map(Some).collect();
-        let opts = GradOptions { retain_graph: true, create_graph: true, allow_unused: true };
+        let opts = GradOptions {
+            retain_graph: true,
+            create_graph: true,
+            allow_unused: true,
+        };
         let r = grad(&os, &wrt, &gs, opts)?;
         r.into_iter()
             .zip(&wrt)

@@ -13,7 +13,9 @@ mod saved;
 mod variable;
 
 pub use engine::{grad, GradOptions};
-pub use grad_mode::{enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
+pub use grad_mode::{
+    enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard,
+};
 pub use gradcheck::{gradcheck, gradgradcheck, GradcheckOptions};
 pub use node::{AccumulateGrad, Edge, Hook, InputMeta, Node, NodeBase};
 pub use saved::SavedTensor;

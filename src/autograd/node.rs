@@ -35,12 +35,21 @@ impl NodeBase {
     /// a tensor that requires grad).
     pub fn new(inputs: &[Option<&Tensor>]) -> Self {
         NodeBase {
-            next_edges: inputs.iter().map(|t| t.and_then(|t| t.gradient_edge())).collect(),
+            next_edges: inputs
+                .iter()
+                .map(|t| t.and_then(|t| t.gradient_edge()))
+                .collect(),
             input_metas: inputs
                 .iter()
                 .map(|t| match t {
-                    Some(t) => InputMeta { shape: t.shape().to_vec(), dtype: t.dtype() },
-                    None => InputMeta { shape: vec![], dtype: DType::F32 },
+                    Some(t) => InputMeta {
+                        shape: t.shape().to_vec(),
+                        dtype: t.dtype(),
+                    },
+                    None => InputMeta {
+                        shape: vec![],
+                        dtype: DType::F32,
+                    },
                 })
                 .collect(),
             pre_hooks: Mutex::new(Vec::new()),
@@ -54,12 +63,19 @@ impl NodeBase {
 
     /// Adds a hook on the gradient arriving for output `output_nr`.
     pub fn add_pre_hook(&self, output_nr: usize, hook: Hook) {
-        self.pre_hooks.lock().unwrap_or_else(|e| e.into_inner()).push((output_nr, hook));
+        self.pre_hooks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((output_nr, hook));
     }
 
     /// Runs the hooks on incoming gradients.
     pub(crate) fn run_pre_hooks(&self, grads: &mut [Option<Tensor>]) {
-        let hooks = self.pre_hooks.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let hooks = self
+            .pre_hooks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         for (nr, hook) in hooks {
             if let Some(Some(g)) = grads.get(nr) {
                 if let Some(new) = hook(g) {
@@ -89,7 +105,11 @@ pub trait Node: Send + Sync {
 impl dyn Node {
     /// The nodes this one sends gradients to (PyTorch's `next_functions`).
     pub fn next_functions(&self) -> Vec<Option<(Arc<dyn Node>, usize)>> {
-        self.base().next_edges.iter().map(|e| e.as_ref().map(|e| (e.node.clone(), e.input_nr))).collect()
+        self.base()
+            .next_edges
+            .iter()
+            .map(|e| e.as_ref().map(|e| (e.node.clone(), e.input_nr)))
+            .collect()
     }
 }
 
@@ -108,7 +128,10 @@ pub struct AccumulateGrad {
 impl AccumulateGrad {
     pub(crate) fn new(variable: Tensor) -> Self {
         let base = NodeBase {
-            input_metas: vec![InputMeta { shape: variable.shape().to_vec(), dtype: variable.dtype() }],
+            input_metas: vec![InputMeta {
+                shape: variable.shape().to_vec(),
+                dtype: variable.dtype(),
+            }],
             ..NodeBase::default()
         };
         AccumulateGrad { base, variable }
@@ -123,7 +146,9 @@ impl Node for AccumulateGrad {
         &self.base
     }
     fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let Some(mut g) = grads.into_iter().next().flatten() else { return Ok(vec![]) };
+        let Some(mut g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![]);
+        };
         let hooks = self.variable.meta().hooks.clone();
         for h in hooks {
             if let Some(new) = h(&g) {

@@ -18,7 +18,12 @@ pub struct SavedTensor {
 impl SavedTensor {
     /// Saves an input of the op.
     pub fn input(t: &Tensor, name: &'static str) -> Self {
-        SavedTensor { data: Mutex::new(Some(t.clone())), version: t.version(), output_of: None, name }
+        SavedTensor {
+            data: Mutex::new(Some(t.clone())),
+            version: t.version(),
+            output_of: None,
+            name,
+        }
     }
 
     /// Saves an input of an in-place op on `target`. An input that shares `target`'s storage
@@ -78,4 +83,3 @@ impl SavedTensor {
         *self.data.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
-

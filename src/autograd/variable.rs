@@ -82,22 +82,34 @@ impl Tensor {
     pub fn gradient_edge(&self) -> Option<Edge> {
         let mut m = self.meta();
         if let Some(f) = &m.grad_fn {
-            return Some(Edge { node: f.clone(), input_nr: m.output_nr });
+            return Some(Edge {
+                node: f.clone(),
+                input_nr: m.output_nr,
+            });
         }
         if !m.requires_grad {
             return None;
         }
         if let Some(acc) = m.accumulator.as_ref().and_then(|w| w.upgrade()) {
-            return Some(Edge { node: acc, input_nr: 0 });
+            return Some(Edge {
+                node: acc,
+                input_nr: 0,
+            });
         }
         let acc = Arc::new(AccumulateGrad::new(self.clone()));
         m.accumulator = Some(Arc::downgrade(&acc));
-        Some(Edge { node: acc, input_nr: 0 })
+        Some(Edge {
+            node: acc,
+            input_nr: 0,
+        })
     }
 
     /// Registers a hook run on this tensor's gradient when it is computed; the hook may
     /// return a replacement.
-    pub fn register_hook(&self, hook: impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static) -> Result<()> {
+    pub fn register_hook(
+        &self,
+        hook: impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static,
+    ) -> Result<()> {
         let hook: super::Hook = Arc::new(hook);
         let (grad_fn, nr, requires) = {
             let m = self.meta();
@@ -128,7 +140,17 @@ impl Tensor {
     }
 
     /// Backpropagates with an explicit output gradient, `retain_graph` and `create_graph`.
-    pub fn backward_with(&self, gradient: Option<&Tensor>, retain_graph: bool, create_graph: bool) -> Result<()> {
-        engine::backward(&[self.clone()], &[gradient.cloned()], retain_graph || create_graph, create_graph)
+    pub fn backward_with(
+        &self,
+        gradient: Option<&Tensor>,
+        retain_graph: bool,
+        create_graph: bool,
+    ) -> Result<()> {
+        engine::backward(
+            std::slice::from_ref(self),
+            &[gradient.cloned()],
+            retain_graph || create_graph,
+            create_graph,
+        )
     }
 }

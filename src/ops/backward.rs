@@ -35,7 +35,13 @@ fn reduced_dims(ndim: usize, dim: Option<&[i64]>) -> Vec<usize> {
         Some(d) if !d.is_empty() => {
             let mut v: Vec<usize> = d
                 .iter()
-                .map(|&x| if x < 0 { (x + ndim.max(1) as i64) as usize } else { x as usize })
+                .map(|&x| {
+                    if x < 0 {
+                        (x + ndim.max(1) as i64) as usize
+                    } else {
+                        x as usize
+                    }
+                })
                 .collect();
             v.sort_unstable();
             v
@@ -45,7 +51,12 @@ fn reduced_dims(ndim: usize, dim: Option<&[i64]>) -> Vec<usize> {
 }
 
 /// Backward of `sum`: re-insert reduced dims, then broadcast back to the input's shape.
-pub fn sum_backward(grad: &Tensor, sizes: &[usize], dim: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+pub fn sum_backward(
+    grad: &Tensor,
+    sizes: &[usize],
+    dim: Option<&[i64]>,
+    keepdim: bool,
+) -> Result<Tensor> {
     let mut g = grad.clone();
     if !keepdim && !sizes.is_empty() {
         for d in reduced_dims(sizes.len(), dim) {
@@ -96,7 +107,11 @@ pub fn log_softmax_backward(grad: &Tensor, result: &Tensor, dim: i64) -> Result<
 
 /// Backward of `cat`: each input gets its slice of `grad`.
 pub fn cat_backward(grad: &Tensor, sizes: &[Vec<usize>], dim: i64) -> Result<Vec<Tensor>> {
-    let d = if dim < 0 { dim + grad.dim() as i64 } else { dim };
+    let d = if dim < 0 {
+        dim + grad.dim() as i64
+    } else {
+        dim
+    };
     let mut offset = 0i64;
     let mut out = Vec::with_capacity(sizes.len());
     for s in sizes {
@@ -112,7 +127,12 @@ pub fn cat_backward(grad: &Tensor, sizes: &[Vec<usize>], dim: i64) -> Result<Vec
 }
 
 /// Backward of `index_select`: scatter the rows back.
-pub fn index_select_backward(grad: &Tensor, sizes: &[usize], dim: i64, index: &Tensor) -> Result<Tensor> {
+pub fn index_select_backward(
+    grad: &Tensor,
+    sizes: &[usize],
+    dim: i64,
+    index: &Tensor,
+) -> Result<Tensor> {
     Tensor::zeros(sizes, grad.dtype())?.index_add(dim, index, grad)
 }
 
@@ -134,7 +154,9 @@ pub fn pow_backward_scalar(grad: &Tensor, input: &Tensor, exponent: Scalar) -> R
     if exponent.to_f64() == 0.0 {
         return grad.zeros_like();
     }
-    let d = input.pow_scalar(Scalar::Float(exponent.to_f64() - 1.0))?.mul_scalar(exponent)?;
+    let d = input
+        .pow_scalar(Scalar::Float(exponent.to_f64() - 1.0))?
+        .mul_scalar(exponent)?;
     grad.mul(&d)
 }
 
@@ -146,15 +168,31 @@ pub fn pow_backward_exponent(grad: &Tensor, input: &Tensor, result: &Tensor) -> 
 
 /// Backward of `maximum`/`minimum` for the input `mine`: full gradient where it was chosen,
 /// half on ties.
-pub fn extremum_backward(grad: &Tensor, mine: &Tensor, theirs: &Tensor, is_max: bool) -> Result<Tensor> {
-    let won = if is_max { mine.gt(theirs)? } else { mine.lt(theirs)? };
+pub fn extremum_backward(
+    grad: &Tensor,
+    mine: &Tensor,
+    theirs: &Tensor,
+    is_max: bool,
+) -> Result<Tensor> {
+    let won = if is_max {
+        mine.gt(theirs)?
+    } else {
+        mine.lt(theirs)?
+    };
     let tie = mine.eq(theirs)?;
-    let w = won.to_dtype(grad.dtype())?.add(&tie.to_dtype(grad.dtype())?.mul_scalar(0.5)?)?;
+    let w = won
+        .to_dtype(grad.dtype())?
+        .add(&tie.to_dtype(grad.dtype())?.mul_scalar(0.5)?)?;
     grad.mul(&w)
 }
 
 /// Backward of `clamp`: the gradient passes where the input was inside the bounds.
-pub fn clamp_backward(grad: &Tensor, input: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+pub fn clamp_backward(
+    grad: &Tensor,
+    input: &Tensor,
+    min: Option<Scalar>,
+    max: Option<Scalar>,
+) -> Result<Tensor> {
     let mut keep = input.ge_scalar(f64::NEG_INFINITY)?;
     if let Some(lo) = min {
         keep = keep.mul(&input.ge_scalar(lo)?)?;
@@ -192,21 +230,41 @@ pub fn gelu_backward(grad: &Tensor, input: &Tensor, approximate: &str) -> Result
     if approximate == "tanh" {
         let k = (2.0 / std::f64::consts::PI).sqrt();
         let x2 = input.mul(input)?;
-        let inner = input.mul(&x2.mul_scalar(0.044715)?.add_scalar(1)?)?.mul_scalar(k)?;
+        let inner = input
+            .mul(&x2.mul_scalar(0.044715)?.add_scalar(1)?)?
+            .mul_scalar(k)?;
         let t = inner.tanh()?;
-        let dinner = x2.mul_scalar(3.0 * 0.044715)?.add_scalar(1)?.mul_scalar(k)?;
+        let dinner = x2
+            .mul_scalar(3.0 * 0.044715)?
+            .add_scalar(1)?
+            .mul_scalar(k)?;
         let left = t.add_scalar(1)?.mul_scalar(0.5)?;
-        let right = input.mul(&t.mul(&t)?.neg()?.add_scalar(1)?)?.mul(&dinner)?.mul_scalar(0.5)?;
+        let right = input
+            .mul(&t.mul(&t)?.neg()?.add_scalar(1)?)?
+            .mul(&dinner)?
+            .mul_scalar(0.5)?;
         return grad.mul(&left.add(&right)?);
     }
-    let cdf = input.mul_scalar(std::f64::consts::FRAC_1_SQRT_2)?.erf()?.add_scalar(1)?.mul_scalar(0.5)?;
-    let pdf = input.mul(input)?.mul_scalar(-0.5)?.exp()?.mul_scalar(1.0 / (2.0 * std::f64::consts::PI).sqrt())?;
+    let cdf = input
+        .mul_scalar(std::f64::consts::FRAC_1_SQRT_2)?
+        .erf()?
+        .add_scalar(1)?
+        .mul_scalar(0.5)?;
+    let pdf = input
+        .mul(input)?
+        .mul_scalar(-0.5)?
+        .exp()?
+        .mul_scalar(1.0 / (2.0 * std::f64::consts::PI).sqrt())?;
     grad.mul(&cdf.add(&input.mul(&pdf)?)?)
 }
 
 /// `d/dx erf(x) = 2/sqrt(pi) e^(-x²)`.
 pub fn erf_backward(grad: &Tensor, input: &Tensor) -> Result<Tensor> {
-    let d = input.mul(input)?.neg()?.exp()?.mul_scalar(2.0 / std::f64::consts::PI.sqrt())?;
+    let d = input
+        .mul(input)?
+        .neg()?
+        .exp()?
+        .mul_scalar(2.0 / std::f64::consts::PI.sqrt())?;
     grad.mul(&d)
 }
 
@@ -232,27 +290,60 @@ pub fn as_strided_backward(
     storage_offset: Option<i64>,
 ) -> Result<Tensor> {
     let flat = |sizes: &[usize], strides: &[usize], offset: usize| -> Vec<i64> {
-        let l = crate::Layout { sizes: sizes.to_vec(), strides: strides.to_vec(), offset };
+        let l = crate::Layout {
+            sizes: sizes.to_vec(),
+            strides: strides.to_vec(),
+            offset,
+        };
         let mut v = Vec::with_capacity(l.numel());
         kiln_kernels::cpu::strided::for_each_offset(&l, |o| v.push(o as i64));
         v
     };
     let out_sizes: Vec<usize> = size.iter().map(|&s| s as usize).collect();
     let out_strides: Vec<usize> = stride.iter().map(|&s| s as usize).collect();
-    let out_idx = flat(&out_sizes, &out_strides, storage_offset.map(|o| o as usize).unwrap_or(input_offset));
+    let out_idx = flat(
+        &out_sizes,
+        &out_strides,
+        storage_offset.map(|o| o as usize).unwrap_or(input_offset),
+    );
     let in_idx = flat(input_sizes, input_strides, input_offset);
-    let extent = out_idx.iter().chain(&in_idx).copied().max().map(|m| m + 1).unwrap_or(0) as usize;
+    let extent = out_idx
+        .iter()
+        .chain(&in_idx)
+        .copied()
+        .max()
+        .map(|m| m + 1)
+        .unwrap_or(0) as usize;
     let n_out = out_idx.len();
     let n_in = in_idx.len();
-    let storage = Tensor::zeros(&[extent], grad.dtype())?
-        .index_add(0, &Tensor::from_vec(out_idx, &[n_out])?, &grad.reshape(&[-1])?)?;
-    storage.index_select(0, &Tensor::from_vec(in_idx, &[n_in])?)?.reshape(&i64s(input_sizes))
+    let storage = Tensor::zeros(&[extent], grad.dtype())?.index_add(
+        0,
+        &Tensor::from_vec(out_idx, &[n_out])?,
+        &grad.reshape(&[-1])?,
+    )?;
+    storage
+        .index_select(0, &Tensor::from_vec(in_idx, &[n_in])?)?
+        .reshape(&i64s(input_sizes))
 }
 
 /// Backward of `narrow`: zeros with `grad` in the narrowed part.
-pub fn narrow_backward(grad: &Tensor, sizes: &[usize], dim: i64, start: i64, length: i64) -> Result<Tensor> {
-    let d = if dim < 0 { dim + sizes.len() as i64 } else { dim } as usize;
-    let start = if start < 0 { start + sizes[d] as i64 } else { start };
+pub fn narrow_backward(
+    grad: &Tensor,
+    sizes: &[usize],
+    dim: i64,
+    start: i64,
+    length: i64,
+) -> Result<Tensor> {
+    let d = if dim < 0 {
+        dim + sizes.len() as i64
+    } else {
+        dim
+    } as usize;
+    let start = if start < 0 {
+        start + sizes[d] as i64
+    } else {
+        start
+    };
     crate::slice_backward(grad, &i64s(sizes), dim, start, start + length, 1)
 }
 
@@ -265,9 +356,19 @@ pub fn slice_view_backward(
     end: Option<i64>,
     step: i64,
 ) -> Result<Tensor> {
-    let d = if dim < 0 { dim + sizes.len() as i64 } else { dim } as usize;
+    let d = if dim < 0 {
+        dim + sizes.len() as i64
+    } else {
+        dim
+    } as usize;
     let size = sizes[d] as i64;
-    let clamp = |v: i64| if v < 0 { (v + size).max(0) } else { v.min(size) };
+    let clamp = |v: i64| {
+        if v < 0 {
+            (v + size).max(0)
+        } else {
+            v.min(size)
+        }
+    };
     let s = clamp(start.unwrap_or(0));
     let e = clamp(end.unwrap_or(size)).max(s);
     crate::slice_backward(grad, &i64s(sizes), dim, s, e, step)

@@ -11,7 +11,9 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if da == 0 || db == 0 {
         return Err(Error::op(
             "matmul",
-            format!("both arguments to matmul need to be at least 1D, but they are {da}D and {db}D"),
+            format!(
+                "both arguments to matmul need to be at least 1D, but they are {da}D and {db}D"
+            ),
         ));
     }
     match (da, db) {
@@ -36,7 +38,8 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             let a2 = if da == 1 { a.unsqueeze(0)? } else { a.clone() };
             let b2 = if db == 1 { b.unsqueeze(1)? } else { b.clone() };
             let (ba, bb) = (&a2.shape()[..a2.dim() - 2], &b2.shape()[..b2.dim() - 2]);
-            let batch = kiln_kernels::layout::broadcast_shapes(ba, bb).map_err(|m| Error::op("matmul", m))?;
+            let batch = kiln_kernels::layout::broadcast_shapes(ba, bb)
+                .map_err(|m| Error::op("matmul", m))?;
             let (n, k) = (a2.shape()[a2.dim() - 2], a2.shape()[a2.dim() - 1]);
             let (k2, m) = (b2.shape()[b2.dim() - 2], b2.shape()[b2.dim() - 1]);
             if k != k2 {
@@ -68,7 +71,9 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// `stack(tensors, dim)`: `cat` of the tensors each unsqueezed at `dim`.
 pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
-    let first = tensors.first().ok_or_else(|| Error::op("stack", "stack expects a non-empty TensorList"))?;
+    let first = tensors
+        .first()
+        .ok_or_else(|| Error::op("stack", "stack expects a non-empty TensorList"))?;
     for (i, t) in tensors.iter().enumerate() {
         if t.shape() != first.shape() {
             return Err(Error::op(
@@ -77,8 +82,12 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
             ));
         }
     }
-    let d = kiln_kernels::layout::wrap_dim(dim, first.dim() + 1).map_err(|m| Error::op("stack", m))? as i64;
-    let parts: Vec<Tensor> = tensors.iter().map(|t| t.unsqueeze(d)).collect::<Result<_>>()?;
+    let d = kiln_kernels::layout::wrap_dim(dim, first.dim() + 1)
+        .map_err(|m| Error::op("stack", m))? as i64;
+    let parts: Vec<Tensor> = tensors
+        .iter()
+        .map(|t| t.unsqueeze(d))
+        .collect::<Result<_>>()?;
     crate::cat_with(&parts, d)
 }
 
@@ -104,7 +113,12 @@ pub fn mean(t: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
 }
 
 /// `mean(dim, keepdim)`.
-pub fn mean_dim(t: &Tensor, dim: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+pub fn mean_dim(
+    t: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<DType>,
+) -> Result<Tensor> {
     mean_check(t, dtype)?;
     let s = crate::sum_dim_with(t, dim.unwrap_or(&[]), keepdim, dtype)?;
     let count = (t.numel().max(1) / s.numel().max(1)) as f64;
@@ -133,8 +147,15 @@ pub fn log_softmax(t: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor>
 /// `sum_to_size(size)`: sums broadcast dims away so the result has `size`.
 pub fn sum_to_size(t: &Tensor, size: &[i64]) -> Result<Tensor> {
     let target: Vec<usize> = size.iter().map(|&s| s.max(0) as usize).collect();
-    if kiln_kernels::layout::broadcast_shapes(&target, t.shape()).ok().as_deref() != Some(t.shape()) {
-        return Err(Error::op("sum_to_size", format!("size {size:?} is not expandable to size {:?}", t.shape())));
+    if kiln_kernels::layout::broadcast_shapes(&target, t.shape())
+        .ok()
+        .as_deref()
+        != Some(t.shape())
+    {
+        return Err(Error::op(
+            "sum_to_size",
+            format!("size {size:?} is not expandable to size {:?}", t.shape()),
+        ));
     }
     let lead = t.dim() - target.len();
     let mut dims: Vec<i64> = (0..lead as i64).collect();
@@ -171,7 +192,10 @@ pub fn flatten(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
     let wrap = |d| kiln_kernels::layout::wrap_dim(d, t.dim()).map_err(|m| Error::op("flatten", m));
     let (s, e) = (wrap(start_dim)?, wrap(end_dim)?);
     if s > e {
-        return Err(Error::op("flatten", "flatten() has invalid args: start_dim cannot come after end_dim"));
+        return Err(Error::op(
+            "flatten",
+            "flatten() has invalid args: start_dim cannot come after end_dim",
+        ));
     }
     let mut shape = i64s(&t.shape()[..s]);
     shape.push(t.shape()[s..=e].iter().product::<usize>() as i64);

@@ -43,7 +43,13 @@ pub fn transpose(t: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
 /// `t()`: transpose of a tensor with at most 2 dims.
 pub fn t(t: &Tensor) -> Result<Tensor> {
     if t.dim() > 2 {
-        return Err(Error::op("t", format!("t() expects a tensor with <= 2 dimensions, but self is {}D", t.dim())));
+        return Err(Error::op(
+            "t",
+            format!(
+                "t() expects a tensor with <= 2 dimensions, but self is {}D",
+                t.dim()
+            ),
+        ));
     }
     if t.dim() < 2 {
         return Ok(t.with_layout(t.layout().clone()));
@@ -82,22 +88,45 @@ pub fn select(t: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
 }
 
 /// `slice(dim, start, end, step)`.
-pub fn slice(t: &Tensor, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+pub fn slice(
+    t: &Tensor,
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> Result<Tensor> {
     view_with("slice", t, t.layout().slice(dim, start, end, step))
 }
 
 /// `as_strided(size, stride, storage_offset)`: any geometry inside the storage.
-pub fn as_strided(t: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
+pub fn as_strided(
+    t: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<Tensor> {
     if size.len() != stride.len() {
-        return Err(Error::op("as_strided", format!("mismatch in length of strides and shape ({} vs {})", stride.len(), size.len())));
+        return Err(Error::op(
+            "as_strided",
+            format!(
+                "mismatch in length of strides and shape ({} vs {})",
+                stride.len(),
+                size.len()
+            ),
+        ));
     }
     if size.iter().chain(stride).any(|&v| v < 0) {
-        return Err(Error::op("as_strided", "sizes and strides must be non-negative"));
+        return Err(Error::op(
+            "as_strided",
+            "sizes and strides must be non-negative",
+        ));
     }
     let layout = Layout {
         sizes: size.iter().map(|&s| s as usize).collect(),
         strides: stride.iter().map(|&s| s as usize).collect(),
-        offset: storage_offset.map(|o| o.max(0) as usize).unwrap_or(t.storage_offset()),
+        offset: storage_offset
+            .map(|o| o.max(0) as usize)
+            .unwrap_or(t.storage_offset()),
     };
     let len = t.storage().read().len();
     if layout.storage_extent() > len {
@@ -127,10 +156,21 @@ pub fn clone(t: &Tensor) -> Result<Tensor> {
 }
 
 /// The gradient of a slice: zeros of the input's shape with `grad` in the sliced part.
-pub fn slice_backward(grad: &Tensor, input_sizes: &[i64], dim: i64, start: i64, end: i64, step: i64) -> Result<Tensor> {
+pub fn slice_backward(
+    grad: &Tensor,
+    input_sizes: &[i64],
+    dim: i64,
+    start: i64,
+    end: i64,
+    step: i64,
+) -> Result<Tensor> {
     let sizes: Vec<usize> = input_sizes.iter().map(|&s| s.max(0) as usize).collect();
     let out = Tensor::alloc(&sizes, grad.dtype());
-    let part = out.with_layout(out.layout().slice(dim, Some(start), Some(end), step).map_err(|m| Error::op("slice_backward", m))?);
+    let part = out.with_layout(
+        out.layout()
+            .slice(dim, Some(start), Some(end), step)
+            .map_err(|m| Error::op("slice_backward", m))?,
+    );
     part.copy_data_from(grad)?;
     Ok(out)
 }
@@ -139,7 +179,11 @@ pub fn slice_backward(grad: &Tensor, input_sizes: &[i64], dim: i64, start: i64, 
 pub fn select_backward(grad: &Tensor, input_sizes: &[i64], dim: i64, index: i64) -> Result<Tensor> {
     let sizes: Vec<usize> = input_sizes.iter().map(|&s| s.max(0) as usize).collect();
     let out = Tensor::alloc(&sizes, grad.dtype());
-    let part = out.with_layout(out.layout().select(dim, index).map_err(|m| Error::op("select_backward", m))?);
+    let part = out.with_layout(
+        out.layout()
+            .select(dim, index)
+            .map_err(|m| Error::op("select_backward", m))?,
+    );
     part.copy_data_from(grad)?;
     Ok(out)
 }

@@ -33,11 +33,17 @@ pub(crate) fn same_dtype(op: &str, operands: &[Operand<'_>]) -> Result<DType> {
             Operand::Scalar(_) => None,
         })
         .collect();
-    let first = *dtypes.first().ok_or_else(|| Error::op(op, "expected at least one tensor"))?;
+    let first = *dtypes
+        .first()
+        .ok_or_else(|| Error::op(op, "expected at least one tensor"))?;
     if let Some(other) = dtypes.iter().find(|d| **d != first) {
         return Err(Error::op(
             op,
-            format!("expected m1 and m2 to have the same dtype, but got: {} != {}", first.scalar_type_name(), other.scalar_type_name()),
+            format!(
+                "expected m1 and m2 to have the same dtype, but got: {} != {}",
+                first.scalar_type_name(),
+                other.scalar_type_name()
+            ),
         ));
     }
     Ok(first)
@@ -45,37 +51,66 @@ pub(crate) fn same_dtype(op: &str, operands: &[Operand<'_>]) -> Result<DType> {
 
 /// `sum`'s result dtype: the requested one, int64 for integers and bool, else the input's.
 pub(crate) fn sum_dtype(input: DType, requested: Option<DType>) -> DType {
-    requested.unwrap_or(if input.is_floating_point() { input } else { DType::I64 })
+    requested.unwrap_or(if input.is_floating_point() {
+        input
+    } else {
+        DType::I64
+    })
 }
 
 /// The broadcast shape of all tensor operands.
 pub(crate) fn broadcast_shapes(op: &str, tensors: &[&Tensor]) -> Result<Vec<usize>> {
     let mut shape: Vec<usize> = Vec::new();
     for t in tensors {
-        shape = kiln_kernels::layout::broadcast_shapes(&shape, t.shape()).map_err(|m| Error::op(op, m))?;
+        shape = kiln_kernels::layout::broadcast_shapes(&shape, t.shape())
+            .map_err(|m| Error::op(op, m))?;
     }
     Ok(shape)
 }
 
 /// The tensor a pointwise kernel writes: `dest` itself when it already has the result's shape
 /// and dtype and no two of its indices share memory, else fresh storage (the caller copies).
-pub(crate) fn output(dest: Option<&Tensor>, shape: &[usize], dtype: DType, _inputs: &[&Tensor]) -> Tensor {
+pub(crate) fn output(
+    dest: Option<&Tensor>,
+    shape: &[usize],
+    dtype: DType,
+    _inputs: &[&Tensor],
+) -> Tensor {
     match dest {
-        Some(d) if d.shape() == shape && d.dtype() == dtype && !d.layout().has_internal_overlap() => d.clone(),
+        Some(d)
+            if d.shape() == shape && d.dtype() == dtype && !d.layout().has_internal_overlap() =>
+        {
+            d.clone()
+        }
         _ => Tensor::alloc(shape, dtype),
     }
 }
 
 /// An input cast to the compute dtype and broadcast to the output shape. Reading it while
 /// writing `out` is made safe by `map*` below.
-pub(crate) fn operand(t: &Tensor, compute: DType, shape: &[usize], _out: &Tensor) -> Result<Tensor> {
+pub(crate) fn operand(
+    t: &Tensor,
+    compute: DType,
+    shape: &[usize],
+    _out: &Tensor,
+) -> Result<Tensor> {
     let t = cast(t, compute);
-    let layout = t.layout().broadcast_to(shape).map_err(|m| Error::op("broadcast", m))?;
+    let layout = t
+        .layout()
+        .broadcast_to(shape)
+        .map_err(|m| Error::op("broadcast", m))?;
     Ok(t.with_layout(layout))
 }
 
 /// A fixed-dtype input (a mask, a condition) broadcast to the output shape.
-pub(crate) fn fixed_operand(op: &str, name: &str, t: &Tensor, dtype: DType, shape: &[usize], out: &Tensor) -> Result<Tensor> {
+pub(crate) fn fixed_operand(
+    op: &str,
+    name: &str,
+    t: &Tensor,
+    dtype: DType,
+    shape: &[usize],
+    out: &Tensor,
+) -> Result<Tensor> {
     let t = fixed_input(op, name, t, dtype)?;
     operand(&t, dtype, shape, out)
 }
@@ -83,7 +118,13 @@ pub(crate) fn fixed_operand(op: &str, name: &str, t: &Tensor, dtype: DType, shap
 /// Checks a fixed-dtype input.
 pub(crate) fn fixed_input(op: &str, name: &str, t: &Tensor, dtype: DType) -> Result<Tensor> {
     if t.dtype() != dtype {
-        return Err(Error::op(op, format!("expected {name} to have dtype {dtype}, but got {}", t.dtype())));
+        return Err(Error::op(
+            op,
+            format!(
+                "expected {name} to have dtype {dtype}, but got {}",
+                t.dtype()
+            ),
+        ));
     }
     Ok(t.clone())
 }
@@ -100,14 +141,31 @@ pub(crate) fn cast(t: &Tensor, d: DType) -> Tensor {
 /// Replaces inputs that share storage with `out` by private copies, so the kernel never
 /// reads a buffer it is writing.
 fn unalias(inputs: &[&Tensor], out: &Tensor) -> Vec<Tensor> {
-    inputs.iter().map(|t| if t.shares_storage_with(out) { t.fresh_copy() } else { (*t).clone() }).collect()
+    inputs
+        .iter()
+        .map(|t| {
+            if t.shares_storage_with(out) {
+                t.fresh_copy()
+            } else {
+                (*t).clone()
+            }
+        })
+        .collect()
 }
 
 /// Runs a pointwise loop over one input.
-pub(crate) fn map1<A: BufferElement, O: BufferElement>(a: &Tensor, out: &Tensor, f: impl Fn(A) -> O + Sync) {
+pub(crate) fn map1<A: BufferElement, O: BufferElement>(
+    a: &Tensor,
+    out: &Tensor,
+    f: impl Fn(A) -> O + Sync,
+) {
     let ins = unalias(&[a], out);
     with_buffers(&[&ins[0]], &[out], |b, mut o| {
-        pointwise::map1(src::<A>(b[0], &ins[0]), dst::<O>(o.pop().expect("one output"), out), f)
+        pointwise::map1(
+            src::<A>(b[0], &ins[0]),
+            dst::<O>(o.pop().expect("one output"), out),
+            f,
+        )
     })
 }
 
@@ -120,7 +178,12 @@ pub(crate) fn map2<A: BufferElement, B: BufferElement, O: BufferElement>(
 ) {
     let ins = unalias(&[a, b], out);
     with_buffers(&[&ins[0], &ins[1]], &[out], |bufs, mut o| {
-        pointwise::map2(src::<A>(bufs[0], &ins[0]), src::<B>(bufs[1], &ins[1]), dst::<O>(o.pop().expect("one output"), out), f)
+        pointwise::map2(
+            src::<A>(bufs[0], &ins[0]),
+            src::<B>(bufs[1], &ins[1]),
+            dst::<O>(o.pop().expect("one output"), out),
+            f,
+        )
     })
 }
 
@@ -157,7 +220,8 @@ pub(crate) fn run<const N: usize>(
 
 /// Checks an in-place op on `target` may run; returns whether autograd must record it.
 pub(crate) fn check_inplace(op: &str, target: &Tensor, others: &[&Tensor]) -> Result<bool> {
-    let grad = autograd::is_grad_enabled() && (target.requires_grad() || others.iter().any(|t| t.requires_grad()));
+    let grad = autograd::is_grad_enabled()
+        && (target.requires_grad() || others.iter().any(|t| t.requires_grad()));
     if !grad {
         return Ok(false);
     }
@@ -167,7 +231,10 @@ pub(crate) fn check_inplace(op: &str, target: &Tensor, others: &[&Tensor]) -> Re
         )));
     }
     if let Some(base) = target.view_base() {
-        if base.requires_grad() || target.requires_grad() || others.iter().any(|t| t.requires_grad()) {
+        if base.requires_grad()
+            || target.requires_grad()
+            || others.iter().any(|t| t.requires_grad())
+        {
             return Err(Error::Autograd(format!(
                 "{op}: in-place operations on a view of a tensor that requires grad are not supported by kiln yet (PyTorch rewrites the base's history with CopySlices); use the out-of-place op"
             )));
@@ -180,7 +247,11 @@ fn check_writable(op: &str, target: &Tensor, result: &Tensor) -> Result<()> {
     if target.shape() != result.shape() {
         return Err(Error::op(
             op,
-            format!("output with shape {:?} doesn't match the broadcast shape {:?}", target.shape(), result.shape()),
+            format!(
+                "output with shape {:?} doesn't match the broadcast shape {:?}",
+                target.shape(),
+                result.shape()
+            ),
         ));
     }
     if !promotion::can_cast(result.dtype(), target.dtype()) {
@@ -250,15 +321,35 @@ pub(crate) use dispatch;
 
 /// The element type of a `DType` variant name.
 macro_rules! elem {
-    (Bool) => { bool };
-    (U8) => { u8 };
-    (I8) => { i8 };
-    (I16) => { i16 };
-    (I32) => { i32 };
-    (I64) => { i64 };
-    (F16) => { half::f16 };
-    (BF16) => { half::bf16 };
-    (F32) => { f32 };
-    (F64) => { f64 };
+    (Bool) => {
+        bool
+    };
+    (U8) => {
+        u8
+    };
+    (I8) => {
+        i8
+    };
+    (I16) => {
+        i16
+    };
+    (I32) => {
+        i32
+    };
+    (I64) => {
+        i64
+    };
+    (F16) => {
+        half::f16
+    };
+    (BF16) => {
+        half::bf16
+    };
+    (F32) => {
+        f32
+    };
+    (F64) => {
+        f64
+    };
 }
 pub(crate) use elem;

@@ -27,17 +27,28 @@ pub(crate) fn with_buffers<R>(
 ) -> R {
     for (i, o) in outs.iter().enumerate() {
         assert!(
-            inputs.iter().all(|t| !t.shares_storage_with(o)) && outs[..i].iter().all(|p| !p.shares_storage_with(o)),
+            inputs.iter().all(|t| !t.shares_storage_with(o))
+                && outs[..i].iter().all(|p| !p.shares_storage_with(o)),
             "kiln internal error: a kernel output aliases another operand"
         );
     }
-    let mut storages: Vec<(&Arc<Storage>, bool)> = inputs.iter().map(|t| (t.storage(), false)).collect();
+    let mut storages: Vec<(&Arc<Storage>, bool)> =
+        inputs.iter().map(|t| (t.storage(), false)).collect();
     storages.extend(outs.iter().map(|o| (o.storage(), true)));
     storages.sort_by_key(|(s, _)| key(s));
     storages.dedup_by_key(|(s, _)| key(s));
     let mut guards: Vec<(*const Storage, Guard<'_>)> = storages
         .iter()
-        .map(|(s, w)| (key(s), if *w { Guard::Write(s.write()) } else { Guard::Read(s.read()) }))
+        .map(|(s, w)| {
+            (
+                key(s),
+                if *w {
+                    Guard::Write(s.write())
+                } else {
+                    Guard::Read(s.read())
+                },
+            )
+        })
         .collect();
     let mut writes: Vec<(*const Storage, &mut CpuBuffer)> = Vec::with_capacity(outs.len());
     let mut reads: Vec<(*const Storage, &CpuBuffer)> = Vec::with_capacity(guards.len());
@@ -49,11 +60,20 @@ pub(crate) fn with_buffers<R>(
     }
     let ins: Vec<&CpuBuffer> = inputs
         .iter()
-        .map(|t| reads.iter().find(|(k, _)| *k == key(t.storage())).expect("every input was locked").1)
+        .map(|t| {
+            reads
+                .iter()
+                .find(|(k, _)| *k == key(t.storage()))
+                .expect("every input was locked")
+                .1
+        })
         .collect();
     let mut out_bufs = Vec::with_capacity(outs.len());
     for o in outs {
-        let pos = writes.iter().position(|(k, _)| *k == key(o.storage())).expect("every output was locked");
+        let pos = writes
+            .iter()
+            .position(|(k, _)| *k == key(o.storage()))
+            .expect("every output was locked");
         out_bufs.push(writes.swap_remove(pos).1);
     }
     f(&ins, out_bufs)
@@ -61,12 +81,18 @@ pub(crate) fn with_buffers<R>(
 
 /// A typed read view of `t` inside a `with_buffers` call.
 pub(crate) fn src<'a, T: BufferElement>(buf: &'a CpuBuffer, t: &'a Tensor) -> Src<'a, T> {
-    Src::new(T::slice(buf).expect("dispatch matched the buffer's dtype"), t.layout())
+    Src::new(
+        T::slice(buf).expect("dispatch matched the buffer's dtype"),
+        t.layout(),
+    )
 }
 
 /// A typed write view of `t` inside a `with_buffers` call.
 pub(crate) fn dst<'a, T: BufferElement>(buf: &'a mut CpuBuffer, t: &'a Tensor) -> Dst<'a, T> {
-    Dst::new(T::slice_mut(buf).expect("dispatch matched the buffer's dtype"), t.layout())
+    Dst::new(
+        T::slice_mut(buf).expect("dispatch matched the buffer's dtype"),
+        t.layout(),
+    )
 }
 
 impl Tensor {
@@ -81,7 +107,11 @@ impl Tensor {
         self.device().ensure_available()?;
         Ok(with_buffers(&[self], &[], |ins, _| {
             with_dtype!(self.dtype(), S, {
-                src::<S>(ins[0], self).to_vec().into_iter().map(|x| x.cast::<T>()).collect()
+                src::<S>(ins[0], self)
+                    .to_vec()
+                    .into_iter()
+                    .map(|x| x.cast::<T>())
+                    .collect()
             })
         }))
     }
@@ -91,7 +121,10 @@ impl Tensor {
         if self.numel() != 1 {
             return Err(Error::op(
                 "item",
-                format!("a Tensor with {} elements cannot be converted to Scalar", self.numel()),
+                format!(
+                    "a Tensor with {} elements cannot be converted to Scalar",
+                    self.numel()
+                ),
             ));
         }
         Ok(self.to_vec::<T>()?[0])
@@ -100,7 +133,10 @@ impl Tensor {
     /// Copies `src` (broadcast to `self`'s shape, cast to `self`'s dtype) into `self`'s
     /// elements, without autograd and without bumping the version. Overlap-safe.
     pub(crate) fn copy_data_from(&self, src_t: &Tensor) -> Result<()> {
-        let layout = src_t.layout().broadcast_to(self.shape()).map_err(|m| Error::op("copy_", m))?;
+        let layout = src_t
+            .layout()
+            .broadcast_to(self.shape())
+            .map_err(|m| Error::op("copy_", m))?;
         let mut src_t = src_t.with_layout(layout);
         if src_t.shares_storage_with(self) {
             src_t = src_t.fresh_copy();
@@ -136,7 +172,8 @@ impl Tensor {
     /// A contiguous copy with elements cast to `dtype`, without autograd history.
     pub(crate) fn cast_copy(&self, dtype: crate::DType) -> Tensor {
         let out = Tensor::alloc(self.shape(), dtype);
-        out.copy_data_from(self).expect("same shape always broadcasts");
+        out.copy_data_from(self)
+            .expect("same shape always broadcasts");
         out
     }
 }

@@ -57,7 +57,9 @@ impl<D: TensorData> From<D> for Tensor {
 }
 
 fn check_device(op: &str, device: Device) -> Result<()> {
-    device.ensure_available().map_err(|e| Error::op(op, e.to_string()))
+    device
+        .ensure_available()
+        .map_err(|e| Error::op(op, e.to_string()))
 }
 
 impl Tensor {
@@ -73,10 +75,17 @@ impl Tensor {
         if n != data.len() {
             return Err(Error::op(
                 "from_vec",
-                format!("shape {shape:?} is invalid for input of size {}", data.len()),
+                format!(
+                    "shape {shape:?} is invalid for input of size {}",
+                    data.len()
+                ),
             ));
         }
-        Ok(Tensor::from_storage(Arc::new(Storage::new(T::wrap(data))), Layout::contiguous(shape), T::DTYPE))
+        Ok(Tensor::from_storage(
+            Arc::new(Storage::new(T::wrap(data))),
+            Layout::contiguous(shape),
+            T::DTYPE,
+        ))
     }
 
     /// A tensor copying `data`, viewed with `shape`.
@@ -116,11 +125,20 @@ impl Tensor {
             };
             T::wrap(vec![v; n])
         });
-        Ok(Tensor::from_storage(Arc::new(Storage::new(buf)), Layout::contiguous(shape), dtype))
+        Ok(Tensor::from_storage(
+            Arc::new(Storage::new(buf)),
+            Layout::contiguous(shape),
+            dtype,
+        ))
     }
 
     /// Like [`Tensor::full`], on the given device.
-    pub fn full_on(shape: &[usize], value: impl Into<Scalar>, dtype: DType, device: Device) -> Result<Tensor> {
+    pub fn full_on(
+        shape: &[usize],
+        value: impl Into<Scalar>,
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
         check_device("full", device)?;
         Tensor::full(shape, value, dtype)
     }
@@ -147,32 +165,69 @@ impl Tensor {
     /// assert_eq!(x.to_vec::<i64>()?, vec![0, 2, 4]);
     /// # Ok::<(), kiln::Error>(())
     /// ```
-    pub fn arange(start: impl Into<Scalar>, end: impl Into<Scalar>, step: impl Into<Scalar>, dtype: DType) -> Result<Tensor> {
-        let (s, e, st) = (start.into().to_f64(), end.into().to_f64(), step.into().to_f64());
+    pub fn arange(
+        start: impl Into<Scalar>,
+        end: impl Into<Scalar>,
+        step: impl Into<Scalar>,
+        dtype: DType,
+    ) -> Result<Tensor> {
+        let (s, e, st) = (
+            start.into().to_f64(),
+            end.into().to_f64(),
+            step.into().to_f64(),
+        );
         if st == 0.0 {
             return Err(Error::op("arange", "step must be nonzero"));
         }
         if !(s.is_finite() && e.is_finite()) {
-            return Err(Error::op("arange", format!("unsupported range: {s} -> {e}")));
+            return Err(Error::op(
+                "arange",
+                format!("unsupported range: {s} -> {e}"),
+            ));
         }
         if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
-            return Err(Error::op("arange", "upper bound and larger bound inconsistent with step sign"));
+            return Err(Error::op(
+                "arange",
+                "upper bound and larger bound inconsistent with step sign",
+            ));
         }
         let n = ((e - s) / st).ceil().max(0.0) as usize;
-        let buf = with_dtype!(dtype, T, { T::wrap((0..n).map(|i| T::from_f64(s + i as f64 * st)).collect()) });
-        Ok(Tensor::from_storage(Arc::new(Storage::new(buf)), Layout::contiguous(&[n]), dtype))
+        let buf = with_dtype!(dtype, T, {
+            T::wrap((0..n).map(|i| T::from_f64(s + i as f64 * st)).collect())
+        });
+        Ok(Tensor::from_storage(
+            Arc::new(Storage::new(buf)),
+            Layout::contiguous(&[n]),
+            dtype,
+        ))
     }
 
     /// `steps` evenly spaced values from `start` to `end` inclusive.
     pub fn linspace(start: f64, end: f64, steps: usize, dtype: DType) -> Result<Tensor> {
-        let step = if steps > 1 { (end - start) / (steps - 1) as f64 } else { 0.0 };
+        let step = if steps > 1 {
+            (end - start) / (steps - 1) as f64
+        } else {
+            0.0
+        };
         // Fill from both ends like PyTorch, so the last value is exactly `end`.
         let half = steps / 2;
         let vals: Vec<f64> = (0..steps)
-            .map(|i| if i < half { start + step * i as f64 } else { end - step * (steps - 1 - i) as f64 })
+            .map(|i| {
+                if i < half {
+                    start + step * i as f64
+                } else {
+                    end - step * (steps - 1 - i) as f64
+                }
+            })
             .collect();
-        let buf = with_dtype!(dtype, T, { T::wrap(vals.iter().map(|&v| T::from_f64(v)).collect()) });
-        Ok(Tensor::from_storage(Arc::new(Storage::new(buf)), Layout::contiguous(&[steps]), dtype))
+        let buf = with_dtype!(dtype, T, {
+            T::wrap(vals.iter().map(|&v| T::from_f64(v)).collect())
+        });
+        Ok(Tensor::from_storage(
+            Arc::new(Storage::new(buf)),
+            Layout::contiguous(&[steps]),
+            dtype,
+        ))
     }
 
     /// An `n × m` matrix with ones on the diagonal.
@@ -185,6 +240,10 @@ impl Tensor {
             }
             T::wrap(v)
         });
-        Ok(Tensor::from_storage(Arc::new(Storage::new(buf)), Layout::contiguous(&[n, m]), dtype))
+        Ok(Tensor::from_storage(
+            Arc::new(Storage::new(buf)),
+            Layout::contiguous(&[n, m]),
+            dtype,
+        ))
     }
 }

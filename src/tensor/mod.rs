@@ -64,13 +64,22 @@ pub(crate) struct AutogradMeta {
 impl Tensor {
     /// Wraps storage and a layout into a new tensor with no autograd history.
     pub(crate) fn from_storage(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Tensor {
-        Tensor(Arc::new(TensorImpl { storage, layout, dtype, autograd: Mutex::new(AutogradMeta::default()) }))
+        Tensor(Arc::new(TensorImpl {
+            storage,
+            layout,
+            dtype,
+            autograd: Mutex::new(AutogradMeta::default()),
+        }))
     }
 
     /// A fresh contiguous tensor of zeros (the allocation every op output starts from).
     pub(crate) fn alloc(shape: &[usize], dtype: DType) -> Tensor {
         let n = shape.iter().product();
-        Tensor::from_storage(Arc::new(Storage::new(CpuBuffer::zeros(dtype, n))), Layout::contiguous(shape), dtype)
+        Tensor::from_storage(
+            Arc::new(Storage::new(CpuBuffer::zeros(dtype, n))),
+            Layout::contiguous(shape),
+            dtype,
+        )
     }
 
     /// A view of the same storage with another layout, without autograd history.
@@ -94,7 +103,8 @@ impl Tensor {
 
     /// The size of dimension `dim` (negative counts from the end).
     pub fn size(&self, dim: i64) -> Result<usize> {
-        let d = kiln_kernels::layout::wrap_dim(dim, self.dim()).map_err(|m| Error::op("size", m))?;
+        let d =
+            kiln_kernels::layout::wrap_dim(dim, self.dim()).map_err(|m| Error::op("size", m))?;
         Ok(self.shape().get(d).copied().unwrap_or(1))
     }
 

@@ -19,7 +19,9 @@ pub struct Generator {
 impl Generator {
     /// A generator seeded with `seed`.
     pub fn new(seed: u64) -> Self {
-        Generator { rng: rand::rngs::StdRng::seed_from_u64(seed) }
+        Generator {
+            rng: rand::rngs::StdRng::seed_from_u64(seed),
+        }
     }
 
     /// Reseeds in place.
@@ -45,14 +47,26 @@ fn float_only(op: &str, dtype: DType) -> Result<()> {
     if dtype.is_floating_point() {
         Ok(())
     } else {
-        Err(Error::op(op, format!("\"{op}\" not implemented for '{}'", dtype.scalar_type_name())))
+        Err(Error::op(
+            op,
+            format!(
+                "\"{op}\" not implemented for '{}'",
+                dtype.scalar_type_name()
+            ),
+        ))
     }
 }
 
 fn build(shape: &[usize], dtype: DType, mut sample: impl FnMut() -> f64) -> Tensor {
     let n: usize = shape.iter().product();
-    let buf = with_dtype!(dtype, T, { T::wrap((0..n).map(|_| T::from_f64(sample())).collect()) });
-    Tensor::from_storage(Arc::new(Storage::new(buf)), Layout::contiguous(shape), dtype)
+    let buf = with_dtype!(dtype, T, {
+        T::wrap((0..n).map(|_| T::from_f64(sample())).collect())
+    });
+    Tensor::from_storage(
+        Arc::new(Storage::new(buf)),
+        Layout::contiguous(shape),
+        dtype,
+    )
 }
 
 impl Tensor {
@@ -84,14 +98,24 @@ impl Tensor {
     }
 
     /// Integers uniform in `[low, high)`, from `gen`.
-    pub fn randint_with(low: i64, high: i64, shape: &[usize], dtype: DType, gen: &mut Generator) -> Result<Tensor> {
+    pub fn randint_with(
+        low: i64,
+        high: i64,
+        shape: &[usize],
+        dtype: DType,
+        gen: &mut Generator,
+    ) -> Result<Tensor> {
         if low >= high {
             return Err(Error::op(
                 "randint",
-                format!("random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"),
+                format!(
+                    "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+                ),
             ));
         }
-        Ok(build(shape, dtype, || gen.rng.random_range(low..high) as f64))
+        Ok(build(shape, dtype, || {
+            gen.rng.random_range(low..high) as f64
+        }))
     }
 
     /// A random permutation of `0..n` as int64, from the global generator.
@@ -105,4 +129,3 @@ impl Tensor {
         })
     }
 }
-

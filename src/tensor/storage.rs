@@ -81,7 +81,11 @@ pub struct Storage {
 impl Storage {
     /// Wraps a buffer.
     pub fn new(buf: CpuBuffer) -> Self {
-        Storage { buf: RwLock::new(buf), version: AtomicU64::new(0), device: Device::Cpu }
+        Storage {
+            buf: RwLock::new(buf),
+            version: AtomicU64::new(0),
+            device: Device::Cpu,
+        }
     }
 
     /// The device the buffer lives on.

@@ -36,11 +36,23 @@ pub struct Sample {
 impl Sample {
     /// A sample with these tensors.
     pub fn new(desc: impl Into<String>, tensors: Vec<Tensor>) -> Sample {
-        Sample { tensors, lists: vec![], args: vec![], edge: false, desc: desc.into() }
+        Sample {
+            tensors,
+            lists: vec![],
+            args: vec![],
+            edge: false,
+            desc: desc.into(),
+        }
     }
     /// A sample with these tensor lists.
     pub fn with_lists(desc: impl Into<String>, lists: Vec<Vec<Tensor>>) -> Sample {
-        Sample { tensors: vec![], lists, args: vec![], edge: false, desc: desc.into() }
+        Sample {
+            tensors: vec![],
+            lists,
+            args: vec![],
+            edge: false,
+            desc: desc.into(),
+        }
     }
     /// Adds a named argument.
     pub fn arg(mut self, name: &'static str, a: Arg) -> Sample {
@@ -146,7 +158,11 @@ impl Sample {
     pub fn map_tensors(&self, f: &dyn Fn(&Tensor) -> Tensor) -> Sample {
         let mut s = self.clone();
         s.tensors = self.tensors.iter().map(f).collect();
-        s.lists = self.lists.iter().map(|l| l.iter().map(f).collect()).collect();
+        s.lists = self
+            .lists
+            .iter()
+            .map(|l| l.iter().map(f).collect())
+            .collect();
         s
     }
 }
@@ -167,7 +183,10 @@ pub struct RefTensor {
 impl RefTensor {
     /// The values of `t`, as float64.
     pub fn of(t: &Tensor) -> RefTensor {
-        RefTensor { shape: t.shape().to_vec(), data: t.to_vec::<f64>().expect("CPU tensor") }
+        RefTensor {
+            shape: t.shape().to_vec(),
+            data: t.to_vec::<f64>().expect("CPU tensor"),
+        }
     }
     /// Row-major strides of the shape.
     pub fn strides(&self) -> Vec<usize> {
@@ -220,11 +239,17 @@ pub fn ref_pointwise(inputs: &[&Tensor], f: impl Fn(&[f64]) -> RefValue) -> RefT
             if shape[d] == 1 {
                 shape[d] = s;
             } else {
-                assert!(s == 1 || s == shape[d], "reference: shapes do not broadcast");
+                assert!(
+                    s == 1 || s == shape[d],
+                    "reference: shapes do not broadcast"
+                );
             }
         }
     }
-    let out = RefTensor { shape: shape.clone(), data: vec![] };
+    let out = RefTensor {
+        shape: shape.clone(),
+        data: vec![],
+    };
     let n: usize = shape.iter().product();
     let mut data = Vec::with_capacity(n);
     let mut vals = vec![0.0; refs.len()];
@@ -232,7 +257,9 @@ pub fn ref_pointwise(inputs: &[&Tensor], f: impl Fn(&[f64]) -> RefValue) -> RefT
         let idx = out.unravel(i);
         for (k, r) in refs.iter().enumerate() {
             let lead = nd - r.shape.len();
-            let ridx: Vec<usize> = (0..r.shape.len()).map(|d| if r.shape[d] == 1 { 0 } else { idx[lead + d] }).collect();
+            let ridx: Vec<usize> = (0..r.shape.len())
+                .map(|d| if r.shape[d] == 1 { 0 } else { idx[lead + d] })
+                .collect();
             vals[k] = r.data[r.ravel(&ridx)];
         }
         data.push(f(&vals).0);
@@ -275,13 +302,18 @@ pub fn reference_gelu(x: f64, approximate: &str) -> f64 {
     }
 }
 
+/// Calls one public variant of an op on a sample.
+pub type Variant = fn(&Sample) -> Result<Vec<Tensor>>;
+/// Calls an op's `out=` variant on a sample and output tensors.
+pub type OutVariant = fn(&Sample, &[Tensor]) -> Result<Vec<Tensor>>;
+
 /// One op's adaptors from a `Sample` to each public variant, generated from the YAML.
 pub struct OpInfo {
     pub name: &'static str,
     pub call: fn(&Sample) -> Result<Vec<Tensor>>,
-    pub method: Option<fn(&Sample) -> Result<Vec<Tensor>>>,
-    pub inplace: Option<fn(&Sample) -> Result<Vec<Tensor>>>,
-    pub out: Option<fn(&Sample, &[Tensor]) -> Result<Vec<Tensor>>>,
+    pub method: Option<Variant>,
+    pub inplace: Option<Variant>,
+    pub out: Option<OutVariant>,
     pub reference: fn(&Sample) -> Vec<RefTensor>,
     pub samples: fn(DType) -> Vec<Sample>,
     pub error_samples: fn() -> Vec<ErrorSample>,
@@ -316,7 +348,11 @@ pub fn assert_close(actual: &Tensor, expected: &RefTensor, ctx: &str) {
     let got = actual.to_vec::<f64>().expect("CPU tensor");
     // A bool result holds "non-zero": True + True is True.
     let expected_data: Vec<f64> = if actual.dtype() == DType::Bool {
-        expected.data.iter().map(|&e| if e != 0.0 { 1.0 } else { 0.0 }).collect()
+        expected
+            .data
+            .iter()
+            .map(|&e| if e != 0.0 { 1.0 } else { 0.0 })
+            .collect()
     } else {
         expected.data.clone()
     };
@@ -332,8 +368,16 @@ pub fn assert_same(a: &Tensor, b: &Tensor, ctx: &str) {
 }
 
 fn selected(info: &OpInfo, dtype: DType, edge: bool) -> Vec<Sample> {
-    let v: Vec<Sample> = (info.samples)(dtype).into_iter().filter(|s| s.edge == edge).collect();
-    assert!(!v.is_empty(), "{}: the sample family gives no {} samples for {dtype}", info.name, if edge { "0-d/empty" } else { "regular" });
+    let v: Vec<Sample> = (info.samples)(dtype)
+        .into_iter()
+        .filter(|s| s.edge == edge)
+        .collect();
+    assert!(
+        !v.is_empty(),
+        "{}: the sample family gives no {} samples for {dtype}",
+        info.name,
+        if edge { "0-d/empty" } else { "regular" }
+    );
     v
 }
 
@@ -369,13 +413,24 @@ pub fn noncontiguous(t: &Tensor) -> Tensor {
     }
     let n = t.dim();
     let made = if n >= 2 {
-        t.transpose((n - 2) as i64, (n - 1) as i64).unwrap().contiguous().unwrap().transpose((n - 2) as i64, (n - 1) as i64).unwrap()
+        t.transpose((n - 2) as i64, (n - 1) as i64)
+            .unwrap()
+            .contiguous()
+            .unwrap()
+            .transpose((n - 2) as i64, (n - 1) as i64)
+            .unwrap()
     } else {
-        let doubled = kiln::stack_with(&[t.clone(), t.clone()], 1).unwrap().contiguous().unwrap();
+        let doubled = kiln::stack_with(&[t.clone(), t.clone()], 1)
+            .unwrap()
+            .contiguous()
+            .unwrap();
         doubled.select(1, 0).unwrap()
     };
     let made = made.detach();
-    assert!(!made.is_contiguous(), "noncontiguous() failed to make a non-contiguous layout");
+    assert!(
+        !made.is_contiguous(),
+        "noncontiguous() failed to make a non-contiguous layout"
+    );
     made
 }
 
@@ -404,10 +459,16 @@ pub fn check_variants(info: &OpInfo, dtype: DType) {
             }
         }
         if let Some(out) = info.out {
-            let outs: Vec<Tensor> = expected.iter().map(|e| Tensor::zeros(e.shape(), e.dtype()).unwrap()).collect();
+            let outs: Vec<Tensor> = expected
+                .iter()
+                .map(|e| Tensor::zeros(e.shape(), e.dtype()).unwrap())
+                .collect();
             let got = out(&s, &outs).unwrap_or_else(|e| panic!("{ctx} (out=): {e}"));
             for ((g, o), e) in got.iter().zip(&outs).zip(&expected) {
-                assert!(g.shares_storage_with(o), "{ctx} (out=): result is not the out tensor");
+                assert!(
+                    g.shares_storage_with(o),
+                    "{ctx} (out=): result is not the out tensor"
+                );
                 assert_eq!(o.version(), 1, "{ctx} (out=): version not bumped");
                 assert_same(o, e, &format!("{ctx} (out=)"));
             }
@@ -417,13 +478,31 @@ pub fn check_variants(info: &OpInfo, dtype: DType) {
             let target = fresh.t(0).clone();
             let r = inplace(&fresh);
             let e = &expected[0];
-            let fits = e.shape() == target.shape() && kiln::tensor::promotion::can_cast(e.dtype(), target.dtype());
+            let fits = e.shape() == target.shape()
+                && kiln::tensor::promotion::can_cast(e.dtype(), target.dtype());
             match r {
                 Ok(got) => {
-                    assert!(fits, "{ctx} (in-place): should have failed: result {:?} {} into self {:?} {}", e.shape(), e.dtype(), target.shape(), target.dtype());
-                    assert!(got[0].is_same(&target), "{ctx} (in-place): did not return self");
-                    assert!(target.version() >= 1, "{ctx} (in-place): version not bumped");
-                    assert_close(&target, &RefTensor::of(&e.to_dtype(target.dtype()).unwrap()), &format!("{ctx} (in-place)"));
+                    assert!(
+                        fits,
+                        "{ctx} (in-place): should have failed: result {:?} {} into self {:?} {}",
+                        e.shape(),
+                        e.dtype(),
+                        target.shape(),
+                        target.dtype()
+                    );
+                    assert!(
+                        got[0].is_same(&target),
+                        "{ctx} (in-place): did not return self"
+                    );
+                    assert!(
+                        target.version() >= 1,
+                        "{ctx} (in-place): version not bumped"
+                    );
+                    assert_close(
+                        &target,
+                        &RefTensor::of(&e.to_dtype(target.dtype()).unwrap()),
+                        &format!("{ctx} (in-place)"),
+                    );
                 }
                 Err(err) => assert!(!fits, "{ctx} (in-place): unexpected error {err}"),
             }
@@ -432,8 +511,16 @@ pub fn check_variants(info: &OpInfo, dtype: DType) {
 }
 
 fn grad_samples(info: &OpInfo) -> Vec<Sample> {
-    let v: Vec<Sample> = (info.samples)(DType::F64).into_iter().filter(|s| !s.edge).take(3).collect();
-    assert!(!v.is_empty(), "{}: no float64 samples for gradcheck", info.name);
+    let v: Vec<Sample> = (info.samples)(DType::F64)
+        .into_iter()
+        .filter(|s| !s.edge)
+        .take(3)
+        .collect();
+    assert!(
+        !v.is_empty(),
+        "{}: no float64 samples for gradcheck",
+        info.name
+    );
     v
 }
 
@@ -447,14 +534,22 @@ fn leaves(s: &Sample) -> (Vec<Tensor>, impl Fn(&[Tensor]) -> Sample + '_) {
         .iter()
         .map(|t| {
             let c = t.detached_copy();
-            if c.is_floating_point() { c.requires_grad_(true).unwrap() } else { c }
+            if c.is_floating_point() {
+                c.requires_grad_(true).unwrap()
+            } else {
+                c
+            }
         })
         .collect();
     let rebuild = move |ts: &[Tensor]| {
         let mut out = s.clone();
         let mut it = ts.iter().cloned();
         out.tensors = s.tensors.iter().map(|_| it.next().unwrap()).collect();
-        out.lists = s.lists.iter().map(|l| l.iter().map(|_| it.next().unwrap()).collect()).collect();
+        out.lists = s
+            .lists
+            .iter()
+            .map(|l| l.iter().map(|_| it.next().unwrap()).collect())
+            .collect();
         out
     };
     (inputs, rebuild)
@@ -465,7 +560,8 @@ pub fn check_gradcheck(info: &OpInfo) {
     for s in grad_samples(info) {
         let (inputs, rebuild) = leaves(&s);
         let f = |ts: &[Tensor]| (info.call)(&rebuild(ts));
-        gradcheck(&f, &inputs, GradcheckOptions::default()).unwrap_or_else(|e| panic!("{} {}: {e}", info.name, s.desc));
+        gradcheck(&f, &inputs, GradcheckOptions::default())
+            .unwrap_or_else(|e| panic!("{} {}: {e}", info.name, s.desc));
     }
 }
 
@@ -474,7 +570,8 @@ pub fn check_gradgradcheck(info: &OpInfo) {
     for s in grad_samples(info) {
         let (inputs, rebuild) = leaves(&s);
         let f = |ts: &[Tensor]| (info.call)(&rebuild(ts));
-        gradgradcheck(&f, &inputs, GradcheckOptions::default()).unwrap_or_else(|e| panic!("{} {}: {e}", info.name, s.desc));
+        gradgradcheck(&f, &inputs, GradcheckOptions::default())
+            .unwrap_or_else(|e| panic!("{} {}: {e}", info.name, s.desc));
     }
 }
 
@@ -484,20 +581,33 @@ pub fn check_errors(info: &OpInfo) {
     let cases = (info.error_samples)();
     let mut checked = 0;
     if let Some(out) = info.out {
-        let s = (info.samples)(DType::F32).into_iter().find(|s| !s.edge).expect("a regular sample");
+        let s = (info.samples)(DType::F32)
+            .into_iter()
+            .find(|s| !s.edge)
+            .expect("a regular sample");
         let expected = (info.call)(&s).expect("regular sample runs");
         let wrong: Vec<Tensor> = expected
             .iter()
             .map(|e| Tensor::zeros(&[e.numel() + 1], e.dtype()).unwrap())
             .collect();
-        let err = out(&s, &wrong).err().unwrap_or_else(|| panic!("{}: out= of the wrong shape was accepted", info.name));
-        assert!(err.to_string().contains("doesn't match the broadcast shape"), "{}: {err}", info.name);
+        let err = out(&s, &wrong)
+            .err()
+            .unwrap_or_else(|| panic!("{}: out= of the wrong shape was accepted", info.name));
+        assert!(
+            err.to_string()
+                .contains("doesn't match the broadcast shape"),
+            "{}: {err}",
+            info.name
+        );
         checked += 1;
     }
     assert!(checked + cases.len() > 0, "{}: no error samples", info.name);
     for c in cases {
         match (info.call)(&c.sample) {
-            Ok(_) => panic!("{} {}: expected an error containing {:?}", info.name, c.sample.desc, c.message),
+            Ok(_) => panic!(
+                "{} {}: expected an error containing {:?}",
+                info.name, c.sample.desc, c.message
+            ),
             Err(e) => assert!(
                 e.to_string().contains(c.message),
                 "{} {}: error {:?} does not contain {:?}",

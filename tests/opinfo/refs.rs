@@ -15,7 +15,10 @@ use kiln::DType;
 /// Wraps a possibly negative dim into `0..n` (a 0-d tensor accepts 0 and -1).
 fn wrap(dim: i64, n: usize) -> usize {
     let m = n.max(1) as i64;
-    assert!(dim >= -m && dim < m, "reference: dim {dim} out of range for {n} dims");
+    assert!(
+        dim >= -m && dim < m,
+        "reference: dim {dim} out of range for {n} dims"
+    );
     (if dim < 0 { dim + m } else { dim }) as usize
 }
 
@@ -30,9 +33,17 @@ fn input(s: &Sample, i: usize) -> RefTensor {
 
 /// A tensor of `shape` whose element at each multi-index is `f(index)`.
 fn tabulate(shape: Vec<usize>, mut f: impl FnMut(&[usize]) -> f64) -> RefTensor {
-    let frame = RefTensor { shape, data: vec![] };
-    let data = (0..numel(&frame.shape)).map(|i| f(&frame.unravel(i))).collect();
-    RefTensor { shape: frame.shape, data }
+    let frame = RefTensor {
+        shape,
+        data: vec![],
+    };
+    let data = (0..numel(&frame.shape))
+        .map(|i| f(&frame.unravel(i)))
+        .collect();
+    RefTensor {
+        shape: frame.shape,
+        data,
+    }
 }
 
 /// The element of `x` at a multi-index.
@@ -42,18 +53,41 @@ fn at(x: &RefTensor, idx: &[usize]) -> f64 {
 
 /// The same values with another shape.
 fn with_shape(x: RefTensor, shape: Vec<usize>) -> RefTensor {
-    assert_eq!(numel(&shape), x.data.len(), "reference: reshape to {shape:?}");
-    RefTensor { shape, data: x.data }
+    assert_eq!(
+        numel(&shape),
+        x.data.len(),
+        "reference: reshape to {shape:?}"
+    );
+    RefTensor {
+        shape,
+        data: x.data,
+    }
 }
 
 fn scalar(v: f64) -> RefTensor {
-    RefTensor { shape: vec![], data: vec![v] }
+    RefTensor {
+        shape: vec![],
+        data: vec![v],
+    }
 }
 
 /// A `view`/`reshape` size list with at most one -1, resolved against `n` elements.
 fn infer_sizes(sizes: &[i64], n: usize) -> Vec<usize> {
-    let known: usize = sizes.iter().filter(|&&s| s >= 0).map(|&s| s as usize).product();
-    sizes.iter().map(|&s| if s < 0 { if known == 0 { 0 } else { n / known } } else { s as usize }).collect()
+    let known: usize = sizes
+        .iter()
+        .filter(|&&s| s >= 0)
+        .map(|&s| s as usize)
+        .product();
+    sizes
+        .iter()
+        .map(|&s| {
+            if s < 0 {
+                n.checked_div(known).unwrap_or(0)
+            } else {
+                s as usize
+            }
+        })
+        .collect()
 }
 
 /// Which dims a reduction over `dims` collapses (all of them for an empty list).
@@ -78,14 +112,17 @@ fn reduced_mask(dims: &[i64], ndim: usize) -> Vec<bool> {
 fn groups(x: &RefTensor, mask: &[bool], keepdim: bool) -> (Vec<usize>, Vec<Vec<f64>>) {
     let nd = x.shape.len();
     let mut out_shape = vec![];
-    for d in 0..nd {
-        if !mask[d] {
-            out_shape.push(x.shape[d]);
+    for (&size, &reduced) in x.shape.iter().zip(mask) {
+        if !reduced {
+            out_shape.push(size);
         } else if keepdim {
             out_shape.push(1);
         }
     }
-    let frame = RefTensor { shape: out_shape.clone(), data: vec![] };
+    let frame = RefTensor {
+        shape: out_shape.clone(),
+        data: vec![],
+    };
     let mut gs = vec![vec![]; numel(&out_shape)];
     for (i, &v) in x.data.iter().enumerate() {
         let idx = x.unravel(i);
@@ -160,7 +197,10 @@ fn reduce_dims(s: &Sample, f: impl Fn(&[f64]) -> f64) -> Vec<RefTensor> {
     let x = input(s, 0);
     let dims = s.ints("dim").expect("sample provides dim");
     let (shape, gs) = groups(&x, &reduced_mask(dims, x.shape.len()), keepdim(s));
-    vec![RefTensor { shape, data: gs.iter().map(|g| f(g)).collect() }]
+    vec![RefTensor {
+        shape,
+        data: gs.iter().map(|g| f(g)).collect(),
+    }]
 }
 
 /// sum(dim, keepdim).
@@ -193,8 +233,14 @@ fn extreme_dim(s: &Sample, max: bool) -> Vec<RefTensor> {
     let (shape, gs) = groups(&x, &reduced_mask(&[dim], x.shape.len()), keepdim(s));
     let picks: Vec<(usize, f64)> = gs.iter().map(|g| extreme(g, max)).collect();
     vec![
-        RefTensor { shape: shape.clone(), data: picks.iter().map(|p| p.1).collect() },
-        RefTensor { shape, data: picks.iter().map(|p| p.0 as f64).collect() },
+        RefTensor {
+            shape: shape.clone(),
+            data: picks.iter().map(|p| p.1).collect(),
+        },
+        RefTensor {
+            shape,
+            data: picks.iter().map(|p| p.0 as f64).collect(),
+        },
     ]
 }
 
@@ -215,11 +261,17 @@ fn arg_extreme(s: &Sample, max: bool) -> Vec<RefTensor> {
         None => {
             let i = extreme(&x.data, max).0 as f64;
             let shape = if keepdim(s) { vec![1; nd] } else { vec![] };
-            vec![RefTensor { shape, data: vec![i] }]
+            vec![RefTensor {
+                shape,
+                data: vec![i],
+            }]
         }
         Some(d) => {
             let (shape, gs) = groups(&x, &reduced_mask(&[d], nd), keepdim(s));
-            vec![RefTensor { shape, data: gs.iter().map(|g| extreme(g, max).0 as f64).collect() }]
+            vec![RefTensor {
+                shape,
+                data: gs.iter().map(|g| extreme(g, max).0 as f64).collect(),
+            }]
         }
     }
 }
@@ -237,12 +289,22 @@ pub fn argmin(s: &Sample) -> Vec<RefTensor> {
 /// sum_to_size(size): each element added into the target position it broadcasts from.
 pub fn sum_to_size(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
-    let target: Vec<usize> = s.ints("size").expect("sample provides size").iter().map(|&v| v as usize).collect();
+    let target: Vec<usize> = s
+        .ints("size")
+        .expect("sample provides size")
+        .iter()
+        .map(|&v| v as usize)
+        .collect();
     let lead = x.shape.len() - target.len();
-    let mut out = RefTensor { shape: target.clone(), data: vec![0.0; numel(&target)] };
+    let mut out = RefTensor {
+        shape: target.clone(),
+        data: vec![0.0; numel(&target)],
+    };
     for (i, &v) in x.data.iter().enumerate() {
         let idx = x.unravel(i);
-        let oidx: Vec<usize> = (0..target.len()).map(|j| if target[j] == 1 { 0 } else { idx[lead + j] }).collect();
+        let oidx: Vec<usize> = (0..target.len())
+            .map(|j| if target[j] == 1 { 0 } else { idx[lead + j] })
+            .collect();
         let p = out.ravel(&oidx);
         out.data[p] += v;
     }
@@ -301,7 +363,11 @@ pub fn log_softmax(s: &Sample) -> Vec<RefTensor> {
 pub fn mm(s: &Sample) -> Vec<RefTensor> {
     let (a, b) = (input(s, 0), input(s, 1));
     let (k, m) = (a.shape[1], b.shape[1]);
-    vec![tabulate(vec![a.shape[0], m], |ix| (0..k).map(|kk| at(&a, &[ix[0], kk]) * at(&b, &[kk, ix[1]])).sum())]
+    vec![tabulate(vec![a.shape[0], m], |ix| {
+        (0..k)
+            .map(|kk| at(&a, &[ix[0], kk]) * at(&b, &[kk, ix[1]]))
+            .sum()
+    })]
 }
 
 /// bmm: one mm per batch entry.
@@ -309,7 +375,9 @@ pub fn bmm(s: &Sample) -> Vec<RefTensor> {
     let (a, b) = (input(s, 0), input(s, 1));
     let k = a.shape[2];
     vec![tabulate(vec![a.shape[0], a.shape[1], b.shape[2]], |ix| {
-        (0..k).map(|kk| at(&a, &[ix[0], ix[1], kk]) * at(&b, &[ix[0], kk, ix[2]])).sum()
+        (0..k)
+            .map(|kk| at(&a, &[ix[0], ix[1], kk]) * at(&b, &[ix[0], kk, ix[2]]))
+            .sum()
     })]
 }
 
@@ -318,23 +386,43 @@ pub fn bmm(s: &Sample) -> Vec<RefTensor> {
 pub fn matmul(s: &Sample) -> Vec<RefTensor> {
     let (a, b) = (input(s, 0), input(s, 1));
     let (da, db) = (a.shape.len(), b.shape.len());
-    let a = if da == 1 { with_shape(a.clone(), vec![1, a.shape[0]]) } else { a };
-    let b = if db == 1 { with_shape(b.clone(), vec![b.shape[0], 1]) } else { b };
+    let a = if da == 1 {
+        with_shape(a.clone(), vec![1, a.shape[0]])
+    } else {
+        a
+    };
+    let b = if db == 1 {
+        with_shape(b.clone(), vec![b.shape[0], 1])
+    } else {
+        b
+    };
     let (ra, rb) = (a.shape.len(), b.shape.len());
     let (n, k, m) = (a.shape[ra - 2], a.shape[ra - 1], b.shape[rb - 1]);
     let (ba, bb) = (&a.shape[..ra - 2], &b.shape[..rb - 2]);
     let nb = ba.len().max(bb.len());
-    let dim_of = |sh: &[usize], i: usize| if i + sh.len() >= nb { sh[i + sh.len() - nb] } else { 1 };
+    let dim_of = |sh: &[usize], i: usize| {
+        if i + sh.len() >= nb {
+            sh[i + sh.len() - nb]
+        } else {
+            1
+        }
+    };
     let batch: Vec<usize> = (0..nb)
         .map(|i| {
             let (x, y) = (dim_of(ba, i), dim_of(bb, i));
-            if x == 1 { y } else { x }
+            if x == 1 {
+                y
+            } else {
+                x
+            }
         })
         .collect();
     // Index into an operand's batch dims for an output batch index (size-1 dims broadcast).
     let batch_idx = |sh: &[usize], bi: &[usize]| -> Vec<usize> {
         let lead = nb - sh.len();
-        (0..sh.len()).map(|j| if sh[j] == 1 { 0 } else { bi[lead + j] }).collect()
+        (0..sh.len())
+            .map(|j| if sh[j] == 1 { 0 } else { bi[lead + j] })
+            .collect()
     };
     let mut shape = batch.clone();
     shape.extend([n, m]);
@@ -369,9 +457,17 @@ pub fn matmul(s: &Sample) -> Vec<RefTensor> {
 
 /// cat(tensors, dim): 1-d empty inputs are skipped (PyTorch's legacy rule).
 pub fn cat(s: &Sample) -> Vec<RefTensor> {
-    let parts: Vec<RefTensor> = s.list(0).iter().map(RefTensor::of).filter(|r| !(r.shape.len() == 1 && r.shape[0] == 0)).collect();
+    let parts: Vec<RefTensor> = s
+        .list(0)
+        .iter()
+        .map(RefTensor::of)
+        .filter(|r| !(r.shape.len() == 1 && r.shape[0] == 0))
+        .collect();
     if parts.is_empty() {
-        return vec![RefTensor { shape: vec![0], data: vec![] }];
+        return vec![RefTensor {
+            shape: vec![0],
+            data: vec![],
+        }];
     }
     let d = wrap(s.int("dim").unwrap_or(0), parts[0].shape.len());
     let mut shape = parts[0].shape.clone();
@@ -427,7 +523,13 @@ pub fn index_select(s: &Sample) -> Vec<RefTensor> {
 pub fn gather(s: &Sample) -> Vec<RefTensor> {
     let (x, index) = (input(s, 0), input(s, 1));
     if x.shape.is_empty() {
-        return vec![with_shape(RefTensor { shape: vec![], data: vec![x.data[0]; index.data.len()] }, index.shape.clone())];
+        return vec![with_shape(
+            RefTensor {
+                shape: vec![],
+                data: vec![x.data[0]; index.data.len()],
+            },
+            index.shape.clone(),
+        )];
     }
     let d = wrap(s.int("dim").expect("sample provides dim"), x.shape.len());
     vec![tabulate(index.shape.clone(), |ix| {
@@ -451,7 +553,11 @@ fn at_least_1d(x: RefTensor) -> RefTensor {
 pub fn scatter_add(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
     let shape = x.shape.clone();
-    let (mut out, index, src) = (at_least_1d(x), at_least_1d(input(s, 1)), at_least_1d(input(s, 2)));
+    let (mut out, index, src) = (
+        at_least_1d(x),
+        at_least_1d(input(s, 1)),
+        at_least_1d(input(s, 2)),
+    );
     let d = wrap(s.int("dim").expect("sample provides dim"), shape.len());
     for i in 0..index.data.len() {
         let p = index.unravel(i);
@@ -495,7 +601,10 @@ pub fn view(s: &Sample) -> Vec<RefTensor> {
 /// reshape(shape): as view.
 pub fn reshape(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
-    let shape = infer_sizes(s.ints("shape").expect("sample provides shape"), x.data.len());
+    let shape = infer_sizes(
+        s.ints("shape").expect("sample provides shape"),
+        x.data.len(),
+    );
     vec![with_shape(x, shape)]
 }
 
@@ -503,7 +612,12 @@ pub fn reshape(s: &Sample) -> Vec<RefTensor> {
 pub fn permute(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
     let nd = x.shape.len();
-    let dims: Vec<usize> = s.ints("dims").expect("sample provides dims").iter().map(|&d| wrap(d, nd)).collect();
+    let dims: Vec<usize> = s
+        .ints("dims")
+        .expect("sample provides dims")
+        .iter()
+        .map(|&d| wrap(d, nd))
+        .collect();
     let shape: Vec<usize> = dims.iter().map(|&d| x.shape[d]).collect();
     vec![tabulate(shape, |ix| {
         let mut j = vec![0; nd];
@@ -528,7 +642,10 @@ fn swap_dims(x: RefTensor, a: usize, b: usize) -> RefTensor {
 pub fn transpose(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
     let nd = x.shape.len();
-    let (a, b) = (wrap(s.int("dim0").expect("dim0"), nd), wrap(s.int("dim1").expect("dim1"), nd));
+    let (a, b) = (
+        wrap(s.int("dim0").expect("dim0"), nd),
+        wrap(s.int("dim1").expect("dim1"), nd),
+    );
     if nd == 0 {
         return vec![x];
     }
@@ -547,7 +664,10 @@ pub fn t(s: &Sample) -> Vec<RefTensor> {
 /// unsqueeze(dim): a size-1 dim inserted at `dim` (which may be ndim).
 pub fn unsqueeze(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
-    let d = wrap(s.int("dim").expect("sample provides dim"), x.shape.len() + 1);
+    let d = wrap(
+        s.int("dim").expect("sample provides dim"),
+        x.shape.len() + 1,
+    );
     let mut shape = x.shape.clone();
     shape.insert(d, 1);
     vec![with_shape(x, shape)]
@@ -576,9 +696,21 @@ pub fn expand(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
     let size = s.ints("size").expect("sample provides size");
     let lead = size.len() - x.shape.len();
-    let shape: Vec<usize> = size.iter().enumerate().map(|(i, &n)| if n == -1 { x.shape[i - lead] } else { n as usize }).collect();
+    let shape: Vec<usize> = size
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            if n == -1 {
+                x.shape[i - lead]
+            } else {
+                n as usize
+            }
+        })
+        .collect();
     vec![tabulate(shape, |ix| {
-        let j: Vec<usize> = (0..x.shape.len()).map(|k| if x.shape[k] == 1 { 0 } else { ix[lead + k] }).collect();
+        let j: Vec<usize> = (0..x.shape.len())
+            .map(|k| if x.shape[k] == 1 { 0 } else { ix[lead + k] })
+            .collect();
         at(&x, &j)
     })]
 }
@@ -588,7 +720,11 @@ pub fn narrow(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
     let d = wrap(s.int("dim").expect("dim"), x.shape.len());
     let start = s.int("start").expect("start");
-    let start = if start < 0 { start + x.shape[d] as i64 } else { start } as usize;
+    let start = if start < 0 {
+        start + x.shape[d] as i64
+    } else {
+        start
+    } as usize;
     let mut shape = x.shape.clone();
     shape[d] = s.int("length").expect("length") as usize;
     vec![tabulate(shape, |ix| {
@@ -627,7 +763,12 @@ pub fn slice(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
     let d = wrap(s.int("dim").unwrap_or(0), x.shape.len());
     let step = s.int("step").unwrap_or(1);
-    let (b, len) = slice_bounds(x.shape[d], s.opt_int("start").unwrap_or(None), s.opt_int("end").unwrap_or(None), step);
+    let (b, len) = slice_bounds(
+        x.shape[d],
+        s.opt_int("start").unwrap_or(None),
+        s.opt_int("end").unwrap_or(None),
+        step,
+    );
     let mut shape = x.shape.clone();
     shape[d] = len;
     vec![tabulate(shape, |ix| {
@@ -641,11 +782,20 @@ pub fn slice(s: &Sample) -> Vec<RefTensor> {
 /// storage (samples pass contiguous inputs at offset 0).
 pub fn as_strided(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
-    let size: Vec<usize> = s.ints("size").expect("size").iter().map(|&v| v as usize).collect();
+    let size: Vec<usize> = s
+        .ints("size")
+        .expect("size")
+        .iter()
+        .map(|&v| v as usize)
+        .collect();
     let stride = s.ints("stride").expect("stride").to_vec();
     let offset = s.opt_int("storage_offset").unwrap_or(None).unwrap_or(0) as usize;
     vec![tabulate(size, |ix| {
-        let p: usize = ix.iter().zip(&stride).map(|(&i, &st)| i * st as usize).sum();
+        let p: usize = ix
+            .iter()
+            .zip(&stride)
+            .map(|(&i, &st)| i * st as usize)
+            .sum();
         x.data[offset + p]
     })]
 }
@@ -657,7 +807,10 @@ pub fn flatten(s: &Sample) -> Vec<RefTensor> {
     if nd == 0 {
         return vec![with_shape(x, vec![1])];
     }
-    let (a, b) = (wrap(s.int("start_dim").unwrap_or(0), nd), wrap(s.int("end_dim").unwrap_or(-1), nd));
+    let (a, b) = (
+        wrap(s.int("start_dim").unwrap_or(0), nd),
+        wrap(s.int("end_dim").unwrap_or(-1), nd),
+    );
     let mut shape = x.shape[..a].to_vec();
     shape.push(numel(&x.shape[a..=b]));
     shape.extend_from_slice(&x.shape[b + 1..]);
@@ -676,7 +829,11 @@ pub fn unflatten(s: &Sample) -> Vec<RefTensor> {
 }
 
 fn input_sizes(s: &Sample) -> Vec<usize> {
-    s.ints("input_sizes").expect("sample provides input_sizes").iter().map(|&v| v as usize).collect()
+    s.ints("input_sizes")
+        .expect("sample provides input_sizes")
+        .iter()
+        .map(|&v| v as usize)
+        .collect()
 }
 
 /// slice_backward: zeros of `input_sizes` with grad_output at `start, start + step, ...`.
@@ -686,7 +843,10 @@ pub fn slice_backward(s: &Sample) -> Vec<RefTensor> {
     let d = wrap(s.int("dim").expect("dim"), sizes.len());
     let step = s.int("step").expect("step");
     let (b, _) = slice_bounds(sizes[d], s.int("start"), s.int("end"), step);
-    let mut out = RefTensor { shape: sizes.clone(), data: vec![0.0; numel(&sizes)] };
+    let mut out = RefTensor {
+        shape: sizes.clone(),
+        data: vec![0.0; numel(&sizes)],
+    };
     for (i, &v) in g.data.iter().enumerate() {
         let mut j = g.unravel(i);
         j[d] = b + j[d] * step as usize;
@@ -703,7 +863,10 @@ pub fn select_backward(s: &Sample) -> Vec<RefTensor> {
     let d = wrap(s.int("dim").expect("dim"), sizes.len());
     let i = s.int("index").expect("index");
     let i = if i < 0 { i + sizes[d] as i64 } else { i } as usize;
-    let mut out = RefTensor { shape: sizes.clone(), data: vec![0.0; numel(&sizes)] };
+    let mut out = RefTensor {
+        shape: sizes.clone(),
+        data: vec![0.0; numel(&sizes)],
+    };
     for (k, &v) in g.data.iter().enumerate() {
         let mut j = g.unravel(k);
         j.insert(d, i);

@@ -29,13 +29,19 @@ use kiln::{DType, Generator, Scalar, Tensor};
 
 /// A tensor of `dtype` holding `vals` (row-major) with `shape`.
 fn from_f64(vals: &[f64], shape: &[usize], dtype: DType) -> Tensor {
-    Tensor::from_vec(vals.to_vec(), shape).expect("sample shape").to_dtype(dtype).expect("sample cast")
+    Tensor::from_vec(vals.to_vec(), shape)
+        .expect("sample shape")
+        .to_dtype(dtype)
+        .expect("sample cast")
 }
 
 /// `n` uniform samples from [0, 1).
 fn uniform(n: usize, seed: u64) -> Vec<f64> {
     let mut g = Generator::new(seed);
-    Tensor::rand_with(&[n], DType::F64, &mut g).expect("rand").to_vec::<f64>().expect("CPU")
+    Tensor::rand_with(&[n], DType::F64, &mut g)
+        .expect("rand")
+        .to_vec::<f64>()
+        .expect("CPU")
 }
 
 /// Deterministic random values: floats uniform in [lo, hi) (drawn in float64, then cast),
@@ -46,7 +52,10 @@ pub fn make(shape: &[usize], dtype: DType, lo: f64, hi: f64, seed: u64) -> Tenso
         DType::Bool => Tensor::randint_with(0, 2, shape, DType::Bool, &mut g).expect("randint"),
         d if d.is_floating_point() => {
             let n = shape.iter().product();
-            let v: Vec<f64> = uniform(n, seed).iter().map(|u| lo + (hi - lo) * u).collect();
+            let v: Vec<f64> = uniform(n, seed)
+                .iter()
+                .map(|u| lo + (hi - lo) * u)
+                .collect();
             from_f64(&v, shape, d)
         }
         d => {
@@ -88,8 +97,16 @@ fn nonzero(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
         .iter()
         .zip(&sign)
         .map(|(&m, &s)| {
-            let m = if dtype.is_floating_point() { 0.5 + 1.5 * m } else { 1.0 + (4.0 * m).floor() };
-            if s < 0.5 && dtype != DType::U8 { -m } else { m }
+            let m = if dtype.is_floating_point() {
+                0.5 + 1.5 * m
+            } else {
+                1.0 + (4.0 * m).floor()
+            };
+            if s < 0.5 && dtype != DType::U8 {
+                -m
+            } else {
+                m
+            }
         })
         .collect();
     from_f64(&v, shape, dtype)
@@ -102,7 +119,10 @@ fn discrete(shape: &[usize], dtype: DType, lo: i64, hi: i64, scale: f64, seed: u
     }
     let lo = if dtype == DType::U8 { lo.max(0) } else { lo };
     let mut g = Generator::new(seed);
-    let k = Tensor::randint_with(lo, hi, shape, DType::I64, &mut g).expect("randint").to_vec::<f64>().expect("CPU");
+    let k = Tensor::randint_with(lo, hi, shape, DType::I64, &mut g)
+        .expect("randint")
+        .to_vec::<f64>()
+        .expect("CPU");
     let v: Vec<f64> = k.iter().map(|k| k * scale).collect();
     from_f64(&v, shape, dtype)
 }
@@ -164,7 +184,11 @@ fn symmetric(batch: usize, n: usize, dtype: DType, seed: u64) -> Tensor {
             }
         }
     }
-    let shape: Vec<usize> = if batch == 1 { vec![n, n] } else { vec![batch, n, n] };
+    let shape: Vec<usize> = if batch == 1 {
+        vec![n, n]
+    } else {
+        vec![batch, n, n]
+    };
     from_f64(&v, &shape, dtype)
 }
 
@@ -199,7 +223,8 @@ fn err(sample: Sample, message: &'static str) -> ErrorSample {
     ErrorSample { sample, message }
 }
 
-const BROADCAST_ERROR: &str = "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1";
+const BROADCAST_ERROR: &str =
+    "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1";
 
 /// Two operands whose shapes do not broadcast ([2, 3] and [2, 4]).
 fn mismatched_pair(dtype: DType) -> Vec<Tensor> {
@@ -215,18 +240,27 @@ fn mismatched_pair(dtype: DType) -> Vec<Tensor> {
 /// `a - alpha * b` with alpha ≤ 2 never wraps.
 fn binary_pair(sa: &[usize], sb: &[usize], dtype: DType, seed: u64) -> Vec<Tensor> {
     if dtype == DType::U8 {
-        vec![make(sa, dtype, 6.0, 10.0, seed), make(sb, dtype, 0.0, 3.0, seed + 1)]
+        vec![
+            make(sa, dtype, 6.0, 10.0, seed),
+            make(sb, dtype, 0.0, 3.0, seed + 1),
+        ]
     } else {
         vec![vals(sa, dtype, seed), vals(sb, dtype, seed + 1)]
     }
 }
 
+/// Makes a sample's operands from two shapes and a seed.
+type PairFn<'a> = &'a dyn Fn(&[usize], &[usize], u64) -> Vec<Tensor>;
+
 /// The common shape cases of a broadcasting binary op, with operands from `pair`.
-fn binary_shapes(pair: &dyn Fn(&[usize], &[usize], u64) -> Vec<Tensor>) -> Vec<Sample> {
+fn binary_shapes(pair: PairFn<'_>) -> Vec<Sample> {
     vec![
         Sample::new("2-d [3,4] with [3,4]", pair(&[3, 4], &[3, 4], 1)),
         Sample::new("broadcast [3,4] with [4]", pair(&[3, 4], &[4], 2)),
-        Sample::new("mutual broadcast [2,1,3,2] with [1,3,3,2]", pair(&[2, 1, 3, 2], &[1, 3, 3, 2], 3)),
+        Sample::new(
+            "mutual broadcast [2,1,3,2] with [1,3,3,2]",
+            pair(&[2, 1, 3, 2], &[1, 3, 3, 2], 3),
+        ),
         Sample::new("3-d [2,3,4] with [2,3,4]", pair(&[2, 3, 4], &[2, 3, 4], 4)),
         Sample::new("broadcast [4] with [2,3,4]", pair(&[4], &[2, 3, 4], 5)),
         Sample::new("0-d other: [3,4] with []", pair(&[3, 4], &[], 6)),
@@ -241,20 +275,39 @@ fn binary_shapes(pair: &dyn Fn(&[usize], &[usize], u64) -> Vec<Tensor>) -> Vec<S
 pub fn binary(dtype: DType) -> Vec<Sample> {
     let mut v = binary_shapes(&|a, b, s| binary_pair(a, b, dtype, s));
     if dtype != DType::Bool {
-        let alpha = if dtype.is_floating_point() { float(-1.5) } else { int(2) };
-        v.push(Sample::new("alpha with [3,4] and [3,4]", binary_pair(&[3, 4], &[3, 4], dtype, 11)).arg("alpha", alpha));
+        let alpha = if dtype.is_floating_point() {
+            float(-1.5)
+        } else {
+            int(2)
+        };
+        v.push(
+            Sample::new(
+                "alpha with [3,4] and [3,4]",
+                binary_pair(&[3, 4], &[3, 4], dtype, 11),
+            )
+            .arg("alpha", alpha),
+        );
     }
     v
 }
 
 pub fn binary_errors() -> Vec<ErrorSample> {
-    vec![err(Sample::new("shapes [2,3] and [2,4] do not broadcast", mismatched_pair(DType::F32)), BROADCAST_ERROR)]
+    vec![err(
+        Sample::new(
+            "shapes [2,3] and [2,4] do not broadcast",
+            mismatched_pair(DType::F32),
+        ),
+        BROADCAST_ERROR,
+    )]
 }
 
 /// Comparisons: operands drawn from a small set so equal elements occur.
 pub fn binary_ties(dtype: DType) -> Vec<Sample> {
     let mut v = binary_shapes(&|a, b, s| vec![ties(a, dtype, s), ties(b, dtype, s + 1)]);
-    v.push(Sample::new("identical operands [3,4]", vec![ties(&[3, 4], dtype, 12), ties(&[3, 4], dtype, 12)]));
+    v.push(Sample::new(
+        "identical operands [3,4]",
+        vec![ties(&[3, 4], dtype, 12), ties(&[3, 4], dtype, 12)],
+    ));
     v
 }
 
@@ -269,7 +322,13 @@ pub fn binary_nonzero(dtype: DType) -> Vec<Sample> {
 
 pub fn binary_nonzero_errors() -> Vec<ErrorSample> {
     vec![err(
-        Sample::new("shapes [2,3] and [2,4] do not broadcast", vec![vals(&[2, 3], DType::F32, 92), nonzero(&[2, 4], DType::F32, 93)]),
+        Sample::new(
+            "shapes [2,3] and [2,4] do not broadcast",
+            vec![
+                vals(&[2, 3], DType::F32, 92),
+                nonzero(&[2, 4], DType::F32, 93),
+            ],
+        ),
         BROADCAST_ERROR,
     )]
 }
@@ -279,7 +338,10 @@ pub fn binary_nonzero_errors() -> Vec<ErrorSample> {
 pub fn pow(dtype: DType) -> Vec<Sample> {
     let pair = |a: &[usize], b: &[usize], s: u64| {
         if dtype.is_floating_point() {
-            vec![make(a, dtype, 0.5, 2.0, s), make(b, dtype, -2.0, 2.0, s + 1)]
+            vec![
+                make(a, dtype, 0.5, 2.0, s),
+                make(b, dtype, -2.0, 2.0, s + 1),
+            ]
         } else {
             vec![make(a, dtype, 0.0, 4.0, s), make(b, dtype, 0.0, 3.0, s + 1)]
         }
@@ -288,10 +350,19 @@ pub fn pow(dtype: DType) -> Vec<Sample> {
 }
 
 pub fn pow_errors() -> Vec<ErrorSample> {
-    let pair = vec![make(&[2, 3], DType::F32, 0.5, 2.0, 94), make(&[2, 4], DType::F32, 0.5, 2.0, 95)];
+    let pair = vec![
+        make(&[2, 3], DType::F32, 0.5, 2.0, 94),
+        make(&[2, 4], DType::F32, 0.5, 2.0, 95),
+    ];
     vec![
-        err(Sample::new("shapes [2,3] and [2,4] do not broadcast", pair), BROADCAST_ERROR),
-        err(Sample::new("bool ** bool", vec![mask(&[3], 96), mask(&[3], 97)]), "\"pow\" not implemented for 'Bool'"),
+        err(
+            Sample::new("shapes [2,3] and [2,4] do not broadcast", pair),
+            BROADCAST_ERROR,
+        ),
+        err(
+            Sample::new("bool ** bool", vec![mask(&[3], 96), mask(&[3], 97)]),
+            "\"pow\" not implemented for 'Bool'",
+        ),
     ]
 }
 
@@ -306,7 +377,13 @@ pub fn pow_errors() -> Vec<ErrorSample> {
 /// are in [6, 10) and u8 scalars non-negative, so `self - alpha * other` never wraps. Bool
 /// tensors never meet `True` (the `a + alpha * b` reference cannot express logical or).
 pub fn unary_scalar(dtype: DType) -> Vec<Sample> {
-    let x = |shape: &[usize], seed: u64| if dtype == DType::U8 { make(shape, dtype, 6.0, 10.0, seed) } else { vals(shape, dtype, seed) };
+    let x = |shape: &[usize], seed: u64| {
+        if dtype == DType::U8 {
+            make(shape, dtype, 6.0, 10.0, seed)
+        } else {
+            vals(shape, dtype, seed)
+        }
+    };
     let fl = dtype.is_floating_point();
     let (s1, s2) = match dtype {
         d if d.is_floating_point() => (float(1.5), float(-0.75)),
@@ -322,18 +399,34 @@ pub fn unary_scalar(dtype: DType) -> Vec<Sample> {
     let mut v = vec![
         Sample::new("2-d [3,4]", vec![x(&[3, 4], 1)]).arg("other", s1.clone()),
         Sample::new("3-d [2,3,4]", vec![x(&[2, 3, 4], 2)]).arg("other", s2),
-        Sample::new("1-d [6] with elements equal to the scalar", vec![ties(&[6], dtype, 3)]).arg("other", tie),
+        Sample::new(
+            "1-d [6] with elements equal to the scalar",
+            vec![ties(&[6], dtype, 3)],
+        )
+        .arg("other", tie),
         if fl {
             Sample::new("int scalar with a float tensor", vec![x(&[3, 4], 4)]).arg("other", int(2))
         } else {
-            Sample::new("float scalar with an integer tensor (promotes to float)", vec![x(&[3, 4], 4)]).arg("other", float(0.5))
+            Sample::new(
+                "float scalar with an integer tensor (promotes to float)",
+                vec![x(&[3, 4], 4)],
+            )
+            .arg("other", float(0.5))
         },
-        Sample::new("0-d", vec![x(&[], 6)]).arg("other", s1.clone()).edge(),
-        Sample::new("empty [0,3]", vec![x(&[0, 3], 7)]).arg("other", s1.clone()).edge(),
+        Sample::new("0-d", vec![x(&[], 6)])
+            .arg("other", s1.clone())
+            .edge(),
+        Sample::new("empty [0,3]", vec![x(&[0, 3], 7)])
+            .arg("other", s1.clone())
+            .edge(),
     ];
     if dtype != DType::Bool {
         let alpha = if fl { float(-0.5) } else { int(2) };
-        v.push(Sample::new("alpha", vec![x(&[3, 4], 5)]).arg("other", s1).arg("alpha", alpha));
+        v.push(
+            Sample::new("alpha", vec![x(&[3, 4], 5)])
+                .arg("other", s1)
+                .arg("alpha", alpha),
+        );
     }
     v
 }
@@ -346,14 +439,29 @@ pub fn unary_scalar_errors() -> Vec<ErrorSample> {
 /// div.Scalar: divisors bounded away from zero.
 pub fn unary_scalar_nonzero(dtype: DType) -> Vec<Sample> {
     let fl = dtype.is_floating_point();
-    let (s1, s2, s3) = if fl { (float(2.5), float(-0.5), int(3)) } else { (int(2), int(-3), float(0.5)) };
+    let (s1, s2, s3) = if fl {
+        (float(2.5), float(-0.5), int(3))
+    } else {
+        (int(2), int(-3), float(0.5))
+    };
     vec![
         Sample::new("2-d [3,4]", vec![vals(&[3, 4], dtype, 1)]).arg("other", s1.clone()),
         Sample::new("3-d [2,3,4]", vec![vals(&[2, 3, 4], dtype, 2)]).arg("other", s2),
-        Sample::new(if fl { "int scalar with a float tensor" } else { "float scalar with an integer tensor" }, vec![vals(&[5], dtype, 3)])
-            .arg("other", s3),
-        Sample::new("0-d", vec![vals(&[], dtype, 4)]).arg("other", s1.clone()).edge(),
-        Sample::new("empty [0,3]", vec![vals(&[0, 3], dtype, 5)]).arg("other", s1).edge(),
+        Sample::new(
+            if fl {
+                "int scalar with a float tensor"
+            } else {
+                "float scalar with an integer tensor"
+            },
+            vec![vals(&[5], dtype, 3)],
+        )
+        .arg("other", s3),
+        Sample::new("0-d", vec![vals(&[], dtype, 4)])
+            .arg("other", s1.clone())
+            .edge(),
+        Sample::new("empty [0,3]", vec![vals(&[0, 3], dtype, 5)])
+            .arg("other", s1)
+            .edge(),
     ]
 }
 
@@ -366,7 +474,13 @@ pub fn unary_scalar_nonzero_errors() -> Vec<ErrorSample> {
 /// tensors, small int exponents (and 0.5, which promotes) for integer tensors.
 pub fn pow_scalar(dtype: DType) -> Vec<Sample> {
     let fl = dtype.is_floating_point();
-    let x = |shape: &[usize], seed: u64| if fl { make(shape, dtype, 0.5, 2.0, seed) } else { make(shape, dtype, 0.0, 4.0, seed) };
+    let x = |shape: &[usize], seed: u64| {
+        if fl {
+            make(shape, dtype, 0.5, 2.0, seed)
+        } else {
+            make(shape, dtype, 0.0, 4.0, seed)
+        }
+    };
     let exps = if fl {
         vec![float(2.5), float(-1.5), int(2), int(-1), float(0.5)]
     } else {
@@ -377,16 +491,27 @@ pub fn pow_scalar(dtype: DType) -> Vec<Sample> {
         .into_iter()
         .zip(shapes)
         .enumerate()
-        .map(|(i, (e, sh))| Sample::new(format!("{sh:?} ** {e:?}"), vec![x(sh, i as u64 + 1)]).arg("exponent", e))
+        .map(|(i, (e, sh))| {
+            Sample::new(format!("{sh:?} ** {e:?}"), vec![x(sh, i as u64 + 1)]).arg("exponent", e)
+        })
         .collect();
-    v.push(Sample::new("0-d", vec![x(&[], 10)]).arg("exponent", int(2)).edge());
-    v.push(Sample::new("empty [0,3]", vec![x(&[0, 3], 11)]).arg("exponent", if fl { float(1.5) } else { int(2) }).edge());
+    v.push(
+        Sample::new("0-d", vec![x(&[], 10)])
+            .arg("exponent", int(2))
+            .edge(),
+    );
+    v.push(
+        Sample::new("empty [0,3]", vec![x(&[0, 3], 11)])
+            .arg("exponent", if fl { float(1.5) } else { int(2) })
+            .edge(),
+    );
     v
 }
 
 pub fn pow_scalar_errors() -> Vec<ErrorSample> {
     vec![err(
-        Sample::new("bool tensor ** True", vec![mask(&[3], 98)]).arg("exponent", Arg::Scalar(Scalar::Bool(true))),
+        Sample::new("bool tensor ** True", vec![mask(&[3], 98)])
+            .arg("exponent", Arg::Scalar(Scalar::Bool(true))),
         "\"pow\" not implemented for 'Bool'",
     )]
 }
@@ -407,18 +532,34 @@ pub fn clamp(dtype: DType) -> Vec<Sample> {
     let mut v = vec![
         Sample::new("min only", vec![x(&[3, 4], 1)]).arg("min", some(lo.clone())),
         Sample::new("max only", vec![x(&[3, 4], 2)]).arg("max", some(hi.clone())),
-        Sample::new("min and max", vec![x(&[2, 3, 4], 3)]).arg("min", some(lo.clone())).arg("max", some(hi.clone())),
-        Sample::new("min and max, 1-d", vec![x(&[7], 4)]).arg("min", some(lo2)).arg("max", some(hi2)),
-        Sample::new("0-d, min only", vec![x(&[], 6)]).arg("min", some(lo.clone())).edge(),
-        Sample::new("empty [0,3], min and max", vec![x(&[0, 3], 7)]).arg("min", some(lo)).arg("max", some(hi)).edge(),
+        Sample::new("min and max", vec![x(&[2, 3, 4], 3)])
+            .arg("min", some(lo.clone()))
+            .arg("max", some(hi.clone())),
+        Sample::new("min and max, 1-d", vec![x(&[7], 4)])
+            .arg("min", some(lo2))
+            .arg("max", some(hi2)),
+        Sample::new("0-d, min only", vec![x(&[], 6)])
+            .arg("min", some(lo.clone()))
+            .edge(),
+        Sample::new("empty [0,3], min and max", vec![x(&[0, 3], 7)])
+            .arg("min", some(lo))
+            .arg("max", some(hi))
+            .edge(),
     ];
     if dtype.is_floating_point() {
-        v.push(Sample::new("int bounds with a float tensor", vec![x(&[3, 4], 5)]).arg("min", some(int(-1))).arg("max", some(int(1))));
+        v.push(
+            Sample::new("int bounds with a float tensor", vec![x(&[3, 4], 5)])
+                .arg("min", some(int(-1)))
+                .arg("max", some(int(1))),
+        );
     } else {
         v.push(
-            Sample::new("float bounds with an integer tensor (promotes)", vec![x(&[3, 4], 5)])
-                .arg("min", some(float(0.5)))
-                .arg("max", some(float(2.5))),
+            Sample::new(
+                "float bounds with an integer tensor (promotes)",
+                vec![x(&[3, 4], 5)],
+            )
+            .arg("min", some(float(0.5)))
+            .arg("max", some(float(2.5))),
         );
     }
     v
@@ -426,7 +567,10 @@ pub fn clamp(dtype: DType) -> Vec<Sample> {
 
 pub fn clamp_errors() -> Vec<ErrorSample> {
     vec![
-        err(Sample::new("neither min nor max", vec![vals(&[3], DType::F32, 99)]), "At least one of 'min' or 'max' must not be None"),
+        err(
+            Sample::new("neither min nor max", vec![vals(&[3], DType::F32, 99)]),
+            "At least one of 'min' or 'max' must not be None",
+        ),
         err(
             Sample::new("bool tensor with bool bounds", vec![mask(&[3], 100)])
                 .arg("min", Arg::OptScalar(Some(Scalar::Bool(false))))
@@ -438,11 +582,19 @@ pub fn clamp_errors() -> Vec<ErrorSample> {
 
 /// where(condition, self, other): a bool condition (tensors[0]) and values, all broadcast.
 pub fn where_cond(dtype: DType) -> Vec<Sample> {
-    let t = |c: &[usize], a: &[usize], b: &[usize], s: u64| vec![mask(c, s), vals(a, dtype, s + 1), vals(b, dtype, s + 2)];
+    let t = |c: &[usize], a: &[usize], b: &[usize], s: u64| {
+        vec![mask(c, s), vals(a, dtype, s + 1), vals(b, dtype, s + 2)]
+    };
     vec![
         Sample::new("all [3,4]", t(&[3, 4], &[3, 4], &[3, 4], 1)),
-        Sample::new("self [4] broadcast to the condition [3,4]", t(&[3, 4], &[4], &[3, 4], 4)),
-        Sample::new("mutual broadcast", t(&[1, 3, 3, 2], &[2, 1, 3, 2], &[3, 2], 7)),
+        Sample::new(
+            "self [4] broadcast to the condition [3,4]",
+            t(&[3, 4], &[4], &[3, 4], 4),
+        ),
+        Sample::new(
+            "mutual broadcast",
+            t(&[1, 3, 3, 2], &[2, 1, 3, 2], &[3, 2], 7),
+        ),
         Sample::new("3-d", t(&[2, 3, 4], &[2, 3, 4], &[2, 3, 4], 10)),
         Sample::new("condition [4], other 0-d", t(&[4], &[3, 4], &[], 13)),
         Sample::new("all 0-d", t(&[], &[], &[], 16)).edge(),
@@ -454,10 +606,23 @@ pub fn where_cond_errors() -> Vec<ErrorSample> {
     let f = |s: &[usize], seed| vals(s, DType::F32, seed);
     vec![
         err(
-            Sample::new("uint8 condition", vec![make(&[3], DType::U8, 0.0, 2.0, 101), f(&[3], 102), f(&[3], 103)]),
+            Sample::new(
+                "uint8 condition",
+                vec![
+                    make(&[3], DType::U8, 0.0, 2.0, 101),
+                    f(&[3], 102),
+                    f(&[3], 103),
+                ],
+            ),
             "expected condition to have dtype torch.bool, but got torch.uint8",
         ),
-        err(Sample::new("shapes do not broadcast", vec![mask(&[2, 3], 104), f(&[2, 3], 105), f(&[2, 4], 106)]), BROADCAST_ERROR),
+        err(
+            Sample::new(
+                "shapes do not broadcast",
+                vec![mask(&[2, 3], 104), f(&[2, 3], 105), f(&[2, 4], 106)],
+            ),
+            BROADCAST_ERROR,
+        ),
     ]
 }
 
@@ -474,13 +639,24 @@ pub fn masked_fill(dtype: DType) -> Vec<Sample> {
     let mut v = vec![
         Sample::new("mask [3,4]", t(&[3, 4], &[3, 4], 1)).arg("value", value.clone()),
         Sample::new("mask [4] broadcast to [3,4]", t(&[3, 4], &[4], 3)).arg("value", value.clone()),
-        Sample::new("mask [1,3,4] broadcast to [2,3,4]", t(&[2, 3, 4], &[1, 3, 4], 5)).arg("value", value.clone()),
+        Sample::new(
+            "mask [1,3,4] broadcast to [2,3,4]",
+            t(&[2, 3, 4], &[1, 3, 4], 5),
+        )
+        .arg("value", value.clone()),
         Sample::new("0-d mask", t(&[3, 4], &[], 7)).arg("value", value.clone()),
-        Sample::new("0-d", t(&[], &[], 9)).arg("value", value.clone()).edge(),
-        Sample::new("empty [0,3] with mask [3]", t(&[0, 3], &[3], 11)).arg("value", value).edge(),
+        Sample::new("0-d", t(&[], &[], 9))
+            .arg("value", value.clone())
+            .edge(),
+        Sample::new("empty [0,3] with mask [3]", t(&[0, 3], &[3], 11))
+            .arg("value", value)
+            .edge(),
     ];
     if dtype.is_floating_point() {
-        v.push(Sample::new("int value into a float tensor", t(&[3, 4], &[3, 4], 13)).arg("value", int(2)));
+        v.push(
+            Sample::new("int value into a float tensor", t(&[3, 4], &[3, 4], 13))
+                .arg("value", int(2)),
+        );
     }
     v
 }
@@ -488,11 +664,22 @@ pub fn masked_fill(dtype: DType) -> Vec<Sample> {
 pub fn masked_fill_errors() -> Vec<ErrorSample> {
     vec![
         err(
-            Sample::new("uint8 mask", vec![vals(&[3], DType::F32, 107), make(&[3], DType::U8, 0.0, 2.0, 108)]).arg("value", float(1.0)),
+            Sample::new(
+                "uint8 mask",
+                vec![
+                    vals(&[3], DType::F32, 107),
+                    make(&[3], DType::U8, 0.0, 2.0, 108),
+                ],
+            )
+            .arg("value", float(1.0)),
             "expected mask to have dtype torch.bool, but got torch.uint8",
         ),
         err(
-            Sample::new("mask does not broadcast", vec![vals(&[2, 3], DType::F32, 109), mask(&[2, 4], 110)]).arg("value", float(1.0)),
+            Sample::new(
+                "mask does not broadcast",
+                vec![vals(&[2, 3], DType::F32, 109), mask(&[2, 4], 110)],
+            )
+            .arg("value", float(1.0)),
             BROADCAST_ERROR,
         ),
     ]
@@ -531,7 +718,10 @@ pub fn unary_nonzero(dtype: DType) -> Vec<Sample> {
 }
 
 pub fn unary_nonzero_errors() -> Vec<ErrorSample> {
-    vec![err(Sample::new("bool input", vec![mask(&[3], 111)]), "not implemented for 'Bool'")]
+    vec![err(
+        Sample::new("bool input", vec![mask(&[3], 111)]),
+        "not implemented for 'Bool'",
+    )]
 }
 
 /// Strictly positive values, inside the domain of log and sqrt.
@@ -548,11 +738,16 @@ pub fn unary_positive_errors() -> Vec<ErrorSample> {
 pub fn gelu(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| make(s, dtype, -3.0, 3.0, seed);
     vec![
-        Sample::new("2-d, approximate='none'", vec![x(&[3, 4], 1)]).arg("approximate", Arg::Str("none")),
-        Sample::new("2-d, approximate='tanh'", vec![x(&[3, 4], 2)]).arg("approximate", Arg::Str("tanh")),
+        Sample::new("2-d, approximate='none'", vec![x(&[3, 4], 1)])
+            .arg("approximate", Arg::Str("none")),
+        Sample::new("2-d, approximate='tanh'", vec![x(&[3, 4], 2)])
+            .arg("approximate", Arg::Str("tanh")),
         Sample::new("3-d, default approximate", vec![x(&[2, 3, 4], 3)]),
-        Sample::new("1-d, approximate='tanh'", vec![x(&[7], 4)]).arg("approximate", Arg::Str("tanh")),
-        Sample::new("0-d, approximate='tanh'", vec![x(&[], 5)]).arg("approximate", Arg::Str("tanh")).edge(),
+        Sample::new("1-d, approximate='tanh'", vec![x(&[7], 4)])
+            .arg("approximate", Arg::Str("tanh")),
+        Sample::new("0-d, approximate='tanh'", vec![x(&[], 5)])
+            .arg("approximate", Arg::Str("tanh"))
+            .edge(),
         Sample::new("empty [0,3]", vec![x(&[0, 3], 6)]).edge(),
     ]
 }
@@ -560,10 +755,14 @@ pub fn gelu(dtype: DType) -> Vec<Sample> {
 pub fn gelu_errors() -> Vec<ErrorSample> {
     vec![
         err(
-            Sample::new("approximate='fast'", vec![vals(&[3], DType::F32, 112)]).arg("approximate", Arg::Str("fast")),
+            Sample::new("approximate='fast'", vec![vals(&[3], DType::F32, 112)])
+                .arg("approximate", Arg::Str("fast")),
             "approximate argument must be either none or tanh, got 'fast'",
         ),
-        err(Sample::new("int64 input", vec![vals(&[3], DType::I64, 113)]), "\"gelu\" not implemented for 'Long'"),
+        err(
+            Sample::new("int64 input", vec![vals(&[3], DType::I64, 113)]),
+            "\"gelu\" not implemented for 'Long'",
+        ),
     ]
 }
 
@@ -577,18 +776,32 @@ pub fn gelu_errors() -> Vec<ErrorSample> {
 /// (no float32 rounding in the finite differences).
 pub fn to_dtype(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| ranged(s, dtype, (-3.0, 3.0), (-4, 5), seed);
-    let with_zeros = |s: &[usize], seed| discrete(s, dtype, -4, 5, if dtype.is_floating_point() { 0.5 } else { 1.0 }, seed);
+    let with_zeros = |s: &[usize], seed| {
+        discrete(
+            s,
+            dtype,
+            -4,
+            5,
+            if dtype.is_floating_point() { 0.5 } else { 1.0 },
+            seed,
+        )
+    };
     let to = |d: DType| Arg::DType(d);
     vec![
         Sample::new("to float64", vec![x(&[3, 4], 1)]).arg("dtype", to(DType::F64)),
         Sample::new("to int64 (truncates)", vec![x(&[2, 3, 4], 2)]).arg("dtype", to(DType::I64)),
-        Sample::new("to bool (zeros included)", vec![with_zeros(&[3, 4], 3)]).arg("dtype", to(DType::Bool)),
+        Sample::new("to bool (zeros included)", vec![with_zeros(&[3, 4], 3)])
+            .arg("dtype", to(DType::Bool)),
         Sample::new("to float32", vec![x(&[3, 4], 4)]).arg("dtype", to(DType::F32)),
         Sample::new("to float16", vec![x(&[7], 5)]).arg("dtype", to(DType::F16)),
         Sample::new("to int32", vec![x(&[2, 3], 6)]).arg("dtype", to(DType::I32)),
         Sample::new("to the same dtype", vec![x(&[2, 3], 7)]).arg("dtype", to(dtype)),
-        Sample::new("0-d to float32", vec![x(&[], 8)]).arg("dtype", to(DType::F32)).edge(),
-        Sample::new("empty [0,3] to int64", vec![x(&[0, 3], 9)]).arg("dtype", to(DType::I64)).edge(),
+        Sample::new("0-d to float32", vec![x(&[], 8)])
+            .arg("dtype", to(DType::F32))
+            .edge(),
+        Sample::new("empty [0,3] to int64", vec![x(&[0, 3], 9)])
+            .arg("dtype", to(DType::I64))
+            .edge(),
     ]
 }
 
@@ -608,7 +821,8 @@ pub fn reduce_all(dtype: DType) -> Vec<Sample> {
         Sample::new("2-d [3,4]", vec![x(&[3, 4], 1)]),
         Sample::new("3-d [2,3,4]", vec![x(&[2, 3, 4], 2)]),
         Sample::new("1-d [7]", vec![x(&[7], 3)]),
-        Sample::new("dtype=float64", vec![x(&[3, 4], 4)]).arg("dtype", Arg::OptDType(Some(DType::F64))),
+        Sample::new("dtype=float64", vec![x(&[3, 4], 4)])
+            .arg("dtype", Arg::OptDType(Some(DType::F64))),
         Sample::new("0-d", vec![x(&[], 5)]).edge(),
         Sample::new("empty [0,3]", vec![x(&[0, 3], 6)]).edge(),
     ]
@@ -617,7 +831,11 @@ pub fn reduce_all(dtype: DType) -> Vec<Sample> {
 /// sum(dtype=bool) has no kernel and mean(dtype=bool) cannot infer a float dtype; the two
 /// messages share only the dtype's name.
 pub fn reduce_all_errors() -> Vec<ErrorSample> {
-    vec![err(Sample::new("dtype=bool", vec![vals(&[3], DType::F32, 114)]).arg("dtype", Arg::OptDType(Some(DType::Bool))), "Bool")]
+    vec![err(
+        Sample::new("dtype=bool", vec![vals(&[3], DType::F32, 114)])
+            .arg("dtype", Arg::OptDType(Some(DType::Bool))),
+        "Bool",
+    )]
 }
 
 /// sum(dim) / mean(dim): one dim, two dims, negative dims, all dims (`[]`), keepdim both
@@ -627,26 +845,52 @@ pub fn reduce_dim(dtype: DType) -> Vec<Sample> {
     let kd = |b: bool| Arg::Bool(b);
     vec![
         Sample::new("[3,4] dim [1]", vec![x(&[3, 4], 1)]).arg("dim", ints(&[1])),
-        Sample::new("[3,4] dim [0] keepdim", vec![x(&[3, 4], 2)]).arg("dim", ints(&[0])).arg("keepdim", kd(true)),
-        Sample::new("[2,3,4] dims [0,2]", vec![x(&[2, 3, 4], 3)]).arg("dim", ints(&[0, 2])).arg("keepdim", kd(false)),
-        Sample::new("[2,3,4] dim [-1] keepdim", vec![x(&[2, 3, 4], 4)]).arg("dim", ints(&[-1])).arg("keepdim", kd(true)),
-        Sample::new("[2,3,4] dims [1,-1] keepdim", vec![x(&[2, 3, 4], 5)]).arg("dim", ints(&[1, -1])).arg("keepdim", kd(true)),
+        Sample::new("[3,4] dim [0] keepdim", vec![x(&[3, 4], 2)])
+            .arg("dim", ints(&[0]))
+            .arg("keepdim", kd(true)),
+        Sample::new("[2,3,4] dims [0,2]", vec![x(&[2, 3, 4], 3)])
+            .arg("dim", ints(&[0, 2]))
+            .arg("keepdim", kd(false)),
+        Sample::new("[2,3,4] dim [-1] keepdim", vec![x(&[2, 3, 4], 4)])
+            .arg("dim", ints(&[-1]))
+            .arg("keepdim", kd(true)),
+        Sample::new("[2,3,4] dims [1,-1] keepdim", vec![x(&[2, 3, 4], 5)])
+            .arg("dim", ints(&[1, -1]))
+            .arg("keepdim", kd(true)),
         Sample::new("[2,3,4] dims [] (all)", vec![x(&[2, 3, 4], 6)]).arg("dim", ints(&[])),
         Sample::new("[3,4] dim [1] dtype=float64", vec![x(&[3, 4], 7)])
             .arg("dim", ints(&[1]))
             .arg("dtype", Arg::OptDType(Some(DType::F64))),
-        Sample::new("0-d dim [0]", vec![x(&[], 8)]).arg("dim", ints(&[0])).edge(),
-        Sample::new("0-d dim [-1] keepdim", vec![x(&[], 9)]).arg("dim", ints(&[-1])).arg("keepdim", kd(true)).edge(),
-        Sample::new("empty [0,3] dim [1]", vec![x(&[0, 3], 10)]).arg("dim", ints(&[1])).edge(),
-        Sample::new("empty [0,3] dim [0] (reduces an empty dim)", vec![x(&[0, 3], 11)]).arg("dim", ints(&[0])).edge(),
+        Sample::new("0-d dim [0]", vec![x(&[], 8)])
+            .arg("dim", ints(&[0]))
+            .edge(),
+        Sample::new("0-d dim [-1] keepdim", vec![x(&[], 9)])
+            .arg("dim", ints(&[-1]))
+            .arg("keepdim", kd(true))
+            .edge(),
+        Sample::new("empty [0,3] dim [1]", vec![x(&[0, 3], 10)])
+            .arg("dim", ints(&[1]))
+            .edge(),
+        Sample::new(
+            "empty [0,3] dim [0] (reduces an empty dim)",
+            vec![x(&[0, 3], 11)],
+        )
+        .arg("dim", ints(&[0]))
+        .edge(),
     ]
 }
 
 pub fn reduce_dim_errors() -> Vec<ErrorSample> {
     let x = || vals(&[3, 4], DType::F32, 115);
     vec![
-        err(Sample::new("dim 2 of a 2-d tensor", vec![x()]).arg("dim", ints(&[2])), "Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
-        err(Sample::new("repeated dim", vec![x()]).arg("dim", ints(&[0, -2])), "dim 0 appears multiple times in the list of dims"),
+        err(
+            Sample::new("dim 2 of a 2-d tensor", vec![x()]).arg("dim", ints(&[2])),
+            "Dimension out of range (expected to be in range of [-2, 1], but got 2)",
+        ),
+        err(
+            Sample::new("repeated dim", vec![x()]).arg("dim", ints(&[0, -2])),
+            "dim 0 appears multiple times in the list of dims",
+        ),
     ]
 }
 
@@ -662,7 +906,10 @@ pub fn reduce_all_nonempty(dtype: DType) -> Vec<Sample> {
 }
 
 pub fn reduce_all_nonempty_errors() -> Vec<ErrorSample> {
-    vec![err(Sample::new("empty [0,3]", vec![vals(&[0, 3], DType::F32, 116)]), "Expected reduction dim to be specified for input.numel() == 0")]
+    vec![err(
+        Sample::new("empty [0,3]", vec![vals(&[0, 3], DType::F32, 116)]),
+        "Expected reduction dim to be specified for input.numel() == 0",
+    )]
 }
 
 /// max(dim) / min(dim): distinct values, several dims, keepdim both ways.
@@ -670,23 +917,45 @@ pub fn reduce_one_dim(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| distinct(s, dtype, seed);
     vec![
         Sample::new("[3,4] dim 1", vec![x(&[3, 4], 1)]).arg("dim", Arg::Int(1)),
-        Sample::new("[3,4] dim 0 keepdim", vec![x(&[3, 4], 2)]).arg("dim", Arg::Int(0)).arg("keepdim", Arg::Bool(true)),
+        Sample::new("[3,4] dim 0 keepdim", vec![x(&[3, 4], 2)])
+            .arg("dim", Arg::Int(0))
+            .arg("keepdim", Arg::Bool(true)),
         Sample::new("[2,3,4] dim -1", vec![x(&[2, 3, 4], 3)]).arg("dim", Arg::Int(-1)),
-        Sample::new("[2,3,4] dim 1 keepdim", vec![x(&[2, 3, 4], 4)]).arg("dim", Arg::Int(1)).arg("keepdim", Arg::Bool(true)),
+        Sample::new("[2,3,4] dim 1 keepdim", vec![x(&[2, 3, 4], 4)])
+            .arg("dim", Arg::Int(1))
+            .arg("keepdim", Arg::Bool(true)),
         Sample::new("[7] dim 0", vec![x(&[7], 5)]).arg("dim", Arg::Int(0)),
-        Sample::new("0-d dim 0", vec![x(&[], 6)]).arg("dim", Arg::Int(0)).edge(),
-        Sample::new("0-d dim -1 keepdim", vec![x(&[], 7)]).arg("dim", Arg::Int(-1)).arg("keepdim", Arg::Bool(true)).edge(),
-        Sample::new("empty [0,3] dim 1", vec![x(&[0, 3], 8)]).arg("dim", Arg::Int(1)).edge(),
+        Sample::new("0-d dim 0", vec![x(&[], 6)])
+            .arg("dim", Arg::Int(0))
+            .edge(),
+        Sample::new("0-d dim -1 keepdim", vec![x(&[], 7)])
+            .arg("dim", Arg::Int(-1))
+            .arg("keepdim", Arg::Bool(true))
+            .edge(),
+        Sample::new("empty [0,3] dim 1", vec![x(&[0, 3], 8)])
+            .arg("dim", Arg::Int(1))
+            .edge(),
     ]
 }
 
 pub fn reduce_one_dim_errors() -> Vec<ErrorSample> {
     vec![
         err(
-            Sample::new("reducing a zero-size dim", vec![vals(&[0, 3], DType::F32, 117)]).arg("dim", Arg::Int(0)),
+            Sample::new(
+                "reducing a zero-size dim",
+                vec![vals(&[0, 3], DType::F32, 117)],
+            )
+            .arg("dim", Arg::Int(0)),
             "Expected reduction dim 0 to have non-zero size.",
         ),
-        err(Sample::new("dim 2 of a 2-d tensor", vec![vals(&[3, 4], DType::F32, 118)]).arg("dim", Arg::Int(2)), "Dimension out of range"),
+        err(
+            Sample::new(
+                "dim 2 of a 2-d tensor",
+                vec![vals(&[3, 4], DType::F32, 118)],
+            )
+            .arg("dim", Arg::Int(2)),
+            "Dimension out of range",
+        ),
     ]
 }
 
@@ -696,22 +965,38 @@ pub fn reduce_arg(dtype: DType) -> Vec<Sample> {
     vec![
         Sample::new("[3,4] flattened", vec![x(&[3, 4], 1)]),
         Sample::new("[3,4] dim 1", vec![x(&[3, 4], 2)]).arg("dim", opt_int(Some(1))),
-        Sample::new("[2,3,4] dim -1 keepdim", vec![x(&[2, 3, 4], 3)]).arg("dim", opt_int(Some(-1))).arg("keepdim", Arg::Bool(true)),
+        Sample::new("[2,3,4] dim -1 keepdim", vec![x(&[2, 3, 4], 3)])
+            .arg("dim", opt_int(Some(-1)))
+            .arg("keepdim", Arg::Bool(true)),
         Sample::new("[3,4] flattened keepdim", vec![x(&[3, 4], 4)]).arg("keepdim", Arg::Bool(true)),
         Sample::new("[2,3,4] dim 0", vec![x(&[2, 3, 4], 5)]).arg("dim", opt_int(Some(0))),
         Sample::new("0-d flattened", vec![x(&[], 6)]).edge(),
-        Sample::new("0-d dim 0", vec![x(&[], 7)]).arg("dim", opt_int(Some(0))).edge(),
-        Sample::new("empty [0,3] dim 1", vec![x(&[0, 3], 8)]).arg("dim", opt_int(Some(1))).edge(),
+        Sample::new("0-d dim 0", vec![x(&[], 7)])
+            .arg("dim", opt_int(Some(0)))
+            .edge(),
+        Sample::new("empty [0,3] dim 1", vec![x(&[0, 3], 8)])
+            .arg("dim", opt_int(Some(1)))
+            .edge(),
     ]
 }
 
 pub fn reduce_arg_errors() -> Vec<ErrorSample> {
     vec![
         err(
-            Sample::new("empty [0,3] flattened", vec![vals(&[0, 3], DType::F32, 119)]),
+            Sample::new(
+                "empty [0,3] flattened",
+                vec![vals(&[0, 3], DType::F32, 119)],
+            ),
             "Expected reduction dim to be specified for input.numel() == 0.",
         ),
-        err(Sample::new("dim 2 of a 2-d tensor", vec![vals(&[3, 4], DType::F32, 120)]).arg("dim", opt_int(Some(2))), "Dimension out of range"),
+        err(
+            Sample::new(
+                "dim 2 of a 2-d tensor",
+                vec![vals(&[3, 4], DType::F32, 120)],
+            )
+            .arg("dim", opt_int(Some(2))),
+            "Dimension out of range",
+        ),
     ]
 }
 
@@ -726,15 +1011,22 @@ pub fn sum_to_size(dtype: DType) -> Vec<Sample> {
         Sample::new("[3,4] to [3,1]", vec![x(&[3, 4], 5)]).arg("size", ints(&[3, 1])),
         Sample::new("[3,4] to itself", vec![x(&[3, 4], 6)]).arg("size", ints(&[3, 4])),
         Sample::new("[2,3,4] to []", vec![x(&[2, 3, 4], 7)]).arg("size", ints(&[])),
-        Sample::new("0-d to []", vec![x(&[], 8)]).arg("size", ints(&[])).edge(),
-        Sample::new("empty [0,3] to [1,3]", vec![x(&[0, 3], 9)]).arg("size", ints(&[1, 3])).edge(),
-        Sample::new("empty [0,3] to [3]", vec![x(&[0, 3], 10)]).arg("size", ints(&[3])).edge(),
+        Sample::new("0-d to []", vec![x(&[], 8)])
+            .arg("size", ints(&[]))
+            .edge(),
+        Sample::new("empty [0,3] to [1,3]", vec![x(&[0, 3], 9)])
+            .arg("size", ints(&[1, 3]))
+            .edge(),
+        Sample::new("empty [0,3] to [3]", vec![x(&[0, 3], 10)])
+            .arg("size", ints(&[3]))
+            .edge(),
     ]
 }
 
 pub fn sum_to_size_errors() -> Vec<ErrorSample> {
     vec![err(
-        Sample::new("[3,4] to [2,4]", vec![vals(&[3, 4], DType::F32, 121)]).arg("size", ints(&[2, 4])),
+        Sample::new("[3,4] to [2,4]", vec![vals(&[3, 4], DType::F32, 121)])
+            .arg("size", ints(&[2, 4])),
         "size [2, 4] is not expandable to size [3, 4]",
     )]
 }
@@ -752,23 +1044,39 @@ fn softmax_cases(dtype: DType) -> Vec<Sample> {
         Sample::new("[2,3,4] dim -1", vec![x(&[2, 3, 4], 3)]).arg("dim", Arg::Int(-1)),
         Sample::new("[2,3,4] dim 1", vec![x(&[2, 3, 4], 4)]).arg("dim", Arg::Int(1)),
         Sample::new("[7] dim 0", vec![x(&[7], 5)]).arg("dim", Arg::Int(0)),
-        Sample::new("0-d dim 0", vec![x(&[], 6)]).arg("dim", Arg::Int(0)).edge(),
-        Sample::new("empty [0,3] dim 1", vec![x(&[0, 3], 7)]).arg("dim", Arg::Int(1)).edge(),
-        Sample::new("empty [0,3] dim 0", vec![x(&[0, 3], 8)]).arg("dim", Arg::Int(0)).edge(),
+        Sample::new("0-d dim 0", vec![x(&[], 6)])
+            .arg("dim", Arg::Int(0))
+            .edge(),
+        Sample::new("empty [0,3] dim 1", vec![x(&[0, 3], 7)])
+            .arg("dim", Arg::Int(1))
+            .edge(),
+        Sample::new("empty [0,3] dim 0", vec![x(&[0, 3], 8)])
+            .arg("dim", Arg::Int(0))
+            .edge(),
     ]
 }
 
 /// _softmax / _log_softmax(self, dim, half_to_float=false).
 pub fn softmax_raw(dtype: DType) -> Vec<Sample> {
-    softmax_cases(dtype).into_iter().map(|s| s.arg("half_to_float", Arg::Bool(false))).collect()
+    softmax_cases(dtype)
+        .into_iter()
+        .map(|s| s.arg("half_to_float", Arg::Bool(false)))
+        .collect()
 }
 
 pub fn softmax_raw_errors() -> Vec<ErrorSample> {
     let x = || vals(&[3, 4], DType::F32, 122);
     vec![
-        err(Sample::new("dim 2 of a 2-d tensor", vec![x()]).arg("dim", Arg::Int(2)).arg("half_to_float", Arg::Bool(false)), "Dimension out of range"),
         err(
-            Sample::new("half_to_float on CPU", vec![x()]).arg("dim", Arg::Int(1)).arg("half_to_float", Arg::Bool(true)),
+            Sample::new("dim 2 of a 2-d tensor", vec![x()])
+                .arg("dim", Arg::Int(2))
+                .arg("half_to_float", Arg::Bool(false)),
+            "Dimension out of range",
+        ),
+        err(
+            Sample::new("half_to_float on CPU", vec![x()])
+                .arg("dim", Arg::Int(1))
+                .arg("half_to_float", Arg::Bool(true)),
             "with half to float conversion is not supported on CPU",
         ),
     ]
@@ -777,15 +1085,27 @@ pub fn softmax_raw_errors() -> Vec<ErrorSample> {
 /// softmax / log_softmax(self, dim, dtype=None), plus one sample with dtype=float64.
 pub fn softmax(dtype: DType) -> Vec<Sample> {
     let mut v = softmax_cases(dtype);
-    v.push(Sample::new("[3,4] dim 1 dtype=float64", vec![vals(&[3, 4], dtype, 9)]).arg("dim", Arg::Int(1)).arg("dtype", Arg::OptDType(Some(DType::F64))));
+    v.push(
+        Sample::new("[3,4] dim 1 dtype=float64", vec![vals(&[3, 4], dtype, 9)])
+            .arg("dim", Arg::Int(1))
+            .arg("dtype", Arg::OptDType(Some(DType::F64))),
+    );
     v
 }
 
 pub fn softmax_errors() -> Vec<ErrorSample> {
     let x = || vals(&[3, 4], DType::F32, 123);
     vec![
-        err(Sample::new("dim 2 of a 2-d tensor", vec![x()]).arg("dim", Arg::Int(2)), "Dimension out of range"),
-        err(Sample::new("dtype=int64", vec![x()]).arg("dim", Arg::Int(1)).arg("dtype", Arg::OptDType(Some(DType::I64))), "not implemented for 'Long'"),
+        err(
+            Sample::new("dim 2 of a 2-d tensor", vec![x()]).arg("dim", Arg::Int(2)),
+            "Dimension out of range",
+        ),
+        err(
+            Sample::new("dtype=int64", vec![x()])
+                .arg("dim", Arg::Int(1))
+                .arg("dtype", Arg::OptDType(Some(DType::I64))),
+            "not implemented for 'Long'",
+        ),
     ]
 }
 
@@ -813,10 +1133,19 @@ pub fn mm(dtype: DType) -> Vec<Sample> {
 pub fn mm_errors() -> Vec<ErrorSample> {
     let f = DType::F32;
     vec![
-        err(Sample::new("[2,3] x [4,5]", two(&[2, 3], &[4, 5], f, 124)), "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"),
-        err(Sample::new("3-d self", two(&[2, 3, 4], &[4, 5], f, 126)), "self must be a matrix"),
         err(
-            Sample::new("float32 x float64", vec![vals(&[2, 3], f, 128), vals(&[3, 2], DType::F64, 129)]),
+            Sample::new("[2,3] x [4,5]", two(&[2, 3], &[4, 5], f, 124)),
+            "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+        ),
+        err(
+            Sample::new("3-d self", two(&[2, 3, 4], &[4, 5], f, 126)),
+            "self must be a matrix",
+        ),
+        err(
+            Sample::new(
+                "float32 x float64",
+                vec![vals(&[2, 3], f, 128), vals(&[3, 2], DType::F64, 129)],
+            ),
             "expected m1 and m2 to have the same dtype, but got: Float != Double",
         ),
     ]
@@ -828,8 +1157,16 @@ pub fn bmm(dtype: DType) -> Vec<Sample> {
         Sample::new("[2,3,4] x [2,4,2]", two(&[2, 3, 4], &[2, 4, 2], dtype, 1)),
         Sample::new("[3,2,2] x [3,2,3]", two(&[3, 2, 2], &[3, 2, 3], dtype, 3)),
         Sample::new("[1,2,3] x [1,3,2]", two(&[1, 2, 3], &[1, 3, 2], dtype, 5)),
-        Sample::new("b = 0: [0,2,3] x [0,3,2]", two(&[0, 2, 3], &[0, 3, 2], dtype, 7)).edge(),
-        Sample::new("k = 0: [2,3,0] x [2,0,2]", two(&[2, 3, 0], &[2, 0, 2], dtype, 9)).edge(),
+        Sample::new(
+            "b = 0: [0,2,3] x [0,3,2]",
+            two(&[0, 2, 3], &[0, 3, 2], dtype, 7),
+        )
+        .edge(),
+        Sample::new(
+            "k = 0: [2,3,0] x [2,0,2]",
+            two(&[2, 3, 0], &[2, 0, 2], dtype, 9),
+        )
+        .edge(),
     ]
 }
 
@@ -849,27 +1186,52 @@ pub fn bmm_errors() -> Vec<ErrorSample> {
 pub fn matmul(dtype: DType) -> Vec<Sample> {
     vec![
         Sample::new("2-d x 2-d [3,4] x [4,2]", two(&[3, 4], &[4, 2], dtype, 1)),
-        Sample::new("3-d x 2-d [2,3,4] x [4,2] (batch broadcast)", two(&[2, 3, 4], &[4, 2], dtype, 3)),
+        Sample::new(
+            "3-d x 2-d [2,3,4] x [4,2] (batch broadcast)",
+            two(&[2, 3, 4], &[4, 2], dtype, 3),
+        ),
         Sample::new("1-d x 2-d [4] x [4,3]", two(&[4], &[4, 3], dtype, 5)),
         Sample::new("1-d x 1-d [4] x [4]", two(&[4], &[4], dtype, 7)),
         Sample::new("2-d x 1-d [3,4] x [4]", two(&[3, 4], &[4], dtype, 9)),
         Sample::new("1-d x 3-d [4] x [2,4,3]", two(&[4], &[2, 4, 3], dtype, 11)),
         Sample::new("3-d x 1-d [2,3,4] x [4]", two(&[2, 3, 4], &[4], dtype, 13)),
-        Sample::new("4-d x 3-d [2,1,2,3] x [3,3,2]", two(&[2, 1, 2, 3], &[3, 3, 2], dtype, 15)),
-        Sample::new("3-d x 3-d [2,2,3] x [2,3,2]", two(&[2, 2, 3], &[2, 3, 2], dtype, 17)),
+        Sample::new(
+            "4-d x 3-d [2,1,2,3] x [3,3,2]",
+            two(&[2, 1, 2, 3], &[3, 3, 2], dtype, 15),
+        ),
+        Sample::new(
+            "3-d x 3-d [2,2,3] x [2,3,2]",
+            two(&[2, 2, 3], &[2, 3, 2], dtype, 17),
+        ),
         Sample::new("empty dot [0] x [0]", two(&[0], &[0], dtype, 19)).edge(),
         Sample::new("empty rows [0,3] x [3,2]", two(&[0, 3], &[3, 2], dtype, 21)).edge(),
-        Sample::new("empty batch [0,2,3] x [3,2]", two(&[0, 2, 3], &[3, 2], dtype, 23)).edge(),
+        Sample::new(
+            "empty batch [0,2,3] x [3,2]",
+            two(&[0, 2, 3], &[3, 2], dtype, 23),
+        )
+        .edge(),
     ]
 }
 
 pub fn matmul_errors() -> Vec<ErrorSample> {
     let f = DType::F32;
     vec![
-        err(Sample::new("0-d operand", two(&[], &[3], f, 134)), "both arguments to matmul need to be at least 1D"),
-        err(Sample::new("[2,3] x [4,5]", two(&[2, 3], &[4, 5], f, 136)), "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"),
-        err(Sample::new("[3] x [4]", two(&[3], &[4], f, 138)), "inconsistent tensor size"),
-        err(Sample::new("[2,2,3] x [2,4,5]", two(&[2, 2, 3], &[2, 4, 5], f, 140)), "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"),
+        err(
+            Sample::new("0-d operand", two(&[], &[3], f, 134)),
+            "both arguments to matmul need to be at least 1D",
+        ),
+        err(
+            Sample::new("[2,3] x [4,5]", two(&[2, 3], &[4, 5], f, 136)),
+            "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+        ),
+        err(
+            Sample::new("[3] x [4]", two(&[3], &[4], f, 138)),
+            "inconsistent tensor size",
+        ),
+        err(
+            Sample::new("[2,2,3] x [2,4,5]", two(&[2, 2, 3], &[2, 4, 5], f, 140)),
+            "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+        ),
     ]
 }
 
@@ -878,7 +1240,11 @@ pub fn matmul_errors() -> Vec<ErrorSample> {
 // ---------------------------------------------------------------------------------------
 
 fn list(shapes: &[&[usize]], dtype: DType, seed: u64) -> Vec<Tensor> {
-    shapes.iter().enumerate().map(|(i, s)| vals(s, dtype, seed + i as u64)).collect()
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| vals(s, dtype, seed + i as u64))
+        .collect()
 }
 
 /// cat: 2-3 tensors along dims 0, 1, -1, -2; edges with a zero size along the cat dim and
@@ -886,15 +1252,45 @@ fn list(shapes: &[&[usize]], dtype: DType, seed: u64) -> Vec<Tensor> {
 pub fn cat(dtype: DType) -> Vec<Sample> {
     let l = |shapes: &[&[usize]], seed| vec![list(shapes, dtype, seed)];
     vec![
-        Sample::with_lists("[2,3] + [4,3] along the default dim 0", l(&[&[2, 3], &[4, 3]], 1)),
-        Sample::with_lists("[2,3] + [2,2] + [2,4] along dim 1", l(&[&[2, 3], &[2, 2], &[2, 4]], 3)).arg("dim", Arg::Int(1)),
-        Sample::with_lists("[2,3,2] + [2,3,3] along dim -1", l(&[&[2, 3, 2], &[2, 3, 3]], 6)).arg("dim", Arg::Int(-1)),
-        Sample::with_lists("[2,2,3] + [2,3,3] along dim 1", l(&[&[2, 2, 3], &[2, 3, 3]], 8)).arg("dim", Arg::Int(1)),
+        Sample::with_lists(
+            "[2,3] + [4,3] along the default dim 0",
+            l(&[&[2, 3], &[4, 3]], 1),
+        ),
+        Sample::with_lists(
+            "[2,3] + [2,2] + [2,4] along dim 1",
+            l(&[&[2, 3], &[2, 2], &[2, 4]], 3),
+        )
+        .arg("dim", Arg::Int(1)),
+        Sample::with_lists(
+            "[2,3,2] + [2,3,3] along dim -1",
+            l(&[&[2, 3, 2], &[2, 3, 3]], 6),
+        )
+        .arg("dim", Arg::Int(-1)),
+        Sample::with_lists(
+            "[2,2,3] + [2,3,3] along dim 1",
+            l(&[&[2, 2, 3], &[2, 3, 3]], 8),
+        )
+        .arg("dim", Arg::Int(1)),
         Sample::with_lists("1-d [3] + [2] + [4]", l(&[&[3], &[2], &[4]], 10)),
-        Sample::with_lists("[2,3] + [3,3] along dim -2", l(&[&[2, 3], &[3, 3]], 13)).arg("dim", Arg::Int(-2)),
-        Sample::with_lists("zero size along the cat dim: [2,3] + [0,3]", l(&[&[2, 3], &[0, 3]], 15)).edge(),
-        Sample::with_lists("all empty: [0,3] + [0,2] along dim 1", l(&[&[0, 3], &[0, 2]], 17)).arg("dim", Arg::Int(1)).edge(),
-        Sample::with_lists("legacy 1-d empty input is skipped: [2,3] + [0]", l(&[&[2, 3], &[0]], 19)).arg("dim", Arg::Int(1)).edge(),
+        Sample::with_lists("[2,3] + [3,3] along dim -2", l(&[&[2, 3], &[3, 3]], 13))
+            .arg("dim", Arg::Int(-2)),
+        Sample::with_lists(
+            "zero size along the cat dim: [2,3] + [0,3]",
+            l(&[&[2, 3], &[0, 3]], 15),
+        )
+        .edge(),
+        Sample::with_lists(
+            "all empty: [0,3] + [0,2] along dim 1",
+            l(&[&[0, 3], &[0, 2]], 17),
+        )
+        .arg("dim", Arg::Int(1))
+        .edge(),
+        Sample::with_lists(
+            "legacy 1-d empty input is skipped: [2,3] + [0]",
+            l(&[&[2, 3], &[0]], 19),
+        )
+        .arg("dim", Arg::Int(1))
+        .edge(),
     ]
 }
 
@@ -918,21 +1314,39 @@ pub fn stack(dtype: DType) -> Vec<Sample> {
     let l = |shapes: &[&[usize]], seed| vec![list(shapes, dtype, seed)];
     vec![
         Sample::with_lists("two [3,4] along dim 0", l(&[&[3, 4], &[3, 4]], 1)),
-        Sample::with_lists("three [3,4] along dim 1", l(&[&[3, 4], &[3, 4], &[3, 4]], 3)).arg("dim", Arg::Int(1)),
-        Sample::with_lists("two [2,3] along dim -1", l(&[&[2, 3], &[2, 3]], 6)).arg("dim", Arg::Int(-1)),
+        Sample::with_lists(
+            "three [3,4] along dim 1",
+            l(&[&[3, 4], &[3, 4], &[3, 4]], 3),
+        )
+        .arg("dim", Arg::Int(1)),
+        Sample::with_lists("two [2,3] along dim -1", l(&[&[2, 3], &[2, 3]], 6))
+            .arg("dim", Arg::Int(-1)),
         Sample::with_lists("two [5] along dim 1", l(&[&[5], &[5]], 8)).arg("dim", Arg::Int(1)),
-        Sample::with_lists("two [2,3,2] along dim 2", l(&[&[2, 3, 2], &[2, 3, 2]], 10)).arg("dim", Arg::Int(2)),
+        Sample::with_lists("two [2,3,2] along dim 2", l(&[&[2, 3, 2], &[2, 3, 2]], 10))
+            .arg("dim", Arg::Int(2)),
         Sample::with_lists("two 0-d", l(&[&[], &[]], 12)).edge(),
-        Sample::with_lists("two empty [0,3] along dim 1", l(&[&[0, 3], &[0, 3]], 14)).arg("dim", Arg::Int(1)).edge(),
+        Sample::with_lists("two empty [0,3] along dim 1", l(&[&[0, 3], &[0, 3]], 14))
+            .arg("dim", Arg::Int(1))
+            .edge(),
     ]
 }
 
 pub fn stack_errors() -> Vec<ErrorSample> {
     let f = DType::F32;
     vec![
-        err(Sample::with_lists("[2,3] and [2,4]", vec![list(&[&[2, 3], &[2, 4]], f, 150)]), "stack expects each tensor to be equal size"),
-        err(Sample::with_lists("empty list", vec![vec![]]), "stack expects a non-empty TensorList"),
-        err(Sample::with_lists("dim 3 for 1-d inputs", vec![list(&[&[2], &[2]], f, 152)]).arg("dim", Arg::Int(3)), "Dimension out of range"),
+        err(
+            Sample::with_lists("[2,3] and [2,4]", vec![list(&[&[2, 3], &[2, 4]], f, 150)]),
+            "stack expects each tensor to be equal size",
+        ),
+        err(
+            Sample::with_lists("empty list", vec![vec![]]),
+            "stack expects a non-empty TensorList",
+        ),
+        err(
+            Sample::with_lists("dim 3 for 1-d inputs", vec![list(&[&[2], &[2]], f, 152)])
+                .arg("dim", Arg::Int(3)),
+            "Dimension out of range",
+        ),
     ]
 }
 
@@ -942,27 +1356,71 @@ pub fn index_select(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     let dim = |d: i64| Arg::Int(d);
     vec![
-        Sample::new("[3,4] dim 0 index [2,0,2]", vec![x(&[3, 4], 1), index(&[2, 0, 2], &[3])]).arg("dim", dim(0)),
-        Sample::new("[3,4] dim 1 index [3,1]", vec![x(&[3, 4], 2), index(&[3, 1], &[2])]).arg("dim", dim(1)),
-        Sample::new("[2,3,4] dim -1 index [1,0,3]", vec![x(&[2, 3, 4], 3), index(&[1, 0, 3], &[3])]).arg("dim", dim(-1)),
-        Sample::new("[2,3,4] dim 1 index [2]", vec![x(&[2, 3, 4], 4), index(&[2], &[1])]).arg("dim", dim(1)),
-        Sample::new("[5] dim 0 index [4,0,1,1]", vec![x(&[5], 5), index(&[4, 0, 1, 1], &[4])]).arg("dim", dim(0)),
-        Sample::new("empty index", vec![x(&[3, 4], 6), index(&[], &[0])]).arg("dim", dim(0)).edge(),
-        Sample::new("empty self [0,3] dim 1", vec![x(&[0, 3], 7), index(&[2, 0], &[2])]).arg("dim", dim(1)).edge(),
-        Sample::new("0-d self", vec![x(&[], 8), index(&[0], &[1])]).arg("dim", dim(0)).edge(),
+        Sample::new(
+            "[3,4] dim 0 index [2,0,2]",
+            vec![x(&[3, 4], 1), index(&[2, 0, 2], &[3])],
+        )
+        .arg("dim", dim(0)),
+        Sample::new(
+            "[3,4] dim 1 index [3,1]",
+            vec![x(&[3, 4], 2), index(&[3, 1], &[2])],
+        )
+        .arg("dim", dim(1)),
+        Sample::new(
+            "[2,3,4] dim -1 index [1,0,3]",
+            vec![x(&[2, 3, 4], 3), index(&[1, 0, 3], &[3])],
+        )
+        .arg("dim", dim(-1)),
+        Sample::new(
+            "[2,3,4] dim 1 index [2]",
+            vec![x(&[2, 3, 4], 4), index(&[2], &[1])],
+        )
+        .arg("dim", dim(1)),
+        Sample::new(
+            "[5] dim 0 index [4,0,1,1]",
+            vec![x(&[5], 5), index(&[4, 0, 1, 1], &[4])],
+        )
+        .arg("dim", dim(0)),
+        Sample::new("empty index", vec![x(&[3, 4], 6), index(&[], &[0])])
+            .arg("dim", dim(0))
+            .edge(),
+        Sample::new(
+            "empty self [0,3] dim 1",
+            vec![x(&[0, 3], 7), index(&[2, 0], &[2])],
+        )
+        .arg("dim", dim(1))
+        .edge(),
+        Sample::new("0-d self", vec![x(&[], 8), index(&[0], &[1])])
+            .arg("dim", dim(0))
+            .edge(),
     ]
 }
 
 pub fn index_select_errors() -> Vec<ErrorSample> {
     let x = || vals(&[3, 4], DType::F32, 154);
     vec![
-        err(Sample::new("index 3 of size 3", vec![x(), index(&[0, 3], &[2])]).arg("dim", Arg::Int(0)), "index out of range in self"),
         err(
-            Sample::new("int32 index", vec![x(), make(&[2], DType::I32, 0.0, 3.0, 155)]).arg("dim", Arg::Int(0)),
+            Sample::new("index 3 of size 3", vec![x(), index(&[0, 3], &[2])])
+                .arg("dim", Arg::Int(0)),
+            "index out of range in self",
+        ),
+        err(
+            Sample::new(
+                "int32 index",
+                vec![x(), make(&[2], DType::I32, 0.0, 3.0, 155)],
+            )
+            .arg("dim", Arg::Int(0)),
             "expected index to have dtype torch.int64",
         ),
-        err(Sample::new("2-d index", vec![x(), index(&[0, 1, 1, 0], &[2, 2])]).arg("dim", Arg::Int(0)), "Index is supposed to be a vector"),
-        err(Sample::new("dim 2", vec![x(), index(&[0], &[1])]).arg("dim", Arg::Int(2)), "Dimension out of range"),
+        err(
+            Sample::new("2-d index", vec![x(), index(&[0, 1, 1, 0], &[2, 2])])
+                .arg("dim", Arg::Int(0)),
+            "Index is supposed to be a vector",
+        ),
+        err(
+            Sample::new("dim 2", vec![x(), index(&[0], &[1])]).arg("dim", Arg::Int(2)),
+            "Dimension out of range",
+        ),
     ]
 }
 
@@ -971,13 +1429,40 @@ pub fn gather(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     let dim = |d: i64| Arg::Int(d);
     vec![
-        Sample::new("[3,4] dim 0 index [2,4]", vec![x(&[3, 4], 1), rand_index(&[2, 4], 3, 2)]).arg("dim", dim(0)),
-        Sample::new("[3,4] dim 1 index [3,2]", vec![x(&[3, 4], 3), rand_index(&[3, 2], 4, 4)]).arg("dim", dim(1)),
-        Sample::new("[2,3,4] dim -1 index [2,3,3]", vec![x(&[2, 3, 4], 5), rand_index(&[2, 3, 3], 4, 6)]).arg("dim", dim(-1)),
-        Sample::new("[3,4] dim 1 index [2,5] (smaller outside dim, larger along it)", vec![x(&[3, 4], 7), rand_index(&[2, 5], 4, 8)]).arg("dim", dim(1)),
-        Sample::new("[2,3,4] dim 1 index [2,2,3]", vec![x(&[2, 3, 4], 9), rand_index(&[2, 2, 3], 3, 10)]).arg("dim", dim(1)),
-        Sample::new("empty index [0,4]", vec![x(&[3, 4], 11), index(&[], &[0, 4])]).arg("dim", dim(0)).edge(),
-        Sample::new("0-d self and index", vec![x(&[], 12), index(&[0], &[])]).arg("dim", dim(0)).edge(),
+        Sample::new(
+            "[3,4] dim 0 index [2,4]",
+            vec![x(&[3, 4], 1), rand_index(&[2, 4], 3, 2)],
+        )
+        .arg("dim", dim(0)),
+        Sample::new(
+            "[3,4] dim 1 index [3,2]",
+            vec![x(&[3, 4], 3), rand_index(&[3, 2], 4, 4)],
+        )
+        .arg("dim", dim(1)),
+        Sample::new(
+            "[2,3,4] dim -1 index [2,3,3]",
+            vec![x(&[2, 3, 4], 5), rand_index(&[2, 3, 3], 4, 6)],
+        )
+        .arg("dim", dim(-1)),
+        Sample::new(
+            "[3,4] dim 1 index [2,5] (smaller outside dim, larger along it)",
+            vec![x(&[3, 4], 7), rand_index(&[2, 5], 4, 8)],
+        )
+        .arg("dim", dim(1)),
+        Sample::new(
+            "[2,3,4] dim 1 index [2,2,3]",
+            vec![x(&[2, 3, 4], 9), rand_index(&[2, 2, 3], 3, 10)],
+        )
+        .arg("dim", dim(1)),
+        Sample::new(
+            "empty index [0,4]",
+            vec![x(&[3, 4], 11), index(&[], &[0, 4])],
+        )
+        .arg("dim", dim(0))
+        .edge(),
+        Sample::new("0-d self and index", vec![x(&[], 12), index(&[0], &[])])
+            .arg("dim", dim(0))
+            .edge(),
     ]
 }
 
@@ -985,15 +1470,24 @@ pub fn gather_errors() -> Vec<ErrorSample> {
     let x = || vals(&[3, 4], DType::F32, 156);
     vec![
         err(
-            Sample::new("index 3 along a dim of size 3", vec![x(), index(&[0, 3, 1, 2], &[2, 2])]).arg("dim", Arg::Int(0)),
+            Sample::new(
+                "index 3 along a dim of size 3",
+                vec![x(), index(&[0, 3, 1, 2], &[2, 2])],
+            )
+            .arg("dim", Arg::Int(0)),
             "index 3 is out of bounds for dimension 0 with size 3",
         ),
         err(
-            Sample::new("1-d index for 2-d self", vec![x(), index(&[0, 1], &[2])]).arg("dim", Arg::Int(0)),
+            Sample::new("1-d index for 2-d self", vec![x(), index(&[0, 1], &[2])])
+                .arg("dim", Arg::Int(0)),
             "Index tensor must have the same number of dimensions as input tensor",
         ),
         err(
-            Sample::new("int32 index", vec![x(), make(&[2, 2], DType::I32, 0.0, 3.0, 157)]).arg("dim", Arg::Int(0)),
+            Sample::new(
+                "int32 index",
+                vec![x(), make(&[2, 2], DType::I32, 0.0, 3.0, 157)],
+            )
+            .arg("dim", Arg::Int(0)),
             "expected index to have dtype torch.int64",
         ),
     ]
@@ -1006,13 +1500,47 @@ pub fn scatter_add(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     let dim = |d: i64| Arg::Int(d);
     vec![
-        Sample::new("[3,4] dim 0 index [2,4]", vec![x(&[3, 4], 1), rand_index(&[2, 4], 3, 2), x(&[2, 4], 3)]).arg("dim", dim(0)),
-        Sample::new("[3,4] dim 1 index [3,2]", vec![x(&[3, 4], 4), rand_index(&[3, 2], 4, 5), x(&[3, 2], 6)]).arg("dim", dim(1)),
-        Sample::new("[2,3,4] dim -1 index [2,3,2]", vec![x(&[2, 3, 4], 7), rand_index(&[2, 3, 2], 4, 8), x(&[2, 3, 2], 9)]).arg("dim", dim(-1)),
-        Sample::new("src [3,4] larger than index [2,3]", vec![x(&[3, 4], 10), rand_index(&[2, 3], 3, 11), x(&[3, 4], 12)]).arg("dim", dim(0)),
-        Sample::new("[4,3] dim 0 index [6,3] (many repeats)", vec![x(&[4, 3], 13), rand_index(&[6, 3], 4, 14), x(&[6, 3], 15)]).arg("dim", dim(0)),
-        Sample::new("empty index [0,4]", vec![x(&[3, 4], 16), index(&[], &[0, 4]), x(&[0, 4], 17)]).arg("dim", dim(0)).edge(),
-        Sample::new("0-d self, index and src", vec![x(&[], 18), index(&[0], &[]), x(&[], 19)]).arg("dim", dim(0)).edge(),
+        Sample::new(
+            "[3,4] dim 0 index [2,4]",
+            vec![x(&[3, 4], 1), rand_index(&[2, 4], 3, 2), x(&[2, 4], 3)],
+        )
+        .arg("dim", dim(0)),
+        Sample::new(
+            "[3,4] dim 1 index [3,2]",
+            vec![x(&[3, 4], 4), rand_index(&[3, 2], 4, 5), x(&[3, 2], 6)],
+        )
+        .arg("dim", dim(1)),
+        Sample::new(
+            "[2,3,4] dim -1 index [2,3,2]",
+            vec![
+                x(&[2, 3, 4], 7),
+                rand_index(&[2, 3, 2], 4, 8),
+                x(&[2, 3, 2], 9),
+            ],
+        )
+        .arg("dim", dim(-1)),
+        Sample::new(
+            "src [3,4] larger than index [2,3]",
+            vec![x(&[3, 4], 10), rand_index(&[2, 3], 3, 11), x(&[3, 4], 12)],
+        )
+        .arg("dim", dim(0)),
+        Sample::new(
+            "[4,3] dim 0 index [6,3] (many repeats)",
+            vec![x(&[4, 3], 13), rand_index(&[6, 3], 4, 14), x(&[6, 3], 15)],
+        )
+        .arg("dim", dim(0)),
+        Sample::new(
+            "empty index [0,4]",
+            vec![x(&[3, 4], 16), index(&[], &[0, 4]), x(&[0, 4], 17)],
+        )
+        .arg("dim", dim(0))
+        .edge(),
+        Sample::new(
+            "0-d self, index and src",
+            vec![x(&[], 18), index(&[0], &[]), x(&[], 19)],
+        )
+        .arg("dim", dim(0))
+        .edge(),
     ]
 }
 
@@ -1020,11 +1548,27 @@ pub fn scatter_add_errors() -> Vec<ErrorSample> {
     let f = DType::F32;
     vec![
         err(
-            Sample::new("index 3 along a dim of size 3", vec![vals(&[3, 4], f, 158), index(&[0, 3], &[1, 2]), vals(&[1, 2], f, 159)]).arg("dim", Arg::Int(0)),
+            Sample::new(
+                "index 3 along a dim of size 3",
+                vec![
+                    vals(&[3, 4], f, 158),
+                    index(&[0, 3], &[1, 2]),
+                    vals(&[1, 2], f, 159),
+                ],
+            )
+            .arg("dim", Arg::Int(0)),
             "index 3 is out of bounds for dimension 0 with size 3",
         ),
         err(
-            Sample::new("1-d index for 2-d self", vec![vals(&[3, 4], f, 160), index(&[0, 1], &[2]), vals(&[2], f, 161)]).arg("dim", Arg::Int(0)),
+            Sample::new(
+                "1-d index for 2-d self",
+                vec![
+                    vals(&[3, 4], f, 160),
+                    index(&[0, 1], &[2]),
+                    vals(&[2], f, 161),
+                ],
+            )
+            .arg("dim", Arg::Int(0)),
             "Index tensor must have the same number of dimensions as self tensor",
         ),
     ]
@@ -1035,16 +1579,46 @@ pub fn scatter_add_errors() -> Vec<ErrorSample> {
 pub fn index_add(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     let dim = |d: i64| Arg::Int(d);
-    let alpha = if dtype.is_floating_point() { float(-0.5) } else { int(2) };
+    let alpha = if dtype.is_floating_point() {
+        float(-0.5)
+    } else {
+        int(2)
+    };
     vec![
-        Sample::new("[3,4] dim 0 index [0,2,0]", vec![x(&[3, 4], 1), index(&[0, 2, 0], &[3]), x(&[3, 4], 2)]).arg("dim", dim(0)),
-        Sample::new("[3,4] dim 1 index [1,3] with alpha", vec![x(&[3, 4], 3), index(&[1, 3], &[2]), x(&[3, 2], 4)])
-            .arg("dim", dim(1))
-            .arg("alpha", alpha.clone()),
-        Sample::new("[2,3,4] dim -1 index [3,0,3]", vec![x(&[2, 3, 4], 5), index(&[3, 0, 3], &[3]), x(&[2, 3, 3], 6)]).arg("dim", dim(-1)),
-        Sample::new("[5] dim 0 index [4,1] with alpha", vec![x(&[5], 7), index(&[4, 1], &[2]), x(&[2], 8)]).arg("dim", dim(0)).arg("alpha", alpha),
-        Sample::new("empty index", vec![x(&[3, 4], 9), index(&[], &[0]), x(&[0, 4], 10)]).arg("dim", dim(0)).edge(),
-        Sample::new("empty self [0,3] dim 1", vec![x(&[0, 3], 11), index(&[2, 0], &[2]), x(&[0, 2], 12)]).arg("dim", dim(1)).edge(),
+        Sample::new(
+            "[3,4] dim 0 index [0,2,0]",
+            vec![x(&[3, 4], 1), index(&[0, 2, 0], &[3]), x(&[3, 4], 2)],
+        )
+        .arg("dim", dim(0)),
+        Sample::new(
+            "[3,4] dim 1 index [1,3] with alpha",
+            vec![x(&[3, 4], 3), index(&[1, 3], &[2]), x(&[3, 2], 4)],
+        )
+        .arg("dim", dim(1))
+        .arg("alpha", alpha.clone()),
+        Sample::new(
+            "[2,3,4] dim -1 index [3,0,3]",
+            vec![x(&[2, 3, 4], 5), index(&[3, 0, 3], &[3]), x(&[2, 3, 3], 6)],
+        )
+        .arg("dim", dim(-1)),
+        Sample::new(
+            "[5] dim 0 index [4,1] with alpha",
+            vec![x(&[5], 7), index(&[4, 1], &[2]), x(&[2], 8)],
+        )
+        .arg("dim", dim(0))
+        .arg("alpha", alpha),
+        Sample::new(
+            "empty index",
+            vec![x(&[3, 4], 9), index(&[], &[0]), x(&[0, 4], 10)],
+        )
+        .arg("dim", dim(0))
+        .edge(),
+        Sample::new(
+            "empty self [0,3] dim 1",
+            vec![x(&[0, 3], 11), index(&[2, 0], &[2]), x(&[0, 2], 12)],
+        )
+        .arg("dim", dim(1))
+        .edge(),
     ]
 }
 
@@ -1052,11 +1626,27 @@ pub fn index_add_errors() -> Vec<ErrorSample> {
     let f = DType::F32;
     vec![
         err(
-            Sample::new("index 3 along a dim of size 3", vec![vals(&[3, 4], f, 162), index(&[3], &[1]), vals(&[1, 4], f, 163)]).arg("dim", Arg::Int(0)),
+            Sample::new(
+                "index 3 along a dim of size 3",
+                vec![
+                    vals(&[3, 4], f, 162),
+                    index(&[3], &[1]),
+                    vals(&[1, 4], f, 163),
+                ],
+            )
+            .arg("dim", Arg::Int(0)),
             "index out of range in self",
         ),
         err(
-            Sample::new("2 indices for 3 source rows", vec![vals(&[3, 4], f, 164), index(&[0, 1], &[2]), vals(&[3, 4], f, 165)]).arg("dim", Arg::Int(0)),
+            Sample::new(
+                "2 indices for 3 source rows",
+                vec![
+                    vals(&[3, 4], f, 164),
+                    index(&[0, 1], &[2]),
+                    vals(&[3, 4], f, 165),
+                ],
+            )
+            .arg("dim", Arg::Int(0)),
             "Number of indices (2) should be equal to source.size(dim) (3)",
         ),
     ]
@@ -1072,25 +1662,42 @@ pub fn view(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     let size = |v: &[i64]| ints(v);
     vec![
-        Sample::new("[2,3,4] to [2,3,2,2]", vec![x(&[2, 3, 4], 1)]).arg("size", size(&[2, 3, 2, 2])),
+        Sample::new("[2,3,4] to [2,3,2,2]", vec![x(&[2, 3, 4], 1)])
+            .arg("size", size(&[2, 3, 2, 2])),
         Sample::new("[12] to [3,4]", vec![x(&[12], 2)]).arg("size", size(&[3, 4])),
         Sample::new("[4,6] to [2,2,6]", vec![x(&[4, 6], 3)]).arg("size", size(&[2, 2, 6])),
-        Sample::new("[2,3,4] to [1,2,3,4]", vec![x(&[2, 3, 4], 4)]).arg("size", size(&[1, 2, 3, 4])),
+        Sample::new("[2,3,4] to [1,2,3,4]", vec![x(&[2, 3, 4], 4)])
+            .arg("size", size(&[1, 2, 3, 4])),
         Sample::new("[2,3,4] to [-1,3,4]", vec![x(&[2, 3, 4], 5)]).arg("size", size(&[-1, 3, 4])),
         Sample::new("[12] to [2,-1]", vec![x(&[12], 6)]).arg("size", size(&[2, -1])),
-        Sample::new("0-d to [1]", vec![x(&[], 7)]).arg("size", size(&[1])).edge(),
-        Sample::new("0-d to []", vec![x(&[], 8)]).arg("size", size(&[])).edge(),
-        Sample::new("empty [0,3] to [3,0]", vec![x(&[0, 3], 9)]).arg("size", size(&[3, 0])).edge(),
-        Sample::new("empty [0,3] to [-1]", vec![x(&[0, 3], 10)]).arg("size", size(&[-1])).edge(),
+        Sample::new("0-d to [1]", vec![x(&[], 7)])
+            .arg("size", size(&[1]))
+            .edge(),
+        Sample::new("0-d to []", vec![x(&[], 8)])
+            .arg("size", size(&[]))
+            .edge(),
+        Sample::new("empty [0,3] to [3,0]", vec![x(&[0, 3], 9)])
+            .arg("size", size(&[3, 0]))
+            .edge(),
+        Sample::new("empty [0,3] to [-1]", vec![x(&[0, 3], 10)])
+            .arg("size", size(&[-1]))
+            .edge(),
     ]
 }
 
 pub fn view_errors() -> Vec<ErrorSample> {
     let f = DType::F32;
     vec![
-        err(Sample::new("6 elements to [5]", vec![vals(&[2, 3], f, 166)]).arg("size", ints(&[5])), "shape '[5]' is invalid for input of size 6"),
         err(
-            Sample::new("transposed [3,4] to [12]", vec![noncontiguous(&vals(&[3, 4], f, 167))]).arg("size", ints(&[12])),
+            Sample::new("6 elements to [5]", vec![vals(&[2, 3], f, 166)]).arg("size", ints(&[5])),
+            "shape '[5]' is invalid for input of size 6",
+        ),
+        err(
+            Sample::new(
+                "transposed [3,4] to [12]",
+                vec![noncontiguous(&vals(&[3, 4], f, 167))],
+            )
+            .arg("size", ints(&[12])),
             "view size is not compatible with input tensor's size and stride",
         ),
     ]
@@ -1106,18 +1713,32 @@ pub fn reshape(dtype: DType) -> Vec<Sample> {
         Sample::new("[12] to [2,2,3]", vec![x(&[12], 3)]).arg("shape", shape(&[2, 2, 3])),
         Sample::new("[2,3,4] to [4,-1]", vec![x(&[2, 3, 4], 4)]).arg("shape", shape(&[4, -1])),
         Sample::new("[4,6] to [3,8]", vec![x(&[4, 6], 5)]).arg("shape", shape(&[3, 8])),
-        Sample::new("0-d to [1]", vec![x(&[], 6)]).arg("shape", shape(&[1])).edge(),
-        Sample::new("0-d to []", vec![x(&[], 7)]).arg("shape", shape(&[])).edge(),
-        Sample::new("empty [0,3] to [3,0]", vec![x(&[0, 3], 8)]).arg("shape", shape(&[3, 0])).edge(),
-        Sample::new("empty [0,3] to [-1]", vec![x(&[0, 3], 9)]).arg("shape", shape(&[-1])).edge(),
+        Sample::new("0-d to [1]", vec![x(&[], 6)])
+            .arg("shape", shape(&[1]))
+            .edge(),
+        Sample::new("0-d to []", vec![x(&[], 7)])
+            .arg("shape", shape(&[]))
+            .edge(),
+        Sample::new("empty [0,3] to [3,0]", vec![x(&[0, 3], 8)])
+            .arg("shape", shape(&[3, 0]))
+            .edge(),
+        Sample::new("empty [0,3] to [-1]", vec![x(&[0, 3], 9)])
+            .arg("shape", shape(&[-1]))
+            .edge(),
     ]
 }
 
 pub fn reshape_errors() -> Vec<ErrorSample> {
     let x = || vals(&[2, 3], DType::F32, 168);
     vec![
-        err(Sample::new("6 elements to [5]", vec![x()]).arg("shape", ints(&[5])), "shape '[5]' is invalid for input of size 6"),
-        err(Sample::new("two -1", vec![x()]).arg("shape", ints(&[-1, -1])), "only one dimension can be inferred"),
+        err(
+            Sample::new("6 elements to [5]", vec![x()]).arg("shape", ints(&[5])),
+            "shape '[5]' is invalid for input of size 6",
+        ),
+        err(
+            Sample::new("two -1", vec![x()]).arg("shape", ints(&[-1, -1])),
+            "only one dimension can be inferred",
+        ),
     ]
 }
 
@@ -1129,16 +1750,26 @@ pub fn permute(dtype: DType) -> Vec<Sample> {
         Sample::new("[3,4] dims [1,0]", vec![x(&[3, 4], 2)]).arg("dims", ints(&[1, 0])),
         Sample::new("[2,3,4] dims [-1,0,1]", vec![x(&[2, 3, 4], 3)]).arg("dims", ints(&[-1, 0, 1])),
         Sample::new("[2,3,4] identity", vec![x(&[2, 3, 4], 4)]).arg("dims", ints(&[0, 1, 2])),
-        Sample::new("0-d dims []", vec![x(&[], 5)]).arg("dims", ints(&[])).edge(),
-        Sample::new("empty [0,3] dims [1,0]", vec![x(&[0, 3], 6)]).arg("dims", ints(&[1, 0])).edge(),
+        Sample::new("0-d dims []", vec![x(&[], 5)])
+            .arg("dims", ints(&[]))
+            .edge(),
+        Sample::new("empty [0,3] dims [1,0]", vec![x(&[0, 3], 6)])
+            .arg("dims", ints(&[1, 0]))
+            .edge(),
     ]
 }
 
 pub fn permute_errors() -> Vec<ErrorSample> {
     let x = || vals(&[2, 3], DType::F32, 169);
     vec![
-        err(Sample::new("1 dim for a 2-d tensor", vec![x()]).arg("dims", ints(&[0])), "number of dims don't match in permute"),
-        err(Sample::new("repeated dim", vec![x()]).arg("dims", ints(&[0, -2])), "repeated dim in permute"),
+        err(
+            Sample::new("1 dim for a 2-d tensor", vec![x()]).arg("dims", ints(&[0])),
+            "number of dims don't match in permute",
+        ),
+        err(
+            Sample::new("repeated dim", vec![x()]).arg("dims", ints(&[0, -2])),
+            "repeated dim in permute",
+        ),
     ]
 }
 
@@ -1152,13 +1783,22 @@ pub fn transpose(dtype: DType) -> Vec<Sample> {
         d(-1, 1, Sample::new("[2,3,4] (-1,1)", vec![x(&[2, 3, 4], 3)])),
         d(1, 1, Sample::new("[3,4] (1,1)", vec![x(&[3, 4], 4)])),
         d(0, -1, Sample::new("0-d (0,-1)", vec![x(&[], 5)]).edge()),
-        d(0, 1, Sample::new("empty [0,3] (0,1)", vec![x(&[0, 3], 6)]).edge()),
+        d(
+            0,
+            1,
+            Sample::new("empty [0,3] (0,1)", vec![x(&[0, 3], 6)]).edge(),
+        ),
     ]
 }
 
 pub fn transpose_errors() -> Vec<ErrorSample> {
     vec![err(
-        Sample::new("dim 2 of a 2-d tensor", vec![vals(&[3, 4], DType::F32, 170)]).arg("dim0", Arg::Int(0)).arg("dim1", Arg::Int(2)),
+        Sample::new(
+            "dim 2 of a 2-d tensor",
+            vec![vals(&[3, 4], DType::F32, 170)],
+        )
+        .arg("dim0", Arg::Int(0))
+        .arg("dim1", Arg::Int(2)),
         "Dimension out of range (expected to be in range of [-2, 1], but got 2)",
     )]
 }
@@ -1177,7 +1817,10 @@ pub fn matrix_or_less(dtype: DType) -> Vec<Sample> {
 }
 
 pub fn matrix_or_less_errors() -> Vec<ErrorSample> {
-    vec![err(Sample::new("3-d", vec![vals(&[2, 3, 4], DType::F32, 171)]), "t() expects a tensor with <= 2 dimensions, but self is 3D")]
+    vec![err(
+        Sample::new("3-d", vec![vals(&[2, 3, 4], DType::F32, 171)]),
+        "t() expects a tensor with <= 2 dimensions, but self is 3D",
+    )]
 }
 
 /// unsqueeze(dim) for dims from -(n+1) to n.
@@ -1191,15 +1834,25 @@ pub fn unsqueeze(dtype: DType) -> Vec<Sample> {
         Sample::new("[3,4] dim -1", vec![x(&[3, 4], 4)]).arg("dim", dim(-1)),
         Sample::new("[3,4] dim -3", vec![x(&[3, 4], 5)]).arg("dim", dim(-3)),
         Sample::new("[5] dim -2", vec![x(&[5], 6)]).arg("dim", dim(-2)),
-        Sample::new("0-d dim 0", vec![x(&[], 7)]).arg("dim", dim(0)).edge(),
-        Sample::new("0-d dim -1", vec![x(&[], 8)]).arg("dim", dim(-1)).edge(),
-        Sample::new("empty [0,3] dim 1", vec![x(&[0, 3], 9)]).arg("dim", dim(1)).edge(),
+        Sample::new("0-d dim 0", vec![x(&[], 7)])
+            .arg("dim", dim(0))
+            .edge(),
+        Sample::new("0-d dim -1", vec![x(&[], 8)])
+            .arg("dim", dim(-1))
+            .edge(),
+        Sample::new("empty [0,3] dim 1", vec![x(&[0, 3], 9)])
+            .arg("dim", dim(1))
+            .edge(),
     ]
 }
 
 pub fn unsqueeze_errors() -> Vec<ErrorSample> {
     vec![err(
-        Sample::new("dim 3 of a 2-d tensor", vec![vals(&[3, 4], DType::F32, 172)]).arg("dim", Arg::Int(3)),
+        Sample::new(
+            "dim 3 of a 2-d tensor",
+            vec![vals(&[3, 4], DType::F32, 172)],
+        )
+        .arg("dim", Arg::Int(3)),
         "Dimension out of range (expected to be in range of [-3, 2], but got 3)",
     )]
 }
@@ -1235,15 +1888,25 @@ pub fn squeeze_dim(dtype: DType) -> Vec<Sample> {
         Sample::new("[2,1,3,4] dim -3", vec![x(&[2, 1, 3, 4], 3)]).arg("dim", dim(-3)),
         Sample::new("[3,4] dim 0 (not size 1: no-op)", vec![x(&[3, 4], 4)]).arg("dim", dim(0)),
         Sample::new("[2,1,3,4] dim -1 (no-op)", vec![x(&[2, 1, 3, 4], 5)]).arg("dim", dim(-1)),
-        Sample::new("0-d dim 0", vec![x(&[], 6)]).arg("dim", dim(0)).edge(),
-        Sample::new("0-d dim -1", vec![x(&[], 7)]).arg("dim", dim(-1)).edge(),
-        Sample::new("empty [0,1,3] dim 1", vec![x(&[0, 1, 3], 8)]).arg("dim", dim(1)).edge(),
+        Sample::new("0-d dim 0", vec![x(&[], 6)])
+            .arg("dim", dim(0))
+            .edge(),
+        Sample::new("0-d dim -1", vec![x(&[], 7)])
+            .arg("dim", dim(-1))
+            .edge(),
+        Sample::new("empty [0,1,3] dim 1", vec![x(&[0, 1, 3], 8)])
+            .arg("dim", dim(1))
+            .edge(),
     ]
 }
 
 pub fn squeeze_dim_errors() -> Vec<ErrorSample> {
     vec![err(
-        Sample::new("dim 2 of a 2-d tensor", vec![vals(&[3, 4], DType::F32, 173)]).arg("dim", Arg::Int(2)),
+        Sample::new(
+            "dim 2 of a 2-d tensor",
+            vec![vals(&[3, 4], DType::F32, 173)],
+        )
+        .arg("dim", Arg::Int(2)),
         "Dimension out of range (expected to be in range of [-2, 1], but got 2)",
     )]
 }
@@ -1255,14 +1918,23 @@ pub fn expand(dtype: DType) -> Vec<Sample> {
     vec![
         Sample::new("[4] to [3,4]", vec![x(&[4], 1)]).arg("size", size(&[3, 4])),
         Sample::new("[1,2,3] to [4,2,3]", vec![x(&[1, 2, 3], 2)]).arg("size", size(&[4, 2, 3])),
-        Sample::new("[2,1,2,3] to [2,3,2,3]", vec![x(&[2, 1, 2, 3], 3)]).arg("size", size(&[2, 3, 2, 3])),
+        Sample::new("[2,1,2,3] to [2,3,2,3]", vec![x(&[2, 1, 2, 3], 3)])
+            .arg("size", size(&[2, 3, 2, 3])),
         Sample::new("[1,2,3] to [2,-1,-1]", vec![x(&[1, 2, 3], 4)]).arg("size", size(&[2, -1, -1])),
         Sample::new("[1,1] to [3,4]", vec![x(&[1, 1], 5)]).arg("size", size(&[3, 4])),
         Sample::new("[3,4] to [2,3,4]", vec![x(&[3, 4], 6)]).arg("size", size(&[2, 3, 4])),
-        Sample::new("0-d to [2,3]", vec![x(&[], 7)]).arg("size", size(&[2, 3])).edge(),
-        Sample::new("0-d to []", vec![x(&[], 8)]).arg("size", size(&[])).edge(),
-        Sample::new("empty [0,3] to [2,0,3]", vec![x(&[0, 3], 9)]).arg("size", size(&[2, 0, 3])).edge(),
-        Sample::new("[3,1] to [3,4] (trailing size-1 dim)", vec![x(&[3, 1], 10)]).arg("size", size(&[3, 4])).edge(),
+        Sample::new("0-d to [2,3]", vec![x(&[], 7)])
+            .arg("size", size(&[2, 3]))
+            .edge(),
+        Sample::new("0-d to []", vec![x(&[], 8)])
+            .arg("size", size(&[]))
+            .edge(),
+        Sample::new("empty [0,3] to [2,0,3]", vec![x(&[0, 3], 9)])
+            .arg("size", size(&[2, 0, 3]))
+            .edge(),
+        Sample::new("[3,1] to [3,4] (trailing size-1 dim)", vec![x(&[3, 1], 10)])
+            .arg("size", size(&[3, 4]))
+            .edge(),
     ]
 }
 
@@ -1283,25 +1955,67 @@ pub fn expand_errors() -> Vec<ErrorSample> {
 /// narrow(dim, start, length), including a negative start.
 pub fn narrow(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
-    let n = |d: i64, st: i64, len: i64, s: Sample| s.arg("dim", Arg::Int(d)).arg("start", Arg::Int(st)).arg("length", Arg::Int(len));
+    let n = |d: i64, st: i64, len: i64, s: Sample| {
+        s.arg("dim", Arg::Int(d))
+            .arg("start", Arg::Int(st))
+            .arg("length", Arg::Int(len))
+    };
     vec![
-        n(1, 1, 3, Sample::new("[4,6] dim 1 start 1 length 3", vec![x(&[4, 6], 1)])),
-        n(0, -3, 2, Sample::new("[4,6] dim 0 start -3 length 2", vec![x(&[4, 6], 2)])),
-        n(-1, 0, 2, Sample::new("[2,3,4] dim -1 start 0 length 2", vec![x(&[2, 3, 4], 3)])),
-        n(0, 2, 3, Sample::new("[5] dim 0 start 2 length 3", vec![x(&[5], 4)])),
+        n(
+            1,
+            1,
+            3,
+            Sample::new("[4,6] dim 1 start 1 length 3", vec![x(&[4, 6], 1)]),
+        ),
+        n(
+            0,
+            -3,
+            2,
+            Sample::new("[4,6] dim 0 start -3 length 2", vec![x(&[4, 6], 2)]),
+        ),
+        n(
+            -1,
+            0,
+            2,
+            Sample::new("[2,3,4] dim -1 start 0 length 2", vec![x(&[2, 3, 4], 3)]),
+        ),
+        n(
+            0,
+            2,
+            3,
+            Sample::new("[5] dim 0 start 2 length 3", vec![x(&[5], 4)]),
+        ),
         n(1, 2, 0, Sample::new("length 0", vec![x(&[4, 6], 5)]).edge()),
-        n(1, 1, 2, Sample::new("empty [0,3] dim 1", vec![x(&[0, 3], 6)]).edge()),
+        n(
+            1,
+            1,
+            2,
+            Sample::new("empty [0,3] dim 1", vec![x(&[0, 3], 6)]).edge(),
+        ),
     ]
 }
 
 pub fn narrow_errors() -> Vec<ErrorSample> {
-    let n = |s: Sample| s.arg("dim", Arg::Int(0)).arg("start", Arg::Int(0)).arg("length", Arg::Int(1));
+    let n = |s: Sample| {
+        s.arg("dim", Arg::Int(0))
+            .arg("start", Arg::Int(0))
+            .arg("length", Arg::Int(1))
+    };
     vec![
         err(
-            Sample::new("start 4 + length 3 > 6", vec![vals(&[4, 6], DType::F32, 176)]).arg("dim", Arg::Int(1)).arg("start", Arg::Int(4)).arg("length", Arg::Int(3)),
+            Sample::new(
+                "start 4 + length 3 > 6",
+                vec![vals(&[4, 6], DType::F32, 176)],
+            )
+            .arg("dim", Arg::Int(1))
+            .arg("start", Arg::Int(4))
+            .arg("length", Arg::Int(3)),
             "start (4) + length (3) exceeds dimension size (6).",
         ),
-        err(n(Sample::new("0-d", vec![vals(&[], DType::F32, 177)])), "narrow() cannot be applied to a 0-dim tensor."),
+        err(
+            n(Sample::new("0-d", vec![vals(&[], DType::F32, 177)])),
+            "narrow() cannot be applied to a 0-dim tensor.",
+        ),
     ]
 }
 
@@ -1310,13 +2024,41 @@ pub fn select(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     let sel = |d: i64, i: i64, s: Sample| s.arg("dim", Arg::Int(d)).arg("index", Arg::Int(i));
     vec![
-        sel(0, 1, Sample::new("[4,6] dim 0 index 1", vec![x(&[4, 6], 1)])),
-        sel(1, -1, Sample::new("[4,6] dim 1 index -1", vec![x(&[4, 6], 2)])),
-        sel(1, 2, Sample::new("[2,3,4] dim 1 index 2", vec![x(&[2, 3, 4], 3)])),
-        sel(0, 3, Sample::new("[5] dim 0 index 3 (0-d result)", vec![x(&[5], 4)])),
-        sel(-1, 0, Sample::new("[2,3,4] dim -1 index 0", vec![x(&[2, 3, 4], 5)])),
-        sel(1, 2, Sample::new("empty [0,3] dim 1", vec![x(&[0, 3], 6)]).edge()),
-        sel(0, -1, Sample::new("empty [2,0] dim 0", vec![x(&[2, 0], 7)]).edge()),
+        sel(
+            0,
+            1,
+            Sample::new("[4,6] dim 0 index 1", vec![x(&[4, 6], 1)]),
+        ),
+        sel(
+            1,
+            -1,
+            Sample::new("[4,6] dim 1 index -1", vec![x(&[4, 6], 2)]),
+        ),
+        sel(
+            1,
+            2,
+            Sample::new("[2,3,4] dim 1 index 2", vec![x(&[2, 3, 4], 3)]),
+        ),
+        sel(
+            0,
+            3,
+            Sample::new("[5] dim 0 index 3 (0-d result)", vec![x(&[5], 4)]),
+        ),
+        sel(
+            -1,
+            0,
+            Sample::new("[2,3,4] dim -1 index 0", vec![x(&[2, 3, 4], 5)]),
+        ),
+        sel(
+            1,
+            2,
+            Sample::new("empty [0,3] dim 1", vec![x(&[0, 3], 6)]).edge(),
+        ),
+        sel(
+            0,
+            -1,
+            Sample::new("empty [2,0] dim 0", vec![x(&[2, 0], 7)]).edge(),
+        ),
     ]
 }
 
@@ -1324,10 +2066,17 @@ pub fn select_errors() -> Vec<ErrorSample> {
     let sel = |d: i64, i: i64, s: Sample| s.arg("dim", Arg::Int(d)).arg("index", Arg::Int(i));
     vec![
         err(
-            sel(0, 4, Sample::new("index 4 of size 4", vec![vals(&[4, 6], DType::F32, 178)])),
+            sel(
+                0,
+                4,
+                Sample::new("index 4 of size 4", vec![vals(&[4, 6], DType::F32, 178)]),
+            ),
             "select(): index 4 out of range for tensor of size [4, 6] at dimension 0",
         ),
-        err(sel(0, 0, Sample::new("0-d", vec![vals(&[], DType::F32, 179)])), "select() cannot be applied to a 0-dim tensor."),
+        err(
+            sel(0, 0, Sample::new("0-d", vec![vals(&[], DType::F32, 179)])),
+            "select() cannot be applied to a 0-dim tensor.",
+        ),
     ]
 }
 
@@ -1336,24 +2085,57 @@ pub fn slice(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     let so = |v: i64| Arg::OptInt(Some(v));
     vec![
-        Sample::new("[6,4] dim 0 1:5:2", vec![x(&[6, 4], 1)]).arg("dim", Arg::Int(0)).arg("start", so(1)).arg("end", so(5)).arg("step", Arg::Int(2)),
-        Sample::new("[4,6] dim 1 -3:", vec![x(&[4, 6], 2)]).arg("dim", Arg::Int(1)).arg("start", so(-3)),
-        Sample::new("[2,3,4] dim -1 :3:2", vec![x(&[2, 3, 4], 3)]).arg("dim", Arg::Int(-1)).arg("end", so(3)).arg("step", Arg::Int(2)),
-        Sample::new("[5] 0:100 (end clamped)", vec![x(&[5], 4)]).arg("start", so(0)).arg("end", so(100)),
+        Sample::new("[6,4] dim 0 1:5:2", vec![x(&[6, 4], 1)])
+            .arg("dim", Arg::Int(0))
+            .arg("start", so(1))
+            .arg("end", so(5))
+            .arg("step", Arg::Int(2)),
+        Sample::new("[4,6] dim 1 -3:", vec![x(&[4, 6], 2)])
+            .arg("dim", Arg::Int(1))
+            .arg("start", so(-3)),
+        Sample::new("[2,3,4] dim -1 :3:2", vec![x(&[2, 3, 4], 3)])
+            .arg("dim", Arg::Int(-1))
+            .arg("end", so(3))
+            .arg("step", Arg::Int(2)),
+        Sample::new("[5] 0:100 (end clamped)", vec![x(&[5], 4)])
+            .arg("start", so(0))
+            .arg("end", so(100)),
         Sample::new("[4,6] defaults (everything)", vec![x(&[4, 6], 5)]),
-        Sample::new("[4,6] dim 1 -5:-1:3", vec![x(&[4, 6], 6)]).arg("dim", Arg::Int(1)).arg("start", so(-5)).arg("end", so(-1)).arg("step", Arg::Int(3)),
-        Sample::new("start after end: empty result", vec![x(&[4, 6], 7)]).arg("dim", Arg::Int(1)).arg("start", so(4)).arg("end", so(2)).edge(),
-        Sample::new("bounds below the start: empty result", vec![x(&[4, 6], 8)]).arg("start", so(-100)).arg("end", so(-90)).edge(),
-        Sample::new("empty [0,3] dim 0 1:", vec![x(&[0, 3], 9)]).arg("start", so(1)).edge(),
+        Sample::new("[4,6] dim 1 -5:-1:3", vec![x(&[4, 6], 6)])
+            .arg("dim", Arg::Int(1))
+            .arg("start", so(-5))
+            .arg("end", so(-1))
+            .arg("step", Arg::Int(3)),
+        Sample::new("start after end: empty result", vec![x(&[4, 6], 7)])
+            .arg("dim", Arg::Int(1))
+            .arg("start", so(4))
+            .arg("end", so(2))
+            .edge(),
+        Sample::new("bounds below the start: empty result", vec![x(&[4, 6], 8)])
+            .arg("start", so(-100))
+            .arg("end", so(-90))
+            .edge(),
+        Sample::new("empty [0,3] dim 0 1:", vec![x(&[0, 3], 9)])
+            .arg("start", so(1))
+            .edge(),
     ]
 }
 
 pub fn slice_errors() -> Vec<ErrorSample> {
     let x = || vals(&[4, 6], DType::F32, 180);
     vec![
-        err(Sample::new("step 0", vec![x()]).arg("step", Arg::Int(0)), "slice step must be positive"),
-        err(Sample::new("dim 2 of a 2-d tensor", vec![x()]).arg("dim", Arg::Int(2)), "Dimension out of range"),
-        err(Sample::new("0-d", vec![vals(&[], DType::F32, 181)]), "slice() cannot be applied to a 0-dim tensor."),
+        err(
+            Sample::new("step 0", vec![x()]).arg("step", Arg::Int(0)),
+            "slice step must be positive",
+        ),
+        err(
+            Sample::new("dim 2 of a 2-d tensor", vec![x()]).arg("dim", Arg::Int(2)),
+            "Dimension out of range",
+        ),
+        err(
+            Sample::new("0-d", vec![vals(&[], DType::F32, 181)]),
+            "slice() cannot be applied to a 0-dim tensor.",
+        ),
     ]
 }
 
@@ -1371,16 +2153,69 @@ pub fn as_strided(dtype: DType) -> Vec<Sample> {
         }
     };
     vec![
-        g(Sample::new("[4,4]: [2,2] block", vec![sym(1, 4, 1)]), &[2, 2], &[4, 1], None),
-        g(Sample::new("[4,4]: [3,2] transposed with offset 1", vec![sym(1, 4, 2)]), &[3, 2], &[1, 4], Some(1)),
-        g(Sample::new("[4,4]: overlapping [3,3] windows", vec![sym(1, 4, 3)]), &[3, 3], &[1, 1], None),
-        g(Sample::new("[4,4]: 3-d [2,2,2]", vec![sym(1, 4, 4)]), &[2, 2, 2], &[8, 1, 4], Some(0)),
-        g(Sample::new("[2,3,3]: [2,2] across batches", vec![sym(2, 3, 5)]), &[2, 2], &[9, 4], None),
-        g(Sample::new("[4,4]: 0-d at offset 5", vec![sym(1, 4, 6)]), &[], &[], Some(5)),
-        g(Sample::new("[4,4]: stride 0 broadcast [2,3]", vec![sym(1, 4, 7)]), &[2, 3], &[0, 2], Some(3)),
-        g(Sample::new("empty result [0]", vec![sym(1, 4, 8)]), &[0], &[1], None).edge(),
-        g(Sample::new("empty result [2,0]", vec![sym(1, 4, 9)]), &[2, 0], &[1, 1], Some(2)).edge(),
-        g(Sample::new("0-d input to 0-d", vec![vals(&[], dtype, 10)]), &[], &[], None).edge(),
+        g(
+            Sample::new("[4,4]: [2,2] block", vec![sym(1, 4, 1)]),
+            &[2, 2],
+            &[4, 1],
+            None,
+        ),
+        g(
+            Sample::new("[4,4]: [3,2] transposed with offset 1", vec![sym(1, 4, 2)]),
+            &[3, 2],
+            &[1, 4],
+            Some(1),
+        ),
+        g(
+            Sample::new("[4,4]: overlapping [3,3] windows", vec![sym(1, 4, 3)]),
+            &[3, 3],
+            &[1, 1],
+            None,
+        ),
+        g(
+            Sample::new("[4,4]: 3-d [2,2,2]", vec![sym(1, 4, 4)]),
+            &[2, 2, 2],
+            &[8, 1, 4],
+            Some(0),
+        ),
+        g(
+            Sample::new("[2,3,3]: [2,2] across batches", vec![sym(2, 3, 5)]),
+            &[2, 2],
+            &[9, 4],
+            None,
+        ),
+        g(
+            Sample::new("[4,4]: 0-d at offset 5", vec![sym(1, 4, 6)]),
+            &[],
+            &[],
+            Some(5),
+        ),
+        g(
+            Sample::new("[4,4]: stride 0 broadcast [2,3]", vec![sym(1, 4, 7)]),
+            &[2, 3],
+            &[0, 2],
+            Some(3),
+        ),
+        g(
+            Sample::new("empty result [0]", vec![sym(1, 4, 8)]),
+            &[0],
+            &[1],
+            None,
+        )
+        .edge(),
+        g(
+            Sample::new("empty result [2,0]", vec![sym(1, 4, 9)]),
+            &[2, 0],
+            &[1, 1],
+            Some(2),
+        )
+        .edge(),
+        g(
+            Sample::new("0-d input to 0-d", vec![vals(&[], dtype, 10)]),
+            &[],
+            &[],
+            None,
+        )
+        .edge(),
     ]
 }
 
@@ -1388,10 +2223,17 @@ pub fn as_strided_errors() -> Vec<ErrorSample> {
     let x = || vals(&[2, 2], DType::F32, 182);
     vec![
         err(
-            Sample::new("reads past the storage", vec![x()]).arg("size", ints(&[3, 3])).arg("stride", ints(&[3, 1])),
+            Sample::new("reads past the storage", vec![x()])
+                .arg("size", ints(&[3, 3]))
+                .arg("stride", ints(&[3, 1])),
             "out of bounds for storage of size 4",
         ),
-        err(Sample::new("2 sizes, 1 stride", vec![x()]).arg("size", ints(&[2, 2])).arg("stride", ints(&[1])), "mismatch in length of strides and shape"),
+        err(
+            Sample::new("2 sizes, 1 stride", vec![x()])
+                .arg("size", ints(&[2, 2]))
+                .arg("stride", ints(&[1])),
+            "mismatch in length of strides and shape",
+        ),
     ]
 }
 
@@ -1401,9 +2243,15 @@ pub fn flatten(dtype: DType) -> Vec<Sample> {
     vec![
         Sample::new("[2,3,4] all dims", vec![x(&[2, 3, 4], 1)]),
         Sample::new("[2,3,4] from dim 1", vec![x(&[2, 3, 4], 2)]).arg("start_dim", Arg::Int(1)),
-        Sample::new("[2,3,4] dims 0..1", vec![x(&[2, 3, 4], 3)]).arg("start_dim", Arg::Int(0)).arg("end_dim", Arg::Int(1)),
-        Sample::new("[3,4] dims 1..1 (no-op)", vec![x(&[3, 4], 4)]).arg("start_dim", Arg::Int(1)).arg("end_dim", Arg::Int(1)),
-        Sample::new("[2,3,4] dims -2..-1", vec![x(&[2, 3, 4], 5)]).arg("start_dim", Arg::Int(-2)).arg("end_dim", Arg::Int(-1)),
+        Sample::new("[2,3,4] dims 0..1", vec![x(&[2, 3, 4], 3)])
+            .arg("start_dim", Arg::Int(0))
+            .arg("end_dim", Arg::Int(1)),
+        Sample::new("[3,4] dims 1..1 (no-op)", vec![x(&[3, 4], 4)])
+            .arg("start_dim", Arg::Int(1))
+            .arg("end_dim", Arg::Int(1)),
+        Sample::new("[2,3,4] dims -2..-1", vec![x(&[2, 3, 4], 5)])
+            .arg("start_dim", Arg::Int(-2))
+            .arg("end_dim", Arg::Int(-1)),
         Sample::new("0-d", vec![x(&[], 6)]).edge(),
         Sample::new("empty [0,3]", vec![x(&[0, 3], 7)]).edge(),
     ]
@@ -1413,10 +2261,15 @@ pub fn flatten_errors() -> Vec<ErrorSample> {
     let x = || vals(&[2, 3, 4], DType::F32, 183);
     vec![
         err(
-            Sample::new("start_dim after end_dim", vec![x()]).arg("start_dim", Arg::Int(2)).arg("end_dim", Arg::Int(1)),
+            Sample::new("start_dim after end_dim", vec![x()])
+                .arg("start_dim", Arg::Int(2))
+                .arg("end_dim", Arg::Int(1)),
             "flatten() has invalid args: start_dim cannot come after end_dim",
         ),
-        err(Sample::new("start_dim 3 of a 3-d tensor", vec![x()]).arg("start_dim", Arg::Int(3)), "Dimension out of range"),
+        err(
+            Sample::new("start_dim 3 of a 3-d tensor", vec![x()]).arg("start_dim", Arg::Int(3)),
+            "Dimension out of range",
+        ),
     ]
 }
 
@@ -1425,18 +2278,47 @@ pub fn unflatten(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     let u = |d: i64, sizes: &[i64], s: Sample| s.arg("dim", Arg::Int(d)).arg("sizes", ints(sizes));
     vec![
-        u(0, &[2, 3], Sample::new("[6,4] dim 0 to [2,3]", vec![x(&[6, 4], 1)])),
-        u(1, &[2, 4], Sample::new("[3,8] dim 1 to [2,4]", vec![x(&[3, 8], 2)])),
-        u(-1, &[3, -1], Sample::new("[2,12] dim -1 to [3,-1]", vec![x(&[2, 12], 3)])),
-        u(0, &[3, 4], Sample::new("[12] dim 0 to [3,4]", vec![x(&[12], 4)])),
-        u(1, &[2, 3], Sample::new("empty [0,6] dim 1 to [2,3]", vec![x(&[0, 6], 5)]).edge()),
-        u(0, &[0, 2], Sample::new("empty [0,3] dim 0 to [0,2]", vec![x(&[0, 3], 6)]).edge()),
+        u(
+            0,
+            &[2, 3],
+            Sample::new("[6,4] dim 0 to [2,3]", vec![x(&[6, 4], 1)]),
+        ),
+        u(
+            1,
+            &[2, 4],
+            Sample::new("[3,8] dim 1 to [2,4]", vec![x(&[3, 8], 2)]),
+        ),
+        u(
+            -1,
+            &[3, -1],
+            Sample::new("[2,12] dim -1 to [3,-1]", vec![x(&[2, 12], 3)]),
+        ),
+        u(
+            0,
+            &[3, 4],
+            Sample::new("[12] dim 0 to [3,4]", vec![x(&[12], 4)]),
+        ),
+        u(
+            1,
+            &[2, 3],
+            Sample::new("empty [0,6] dim 1 to [2,3]", vec![x(&[0, 6], 5)]).edge(),
+        ),
+        u(
+            0,
+            &[0, 2],
+            Sample::new("empty [0,3] dim 0 to [0,2]", vec![x(&[0, 3], 6)]).edge(),
+        ),
     ]
 }
 
 pub fn unflatten_errors() -> Vec<ErrorSample> {
     vec![err(
-        Sample::new("[4,2] does not multiply to 6", vec![vals(&[6, 4], DType::F32, 184)]).arg("dim", Arg::Int(0)).arg("sizes", ints(&[4, 2])),
+        Sample::new(
+            "[4,2] does not multiply to 6",
+            vec![vals(&[6, 4], DType::F32, 184)],
+        )
+        .arg("dim", Arg::Int(0))
+        .arg("sizes", ints(&[4, 2])),
         "don't multiply up to the size of dim 0 (6) in the input tensor",
     )]
 }
@@ -1446,26 +2328,99 @@ pub fn unflatten_errors() -> Vec<ErrorSample> {
 pub fn slice_backward(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     let sb = |sizes: &[i64], d: i64, st: i64, e: i64, step: i64, s: Sample| {
-        s.arg("input_sizes", ints(sizes)).arg("dim", Arg::Int(d)).arg("start", Arg::Int(st)).arg("end", Arg::Int(e)).arg("step", Arg::Int(step))
+        s.arg("input_sizes", ints(sizes))
+            .arg("dim", Arg::Int(d))
+            .arg("start", Arg::Int(st))
+            .arg("end", Arg::Int(e))
+            .arg("step", Arg::Int(step))
     };
     vec![
-        sb(&[4, 6], 1, 1, 5, 2, Sample::new("[4,6] dim 1 1:5:2", vec![x(&[4, 2], 1)])),
-        sb(&[4, 6], 0, 0, 3, 1, Sample::new("[4,6] dim 0 0:3", vec![x(&[3, 6], 2)])),
-        sb(&[2, 3, 4], -1, 1, 4, 1, Sample::new("[2,3,4] dim -1 1:4", vec![x(&[2, 3, 3], 3)])),
-        sb(&[5, 2], 0, 0, 4, 2, Sample::new("[5,2] dim 0 0:4:2", vec![x(&[2, 2], 4)])),
+        sb(
+            &[4, 6],
+            1,
+            1,
+            5,
+            2,
+            Sample::new("[4,6] dim 1 1:5:2", vec![x(&[4, 2], 1)]),
+        ),
+        sb(
+            &[4, 6],
+            0,
+            0,
+            3,
+            1,
+            Sample::new("[4,6] dim 0 0:3", vec![x(&[3, 6], 2)]),
+        ),
+        sb(
+            &[2, 3, 4],
+            -1,
+            1,
+            4,
+            1,
+            Sample::new("[2,3,4] dim -1 1:4", vec![x(&[2, 3, 3], 3)]),
+        ),
+        sb(
+            &[5, 2],
+            0,
+            0,
+            4,
+            2,
+            Sample::new("[5,2] dim 0 0:4:2", vec![x(&[2, 2], 4)]),
+        ),
         sb(&[7], 0, 2, 7, 3, Sample::new("[7] 2:7:3", vec![x(&[2], 5)])),
-        sb(&[4, 6], 1, 2, 2, 1, Sample::new("empty slice", vec![x(&[4, 0], 6)]).edge()),
-        sb(&[0, 3], 0, 0, 0, 1, Sample::new("empty input [0,3]", vec![x(&[0, 3], 7)]).edge()),
+        sb(
+            &[4, 6],
+            1,
+            2,
+            2,
+            1,
+            Sample::new("empty slice", vec![x(&[4, 0], 6)]).edge(),
+        ),
+        sb(
+            &[0, 3],
+            0,
+            0,
+            0,
+            1,
+            Sample::new("empty input [0,3]", vec![x(&[0, 3], 7)]).edge(),
+        ),
     ]
 }
 
 pub fn slice_backward_errors() -> Vec<ErrorSample> {
     let sb = |sizes: &[i64], d: i64, st: i64, e: i64, step: i64, s: Sample| {
-        s.arg("input_sizes", ints(sizes)).arg("dim", Arg::Int(d)).arg("start", Arg::Int(st)).arg("end", Arg::Int(e)).arg("step", Arg::Int(step))
+        s.arg("input_sizes", ints(sizes))
+            .arg("dim", Arg::Int(d))
+            .arg("start", Arg::Int(st))
+            .arg("end", Arg::Int(e))
+            .arg("step", Arg::Int(step))
     };
     vec![
-        err(sb(&[4, 6], 1, 0, 2, 1, Sample::new("grad [3,3] for a [4,2] slice", vec![vals(&[3, 3], DType::F32, 185)])), "The expanded size of the tensor"),
-        err(sb(&[4, 6], 1, 0, 2, 0, Sample::new("step 0", vec![vals(&[4, 2], DType::F32, 186)])), "slice step must be positive"),
+        err(
+            sb(
+                &[4, 6],
+                1,
+                0,
+                2,
+                1,
+                Sample::new(
+                    "grad [3,3] for a [4,2] slice",
+                    vec![vals(&[3, 3], DType::F32, 185)],
+                ),
+            ),
+            "The expanded size of the tensor",
+        ),
+        err(
+            sb(
+                &[4, 6],
+                1,
+                0,
+                2,
+                0,
+                Sample::new("step 0", vec![vals(&[4, 2], DType::F32, 186)]),
+            ),
+            "slice step must be positive",
+        ),
     ]
 }
 
@@ -1473,20 +2428,57 @@ pub fn slice_backward_errors() -> Vec<ErrorSample> {
 /// shape.
 pub fn select_backward(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
-    let sb = |sizes: &[i64], d: i64, i: i64, s: Sample| s.arg("input_sizes", ints(sizes)).arg("dim", Arg::Int(d)).arg("index", Arg::Int(i));
+    let sb = |sizes: &[i64], d: i64, i: i64, s: Sample| {
+        s.arg("input_sizes", ints(sizes))
+            .arg("dim", Arg::Int(d))
+            .arg("index", Arg::Int(i))
+    };
     vec![
-        sb(&[4, 6], 0, 2, Sample::new("[4,6] dim 0 index 2", vec![x(&[6], 1)])),
-        sb(&[4, 6], 1, -1, Sample::new("[4,6] dim 1 index -1", vec![x(&[4], 2)])),
-        sb(&[2, 3, 4], 1, 1, Sample::new("[2,3,4] dim 1 index 1", vec![x(&[2, 4], 3)])),
-        sb(&[2, 3, 4], -1, 3, Sample::new("[2,3,4] dim -1 index 3", vec![x(&[2, 3], 4)])),
-        sb(&[3], 0, 1, Sample::new("[3] index 1: 0-d grad", vec![x(&[], 5)]).edge()),
-        sb(&[0, 3], 1, 2, Sample::new("empty input [0,3]", vec![x(&[0], 6)]).edge()),
+        sb(
+            &[4, 6],
+            0,
+            2,
+            Sample::new("[4,6] dim 0 index 2", vec![x(&[6], 1)]),
+        ),
+        sb(
+            &[4, 6],
+            1,
+            -1,
+            Sample::new("[4,6] dim 1 index -1", vec![x(&[4], 2)]),
+        ),
+        sb(
+            &[2, 3, 4],
+            1,
+            1,
+            Sample::new("[2,3,4] dim 1 index 1", vec![x(&[2, 4], 3)]),
+        ),
+        sb(
+            &[2, 3, 4],
+            -1,
+            3,
+            Sample::new("[2,3,4] dim -1 index 3", vec![x(&[2, 3], 4)]),
+        ),
+        sb(
+            &[3],
+            0,
+            1,
+            Sample::new("[3] index 1: 0-d grad", vec![x(&[], 5)]).edge(),
+        ),
+        sb(
+            &[0, 3],
+            1,
+            2,
+            Sample::new("empty input [0,3]", vec![x(&[0], 6)]).edge(),
+        ),
     ]
 }
 
 pub fn select_backward_errors() -> Vec<ErrorSample> {
     vec![err(
-        Sample::new("index 4 of size 4", vec![vals(&[6], DType::F32, 187)]).arg("input_sizes", ints(&[4, 6])).arg("dim", Arg::Int(0)).arg("index", Arg::Int(4)),
+        Sample::new("index 4 of size 4", vec![vals(&[6], DType::F32, 187)])
+            .arg("input_sizes", ints(&[4, 6]))
+            .arg("dim", Arg::Int(0))
+            .arg("index", Arg::Int(4)),
         "select(): index 4 out of range",
     )]
 }

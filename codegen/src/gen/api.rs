@@ -64,12 +64,17 @@ fn normalise(args: &[Arg], include_defaulted: bool) -> Vec<TokenStream> {
             let id = ident(&a.name);
             let ty = a.kind.inner_type();
             if !include_defaulted && a.default.is_some() {
-                let d = a.kind.default_expr(a.default.as_deref().unwrap_or_default()).expect("validated default");
+                let d = a
+                    .kind
+                    .default_expr(a.default.as_deref().unwrap_or_default())
+                    .expect("validated default");
                 return quote!(let #id: #ty = #d;);
             }
             match a.kind {
                 ArgKind::Scalar => quote!(let #id: Scalar = #id.into();),
-                ArgKind::OptIntList if a.default.is_none() => quote!(let #id: Option<&[i64]> = Some(#id);),
+                ArgKind::OptIntList if a.default.is_none() => {
+                    quote!(let #id: Option<&[i64]> = Some(#id);)
+                }
                 _ => quote!(),
             }
         })
@@ -77,10 +82,12 @@ fn normalise(args: &[Arg], include_defaulted: bool) -> Vec<TokenStream> {
 }
 
 fn call_args(args: &[Arg]) -> Vec<TokenStream> {
-    args.iter().map(|a| {
-        let id = ident(&a.name);
-        quote!(#id)
-    }).collect()
+    args.iter()
+        .map(|a| {
+            let id = ident(&a.name);
+            quote!(#id)
+        })
+        .collect()
 }
 
 fn has_defaults(op: &Op) -> bool {
@@ -92,14 +99,20 @@ fn promote_expr(op: &Op) -> TokenStream {
     let args = op.args();
     let mut pushes = Vec::new();
     for name in &op.operands {
-        let Some(a) = args.iter().find(|a| &a.name == name) else { continue };
+        let Some(a) = args.iter().find(|a| &a.name == name) else {
+            continue;
+        };
         let id = ident(&a.name);
         pushes.push(match a.kind {
             ArgKind::Tensor => quote!(operands.push(Operand::Tensor(#id));),
-            ArgKind::OptTensor => quote!(if let Some(t) = #id { operands.push(Operand::Tensor(t)); }),
+            ArgKind::OptTensor => {
+                quote!(if let Some(t) = #id { operands.push(Operand::Tensor(t)); })
+            }
             ArgKind::TensorList => quote!(operands.extend(#id.iter().map(Operand::Tensor));),
             ArgKind::Scalar => quote!(operands.push(Operand::Scalar(#id));),
-            ArgKind::OptScalar => quote!(if let Some(s) = #id { operands.push(Operand::Scalar(s)); }),
+            ArgKind::OptScalar => {
+                quote!(if let Some(s) = #id { operands.push(Operand::Scalar(s)); })
+            }
             _ => quote!(),
         });
     }
@@ -108,8 +121,12 @@ fn promote_expr(op: &Op) -> TokenStream {
         #(#pushes)*
     };
     match &op.promote {
-        Promote::Default | Promote::Comparison => quote!({ #collect launch::result_type(&operands) }),
-        Promote::IntToFloat => quote!({ #collect launch::int_to_float(launch::result_type(&operands)) }),
+        Promote::Default | Promote::Comparison => {
+            quote!({ #collect launch::result_type(&operands) })
+        }
+        Promote::IntToFloat => {
+            quote!({ #collect launch::int_to_float(launch::result_type(&operands)) })
+        }
         Promote::Same => quote!({ #collect launch::same_dtype(OP, &operands)? }),
         Promote::SelfType => quote!(self_.dtype()),
         Promote::Sum => quote!(launch::sum_dtype(self_.dtype(), dtype)),
@@ -158,7 +175,8 @@ fn compute_fn(op: &Op) -> TokenStream {
     let args = op.args();
     match &op.kind {
         Kind::Explicit { path } | Kind::Composite { path } => {
-            let path: syn::Path = syn::parse_str(&format!("crate::ops::{path}")).expect("valid path");
+            let path: syn::Path =
+                syn::parse_str(&format!("crate::ops::{path}")).expect("valid path");
             let a = call_args(&args);
             quote! {
                 fn #name(#(#params),*) -> Result<#ret> {
@@ -166,16 +184,27 @@ fn compute_fn(op: &Op) -> TokenStream {
                 }
             }
         }
-        Kind::Pointwise { module, kernel, check } => {
+        Kind::Pointwise {
+            module,
+            kernel,
+            check,
+        } => {
             let module = format_ident!("{}", module);
             let kernel = format_ident!("{}", kernel);
             let promote = promote_expr(op);
             let tensors: Vec<&Arg> = args.iter().filter(|a| a.kind == ArgKind::Tensor).collect();
             let tnames: Vec<syn::Ident> = tensors.iter().map(|a| ident(&a.name)).collect();
-            let out_dtype = if op.promote == Promote::Comparison { quote!(DType::Bool) } else { quote!(compute) };
+            let out_dtype = if op.promote == Promote::Comparison {
+                quote!(DType::Bool)
+            } else {
+                quote!(compute)
+            };
             let check = if *check {
                 let f = format_ident!("{}_check", kernel);
-                let vals = args.iter().filter(|a| !a.kind.is_tensor()).map(kernel_value);
+                let vals = args
+                    .iter()
+                    .filter(|a| !a.kind.is_tensor())
+                    .map(kernel_value);
                 quote!(kiln_kernels::cpu::#module::#f(#(#vals),*).map_err(|m| Error::op(OP, m))?;)
             } else {
                 quote!()
@@ -202,7 +231,11 @@ fn compute_fn(op: &Op) -> TokenStream {
                 }
             };
             let in_tys: Vec<TokenStream> = tensors.iter().map(|a| elem_ty(a)).collect();
-            let out_ty = if op.promote == Promote::Comparison { quote!(bool) } else { quote!(T) };
+            let out_ty = if op.promote == Promote::Comparison {
+                quote!(bool)
+            } else {
+                quote!(T)
+            };
             // Scalar arguments become compute-type constants captured by the closure.
             let consts = args.iter().filter(|a| !a.kind.is_tensor()).map(|a| {
                 let id = ident(&a.name);
@@ -262,12 +295,17 @@ fn compute_fn(op: &Op) -> TokenStream {
                             Some(d) => {
                                 let v = dtype_variant(d);
                                 let t = elem_type(d);
-                                prep.push(quote!(let #id = launch::fixed_input(OP, #n, #id, DType::#v)?;));
+                                prep.push(
+                                    quote!(let #id = launch::fixed_input(OP, #n, #id, DType::#v)?;),
+                                );
                                 src_args.push(quote!({ let i = next(); launch::src::<#t>(bufs[i], &inputs[i]) }));
                             }
                             None => {
                                 prep.push(quote!(let #id = launch::cast(#id, compute);));
-                                src_args.push(quote!({ let i = next(); launch::src::<T>(bufs[i], &inputs[i]) }));
+                                src_args.push(quote!({
+                                    let i = next();
+                                    launch::src::<T>(bufs[i], &inputs[i])
+                                }));
                             }
                         }
                         inputs.push(quote!(inputs.push(#id.clone());));
@@ -279,7 +317,9 @@ fn compute_fn(op: &Op) -> TokenStream {
                         meta_args.push(quote!(&#id.iter().map(|t| t.shape()).collect::<Vec<_>>()));
                         src_args.push(quote!(&(0..#id.len()).map(|_| { let i = next(); launch::src::<T>(bufs[i], &inputs[i]) }).collect::<Vec<_>>()));
                     }
-                    ArgKind::OptTensor => panic!("optional tensors are not supported in structured kernels"),
+                    ArgKind::OptTensor => {
+                        panic!("optional tensors are not supported in structured kernels")
+                    }
                     _ => {
                         let v = kernel_value(a);
                         meta_args.push(v.clone());
@@ -344,7 +384,9 @@ pub fn elem_type(d: &str) -> TokenStream {
 
 /// `fn __<op>_record(...)`: builds the backward node and attaches it to the outputs.
 fn record_fn(op: &Op) -> TokenStream {
-    let Some(d) = &op.derivative else { return quote!() };
+    let Some(d) = &op.derivative else {
+        return quote!();
+    };
     let name = format_ident!("__{}_record", op.rust);
     let node = format_ident!("{}", d.node);
     let params = compute_params(op);
@@ -392,7 +434,10 @@ fn record_fn(op: &Op) -> TokenStream {
 }
 
 fn doc_lines(op: &Op, variant: &str) -> TokenStream {
-    let mut text = op.doc.clone().unwrap_or_else(|| format!("PyTorch's `{}`.", op.schema.name));
+    let mut text = op
+        .doc
+        .clone()
+        .unwrap_or_else(|| format!("PyTorch's `{}`.", op.schema.name));
     text.push_str(&format!("\n\n{variant}Schema: `{}`", op.schema));
     quote!(#[doc = #text])
 }
@@ -407,7 +452,10 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
     let composite = matches!(op.kind, Kind::Composite { .. });
     let has_record = op.derivative.is_some();
     let forms: Vec<(String, bool)> = if has_defaults(op) {
-        vec![(op.rust.clone(), false), (format!("{}_with", op.rust), true)]
+        vec![
+            (op.rust.clone(), false),
+            (format!("{}_with", op.rust), true),
+        ]
     } else {
         vec![(op.rust.clone(), true)]
     };
@@ -422,7 +470,11 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
         } else {
             quote!()
         };
-        let view = if is_view { quote!(result.mark_view_of(self_);) } else { quote!() };
+        let view = if is_view {
+            quote!(result.mark_view_of(self_);)
+        } else {
+            quote!()
+        };
         quote! {
             #(#norm)*
             let result = #compute(#(#a),* #dest_none)?;
@@ -475,7 +527,11 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
             } else {
                 quote!(let original: Option<Tensor> = None;)
             };
-            let dest = if pointwise { quote!(, Some(self)) } else { quote!() };
+            let dest = if pointwise {
+                quote!(, Some(self))
+            } else {
+                quote!()
+            };
             let rec = if has_record {
                 quote!(if record { #record(#(#a,)* &[self], original.as_ref(), Some(self)); })
             } else {
@@ -500,7 +556,11 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
     if op.variants.out && !composite {
         let oid = format_ident!("{}_out", op.rust);
         let ps = params(&args, true, false);
-        let outs: Vec<syn::Ident> = op.outputs().iter().map(|o| format_ident!("out_{}", o)).collect();
+        let outs: Vec<syn::Ident> = op
+            .outputs()
+            .iter()
+            .map(|o| format_ident!("out_{}", o))
+            .collect();
         let norm = normalise(&args, true);
         let op_lit = format!("{}_out", op.rust);
         let n = outs.len();
@@ -549,11 +609,19 @@ pub fn generate(model: &crate::model::Model) -> TokenStream {
 
 /// Everything generated for one op; its methods go into `methods`.
 pub fn op_items(op: &Op, methods: &mut Vec<TokenStream>) -> TokenStream {
-    let compute = if matches!(op.kind, Kind::Composite { .. }) { quote!() } else { compute_fn(op) };
+    let compute = if matches!(op.kind, Kind::Composite { .. }) {
+        quote!()
+    } else {
+        compute_fn(op)
+    };
     let record = record_fn(op);
     let (free, meths) = public(op);
     methods.push(meths);
-    let composite_fwd = if let Kind::Composite { .. } = op.kind { compute_fn(op) } else { quote!() };
+    let composite_fwd = if let Kind::Composite { .. } = op.kind {
+        compute_fn(op)
+    } else {
+        quote!()
+    };
     quote! {
         #free
         #compute

@@ -17,6 +17,7 @@ pub fn dtype_variant(short: &str) -> syn::Ident {
 
 /// Formats generated tokens as a Rust file.
 pub fn format(tokens: TokenStream) -> Result<String, String> {
-    let file: syn::File = syn::parse2(tokens.clone()).map_err(|e| format!("generated code does not parse: {e}\n{tokens}"))?;
+    let file: syn::File = syn::parse2(tokens.clone())
+        .map_err(|e| format!("generated code does not parse: {e}\n{tokens}"))?;
     Ok(prettyplease::unparse(&file))
 }

@@ -18,7 +18,9 @@ pub struct Field {
 
 /// The fields of `op`'s node, in a stable order.
 pub fn fields(op: &Op) -> Vec<Field> {
-    let Some(d) = &op.derivative else { return vec![] };
+    let Some(d) = &op.derivative else {
+        return vec![];
+    };
     let args = op.args();
     let outputs = op.outputs();
     let mut names = std::collections::BTreeSet::new();
@@ -39,47 +41,76 @@ pub fn fields(op: &Op) -> Vec<Field> {
                     } else {
                         quote!(SavedTensor::input_beside(#id, #n, inplace))
                     };
-                    out.push(Field { name: id.clone(), ty: quote!(SavedTensor), init, saved: true });
+                    out.push(Field {
+                        name: id.clone(),
+                        ty: quote!(SavedTensor),
+                        init,
+                        saved: true,
+                    });
                 }
                 ArgKind::OptTensor | ArgKind::TensorList => {
                     out.push(Field {
                         name: id.clone(),
                         ty: quote!(Vec<SavedTensor>),
-                        init: if a.kind == ArgKind::OptTensor {
-                            quote!(#id.iter().map(|t| SavedTensor::input(t, #n)).collect())
-                        } else {
-                            quote!(#id.iter().map(|t| SavedTensor::input(t, #n)).collect())
-                        },
+                        init: quote!(#id.iter().map(|t| SavedTensor::input(t, #n)).collect()),
                         saved: true,
                     });
                 }
                 k => {
                     let ty = k.owned_type();
                     let init = k.to_owned(&id);
-                    out.push(Field { name: id.clone(), ty, init, saved: false });
+                    out.push(Field {
+                        name: id.clone(),
+                        ty,
+                        init,
+                        saved: false,
+                    });
                 }
             }
         }
         for (recv, method) in metas.iter().filter(|(r, _)| r == &a.name) {
             let name = format_ident!("{}_{}", recv, method);
-            let src = if a.name == "self" { quote!(original_self.unwrap_or(self_)) } else { quote!(#id) };
+            let src = if a.name == "self" {
+                quote!(original_self.unwrap_or(self_))
+            } else {
+                quote!(#id)
+            };
             let list = a.kind == ArgKind::TensorList;
             let (ty, init) = match (method.as_str(), list) {
                 ("sizes", false) => (quote!(Vec<usize>), quote!(#src.sizes().to_vec())),
-                ("sizes", true) => (quote!(Vec<Vec<usize>>), quote!(#src.iter().map(|t| t.sizes().to_vec()).collect())),
+                ("sizes", true) => (
+                    quote!(Vec<Vec<usize>>),
+                    quote!(#src.iter().map(|t| t.sizes().to_vec()).collect()),
+                ),
                 ("dtype", false) => (quote!(DType), quote!(#src.dtype())),
-                ("dtype", true) => (quote!(Vec<DType>), quote!(#src.iter().map(|t| t.dtype()).collect())),
+                ("dtype", true) => (
+                    quote!(Vec<DType>),
+                    quote!(#src.iter().map(|t| t.dtype()).collect()),
+                ),
                 ("dim", false) => (quote!(usize), quote!(#src.dim())),
                 ("strides", false) => (quote!(Vec<usize>), quote!(#src.strides().to_vec())),
                 ("storage_offset", false) => (quote!(usize), quote!(#src.storage_offset())),
                 ("numel", false) => (quote!(usize), quote!(#src.numel())),
-                (m, _) => (quote!(usize), quote!(compile_error!(concat!("unsupported list metadata ", #m)))),
+                (m, _) => (
+                    quote!(usize),
+                    quote!(compile_error!(concat!("unsupported list metadata ", #m))),
+                ),
             };
-            out.push(Field { name, ty, init, saved: false });
+            out.push(Field {
+                name,
+                ty,
+                init,
+                saved: false,
+            });
         }
         if a.kind == ArgKind::TensorList && d.formulas.iter().any(|f| f.input == a.name) {
             let name = format_ident!("{}_len", a.name);
-            out.push(Field { name, ty: quote!(usize), init: quote!(#id.len()), saved: false });
+            out.push(Field {
+                name,
+                ty: quote!(usize),
+                init: quote!(#id.len()),
+                saved: false,
+            });
         }
     }
     for (i, o) in outputs.iter().enumerate() {
@@ -116,7 +147,9 @@ fn bindings(op: &Op, f: &crate::formula::Formula) -> Vec<TokenStream> {
     }
     for (recv, method) in &f.uses.metas {
         let id = format_ident!("{}_{}", recv, method);
-        let list = args.iter().any(|a| &a.name == recv && a.kind == ArgKind::TensorList);
+        let list = args
+            .iter()
+            .any(|a| &a.name == recv && a.kind == ArgKind::TensorList);
         out.push(match (method.as_str(), list) {
             ("sizes", false) | ("strides", false) => quote!(let #id: &[usize] = &self.#id;),
             ("sizes", true) => quote!(let #id: &[Vec<usize>] = &self.#id;),
@@ -129,7 +162,9 @@ fn bindings(op: &Op, f: &crate::formula::Formula) -> Vec<TokenStream> {
 
 /// The node struct and its `Node` impl.
 pub fn node(op: &Op) -> TokenStream {
-    let Some(d) = &op.derivative else { return quote!() };
+    let Some(d) = &op.derivative else {
+        return quote!();
+    };
     let name = format_ident!("{}", d.node);
     let name_lit = &d.node;
     let fs = fields(op);
@@ -147,7 +182,11 @@ pub fn node(op: &Op) -> TokenStream {
     });
     let mut slots = Vec::new();
     for a in op.differentiable_inputs() {
-        let f = d.formulas.iter().find(|f| f.input == a.name).expect("differentiable inputs have formulas");
+        let f = d
+            .formulas
+            .iter()
+            .find(|f| f.input == a.name)
+            .expect("differentiable inputs have formulas");
         let expr = &f.expr;
         let binds = bindings(op, f);
         let list = a.kind == ArgKind::TensorList;

@@ -98,7 +98,9 @@ fn sample_arg(a: &crate::model::Arg, ti: &mut usize, li: &mut usize) -> TokenStr
 /// Gives the reference closure's untyped parameters the types the harness passes: f64 for
 /// tensor elements and scalars, `Option<f64>` for optional scalars, the Rust type otherwise.
 fn annotate_closure(closure: &mut syn::Expr, args: &[crate::model::Arg]) {
-    let syn::Expr::Closure(c) = closure else { return };
+    let syn::Expr::Closure(c) = closure else {
+        return;
+    };
     for (pat, a) in c.inputs.iter_mut().zip(args) {
         if let syn::Pat::Ident(_) = pat {
             let ty: syn::Type = match a.kind {
@@ -131,16 +133,29 @@ fn to_vec(op: &Op) -> TokenStream {
 }
 
 fn op_module(op: &Op) -> TokenStream {
-    let Some(info) = &op.opinfo else { return quote!() };
+    let Some(info) = &op.opinfo else {
+        return quote!();
+    };
     let args = op.args();
     let (mut ti, mut li) = (0, 0);
-    let exprs: Vec<TokenStream> = args.iter().map(|a| sample_arg(a, &mut ti, &mut li)).collect();
+    let exprs: Vec<TokenStream> = args
+        .iter()
+        .map(|a| sample_arg(a, &mut ti, &mut li))
+        .collect();
     let has_defaults = args.iter().any(|a| a.default.is_some());
-    let fname = if has_defaults { format_ident!("{}_with", op.rust) } else { format_ident!("{}", op.rust) };
+    let fname = if has_defaults {
+        format_ident!("{}_with", op.rust)
+    } else {
+        format_ident!("{}", op.rust)
+    };
     let tv = to_vec(op);
     let self_pos = args.iter().position(|a| a.name == "self");
-    let non_self: Vec<&TokenStream> =
-        exprs.iter().zip(&args).filter(|(_, a)| a.name != "self").map(|(e, _)| e).collect();
+    let non_self: Vec<&TokenStream> = exprs
+        .iter()
+        .zip(&args)
+        .filter(|(_, a)| a.name != "self")
+        .map(|(e, _)| e)
+        .collect();
     let self_expr = self_pos.map(|p| exprs[p].clone());
 
     let call = if op.variants.function {
@@ -150,7 +165,9 @@ fn op_module(op: &Op) -> TokenStream {
         quote!(#se.#fname(#(#non_self),*)#tv)
     };
     let method = match (&self_expr, op.variants.method) {
-        (Some(se), true) => quote!(Some({ fn method(s: &Sample) -> Result<Vec<Tensor>> { #se.#fname(#(#non_self),*)#tv } method })),
+        (Some(se), true) => {
+            quote!(Some({ fn method(s: &Sample) -> Result<Vec<Tensor>> { #se.#fname(#(#non_self),*)#tv } method }))
+        }
         _ => quote!(None),
     };
     let composite = matches!(op.kind, Kind::Composite { .. });
@@ -170,7 +187,8 @@ fn op_module(op: &Op) -> TokenStream {
     };
     // Reference: a float64 closure for pointwise ops, a named plain-loop function otherwise.
     let reference = if matches!(op.kind, Kind::Pointwise { .. }) {
-        let mut closure: syn::Expr = syn::parse_str(&info.reference).expect("validated reference closure");
+        let mut closure: syn::Expr =
+            syn::parse_str(&info.reference).expect("validated reference closure");
         annotate_closure(&mut closure, &args);
         let mut tensor_idx = 0usize;
         let mut call_args = Vec::new();
@@ -205,12 +223,16 @@ fn op_module(op: &Op) -> TokenStream {
             }
         }
     } else {
-        let path: syn::Path = syn::parse_str(&format!("refs::{}", info.reference)).expect("validated reference path");
+        let path: syn::Path =
+            syn::parse_str(&format!("refs::{}", info.reference)).expect("validated reference path");
         quote!(fn reference(s: &Sample) -> Vec<RefTensor> { #path(s) })
     };
-    let samples: syn::Path = syn::parse_str(&format!("samples::{}", info.samples)).expect("valid sample name");
-    let errors: syn::Path = syn::parse_str(&format!("samples::{}_errors", info.samples)).expect("valid sample name");
-    let differentiable = op.derivative.is_some() || (composite && op.has_float_output() && info.gradcheck);
+    let samples: syn::Path =
+        syn::parse_str(&format!("samples::{}", info.samples)).expect("valid sample name");
+    let errors: syn::Path =
+        syn::parse_str(&format!("samples::{}_errors", info.samples)).expect("valid sample name");
+    let differentiable =
+        op.derivative.is_some() || (composite && op.has_float_output() && info.gradcheck);
     let name = op.full_name();
     let mut tests = Vec::new();
     for d in &info.dtypes {
@@ -225,11 +247,26 @@ fn op_module(op: &Op) -> TokenStream {
         }
     }
     if differentiable && info.gradcheck {
-        tests.push(quote!(#[test] fn gradcheck() { check_gradcheck(&INFO) }));
-        tests.push(quote!(#[test] fn gradgradcheck() { check_gradgradcheck(&INFO) }));
+        tests.push(quote!(
+            #[test]
+            fn gradcheck() {
+                check_gradcheck(&INFO)
+            }
+        ));
+        tests.push(quote!(
+            #[test]
+            fn gradgradcheck() {
+                check_gradgradcheck(&INFO)
+            }
+        ));
     }
     if info.errors {
-        tests.push(quote!(#[test] fn errors() { check_errors(&INFO) }));
+        tests.push(quote!(
+            #[test]
+            fn errors() {
+                check_errors(&INFO)
+            }
+        ));
     }
     let module = format_ident!("{}", op.rust);
     quote! {

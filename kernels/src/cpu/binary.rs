@@ -37,8 +37,6 @@ pub fn pow<T: Arith + Pow>(a: T, b: T) -> T {
 pub fn maximum<T: Arith>(a: T, b: T) -> T {
     if a.is_nan() || a > b {
         a
-    } else if b.is_nan() {
-        b
     } else {
         b
     }

@@ -60,7 +60,9 @@ pub fn index_select_meta(self_: &[usize], dim: i64, index: &[usize]) -> KResult<
     let numel: usize = index.iter().product();
     if self_.is_empty() {
         if numel != 1 {
-            return Err(format!("index_select(): Index to scalar can have only 1 value, got {numel} value(s)"));
+            return Err(format!(
+                "index_select(): Index to scalar can have only 1 value, got {numel} value(s)"
+            ));
         }
         return Ok(vec![vec![]]);
     }
@@ -72,16 +74,27 @@ pub fn index_select_meta(self_: &[usize], dim: i64, index: &[usize]) -> KResult<
 /// `index_select(self, dim, index)`: `out[.., r, ..] = self[.., index[r], ..]`. Each output
 /// row block is a run of `memcpy`s of the `inner` trailing elements; parallel over the outer
 /// dims when large.
-pub fn index_select<T: Element>(self_: Src<'_, T>, dim: i64, index: Src<'_, i64>, mut out: Dst<'_, T>) -> KResult<()> {
+pub fn index_select<T: Element>(
+    self_: Src<'_, T>,
+    dim: i64,
+    index: Src<'_, i64>,
+    mut out: Dst<'_, T>,
+) -> KResult<()> {
     index_select_meta(&self_.layout.sizes, dim, &index.layout.sizes)?;
     let d = wrap_dim(dim, self_.layout.ndim())?;
     let (outer, n, inner) = split_at_dim(&self_.layout.sizes, d);
-    let rows = check_indices(&row_major(&index), n, |_| "index out of range in self".to_string())?;
+    let rows = check_indices(&row_major(&index), n, |_| {
+        "index out of range in self".to_string()
+    })?;
     let x = row_major(&self_);
     let o = contiguous_out(&mut out)?;
     let block = rows.len() * inner;
     if o.len() != outer * block {
-        return Err(format!("internal error: output has {} elements, expected {}", o.len(), outer * block));
+        return Err(format!(
+            "internal error: output has {} elements, expected {}",
+            o.len(),
+            outer * block
+        ));
     }
     if o.is_empty() {
         return Ok(());
@@ -122,7 +135,12 @@ fn gather_shape_check(self_: &[usize], d: usize, index: &[usize]) -> KResult<()>
 
 /// Output shape of `gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False)`:
 /// the index's shape. An empty index skips the shape checks, as in PyTorch.
-pub fn gather_meta(self_: &[usize], dim: i64, index: &[usize], sparse_grad: bool) -> KResult<Vec<Vec<usize>>> {
+pub fn gather_meta(
+    self_: &[usize],
+    dim: i64,
+    index: &[usize],
+    sparse_grad: bool,
+) -> KResult<Vec<Vec<usize>>> {
     let _ = sparse_grad; // only changes the backward formula
     let d = wrap_dim(dim, self_.len())?;
     if index.iter().product::<usize>() != 0 {
@@ -146,7 +164,11 @@ pub fn gather<T: Element>(
     let idx = row_major(&index);
     let o = contiguous_out(&mut out)?;
     if o.len() != idx.len() {
-        return Err(format!("internal error: output has {} elements, expected {}", o.len(), idx.len()));
+        return Err(format!(
+            "internal error: output has {} elements, expected {}",
+            o.len(),
+            idx.len()
+        ));
     }
     if idx.is_empty() {
         return Ok(());
@@ -156,7 +178,11 @@ pub fn gather<T: Element>(
     let mut strides = nonempty_strides(self_.layout);
     let step = strides[d];
     strides[d] = 0;
-    let bases = Layout { sizes: nonempty(&index.layout.sizes), strides, offset: self_.layout.offset };
+    let bases = Layout {
+        sizes: nonempty(&index.layout.sizes),
+        strides,
+        offset: self_.layout.offset,
+    };
     let mut k = 0;
     for_each_run([&bases], |[base], len, [s]| {
         for t in 0..len {
@@ -193,7 +219,12 @@ fn scatter_shape_check(self_: &[usize], d: usize, index: &[usize], src: &[usize]
 }
 
 /// Output shape of `scatter_add(Tensor self, int dim, Tensor index, Tensor src)`: `self`'s.
-pub fn scatter_add_meta(self_: &[usize], dim: i64, index: &[usize], src: &[usize]) -> KResult<Vec<Vec<usize>>> {
+pub fn scatter_add_meta(
+    self_: &[usize],
+    dim: i64,
+    index: &[usize],
+    src: &[usize],
+) -> KResult<Vec<Vec<usize>>> {
     let d = wrap_dim(dim, self_.len())?;
     scatter_shape_check(self_, d, index, src)?;
     Ok(vec![self_.to_vec()])
@@ -209,7 +240,12 @@ pub fn scatter_add<T: Element>(
     src: Src<'_, T>,
     mut out: Dst<'_, T>,
 ) -> KResult<()> {
-    scatter_add_meta(&self_.layout.sizes, dim, &index.layout.sizes, &src.layout.sizes)?;
+    scatter_add_meta(
+        &self_.layout.sizes,
+        dim,
+        &index.layout.sizes,
+        &src.layout.sizes,
+    )?;
     let d = wrap_dim(dim, self_.layout.ndim())?;
     let mut acc: Vec<T::Compute> = row_major(&self_).iter().map(|x| x.up()).collect();
     let idx = row_major(&index);
@@ -222,8 +258,16 @@ pub fn scatter_add<T: Element>(
         let step = acc_strides[d];
         acc_strides[d] = 0;
         let sizes = nonempty(&index.layout.sizes);
-        let acc_view = Layout { sizes: sizes.clone(), strides: acc_strides, offset: 0 };
-        let src_view = Layout { sizes, strides: nonempty_strides(src.layout), offset: src.layout.offset };
+        let acc_view = Layout {
+            sizes: sizes.clone(),
+            strides: acc_strides,
+            offset: 0,
+        };
+        let src_view = Layout {
+            sizes,
+            strides: nonempty_strides(src.layout),
+            offset: src.layout.offset,
+        };
         let mut k = 0;
         for_each_run([&acc_view, &src_view], |[ao, so], len, [as_, ss]| {
             for t in 0..len {
@@ -235,7 +279,11 @@ pub fn scatter_add<T: Element>(
     }
     let o = contiguous_out(&mut out)?;
     if o.len() != acc.len() {
-        return Err(format!("internal error: output has {} elements, expected {}", o.len(), acc.len()));
+        return Err(format!(
+            "internal error: output has {} elements, expected {}",
+            o.len(),
+            acc.len()
+        ));
     }
     o.iter_mut().zip(&acc).for_each(|(o, &a)| *o = T::down(a));
     Ok(())
@@ -296,10 +344,18 @@ pub fn index_add<T: Element>(
     alpha: f64,
     mut out: Dst<'_, T>,
 ) -> KResult<()> {
-    index_add_meta(&self_.layout.sizes, dim, &index.layout.sizes, &source.layout.sizes, alpha)?;
+    index_add_meta(
+        &self_.layout.sizes,
+        dim,
+        &index.layout.sizes,
+        &source.layout.sizes,
+        alpha,
+    )?;
     let d = wrap_dim(dim, self_.layout.ndim())?;
     let (outer, n, inner) = split_at_dim(&self_.layout.sizes, d);
-    let rows = check_indices(&row_major(&index), n, |_| "index out of range in self".to_string())?;
+    let rows = check_indices(&row_major(&index), n, |_| {
+        "index out of range in self".to_string()
+    })?;
     let mut acc: Vec<T::Compute> = row_major(&self_).iter().map(|x| x.up()).collect();
     let src = row_major(&source);
     let alpha = <T::Compute as Arith>::from_f64(alpha);
@@ -309,12 +365,18 @@ pub fn index_add<T: Element>(
         for (r, &i) in rows.iter().enumerate() {
             let to = &mut acc[(oi * n + i) * inner..][..inner];
             let from = &src[(oi * k + r) * inner..][..inner];
-            to.iter_mut().zip(from).for_each(|(a, &s)| *a = a.add(alpha.mul(s.up())));
+            to.iter_mut()
+                .zip(from)
+                .for_each(|(a, &s)| *a = a.add(alpha.mul(s.up())));
         }
     }
     let o = contiguous_out(&mut out)?;
     if o.len() != acc.len() {
-        return Err(format!("internal error: output has {} elements, expected {}", o.len(), acc.len()));
+        return Err(format!(
+            "internal error: output has {} elements, expected {}",
+            o.len(),
+            acc.len()
+        ));
     }
     o.iter_mut().zip(&acc).for_each(|(o, &a)| *o = T::down(a));
     Ok(())
@@ -339,7 +401,10 @@ mod tests {
         idx.iter().zip(shape).fold(0, |acc, (&i, &s)| acc * s + i)
     }
 
-    fn run<T: Element>(shape: &[usize], k: impl FnOnce(Dst<'_, T>) -> KResult<()>) -> KResult<Vec<T>> {
+    fn run<T: Element>(
+        shape: &[usize],
+        k: impl FnOnce(Dst<'_, T>) -> KResult<()>,
+    ) -> KResult<Vec<T>> {
         let l = Layout::contiguous(shape);
         let mut buf = vec![T::default(); l.numel()];
         k(Dst::new(&mut buf, &l))?;
@@ -360,10 +425,18 @@ mod tests {
         let index = vec![2i64, 0, 2];
         let il = Layout::contiguous(&[3]);
         for d in 0..2 {
-            let shape = index_select_meta(&[3, 4], d as i64, &[3]).unwrap().remove(0);
-            let got =
-                run::<f64>(&shape, |o| index_select(Src::new(&store, &layout), d as i64, Src::new(&index, &il), o))
-                    .unwrap();
+            let shape = index_select_meta(&[3, 4], d as i64, &[3])
+                .unwrap()
+                .remove(0);
+            let got = run::<f64>(&shape, |o| {
+                index_select(
+                    Src::new(&store, &layout),
+                    d as i64,
+                    Src::new(&index, &il),
+                    o,
+                )
+            })
+            .unwrap();
             let want: Vec<f64> = (0..shape.iter().product())
                 .map(|p| {
                     let mut at = unravel(p, &shape);
@@ -382,20 +455,38 @@ mod tests {
         let il = Layout::contiguous(&[1]).expand(&[4]).unwrap();
         let x = vec![10i32, 20, 30, 40, 50, 60];
         let xl = Layout::contiguous(&[2, 3]);
-        let got = run::<i32>(&[2, 4], |o| index_select(Src::new(&x, &xl), -1, Src::new(&one, &il), o)).unwrap();
+        let got = run::<i32>(&[2, 4], |o| {
+            index_select(Src::new(&x, &xl), -1, Src::new(&one, &il), o)
+        })
+        .unwrap();
         assert_eq!(got, vec![20, 20, 20, 20, 50, 50, 50, 50]);
 
         let s = vec![f16::from_f64(2.5)];
         let sl = Layout::contiguous(&[]);
         let zero = vec![0i64];
         let zl = Layout::contiguous(&[]);
-        assert_eq!(index_select_meta(&[], 0, &[]).unwrap(), vec![Vec::<usize>::new()]);
-        let got = run::<f16>(&[], |o| index_select(Src::new(&s, &sl), 0, Src::new(&zero, &zl), o)).unwrap();
+        assert_eq!(
+            index_select_meta(&[], 0, &[]).unwrap(),
+            vec![Vec::<usize>::new()]
+        );
+        let got = run::<f16>(&[], |o| {
+            index_select(Src::new(&s, &sl), 0, Src::new(&zero, &zl), o)
+        })
+        .unwrap();
         assert_eq!(got[0].to_f64(), 2.5);
 
         let e: Vec<i64> = vec![];
         let el = Layout::contiguous(&[0]);
-        assert_eq!(run::<i32>(&[2, 0], |o| index_select(Src::new(&x, &xl), 1, Src::new(&e, &el), o)).unwrap(), vec![]);
+        assert_eq!(
+            run::<i32>(&[2, 0], |o| index_select(
+                Src::new(&x, &xl),
+                1,
+                Src::new(&e, &el),
+                o
+            ))
+            .unwrap(),
+            vec![]
+        );
     }
 
     #[test]
@@ -405,8 +496,13 @@ mod tests {
         let xl = Layout::contiguous(&[r, c]);
         let index: Vec<i64> = (0..c as i64).rev().collect();
         let il = Layout::contiguous(&[c]);
-        let got = run::<f32>(&[r, c], |o| index_select(Src::new(&x, &xl), 1, Src::new(&index, &il), o)).unwrap();
-        let want: Vec<f32> = (0..r * c).map(|p| ((p / c) * c + (c - 1 - p % c)) as f32).collect();
+        let got = run::<f32>(&[r, c], |o| {
+            index_select(Src::new(&x, &xl), 1, Src::new(&index, &il), o)
+        })
+        .unwrap();
+        let want: Vec<f32> = (0..r * c)
+            .map(|p| ((p / c) * c + (c - 1 - p % c)) as f32)
+            .collect();
         assert_eq!(got, want);
     }
 
@@ -425,13 +521,22 @@ mod tests {
         for bad in [3i64, -1] {
             let i = vec![0i64, bad];
             let il = Layout::contiguous(&[2]);
-            let e = run::<f64>(&[2], |o| index_select(Src::new(&x, &xl), 0, Src::new(&i, &il), o)).unwrap_err();
+            let e = run::<f64>(&[2], |o| {
+                index_select(Src::new(&x, &xl), 0, Src::new(&i, &il), o)
+            })
+            .unwrap_err();
             assert_eq!(e, "index out of range in self");
         }
     }
 
     /// Naive gather on logical values: `out[p] = self[p with p[d] = index[p]]`.
-    fn naive_gather(self_shape: &[usize], values: &[f64], d: usize, index_shape: &[usize], index: &[i64]) -> Vec<f64> {
+    fn naive_gather(
+        self_shape: &[usize],
+        values: &[f64],
+        d: usize,
+        index_shape: &[usize],
+        index: &[i64],
+    ) -> Vec<f64> {
         (0..index.len())
             .map(|p| {
                 let mut at = unravel(p, index_shape);
@@ -448,16 +553,38 @@ mod tests {
         let il = Layout::contiguous(&[2, 3]);
         for d in 0..2 {
             let index: Vec<i64> = index.iter().map(|&i| i % [3, 4][d]).collect();
-            let got =
-                run::<f64>(&[2, 3], |o| gather(Src::new(&store, &layout), d as i64, Src::new(&index, &il), false, o));
-            assert_eq!(got.unwrap(), naive_gather(&[3, 4], &logical, d, &[2, 3], &index), "dim {d}");
+            let got = run::<f64>(&[2, 3], |o| {
+                gather(
+                    Src::new(&store, &layout),
+                    d as i64,
+                    Src::new(&index, &il),
+                    false,
+                    o,
+                )
+            });
+            assert_eq!(
+                got.unwrap(),
+                naive_gather(&[3, 4], &logical, d, &[2, 3], &index),
+                "dim {d}"
+            );
         }
         // A transposed index.
         let it = Layout::contiguous(&[3, 2]).transpose(0, 1).unwrap();
         let logical_index: Vec<i64> = (0..6).map(|p| index[(p % 3) * 2 + p / 3]).collect();
-        let got =
-            run::<f64>(&[2, 3], |o| gather(Src::new(&store, &layout), 1, Src::new(&index, &it), false, o)).unwrap();
-        assert_eq!(got, naive_gather(&[3, 4], &logical, 1, &[2, 3], &logical_index));
+        let got = run::<f64>(&[2, 3], |o| {
+            gather(
+                Src::new(&store, &layout),
+                1,
+                Src::new(&index, &it),
+                false,
+                o,
+            )
+        })
+        .unwrap();
+        assert_eq!(
+            got,
+            naive_gather(&[3, 4], &logical, 1, &[2, 3], &logical_index)
+        );
     }
 
     #[test]
@@ -466,21 +593,53 @@ mod tests {
         let xl = Layout::contiguous(&[3]);
         let i = vec![2i64, 2, 0];
         let il = Layout::contiguous(&[3]);
-        let got = run::<f16>(&[3], |o| gather(Src::new(&x, &xl), 0, Src::new(&i, &il), false, o)).unwrap();
-        assert_eq!(got.iter().map(|v| v.to_f64()).collect::<Vec<_>>(), vec![3.0, 3.0, 1.0]);
+        let got = run::<f16>(&[3], |o| {
+            gather(Src::new(&x, &xl), 0, Src::new(&i, &il), false, o)
+        })
+        .unwrap();
+        assert_eq!(
+            got.iter().map(|v| v.to_f64()).collect::<Vec<_>>(),
+            vec![3.0, 3.0, 1.0]
+        );
 
         let s = vec![7u8];
         let sl = Layout::contiguous(&[]);
         let z = vec![0i64];
-        assert_eq!(run::<u8>(&[], |o| gather(Src::new(&s, &sl), 0, Src::new(&z, &sl), false, o)).unwrap(), vec![7]);
+        assert_eq!(
+            run::<u8>(&[], |o| gather(
+                Src::new(&s, &sl),
+                0,
+                Src::new(&z, &sl),
+                false,
+                o
+            ))
+            .unwrap(),
+            vec![7]
+        );
         let e: Vec<i64> = vec![];
         let el = Layout::contiguous(&[0, 5]);
-        assert_eq!(gather_meta(&[3], 0, &[0, 5], false).unwrap(), vec![vec![0, 5]]);
-        assert_eq!(run::<f16>(&[0, 5], |o| gather(Src::new(&x, &xl), 0, Src::new(&e, &el), false, o)).unwrap(), vec![]);
+        assert_eq!(
+            gather_meta(&[3], 0, &[0, 5], false).unwrap(),
+            vec![vec![0, 5]]
+        );
+        assert_eq!(
+            run::<f16>(&[0, 5], |o| gather(
+                Src::new(&x, &xl),
+                0,
+                Src::new(&e, &el),
+                false,
+                o
+            ))
+            .unwrap(),
+            vec![]
+        );
 
         let bad = vec![3i64];
         let bl = Layout::contiguous(&[1]);
-        let err = run::<f16>(&[1], |o| gather(Src::new(&x, &xl), 0, Src::new(&bad, &bl), false, o)).unwrap_err();
+        let err = run::<f16>(&[1], |o| {
+            gather(Src::new(&x, &xl), 0, Src::new(&bad, &bl), false, o)
+        })
+        .unwrap_err();
         assert_eq!(err, "index 3 is out of bounds for dimension 0 with size 3");
         assert_eq!(
             gather_meta(&[3, 4], 0, &[2], false).unwrap_err(),
@@ -503,7 +662,13 @@ mod tests {
         let src_logical: Vec<f64> = (0..6).map(|p| row[p % 3]).collect();
         for d in 0..2 {
             let got = run::<f64>(&[3, 4], |o| {
-                scatter_add(Src::new(&store, &layout), d as i64, Src::new(&index, &il), Src::new(&row, &sl), o)
+                scatter_add(
+                    Src::new(&store, &layout),
+                    d as i64,
+                    Src::new(&index, &il),
+                    Src::new(&row, &sl),
+                    o,
+                )
             })
             .unwrap();
             let mut want = logical.clone();
@@ -523,8 +688,16 @@ mod tests {
         let i = vec![2i64, 2];
         let il = Layout::contiguous(&[2]);
         let s = vec![10i64, 20, 30];
-        let got =
-            run::<i64>(&[3], |o| scatter_add(Src::new(&x, &xl), 0, Src::new(&i, &il), Src::new(&s, &xl), o)).unwrap();
+        let got = run::<i64>(&[3], |o| {
+            scatter_add(
+                Src::new(&x, &xl),
+                0,
+                Src::new(&i, &il),
+                Src::new(&s, &xl),
+                o,
+            )
+        })
+        .unwrap();
         assert_eq!(got, vec![1, 2, 33]);
 
         // f16 accumulates in f32: 2048 + 1 + 1 is exact in f32, and rounds once at the end.
@@ -532,26 +705,55 @@ mod tests {
         let hl = Layout::contiguous(&[1]);
         let ones = vec![f16::from_f64(1.0); 2];
         let zeros = vec![0i64; 2];
-        let got =
-            run::<f16>(&[1], |o| scatter_add(Src::new(&h, &hl), 0, Src::new(&zeros, &il), Src::new(&ones, &il), o));
+        let got = run::<f16>(&[1], |o| {
+            scatter_add(
+                Src::new(&h, &hl),
+                0,
+                Src::new(&zeros, &il),
+                Src::new(&ones, &il),
+                o,
+            )
+        });
         assert_eq!(got.unwrap()[0].to_f64(), 2050.0);
 
         let e: Vec<i64> = vec![];
         let el = Layout::contiguous(&[0]);
-        let got =
-            run::<i64>(&[3], |o| scatter_add(Src::new(&x, &xl), 0, Src::new(&e, &el), Src::new(&s, &xl), o)).unwrap();
+        let got = run::<i64>(&[3], |o| {
+            scatter_add(
+                Src::new(&x, &xl),
+                0,
+                Src::new(&e, &el),
+                Src::new(&s, &xl),
+                o,
+            )
+        })
+        .unwrap();
         assert_eq!(got, x);
 
         let bad = vec![-1i64];
         let bl = Layout::contiguous(&[1]);
-        let err = run::<i64>(&[3], |o| scatter_add(Src::new(&x, &xl), 0, Src::new(&bad, &bl), Src::new(&s, &xl), o));
-        assert_eq!(err.unwrap_err(), "index -1 is out of bounds for dimension 0 with size 3");
+        let err = run::<i64>(&[3], |o| {
+            scatter_add(
+                Src::new(&x, &xl),
+                0,
+                Src::new(&bad, &bl),
+                Src::new(&s, &xl),
+                o,
+            )
+        });
+        assert_eq!(
+            err.unwrap_err(),
+            "index -1 is out of bounds for dimension 0 with size 3"
+        );
         assert_eq!(
             scatter_add_meta(&[3, 4], 1, &[4, 2], &[4, 2]).unwrap_err(),
             "Expected index [4, 2] to be smaller than self [3, 4] apart from dimension 1 and to be smaller size than src [4, 2]"
         );
         // Along `dim` itself the index may be longer than self (only src bounds it).
-        assert_eq!(scatter_add_meta(&[3, 4], 1, &[2, 5], &[2, 5]).unwrap(), vec![vec![3, 4]]);
+        assert_eq!(
+            scatter_add_meta(&[3, 4], 1, &[2, 5], &[2, 5]).unwrap(),
+            vec![vec![3, 4]]
+        );
         assert_eq!(
             scatter_add_meta(&[3, 4], 1, &[2, 5], &[2, 4]).unwrap_err(),
             "Expected index [2, 5] to be smaller than self [3, 4] apart from dimension 1 and to be smaller size than src [2, 4]"
@@ -579,7 +781,14 @@ mod tests {
         let source: Vec<f64> = (0..9).map(|v| v as f64).collect();
         let sl = Layout::contiguous(&[3, 3]);
         let got = run::<f64>(&[3, 4], |o| {
-            index_add(Src::new(&store, &layout), 1, Src::new(&index, &il), Src::new(&source, &sl), 2.0, o)
+            index_add(
+                Src::new(&store, &layout),
+                1,
+                Src::new(&index, &il),
+                Src::new(&source, &sl),
+                2.0,
+                o,
+            )
         })
         .unwrap();
         let mut want = logical.clone();
@@ -599,19 +808,44 @@ mod tests {
         let il = Layout::contiguous(&[1]);
         let s = vec![10i32, 20];
         let sl = Layout::contiguous(&[1, 2]);
-        let got =
-            run::<i32>(&[2, 2], |o| index_add(Src::new(&x, &xl), 0, Src::new(&i, &il), Src::new(&s, &sl), -1.0, o));
+        let got = run::<i32>(&[2, 2], |o| {
+            index_add(
+                Src::new(&x, &xl),
+                0,
+                Src::new(&i, &il),
+                Src::new(&s, &sl),
+                -1.0,
+                o,
+            )
+        });
         assert_eq!(got.unwrap(), vec![1, 2, -7, -16]);
 
         let h = vec![f16::from_f64(1.0)];
         let zl = Layout::contiguous(&[]);
         let z = vec![0i64];
-        let got = run::<f16>(&[], |o| index_add(Src::new(&h, &zl), 0, Src::new(&z, &zl), Src::new(&h, &zl), 0.5, o));
+        let got = run::<f16>(&[], |o| {
+            index_add(
+                Src::new(&h, &zl),
+                0,
+                Src::new(&z, &zl),
+                Src::new(&h, &zl),
+                0.5,
+                o,
+            )
+        });
         assert_eq!(got.unwrap()[0].to_f64(), 1.5);
 
         let bad = vec![2i64];
-        let err =
-            run::<i32>(&[2, 2], |o| index_add(Src::new(&x, &xl), 0, Src::new(&bad, &il), Src::new(&s, &sl), 1.0, o));
+        let err = run::<i32>(&[2, 2], |o| {
+            index_add(
+                Src::new(&x, &xl),
+                0,
+                Src::new(&bad, &il),
+                Src::new(&s, &sl),
+                1.0,
+                o,
+            )
+        });
         assert_eq!(err.unwrap_err(), "index out of range in self");
         assert_eq!(
             index_add_meta(&[2, 2], 0, &[1, 1], &[1, 2], 1.0).unwrap_err(),

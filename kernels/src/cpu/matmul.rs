@@ -39,12 +39,22 @@ impl<'a, T: Copy + 'static> Mat<'a, T> {
     /// enough for `isize` whatever value the layout carried.
     fn new(data: &'a [T], offset: usize, sizes: [usize; 2], strides: [usize; 2]) -> Self {
         let norm = |s: usize, st: usize| if s <= 1 { 0 } else { st };
-        Mat { data, offset, rs: norm(sizes[0], strides[0]), cs: norm(sizes[1], strides[1]) }
+        Mat {
+            data,
+            offset,
+            rs: norm(sizes[0], strides[0]),
+            cs: norm(sizes[1], strides[1]),
+        }
     }
 
     /// A contiguous row-major `rows x cols` matrix.
     fn dense(data: &'a [T], cols: usize) -> Self {
-        Mat { data, offset: 0, rs: cols, cs: 1 }
+        Mat {
+            data,
+            offset: 0,
+            rs: cols,
+            cs: 1,
+        }
     }
 
     #[inline(always)]
@@ -57,7 +67,11 @@ impl<'a, T: Copy + 'static> Mat<'a, T> {
     fn check_in_bounds(&self, rows: usize, cols: usize) -> KResult<()> {
         let last = (rows - 1)
             .checked_mul(self.rs)
-            .and_then(|r| (cols - 1).checked_mul(self.cs).and_then(|c| r.checked_add(c)))
+            .and_then(|r| {
+                (cols - 1)
+                    .checked_mul(self.cs)
+                    .and_then(|c| r.checked_add(c))
+            })
             .and_then(|rc| rc.checked_add(self.offset));
         match last {
             Some(l) if l < self.data.len() => Ok(()),
@@ -67,12 +81,20 @@ impl<'a, T: Copy + 'static> Mat<'a, T> {
 
     /// The same matrix without its first `r0` rows.
     fn skip_rows(&self, r0: usize) -> Self {
-        Mat { offset: self.offset + r0 * self.rs, ..*self }
+        Mat {
+            offset: self.offset + r0 * self.rs,
+            ..*self
+        }
     }
 
     /// The same view over the same buffer typed as `U`, when `U` is `T`.
     fn as_type<U: 'static>(&self) -> Option<Mat<'a, U>> {
-        Some(Mat { data: same_type::<T, U>(self.data)?, offset: self.offset, rs: self.rs, cs: self.cs })
+        Some(Mat {
+            data: same_type::<T, U>(self.data)?,
+            offset: self.offset,
+            rs: self.rs,
+            cs: self.cs,
+        })
     }
 }
 
@@ -97,10 +119,20 @@ fn same_type_mut<T: 'static, U: 'static>(s: &mut [T]) -> Option<&mut [U]> {
 
 /// Runs `f(first_row, rows_of_c)` over `c` (an `m x n` row-major output), split across
 /// threads by row blocks when the product is large.
-fn by_row_blocks<E: Send>(m: usize, n: usize, k: usize, c: &mut [E], f: impl Fn(usize, &mut [E]) + Sync) {
+fn by_row_blocks<E: Send>(
+    m: usize,
+    n: usize,
+    k: usize,
+    c: &mut [E],
+    f: impl Fn(usize, &mut [E]) + Sync,
+) {
     if m > 1 && m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS {
-        let rows = m.div_ceil(rayon::current_num_threads()).max(MIN_ROWS_PER_TASK);
-        c.par_chunks_mut(rows * n).enumerate().for_each(|(t, block)| f(t * rows, block));
+        let rows = m
+            .div_ceil(rayon::current_num_threads())
+            .max(MIN_ROWS_PER_TASK);
+        c.par_chunks_mut(rows * n)
+            .enumerate()
+            .for_each(|(t, block)| f(t * rows, block));
     } else {
         f(0, c);
     }
@@ -177,8 +209,20 @@ fn istride(s: usize) -> KResult<isize> {
 }
 
 /// `c = a @ b` for a BLAS float type; `m, k, n > 0` and both views already bounds-checked.
-fn blas_gemm<F: Blas>(m: usize, k: usize, n: usize, a: Mat<'_, F>, b: Mat<'_, F>, c: &mut [F]) -> KResult<()> {
-    let (rsa, csa, rsb, csb) = (istride(a.rs)?, istride(a.cs)?, istride(b.rs)?, istride(b.cs)?);
+fn blas_gemm<F: Blas>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: Mat<'_, F>,
+    b: Mat<'_, F>,
+    c: &mut [F],
+) -> KResult<()> {
+    let (rsa, csa, rsb, csb) = (
+        istride(a.rs)?,
+        istride(a.cs)?,
+        istride(b.rs)?,
+        istride(b.cs)?,
+    );
     let rsc = istride(n)?;
     by_row_blocks(m, n, k, c, |r0, block| {
         let rows = block.len() / n;
@@ -222,7 +266,9 @@ fn naive_gemm<T: Element>(m: usize, k: usize, n: usize, a: Mat<'_, T>, b: Mat<'_
                     *s = s.add(x.mul(b.get(l, j).up()));
                 }
             }
-            crow.iter_mut().zip(&acc).for_each(|(o, &s)| *o = T::down(s));
+            crow.iter_mut()
+                .zip(&acc)
+                .for_each(|(o, &s)| *o = T::down(s));
         }
     });
 }
@@ -237,9 +283,20 @@ fn widen<T: Element>(x: Mat<'_, T>, rows: usize, cols: usize) -> Vec<f32> {
 }
 
 /// `c = a @ b` for any non-bool element type, `c` being a fresh row-major `m x n` buffer.
-fn gemm<T: Element>(m: usize, k: usize, n: usize, a: Mat<'_, T>, b: Mat<'_, T>, c: &mut [T]) -> KResult<()> {
+fn gemm<T: Element>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: Mat<'_, T>,
+    b: Mat<'_, T>,
+    c: &mut [T],
+) -> KResult<()> {
     if c.len() != m * n {
-        return Err(format!("internal error: output has {} elements, expected {}", c.len(), m * n));
+        return Err(format!(
+            "internal error: output has {} elements, expected {}",
+            c.len(),
+            m * n
+        ));
     }
     if m == 0 || n == 0 {
         return Ok(());
@@ -266,7 +323,9 @@ fn gemm<T: Element>(m: usize, k: usize, n: usize, a: Mat<'_, T>, b: Mat<'_, T>, 
         let mut c32 = vec![0.0f32; m * n];
         blas_gemm(m, k, n, Mat::dense(&a32, k), Mat::dense(&b32, n), &mut c32)?;
         // f32 -> f64 is exact, so this rounds once, to the half type.
-        c.iter_mut().zip(&c32).for_each(|(o, &v)| *o = T::from_f64(v as f64));
+        c.iter_mut()
+            .zip(&c32)
+            .for_each(|(o, &v)| *o = T::from_f64(v as f64));
         return Ok(());
     }
     naive_gemm(m, k, n, a, b, c);
@@ -305,7 +364,12 @@ pub fn mm<T: Element>(self_: Src<'_, T>, mat2: Src<'_, T>, mut out: Dst<'_, T>) 
     reject_bool::<T>("addmm_impl_cpu_")?;
     let (la, lb) = (self_.layout, mat2.layout);
     let (m, k, n) = (la.sizes[0], la.sizes[1], lb.sizes[1]);
-    let a = Mat::new(self_.data, la.offset, [m, k], [la.strides[0], la.strides[1]]);
+    let a = Mat::new(
+        self_.data,
+        la.offset,
+        [m, k],
+        [la.strides[0], la.strides[1]],
+    );
     let b = Mat::new(mat2.data, lb.offset, [k, n], [lb.strides[0], lb.strides[1]]);
     gemm(m, k, n, a, b, contiguous_out(&mut out)?)
 }
@@ -337,20 +401,38 @@ pub fn bmm<T: Element>(self_: Src<'_, T>, mat2: Src<'_, T>, mut out: Dst<'_, T>)
     let (bs, m, k, n) = (la.sizes[0], la.sizes[1], la.sizes[2], lb.sizes[2]);
     let c = contiguous_out(&mut out)?;
     if c.len() != bs * m * n {
-        return Err(format!("internal error: output has {} elements, expected {}", c.len(), bs * m * n));
+        return Err(format!(
+            "internal error: output has {} elements, expected {}",
+            c.len(),
+            bs * m * n
+        ));
     }
     if c.is_empty() {
         return Ok(());
     }
     let one = |bi: usize, cb: &mut [T]| {
-        let a = Mat::new(self_.data, la.offset + bi * la.strides[0], [m, k], [la.strides[1], la.strides[2]]);
-        let b = Mat::new(mat2.data, lb.offset + bi * lb.strides[0], [k, n], [lb.strides[1], lb.strides[2]]);
+        let a = Mat::new(
+            self_.data,
+            la.offset + bi * la.strides[0],
+            [m, k],
+            [la.strides[1], la.strides[2]],
+        );
+        let b = Mat::new(
+            mat2.data,
+            lb.offset + bi * lb.strides[0],
+            [k, n],
+            [lb.strides[1], lb.strides[2]],
+        );
         gemm(m, k, n, a, b, cb)
     };
     if bs > 1 && bs.saturating_mul(m * n).saturating_mul(k) >= PARALLEL_FLOPS {
-        c.par_chunks_mut(m * n).enumerate().try_for_each(|(bi, cb)| one(bi, cb))
+        c.par_chunks_mut(m * n)
+            .enumerate()
+            .try_for_each(|(bi, cb)| one(bi, cb))
     } else {
-        c.chunks_mut(m * n).enumerate().try_for_each(|(bi, cb)| one(bi, cb))
+        c.chunks_mut(m * n)
+            .enumerate()
+            .try_for_each(|(bi, cb)| one(bi, cb))
     }
 }
 
@@ -408,8 +490,10 @@ mod tests {
         let lb = Layout::contiguous(&[n, k]).transpose(0, 1).unwrap();
         let want = naive(m, k, n, val, |l, j| val(l + 10, j));
         close(&run_mm(&a, &la, &bt, &lb).unwrap(), &want, 1e-12);
-        let (a32, b32): (Vec<f32>, Vec<f32>) =
-            (a.iter().map(|&v| v as f32).collect(), bt.iter().map(|&v| v as f32).collect());
+        let (a32, b32): (Vec<f32>, Vec<f32>) = (
+            a.iter().map(|&v| v as f32).collect(),
+            bt.iter().map(|&v| v as f32).collect(),
+        );
         close(&run_mm(&a32, &la, &b32, &lb).unwrap(), &want, 1e-6);
 
         // b broadcast from a single row: every row of b is [1, 2, 3].
@@ -425,8 +509,12 @@ mod tests {
         let la = Layout::contiguous(&[m, k]);
         let lb = Layout::contiguous(&[k, n]);
         let want = naive(m, k, n, val, |l, j| val(j, l));
-        let a: Vec<f16> = (0..m * k).map(|p| f16::from_f64(val(p / k, p % k))).collect();
-        let b: Vec<f16> = (0..k * n).map(|p| f16::from_f64(val(p % n, p / n))).collect();
+        let a: Vec<f16> = (0..m * k)
+            .map(|p| f16::from_f64(val(p / k, p % k)))
+            .collect();
+        let b: Vec<f16> = (0..k * n)
+            .map(|p| f16::from_f64(val(p % n, p / n)))
+            .collect();
         close(&run_mm(&a, &la, &b, &lb).unwrap(), &want, 1e-3);
         let a: Vec<bf16> = a.iter().map(|v| bf16::from_f32(v.to_f32())).collect();
         let b: Vec<bf16> = b.iter().map(|v| bf16::from_f32(v.to_f32())).collect();
@@ -446,21 +534,42 @@ mod tests {
 
         let t = vec![true; 4];
         let l22 = Layout::contiguous(&[2, 2]);
-        assert_eq!(run_mm(&t, &l22, &t, &l22).unwrap_err(), "\"addmm_impl_cpu_\" not implemented for 'Bool'");
+        assert_eq!(
+            run_mm(&t, &l22, &t, &l22).unwrap_err(),
+            "\"addmm_impl_cpu_\" not implemented for 'Bool'"
+        );
     }
 
     #[test]
     fn mm_empty_dims() {
         let e: Vec<f32> = vec![];
         // k = 0: a 3x0 @ 0x2 product is all zeros.
-        let got = run_mm(&e, &Layout::contiguous(&[3, 0]), &e, &Layout::contiguous(&[0, 2])).unwrap();
+        let got = run_mm(
+            &e,
+            &Layout::contiguous(&[3, 0]),
+            &e,
+            &Layout::contiguous(&[0, 2]),
+        )
+        .unwrap();
         assert_eq!(got, vec![0.0; 6]);
         // m = 0: nothing to compute.
         let (none, ones) = (Vec::<i64>::new(), vec![1i64; 4]);
-        let got = run_mm(&none, &Layout::contiguous(&[0, 2]), &ones, &Layout::contiguous(&[2, 2])).unwrap();
+        let got = run_mm(
+            &none,
+            &Layout::contiguous(&[0, 2]),
+            &ones,
+            &Layout::contiguous(&[2, 2]),
+        )
+        .unwrap();
         assert_eq!(got, Vec::<f64>::new());
         // k = 0 on the integer path.
-        let got = run_mm(&none, &Layout::contiguous(&[2, 0]), &none, &Layout::contiguous(&[0, 3])).unwrap();
+        let got = run_mm(
+            &none,
+            &Layout::contiguous(&[2, 0]),
+            &none,
+            &Layout::contiguous(&[0, 3]),
+        )
+        .unwrap();
         assert_eq!(got, vec![0.0; 6]);
     }
 
@@ -500,7 +609,9 @@ mod tests {
             }
             let la = Layout::contiguous(&[m, bs, k]).permute(&[1, 0, 2]).unwrap();
             let bmat: Vec<f32> = (0..k * n).map(|p| val(p / n, p % n + 1) as f32).collect();
-            let lb = Layout::contiguous(&[1, k, n]).expand(&[bs as i64, -1, -1]).unwrap();
+            let lb = Layout::contiguous(&[1, k, n])
+                .expand(&[bs as i64, -1, -1])
+                .unwrap();
             let mut want = vec![];
             for b in 0..bs {
                 want.extend(naive(m, k, n, |i, l| av(b, i, l), |l, j| val(l, j + 1)));
@@ -516,7 +627,13 @@ mod tests {
         let got = run_bmm(&a, &l, &a, &l).unwrap();
         let want: Vec<f64> = (0..2)
             .flat_map(|b| {
-                naive(2, 2, 2, move |i, l| (b * 4 + i * 2 + l + 1) as f64, move |l, j| (b * 4 + l * 2 + j + 1) as f64)
+                naive(
+                    2,
+                    2,
+                    2,
+                    move |i, l| (b * 4 + i * 2 + l + 1) as f64,
+                    move |l, j| (b * 4 + l * 2 + j + 1) as f64,
+                )
             })
             .collect();
         assert_eq!(got, want);
@@ -524,14 +641,38 @@ mod tests {
         assert_eq!(run_bmm(&h, &l, &h, &l).unwrap(), want);
 
         let e: Vec<f64> = vec![];
-        let got = run_bmm(&e, &Layout::contiguous(&[2, 3, 0]), &e, &Layout::contiguous(&[2, 0, 2])).unwrap();
+        let got = run_bmm(
+            &e,
+            &Layout::contiguous(&[2, 3, 0]),
+            &e,
+            &Layout::contiguous(&[2, 0, 2]),
+        )
+        .unwrap();
         assert_eq!(got, vec![0.0; 12]);
-        assert_eq!(run_bmm(&e, &Layout::contiguous(&[0, 3, 2]), &e, &Layout::contiguous(&[0, 2, 2])).unwrap(), vec![]);
+        assert_eq!(
+            run_bmm(
+                &e,
+                &Layout::contiguous(&[0, 3, 2]),
+                &e,
+                &Layout::contiguous(&[0, 2, 2])
+            )
+            .unwrap(),
+            vec![]
+        );
 
         let b = vec![false; 8];
-        assert_eq!(run_bmm(&b, &l, &b, &l).unwrap_err(), "\"bmm\" not implemented for 'Bool'");
-        assert_eq!(bmm_meta(&[2, 3], &[2, 3, 4]).unwrap_err(), "batch1 must be a 3D tensor");
-        assert_eq!(bmm_meta(&[2, 3, 4], &[4, 5]).unwrap_err(), "batch2 must be a 3D tensor");
+        assert_eq!(
+            run_bmm(&b, &l, &b, &l).unwrap_err(),
+            "\"bmm\" not implemented for 'Bool'"
+        );
+        assert_eq!(
+            bmm_meta(&[2, 3], &[2, 3, 4]).unwrap_err(),
+            "batch1 must be a 3D tensor"
+        );
+        assert_eq!(
+            bmm_meta(&[2, 3, 4], &[4, 5]).unwrap_err(),
+            "batch2 must be a 3D tensor"
+        );
         assert_eq!(
             bmm_meta(&[4, 2, 3], &[4, 5, 6]).unwrap_err(),
             "Expected size for first two dimensions of batch2 tensor to be: [4, 3] but got: [4, 5]."
@@ -540,9 +681,15 @@ mod tests {
 
     #[test]
     fn mm_meta_errors() {
-        assert_eq!(mm_meta(&[2, 3, 1], &[3, 2]).unwrap_err(), "self must be a matrix");
+        assert_eq!(
+            mm_meta(&[2, 3, 1], &[3, 2]).unwrap_err(),
+            "self must be a matrix"
+        );
         assert_eq!(mm_meta(&[2, 3], &[3]).unwrap_err(), "mat2 must be a matrix");
-        assert_eq!(mm_meta(&[2, 3], &[4, 5]).unwrap_err(), "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)");
+        assert_eq!(
+            mm_meta(&[2, 3], &[4, 5]).unwrap_err(),
+            "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"
+        );
         assert_eq!(mm_meta(&[2, 0], &[0, 5]).unwrap(), vec![vec![2, 5]]);
     }
 }

@@ -2,11 +2,11 @@
 
 pub mod binary;
 pub mod compare;
+pub mod index;
+pub mod matmul;
 pub mod pointwise;
+pub mod reduce;
+pub mod shape;
+pub mod softmax;
 pub mod strided;
 pub mod unary;
-pub mod reduce;
-pub mod softmax;
-pub mod matmul;
-pub mod index;
-pub mod shape;

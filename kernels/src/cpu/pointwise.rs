@@ -18,9 +18,11 @@ pub fn map1<A: Element, O: Element>(a: Src<A>, mut out: Dst<O>, f: impl Fn(A) ->
     let n = out.layout.numel();
     if let (Some(a), Some(o)) = (a.as_contiguous(), out.as_contiguous_mut()) {
         if n >= PARALLEL_MIN {
-            o.par_chunks_mut(CHUNK).zip(a.par_chunks(CHUNK)).for_each(|(o, a)| {
-                o.iter_mut().zip(a).for_each(|(o, &a)| *o = f(a));
-            });
+            o.par_chunks_mut(CHUNK)
+                .zip(a.par_chunks(CHUNK))
+                .for_each(|(o, a)| {
+                    o.iter_mut().zip(a).for_each(|(o, &a)| *o = f(a));
+                });
         } else {
             o.iter_mut().zip(a).for_each(|(o, &a)| *o = f(a));
         }
@@ -42,25 +44,36 @@ pub fn map2<A: Element, B: Element, O: Element>(
     f: impl Fn(A, B) -> O + Sync,
 ) {
     let n = out.layout.numel();
-    if let (Some(a), Some(b), Some(o)) = (a.as_contiguous(), b.as_contiguous(), out.as_contiguous_mut()) {
+    if let (Some(a), Some(b), Some(o)) = (
+        a.as_contiguous(),
+        b.as_contiguous(),
+        out.as_contiguous_mut(),
+    ) {
         if n >= PARALLEL_MIN {
             o.par_chunks_mut(CHUNK)
                 .zip(a.par_chunks(CHUNK).zip(b.par_chunks(CHUNK)))
                 .for_each(|(o, (a, b))| {
-                    o.iter_mut().zip(a.iter().zip(b)).for_each(|(o, (&a, &b))| *o = f(a, b));
+                    o.iter_mut()
+                        .zip(a.iter().zip(b))
+                        .for_each(|(o, (&a, &b))| *o = f(a, b));
                 });
         } else {
-            o.iter_mut().zip(a.iter().zip(b)).for_each(|(o, (&a, &b))| *o = f(a, b));
+            o.iter_mut()
+                .zip(a.iter().zip(b))
+                .for_each(|(o, (&a, &b))| *o = f(a, b));
         }
         return;
     }
     // A scalar-like operand (all strides 0) is common: hoist its load out of the loop.
     let od = &mut *out.data;
-    for_each_run([out.layout, a.layout, b.layout], |[oo, ao, bo], len, [os, as_, bs]| {
-        for i in 0..len {
-            od[oo + i * os] = f(a.data[ao + i * as_], b.data[bo + i * bs]);
-        }
-    });
+    for_each_run(
+        [out.layout, a.layout, b.layout],
+        |[oo, ao, bo], len, [os, as_, bs]| {
+            for i in 0..len {
+                od[oo + i * os] = f(a.data[ao + i * as_], b.data[bo + i * bs]);
+            }
+        },
+    );
 }
 
 /// `out[i] = f(a[i], b[i], c[i])`.
@@ -71,9 +84,12 @@ pub fn map3<A: Element, B: Element, C: Element, O: Element>(
     mut out: Dst<O>,
     f: impl Fn(A, B, C) -> O + Sync,
 ) {
-    if let (Some(a), Some(b), Some(c), Some(o)) =
-        (a.as_contiguous(), b.as_contiguous(), c.as_contiguous(), out.as_contiguous_mut())
-    {
+    if let (Some(a), Some(b), Some(c), Some(o)) = (
+        a.as_contiguous(),
+        b.as_contiguous(),
+        c.as_contiguous(),
+        out.as_contiguous_mut(),
+    ) {
         o.iter_mut()
             .zip(a.iter().zip(b.iter().zip(c)))
             .for_each(|(o, (&a, (&b, &c)))| *o = f(a, b, c));
@@ -84,7 +100,11 @@ pub fn map3<A: Element, B: Element, C: Element, O: Element>(
         [out.layout, a.layout, b.layout, c.layout],
         |[oo, ao, bo, co], len, [os, as_, bs, cs]| {
             for i in 0..len {
-                od[oo + i * os] = f(a.data[ao + i * as_], b.data[bo + i * bs], c.data[co + i * cs]);
+                od[oo + i * os] = f(
+                    a.data[ao + i * as_],
+                    b.data[bo + i * bs],
+                    c.data[co + i * cs],
+                );
             }
         },
     );

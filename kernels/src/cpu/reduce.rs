@@ -31,7 +31,9 @@ fn reduced_mask(dims: Option<&[i64]>, ndim: usize) -> KResult<Vec<bool>> {
     for &d in dims {
         let w = wrap_dim(d, ndim)?;
         if seen[w] {
-            return Err(format!("dim {w} appears multiple times in the list of dims"));
+            return Err(format!(
+                "dim {w} appears multiple times in the list of dims"
+            ));
         }
         seen[w] = true;
         if w < ndim {
@@ -63,7 +65,9 @@ fn reduced_shape(sizes: &[usize], mask: &[bool], keepdim: bool) -> Vec<usize> {
 fn check_nonzero_dim(sizes: &[usize], dim: i64, name: &str) -> KResult<()> {
     let d = wrap_dim(dim, sizes.len())?;
     if sizes.get(d) == Some(&0) {
-        return Err(format!("{name}: Expected reduction dim {d} to have non-zero size."));
+        return Err(format!(
+            "{name}: Expected reduction dim {d} to have non-zero size."
+        ));
     }
     Ok(())
 }
@@ -75,7 +79,11 @@ fn grouped<'a, T: Element>(src: &Src<'a, T>, mask: &[bool]) -> (Cow<'a, [T]>, us
     let kept = (0..l.ndim()).filter(|&d| !mask[d]);
     let reduced = (0..l.ndim()).filter(|&d| mask[d]);
     let group = reduced.clone().map(|d| l.sizes[d]).product();
-    let mut perm = Layout { sizes: vec![], strides: vec![], offset: l.offset };
+    let mut perm = Layout {
+        sizes: vec![],
+        strides: vec![],
+        offset: l.offset,
+    };
     for d in kept.chain(reduced) {
         perm.sizes.push(l.sizes[d]);
         perm.strides.push(l.strides[d]);
@@ -92,11 +100,20 @@ fn grouped<'a, T: Element>(src: &Src<'a, T>, mask: &[bool]) -> (Cow<'a, [T]>, us
 
 /// Fills `out[g] = f(group g of data)`, in parallel over output elements when the input is
 /// large. `group` must be non-zero.
-fn map_groups<T: Element, O: Send>(data: &[T], group: usize, out: &mut [O], f: impl Fn(&[T]) -> O + Sync) {
+fn map_groups<T: Element, O: Send>(
+    data: &[T],
+    group: usize,
+    out: &mut [O],
+    f: impl Fn(&[T]) -> O + Sync,
+) {
     if data.len() >= PARALLEL_MIN && out.len() > 1 {
-        out.par_iter_mut().zip(data.par_chunks(group)).for_each(|(o, g)| *o = f(g));
+        out.par_iter_mut()
+            .zip(data.par_chunks(group))
+            .for_each(|(o, g)| *o = f(g));
     } else {
-        out.iter_mut().zip(data.chunks(group)).for_each(|(o, g)| *o = f(g));
+        out.iter_mut()
+            .zip(data.chunks(group))
+            .for_each(|(o, g)| *o = f(g));
     }
 }
 
@@ -148,7 +165,11 @@ fn adjacent_reduced_block(layout: &Layout, mask: &[bool]) -> Option<(usize, usiz
         return None;
     }
     let s = &layout.sizes;
-    Some((s[..first].iter().product(), s[first..=last].iter().product(), s[last + 1..].iter().product()))
+    Some((
+        s[..first].iter().product(),
+        s[first..=last].iter().product(),
+        s[last + 1..].iter().product(),
+    ))
 }
 
 /// Adds `rows` rows of `x` (row `k` is `x[k * stride..][..acc.len()]`) into `acc`, halving
@@ -183,11 +204,15 @@ fn sum_middle<T: Element>(x: &[T], r: usize, inner: usize, o: &mut [T]) {
     };
     if x.len() >= PARALLEL_MIN {
         o.par_chunks_mut(inner).enumerate().for_each(|(oi, row)| {
-            row.par_chunks_mut(COLS).enumerate().for_each(|(c, dst)| block(oi, c * COLS, dst));
+            row.par_chunks_mut(COLS)
+                .enumerate()
+                .for_each(|(c, dst)| block(oi, c * COLS, dst));
         });
     } else {
         for (oi, row) in o.chunks_mut(inner).enumerate() {
-            row.chunks_mut(COLS).enumerate().for_each(|(c, dst)| block(oi, c * COLS, dst));
+            row.chunks_mut(COLS)
+                .enumerate()
+                .for_each(|(c, dst)| block(oi, c * COLS, dst));
         }
     }
 }
@@ -224,7 +249,11 @@ pub fn sum_all_meta(self_: &[usize], _dtype: Option<DType>) -> KResult<Vec<Vec<u
 /// `sum(self)`: the sum of all elements, accumulated in `T::Compute` (f32 for half types;
 /// integers wrap). An empty tensor sums to 0. `dtype` was already applied by the caller,
 /// which cast `self_` to it.
-pub fn sum_all<T: Element>(self_: Src<'_, T>, _dtype: Option<DType>, out: Dst<'_, T>) -> KResult<()> {
+pub fn sum_all<T: Element>(
+    self_: Src<'_, T>,
+    _dtype: Option<DType>,
+    out: Dst<'_, T>,
+) -> KResult<()> {
     let mask = vec![true; self_.layout.ndim()];
     sum_masked(self_, &mask, out)
 }
@@ -319,7 +348,10 @@ fn arg_extreme_all<T: Element, const MAX: bool>(xs: &[T]) -> (usize, T) {
         })
         .collect();
     // Folding in chunk order keeps ties and NaNs on their first occurrence.
-    partial.into_iter().reduce(combine::<T, MAX>).unwrap_or((0, xs[0]))
+    partial
+        .into_iter()
+        .reduce(combine::<T, MAX>)
+        .unwrap_or((0, xs[0]))
 }
 
 /// Shape check shared by `max_all`/`min_all`: an empty tensor has no extreme element.
@@ -333,7 +365,11 @@ fn extreme_all_meta(sizes: &[usize], name: &str) -> KResult<Vec<Vec<usize>>> {
 }
 
 /// Shared body of `max_all`/`min_all`.
-fn extreme_all<T: Element, const MAX: bool>(src: Src<'_, T>, mut out: Dst<'_, T>, name: &str) -> KResult<()> {
+fn extreme_all<T: Element, const MAX: bool>(
+    src: Src<'_, T>,
+    mut out: Dst<'_, T>,
+    name: &str,
+) -> KResult<()> {
     extreme_all_meta(&src.layout.sizes, name)?;
     let mask = vec![true; src.layout.ndim()];
     let (data, _) = grouped(&src, &mask);
@@ -371,7 +407,11 @@ fn extreme_dim<T: Element, const MAX: bool>(
                     .zip(data.par_chunks(group))
                     .for_each(|(o, g)| pick(o, g));
             } else {
-                values.iter_mut().zip(indices.iter_mut()).zip(data.chunks(group)).for_each(|(o, g)| pick(o, g));
+                values
+                    .iter_mut()
+                    .zip(indices.iter_mut())
+                    .zip(data.chunks(group))
+                    .for_each(|(o, g)| pick(o, g));
             }
         }
         None => map_groups(&data, group, indices, |g| arg_extreme::<T, MAX>(g).0 as i64),
@@ -446,17 +486,32 @@ pub fn min_dim<T: Element>(
 }
 
 /// Shape checks shared by `argmax`/`argmin`.
-fn arg_meta(self_: &[usize], dim: Option<i64>, keepdim: bool, name: &str) -> KResult<Vec<Vec<usize>>> {
+fn arg_meta(
+    self_: &[usize],
+    dim: Option<i64>,
+    keepdim: bool,
+    name: &str,
+) -> KResult<Vec<Vec<usize>>> {
     match dim {
         Some(d) => {
             check_nonzero_dim(self_, d, name)?;
-            Ok(vec![reduced_shape(self_, &single_mask(d, self_.len())?, keepdim)])
+            Ok(vec![reduced_shape(
+                self_,
+                &single_mask(d, self_.len())?,
+                keepdim,
+            )])
         }
         None => {
             if self_.iter().product::<usize>() == 0 {
-                return Err(format!("{name}: Expected reduction dim to be specified for input.numel() == 0."));
+                return Err(format!(
+                    "{name}: Expected reduction dim to be specified for input.numel() == 0."
+                ));
             }
-            Ok(vec![if keepdim { vec![1; self_.len()] } else { vec![] }])
+            Ok(vec![if keepdim {
+                vec![1; self_.len()]
+            } else {
+                vec![]
+            }])
         }
     }
 }
@@ -491,7 +546,12 @@ pub fn argmax_meta(self_: &[usize], dim: Option<i64>, keepdim: bool) -> KResult<
 
 /// `argmax(self, dim, keepdim)`: the index of the largest element along `dim`, or into the
 /// flattened tensor when `dim` is `None`. First occurrence on ties; a NaN counts as largest.
-pub fn argmax<T: Element>(self_: Src<'_, T>, dim: Option<i64>, keepdim: bool, out: Dst<'_, i64>) -> KResult<()> {
+pub fn argmax<T: Element>(
+    self_: Src<'_, T>,
+    dim: Option<i64>,
+    keepdim: bool,
+    out: Dst<'_, i64>,
+) -> KResult<()> {
     arg_kernel::<T, true>(self_, dim, keepdim, out, "argmax()")
 }
 
@@ -503,7 +563,12 @@ pub fn argmin_meta(self_: &[usize], dim: Option<i64>, keepdim: bool) -> KResult<
 
 /// `argmin(self, dim, keepdim)`: the index of the smallest element along `dim`, or into the
 /// flattened tensor when `dim` is `None`. First occurrence on ties; a NaN counts as smallest.
-pub fn argmin<T: Element>(self_: Src<'_, T>, dim: Option<i64>, keepdim: bool, out: Dst<'_, i64>) -> KResult<()> {
+pub fn argmin<T: Element>(
+    self_: Src<'_, T>,
+    dim: Option<i64>,
+    keepdim: bool,
+    out: Dst<'_, i64>,
+) -> KResult<()> {
     arg_kernel::<T, false>(self_, dim, keepdim, out, "argmin()")
 }
 
@@ -513,7 +578,10 @@ mod tests {
     use crate::half::f16;
 
     /// Runs a single-output kernel into a fresh buffer of `shape`.
-    fn run1<O: Element>(shape: &[usize], k: impl FnOnce(Dst<'_, O>) -> KResult<()>) -> KResult<Vec<O>> {
+    fn run1<O: Element>(
+        shape: &[usize],
+        k: impl FnOnce(Dst<'_, O>) -> KResult<()>,
+    ) -> KResult<Vec<O>> {
         let l = Layout::contiguous(shape);
         let mut buf = vec![O::default(); l.numel()];
         k(Dst::new(&mut buf, &l))?;
@@ -529,8 +597,11 @@ mod tests {
         init: (f64, usize),
         f: impl Fn((f64, usize), f64, usize) -> (f64, usize),
     ) -> Vec<(f64, usize)> {
-        let out_shape: Vec<usize> =
-            shape.iter().enumerate().map(|(d, &s)| if reduced.contains(&d) { 1 } else { s }).collect();
+        let out_shape: Vec<usize> = shape
+            .iter()
+            .enumerate()
+            .map(|(d, &s)| if reduced.contains(&d) { 1 } else { s })
+            .collect();
         let out_n: usize = out_shape.iter().product();
         let mut out = vec![None; out_n];
         for (lin, &v) in values.iter().enumerate() {
@@ -556,20 +627,29 @@ mod tests {
     }
 
     fn naive_sum(shape: &[usize], values: &[f64], reduced: &[usize]) -> Vec<f64> {
-        naive_reduce(shape, values, reduced, (0.0, 0), |(a, _), v, _| (a + v, 0)).into_iter().map(|x| x.0).collect()
+        naive_reduce(shape, values, reduced, (0.0, 0), |(a, _), v, _| (a + v, 0))
+            .into_iter()
+            .map(|x| x.0)
+            .collect()
     }
 
     /// Naive max with PyTorch's rules, written as an explicit "first NaN / first max" scan.
     fn naive_max(shape: &[usize], values: &[f64], reduced: &[usize]) -> Vec<(f64, usize)> {
-        naive_reduce(shape, values, reduced, (f64::NEG_INFINITY, usize::MAX), |(b, bi), v, r| {
-            if bi != usize::MAX && b.is_nan() {
-                (b, bi)
-            } else if bi == usize::MAX || v.is_nan() || v > b {
-                (v, r)
-            } else {
-                (b, bi)
-            }
-        })
+        naive_reduce(
+            shape,
+            values,
+            reduced,
+            (f64::NEG_INFINITY, usize::MAX),
+            |(b, bi), v, r| {
+                if bi != usize::MAX && b.is_nan() {
+                    (b, bi)
+                } else if bi == usize::MAX || v.is_nan() || v > b {
+                    (v, r)
+                } else {
+                    (b, bi)
+                }
+            },
+        )
     }
 
     fn close(a: &[f64], b: &[f64], tol: f64) {
@@ -610,7 +690,10 @@ mod tests {
         let h: Vec<f16> = (0..10).map(|v| f16::from_f64(v as f64 * 0.25)).collect();
         let hl = Layout::contiguous(&[10]);
         let got = run1::<f16>(&[], |o| sum_all(Src::new(&h, &hl), None, o)).unwrap();
-        assert_eq!(got[0].to_f64(), (0..10).map(|v| v as f64 * 0.25).sum::<f64>());
+        assert_eq!(
+            got[0].to_f64(),
+            (0..10).map(|v| v as f64 * 0.25).sum::<f64>()
+        );
 
         let ints = vec![i64::MAX, 1, 5];
         let il = Layout::contiguous(&[3]);
@@ -622,31 +705,85 @@ mod tests {
     fn sum_of_empty_and_zero_dim() {
         let e: Vec<f32> = vec![];
         let el = Layout::contiguous(&[0, 3]);
-        assert_eq!(run1::<f32>(&[], |o| sum_all(Src::new(&e, &el), None, o)).unwrap(), vec![0.0]);
-        assert_eq!(sum_dim_meta(&[0, 3], Some(&[0]), false, None).unwrap(), vec![vec![3]]);
         assert_eq!(
-            run1::<f32>(&[3], |o| sum_dim(Src::new(&e, &el), Some(&[0]), false, None, o)).unwrap(),
+            run1::<f32>(&[], |o| sum_all(Src::new(&e, &el), None, o)).unwrap(),
+            vec![0.0]
+        );
+        assert_eq!(
+            sum_dim_meta(&[0, 3], Some(&[0]), false, None).unwrap(),
+            vec![vec![3]]
+        );
+        assert_eq!(
+            run1::<f32>(&[3], |o| sum_dim(
+                Src::new(&e, &el),
+                Some(&[0]),
+                false,
+                None,
+                o
+            ))
+            .unwrap(),
             vec![0.0; 3]
         );
-        assert_eq!(run1::<f32>(&[0], |o| sum_dim(Src::new(&e, &el), Some(&[1]), false, None, o)).unwrap(), vec![]);
+        assert_eq!(
+            run1::<f32>(&[0], |o| sum_dim(
+                Src::new(&e, &el),
+                Some(&[1]),
+                false,
+                None,
+                o
+            ))
+            .unwrap(),
+            vec![]
+        );
 
         let s = vec![7i32];
         let sl = Layout::contiguous(&[]);
-        assert_eq!(sum_dim_meta(&[], Some(&[-1]), true, None).unwrap(), vec![Vec::<usize>::new()]);
-        assert_eq!(run1::<i32>(&[], |o| sum_dim(Src::new(&s, &sl), Some(&[0]), true, None, o)).unwrap(), vec![7]);
+        assert_eq!(
+            sum_dim_meta(&[], Some(&[-1]), true, None).unwrap(),
+            vec![Vec::<usize>::new()]
+        );
+        assert_eq!(
+            run1::<i32>(&[], |o| sum_dim(
+                Src::new(&s, &sl),
+                Some(&[0]),
+                true,
+                None,
+                o
+            ))
+            .unwrap(),
+            vec![7]
+        );
     }
 
     #[test]
     fn sum_dim_over_several_dims_of_permuted_input() {
         let (store, layout, logical) = permuted_input();
-        for (dims, reduced) in [(vec![0i64, 2], vec![0usize, 2]), (vec![-2], vec![1]), (vec![], vec![0, 1, 2])] {
-            let shape = sum_dim_meta(&[2, 3, 4], Some(&dims), false, None).unwrap().remove(0);
-            let got = run1::<f64>(&shape, |o| sum_dim(Src::new(&store, &layout), Some(&dims), false, None, o)).unwrap();
+        for (dims, reduced) in [
+            (vec![0i64, 2], vec![0usize, 2]),
+            (vec![-2], vec![1]),
+            (vec![], vec![0, 1, 2]),
+        ] {
+            let shape = sum_dim_meta(&[2, 3, 4], Some(&dims), false, None)
+                .unwrap()
+                .remove(0);
+            let got = run1::<f64>(&shape, |o| {
+                sum_dim(Src::new(&store, &layout), Some(&dims), false, None, o)
+            })
+            .unwrap();
             close(&got, &naive_sum(&[2, 3, 4], &logical, &reduced), 1e-12);
         }
-        assert_eq!(sum_dim_meta(&[2, 3, 4], Some(&[0, 2]), true, None).unwrap(), vec![vec![1, 3, 1]]);
-        assert_eq!(sum_dim_meta(&[2, 3, 4], None, true, None).unwrap(), vec![vec![1, 1, 1]]);
-        assert_eq!(sum_dim_meta(&[2, 3, 4], None, false, None).unwrap(), vec![Vec::<usize>::new()]);
+        assert_eq!(
+            sum_dim_meta(&[2, 3, 4], Some(&[0, 2]), true, None).unwrap(),
+            vec![vec![1, 3, 1]]
+        );
+        assert_eq!(
+            sum_dim_meta(&[2, 3, 4], None, true, None).unwrap(),
+            vec![vec![1, 1, 1]]
+        );
+        assert_eq!(
+            sum_dim_meta(&[2, 3, 4], None, false, None).unwrap(),
+            vec![Vec::<usize>::new()]
+        );
     }
 
     #[test]
@@ -654,20 +791,41 @@ mod tests {
         // Contiguous inputs whose reduced dims are adjacent are summed row by row in place.
         let x: Vec<f64> = (0..24).map(|v| ((v * 5) % 7) as f64 - 2.5).collect();
         let l = Layout::contiguous(&[2, 3, 4]);
-        for (dims, reduced) in [(vec![1i64], vec![1usize]), (vec![0, 1], vec![0, 1]), (vec![0, 2], vec![0, 2])] {
-            let shape = sum_dim_meta(&[2, 3, 4], Some(&dims), true, None).unwrap().remove(0);
-            let got = run1::<f64>(&shape, |o| sum_dim(Src::new(&x, &l), Some(&dims), true, None, o)).unwrap();
+        for (dims, reduced) in [
+            (vec![1i64], vec![1usize]),
+            (vec![0, 1], vec![0, 1]),
+            (vec![0, 2], vec![0, 2]),
+        ] {
+            let shape = sum_dim_meta(&[2, 3, 4], Some(&dims), true, None)
+                .unwrap()
+                .remove(0);
+            let got = run1::<f64>(&shape, |o| {
+                sum_dim(Src::new(&x, &l), Some(&dims), true, None, o)
+            })
+            .unwrap();
             close(&got, &naive_sum(&[2, 3, 4], &x, &reduced), 1e-12);
         }
         // Enough rows for the pairwise halving, in f16 (accumulated in f32) and i8 (wrapping).
-        let h: Vec<f16> = (0..300).map(|v| f16::from_f64((v % 10) as f64 * 0.5)).collect();
+        let h: Vec<f16> = (0..300)
+            .map(|v| f16::from_f64((v % 10) as f64 * 0.5))
+            .collect();
         let hl = Layout::contiguous(&[100, 3]);
-        let got = run1::<f16>(&[3], |o| sum_dim(Src::new(&h, &hl), Some(&[0]), false, None, o)).unwrap();
+        let got = run1::<f16>(&[3], |o| {
+            sum_dim(Src::new(&h, &hl), Some(&[0]), false, None, o)
+        })
+        .unwrap();
         let logical: Vec<f64> = h.iter().map(|v| v.to_f64()).collect();
-        close(&got.iter().map(|v| v.to_f64()).collect::<Vec<_>>(), &naive_sum(&[100, 3], &logical, &[0]), 1e-3);
+        close(
+            &got.iter().map(|v| v.to_f64()).collect::<Vec<_>>(),
+            &naive_sum(&[100, 3], &logical, &[0]),
+            1e-3,
+        );
         let b = vec![100i8; 6];
         let bl = Layout::contiguous(&[3, 2]);
-        let got = run1::<i8>(&[2], |o| sum_dim(Src::new(&b, &bl), Some(&[0]), false, None, o)).unwrap();
+        let got = run1::<i8>(&[2], |o| {
+            sum_dim(Src::new(&b, &bl), Some(&[0]), false, None, o)
+        })
+        .unwrap();
         assert_eq!(got, vec![44, 44]); // 300 wraps to 44
     }
 
@@ -683,7 +841,10 @@ mod tests {
         // Many rows, reduced over the leading dim of a [rows, 600] contiguous matrix.
         let l2 = Layout::contiguous(&[n / 600, 600]);
         let logical: Vec<f64> = data[..l2.numel()].iter().map(|&v| v as f64).collect();
-        let got = run1::<f32>(&[600], |o| sum_dim(Src::new(&data, &l2), Some(&[0]), false, None, o)).unwrap();
+        let got = run1::<f32>(&[600], |o| {
+            sum_dim(Src::new(&data, &l2), Some(&[0]), false, None, o)
+        })
+        .unwrap();
         let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
         close(&got, &naive_sum(&l2.sizes, &logical, &[0]), 1e-5);
     }
@@ -716,8 +877,14 @@ mod tests {
         assert!(run1::<f32>(&[], |o| min_all(Src::new(&nan, &l), o)).unwrap()[0].is_nan());
 
         let b = vec![false, true, false];
-        assert_eq!(run1::<bool>(&[], |o| max_all(Src::new(&b, &l), o)).unwrap(), vec![true]);
-        assert_eq!(run1::<bool>(&[], |o| min_all(Src::new(&b, &l), o)).unwrap(), vec![false]);
+        assert_eq!(
+            run1::<bool>(&[], |o| max_all(Src::new(&b, &l), o)).unwrap(),
+            vec![true]
+        );
+        assert_eq!(
+            run1::<bool>(&[], |o| min_all(Src::new(&b, &l), o)).unwrap(),
+            vec![false]
+        );
 
         let e: Vec<f32> = vec![];
         let el = Layout::contiguous(&[0]);
@@ -725,8 +892,12 @@ mod tests {
             run1::<f32>(&[], |o| max_all(Src::new(&e, &el), o)).unwrap_err(),
             "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
         );
-        assert!(run1::<f32>(&[], |o| min_all(Src::new(&e, &el), o)).unwrap_err().starts_with("min(): Expected"));
-        assert!(max_all_meta(&[2, 0]).unwrap_err().starts_with("max(): Expected reduction dim to be specified"));
+        assert!(run1::<f32>(&[], |o| min_all(Src::new(&e, &el), o))
+            .unwrap_err()
+            .starts_with("min(): Expected"));
+        assert!(max_all_meta(&[2, 0])
+            .unwrap_err()
+            .starts_with("max(): Expected reduction dim to be specified"));
         assert_eq!(min_all_meta(&[]).unwrap(), vec![Vec::<usize>::new()]);
     }
 
@@ -735,20 +906,46 @@ mod tests {
         let (store, layout, logical) = permuted_input();
         for d in 0..3 {
             let shapes = max_dim_meta(&[2, 3, 4], d as i64, true).unwrap();
-            let (lv, li) = (Layout::contiguous(&shapes[0]), Layout::contiguous(&shapes[1]));
+            let (lv, li) = (
+                Layout::contiguous(&shapes[0]),
+                Layout::contiguous(&shapes[1]),
+            );
             let (mut v, mut i) = (vec![0.0f64; lv.numel()], vec![0i64; li.numel()]);
-            max_dim(Src::new(&store, &layout), d as i64, true, Dst::new(&mut v, &lv), Dst::new(&mut i, &li)).unwrap();
+            max_dim(
+                Src::new(&store, &layout),
+                d as i64,
+                true,
+                Dst::new(&mut v, &lv),
+                Dst::new(&mut i, &li),
+            )
+            .unwrap();
             let want = naive_max(&[2, 3, 4], &logical, &[d]);
             assert_eq!(v, want.iter().map(|w| w.0).collect::<Vec<_>>());
-            assert_eq!(i, want.iter().map(|w| w.1 as i64).collect::<Vec<_>>(), "dim {d}");
+            assert_eq!(
+                i,
+                want.iter().map(|w| w.1 as i64).collect::<Vec<_>>(),
+                "dim {d}"
+            );
         }
     }
 
     /// Runs `max_dim` or `min_dim` on a contiguous input.
-    fn extreme_dim_of<T: Element>(data: &[T], shape: &[usize], dim: i64, max: bool) -> KResult<(Vec<T>, Vec<i64>)> {
+    fn extreme_dim_of<T: Element>(
+        data: &[T],
+        shape: &[usize],
+        dim: i64,
+        max: bool,
+    ) -> KResult<(Vec<T>, Vec<i64>)> {
         let l = Layout::contiguous(shape);
-        let shapes = if max { max_dim_meta(shape, dim, false)? } else { min_dim_meta(shape, dim, false)? };
-        let (lv, li) = (Layout::contiguous(&shapes[0]), Layout::contiguous(&shapes[1]));
+        let shapes = if max {
+            max_dim_meta(shape, dim, false)?
+        } else {
+            min_dim_meta(shape, dim, false)?
+        };
+        let (lv, li) = (
+            Layout::contiguous(&shapes[0]),
+            Layout::contiguous(&shapes[1]),
+        );
         let (mut v, mut i) = (vec![T::default(); lv.numel()], vec![0i64; li.numel()]);
         let (dv, di) = (Dst::new(&mut v, &lv), Dst::new(&mut i, &li));
         if max {
@@ -770,7 +967,10 @@ mod tests {
         assert_eq!((v[0], i[0]), (1.0, 1));
         assert!(v[1].is_nan() && i[1] == 0);
 
-        let h: Vec<f16> = [0.5, -1.0, 2.5, 2.5].iter().map(|&v| f16::from_f64(v)).collect();
+        let h: Vec<f16> = [0.5, -1.0, 2.5, 2.5]
+            .iter()
+            .map(|&v| f16::from_f64(v))
+            .collect();
         let (v, i) = extreme_dim_of(&h, &[4], 0, true).unwrap();
         assert_eq!((v[0].to_f64(), i[0]), (2.5, 2));
 
@@ -779,8 +979,14 @@ mod tests {
         assert_eq!((v, i), (vec![5, -9], vec![0, 0]));
 
         let s = vec![4u8];
-        assert_eq!(extreme_dim_of(&s, &[], -1, true).unwrap(), (vec![4], vec![0]));
-        assert_eq!(max_dim_meta(&[], 0, true).unwrap(), vec![Vec::<usize>::new(), vec![]]);
+        assert_eq!(
+            extreme_dim_of(&s, &[], -1, true).unwrap(),
+            (vec![4], vec![0])
+        );
+        assert_eq!(
+            max_dim_meta(&[], 0, true).unwrap(),
+            vec![Vec::<usize>::new(), vec![]]
+        );
     }
 
     #[test]
@@ -796,7 +1002,10 @@ mod tests {
         let e: Vec<f32> = vec![];
         assert!(extreme_dim_of(&e, &[0, 3], 0, true).is_err());
         // Reducing a non-empty dim of an empty tensor is fine and gives an empty result.
-        assert_eq!(extreme_dim_of(&e, &[0, 3], 1, true).unwrap(), (vec![], vec![]));
+        assert_eq!(
+            extreme_dim_of(&e, &[0, 3], 1, true).unwrap(),
+            (vec![], vec![])
+        );
     }
 
     #[test]
@@ -806,7 +1015,14 @@ mod tests {
         let l = Layout::contiguous(&[1, 500]).expand(&[200, 500]).unwrap();
         let (lv, li) = (Layout::contiguous(&[200]), Layout::contiguous(&[200]));
         let (mut v, mut i) = (vec![0.0; 200], vec![0i64; 200]);
-        max_dim(Src::new(&row, &l), 1, false, Dst::new(&mut v, &lv), Dst::new(&mut i, &li)).unwrap();
+        max_dim(
+            Src::new(&row, &l),
+            1,
+            false,
+            Dst::new(&mut v, &lv),
+            Dst::new(&mut i, &li),
+        )
+        .unwrap();
         let logical: Vec<f64> = (0..200).flat_map(|_| row.iter().copied()).collect();
         let want = naive_max(&[200, 500], &logical, &[1]);
         assert_eq!(v, want.iter().map(|w| w.0).collect::<Vec<_>>());
@@ -817,15 +1033,36 @@ mod tests {
     fn argmax_argmin_flattened_and_along_dim() {
         let (store, layout, logical) = permuted_input();
         let got = run1::<i64>(&[], |o| argmax(Src::new(&store, &layout), None, false, o)).unwrap();
-        assert_eq!(got[0] as usize, naive_max(&[2, 3, 4], &logical, &[0, 1, 2])[0].1);
+        assert_eq!(
+            got[0] as usize,
+            naive_max(&[2, 3, 4], &logical, &[0, 1, 2])[0].1
+        );
         let neg: Vec<f64> = logical.iter().map(|v| -v).collect();
-        let got = run1::<i64>(&[1, 1, 1], |o| argmin(Src::new(&store, &layout), None, true, o)).unwrap();
-        assert_eq!(got[0] as usize, naive_max(&[2, 3, 4], &neg, &[0, 1, 2])[0].1);
-        assert_eq!(argmax_meta(&[2, 3, 4], None, true).unwrap(), vec![vec![1, 1, 1]]);
-        assert_eq!(argmax_meta(&[2, 3, 4], Some(-1), false).unwrap(), vec![vec![2, 3]]);
+        let got = run1::<i64>(&[1, 1, 1], |o| {
+            argmin(Src::new(&store, &layout), None, true, o)
+        })
+        .unwrap();
+        assert_eq!(
+            got[0] as usize,
+            naive_max(&[2, 3, 4], &neg, &[0, 1, 2])[0].1
+        );
+        assert_eq!(
+            argmax_meta(&[2, 3, 4], None, true).unwrap(),
+            vec![vec![1, 1, 1]]
+        );
+        assert_eq!(
+            argmax_meta(&[2, 3, 4], Some(-1), false).unwrap(),
+            vec![vec![2, 3]]
+        );
 
-        let got = run1::<i64>(&[2, 4], |o| argmin(Src::new(&store, &layout), Some(1), false, o)).unwrap();
-        let want: Vec<i64> = naive_max(&[2, 3, 4], &neg, &[1]).iter().map(|w| w.1 as i64).collect();
+        let got = run1::<i64>(&[2, 4], |o| {
+            argmin(Src::new(&store, &layout), Some(1), false, o)
+        })
+        .unwrap();
+        let want: Vec<i64> = naive_max(&[2, 3, 4], &neg, &[1])
+            .iter()
+            .map(|w| w.1 as i64)
+            .collect();
         assert_eq!(got, want);
 
         // Large flattened argmax across parallel chunks: the max sits near the end, a tie later.
@@ -834,7 +1071,10 @@ mod tests {
         big[n - 100] = 9;
         big[n - 3] = 9;
         let bl = Layout::contiguous(&[n]);
-        assert_eq!(run1::<i64>(&[], |o| argmax(Src::new(&big, &bl), None, false, o)).unwrap(), vec![(n - 100) as i64]);
+        assert_eq!(
+            run1::<i64>(&[], |o| argmax(Src::new(&big, &bl), None, false, o)).unwrap(),
+            vec![(n - 100) as i64]
+        );
         let mut nan = vec![1.0f32; n];
         nan[PARALLEL_MIN + 1] = f32::NAN;
         nan[n - 1] = f32::NAN;
@@ -857,7 +1097,13 @@ mod tests {
         assert_eq!(argmax_meta(&[0, 2], Some(1), false).unwrap(), vec![vec![0]]);
         let s = vec![2.0f64];
         let sl = Layout::contiguous(&[]);
-        assert_eq!(run1::<i64>(&[], |o| argmax(Src::new(&s, &sl), Some(0), true, o)).unwrap(), vec![0]);
-        assert_eq!(run1::<i64>(&[], |o| argmax(Src::new(&s, &sl), None, true, o)).unwrap(), vec![0]);
+        assert_eq!(
+            run1::<i64>(&[], |o| argmax(Src::new(&s, &sl), Some(0), true, o)).unwrap(),
+            vec![0]
+        );
+        assert_eq!(
+            run1::<i64>(&[], |o| argmax(Src::new(&s, &sl), None, true, o)).unwrap(),
+            vec![0]
+        );
     }
 }

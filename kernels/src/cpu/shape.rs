@@ -24,7 +24,8 @@ pub(crate) fn row_major<'a, T: Copy>(src: &Src<'a, T>) -> Cow<'a, [T]> {
 /// The output buffer as one row-major slice. Structured kernels always get a fresh contiguous
 /// output; this only turns a broken caller contract into an error instead of a panic.
 pub(crate) fn contiguous_out<'b, T: Copy>(out: &'b mut Dst<'_, T>) -> KResult<&'b mut [T]> {
-    out.as_contiguous_mut().ok_or_else(|| "internal error: output tensor must be contiguous".to_string())
+    out.as_contiguous_mut()
+        .ok_or_else(|| "internal error: output tensor must be contiguous".to_string())
 }
 
 /// Splits a row-major shape around `dim` into `(outer, size, inner)`: the element at
@@ -33,7 +34,11 @@ pub(crate) fn split_at_dim(sizes: &[usize], dim: usize) -> (usize, usize, usize)
     if sizes.is_empty() {
         return (1, 1, 1);
     }
-    (sizes[..dim].iter().product(), sizes[dim], sizes[dim + 1..].iter().product())
+    (
+        sizes[..dim].iter().product(),
+        sizes[dim],
+        sizes[dim + 1..].iter().product(),
+    )
 }
 
 /// PyTorch's legacy rule: a 1-d empty tensor (`torch.tensor([])`) may be concatenated with
@@ -49,7 +54,9 @@ fn cat_plan(tensors: &[&[usize]], dim: i64) -> KResult<(Vec<usize>, Option<usize
         return Err("torch.cat(): expected a non-empty list of Tensors".into());
     }
     if let Some(i) = tensors.iter().position(|s| s.is_empty()) {
-        return Err(format!("zero-dimensional tensor (at position {i}) cannot be concatenated"));
+        return Err(format!(
+            "zero-dimensional tensor (at position {i}) cannot be concatenated"
+        ));
     }
     let Some(first) = tensors.iter().position(|s| !skipped(s)) else {
         return Ok((vec![0], None));
@@ -109,7 +116,11 @@ pub fn cat<T: Element>(tensors: &[Src<'_, T>], dim: i64, mut out: Dst<'_, T>) ->
     let row = total * inner;
     let o = contiguous_out(&mut out)?;
     if o.len() != outer * row {
-        return Err(format!("internal error: cat output has {} elements, expected {}", o.len(), outer * row));
+        return Err(format!(
+            "internal error: cat output has {} elements, expected {}",
+            o.len(),
+            outer * row
+        ));
     }
     if o.is_empty() {
         return Ok(());
@@ -118,18 +129,27 @@ pub fn cat<T: Element>(tensors: &[Src<'_, T>], dim: i64, mut out: Dst<'_, T>) ->
     let mut start = 0;
     for t in tensors.iter().filter(|t| !skipped(&t.layout.sizes)) {
         let width = t.layout.sizes[d] * inner;
-        parts.push(CatPart { data: row_major(t), width, start });
+        parts.push(CatPart {
+            data: row_major(t),
+            width,
+            start,
+        });
         start += width;
     }
     let copy_row = |oi: usize, dst: &mut [T]| {
         for p in &parts {
-            dst[p.start..p.start + p.width].copy_from_slice(&p.data[oi * p.width..(oi + 1) * p.width]);
+            dst[p.start..p.start + p.width]
+                .copy_from_slice(&p.data[oi * p.width..(oi + 1) * p.width]);
         }
     };
     if o.len() >= PARALLEL_MIN && outer > 1 {
-        o.par_chunks_mut(row).enumerate().for_each(|(oi, dst)| copy_row(oi, dst));
+        o.par_chunks_mut(row)
+            .enumerate()
+            .for_each(|(oi, dst)| copy_row(oi, dst));
     } else {
-        o.chunks_mut(row).enumerate().for_each(|(oi, dst)| copy_row(oi, dst));
+        o.chunks_mut(row)
+            .enumerate()
+            .for_each(|(oi, dst)| copy_row(oi, dst));
     }
     Ok(())
 }
@@ -211,7 +231,10 @@ mod tests {
         let x = vec![1i32, 2, 3];
         let y = vec![4i32];
         let (lx, ly) = (Layout::contiguous(&[3]), Layout::contiguous(&[1]));
-        assert_eq!(run(&[(&x, &lx), (&y, &ly)], 0).unwrap(), (vec![4], vec![1, 2, 3, 4]));
+        assert_eq!(
+            run(&[(&x, &lx), (&y, &ly)], 0).unwrap(),
+            (vec![4], vec![1, 2, 3, 4])
+        );
     }
 
     #[test]
@@ -223,7 +246,10 @@ mod tests {
         let (shape, got) = run(&[(&e, &le), (&a, &la), (&e, &le)], 1).unwrap();
         assert_eq!((shape, got), (vec![2, 2], a.clone()));
         // Only skipped inputs: the result is [0] and dim is not even checked.
-        assert_eq!(run::<f32>(&[(&e, &le), (&e, &le)], 5).unwrap(), (vec![0], vec![]));
+        assert_eq!(
+            run::<f32>(&[(&e, &le), (&e, &le)], 5).unwrap(),
+            (vec![0], vec![])
+        );
         // A [2, 0] input contributes no columns.
         let l20 = Layout::contiguous(&[2, 0]);
         assert_eq!(run(&[(&a, &la), (&e, &l20)], 1).unwrap(), (vec![2, 2], a));
@@ -234,7 +260,10 @@ mod tests {
         let rows = 300;
         let a: Vec<f32> = (0..rows * 100).map(|v| v as f32).collect();
         let b: Vec<f32> = (0..rows * 60).map(|v| -(v as f32)).collect();
-        let (la, lb) = (Layout::contiguous(&[rows, 100]), Layout::contiguous(&[rows, 60]));
+        let (la, lb) = (
+            Layout::contiguous(&[rows, 100]),
+            Layout::contiguous(&[rows, 60]),
+        );
         let (_, got) = run(&[(&a, &la), (&b, &lb)], 1).unwrap();
         let fa = |i: usize, j: usize| (i * 100 + j) as f64;
         let fb = |i: usize, j: usize| -((i * 60 + j) as f64);
@@ -245,13 +274,25 @@ mod tests {
     #[test]
     fn cat_errors_match_pytorch() {
         let err = |shapes: &[&[usize]], dim| cat_meta(shapes, dim).unwrap_err();
-        assert_eq!(err(&[], 0), "torch.cat(): expected a non-empty list of Tensors");
+        assert_eq!(
+            err(&[], 0),
+            "torch.cat(): expected a non-empty list of Tensors"
+        );
         assert_eq!(
             err(&[&[2, 2], &[3, 2]], 1),
             "Sizes of tensors must match except in dimension 1. Expected size 2 but got size 3 for tensor number 1 in the list."
         );
-        assert_eq!(err(&[&[2, 2], &[2, 2, 1]], 0), "Tensors must have same number of dimensions: got 2 and 3");
-        assert_eq!(err(&[&[], &[2]], 0), "zero-dimensional tensor (at position 0) cannot be concatenated");
-        assert_eq!(err(&[&[2, 2]], 2), "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+        assert_eq!(
+            err(&[&[2, 2], &[2, 2, 1]], 0),
+            "Tensors must have same number of dimensions: got 2 and 3"
+        );
+        assert_eq!(
+            err(&[&[], &[2]], 0),
+            "zero-dimensional tensor (at position 0) cannot be concatenated"
+        );
+        assert_eq!(
+            err(&[&[2, 2]], 2),
+            "Dimension out of range (expected to be in range of [-2, 1], but got 2)"
+        );
     }
 }

@@ -60,13 +60,19 @@ where
             buf.clear();
             buf.extend(x.iter().map(|v| v.up()));
             normalize::<T::Compute, LOG>(buf);
-            o.iter_mut().zip(buf.iter()).for_each(|(o, &c)| *o = T::down(c));
+            o.iter_mut()
+                .zip(buf.iter())
+                .for_each(|(o, &c)| *o = T::down(c));
         };
         if parallel {
-            o.par_chunks_mut(n).zip(x.par_chunks(n)).for_each_init(Vec::new, row);
+            o.par_chunks_mut(n)
+                .zip(x.par_chunks(n))
+                .for_each_init(Vec::new, row);
         } else {
             let mut buf = Vec::with_capacity(n);
-            o.chunks_mut(n).zip(x.chunks(n)).for_each(|p| row(&mut buf, p));
+            o.chunks_mut(n)
+                .zip(x.chunks(n))
+                .for_each(|p| row(&mut buf, p));
         }
         return Ok(());
     }
@@ -103,7 +109,9 @@ where
 /// call (the output has the input's dtype), exactly like PyTorch's CPU backend.
 fn meta(self_: &[usize], dim: i64, half_to_float: bool, name: &str) -> KResult<Vec<Vec<usize>>> {
     if half_to_float {
-        return Err(format!("{name} with half to float conversion is not supported on CPU"));
+        return Err(format!(
+            "{name} with half to float conversion is not supported on CPU"
+        ));
     }
     wrap_dim(dim, self_.len())?;
     Ok(vec![self_.to_vec()])
@@ -117,7 +125,12 @@ pub fn softmax_meta(self_: &[usize], dim: i64, half_to_float: bool) -> KResult<V
 
 /// `_softmax(self, dim, half_to_float)`: `exp(x - max) / Σ exp(x - max)` along `dim`, in
 /// `T::Compute`. A 0-d input gives 1.
-pub fn softmax<T: Element>(self_: Src<'_, T>, dim: i64, half_to_float: bool, out: Dst<'_, T>) -> KResult<()>
+pub fn softmax<T: Element>(
+    self_: Src<'_, T>,
+    dim: i64,
+    half_to_float: bool,
+    out: Dst<'_, T>,
+) -> KResult<()>
 where
     T::Compute: FloatMath,
 {
@@ -127,13 +140,22 @@ where
 
 /// Output shape of `_log_softmax(Tensor self, int dim, bool half_to_float)`: the input's
 /// shape. `half_to_float = true` is rejected, as on PyTorch's CPU backend.
-pub fn log_softmax_meta(self_: &[usize], dim: i64, half_to_float: bool) -> KResult<Vec<Vec<usize>>> {
+pub fn log_softmax_meta(
+    self_: &[usize],
+    dim: i64,
+    half_to_float: bool,
+) -> KResult<Vec<Vec<usize>>> {
     meta(self_, dim, half_to_float, "log_softmax")
 }
 
 /// `_log_softmax(self, dim, half_to_float)`: `x - max - ln Σ exp(x - max)` along `dim`, in
 /// `T::Compute`. A 0-d input gives 0.
-pub fn log_softmax<T: Element>(self_: Src<'_, T>, dim: i64, half_to_float: bool, out: Dst<'_, T>) -> KResult<()>
+pub fn log_softmax<T: Element>(
+    self_: Src<'_, T>,
+    dim: i64,
+    half_to_float: bool,
+    out: Dst<'_, T>,
+) -> KResult<()>
 where
     T::Compute: FloatMath,
 {
@@ -170,8 +192,11 @@ mod tests {
     where
         T::Compute: FloatMath,
     {
-        let shape =
-            if log { log_softmax_meta(&layout.sizes, dim, false)? } else { softmax_meta(&layout.sizes, dim, false)? };
+        let shape = if log {
+            log_softmax_meta(&layout.sizes, dim, false)?
+        } else {
+            softmax_meta(&layout.sizes, dim, false)?
+        };
         let ol = Layout::contiguous(&shape[0]);
         let mut buf = vec![T::default(); ol.numel()];
         let (src, dst) = (Src::new(data, layout), Dst::new(&mut buf, &ol));
@@ -217,7 +242,11 @@ mod tests {
         let row = vec![1000.0f32, 1001.0, 1002.0];
         let l = Layout::contiguous(&[1, 3]).expand(&[5, 3]).unwrap();
         let shifted: Vec<f64> = (0..5).flat_map(|_| [0.0, 1.0, 2.0]).collect();
-        close(&run_op(&row, &l, 1, false).unwrap(), &naive(&[5, 3], &shifted, 1, false), 1e-6);
+        close(
+            &run_op(&row, &l, 1, false).unwrap(),
+            &naive(&[5, 3], &shifted, 1, false),
+            1e-6,
+        );
         let want: Vec<f64> = naive(&[5, 3], &shifted, 1, true);
         close(&run_op(&row, &l, 1, true).unwrap(), &want, 1e-6);
         // Over the broadcast dim every entry is equal: 1/5 each.
@@ -229,9 +258,17 @@ mod tests {
         let vals = [0.5, -1.0, 2.0, 0.0, 3.0, -2.5];
         let h: Vec<f16> = vals.iter().map(|&v| f16::from_f64(v)).collect();
         let l = Layout::contiguous(&[2, 3]);
-        close(&run_op(&h, &l, 1, false).unwrap(), &naive(&[2, 3], &vals, 1, false), 1e-3);
+        close(
+            &run_op(&h, &l, 1, false).unwrap(),
+            &naive(&[2, 3], &vals, 1, false),
+            1e-3,
+        );
         let b: Vec<bf16> = vals.iter().map(|&v| bf16::from_f64(v)).collect();
-        close(&run_op(&b, &l, 0, true).unwrap(), &naive(&[2, 3], &vals, 0, true), 1e-2);
+        close(
+            &run_op(&b, &l, 0, true).unwrap(),
+            &naive(&[2, 3], &vals, 0, true),
+            1e-2,
+        );
     }
 
     #[test]
@@ -240,8 +277,16 @@ mod tests {
         let vals: Vec<f64> = (0..r * c).map(|v| ((v * 31) % 17) as f64 * 0.1).collect();
         let l = Layout::contiguous(&[r, c]);
         for dim in 0..2 {
-            close(&run_op(&vals, &l, dim as i64, false).unwrap(), &naive(&[r, c], &vals, dim, false), 1e-12);
-            close(&run_op(&vals, &l, dim as i64, true).unwrap(), &naive(&[r, c], &vals, dim, true), 1e-12);
+            close(
+                &run_op(&vals, &l, dim as i64, false).unwrap(),
+                &naive(&[r, c], &vals, dim, false),
+                1e-12,
+            );
+            close(
+                &run_op(&vals, &l, dim as i64, true).unwrap(),
+                &naive(&[r, c], &vals, dim, true),
+                1e-12,
+            );
         }
     }
 
@@ -253,8 +298,14 @@ mod tests {
         assert_eq!(run_op(&s, &sl, -1, true).unwrap(), vec![0.0]);
         let e: Vec<f32> = vec![];
         for shape in [[0usize, 3], [3, 0]] {
-            assert_eq!(run_op(&e, &Layout::contiguous(&shape), 1, false).unwrap(), vec![]);
-            assert_eq!(run_op(&e, &Layout::contiguous(&shape), 0, true).unwrap(), vec![]);
+            assert_eq!(
+                run_op(&e, &Layout::contiguous(&shape), 1, false).unwrap(),
+                vec![]
+            );
+            assert_eq!(
+                run_op(&e, &Layout::contiguous(&shape), 0, true).unwrap(),
+                vec![]
+            );
         }
         let nan = vec![1.0f32, f32::NAN, 0.0, 2.0];
         let got = run_op(&nan, &Layout::contiguous(&[2, 2]), 1, false).unwrap();

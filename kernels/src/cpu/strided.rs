@@ -4,7 +4,10 @@ use crate::Layout;
 
 /// Calls `f(offsets, len, inner_strides)` for each innermost run of `N` layouts sharing one
 /// shape, after merging dims that are contiguous in all of them.
-pub fn for_each_run<const N: usize>(layouts: [&Layout; N], mut f: impl FnMut([usize; N], usize, [usize; N])) {
+pub fn for_each_run<const N: usize>(
+    layouts: [&Layout; N],
+    mut f: impl FnMut([usize; N], usize, [usize; N]),
+) {
     if layouts[0].numel() == 0 {
         return;
     }
@@ -58,7 +61,11 @@ mod tests {
 
     #[test]
     fn offsets_of_a_transposed_slice_are_row_major() {
-        let l = Layout::contiguous(&[3, 4]).slice(1, Some(0), None, 2).unwrap().transpose(0, 1).unwrap();
+        let l = Layout::contiguous(&[3, 4])
+            .slice(1, Some(0), None, 2)
+            .unwrap()
+            .transpose(0, 1)
+            .unwrap();
         let mut seen = vec![];
         for_each_offset(&l, |o| seen.push(o));
         assert_eq!(seen, vec![0, 4, 8, 2, 6, 10]);

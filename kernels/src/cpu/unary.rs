@@ -88,7 +88,8 @@ pub fn gelu<T: FloatMath>(x: T, approximate: &str) -> T {
         let inner = k.mul(x.add(T::from_f64(0.044715).mul(x).mul(x).mul(x)));
         half.mul(x).mul(T::one().add(inner.tanh()))
     } else {
-        half.mul(x).mul(T::one().add(x.mul(T::from_f64(std::f64::consts::FRAC_1_SQRT_2)).erf()))
+        half.mul(x)
+            .mul(T::one().add(x.mul(T::from_f64(std::f64::consts::FRAC_1_SQRT_2)).erf()))
     }
 }
 
@@ -108,7 +109,9 @@ pub fn identity<T>(x: T) -> T {
 pub fn gelu_check(approximate: &str) -> crate::KResult<()> {
     match approximate {
         "none" | "tanh" => Ok(()),
-        other => Err(format!("approximate argument must be either none or tanh, got '{other}'")),
+        other => Err(format!(
+            "approximate argument must be either none or tanh, got '{other}'"
+        )),
     }
 }
 

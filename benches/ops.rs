@@ -1,0 +1,79 @@
+//! Speed of kiln's hot paths against a peer measured in the same run: a plain Rust loop over
+//! `Vec<f32>` (what auto-vectorised code reaches) and `matrixmultiply` called directly.
+//! Run: `cargo bench --bench ops`; ratios go in BENCHMARKS.md.
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use kiln::{DType, Tensor};
+
+const N: usize = 1 << 20;
+
+fn elementwise(c: &mut Criterion) {
+    let mut g = c.benchmark_group("add_f32_1M");
+    let a = Tensor::rand(&[N], DType::F32).unwrap();
+    let b = Tensor::rand(&[N], DType::F32).unwrap();
+    g.bench_function("kiln", |bench| bench.iter(|| black_box(a.add(&b).unwrap())));
+    let (va, vb) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+    g.bench_function("plain_loop", |bench| {
+        bench.iter(|| black_box(va.iter().zip(&vb).map(|(x, y)| x + y).collect::<Vec<f32>>()))
+    });
+    let m = Tensor::rand(&[1024, 1024], DType::F32).unwrap();
+    let mt = m.t().unwrap();
+    g.bench_function("kiln_transposed", |bench| bench.iter(|| black_box(mt.add(&mt).unwrap())));
+    let p = Tensor::rand(&[N], DType::F32).unwrap();
+    g.bench_function("kiln_inplace", |bench| bench.iter(|| black_box(p.add_(&b).unwrap())));
+    g.finish();
+
+    let mut g = c.benchmark_group("exp_f32_1M");
+    g.bench_function("kiln", |bench| bench.iter(|| black_box(a.exp().unwrap())));
+    g.bench_function("plain_loop", |bench| bench.iter(|| black_box(va.iter().map(|x| x.exp()).collect::<Vec<f32>>())));
+    g.finish();
+
+    let mut g = c.benchmark_group("sum_f32_1M");
+    g.bench_function("kiln", |bench| bench.iter(|| black_box(a.sum().unwrap())));
+    g.bench_function("plain_loop", |bench| bench.iter(|| black_box(va.iter().sum::<f32>())));
+    g.finish();
+}
+
+fn matmul(c: &mut Criterion) {
+    let n = 256;
+    let mut g = c.benchmark_group("mm_f32_256");
+    let a = Tensor::rand(&[n, n], DType::F32).unwrap();
+    let b = Tensor::rand(&[n, n], DType::F32).unwrap();
+    g.bench_function("kiln", |bench| bench.iter(|| black_box(a.mm(&b).unwrap())));
+    let (va, vb) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+    g.bench_function("matrixmultiply", |bench| {
+        bench.iter(|| {
+            let mut out = vec![0f32; n * n];
+            // SAFETY: all three buffers hold n*n f32 and the strides describe row-major n×n.
+            unsafe {
+                matrixmultiply::sgemm(n, n, n, 1.0, va.as_ptr(), n as isize, 1, vb.as_ptr(), n as isize, 1, 0.0, out.as_mut_ptr(), n as isize, 1);
+            }
+            black_box(out)
+        })
+    });
+    g.finish();
+}
+
+fn training_step(c: &mut Criterion) {
+    // One forward + backward of the digits MLP on a batch of 64: the main job's inner loop.
+    let x = Tensor::rand(&[64, 64], DType::F32).unwrap();
+    let y = Tensor::randint(0, 10, &[64], DType::I64).unwrap();
+    let w1 = Tensor::rand(&[64, 128], DType::F32).unwrap().requires_grad_(true).unwrap();
+    let w2 = Tensor::rand(&[128, 10], DType::F32).unwrap().requires_grad_(true).unwrap();
+    c.bench_function("mlp_step_batch64", |bench| {
+        bench.iter(|| {
+            let logits = x.matmul(&w1).unwrap().relu().unwrap().matmul(&w2).unwrap();
+            let loss = logits.log_softmax(1).unwrap().gather(1, &y.unsqueeze(1).unwrap()).unwrap().mean().unwrap().neg().unwrap();
+            loss.backward().unwrap();
+            w1.zero_grad();
+            w2.zero_grad();
+        })
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20).measurement_time(std::time::Duration::from_secs(2)).warm_up_time(std::time::Duration::from_millis(500));
+    targets = elementwise, matmul, training_step
+}
+criterion_main!(benches);

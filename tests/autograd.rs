@@ -1,0 +1,948 @@
+//! Hand-written behaviour tests of autograd: graph structure, accumulation, retain_graph,
+//! higher-order gradients, `autograd::grad`, in-place checks, grad modes, hooks, broadcasting
+//! and dtype reduction of gradients, gradcheck, and the backward of reductions, `cat`,
+//! `stack` and `index_select`.
+//!
+//! Expected gradients are worked out by hand or by finite differences (gradcheck); none is
+//! obtained by running the same kernel twice.
+
+use kiln::autograd::{
+    grad, gradcheck, gradgradcheck, is_grad_enabled, GradOptions, GradcheckOptions,
+};
+use kiln::{DType, Result, Tensor};
+use std::sync::Arc;
+
+/// Asserts that `r` failed with a message containing `needle`.
+#[track_caller]
+fn assert_err_contains<T: std::fmt::Debug>(r: Result<T>, needle: &str) {
+    match r {
+        Ok(v) => panic!("expected an error containing {needle:?}, got Ok({v:?})"),
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains(needle),
+                "error message {msg:?} does not contain {needle:?}"
+            );
+        }
+    }
+}
+
+fn leaf<const N: usize>(v: [f64; N]) -> Tensor {
+    Tensor::from(v).requires_grad_(true).unwrap()
+}
+
+fn grad_of(t: &Tensor) -> Vec<f64> {
+    t.grad()
+        .expect("the leaf has a gradient")
+        .to_vec::<f64>()
+        .unwrap()
+}
+
+#[track_caller]
+fn assert_close(got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "got {got:?}, want {want:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(
+            (g - w).abs() <= 1e-9 + 1e-9 * w.abs(),
+            "got {got:?}, want {want:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Leaves, grad_fn and next_functions
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn user_created_tensor_is_a_leaf_without_requires_grad() {
+    let x = Tensor::from([1f32, 2.]);
+    assert_eq!((x.is_leaf(), x.requires_grad()), (true, false));
+}
+
+#[test]
+fn requires_grad_marks_a_leaf() {
+    let x = leaf([1., 2.]);
+    assert_eq!(
+        (x.is_leaf(), x.requires_grad(), x.grad_fn().is_none()),
+        (true, true, true)
+    );
+}
+
+#[test]
+fn op_output_of_requires_grad_input_is_a_non_leaf() -> Result<()> {
+    let x = leaf([1., 2.]);
+    let y = x.mul_scalar(2.0)?;
+    assert_eq!((y.is_leaf(), y.requires_grad()), (false, true));
+    Ok(())
+}
+
+#[test]
+fn op_output_without_requires_grad_inputs_has_no_history() -> Result<()> {
+    let y = Tensor::from([1f64, 2.]).mul_scalar(2.0)?;
+    assert_eq!((y.requires_grad(), y.grad_fn().is_none()), (false, true));
+    Ok(())
+}
+
+#[test]
+fn requires_grad_on_integer_tensor_errors() {
+    assert_err_contains(
+        Tensor::from([1i64, 2]).requires_grad_(true),
+        "only Tensors of floating point dtype can require gradients",
+    );
+}
+
+#[test]
+fn mul_grad_fn_is_named_mul_backward0() -> Result<()> {
+    let (a, b) = (leaf([1., 2.]), leaf([3., 4.]));
+    assert_eq!(a.mul(&b)?.grad_fn().unwrap().name(), "MulBackward0");
+    Ok(())
+}
+
+#[test]
+fn mul_next_functions_are_accumulate_grad_nodes() -> Result<()> {
+    let (a, b) = (leaf([1., 2.]), leaf([3., 4.]));
+    let f = a.mul(&b)?.grad_fn().unwrap();
+    let names: Vec<Option<&str>> = f
+        .next_functions()
+        .iter()
+        .map(|n| n.as_ref().map(|(node, _)| node.name()))
+        .collect();
+    assert_eq!(names, vec![Some("AccumulateGrad"), Some("AccumulateGrad")]);
+    Ok(())
+}
+
+#[test]
+fn next_function_of_input_without_grad_is_none() -> Result<()> {
+    let a = leaf([1., 2.]);
+    let b = Tensor::from([3f64, 4.]);
+    let f = a.mul(&b)?.grad_fn().unwrap();
+    let present: Vec<bool> = f.next_functions().iter().map(|n| n.is_some()).collect();
+    assert_eq!(present, vec![true, false]);
+    Ok(())
+}
+
+#[test]
+fn accumulate_grad_node_is_shared_by_uses_of_a_leaf() -> Result<()> {
+    let a = leaf([1., 2.]);
+    let f = a.mul(&a)?.grad_fn().unwrap();
+    let nf = f.next_functions();
+    let (n0, n1) = (nf[0].as_ref().unwrap(), nf[1].as_ref().unwrap());
+    assert!(Arc::ptr_eq(&n0.0, &n1.0));
+    Ok(())
+}
+
+#[test]
+fn chained_op_next_function_is_the_producing_node() -> Result<()> {
+    let a = leaf([1., 2.]);
+    let y = a.exp()?.sin()?;
+    let nf = y.grad_fn().unwrap().next_functions();
+    assert_eq!(nf[0].as_ref().unwrap().0.name(), "ExpBackward0");
+    Ok(())
+}
+
+#[test]
+fn sum_over_dims_grad_fn_is_named_sum_backward1() -> Result<()> {
+    let x = Tensor::from([[1f64, 2.], [3., 4.]]).requires_grad_(true)?;
+    assert_eq!(x.sum_dim(&[0])?.grad_fn().unwrap().name(), "SumBackward1");
+    Ok(())
+}
+
+#[test]
+fn full_sum_grad_fn_is_named_sum_backward0() -> Result<()> {
+    let x = leaf([1., 2.]);
+    assert_eq!(x.sum()?.grad_fn().unwrap().name(), "SumBackward0");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Accumulation into .grad
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn backward_of_sum_of_squares_gives_two_x() -> Result<()> {
+    let x = leaf([1., -2., 3.]);
+    x.mul(&x)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![2., -4., 6.]);
+    Ok(())
+}
+
+#[test]
+fn backward_twice_with_retain_graph_accumulates_into_grad() -> Result<()> {
+    let x = leaf([1., 2., 3.]);
+    let y = x.mul(&x)?.sum()?;
+    y.backward_with(None, true, false)?;
+    y.backward()?;
+    assert_eq!(grad_of(&x), vec![4., 8., 12.]);
+    Ok(())
+}
+
+#[test]
+fn backward_of_two_graphs_accumulates_into_grad() -> Result<()> {
+    let x = leaf([1., 2.]);
+    x.mul_scalar(3.0)?.sum()?.backward()?;
+    x.mul_scalar(5.0)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![8., 8.]);
+    Ok(())
+}
+
+#[test]
+fn zero_grad_clears_grad() -> Result<()> {
+    let x = leaf([1., 2.]);
+    x.sum()?.backward()?;
+    x.zero_grad();
+    assert!(x.grad().is_none());
+    Ok(())
+}
+
+#[test]
+fn set_grad_none_then_backward_starts_fresh() -> Result<()> {
+    let x = leaf([1., 2.]);
+    x.mul_scalar(3.0)?.sum()?.backward()?;
+    x.set_grad(None);
+    x.mul_scalar(5.0)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![5., 5.]);
+    Ok(())
+}
+
+#[test]
+fn set_grad_replaces_grad() -> Result<()> {
+    let x = leaf([1., 2.]);
+    x.set_grad(Some(Tensor::from([7f64, 8.])));
+    assert_eq!(grad_of(&x), vec![7., 8.]);
+    Ok(())
+}
+
+#[test]
+fn leaf_used_twice_gets_summed_gradient() -> Result<()> {
+    // d/dx (x·x + 3x) = 2x + 3.
+    let x = leaf([1., 2.]);
+    x.mul(&x)?.add(&x.mul_scalar(3.0)?)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![5., 7.]);
+    Ok(())
+}
+
+#[test]
+fn grad_of_non_leaf_is_not_retained() -> Result<()> {
+    let x = leaf([1., 2.]);
+    let y = x.mul_scalar(2.0)?;
+    y.sum()?.backward()?;
+    assert!(y.grad().is_none());
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Implicit and explicit output gradients
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn implicit_backward_on_non_scalar_errors() -> Result<()> {
+    let x = leaf([1., 2.]);
+    assert_err_contains(
+        x.mul_scalar(2.0)?.backward(),
+        "grad can be implicitly created only for scalar outputs",
+    );
+    Ok(())
+}
+
+#[test]
+fn backward_with_explicit_gradient_scales_vjp() -> Result<()> {
+    let x = leaf([1., 2.]);
+    let y = x.mul_scalar(2.0)?;
+    y.backward_with(Some(&Tensor::from([1f64, 10.])), false, false)?;
+    assert_eq!(grad_of(&x), vec![2., 20.]);
+    Ok(())
+}
+
+#[test]
+fn backward_with_wrongly_shaped_gradient_errors() -> Result<()> {
+    let x = leaf([1., 2.]);
+    let y = x.mul_scalar(2.0)?;
+    assert_err_contains(
+        y.backward_with(Some(&Tensor::from([1f64, 2., 3.])), false, false),
+        "Mismatch in shape",
+    );
+    Ok(())
+}
+
+#[test]
+fn backward_on_tensor_without_grad_errors() {
+    assert_err_contains(
+        Tensor::from(1f64).backward(),
+        "does not require grad and does not have a grad_fn",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// retain_graph
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn second_backward_without_retain_graph_errors() -> Result<()> {
+    let x = leaf([1., 2.]);
+    let y = x.mul(&x)?.sum()?;
+    y.backward()?;
+    assert_err_contains(
+        y.backward(),
+        "Trying to backward through the graph a second time",
+    );
+    Ok(())
+}
+
+#[test]
+fn second_backward_with_retain_graph_works() -> Result<()> {
+    let x = leaf([1., 2.]);
+    let y = x.exp()?.sum()?;
+    y.backward_with(None, true, false)?;
+    x.zero_grad();
+    y.backward()?;
+    assert_close(&grad_of(&x), &[1f64.exp(), 2f64.exp()]);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Higher-order gradients
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn double_backward_of_cube_is_six_x() -> Result<()> {
+    let x = leaf([2., -1.5]);
+    let y = x.mul(&x)?.mul(&x)?.sum()?;
+    let opts = GradOptions {
+        create_graph: true,
+        ..Default::default()
+    };
+    let dy = grad(&[y], &[x.clone()], &[], opts)?[0].clone().unwrap();
+    let d2y = grad(&[dy.sum()?], &[x], &[], GradOptions::default())?[0]
+        .clone()
+        .unwrap();
+    assert_close(&d2y.to_vec::<f64>()?, &[12., -9.]);
+    Ok(())
+}
+
+#[test]
+fn first_grad_with_create_graph_has_history() -> Result<()> {
+    let x = leaf([2.]);
+    let y = x.mul(&x)?.sum()?;
+    let opts = GradOptions {
+        create_graph: true,
+        ..Default::default()
+    };
+    let dy = grad(&[y], &[x], &[], opts)?[0].clone().unwrap();
+    assert!(dy.requires_grad());
+    Ok(())
+}
+
+#[test]
+fn backward_with_create_graph_gives_differentiable_grad() -> Result<()> {
+    // x.grad = 3x² with history; its backward gives 6x.
+    let x = leaf([2.]);
+    x.mul(&x)?.mul(&x)?.sum()?.backward_with(None, true, true)?;
+    let g = x.grad().unwrap();
+    let d2 = grad(&[g.sum()?], &[x], &[], GradOptions::default())?[0]
+        .clone()
+        .unwrap();
+    assert_close(&d2.to_vec::<f64>()?, &[12.]);
+    Ok(())
+}
+
+#[test]
+fn gradgradcheck_passes_for_tanh_of_product() -> Result<()> {
+    let x = Tensor::from([0.3f64, -0.7, 1.1]).requires_grad_(true)?;
+    let y = Tensor::from([0.5f64, 0.2, -0.9]).requires_grad_(true)?;
+    gradgradcheck(
+        &|t: &[Tensor]| Ok(vec![t[0].mul(&t[1])?.tanh()?.sum()?]),
+        &[x, y],
+        GradcheckOptions::default(),
+    )
+}
+
+#[test]
+fn gradcheck_passes_for_composite_function() -> Result<()> {
+    let x = Tensor::from([[0.3f64, -0.7], [1.1, 0.4]]).requires_grad_(true)?;
+    let w = Tensor::from([[0.5f64, 0.2], [-0.9, 1.3]]).requires_grad_(true)?;
+    gradcheck(
+        &|t: &[Tensor]| Ok(vec![t[0].matmul(&t[1])?.sigmoid()?.mul(&t[0])?]),
+        &[x, w],
+        GradcheckOptions::default(),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// autograd::grad
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn grad_with_unused_input_errors_without_allow_unused() -> Result<()> {
+    let (x, z) = (leaf([1., 2.]), leaf([3.]));
+    let y = x.mul(&x)?.sum()?;
+    assert_err_contains(
+        grad(&[y], &[x, z], &[], GradOptions::default()),
+        "appears to not have been used in the graph",
+    );
+    Ok(())
+}
+
+#[test]
+fn grad_with_allow_unused_gives_none_for_unused_input() -> Result<()> {
+    let (x, z) = (leaf([1., 2.]), leaf([3.]));
+    let y = x.mul(&x)?.sum()?;
+    let opts = GradOptions {
+        allow_unused: true,
+        ..Default::default()
+    };
+    let g = grad(&[y], &[x, z], &[], opts)?;
+    assert_eq!(
+        (g[0].as_ref().map(|t| t.to_vec::<f64>().unwrap()), g[1].is_none()),
+        (Some(vec![2., 4.]), true)
+    );
+    Ok(())
+}
+
+#[test]
+fn grad_does_not_touch_dot_grad() -> Result<()> {
+    let x = leaf([1., 2.]);
+    let y = x.mul(&x)?.sum()?;
+    let _ = grad(&[y], &[x.clone()], &[], GradOptions::default())?;
+    assert!(x.grad().is_none());
+    Ok(())
+}
+
+#[test]
+fn grad_with_respect_to_intermediate_tensor() -> Result<()> {
+    // y = h², h = 3x: dy/dh = 2h = 6x.
+    let x = leaf([1., 2.]);
+    let h = x.mul_scalar(3.0)?;
+    let y = h.mul(&h)?.sum()?;
+    let g = grad(&[y], &[h], &[], GradOptions::default())?[0].clone().unwrap();
+    assert_eq!(g.to_vec::<f64>()?, vec![6., 12.]);
+    Ok(())
+}
+
+#[test]
+fn grad_with_respect_to_input_without_grad_errors() {
+    let x = Tensor::from([1f64]);
+    let y = leaf([1.]).sum().unwrap();
+    assert_err_contains(
+        grad(&[y], &[x], &[], GradOptions::default()),
+        "does not require grad",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// In-place modification checks
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn inplace_on_saved_tensor_errors_at_backward() -> Result<()> {
+    let w = leaf([1., 2., 3.]);
+    let a = Tensor::from([4f64, 5., 6.]);
+    let y = w.mul(&a)?; // saves `a` for w's gradient
+    a.add_scalar_(1)?;
+    let msg = y.sum()?.backward().unwrap_err().to_string();
+    assert!(
+        msg.contains("modified by an inplace operation")
+            && msg.contains("is at version 1; expected version 0"),
+        "{msg}"
+    );
+    Ok(())
+}
+
+#[test]
+fn inplace_on_saved_output_errors_at_backward() -> Result<()> {
+    // exp saves its result; sin_ on that result changes what exp's backward would read.
+    let x = leaf([0.5]);
+    let e = x.exp()?;
+    let out = e.mul_scalar(2.0)?;
+    e.sin_()?;
+    assert_err_contains(out.sum()?.backward(), "modified by an inplace operation");
+    Ok(())
+}
+
+#[test]
+fn inplace_on_leaf_requiring_grad_errors() {
+    let x = leaf([1., 2.]);
+    assert_err_contains(
+        x.add_scalar_(1),
+        "a leaf Variable that requires grad is being used in an in-place operation.",
+    );
+}
+
+#[test]
+fn inplace_on_leaf_requiring_grad_is_allowed_under_no_grad() -> Result<()> {
+    let x = leaf([1., 2.]);
+    {
+        let _g = kiln::no_grad();
+        x.add_scalar_(1)?;
+    }
+    assert_eq!(x.to_vec::<f64>()?, vec![2., 3.]);
+    Ok(())
+}
+
+#[test]
+fn inplace_under_no_grad_keeps_leaf_a_leaf() -> Result<()> {
+    let x = leaf([1., 2.]);
+    {
+        let _g = kiln::no_grad();
+        x.mul_scalar_(2)?;
+    }
+    assert_eq!((x.is_leaf(), x.requires_grad()), (true, true));
+    Ok(())
+}
+
+#[test]
+fn inplace_mul_on_non_leaf_rewrites_history() -> Result<()> {
+    // y = 3·(2x): dy/dx = 6.
+    let x = leaf([1., 2.]);
+    let y = x.mul_scalar(2.0)?;
+    y.mul_scalar_(3)?;
+    y.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![6., 6.]);
+    Ok(())
+}
+
+#[test]
+fn inplace_on_non_leaf_updates_grad_fn() -> Result<()> {
+    let x = leaf([1., 2.]);
+    let y = x.mul_scalar(2.0)?;
+    y.exp_()?;
+    assert_eq!(y.grad_fn().unwrap().name(), "ExpBackward0");
+    Ok(())
+}
+
+#[test]
+fn inplace_exp_on_non_leaf_saves_result_after_modification() -> Result<()> {
+    // y = exp(2x): dy/dx = 2·exp(2x).
+    let x = leaf([0.5, -1.0]);
+    let y = x.mul_scalar(2.0)?;
+    y.exp_()?;
+    y.sum()?.backward()?;
+    assert_close(&grad_of(&x), &[2.0 * 1f64.exp(), 2.0 * (-2f64).exp()]);
+    Ok(())
+}
+
+#[test]
+fn inplace_add_of_grad_tensor_into_plain_tensor_records_history() -> Result<()> {
+    // a (no grad) += x (grad): a becomes a non-leaf whose gradient flows to x.
+    let x = leaf([1., 2.]);
+    let a = Tensor::from([10f64, 20.]);
+    a.add_(&x)?;
+    a.mul(&a)?.sum()?.backward()?;
+    // d/dx (a0 + x)² = 2(a0 + x).
+    assert_eq!(grad_of(&x), vec![22., 44.]);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grad modes, detach
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn no_grad_and_enable_grad_nest_and_restore() {
+    let mut seen = vec![is_grad_enabled()];
+    {
+        let _a = kiln::no_grad();
+        seen.push(is_grad_enabled());
+        {
+            let _b = kiln::enable_grad();
+            seen.push(is_grad_enabled());
+            {
+                let _c = kiln::no_grad();
+                seen.push(is_grad_enabled());
+            }
+            seen.push(is_grad_enabled());
+        }
+        seen.push(is_grad_enabled());
+    }
+    seen.push(is_grad_enabled());
+    assert_eq!(seen, vec![true, false, true, false, true, false, true]);
+}
+
+#[test]
+fn ops_under_no_grad_record_no_history() -> Result<()> {
+    let x = leaf([1., 2.]);
+    let y = {
+        let _g = kiln::no_grad();
+        x.mul(&x)?
+    };
+    assert_eq!((y.requires_grad(), y.grad_fn().is_none()), (false, true));
+    Ok(())
+}
+
+#[test]
+fn enable_grad_inside_no_grad_records_history() -> Result<()> {
+    let x = leaf([1., 2.]);
+    let y = {
+        let _g = kiln::no_grad();
+        let _e = kiln::enable_grad();
+        x.mul(&x)?
+    };
+    assert!(y.requires_grad());
+    Ok(())
+}
+
+#[test]
+fn grad_mode_is_thread_local() {
+    let _g = kiln::no_grad();
+    let other = std::thread::spawn(is_grad_enabled).join().unwrap();
+    assert_eq!((is_grad_enabled(), other), (false, true));
+}
+
+#[test]
+fn detach_gives_tensor_without_history() -> Result<()> {
+    let x = leaf([1., 2.]);
+    let d = x.mul(&x)?.detach();
+    assert_eq!((d.requires_grad(), d.is_leaf()), (false, true));
+    Ok(())
+}
+
+#[test]
+fn detach_shares_storage() -> Result<()> {
+    let x = leaf([1., 2.]);
+    let y = x.mul(&x)?;
+    assert!(y.detach().shares_storage_with(&y));
+    Ok(())
+}
+
+#[test]
+fn detach_cuts_the_graph() -> Result<()> {
+    // z = x · detach(x²): dz/dx = x² only (no 2x·x term).
+    let x = leaf([1., 2., 3.]);
+    let z = x.mul(&x.mul(&x)?.detach())?;
+    z.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![1., 4., 9.]);
+    Ok(())
+}
+
+#[test]
+fn requires_grad_false_on_non_leaf_errors() -> Result<()> {
+    let x = leaf([1., 2.]);
+    assert_err_contains(
+        x.mul_scalar(2.0)?.requires_grad_(false),
+        "you can only change requires_grad flags of leaf variables",
+    );
+    Ok(())
+}
+
+#[test]
+fn requires_grad_false_on_leaf_clears_flag() -> Result<()> {
+    let x = leaf([1., 2.]).requires_grad_(false)?;
+    assert!(!x.requires_grad());
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hooks
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn hook_on_leaf_doubles_its_gradient() -> Result<()> {
+    let x = leaf([1., 2.]);
+    x.register_hook(|g| g.mul_scalar(2.0).ok())?;
+    x.mul_scalar(3.0)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![6., 6.]);
+    Ok(())
+}
+
+#[test]
+fn hook_on_non_leaf_doubles_gradient_flowing_through_it() -> Result<()> {
+    let x = leaf([1., 2.]);
+    let y = x.mul_scalar(3.0)?;
+    y.register_hook(|g| g.mul_scalar(2.0).ok())?;
+    y.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![6., 6.]);
+    Ok(())
+}
+
+#[test]
+fn hook_returning_none_leaves_gradient_unchanged() -> Result<()> {
+    let x = leaf([1., 2.]);
+    x.register_hook(|_| None)?;
+    x.mul_scalar(3.0)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![3., 3.]);
+    Ok(())
+}
+
+#[test]
+fn hook_sees_the_incoming_gradient() -> Result<()> {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let x = leaf([1., 2.]);
+    let s = seen.clone();
+    x.register_hook(move |g| {
+        s.lock().unwrap().extend(g.to_vec::<f64>().unwrap());
+        None
+    })?;
+    x.mul(&Tensor::from([5f64, 7.]))?.sum()?.backward()?;
+    assert_eq!(*seen.lock().unwrap(), vec![5., 7.]);
+    Ok(())
+}
+
+#[test]
+fn hook_on_tensor_without_grad_errors() {
+    assert_err_contains(
+        Tensor::from([1f64]).register_hook(|_| None),
+        "cannot register a hook on a tensor that doesn't require gradient",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Broadcast reduction and dtype of gradients
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn broadcast_input_gradients_are_reduced_to_input_shapes() -> Result<()> {
+    let x = Tensor::ones(&[3, 1], DType::F64)?.requires_grad_(true)?;
+    let y = Tensor::ones(&[4], DType::F64)?.requires_grad_(true)?;
+    x.add(&y)?.sum()?.backward()?;
+    let (gx, gy) = (x.grad().unwrap(), y.grad().unwrap());
+    assert_eq!(
+        (
+            gx.shape().to_vec(),
+            gx.to_vec::<f64>()?,
+            gy.shape().to_vec(),
+            gy.to_vec::<f64>()?
+        ),
+        (vec![3, 1], vec![4.; 3], vec![4], vec![3.; 4])
+    );
+    Ok(())
+}
+
+#[test]
+fn broadcast_mul_gradient_sums_over_broadcast_dims() -> Result<()> {
+    // z[i, j] = x[i, 0] · y[j]: dz/dx[i] = Σ_j y[j]; dz/dy[j] = Σ_i x[i].
+    let x = Tensor::from([[1f64], [2.], [3.]]).requires_grad_(true)?;
+    let y = Tensor::from([10f64, 20., 30., 40.]).requires_grad_(true)?;
+    x.mul(&y)?.sum()?.backward()?;
+    assert_eq!(
+        (grad_of(&x), grad_of(&y)),
+        (vec![100.; 3], vec![6.; 4])
+    );
+    Ok(())
+}
+
+#[test]
+fn promoted_f32_leaf_gets_f32_gradient() -> Result<()> {
+    let x = Tensor::from([1f32, 2.]).requires_grad_(true)?;
+    let y = Tensor::from([3f64, 4.]).requires_grad_(true)?;
+    let z = x.mul(&y)?;
+    assert_eq!(z.dtype(), DType::F64);
+    z.sum()?.backward()?;
+    let g = x.grad().unwrap();
+    assert_eq!((g.dtype(), g.to_vec::<f64>()?), (DType::F32, vec![3., 4.]));
+    Ok(())
+}
+
+#[test]
+fn f64_leaf_multiplied_by_f32_gets_f64_gradient() -> Result<()> {
+    let x = Tensor::from([1f32, 2.]).requires_grad_(true)?;
+    let y = Tensor::from([3f64, 4.]).requires_grad_(true)?;
+    x.mul(&y)?.sum()?.backward()?;
+    let g = y.grad().unwrap();
+    assert_eq!((g.dtype(), g.to_vec::<f64>()?), (DType::F64, vec![1., 2.]));
+    Ok(())
+}
+
+#[test]
+fn to_dtype_backward_casts_gradient_back() -> Result<()> {
+    let x = Tensor::from([1f32, 2.]).requires_grad_(true)?;
+    x.to_dtype(DType::F64)?.mul_scalar(3.0)?.sum()?.backward()?;
+    let g = x.grad().unwrap();
+    assert_eq!((g.dtype(), g.to_vec::<f64>()?), (DType::F32, vec![3., 3.]));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// gradcheck
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn gradcheck_fails_for_wrong_gradient_via_detach_trick() -> Result<()> {
+    // f(x) = x · detach(x) = x², whose derivative is 2x; autograd sees only x.
+    let x = Tensor::from([0.5f64, -1.0, 2.0]).requires_grad_(true)?;
+    assert_err_contains(
+        gradcheck(
+            &|t: &[Tensor]| Ok(vec![t[0].mul(&t[0].detach())?]),
+            &[x],
+            GradcheckOptions::default(),
+        ),
+        "Jacobian mismatch",
+    );
+    Ok(())
+}
+
+#[test]
+fn gradcheck_rejects_float32_inputs() -> Result<()> {
+    let x = Tensor::from([0.5f32]).requires_grad_(true)?;
+    assert_err_contains(
+        gradcheck(
+            &|t: &[Tensor]| Ok(vec![t[0].exp()?]),
+            &[x],
+            GradcheckOptions::default(),
+        ),
+        "float64",
+    );
+    Ok(())
+}
+
+#[test]
+fn cross_entropy_gradient_matches_finite_differences() -> Result<()> {
+    // The digits example's loss: mean over the batch of -log_softmax(logits)[target].
+    let logits = Tensor::from([
+        [0.2f64, -1.3, 0.7, 2.1],
+        [1.5, 0.3, -0.4, -2.2],
+        [-0.6, 0.9, 0.1, 0.4],
+    ])
+    .requires_grad_(true)?;
+    let target = Tensor::from([[3i64], [0], [2]]);
+    gradcheck(
+        &|t: &[Tensor]| {
+            let lp = t[0].log_softmax(1)?;
+            Ok(vec![lp.gather(1, &target)?.mean()?.neg()?])
+        },
+        &[logits],
+        GradcheckOptions::default(),
+    )
+}
+
+#[test]
+fn cross_entropy_gradient_is_softmax_minus_onehot_over_n() -> Result<()> {
+    // d/dlogits of mean_i(-log_softmax(z_i)[t_i]) = (softmax(z_i) - onehot(t_i)) / N.
+    let z = [[0.0f64, 0.0], [1.0, -1.0]];
+    let logits = Tensor::from(z).requires_grad_(true)?;
+    let target = Tensor::from([[1i64], [0]]);
+    logits
+        .log_softmax(1)?
+        .gather(1, &target)?
+        .mean()?
+        .neg()?
+        .backward()?;
+    let s1 = 1.0 / (1.0 + (-2f64).exp()); // softmax([1, -1])[0]
+    let want = [
+        (0.5 - 0.0) / 2.0,
+        (0.5 - 1.0) / 2.0,
+        (s1 - 1.0) / 2.0,
+        (1.0 - s1 - 0.0) / 2.0,
+    ];
+    assert_close(&grad_of(&logits), &want);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backward of max, cat, stack, index_select
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn max_dim_backward_routes_gradient_to_argmax() -> Result<()> {
+    let x = Tensor::from([[1f64, 5., 2.], [7., 3., 4.]]).requires_grad_(true)?;
+    let (values, _indices) = x.max_dim(1)?;
+    values.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![0., 1., 0., 1., 0., 0.]);
+    Ok(())
+}
+
+#[test]
+fn max_dim_with_keepdim_backward_routes_gradient_to_argmax() -> Result<()> {
+    let x = Tensor::from([[1f64, 5.], [7., 3.]]).requires_grad_(true)?;
+    let (values, _) = x.max_dim_with(0, true)?;
+    values.mul(&Tensor::from([[10f64, 100.]]))?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![0., 100., 10., 0.]);
+    Ok(())
+}
+
+#[test]
+fn max_dim_indices_are_argmax() -> Result<()> {
+    let x = Tensor::from([[1f64, 5., 2.], [7., 3., 4.]]);
+    let (_, idx) = x.max_dim(1)?;
+    assert_eq!(idx.to_vec::<i64>()?, vec![1, 0]);
+    Ok(())
+}
+
+#[test]
+fn max_with_ties_splits_gradient_evenly() -> Result<()> {
+    let x = leaf([1., 3., 3.]);
+    x.max()?.backward()?;
+    assert_eq!(grad_of(&x), vec![0., 0.5, 0.5]);
+    Ok(())
+}
+
+#[test]
+fn cat_backward_splits_gradient() -> Result<()> {
+    let a = leaf([1., 2.]);
+    let b = leaf([3., 4., 5.]);
+    let c = kiln::cat(&[a.clone(), b.clone()])?;
+    c.mul(&Tensor::from([1f64, 2., 3., 4., 5.]))?.sum()?.backward()?;
+    assert_eq!((grad_of(&a), grad_of(&b)), (vec![1., 2.], vec![3., 4., 5.]));
+    Ok(())
+}
+
+#[test]
+fn cat_along_dim1_backward_splits_gradient() -> Result<()> {
+    let a = Tensor::from([[1f64], [2.]]).requires_grad_(true)?;
+    let b = Tensor::from([[3f64, 4.], [5., 6.]]).requires_grad_(true)?;
+    let c = kiln::cat_with(&[a.clone(), b.clone()], 1)?;
+    c.mul(&Tensor::from([[1f64, 2., 3.], [4., 5., 6.]]))?
+        .sum()?
+        .backward()?;
+    assert_eq!((grad_of(&a), grad_of(&b)), (vec![1., 4.], vec![2., 3., 5., 6.]));
+    Ok(())
+}
+
+#[test]
+fn stack_backward_splits_gradient() -> Result<()> {
+    let a = leaf([1., 2.]);
+    let b = leaf([3., 4.]);
+    let s = kiln::stack_with(&[a.clone(), b.clone()], 1)?; // [[a0, b0], [a1, b1]]
+    s.mul(&Tensor::from([[1f64, 2.], [3., 4.]]))?.sum()?.backward()?;
+    assert_eq!((grad_of(&a), grad_of(&b)), (vec![1., 3.], vec![2., 4.]));
+    Ok(())
+}
+
+#[test]
+fn index_select_backward_accumulates_repeated_indices() -> Result<()> {
+    let x = leaf([10., 20., 30.]);
+    let idx = Tensor::from([0i64, 2, 0, 0]);
+    x.index_select(0, &idx)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![3., 0., 1.]);
+    Ok(())
+}
+
+#[test]
+fn index_select_backward_weights_each_pick() -> Result<()> {
+    let x = leaf([10., 20., 30.]);
+    let idx = Tensor::from([1i64, 1, 2]);
+    x.index_select(0, &idx)?
+        .mul(&Tensor::from([1f64, 10., 100.]))?
+        .sum()?
+        .backward()?;
+    assert_eq!(grad_of(&x), vec![0., 11., 100.]);
+    Ok(())
+}
+
+#[test]
+fn gather_backward_scatters_gradient() -> Result<()> {
+    let x = Tensor::from([[1f64, 2., 3.], [4., 5., 6.]]).requires_grad_(true)?;
+    let idx = Tensor::from([[2i64, 2], [0, 1]]);
+    x.gather(1, &idx)?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![0., 0., 2., 1., 1., 0.]);
+    Ok(())
+}
+
+#[test]
+fn view_backward_reshapes_gradient() -> Result<()> {
+    let x = Tensor::from([[1f64, 2.], [3., 4.]]).requires_grad_(true)?;
+    x.t()?
+        .reshape(&[4])?
+        .mul(&Tensor::from([1f64, 2., 3., 4.]))?
+        .sum()?
+        .backward()?;
+    // x.t().reshape(4) = [x00, x10, x01, x11].
+    assert_eq!(grad_of(&x), vec![1., 3., 2., 4.]);
+    Ok(())
+}
+
+#[test]
+fn mean_backward_divides_by_count() -> Result<()> {
+    let x = leaf([1., 2., 3., 4.]);
+    x.mean()?.backward()?;
+    assert_eq!(grad_of(&x), vec![0.25; 4]);
+    Ok(())
+}
