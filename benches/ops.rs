@@ -18,19 +18,27 @@ fn elementwise(c: &mut Criterion) {
     });
     let m = Tensor::rand(&[1024, 1024], DType::F32).unwrap();
     let mt = m.t().unwrap();
-    g.bench_function("kiln_transposed", |bench| bench.iter(|| black_box(mt.add(&mt).unwrap())));
+    g.bench_function("kiln_transposed", |bench| {
+        bench.iter(|| black_box(mt.add(&mt).unwrap()))
+    });
     let p = Tensor::rand(&[N], DType::F32).unwrap();
-    g.bench_function("kiln_inplace", |bench| bench.iter(|| black_box(p.add_(&b).unwrap())));
+    g.bench_function("kiln_inplace", |bench| {
+        bench.iter(|| black_box(p.add_(&b).unwrap()))
+    });
     g.finish();
 
     let mut g = c.benchmark_group("exp_f32_1M");
     g.bench_function("kiln", |bench| bench.iter(|| black_box(a.exp().unwrap())));
-    g.bench_function("plain_loop", |bench| bench.iter(|| black_box(va.iter().map(|x| x.exp()).collect::<Vec<f32>>())));
+    g.bench_function("plain_loop", |bench| {
+        bench.iter(|| black_box(va.iter().map(|x| x.exp()).collect::<Vec<f32>>()))
+    });
     g.finish();
 
     let mut g = c.benchmark_group("sum_f32_1M");
     g.bench_function("kiln", |bench| bench.iter(|| black_box(a.sum().unwrap())));
-    g.bench_function("plain_loop", |bench| bench.iter(|| black_box(va.iter().sum::<f32>())));
+    g.bench_function("plain_loop", |bench| {
+        bench.iter(|| black_box(va.iter().sum::<f32>()))
+    });
     g.finish();
 }
 
@@ -46,7 +54,22 @@ fn matmul(c: &mut Criterion) {
             let mut out = vec![0f32; n * n];
             // SAFETY: all three buffers hold n*n f32 and the strides describe row-major n×n.
             unsafe {
-                matrixmultiply::sgemm(n, n, n, 1.0, va.as_ptr(), n as isize, 1, vb.as_ptr(), n as isize, 1, 0.0, out.as_mut_ptr(), n as isize, 1);
+                matrixmultiply::sgemm(
+                    n,
+                    n,
+                    n,
+                    1.0,
+                    va.as_ptr(),
+                    n as isize,
+                    1,
+                    vb.as_ptr(),
+                    n as isize,
+                    1,
+                    0.0,
+                    out.as_mut_ptr(),
+                    n as isize,
+                    1,
+                );
             }
             black_box(out)
         })
@@ -58,12 +81,26 @@ fn training_step(c: &mut Criterion) {
     // One forward + backward of the digits MLP on a batch of 64: the main job's inner loop.
     let x = Tensor::rand(&[64, 64], DType::F32).unwrap();
     let y = Tensor::randint(0, 10, &[64], DType::I64).unwrap();
-    let w1 = Tensor::rand(&[64, 128], DType::F32).unwrap().requires_grad_(true).unwrap();
-    let w2 = Tensor::rand(&[128, 10], DType::F32).unwrap().requires_grad_(true).unwrap();
+    let w1 = Tensor::rand(&[64, 128], DType::F32)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let w2 = Tensor::rand(&[128, 10], DType::F32)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
     c.bench_function("mlp_step_batch64", |bench| {
         bench.iter(|| {
             let logits = x.matmul(&w1).unwrap().relu().unwrap().matmul(&w2).unwrap();
-            let loss = logits.log_softmax(1).unwrap().gather(1, &y.unsqueeze(1).unwrap()).unwrap().mean().unwrap().neg().unwrap();
+            let loss = logits
+                .log_softmax(1)
+                .unwrap()
+                .gather(1, &y.unsqueeze(1).unwrap())
+                .unwrap()
+                .mean()
+                .unwrap()
+                .neg()
+                .unwrap();
             loss.backward().unwrap();
             w1.zero_grad();
             w2.zero_grad();

@@ -355,7 +355,10 @@ fn result_type_int_tensor_and_float_zero_dim_tensor_is_float32() {
 #[test]
 fn int32_tensor_plus_float32_zero_dim_tensor_is_float32() -> Result<()> {
     let r = Tensor::from([1i32, 2]).add(&Tensor::from(0.5f32))?;
-    assert_eq!((r.dtype(), r.to_vec::<f64>()?), (DType::F32, vec![1.5, 2.5]));
+    assert_eq!(
+        (r.dtype(), r.to_vec::<f64>()?),
+        (DType::F32, vec![1.5, 2.5])
+    );
     Ok(())
 }
 
@@ -380,7 +383,10 @@ fn uint8_tensor_plus_int64_zero_dim_tensor_stays_uint8_and_wraps() -> Result<()>
 #[test]
 fn float16_tensor_times_float_scalar_stays_float16() -> Result<()> {
     let r = Tensor::from([f16::from_f32(2.0), f16::from_f32(-1.0)]).mul_scalar(2.5)?;
-    assert_eq!((r.dtype(), r.to_vec::<f64>()?), (DType::F16, vec![5.0, -2.5]));
+    assert_eq!(
+        (r.dtype(), r.to_vec::<f64>()?),
+        (DType::F16, vec![5.0, -2.5])
+    );
     Ok(())
 }
 
@@ -396,7 +402,10 @@ fn result_type_int64_tensor_and_float_scalar_is_float32() {
 #[test]
 fn int64_tensor_times_float_scalar_is_float32() -> Result<()> {
     let r = Tensor::from([1i64, 3]).mul_scalar(2.5)?;
-    assert_eq!((r.dtype(), r.to_vec::<f64>()?), (DType::F32, vec![2.5, 7.5]));
+    assert_eq!(
+        (r.dtype(), r.to_vec::<f64>()?),
+        (DType::F32, vec![2.5, 7.5])
+    );
     Ok(())
 }
 
@@ -447,7 +456,10 @@ fn int_tensor_div_int_tensor_is_float32_true_division() -> Result<()> {
 fn inplace_float_result_into_int_tensor_errors() -> Result<()> {
     // PyTorch: "result type Float can't be cast to the desired output type Long".
     let a = Tensor::from([1i64, 2]);
-    assert_err_contains(a.mul_scalar_(2.5), "can't be cast to the desired output type");
+    assert_err_contains(
+        a.mul_scalar_(2.5),
+        "can't be cast to the desired output type",
+    );
     Ok(())
 }
 
@@ -465,10 +477,7 @@ fn broadcasting_column_and_row_gives_outer_shape() -> Result<()> {
 #[test]
 fn broadcasting_column_and_row_gives_outer_sum_values() -> Result<()> {
     let r = Tensor::from([[1f32], [2.]]).add(&Tensor::from([10f32, 20., 30.]))?;
-    assert_eq!(
-        r.to_vec::<f32>()?,
-        vec![11., 21., 31., 12., 22., 32.]
-    );
+    assert_eq!(r.to_vec::<f32>()?, vec![11., 21., 31., 12., 22., 32.]);
     Ok(())
 }
 
@@ -790,7 +799,9 @@ fn to_dtype_float_to_int_truncates_toward_zero() -> Result<()> {
 fn to_dtype_float_300_to_uint8_wraps_like_c() -> Result<()> {
     // PyTorch on CPU: torch.tensor([300.]).to(torch.uint8) == tensor([44], dtype=torch.uint8).
     assert_eq!(
-        Tensor::from([300f32]).to_dtype(DType::U8)?.to_vec::<i64>()?,
+        Tensor::from([300f32])
+            .to_dtype(DType::U8)?
+            .to_vec::<i64>()?,
         vec![44]
     );
     Ok(())
@@ -799,7 +810,9 @@ fn to_dtype_float_300_to_uint8_wraps_like_c() -> Result<()> {
 #[test]
 fn to_dtype_int64_300_to_uint8_wraps() -> Result<()> {
     assert_eq!(
-        Tensor::from([300i64, -1]).to_dtype(DType::U8)?.to_vec::<i64>()?,
+        Tensor::from([300i64, -1])
+            .to_dtype(DType::U8)?
+            .to_vec::<i64>()?,
         vec![44, 255]
     );
     Ok(())
@@ -819,7 +832,9 @@ fn to_dtype_float_to_bool_is_nonzero_test() -> Result<()> {
 #[test]
 fn to_dtype_bool_to_float_gives_zero_and_one() -> Result<()> {
     assert_eq!(
-        Tensor::from([true, false]).to_dtype(DType::F32)?.to_vec::<f32>()?,
+        Tensor::from([true, false])
+            .to_dtype(DType::F32)?
+            .to_vec::<f32>()?,
         vec![1.0, 0.0]
     );
     Ok(())
@@ -927,7 +942,9 @@ fn tensors_can_be_shared_by_reference_across_scoped_threads() -> Result<()> {
         let hs: Vec<_> = (0..4)
             .map(|_| s.spawn(|| t.sum().and_then(|x| x.item::<f32>())))
             .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect::<Result<_>>()
+        hs.into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Result<_>>()
     })?;
     assert_eq!(sums, vec![10.0; 4]);
     Ok(())
@@ -1018,7 +1035,10 @@ fn index_select_with_float_index_errors() {
 #[test]
 fn index_select_with_out_of_range_index_errors() {
     let idx = Tensor::from([0i64, 2]);
-    assert_err_contains(iota(&[2, 3]).index_select(0, &idx), "index out of range in self");
+    assert_err_contains(
+        iota(&[2, 3]).index_select(0, &idx),
+        "index out of range in self",
+    );
 }
 
 #[test]
@@ -1115,5 +1135,316 @@ fn matmul_vector_by_batched_matrix() -> Result<()> {
         (r.shape().to_vec(), r.to_vec::<f32>()?),
         (vec![2, 2], vec![4., 6., 12., 14.])
     );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// More edge cases
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn linspace_with_one_step_is_start() -> Result<()> {
+    // torch.linspace(2, 5, 1) == tensor([2.]).
+    assert_eq!(
+        Tensor::linspace(2.0, 5.0, 1, DType::F64)?.to_vec::<f64>()?,
+        vec![2.0]
+    );
+    Ok(())
+}
+
+#[test]
+fn linspace_with_zero_steps_is_empty() -> Result<()> {
+    assert_eq!(Tensor::linspace(2.0, 5.0, 0, DType::F64)?.numel(), 0);
+    Ok(())
+}
+
+#[test]
+fn bool_tensor_plus_int_scalar_is_int64() -> Result<()> {
+    // PyTorch: tensor([True, False]) + 1 == tensor([2, 1]).
+    let r = Tensor::from([true, false]).add_scalar(1)?;
+    assert_eq!((r.dtype(), r.to_vec::<i64>()?), (DType::I64, vec![2, 1]));
+    Ok(())
+}
+
+#[test]
+fn int32_tensor_plus_int_scalar_stays_int32() -> Result<()> {
+    let r = Tensor::from([1i32, 2]).add_scalar(5)?;
+    assert_eq!((r.dtype(), r.to_vec::<i64>()?), (DType::I32, vec![6, 7]));
+    Ok(())
+}
+
+#[test]
+fn float32_tensor_plus_float64_zero_dim_tensor_stays_float32() -> Result<()> {
+    let r = Tensor::from([1f32, 2.]).add(&Tensor::from(0.5f64))?;
+    assert_eq!(r.dtype(), DType::F32);
+    Ok(())
+}
+
+#[test]
+fn zero_dim_tensors_promote_among_themselves() -> Result<()> {
+    // Only 0-d operands: ordinary promotion, int32 + float64 -> float64.
+    let r = Tensor::from(1i32).add(&Tensor::from(0.5f64))?;
+    assert_eq!((r.dtype(), r.item::<f64>()?), (DType::F64, 1.5));
+    Ok(())
+}
+
+#[test]
+fn uint8_tensor_times_negative_int_scalar_wraps() -> Result<()> {
+    // PyTorch: tensor([3], dtype=uint8) * -1 == tensor([253], dtype=uint8).
+    let r = Tensor::from([3u8]).mul_scalar(-1)?;
+    assert_eq!((r.dtype(), r.to_vec::<i64>()?), (DType::U8, vec![253]));
+    Ok(())
+}
+
+#[test]
+fn int_tensor_div_by_zero_gives_inf() -> Result<()> {
+    let r = Tensor::from([1i64, -1]).div(&Tensor::from([0i64, 0]))?;
+    assert_eq!(r.to_vec::<f64>()?, vec![f64::INFINITY, f64::NEG_INFINITY]);
+    Ok(())
+}
+
+#[test]
+fn sum_of_int32_is_int64() -> Result<()> {
+    let s = Tensor::from([1i32, 2, 3]).sum()?;
+    assert_eq!((s.dtype(), s.item::<i64>()?), (DType::I64, 6));
+    Ok(())
+}
+
+#[test]
+fn sum_of_bool_counts_trues_as_int64() -> Result<()> {
+    let s = Tensor::from([true, false, true, true]).sum()?;
+    assert_eq!((s.dtype(), s.item::<i64>()?), (DType::I64, 3));
+    Ok(())
+}
+
+#[test]
+fn sum_of_float16_ones_accumulates_beyond_2048() -> Result<()> {
+    // Accumulating in f16 would stall at 2048 (2048 + 1 rounds back to 2048); PyTorch
+    // accumulates in float and gives exactly 4096.
+    let s = Tensor::ones(&[4096], DType::F16)?.sum()?;
+    assert_eq!(s.item::<f64>()?, 4096.0);
+    Ok(())
+}
+
+#[test]
+fn sum_dim_with_keepdim_keeps_reduced_dims() -> Result<()> {
+    let s = iota(&[2, 3, 4]).sum_dim_with(&[0, 2], true, None)?;
+    // Σ over i, k of 12i + 4j + k = 2·4·4j + 4·12 + 2·6 = 32j + 60.
+    assert_eq!(
+        (s.shape().to_vec(), s.to_vec::<f32>()?),
+        (vec![1, 3, 1], vec![60., 92., 124.])
+    );
+    Ok(())
+}
+
+#[test]
+fn sum_dim_with_negative_dim() -> Result<()> {
+    let s = iota(&[2, 3]).sum_dim(&[-1])?;
+    assert_eq!(s.to_vec::<f32>()?, vec![3., 12.]);
+    Ok(())
+}
+
+#[test]
+fn mean_of_int_tensor_errors() {
+    assert_err_contains(
+        Tensor::from([1i64, 2]).mean(),
+        "mean(): could not infer output dtype",
+    );
+}
+
+#[test]
+fn max_propagates_nan() -> Result<()> {
+    let m = Tensor::from([1f32, f32::NAN, 3.]).max()?;
+    assert!(m.item::<f32>()?.is_nan());
+    Ok(())
+}
+
+#[test]
+fn max_dim_propagates_nan_and_points_at_it() -> Result<()> {
+    let (v, i) = Tensor::from([[1f32, f32::NAN, 3.]]).max_dim(1)?;
+    assert_eq!((v.item::<f32>()?.is_nan(), i.item::<i64>()?), (true, 1));
+    Ok(())
+}
+
+#[test]
+fn argmax_of_ties_is_first_index() -> Result<()> {
+    let i = Tensor::from([1f32, 3., 3., 2.]).argmax()?;
+    assert_eq!(i.item::<i64>()?, 1);
+    Ok(())
+}
+
+#[test]
+fn argmax_with_dim() -> Result<()> {
+    let i = Tensor::from([[1f32, 9., 3.], [7., 2., 8.]]).argmax_with(Some(1), false)?;
+    assert_eq!(i.to_vec::<i64>()?, vec![1, 2]);
+    Ok(())
+}
+
+#[test]
+fn log_softmax_is_stable_for_large_logits() -> Result<()> {
+    let v = Tensor::from([1000f32, 0.])
+        .log_softmax(0)?
+        .to_vec::<f32>()?;
+    assert_eq!(v, vec![0.0, -1000.0]);
+    Ok(())
+}
+
+#[test]
+fn softmax_rows_sum_to_one() -> Result<()> {
+    // softmax([0, ln 3]) = [1/4, 3/4].
+    let v = Tensor::from([0f64, 3f64.ln()])
+        .softmax(0)?
+        .to_vec::<f64>()?;
+    assert!(
+        (v[0] - 0.25).abs() < 1e-12 && (v[1] - 0.75).abs() < 1e-12,
+        "{v:?}"
+    );
+    Ok(())
+}
+
+#[test]
+fn inplace_add_with_broadcast_that_grows_self_errors() -> Result<()> {
+    let a = Tensor::zeros(&[3], DType::F32)?;
+    let b = Tensor::zeros(&[2, 3], DType::F32)?;
+    assert_err_contains(
+        a.add_(&b),
+        "output with shape [3] doesn't match the broadcast shape [2, 3]",
+    );
+    Ok(())
+}
+
+#[test]
+fn inplace_add_broadcasts_smaller_other() -> Result<()> {
+    let a = Tensor::zeros(&[2, 2], DType::F32)?;
+    a.add_(&Tensor::from([1f32, 2.]))?;
+    assert_eq!(a.to_vec::<f32>()?, vec![1., 2., 1., 2.]);
+    Ok(())
+}
+
+#[test]
+fn narrow_with_negative_start_counts_from_end() -> Result<()> {
+    assert_eq!(iota(&[5]).narrow(0, -2, 2)?.to_vec::<f32>()?, vec![3., 4.]);
+    Ok(())
+}
+
+#[test]
+fn slice_clamps_out_of_range_bounds() -> Result<()> {
+    assert_eq!(
+        iota(&[5])
+            .slice_with(0, Some(-3), Some(100), 1)?
+            .to_vec::<f32>()?,
+        vec![2., 3., 4.]
+    );
+    Ok(())
+}
+
+#[test]
+fn select_with_negative_index_counts_from_end() -> Result<()> {
+    assert_eq!(
+        iota(&[2, 3]).select(0, -1)?.to_vec::<f32>()?,
+        vec![3., 4., 5.]
+    );
+    Ok(())
+}
+
+#[test]
+fn view_infers_minus_one() -> Result<()> {
+    assert_eq!(iota(&[2, 3, 4]).view(&[-1, 4])?.shape(), &[6, 4]);
+    Ok(())
+}
+
+#[test]
+fn expand_with_minus_one_keeps_size() -> Result<()> {
+    assert_eq!(iota(&[3, 1]).expand(&[-1, 5])?.shape(), &[3, 5]);
+    Ok(())
+}
+
+#[test]
+fn squeeze_dim_of_non_unit_dim_is_a_no_op() -> Result<()> {
+    assert_eq!(iota(&[2, 3]).squeeze_dim(0)?.shape(), &[2, 3]);
+    Ok(())
+}
+
+#[test]
+fn permute_with_repeated_dim_errors() {
+    assert!(iota(&[2, 3]).permute(&[0, 0]).is_err());
+}
+
+#[test]
+fn permute_reorders_values() -> Result<()> {
+    // a[i][j][k] = 6i + 3j + k over [2, 2, 3]; permute(2, 0, 1)[k][i][j] = a[i][j][k].
+    let p = iota(&[2, 2, 3]).permute(&[2, 0, 1])?;
+    assert_eq!(
+        p.to_vec::<f32>()?,
+        vec![0., 3., 6., 9., 1., 4., 7., 10., 2., 5., 8., 11.]
+    );
+    Ok(())
+}
+
+#[test]
+fn contiguous_of_transposed_copies_into_row_major() -> Result<()> {
+    let a = iota(&[2, 3]);
+    let c = a.t()?.contiguous()?;
+    assert_eq!(
+        (
+            c.is_contiguous(),
+            c.shares_storage_with(&a),
+            c.strides().to_vec()
+        ),
+        (true, false, vec![2, 1])
+    );
+    Ok(())
+}
+
+#[test]
+fn transpose_swaps_strides() -> Result<()> {
+    assert_eq!(iota(&[2, 3]).t()?.strides(), &[1, 3]);
+    Ok(())
+}
+
+#[test]
+fn expand_gives_zero_stride() -> Result<()> {
+    assert_eq!(iota(&[3, 1]).expand(&[3, 4])?.strides(), &[1, 0]);
+    Ok(())
+}
+
+#[test]
+fn display_summarises_more_than_1000_elements() -> Result<()> {
+    // PyTorch: repr(torch.arange(2000)).
+    assert_eq!(
+        format!("{}", Tensor::arange(0, 2000, 1, DType::I64)?),
+        "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])"
+    );
+    Ok(())
+}
+
+#[test]
+fn display_fixed_point_floats_use_four_decimals() {
+    assert_eq!(
+        format!("{}", Tensor::from([1.5f32, 2.25])),
+        "tensor([1.5000, 2.2500])"
+    );
+}
+
+#[test]
+fn display_zero_dim_float64() {
+    assert_eq!(
+        format!("{}", Tensor::from(3f64)),
+        "tensor(3., dtype=torch.float64)"
+    );
+}
+
+#[test]
+fn display_bool_tensor() {
+    assert_eq!(
+        format!("{}", Tensor::from([true, false])),
+        "tensor([ True, False])"
+    );
+}
+
+#[test]
+fn display_of_leaf_requiring_grad() -> Result<()> {
+    let x = Tensor::from([1f32, 2.]).requires_grad_(true)?;
+    assert_eq!(format!("{x}"), "tensor([1., 2.], requires_grad=True)");
     Ok(())
 }

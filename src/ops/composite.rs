@@ -105,11 +105,25 @@ fn mean_check(t: &Tensor, dtype: Option<DType>) -> Result<()> {
     Ok(())
 }
 
+/// Half-precision means accumulate and divide in float32 and round once, as PyTorch does.
+fn mean_accumulator(t: &Tensor, dtype: Option<DType>) -> (Option<DType>, Option<DType>) {
+    let d = dtype.unwrap_or(t.dtype());
+    if matches!(d, DType::F16 | DType::BF16) {
+        (Some(DType::F32), Some(d))
+    } else {
+        (dtype, None)
+    }
+}
+
 /// `mean()`: sum / numel.
 pub fn mean(t: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
     mean_check(t, dtype)?;
-    let s = t.sum_with(dtype)?;
-    s.div_scalar(t.numel() as f64)
+    let (acc, back) = mean_accumulator(t, dtype);
+    let m = t.sum_with(acc)?.div_scalar(t.numel() as f64)?;
+    match back {
+        Some(d) => m.to_dtype(d),
+        None => Ok(m),
+    }
 }
 
 /// `mean(dim, keepdim)`.
@@ -120,10 +134,15 @@ pub fn mean_dim(
     dtype: Option<DType>,
 ) -> Result<Tensor> {
     mean_check(t, dtype)?;
-    let s = crate::sum_dim_with(t, dim.unwrap_or(&[]), keepdim, dtype)?;
+    let (acc, back) = mean_accumulator(t, dtype);
+    let s = crate::sum_dim_with(t, dim.unwrap_or(&[]), keepdim, acc)?;
     let count = (t.numel().max(1) / s.numel().max(1)) as f64;
     let count = if t.numel() == 0 { 0.0 } else { count };
-    s.div_scalar(count)
+    let m = s.div_scalar(count)?;
+    match back {
+        Some(d) => m.to_dtype(d),
+        None => Ok(m),
+    }
 }
 
 /// `softmax(dim, dtype)`: optional cast, then `_softmax`.

@@ -5,7 +5,7 @@
 use crate::autograd;
 use crate::tensor::promotion::{self, Operand};
 use crate::tensor::{BufferElement, CpuBuffer};
-use crate::{DType, Error, Result, Tensor};
+use crate::{DType, Error, Result, Scalar, Tensor};
 use kiln_kernels::{cpu::pointwise, KResult};
 
 pub(crate) use crate::tensor::{dst, src, with_buffers};
@@ -56,6 +56,24 @@ pub(crate) fn sum_dtype(input: DType, requested: Option<DType>) -> DType {
     } else {
         DType::I64
     })
+}
+
+/// PyTorch's `alpha_check`: an integral computation takes no float `alpha`, bool no
+/// non-bool one.
+pub(crate) fn check_alpha(op: &str, compute: DType, alpha: Scalar) -> Result<()> {
+    if !compute.is_floating_point() && alpha.is_floating_point() {
+        return Err(Error::op(
+            op,
+            "For integral input tensors, argument alpha must not be a floating point number.",
+        ));
+    }
+    if compute == DType::Bool && !matches!(alpha, Scalar::Bool(_)) && alpha.to_f64() != 1.0 {
+        return Err(Error::op(
+            op,
+            "Boolean alpha only supported for Boolean results.",
+        ));
+    }
+    Ok(())
 }
 
 /// The broadcast shape of all tensor operands.

@@ -199,6 +199,15 @@ fn compute_fn(op: &Op) -> TokenStream {
             } else {
                 quote!(compute)
             };
+            // PyTorch's alpha_check: a float alpha cannot scale integer tensors.
+            let alpha_check = if args
+                .iter()
+                .any(|a| a.name == "alpha" && a.kind == ArgKind::Scalar)
+            {
+                quote!(launch::check_alpha(OP, compute, alpha)?;)
+            } else {
+                quote!()
+            };
             let check = if *check {
                 let f = format_ident!("{}_check", kernel);
                 let vals = args
@@ -266,6 +275,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                     const OP: &str = #op_lit;
                     #check
                     let compute: DType = #promote;
+                    #alpha_check
                     let shape = launch::broadcast_shapes(OP, &[#(#tnames),*])?;
                     let out = launch::output(dest, &shape, #out_dtype, &[#(#tnames),*]);
                     #(#prep)*
