@@ -20,3 +20,8 @@ pub use ops::*;
 pub use tensor::{
     manual_seed, BufferElement, DType, Device, Generator, Layout, Scalar, Tensor, TensorData,
 };
+
+/// The README's examples, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
