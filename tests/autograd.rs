@@ -1096,7 +1096,6 @@ fn gradgradcheck_passes_for_div_and_pow() -> Result<()> {
 }
 
 #[test]
-#[ignore = "kiln bug: AccumulateGrad takes .grad, adds and stores it back without holding the lock, so concurrent backward passes into one leaf lose updates (races; fails in most runs, e.g. got 407, 72, 253 instead of 1000); PyTorch documents .grad accumulation as thread-safe"]
 fn concurrent_backward_into_shared_leaf_accumulates_every_gradient() -> Result<()> {
     let x = Tensor::from([1f64, 2.]).requires_grad_(true)?;
     std::thread::scope(|s| {
@@ -1146,7 +1145,6 @@ fn grad_outputs_count_mismatch_errors() -> Result<()> {
 }
 
 #[test]
-#[ignore = "kiln bug: autograd::grad with respect to a leaf skips the leaf's register_hook hooks (they only run inside AccumulateGrad::apply, which capture mode skips); PyTorch runs tensor pre-hooks before capturing"]
 fn grad_wrt_leaf_applies_leaf_hook() -> Result<()> {
     let x = leaf([1., 2.]);
     x.register_hook(|g| g.mul_scalar(2.0).ok())?;

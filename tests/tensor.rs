@@ -795,7 +795,6 @@ fn to_dtype_float_to_int_truncates_toward_zero() -> Result<()> {
 }
 
 #[test]
-#[ignore = "kiln bug: f32 300.0 -> uint8 saturates to 255 (Rust `as`); PyTorch gives 44 (wraps through int64 like C)"]
 fn to_dtype_float_300_to_uint8_wraps_like_c() -> Result<()> {
     // PyTorch on CPU: torch.tensor([300.]).to(torch.uint8) == tensor([44], dtype=torch.uint8).
     assert_eq!(
@@ -1143,7 +1142,6 @@ fn matmul_vector_by_batched_matrix() -> Result<()> {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-#[ignore = "kiln bug: linspace with steps=1 returns [end] instead of [start] (fills the single element from the end side)"]
 fn linspace_with_one_step_is_start() -> Result<()> {
     // torch.linspace(2, 5, 1) == tensor([2.]).
     assert_eq!(

@@ -234,9 +234,10 @@ macro_rules! int_arith {
             fn is_nan(self) -> bool {
                 false
             }
+            // Through i64 so out-of-range floats wrap like PyTorch's CPU casts (300.0 → 44u8).
             #[inline(always)]
             fn from_f64(v: f64) -> Self {
-                v as $t
+                (v as i64) as $t
             }
             #[inline(always)]
             fn from_i64(v: i64) -> Self {

@@ -136,6 +136,17 @@ impl AccumulateGrad {
         };
         AccumulateGrad { base, variable }
     }
+
+    /// Runs the leaf's hooks on a gradient arriving for it.
+    pub(crate) fn run_leaf_hooks(variable: &Tensor, mut g: Tensor) -> Tensor {
+        let hooks = variable.meta().hooks.clone();
+        for h in hooks {
+            if let Some(new) = h(&g) {
+                g = new;
+            }
+        }
+        g
+    }
 }
 
 impl Node for AccumulateGrad {
@@ -146,15 +157,16 @@ impl Node for AccumulateGrad {
         &self.base
     }
     fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let Some(mut g) = grads.into_iter().next().flatten() else {
+        let Some(g) = grads.into_iter().next().flatten() else {
             return Ok(vec![]);
         };
-        let hooks = self.variable.meta().hooks.clone();
-        for h in hooks {
-            if let Some(new) = h(&g) {
-                g = new;
-            }
-        }
+        let g = AccumulateGrad::run_leaf_hooks(&self.variable, g);
+        let _serial = self
+            .variable
+            .0
+            .accumulating
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let prev = self.variable.meta().grad.take();
         let new = match prev {
             // Under create_graph the sum stays in the graph; otherwise detach it.

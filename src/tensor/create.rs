@@ -210,7 +210,8 @@ impl Tensor {
             0.0
         };
         // Fill from both ends like PyTorch, so the last value is exactly `end`.
-        let half = steps / 2;
+        // With one step the value is `start`; otherwise split at the middle.
+        let half = if steps == 1 { 1 } else { steps / 2 };
         let vals: Vec<f64> = (0..steps)
             .map(|i| {
                 if i < half {

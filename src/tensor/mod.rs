@@ -41,6 +41,9 @@ pub(crate) struct TensorImpl {
     pub(crate) layout: Layout,
     pub(crate) dtype: DType,
     pub(crate) autograd: Mutex<AutogradMeta>,
+    /// Serialises read-add-write of `.grad` when several threads run backward into this leaf
+    /// (each graph may hold its own `AccumulateGrad` for it).
+    pub(crate) accumulating: Mutex<()>,
 }
 
 /// Per-tensor autograd state.
@@ -69,6 +72,7 @@ impl Tensor {
             layout,
             dtype,
             autograd: Mutex::new(AutogradMeta::default()),
+            accumulating: Mutex::new(()),
         }))
     }
 
