@@ -311,7 +311,7 @@ fn double_backward_of_cube_is_six_x() -> Result<()> {
         create_graph: true,
         ..Default::default()
     };
-    let dy = grad(&[y], &[x.clone()], &[], opts)?[0].clone().unwrap();
+    let dy = grad(&[y], std::slice::from_ref(&x), &[], opts)?[0].clone().unwrap();
     let d2y = grad(&[dy.sum()?], &[x], &[], GradOptions::default())?[0]
         .clone()
         .unwrap();
@@ -405,7 +405,7 @@ fn grad_with_allow_unused_gives_none_for_unused_input() -> Result<()> {
 fn grad_does_not_touch_dot_grad() -> Result<()> {
     let x = leaf([1., 2.]);
     let y = x.mul(&x)?.sum()?;
-    let _ = grad(&[y], &[x.clone()], &[], GradOptions::default())?;
+    let _ = grad(&[y], std::slice::from_ref(&x), &[], GradOptions::default())?;
     assert!(x.grad().is_none());
     Ok(())
 }
