@@ -311,7 +311,9 @@ fn double_backward_of_cube_is_six_x() -> Result<()> {
         create_graph: true,
         ..Default::default()
     };
-    let dy = grad(&[y], std::slice::from_ref(&x), &[], opts)?[0].clone().unwrap();
+    let dy = grad(&[y], std::slice::from_ref(&x), &[], opts)?[0]
+        .clone()
+        .unwrap();
     let d2y = grad(&[dy.sum()?], &[x], &[], GradOptions::default())?[0]
         .clone()
         .unwrap();

@@ -205,6 +205,43 @@ pub(crate) fn map2<A: BufferElement, B: BufferElement, O: BufferElement>(
     })
 }
 
+/// True when `a` is exactly the output (an in-place op's `self`): same storage, same layout.
+fn is_output(a: &Tensor, out: &Tensor) -> bool {
+    a.shares_storage_with(out) && a.layout() == out.layout() && a.dtype() == out.dtype()
+}
+
+/// `map1` for ops whose result has the input's type: when the input is the output itself
+/// (`x.exp_()`), updates in place instead of copying the input first.
+pub(crate) fn map1_same<T: BufferElement>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T + Sync) {
+    if !is_output(a, out) {
+        return map1(a, out, f);
+    }
+    with_buffers(&[], &[out], |_, mut o| {
+        pointwise::map1_assign(dst::<T>(o.pop().expect("one output"), out), f)
+    })
+}
+
+/// `map2` for ops whose result has the first input's type: when that input is the output
+/// itself (`x.add_(&y)`), reads and writes it in one pass instead of copying it first.
+pub(crate) fn map2_same<T: BufferElement, B: BufferElement>(
+    a: &Tensor,
+    b: &Tensor,
+    out: &Tensor,
+    f: impl Fn(T, B) -> T + Sync,
+) {
+    if !is_output(a, out) {
+        return map2(a, b, out, f);
+    }
+    let ins = unalias(&[b], out);
+    with_buffers(&[&ins[0]], &[out], |bufs, mut o| {
+        pointwise::map2_assign(
+            dst::<T>(o.pop().expect("one output"), out),
+            src::<B>(bufs[0], &ins[0]),
+            f,
+        )
+    })
+}
+
 /// Runs a pointwise loop over three inputs.
 pub(crate) fn map3<A: BufferElement, B: BufferElement, C: BufferElement, O: BufferElement>(
     a: &Tensor,

@@ -268,7 +268,23 @@ fn compute_fn(op: &Op) -> TokenStream {
             } else {
                 quote!(T::down(kiln_kernels::cpu::#module::#kernel(#(#kargs),*)))
             };
-            let map = format_ident!("map{}", tensors.len());
+            // When the result has the first operand's type, `map*_same` lets an in-place op
+            // update `self` in one pass instead of copying it first.
+            let first_is_t = tensors
+                .first()
+                .is_some_and(|a| !op.fixed.contains_key(&a.name));
+            let same = op.promote != Promote::Comparison && first_is_t && tensors.len() <= 2;
+            let map = if same {
+                format_ident!("map{}_same", tensors.len())
+            } else {
+                format_ident!("map{}", tensors.len())
+            };
+            let generics = if same {
+                let rest = &in_tys[1..];
+                quote!(<T #(, #rest)*>)
+            } else {
+                quote!(<#(#in_tys,)* #out_ty>)
+            };
             let dts = dtype_list(op);
             quote! {
                 fn #name(#(#params,)* dest: Option<&Tensor>) -> Result<#ret> {
@@ -281,7 +297,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                     #(#prep)*
                     launch::dispatch!(OP, compute, [#(#dts),*], T => {
                         #(#consts)*
-                        launch::#map::<#(#in_tys,)* #out_ty>(#(&#tnames,)* &out, move |#(#tnames),*| #body);
+                        launch::#map::#generics(#(&#tnames,)* &out, move |#(#tnames),*| #body);
                     })?;
                     Ok(out)
                 }

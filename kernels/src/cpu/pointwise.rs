@@ -128,3 +128,50 @@ pub fn fill<O: Element>(mut out: Dst<O>, v: O) {
 pub fn copy_cast<A: Element, O: Element>(a: Src<A>, out: Dst<O>) {
     map1(a, out, |x| x.cast::<O>());
 }
+
+/// `out[i] = f(out[i])`: an in-place op whose first operand is the output itself.
+pub fn map1_assign<O: Element>(mut out: Dst<O>, f: impl Fn(O) -> O + Sync) {
+    let n = out.layout.numel();
+    if let Some(o) = out.as_contiguous_mut() {
+        if n >= PARALLEL_MIN {
+            o.par_chunks_mut(CHUNK)
+                .for_each(|o| o.iter_mut().for_each(|o| *o = f(*o)));
+        } else {
+            o.iter_mut().for_each(|o| *o = f(*o));
+        }
+        return;
+    }
+    let od = &mut *out.data;
+    for_each_run([out.layout], |[oo], len, [os]| {
+        for i in 0..len {
+            od[oo + i * os] = f(od[oo + i * os]);
+        }
+    });
+}
+
+/// `out[i] = f(out[i], b[i])`: an in-place binary op such as `x.add_(&y)`.
+pub fn map2_assign<O: Element, B: Element>(
+    mut out: Dst<O>,
+    b: Src<B>,
+    f: impl Fn(O, B) -> O + Sync,
+) {
+    let n = out.layout.numel();
+    if let (Some(b), Some(o)) = (b.as_contiguous(), out.as_contiguous_mut()) {
+        if n >= PARALLEL_MIN {
+            o.par_chunks_mut(CHUNK)
+                .zip(b.par_chunks(CHUNK))
+                .for_each(|(o, b)| {
+                    o.iter_mut().zip(b).for_each(|(o, &b)| *o = f(*o, b));
+                });
+        } else {
+            o.iter_mut().zip(b).for_each(|(o, &b)| *o = f(*o, b));
+        }
+        return;
+    }
+    let od = &mut *out.data;
+    for_each_run([out.layout, b.layout], |[oo, bo], len, [os, bs]| {
+        for i in 0..len {
+            od[oo + i * os] = f(od[oo + i * os], b.data[bo + i * bs]);
+        }
+    });
+}
