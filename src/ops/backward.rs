@@ -4,6 +4,11 @@
 
 use crate::{DType, Result, Scalar, Tensor};
 
+/// A possibly negative dim as an index (the forward op already validated it).
+fn wrap(dim: i64, ndim: usize) -> Result<usize> {
+    kiln_kernels::layout::wrap_dim(dim, ndim).map_err(|m| crate::Error::op("backward", m))
+}
+
 /// usize sizes as the i64 list view/reshape take.
 pub fn i64s(sizes: &[usize]) -> Vec<i64> {
     sizes.iter().map(|&s| s as i64).collect()
@@ -334,11 +339,7 @@ pub fn narrow_backward(
     start: i64,
     length: i64,
 ) -> Result<Tensor> {
-    let d = if dim < 0 {
-        dim + sizes.len() as i64
-    } else {
-        dim
-    } as usize;
+    let d = wrap(dim, sizes.len())?;
     let start = if start < 0 {
         start + sizes[d] as i64
     } else {
@@ -356,11 +357,7 @@ pub fn slice_view_backward(
     end: Option<i64>,
     step: i64,
 ) -> Result<Tensor> {
-    let d = if dim < 0 {
-        dim + sizes.len() as i64
-    } else {
-        dim
-    } as usize;
+    let d = wrap(dim, sizes.len())?;
     let size = sizes[d] as i64;
     let clamp = |v: i64| {
         if v < 0 {
