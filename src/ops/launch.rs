@@ -88,12 +88,7 @@ pub(crate) fn broadcast_shapes(op: &str, tensors: &[&Tensor]) -> Result<Vec<usiz
 
 /// The tensor a pointwise kernel writes: `dest` itself when it already has the result's shape
 /// and dtype and no two of its indices share memory, else fresh storage (the caller copies).
-pub(crate) fn output(
-    dest: Option<&Tensor>,
-    shape: &[usize],
-    dtype: DType,
-    _inputs: &[&Tensor],
-) -> Tensor {
+pub(crate) fn output(dest: Option<&Tensor>, shape: &[usize], dtype: DType) -> Tensor {
     match dest {
         Some(d)
             if d.shape() == shape && d.dtype() == dtype && !d.layout().has_internal_overlap() =>
@@ -106,12 +101,7 @@ pub(crate) fn output(
 
 /// An input cast to the compute dtype and broadcast to the output shape. Reading it while
 /// writing `out` is made safe by `map*` below.
-pub(crate) fn operand(
-    t: &Tensor,
-    compute: DType,
-    shape: &[usize],
-    _out: &Tensor,
-) -> Result<Tensor> {
+pub(crate) fn operand(t: &Tensor, compute: DType, shape: &[usize]) -> Result<Tensor> {
     let t = cast(t, compute);
     let layout = t
         .layout()
@@ -127,10 +117,9 @@ pub(crate) fn fixed_operand(
     t: &Tensor,
     dtype: DType,
     shape: &[usize],
-    out: &Tensor,
 ) -> Result<Tensor> {
     let t = fixed_input(op, name, t, dtype)?;
-    operand(&t, dtype, shape, out)
+    operand(&t, dtype, shape)
 }
 
 /// Checks a fixed-dtype input.

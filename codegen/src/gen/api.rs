@@ -225,9 +225,9 @@ fn compute_fn(op: &Op) -> TokenStream {
                 match op.fixed.get(&a.name) {
                     Some(d) => {
                         let v = dtype_variant(d);
-                        quote!(let #id = launch::fixed_operand(OP, #n, #id, DType::#v, &shape, &out)?;)
+                        quote!(let #id = launch::fixed_operand(OP, #n, #id, DType::#v, &shape)?;)
                     }
-                    None => quote!(let #id = launch::operand(#id, compute, &shape, &out)?;),
+                    None => quote!(let #id = launch::operand(#id, compute, &shape)?;),
                 }
             });
             let elem_ty = |a: &Arg| -> TokenStream {
@@ -293,7 +293,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                     let compute: DType = #promote;
                     #alpha_check
                     let shape = launch::broadcast_shapes(OP, &[#(#tnames),*])?;
-                    let out = launch::output(dest, &shape, #out_dtype, &[#(#tnames),*]);
+                    let out = launch::output(dest, &shape, #out_dtype);
                     #(#prep)*
                     launch::dispatch!(OP, compute, [#(#dts),*], T => {
                         #(#consts)*
@@ -635,23 +635,13 @@ pub fn generate(model: &crate::model::Model) -> TokenStream {
 
 /// Everything generated for one op; its methods go into `methods`.
 pub fn op_items(op: &Op, methods: &mut Vec<TokenStream>) -> TokenStream {
-    let compute = if matches!(op.kind, Kind::Composite { .. }) {
-        quote!()
-    } else {
-        compute_fn(op)
-    };
+    let compute = compute_fn(op);
     let record = record_fn(op);
     let (free, meths) = public(op);
     methods.push(meths);
-    let composite_fwd = if let Kind::Composite { .. } = op.kind {
-        compute_fn(op)
-    } else {
-        quote!()
-    };
     quote! {
         #free
         #compute
-        #composite_fwd
         #record
     }
 }
