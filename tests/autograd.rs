@@ -1200,7 +1200,7 @@ fn backward_from_two_roots_sums_their_gradients() -> Result<()> {
 }
 
 #[test]
-#[ignore = "kiln limitation: in-place ops on a view of a tensor that requires grad are rejected (no CopySlices); PyTorch supports them"]
+
 fn inplace_on_view_of_non_leaf_updates_base_gradient() -> Result<()> {
     // y = 2x; y[0:1] *= 3 → y = [6x0, 2x1]: dy/dx = [6, 2].
     let x = leaf([1., 2.]);
@@ -1209,4 +1209,43 @@ fn inplace_on_view_of_non_leaf_updates_base_gradient() -> Result<()> {
     y.sum()?.backward()?;
     assert_eq!(grad_of(&x), vec![6., 2.]);
     Ok(())
+}
+
+#[test]
+fn inplace_on_view_sends_gradient_to_the_ops_other_input() -> Result<()> {
+    // y = 2x; y[1:3] += w·y[1:3]-free term: y[1:3].add_(w) → d(sum y)/dw = 1, d/dx = 2.
+    let x = leaf([1., 2., 3.]);
+    let w = Tensor::from([10f64, 20.]).requires_grad_(true)?;
+    let y = x.mul_scalar(2.0)?;
+    y.narrow(0, 1, 2)?.mul_(&w)?;
+    assert_eq!(y.to_vec::<f64>()?, vec![2., 40., 120.]);
+    y.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![2., 20., 40.]);
+    assert_eq!(grad_of(&w), vec![4., 6.]);
+    Ok(())
+}
+
+#[test]
+fn inplace_on_view_of_leaf_requiring_grad_errors() -> Result<()> {
+    let x = leaf([1., 2.]);
+    let err = x.narrow(0, 0, 1)?.mul_scalar_(3).unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation."
+        ),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[test]
+fn inplace_on_strided_view_passes_gradcheck() -> Result<()> {
+    let x = Tensor::from([0.3f64, -0.7, 1.1, 0.4]).requires_grad_(true)?;
+    let w = Tensor::from([1.5f64, -0.5]).requires_grad_(true)?;
+    let f = |t: &[Tensor]| -> Result<Vec<Tensor>> {
+        let y = t[0].mul_scalar(1.0)?;
+        y.slice_with(0, Some(0), None, 2)?.mul_(&t[1])?;
+        Ok(vec![y.exp()?])
+    };
+    gradcheck(&f, &[x, w], GradcheckOptions::default())
 }

@@ -91,14 +91,19 @@ impl<'ast> Visit<'ast> for Collect<'_> {
     }
 }
 
-struct Rewrite;
+struct Rewrite<'a> {
+    known: &'a BTreeSet<String>,
+}
 
-impl VisitMut for Rewrite {
+impl VisitMut for Rewrite<'_> {
     fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
         if let syn::Expr::MethodCall(m) = e {
             if let Some(recv) = single_ident(&m.receiver) {
                 let method = m.method.to_string();
-                if m.args.is_empty() && META_METHODS.contains(&method.as_str()) {
+                if m.args.is_empty()
+                    && META_METHODS.contains(&method.as_str())
+                    && self.known.contains(&recv)
+                {
                     let id = quote::format_ident!("{}_{}", recv, method);
                     *e = syn::parse_quote!(#id);
                     return;
@@ -132,7 +137,7 @@ pub fn parse(input: &str, text: &str, known: &BTreeSet<String>) -> Result<Formul
         ));
     }
     let mut rewritten = expr;
-    Rewrite.visit_expr_mut(&mut rewritten);
+    Rewrite { known }.visit_expr_mut(&mut rewritten);
     Ok(Formula {
         input: input.to_string(),
         text: text.to_string(),

@@ -187,3 +187,25 @@ pub fn select_backward(grad: &Tensor, input_sizes: &[i64], dim: i64, index: i64)
     part.copy_data_from(grad)?;
     Ok(out)
 }
+
+/// `as_strided_scatter(self, src, size, stride, storage_offset)`: a copy of `self` (as
+/// contiguous storage) with the elements `as_strided(size, stride, storage_offset)` selects
+/// replaced by `src`.
+pub fn as_strided_scatter(
+    t: &Tensor,
+    src: &Tensor,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> Result<Tensor> {
+    let out = t.fresh_copy();
+    let region = as_strided(&out, size, stride, storage_offset)?;
+    if region.shape() != src.shape() {
+        return Err(Error::op(
+            "as_strided_scatter",
+            format!("expected src to have a size equal to the slice of self. src size = {:?}, slice size = {:?}", src.shape(), region.shape()),
+        ));
+    }
+    region.copy_data_from(src)?;
+    Ok(out)
+}

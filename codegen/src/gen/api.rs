@@ -563,13 +563,36 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
             } else {
                 quote!()
             };
+            // On the view path `self` is overwritten after recording: a formula reading
+            // `self` gets a copy of the original.
+            let rec_fresh = if has_record {
+                let outs = outputs_of(op, &quote!(result));
+                let orig = if needs_original {
+                    quote!(Some(&self.detached_copy()))
+                } else {
+                    quote!(None)
+                };
+                quote!(#record(#(#a,)* &#outs, #orig, None);)
+            } else {
+                quote!()
+            };
             let op_lit = format!("{}_", op.schema.name);
             methods.push(quote! {
                 #[doc = "In-place version; returns `self`."]
                 pub fn #iid(&self, #(#ps),*) -> Result<Tensor> {
                     let self_ = self;
                     #(#norm)*
-                    let record = launch::check_inplace(#op_lit, self, &[#(#tensor_inputs),*])?;
+                    let record = match launch::check_inplace(#op_lit, self, &[#(#tensor_inputs),*])? {
+                        launch::Inplace::ViewOf(base) => {
+                            // A view in the graph: compute out of place, then write through.
+                            let result = #compute(#(#a),* #dest_none)?;
+                            #rec_fresh
+                            launch::commit_view_inplace(#op_lit, self, &base, &result)?;
+                            return Ok(self.clone());
+                        }
+                        launch::Inplace::Record => true,
+                        launch::Inplace::Untracked => false,
+                    };
                     #original
                     let result = #compute(#(#a),* #dest)?;
                     launch::commit_inplace(#op_lit, self, &result)?;
