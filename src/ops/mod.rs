@@ -1,9 +1,9 @@
 //! Operators: the generated API (`include!`d from `OUT_DIR`), plus the hand-written Rust the
 //! YAML points at — explicit ops (views, dtype conversion), composites, backward helpers.
 
-pub mod backward;
-pub mod composite;
-pub mod explicit;
+pub(crate) mod backward;
+pub(crate) mod composite;
+pub(crate) mod explicit;
 pub(crate) mod launch;
 
 #[allow(clippy::all, unused_imports, unused_mut, unused_variables, dead_code)]
