@@ -395,52 +395,55 @@ macro_rules! half_element {
 half_element!(f16, F16);
 half_element!(bf16, BF16);
 
+/// The element type of a `DType` variant name: `element_type!(F32)` is `f32`. The one table
+/// from dtype names to Rust types; [`with_dtype!`] and kiln's generated dispatch use it.
+#[macro_export]
+macro_rules! element_type {
+    (Bool) => {
+        bool
+    };
+    (U8) => {
+        u8
+    };
+    (I8) => {
+        i8
+    };
+    (I16) => {
+        i16
+    };
+    (I32) => {
+        i32
+    };
+    (I64) => {
+        i64
+    };
+    (F16) => {
+        $crate::half::f16
+    };
+    (BF16) => {
+        $crate::half::bf16
+    };
+    (F32) => {
+        f32
+    };
+    (F64) => {
+        f64
+    };
+}
+
 /// Calls `$body` with the type alias `$T` bound to the element type of `$dtype` — the one
-/// place a runtime dtype becomes a static type.
+/// place a runtime dtype becomes a static type for every dtype.
 #[macro_export]
 macro_rules! with_dtype {
     ($dtype:expr, $T:ident, $body:block) => {
+        $crate::with_dtype!(@arms $dtype, $T, $body, [Bool, U8, I8, I16, I32, I64, F16, BF16, F32, F64])
+    };
+    (@arms $dtype:expr, $T:ident, $body:block, [$($d:ident),*]) => {
         match $dtype {
-            $crate::DType::Bool => {
-                type $T = bool;
+            $($crate::DType::$d => {
+                type $T = $crate::element_type!($d);
                 $body
-            }
-            $crate::DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            $crate::DType::I8 => {
-                type $T = i8;
-                $body
-            }
-            $crate::DType::I16 => {
-                type $T = i16;
-                $body
-            }
-            $crate::DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            $crate::DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            $crate::DType::F16 => {
-                type $T = $crate::half::f16;
-                $body
-            }
-            $crate::DType::BF16 => {
-                type $T = $crate::half::bf16;
-                $body
-            }
-            $crate::DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            $crate::DType::F64 => {
-                type $T = f64;
-                $body
-            }
+            })*
         }
     };
 }

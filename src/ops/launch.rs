@@ -392,7 +392,7 @@ macro_rules! dispatch {
             $(crate::DType::$d => {
                 #[allow(unused_imports)]
                 use kiln_kernels::Element as _;
-                type $T = crate::ops::launch::elem!($d);
+                type $T = kiln_kernels::element_type!($d);
                 $body;
                 Ok::<(), crate::Error>(())
             })*
@@ -405,38 +405,3 @@ macro_rules! dispatch {
     }};
 }
 pub(crate) use dispatch;
-
-/// The element type of a `DType` variant name.
-macro_rules! elem {
-    (Bool) => {
-        bool
-    };
-    (U8) => {
-        u8
-    };
-    (I8) => {
-        i8
-    };
-    (I16) => {
-        i16
-    };
-    (I32) => {
-        i32
-    };
-    (I64) => {
-        i64
-    };
-    (F16) => {
-        half::f16
-    };
-    (BF16) => {
-        half::bf16
-    };
-    (F32) => {
-        f32
-    };
-    (F64) => {
-        f64
-    };
-}
-pub(crate) use elem;
