@@ -21,6 +21,18 @@ pub use tensor::{
     manual_seed, BufferElement, DType, Device, Generator, Layout, Scalar, Tensor, TensorData,
 };
 
+/// Sets how many threads kiln's kernels use (PyTorch's `torch.set_num_threads`); the
+/// default is `KILN_NUM_THREADS` or the number of cores. Kernels called from a worker of
+/// another rayon pool run on that worker alone, so kiln never waits on work it did not start.
+pub fn set_num_threads(threads: usize) -> Result<()> {
+    kiln_kernels::parallel::set_num_threads(threads).map_err(|m| Error::op("set_num_threads", m))
+}
+
+/// How many threads kiln's kernels use (PyTorch's `torch.get_num_threads`).
+pub fn get_num_threads() -> usize {
+    kiln_kernels::parallel::num_threads()
+}
+
 /// The README's examples, compiled and run as doctests so they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

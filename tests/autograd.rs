@@ -198,7 +198,7 @@ fn zero_grad_clears_grad() -> Result<()> {
 fn set_grad_none_then_backward_starts_fresh() -> Result<()> {
     let x = leaf([1., 2.]);
     x.mul_scalar(3.0)?.sum()?.backward()?;
-    x.set_grad(None);
+    x.set_grad(None).unwrap();
     x.mul_scalar(5.0)?.sum()?.backward()?;
     assert_eq!(grad_of(&x), vec![5., 5.]);
     Ok(())
@@ -207,7 +207,7 @@ fn set_grad_none_then_backward_starts_fresh() -> Result<()> {
 #[test]
 fn set_grad_replaces_grad() -> Result<()> {
     let x = leaf([1., 2.]);
-    x.set_grad(Some(Tensor::from([7f64, 8.])));
+    x.set_grad(Some(Tensor::from([7f64, 8.]))).unwrap();
     assert_eq!(grad_of(&x), vec![7., 8.]);
     Ok(())
 }

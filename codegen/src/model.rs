@@ -107,6 +107,8 @@ pub struct Op {
     pub operands: Vec<String>,
     /// Arguments and outputs with a fixed dtype (`index: i64`).
     pub fixed: BTreeMap<String, String>,
+    /// For `promote: same`: the op's own message when dtypes differ; `out=` must match too.
+    pub same_dtype_error: Option<String>,
     pub opinfo: Option<OpInfo>,
     pub skip_opinfo: Option<String>,
     pub derivative: Option<Derivative>,
@@ -381,6 +383,12 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
             s if s.starts_with("arg:") => Promote::Arg(s[4..].to_string()),
             other => return Err(nerr(line, format!("unknown promote rule '{other}'"))),
         };
+        if r.same_dtype_error.is_some() && promote != Promote::Same {
+            return Err(nerr(
+                line,
+                format!("{}: same_dtype_error needs promote: same", r.func),
+            ));
+        }
         let tensor_args: Vec<String> = schema
             .arguments
             .iter()
@@ -443,6 +451,7 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
             kind,
             dtypes,
             promote,
+            same_dtype_error: r.same_dtype_error.clone(),
             operands,
             fixed: r.fixed,
             opinfo,

@@ -28,6 +28,9 @@ pub struct RawOp {
     pub opinfo: Option<RawOpInfo>,
     #[serde(default)]
     pub skip_opinfo: Option<String>,
+    /// With `promote: same`: PyTorch's message when operands (or `out=`) differ in dtype.
+    #[serde(default)]
+    pub same_dtype_error: Option<String>,
     #[serde(default)]
     pub doc: Option<String>,
 }

@@ -31,13 +31,19 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> KResult<usize> {
     })
 }
 
-/// Row-major strides for a shape.
+/// The product of `sizes`, or `None` when it overflows.
+pub fn checked_numel(sizes: &[usize]) -> Option<usize> {
+    sizes.iter().try_fold(1usize, |n, &s| n.checked_mul(s))
+}
+
+/// Row-major strides for a shape. In an empty shape the strides of the other dims may exceed
+/// any real offset; they saturate rather than overflow, since no element is ever addressed.
 pub fn contiguous_strides(sizes: &[usize]) -> Vec<usize> {
     let mut strides = vec![0; sizes.len()];
-    let mut acc = 1;
+    let mut acc = 1usize;
     for i in (0..sizes.len()).rev() {
         strides[i] = acc;
-        acc *= sizes[i].max(1);
+        acc = acc.saturating_mul(sizes[i].max(1));
     }
     strides
 }
@@ -85,39 +91,64 @@ impl Layout {
         self.sizes.len()
     }
 
-    /// Number of elements.
+    /// Number of elements. Every layout kiln builds has passed [`Layout::check_in_bounds`],
+    /// so this product does not overflow.
     pub fn numel(&self) -> usize {
         self.sizes.iter().product()
     }
 
     /// True when elements are laid out row-major with no gaps (size-1 dims may have any stride).
     pub fn is_contiguous(&self) -> bool {
-        let mut expected = 1;
+        if self.sizes.contains(&0) {
+            return true;
+        }
+        let mut expected = 1usize;
         for i in (0..self.sizes.len()).rev() {
             if self.sizes[i] == 1 {
                 continue;
             }
             if self.strides[i] != expected {
-                return self.numel() == 0;
+                return false;
             }
-            expected *= self.sizes[i];
+            expected = expected.saturating_mul(self.sizes[i]);
         }
         true
     }
 
-    /// One past the largest storage index this layout reaches (0 when empty).
-    pub fn storage_extent(&self) -> usize {
-        if self.numel() == 0 {
-            return 0;
+    /// One past the largest storage index this layout reaches (0 when empty), or `None`
+    /// when that index overflows.
+    pub fn storage_extent(&self) -> Option<usize> {
+        if self.sizes.contains(&0) {
+            return Some(0);
         }
-        self.offset
-            + self
-                .sizes
-                .iter()
-                .zip(&self.strides)
-                .map(|(s, st)| (s - 1) * st)
-                .sum::<usize>()
-            + 1
+        self.sizes
+            .iter()
+            .zip(&self.strides)
+            .try_fold(self.offset, |end, (&s, &st)| {
+                end.checked_add((s - 1).checked_mul(st)?)
+            })?
+            .checked_add(1)
+    }
+
+    /// Checks that this layout describes a tensor over a buffer of `len` elements: its
+    /// element count fits an `i64` (PyTorch's `numel`) and every element lies in the buffer.
+    pub fn check_in_bounds(&self, len: usize) -> KResult<()> {
+        if checked_numel(&self.sizes).is_none_or(|n| n > i64::MAX as usize) {
+            return Err(format!(
+                "numel: integer multiplication overflow for sizes {:?}",
+                self.sizes
+            ));
+        }
+        match self.storage_extent() {
+            Some(end) if end <= len => Ok(()),
+            end => Err(format!(
+                "setStorage: sizes {:?}, strides {:?}, storage offset {} requiring a storage size of {} are out of bounds for storage of size {len}",
+                self.sizes,
+                self.strides,
+                self.offset,
+                end.map_or_else(|| "more than 2^64".to_string(), |e| e.to_string()),
+            )),
+        }
     }
 
     /// True when two different indices reach the same storage element (e.g. an expanded view).
@@ -135,7 +166,7 @@ impl Layout {
             if stride == 0 || stride <= reach {
                 return true;
             }
-            reach += (size - 1) * stride;
+            reach = reach.saturating_add((size - 1).saturating_mul(stride));
         }
         false
     }
@@ -219,7 +250,7 @@ impl Layout {
         let d = wrap_dim(dim, self.ndim() + 1)?;
         let mut out = self.clone();
         let stride = if d < self.ndim() {
-            self.sizes[d] * self.strides[d]
+            self.sizes[d].saturating_mul(self.strides[d])
         } else {
             1
         };
@@ -274,7 +305,8 @@ impl Layout {
                 -size, size, start
             ));
         }
-        if length < 0 || start + length > size {
+        // `length > size - start` rather than `start + length > size`: no overflow.
+        if length < 0 || length > size - start {
             return Err(format!(
                 "start ({start}) + length ({length}) exceeds dimension size ({size})."
             ));
@@ -333,8 +365,10 @@ impl Layout {
         let e = clamp(end.unwrap_or(size)).max(s);
         let mut out = self.clone();
         out.offset += s as usize * self.strides[d];
-        out.sizes[d] = ((e - s + step - 1) / step) as usize;
-        out.strides[d] = self.strides[d] * step as usize;
+        // `(e - s).div_ceil(step)` without `e - s + step` overflowing for a huge step.
+        out.sizes[d] = ((e - s) / step + ((e - s) % step != 0) as i64) as usize;
+        // A dim of size 0 or 1 never steps, so a stride too large to represent is clamped.
+        out.strides[d] = self.strides[d].saturating_mul(step as usize);
         Ok(out)
     }
 
@@ -369,7 +403,8 @@ impl Layout {
     /// Resolves a `view`/`reshape` size list (one entry may be -1) against `numel`.
     pub fn infer_size(sizes: &[i64], numel: usize) -> KResult<Vec<usize>> {
         let mut infer = None;
-        let mut known = 1usize;
+        // `None` once the product overflows: it can then never equal a real element count.
+        let mut known = Some(1usize);
         for (i, &s) in sizes.iter().enumerate() {
             if s == -1 {
                 if infer.is_some() {
@@ -379,13 +414,13 @@ impl Layout {
             } else if s < 0 {
                 return Err(format!("invalid shape dimension {s}"));
             } else {
-                known *= s as usize;
+                known = known.and_then(|k| k.checked_mul(s as usize));
             }
         }
         let mut out: Vec<usize> = sizes.iter().map(|&s| s.max(0) as usize).collect();
-        match infer {
-            Some(i) if known != 0 && numel.is_multiple_of(known) => out[i] = numel / known,
-            None if known == numel => {}
+        match (infer, known) {
+            (Some(i), Some(k)) if k != 0 && numel.is_multiple_of(k) => out[i] = numel / k,
+            (None, Some(k)) if k == numel => {}
             _ => {
                 return Err(format!(
                     "shape '{sizes:?}' is invalid for input of size {numel}"

@@ -8,6 +8,7 @@ pub mod cpu;
 pub mod dtype;
 pub mod element;
 pub mod layout;
+pub mod parallel;
 pub mod view;
 
 pub use dtype::DType;

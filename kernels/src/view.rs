@@ -2,6 +2,15 @@
 
 use crate::Layout;
 
+/// Every kernel indexes `data` through `layout`; a layout reaching past the buffer is a bug
+/// in kiln (user input is rejected long before), so it stops here rather than reading wrong
+/// elements later.
+fn check_extent(layout: &Layout, len: usize) {
+    if let Err(m) = layout.check_in_bounds(len) {
+        panic!("kiln internal error: a kernel view does not fit its buffer: {m}");
+    }
+}
+
 /// A read view: the whole storage buffer plus the layout that picks elements out of it.
 #[derive(Clone, Copy, Debug)]
 pub struct Src<'a, T> {
@@ -19,7 +28,7 @@ pub struct Dst<'a, T> {
 impl<'a, T: Copy> Src<'a, T> {
     /// A view over `data` with `layout`.
     pub fn new(data: &'a [T], layout: &'a Layout) -> Self {
-        debug_assert!(layout.storage_extent() <= data.len());
+        check_extent(layout, data.len());
         Src { data, layout }
     }
 
@@ -48,7 +57,7 @@ impl<'a, T: Copy> Src<'a, T> {
 impl<'a, T: Copy> Dst<'a, T> {
     /// A view over `data` with `layout`.
     pub fn new(data: &'a mut [T], layout: &'a Layout) -> Self {
-        debug_assert!(layout.storage_extent() <= data.len());
+        check_extent(layout, data.len());
         Dst { data, layout }
     }
 
@@ -76,5 +85,30 @@ impl<'a, T: Copy> Dst<'a, T> {
         crate::cpu::strided::for_each_offset(self.layout, |o| {
             data[o] = *it.next().expect("values has numel elements")
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "does not fit its buffer")]
+    fn a_view_past_its_buffer_is_refused() {
+        let data = [0f32; 4];
+        let layout = Layout::contiguous(&[5]);
+        let _ = Src::new(&data, &layout);
+    }
+
+    #[test]
+    #[should_panic(expected = "does not fit its buffer")]
+    fn a_view_whose_extent_overflows_is_refused() {
+        let mut data = [0f32; 4];
+        let layout = Layout {
+            sizes: vec![3],
+            strides: vec![usize::MAX / 2],
+            offset: 0,
+        };
+        let _ = Dst::new(&mut data, &layout);
     }
 }

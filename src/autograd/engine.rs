@@ -122,11 +122,11 @@ fn run(
         captures.map(|c| vec![None; c.len()]).unwrap_or_default();
     while let Some(node) = ready.pop() {
         let mut buf = buffers.remove(&key(&node)).unwrap_or_default();
-        node.base().run_pre_hooks(&mut buf);
+        node.base().run_pre_hooks(&mut buf)?;
         if let Some(caps) = captures {
             // A leaf's own hooks see its gradient before `grad()` returns it, as in PyTorch.
             if let (Some(leaf), Some(Some(g))) = (node.leaf(), buf.first().cloned()) {
-                buf[0] = Some(super::AccumulateGrad::run_leaf_hooks(leaf, g));
+                buf[0] = Some(super::AccumulateGrad::run_leaf_hooks(leaf, g)?);
             }
             for (slot, cap) in caps.iter().enumerate() {
                 if let Some(c) = cap {

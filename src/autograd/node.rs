@@ -1,7 +1,8 @@
 //! The graph's vocabulary: a [`Node`] turns the gradients of its outputs into gradients of its
 //! inputs and names, through [`Edge`]s, the nodes those inputs came from.
 
-use crate::{DType, Result, Tensor};
+use crate::{DType, Error, Result, Tensor};
+use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
 /// A gradient hook: sees a gradient and may replace it.
@@ -70,7 +71,7 @@ impl NodeBase {
     }
 
     /// Runs the hooks on incoming gradients.
-    pub(crate) fn run_pre_hooks(&self, grads: &mut [Option<Tensor>]) {
+    pub(crate) fn run_pre_hooks(&self, grads: &mut [Option<Tensor>]) -> Result<()> {
         let hooks = self
             .pre_hooks
             .lock()
@@ -79,10 +80,81 @@ impl NodeBase {
         for (nr, hook) in hooks {
             if let Some(Some(g)) = grads.get(nr) {
                 if let Some(new) = hook(g) {
+                    check_hook_result(g, &new)?;
                     grads[nr] = Some(new);
                 }
             }
         }
+        Ok(())
+    }
+}
+
+thread_local! {
+    /// Edges whose release an outer [`NodeBase`] drop on this thread has taken over.
+    static DEFERRED: RefCell<Option<Vec<Edge>>> = const { RefCell::new(None) };
+}
+
+/// PyTorch's `check_variable_result`: a hook may replace a gradient, but not with one of
+/// another shape or dtype.
+fn check_hook_result(original: &Tensor, result: &Tensor) -> Result<()> {
+    if original.dtype() != result.dtype() {
+        return Err(Error::Autograd(format!(
+            "hook has changed the type of value (was {} got {})",
+            original.dtype(),
+            result.dtype()
+        )));
+    }
+    if original.shape() != result.shape() {
+        return Err(Error::Autograd(format!(
+            "hook has changed the size of value (was {:?} got {:?})",
+            original.shape(),
+            result.shape()
+        )));
+    }
+    Ok(())
+}
+
+/// Frees a graph iteratively, as PyTorch's `deleteNode` does: dropping a node's edges would
+/// drop the next node, and so on down a chain a million ops long, overflowing the stack. The
+/// first node dropped on a thread drains a work list; nodes freed while it runs hand it their
+/// edges instead of dropping them, so the depth of the graph never becomes stack depth.
+impl Drop for NodeBase {
+    fn drop(&mut self) {
+        let mut edges: Vec<Edge> = std::mem::take(&mut self.next_edges)
+            .into_iter()
+            .flatten()
+            .collect();
+        if edges.is_empty() {
+            return;
+        }
+        let outer_loop_runs = DEFERRED.try_with(|d| {
+            let mut d = d.borrow_mut();
+            match d.as_mut() {
+                Some(pending) => {
+                    pending.append(&mut edges);
+                    true
+                }
+                None => {
+                    *d = Some(Vec::new());
+                    false
+                }
+            }
+        });
+        // `Err`: the thread is exiting and its locals are gone; drop recursively.
+        if outer_loop_runs != Ok(false) {
+            return;
+        }
+        while !edges.is_empty() {
+            // Dropping these may free nodes, whose own edges land in `DEFERRED`.
+            drop(std::mem::take(&mut edges));
+            edges = DEFERRED.with(|d| {
+                d.borrow_mut()
+                    .as_mut()
+                    .map(std::mem::take)
+                    .unwrap_or_default()
+            });
+        }
+        DEFERRED.with(|d| *d.borrow_mut() = None);
     }
 }
 
@@ -132,20 +204,22 @@ impl AccumulateGrad {
                 shape: variable.shape().to_vec(),
                 dtype: variable.dtype(),
             }],
-            ..NodeBase::default()
+            next_edges: Vec::new(),
+            pre_hooks: Mutex::new(Vec::new()),
         };
         AccumulateGrad { base, variable }
     }
 
     /// Runs the leaf's hooks on a gradient arriving for it.
-    pub(crate) fn run_leaf_hooks(variable: &Tensor, mut g: Tensor) -> Tensor {
+    pub(crate) fn run_leaf_hooks(variable: &Tensor, mut g: Tensor) -> Result<Tensor> {
         let hooks = variable.meta().hooks.clone();
         for h in hooks {
             if let Some(new) = h(&g) {
+                check_hook_result(&g, &new)?;
                 g = new;
             }
         }
-        g
+        Ok(g)
     }
 }
 
@@ -160,7 +234,7 @@ impl Node for AccumulateGrad {
         let Some(g) = grads.into_iter().next().flatten() else {
             return Ok(vec![]);
         };
-        let g = AccumulateGrad::run_leaf_hooks(&self.variable, g);
+        let g = AccumulateGrad::run_leaf_hooks(&self.variable, g)?;
         let _serial = self
             .variable
             .0

@@ -51,14 +51,44 @@ impl Tensor {
         self.meta().grad.clone()
     }
 
-    /// Replaces (or with `None`, clears) the accumulated gradient.
-    pub fn set_grad(&self, grad: Option<Tensor>) {
+    /// Replaces (or with `None`, clears) the accumulated gradient, which must match this
+    /// tensor's shape and dtype (PyTorch's checks on assigning `.grad`).
+    pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
+        if let Some(g) = &grad {
+            if g.is_same(self) {
+                return Err(Error::Autograd(
+                    "can't assign Variable as its own grad".into(),
+                ));
+            }
+            if g.dtype() != self.dtype() {
+                return Err(Error::Autograd(format!(
+                    "attempting to assign a gradient with dtype '{}' to a tensor with dtype '{}'. Please ensure that the gradient and the tensor have the same dtype",
+                    g.dtype(),
+                    self.dtype()
+                )));
+            }
+            if g.device() != self.device() {
+                return Err(Error::Autograd(format!(
+                    "attempting to assign a gradient with device '{}' to a tensor with device '{}'. Please ensure that the gradient and the tensor are on the same device",
+                    g.device(),
+                    self.device()
+                )));
+            }
+            if g.shape() != self.shape() {
+                return Err(Error::Autograd(format!(
+                    "attempting to assign a gradient of size '{:?}' to a tensor of size '{:?}'. Please ensure that the gradient and the tensor are the same size",
+                    g.shape(),
+                    self.shape()
+                )));
+            }
+        }
         self.meta().grad = grad;
+        Ok(())
     }
 
     /// Clears `.grad` (PyTorch's `set_to_none=True` behaviour).
     pub fn zero_grad(&self) {
-        self.set_grad(None);
+        self.meta().grad = None;
     }
 
     /// The node that produced this tensor.

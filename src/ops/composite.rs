@@ -203,6 +203,16 @@ pub fn contiguous(t: &Tensor) -> Result<Tensor> {
     }
 }
 
+/// `to(dtype)`: `self` itself when the dtype already matches (PyTorch returns the same
+/// tensor, so an in-place op on the result reaches `self`'s history), else a recorded copy.
+pub fn to_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    if t.dtype() == dtype {
+        Ok(t.clone())
+    } else {
+        t.to_copy(dtype)
+    }
+}
+
 /// `flatten(start_dim, end_dim)` as a reshape.
 pub fn flatten(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
     if t.dim() == 0 {

@@ -5,15 +5,21 @@
 use crate::{DType, Error, Layout, Result, Tensor};
 use kiln_kernels::KResult;
 
+/// `t`'s storage seen through `layout`, once the layout is known to count and stay inside
+/// the storage (views of a valid tensor always do; the check guards the arithmetic).
 fn view_with(op: &str, t: &Tensor, layout: KResult<Layout>) -> Result<Tensor> {
-    Ok(t.with_layout(layout.map_err(|m| Error::op(op, m))?))
+    let layout = layout.map_err(|m| Error::op(op, m))?;
+    layout
+        .check_in_bounds(t.storage().len())
+        .map_err(|m| Error::op(op, m))?;
+    Ok(t.with_layout(layout))
 }
 
 /// `view(size)`: same storage, new shape; fails when the strides cannot express it.
 pub fn view(t: &Tensor, size: &[i64]) -> Result<Tensor> {
     let sizes = Layout::infer_size(size, t.numel()).map_err(|m| Error::op("view", m))?;
     match t.layout().view(&sizes) {
-        Some(l) => Ok(t.with_layout(l)),
+        Some(l) => view_with("view", t, Ok(l)),
         None => Err(Error::op(
             "view",
             "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.",
@@ -25,8 +31,8 @@ pub fn view(t: &Tensor, size: &[i64]) -> Result<Tensor> {
 pub fn reshape(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
     let sizes = Layout::infer_size(shape, t.numel()).map_err(|m| Error::op("reshape", m))?;
     match t.layout().view(&sizes) {
-        Some(l) => Ok(t.with_layout(l)),
-        None => Ok(t.fresh_copy().with_layout(Layout::contiguous(&sizes))),
+        Some(l) => view_with("reshape", t, Ok(l)),
+        None => Ok(t.fresh_copy()?.with_layout(Layout::contiguous(&sizes))),
     }
 }
 
@@ -115,44 +121,52 @@ pub fn as_strided(
             ),
         ));
     }
-    if size.iter().chain(stride).any(|&v| v < 0) {
+    if let Some(&s) = size.iter().find(|&&s| s < 0) {
         return Err(Error::op(
             "as_strided",
-            "sizes and strides must be non-negative",
+            format!("Trying to create tensor with negative dimension {s}: {size:?}"),
+        ));
+    }
+    if stride.iter().any(|&s| s < 0) {
+        return Err(Error::op(
+            "as_strided",
+            format!("as_strided: Negative strides are not supported at the moment, got strides: {stride:?}"),
+        ));
+    }
+    let offset = storage_offset.unwrap_or(t.storage_offset() as i64);
+    if offset < 0 {
+        return Err(Error::op(
+            "as_strided",
+            format!("Tensor: invalid storage offset {offset}"),
         ));
     }
     let layout = Layout {
         sizes: size.iter().map(|&s| s as usize).collect(),
         strides: stride.iter().map(|&s| s as usize).collect(),
-        offset: storage_offset
-            .map(|o| o.max(0) as usize)
-            .unwrap_or(t.storage_offset()),
+        offset: offset as usize,
     };
-    let len = t.storage().read().len();
-    if layout.storage_extent() > len {
-        return Err(Error::op(
-            "as_strided",
-            format!(
-                "setStorage: sizes {size:?}, strides {stride:?}, storage offset {} requiring a storage size of {} are out of bounds for storage of size {len}",
-                layout.offset,
-                layout.storage_extent()
-            ),
-        ));
-    }
-    Ok(t.with_layout(layout))
+    view_with("as_strided", t, Ok(layout))
 }
 
-/// `to(dtype)`: a converted copy (the same tensor when the dtype already matches).
-pub fn to_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
-    if t.dtype() == dtype {
-        return Ok(t.with_layout(t.layout().clone()));
-    }
-    Ok(t.cast_copy(dtype))
+/// `_to_copy(dtype)`: a converted copy in fresh storage, even when the dtype matches.
+pub fn to_copy(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    t.cast_copy(dtype)
 }
 
 /// `contiguous()` for a view: the data copied into row-major order.
 pub fn clone(t: &Tensor) -> Result<Tensor> {
-    Ok(t.fresh_copy())
+    t.fresh_copy()
+}
+
+/// A size list with no negative entry, as `usize`s.
+fn non_negative(op: &str, sizes: &[i64]) -> Result<Vec<usize>> {
+    match sizes.iter().find(|&&s| s < 0) {
+        Some(s) => Err(Error::op(
+            op,
+            format!("Trying to create tensor with negative dimension {s}: {sizes:?}"),
+        )),
+        None => Ok(sizes.iter().map(|&s| s as usize).collect()),
+    }
 }
 
 /// The gradient of a slice: zeros of the input's shape with `grad` in the sliced part.
@@ -164,26 +178,22 @@ pub fn slice_backward(
     end: i64,
     step: i64,
 ) -> Result<Tensor> {
-    let sizes: Vec<usize> = input_sizes.iter().map(|&s| s.max(0) as usize).collect();
-    let out = Tensor::alloc(&sizes, grad.dtype());
-    let part = out.with_layout(
-        out.layout()
-            .slice(dim, Some(start), Some(end), step)
-            .map_err(|m| Error::op("slice_backward", m))?,
-    );
+    let sizes = non_negative("slice_backward", input_sizes)?;
+    let out = Tensor::alloc("slice_backward", &sizes, grad.dtype())?;
+    let part = view_with(
+        "slice_backward",
+        &out,
+        out.layout().slice(dim, Some(start), Some(end), step),
+    )?;
     part.copy_data_from(grad)?;
     Ok(out)
 }
 
 /// The gradient of a select: zeros of the input's shape with `grad` at `index`.
 pub fn select_backward(grad: &Tensor, input_sizes: &[i64], dim: i64, index: i64) -> Result<Tensor> {
-    let sizes: Vec<usize> = input_sizes.iter().map(|&s| s.max(0) as usize).collect();
-    let out = Tensor::alloc(&sizes, grad.dtype());
-    let part = out.with_layout(
-        out.layout()
-            .select(dim, index)
-            .map_err(|m| Error::op("select_backward", m))?,
-    );
+    let sizes = non_negative("select_backward", input_sizes)?;
+    let out = Tensor::alloc("select_backward", &sizes, grad.dtype())?;
+    let part = view_with("select_backward", &out, out.layout().select(dim, index))?;
     part.copy_data_from(grad)?;
     Ok(out)
 }
@@ -198,7 +208,7 @@ pub fn as_strided_scatter(
     stride: &[i64],
     storage_offset: Option<i64>,
 ) -> Result<Tensor> {
-    let out = t.fresh_copy();
+    let out = t.fresh_copy()?;
     let region = as_strided(&out, size, stride, storage_offset)?;
     if region.shape() != src.shape() {
         return Err(Error::op(

@@ -24,8 +24,13 @@ pub(crate) fn int_to_float(d: DType) -> DType {
     }
 }
 
-/// The one dtype all tensor operands share, or PyTorch's error.
-pub(crate) fn same_dtype(op: &str, operands: &[Operand<'_>]) -> Result<DType> {
+/// The one dtype all tensor operands share, or PyTorch's error: the op's own `message` when
+/// the YAML gives one, else `mm`'s.
+pub(crate) fn same_dtype(
+    op: &str,
+    message: Option<&str>,
+    operands: &[Operand<'_>],
+) -> Result<DType> {
     let dtypes: Vec<DType> = operands
         .iter()
         .filter_map(|o| match o {
@@ -39,11 +44,14 @@ pub(crate) fn same_dtype(op: &str, operands: &[Operand<'_>]) -> Result<DType> {
     if let Some(other) = dtypes.iter().find(|d| **d != first) {
         return Err(Error::op(
             op,
-            format!(
-                "expected m1 and m2 to have the same dtype, but got: {} != {}",
-                first.scalar_type_name(),
-                other.scalar_type_name()
-            ),
+            match message {
+                Some(m) => m.to_string(),
+                None => format!(
+                    "expected m1 and m2 to have the same dtype, but got: {} != {}",
+                    first.scalar_type_name(),
+                    other.scalar_type_name()
+                ),
+            },
         ));
     }
     Ok(first)
@@ -88,21 +96,26 @@ pub(crate) fn broadcast_shapes(op: &str, tensors: &[&Tensor]) -> Result<Vec<usiz
 
 /// The tensor a pointwise kernel writes: `dest` itself when it already has the result's shape
 /// and dtype and no two of its indices share memory, else fresh storage (the caller copies).
-pub(crate) fn output(dest: Option<&Tensor>, shape: &[usize], dtype: DType) -> Tensor {
+pub(crate) fn output(
+    op: &str,
+    dest: Option<&Tensor>,
+    shape: &[usize],
+    dtype: DType,
+) -> Result<Tensor> {
     match dest {
         Some(d)
             if d.shape() == shape && d.dtype() == dtype && !d.layout().has_internal_overlap() =>
         {
-            d.clone()
+            Ok(d.clone())
         }
-        _ => Tensor::alloc(shape, dtype),
+        _ => Tensor::alloc(op, shape, dtype),
     }
 }
 
 /// An input cast to the compute dtype and broadcast to the output shape. Reading it while
 /// writing `out` is made safe by `map*` below.
 pub(crate) fn operand(t: &Tensor, compute: DType, shape: &[usize]) -> Result<Tensor> {
-    let t = cast(t, compute);
+    let t = cast(t, compute)?;
     let layout = t
         .layout()
         .broadcast_to(shape)
@@ -122,8 +135,18 @@ pub(crate) fn fixed_operand(
     operand(&t, dtype, shape)
 }
 
-/// Checks a fixed-dtype input.
+/// Checks a fixed-dtype input. An int64 index also accepts int32 (converted), as PyTorch's
+/// indexing ops do.
 pub(crate) fn fixed_input(op: &str, name: &str, t: &Tensor, dtype: DType) -> Result<Tensor> {
+    if dtype == DType::I64 && t.dtype() == DType::I32 {
+        return t.cast_copy(DType::I64);
+    }
+    if dtype == DType::I64 && t.dtype() != DType::I64 {
+        return Err(Error::op(
+            op,
+            format!("Expected dtype int32/int64 for {name}"),
+        ));
+    }
     if t.dtype() != dtype {
         return Err(Error::op(
             op,
@@ -137,9 +160,9 @@ pub(crate) fn fixed_input(op: &str, name: &str, t: &Tensor, dtype: DType) -> Res
 }
 
 /// `t` in dtype `d`: the same tensor when it already is, else a converted copy.
-pub(crate) fn cast(t: &Tensor, d: DType) -> Tensor {
+pub(crate) fn cast(t: &Tensor, d: DType) -> Result<Tensor> {
     if t.dtype() == d {
-        t.clone()
+        Ok(t.clone())
     } else {
         t.cast_copy(d)
     }
@@ -147,14 +170,14 @@ pub(crate) fn cast(t: &Tensor, d: DType) -> Tensor {
 
 /// Replaces inputs that share storage with `out` by private copies, so the kernel never
 /// reads a buffer it is writing.
-fn unalias(inputs: &[&Tensor], out: &Tensor) -> Vec<Tensor> {
+fn unalias(inputs: &[&Tensor], out: &Tensor) -> Result<Vec<Tensor>> {
     inputs
         .iter()
         .map(|t| {
             if t.shares_storage_with(out) {
                 t.fresh_copy()
             } else {
-                (*t).clone()
+                Ok((*t).clone())
             }
         })
         .collect()
@@ -165,15 +188,16 @@ pub(crate) fn map1<A: BufferElement, O: BufferElement>(
     a: &Tensor,
     out: &Tensor,
     f: impl Fn(A) -> O + Sync,
-) {
-    let ins = unalias(&[a], out);
+) -> Result<()> {
+    let ins = unalias(&[a], out)?;
     with_buffers(&[&ins[0]], &[out], |b, mut o| {
         pointwise::map1(
             src::<A>(b[0], &ins[0]),
             dst::<O>(o.pop().expect("one output"), out),
             f,
         )
-    })
+    });
+    Ok(())
 }
 
 /// Runs a pointwise loop over two inputs.
@@ -182,8 +206,8 @@ pub(crate) fn map2<A: BufferElement, B: BufferElement, O: BufferElement>(
     b: &Tensor,
     out: &Tensor,
     f: impl Fn(A, B) -> O + Sync,
-) {
-    let ins = unalias(&[a, b], out);
+) -> Result<()> {
+    let ins = unalias(&[a, b], out)?;
     with_buffers(&[&ins[0], &ins[1]], &[out], |bufs, mut o| {
         pointwise::map2(
             src::<A>(bufs[0], &ins[0]),
@@ -191,7 +215,8 @@ pub(crate) fn map2<A: BufferElement, B: BufferElement, O: BufferElement>(
             dst::<O>(o.pop().expect("one output"), out),
             f,
         )
-    })
+    });
+    Ok(())
 }
 
 /// True when `a` is exactly the output (an in-place op's `self`): same storage, same layout.
@@ -201,13 +226,18 @@ fn is_output(a: &Tensor, out: &Tensor) -> bool {
 
 /// `map1` for ops whose result has the input's type: when the input is the output itself
 /// (`x.exp_()`), updates in place instead of copying the input first.
-pub(crate) fn map1_same<T: BufferElement>(a: &Tensor, out: &Tensor, f: impl Fn(T) -> T + Sync) {
+pub(crate) fn map1_same<T: BufferElement>(
+    a: &Tensor,
+    out: &Tensor,
+    f: impl Fn(T) -> T + Sync,
+) -> Result<()> {
     if !is_output(a, out) {
         return map1(a, out, f);
     }
     with_buffers(&[], &[out], |_, mut o| {
         pointwise::map1_assign(dst::<T>(o.pop().expect("one output"), out), f)
-    })
+    });
+    Ok(())
 }
 
 /// `map2` for ops whose result has the first input's type: when that input is the output
@@ -217,18 +247,19 @@ pub(crate) fn map2_same<T: BufferElement, B: BufferElement>(
     b: &Tensor,
     out: &Tensor,
     f: impl Fn(T, B) -> T + Sync,
-) {
+) -> Result<()> {
     if !is_output(a, out) {
         return map2(a, b, out, f);
     }
-    let ins = unalias(&[b], out);
+    let ins = unalias(&[b], out)?;
     with_buffers(&[&ins[0]], &[out], |bufs, mut o| {
         pointwise::map2_assign(
             dst::<T>(o.pop().expect("one output"), out),
             src::<B>(bufs[0], &ins[0]),
             f,
         )
-    })
+    });
+    Ok(())
 }
 
 /// Runs a pointwise loop over three inputs.
@@ -238,8 +269,8 @@ pub(crate) fn map3<A: BufferElement, B: BufferElement, C: BufferElement, O: Buff
     c: &Tensor,
     out: &Tensor,
     f: impl Fn(A, B, C) -> O + Sync,
-) {
-    let ins = unalias(&[a, b, c], out);
+) -> Result<()> {
+    let ins = unalias(&[a, b, c], out)?;
     with_buffers(&[&ins[0], &ins[1], &ins[2]], &[out], |bufs, mut o| {
         pointwise::map3(
             src::<A>(bufs[0], &ins[0]),
@@ -248,7 +279,8 @@ pub(crate) fn map3<A: BufferElement, B: BufferElement, C: BufferElement, O: Buff
             dst::<O>(o.pop().expect("one output"), out),
             f,
         )
-    })
+    });
+    Ok(())
 }
 
 /// Locks inputs and fresh outputs and runs a structured kernel.
@@ -368,6 +400,19 @@ pub(crate) fn commit_inplace(op: &str, target: &Tensor, result: &Tensor) -> Resu
     }
     target.storage().bump_version();
     Ok(())
+}
+
+/// Writes `result` into an `out=` tensor that must have the result's dtype exactly.
+pub(crate) fn commit_out_same_dtype(
+    op: &str,
+    message: &str,
+    out: &Tensor,
+    result: &Tensor,
+) -> Result<()> {
+    if out.dtype() != result.dtype() {
+        return Err(Error::op(op, message));
+    }
+    commit_out(op, out, result)
 }
 
 /// Writes `result` into an `out=` tensor.

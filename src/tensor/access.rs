@@ -139,7 +139,7 @@ impl Tensor {
             .map_err(|m| Error::op("copy_", m))?;
         let mut src_t = src_t.with_layout(layout);
         if src_t.shares_storage_with(self) {
-            src_t = src_t.fresh_copy();
+            src_t = src_t.fresh_copy()?;
         }
         with_buffers(&[&src_t], &[self], |ins, mut outs| {
             let out = outs.pop().expect("output locked");
@@ -153,27 +153,26 @@ impl Tensor {
     }
 
     /// A contiguous copy in fresh storage, without autograd history.
-    pub(crate) fn fresh_copy(&self) -> Tensor {
-        let out = Tensor::alloc(self.shape(), self.dtype());
+    pub(crate) fn fresh_copy(&self) -> Result<Tensor> {
+        let out = Tensor::alloc("clone", self.shape(), self.dtype())?;
         with_buffers(&[self], &[&out], |ins, mut o| {
             with_dtype!(self.dtype(), T, {
                 let o = o.pop().expect("output locked");
                 pointwise::map1(src::<T>(ins[0], self), dst::<T>(o, &out), |x| x);
             })
         });
-        out
+        Ok(out)
     }
 
     /// A contiguous copy of the data in fresh storage, cut from the graph.
-    pub fn detached_copy(&self) -> Tensor {
+    pub fn detached_copy(&self) -> Result<Tensor> {
         self.fresh_copy()
     }
 
     /// A contiguous copy with elements cast to `dtype`, without autograd history.
-    pub(crate) fn cast_copy(&self, dtype: crate::DType) -> Tensor {
-        let out = Tensor::alloc(self.shape(), dtype);
-        out.copy_data_from(self)
-            .expect("same shape always broadcasts");
-        out
+    pub(crate) fn cast_copy(&self, dtype: crate::DType) -> Result<Tensor> {
+        let out = Tensor::alloc("to", self.shape(), dtype)?;
+        out.copy_data_from(self)?;
+        Ok(out)
     }
 }

@@ -1,9 +1,8 @@
 //! Making tensors: from Rust data, filled, ranges, identity.
 
-use super::{BufferElement, CpuBuffer, Storage, Tensor};
-use crate::{DType, Device, Error, Layout, Result, Scalar};
+use super::{storage_numel, with_buffers, BufferElement, CpuBuffer, Tensor};
+use crate::{DType, Device, Error, Result, Scalar};
 use kiln_kernels::{with_dtype, Element};
-use std::sync::Arc;
 
 /// Rust data that can become a tensor: a scalar (0-d), an array, nested arrays, a `Vec`.
 /// The dtype follows the element type (`f32` → float32, `i64` → int64, ...).
@@ -71,8 +70,7 @@ impl Tensor {
     /// # Ok::<(), kiln::Error>(())
     /// ```
     pub fn from_vec<T: BufferElement>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
-        if n != data.len() {
+        if kiln_kernels::layout::checked_numel(shape) != Some(data.len()) {
             return Err(Error::op(
                 "from_vec",
                 format!(
@@ -81,11 +79,7 @@ impl Tensor {
                 ),
             ));
         }
-        Ok(Tensor::from_storage(
-            Arc::new(Storage::new(T::wrap(data))),
-            Layout::contiguous(shape),
-            T::DTYPE,
-        ))
+        Ok(Tensor::from_buffer(T::wrap(data), shape))
     }
 
     /// A tensor copying `data`, viewed with `shape`.
@@ -100,12 +94,12 @@ impl Tensor {
 
     /// Uninitialised in PyTorch; zero-filled here, since kiln never exposes uninitialised memory.
     pub fn empty(shape: &[usize], dtype: DType) -> Result<Tensor> {
-        Ok(Tensor::alloc(shape, dtype))
+        Tensor::alloc("empty", shape, dtype)
     }
 
     /// A tensor of zeros.
     pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
-        Ok(Tensor::alloc(shape, dtype))
+        Tensor::alloc("zeros", shape, dtype)
     }
 
     /// A tensor of ones.
@@ -116,20 +110,19 @@ impl Tensor {
     /// A tensor filled with `value`.
     pub fn full(shape: &[usize], value: impl Into<Scalar>, dtype: DType) -> Result<Tensor> {
         let value = value.into();
-        let n: usize = shape.iter().product();
-        let buf: CpuBuffer = with_dtype!(dtype, T, {
-            let v: T = match value {
-                Scalar::Bool(b) => T::from_i64(b as i64),
-                Scalar::Int(i) => T::from_i64(i),
-                Scalar::Float(f) => T::from_f64(f),
-            };
-            T::wrap(vec![v; n])
+        value.check_fits(dtype).map_err(|m| Error::op("full", m))?;
+        let t = Tensor::alloc("full", shape, dtype)?;
+        with_buffers(&[], &[&t], |_, mut o| {
+            with_dtype!(dtype, T, {
+                let v: T = match value {
+                    Scalar::Bool(b) => T::from_i64(b as i64),
+                    Scalar::Int(i) => T::from_i64(i),
+                    Scalar::Float(f) => T::from_f64(f),
+                };
+                T::slice_mut(o[0]).expect("allocated as dtype").fill(v);
+            })
         });
-        Ok(Tensor::from_storage(
-            Arc::new(Storage::new(buf)),
-            Layout::contiguous(shape),
-            dtype,
-        ))
+        Ok(t)
     }
 
     /// Like [`Tensor::full`], on the given device.
@@ -176,7 +169,8 @@ impl Tensor {
             end.into().to_f64(),
             step.into().to_f64(),
         );
-        if st == 0.0 {
+        // `!(st > 0 || st < 0)` also catches a NaN step, as PyTorch's check does.
+        if !(st > 0.0 || st < 0.0) {
             return Err(Error::op("arange", "step must be nonzero"));
         }
         if !(s.is_finite() && e.is_finite()) {
@@ -191,15 +185,16 @@ impl Tensor {
                 "upper bound and larger bound inconsistent with step sign",
             ));
         }
-        let n = ((e - s) / st).ceil().max(0.0) as usize;
+        let n = ((e - s) / st).ceil();
+        if !(0.0..=i64::MAX as f64).contains(&n) {
+            return Err(Error::op("arange", "invalid size, possible overflow?"));
+        }
+        let n = n as usize;
+        storage_numel("arange", &[n], dtype)?;
         let buf = with_dtype!(dtype, T, {
-            T::wrap((0..n).map(|i| T::from_f64(s + i as f64 * st)).collect())
+            CpuBuffer::from_fn("arange", n, |i| T::from_f64(s + i as f64 * st))?
         });
-        Ok(Tensor::from_storage(
-            Arc::new(Storage::new(buf)),
-            Layout::contiguous(&[n]),
-            dtype,
-        ))
+        Ok(Tensor::from_buffer(buf, &[n]))
     }
 
     /// `steps` evenly spaced values from `start` to `end` inclusive.
@@ -212,39 +207,32 @@ impl Tensor {
         // Fill from both ends like PyTorch, so the last value is exactly `end`.
         // With one step the value is `start`; otherwise split at the middle.
         let half = if steps == 1 { 1 } else { steps / 2 };
-        let vals: Vec<f64> = (0..steps)
-            .map(|i| {
-                if i < half {
-                    start + step * i as f64
-                } else {
-                    end - step * (steps - 1 - i) as f64
-                }
-            })
-            .collect();
+        let val = |i: usize| {
+            if i < half {
+                start + step * i as f64
+            } else {
+                end - step * (steps - 1 - i) as f64
+            }
+        };
+        storage_numel("linspace", &[steps], dtype)?;
         let buf = with_dtype!(dtype, T, {
-            T::wrap(vals.iter().map(|&v| T::from_f64(v)).collect())
+            CpuBuffer::from_fn("linspace", steps, |i| T::from_f64(val(i)))?
         });
-        Ok(Tensor::from_storage(
-            Arc::new(Storage::new(buf)),
-            Layout::contiguous(&[steps]),
-            dtype,
-        ))
+        Ok(Tensor::from_buffer(buf, &[steps]))
     }
 
     /// An `n × m` matrix with ones on the diagonal.
     pub fn eye(n: usize, m: Option<usize>, dtype: DType) -> Result<Tensor> {
         let m = m.unwrap_or(n);
-        let buf = with_dtype!(dtype, T, {
-            let mut v = vec![T::default(); n * m];
-            for i in 0..n.min(m) {
-                v[i * m + i] = T::from_i64(1);
-            }
-            T::wrap(v)
+        let t = Tensor::alloc("eye", &[n, m], dtype)?;
+        with_buffers(&[], &[&t], |_, mut o| {
+            with_dtype!(dtype, T, {
+                let v = T::slice_mut(o[0]).expect("allocated as dtype");
+                for i in 0..n.min(m) {
+                    v[i * m + i] = T::from_i64(1);
+                }
+            })
         });
-        Ok(Tensor::from_storage(
-            Arc::new(Storage::new(buf)),
-            Layout::contiguous(&[n, m]),
-            dtype,
-        ))
+        Ok(t)
     }
 }

@@ -64,6 +64,22 @@ pub(crate) struct AutogradMeta {
     pub view_base: Option<Tensor>,
 }
 
+/// The element count of a new contiguous tensor of `shape`, or PyTorch's error when the
+/// count overflows.
+pub(crate) fn storage_numel(op: &str, shape: &[usize], dtype: DType) -> Result<usize> {
+    kiln_kernels::layout::checked_numel(shape)
+        .filter(|n| {
+            n.checked_mul(dtype.size_in_bytes())
+                .is_some_and(|b| b <= i64::MAX as usize)
+        })
+        .ok_or_else(|| {
+            Error::op(
+                op,
+                format!("Storage size calculation overflowed with sizes={shape:?}"),
+            )
+        })
+}
+
 impl Tensor {
     /// Wraps storage and a layout into a new tensor with no autograd history.
     pub(crate) fn from_storage(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Tensor {
@@ -76,11 +92,23 @@ impl Tensor {
         }))
     }
 
-    /// A fresh contiguous tensor of zeros (the allocation every op output starts from).
-    pub(crate) fn alloc(shape: &[usize], dtype: DType) -> Tensor {
-        let n = shape.iter().product();
+    /// A fresh contiguous tensor of zeros (the allocation every op output starts from), or
+    /// `op`'s error when the shape is too large to count or to allocate.
+    pub(crate) fn alloc(op: &str, shape: &[usize], dtype: DType) -> Result<Tensor> {
+        let n = storage_numel(op, shape, dtype)?;
+        Ok(Tensor::from_storage(
+            Arc::new(Storage::new(CpuBuffer::zeros(op, dtype, n)?)),
+            Layout::contiguous(shape),
+            dtype,
+        ))
+    }
+
+    /// A contiguous tensor over `buf`, which holds exactly the shape's element count.
+    pub(crate) fn from_buffer(buf: CpuBuffer, shape: &[usize]) -> Tensor {
+        let dtype = buf.dtype();
+        debug_assert_eq!(Some(buf.len()), kiln_kernels::layout::checked_numel(shape));
         Tensor::from_storage(
-            Arc::new(Storage::new(CpuBuffer::zeros(dtype, n))),
+            Arc::new(Storage::new(buf)),
             Layout::contiguous(shape),
             dtype,
         )

@@ -1,12 +1,12 @@
 //! Random tensors from a seedable [`Generator`] (ChaCha-based, via `rand`), and the global
 //! default generator that [`manual_seed`] reseeds.
 
-use super::{BufferElement, Storage, Tensor};
-use crate::{DType, Error, Layout, Result};
+use super::{storage_numel, BufferElement, CpuBuffer, Tensor};
+use crate::{DType, Error, Result};
 use kiln_kernels::{with_dtype, Element};
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// PyTorch's default seed, so an unseeded program is still reproducible.
 const DEFAULT_SEED: u64 = 67280421310721;
@@ -57,16 +57,37 @@ fn float_only(op: &str, dtype: DType) -> Result<()> {
     }
 }
 
-fn build(shape: &[usize], dtype: DType, mut sample: impl FnMut() -> f64) -> Tensor {
-    let n: usize = shape.iter().product();
-    let buf = with_dtype!(dtype, T, {
-        T::wrap((0..n).map(|_| T::from_f64(sample())).collect())
-    });
-    Tensor::from_storage(
-        Arc::new(Storage::new(buf)),
-        Layout::contiguous(shape),
-        dtype,
-    )
+fn build<T: BufferElement>(
+    op: &str,
+    shape: &[usize],
+    mut sample: impl FnMut() -> T,
+) -> Result<Tensor> {
+    let n = storage_numel(op, shape, T::DTYPE)?;
+    let buf = CpuBuffer::from_fn(op, n, |_| sample())?;
+    Ok(Tensor::from_buffer(buf, shape))
+}
+
+/// PyTorch's bounds check on `randint`'s range for `dtype`.
+fn check_randint_bounds(low: i64, high: i64, dtype: DType) -> Result<()> {
+    let (min, max): (i64, i64) = match dtype {
+        DType::Bool => (0, 1),
+        DType::U8 => (0, u8::MAX as i64),
+        DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+        DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+        DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+        DType::I64 | DType::F32 | DType::F64 => (i64::MIN, i64::MAX),
+        DType::F16 => (-65504, 65504),
+        DType::BF16 => (i64::MIN, i64::MAX),
+    };
+    for (v, name) in [(low, "from"), (high - 1, "to - 1")] {
+        if v < min || v > max {
+            return Err(Error::op(
+                "randint",
+                format!("{name} is out of bounds for {}", dtype.scalar_type_name()),
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Tensor {
@@ -78,7 +99,9 @@ impl Tensor {
     /// Uniform samples from `[0, 1)`, from `gen`.
     pub fn rand_with(shape: &[usize], dtype: DType, gen: &mut Generator) -> Result<Tensor> {
         float_only("uniform_", dtype)?;
-        Ok(build(shape, dtype, || gen.rng.random::<f64>()))
+        with_dtype!(dtype, T, {
+            build("rand", shape, || T::from_f64(gen.rng.random::<f64>()))
+        })
     }
 
     /// Standard normal samples, from the global generator.
@@ -89,7 +112,11 @@ impl Tensor {
     /// Standard normal samples, from `gen`.
     pub fn randn_with(shape: &[usize], dtype: DType, gen: &mut Generator) -> Result<Tensor> {
         float_only("normal_", dtype)?;
-        Ok(build(shape, dtype, || StandardNormal.sample(&mut gen.rng)))
+        with_dtype!(dtype, T, {
+            build("randn", shape, || {
+                T::from_f64(StandardNormal.sample(&mut gen.rng))
+            })
+        })
     }
 
     /// Integers uniform in `[low, high)`, from the global generator.
@@ -113,19 +140,26 @@ impl Tensor {
                 ),
             ));
         }
-        Ok(build(shape, dtype, || {
-            gen.rng.random_range(low..high) as f64
-        }))
+        check_randint_bounds(low, high, dtype)?;
+        // Drawn as i64 and converted once: going through f64 would round values beyond 2^53
+        // and could reach `high`.
+        with_dtype!(dtype, T, {
+            build("randint", shape, || {
+                T::from_i64(gen.rng.random_range(low..high))
+            })
+        })
     }
 
     /// A random permutation of `0..n` as int64, from the global generator.
     pub fn randperm(n: usize) -> Result<Tensor> {
+        storage_numel("randperm", &[n], DType::I64)?;
+        let mut buf = CpuBuffer::from_fn("randperm", n, |i| i as i64)?;
+        let v = i64::slice_mut(&mut buf).expect("allocated as int64");
         with_default(|g| {
-            let mut v: Vec<i64> = (0..n as i64).collect();
             for i in (1..n).rev() {
                 v.swap(i, g.rng.random_range(0..=i));
             }
-            Tensor::from_vec(v, &[n])
-        })
+        });
+        Ok(Tensor::from_buffer(buf, &[n]))
     }
 }

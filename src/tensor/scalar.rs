@@ -41,6 +41,50 @@ impl Scalar {
         }
     }
 
+    /// Checks that this value converts to `dtype` without overflow, with PyTorch's error
+    /// (`torch.full((2,), 300, dtype=torch.uint8)` fails). Infinities and NaN fit every float
+    /// dtype; a negative integer fits an unsigned dtype while it wraps at most once, as in
+    /// PyTorch; every value converts to bool.
+    pub(crate) fn check_fits(self, dtype: DType) -> Result<(), String> {
+        let (lo, hi, name) = match dtype {
+            DType::Bool => return Ok(()),
+            DType::U8 => (-255.0, 255.0, "uint8_t"),
+            DType::I8 => (-128.0, 127.0, "int8_t"),
+            DType::I16 => (-32768.0, 32767.0, "int16_t"),
+            DType::I32 => (-2147483648.0, 2147483647.0, "int"),
+            DType::I64 => (i64::MIN as f64, i64::MAX as f64, "int64_t"),
+            DType::F16 => (-65504.0, 65504.0, "at::Half"),
+            DType::BF16 => (
+                -3.3895313892515355e38,
+                3.3895313892515355e38,
+                "at::BFloat16",
+            ),
+            DType::F32 => (f32::MIN as f64, f32::MAX as f64, "float"),
+            DType::F64 => return Ok(()),
+        };
+        let fits = match self {
+            Scalar::Bool(_) => true,
+            // Exact for every integer dtype's bounds but int64's, which any i64 fits.
+            Scalar::Int(i) => dtype == DType::I64 || (lo..=hi).contains(&(i as f64)),
+            Scalar::Float(f) if dtype.is_floating_point() => {
+                f.is_nan() || f.is_infinite() || (lo..=hi).contains(&f)
+            }
+            // A float into an integer dtype: NaN and infinities never fit; the i64 upper
+            // bound as f64 is 2^63, itself out of range.
+            Scalar::Float(f) => {
+                let lo = if dtype == DType::U8 { 0.0 } else { lo };
+                f >= lo && (f < hi || (dtype != DType::I64 && f == hi))
+            }
+        };
+        if fits {
+            Ok(())
+        } else {
+            Err(format!(
+                "value cannot be converted to type {name} without overflow"
+            ))
+        }
+    }
+
     /// True for a float scalar.
     pub fn is_floating_point(self) -> bool {
         matches!(self, Scalar::Float(_))

@@ -1,7 +1,7 @@
 //! Storage: one typed buffer shared by a tensor and all its views, with the version counter
 //! that in-place ops bump and saved tensors check.
 
-use crate::{DType, Device};
+use crate::{DType, Device, Error, Result};
 use half::{bf16, f16};
 use kiln_kernels::Element;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -63,10 +63,73 @@ macro_rules! buffer_element {
 buffer_element!(bool => Bool, u8 => U8, i8 => I8, i16 => I16, i32 => I32, i64 => I64,
                 f16 => F16, bf16 => BF16, f32 => F32, f64 => F64);
 
+/// Element types whose all-zero bit pattern is a valid value (false, 0, +0.0).
+///
+/// # Safety
+/// Implement only for types where every value made of zero bytes is initialised and valid.
+unsafe trait ZeroIsValid: BufferElement {}
+
+macro_rules! zero_is_valid {
+    ($($t:ty),*) => { $(
+        // SAFETY: a zeroed bool is `false`, a zeroed integer is 0, a zeroed IEEE float
+        // (f16, bf16, f32, f64) is +0.0.
+        unsafe impl ZeroIsValid for $t {}
+    )* };
+}
+zero_is_valid!(bool, u8, i8, i16, i32, i64, f16, bf16, f32, f64);
+
+/// `len` zeros, or the number of bytes that could not be allocated. Zeroed pages come
+/// straight from the allocator (`calloc`), so a large buffer costs no fill pass, and an
+/// impossible size is an `Err` rather than an abort.
+fn zeroed_vec<T: ZeroIsValid>(len: usize) -> Result<Vec<T>, u128> {
+    let bytes = len as u128 * std::mem::size_of::<T>() as u128;
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<T>(len).map_err(|_| bytes)?;
+    // SAFETY: `layout` has a non-zero size: `len > 0` and every `ZeroIsValid` type is at
+    // least one byte.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if ptr.is_null() {
+        return Err(bytes);
+    }
+    // SAFETY: `ptr` comes from the global allocator with `T`'s alignment and room for exactly
+    // `len` values (so capacity = `len`), and zero bytes are a valid `T` (`ZeroIsValid`), so
+    // all `len` elements are initialised.
+    Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
+}
+
+/// PyTorch's allocation failure, for a buffer of `bytes`.
+fn out_of_memory(op: &str, bytes: u128) -> Error {
+    Error::op(
+        op,
+        format!("DefaultCPUAllocator: not enough memory: you tried to allocate {bytes} bytes."),
+    )
+}
+
 impl CpuBuffer {
-    /// A buffer of `len` zeros (false for bool).
-    pub fn zeros(dtype: DType, len: usize) -> CpuBuffer {
-        kiln_kernels::with_dtype!(dtype, T, { T::wrap(vec![T::default(); len]) })
+    /// A buffer of `len` zeros (false for bool), or `op`'s out-of-memory error.
+    pub fn zeros(op: &str, dtype: DType, len: usize) -> Result<CpuBuffer> {
+        kiln_kernels::with_dtype!(dtype, T, {
+            zeroed_vec::<T>(len)
+                .map(T::wrap)
+                .map_err(|bytes| out_of_memory(op, bytes))
+        })
+    }
+
+    /// A buffer of `len` values `f(i)`, allocated fallibly like [`CpuBuffer::zeros`].
+    pub(crate) fn from_fn<T: BufferElement>(
+        op: &str,
+        len: usize,
+        f: impl FnMut(usize) -> T,
+    ) -> Result<CpuBuffer> {
+        let mut buf = CpuBuffer::zeros(op, T::DTYPE, len)?;
+        let s = T::slice_mut(&mut buf).expect("allocated with T's dtype");
+        s.iter_mut().enumerate().for_each({
+            let mut f = f;
+            move |(i, x)| *x = f(i)
+        });
+        Ok(buf)
     }
 }
 
@@ -74,6 +137,8 @@ impl CpuBuffer {
 #[derive(Debug)]
 pub struct Storage {
     buf: RwLock<CpuBuffer>,
+    /// Elements in `buf`: fixed for the storage's life, so readable without the lock.
+    len: usize,
     version: AtomicU64,
     device: Device,
 }
@@ -82,10 +147,21 @@ impl Storage {
     /// Wraps a buffer.
     pub fn new(buf: CpuBuffer) -> Self {
         Storage {
+            len: buf.len(),
             buf: RwLock::new(buf),
             version: AtomicU64::new(0),
             device: Device::Cpu,
         }
+    }
+
+    /// Number of elements in the buffer.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the buffer holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// The device the buffer lives on.

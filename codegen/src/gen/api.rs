@@ -127,7 +127,13 @@ fn promote_expr(op: &Op) -> TokenStream {
         Promote::IntToFloat => {
             quote!({ #collect launch::int_to_float(launch::result_type(&operands)) })
         }
-        Promote::Same => quote!({ #collect launch::same_dtype(OP, &operands)? }),
+        Promote::Same => {
+            let msg = match &op.same_dtype_error {
+                Some(m) => quote!(Some(#m)),
+                None => quote!(None),
+            };
+            quote!({ #collect launch::same_dtype(OP, #msg, &operands)? })
+        }
         Promote::SelfType => quote!(self_.dtype()),
         Promote::Sum => quote!(launch::sum_dtype(self_.dtype(), dtype)),
         Promote::Arg(name) => {
@@ -214,7 +220,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                     .iter()
                     .filter(|a| !a.kind.is_tensor())
                     .map(kernel_value);
-                quote!(kiln_kernels::cpu::#module::#f(#(#vals),*).map_err(|m| Error::op(OP, m))?;)
+                quote!(kiln_kernels::cpu::#module::#f(compute, #(#vals),*).map_err(|m| Error::op(OP, m))?;)
             } else {
                 quote!()
             };
@@ -289,15 +295,15 @@ fn compute_fn(op: &Op) -> TokenStream {
             quote! {
                 fn #name(#(#params,)* dest: Option<&Tensor>) -> Result<#ret> {
                     const OP: &str = #op_lit;
-                    #check
                     let compute: DType = #promote;
+                    #check
                     #alpha_check
                     let shape = launch::broadcast_shapes(OP, &[#(#tnames),*])?;
-                    let out = launch::output(dest, &shape, #out_dtype);
+                    let out = launch::output(OP, dest, &shape, #out_dtype)?;
                     #(#prep)*
                     launch::dispatch!(OP, compute, [#(#dts),*], T => {
                         #(#consts)*
-                        launch::#map::#generics(#(&#tnames,)* &out, move |#(#tnames),*| #body);
+                        launch::#map::#generics(#(&#tnames,)* &out, move |#(#tnames),*| #body)?;
                     })?;
                     Ok(out)
                 }
@@ -327,7 +333,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                                 src_args.push(quote!({ let i = next(); launch::src::<#t>(bufs[i], &inputs[i]) }));
                             }
                             None => {
-                                prep.push(quote!(let #id = launch::cast(#id, compute);));
+                                prep.push(quote!(let #id = launch::cast(#id, compute)?;));
                                 src_args.push(quote!({
                                     let i = next();
                                     launch::src::<T>(bufs[i], &inputs[i])
@@ -338,7 +344,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                         meta_args.push(quote!(#id.shape()));
                     }
                     ArgKind::TensorList => {
-                        prep.push(quote!(let #id: Vec<Tensor> = #id.iter().map(|t| launch::cast(t, compute)).collect();));
+                        prep.push(quote!(let #id: Vec<Tensor> = #id.iter().map(|t| launch::cast(t, compute)).collect::<Result<_>>()?;));
                         inputs.push(quote!(inputs.extend(#id.iter().cloned());));
                         meta_args.push(quote!(&#id.iter().map(|t| t.shape()).collect::<Vec<_>>()));
                         src_args.push(quote!(&(0..#id.len()).map(|_| { let i = next(); launch::src::<T>(bufs[i], &inputs[i]) }).collect::<Vec<_>>()));
@@ -357,9 +363,9 @@ fn compute_fn(op: &Op) -> TokenStream {
             let out_allocs = (0..outs.len()).map(|i| match op.output_fixed_dtype(i) {
                 Some(d) => {
                     let v = dtype_variant(&d);
-                    quote!(Tensor::alloc(&shapes[#i], DType::#v))
+                    quote!(Tensor::alloc(OP, &shapes[#i], DType::#v)?)
                 }
-                None => quote!(Tensor::alloc(&shapes[#i], compute)),
+                None => quote!(Tensor::alloc(OP, &shapes[#i], compute)?),
             });
             let dst_args = (0..outs.len()).map(|i| {
                 let t = match op.output_fixed_dtype(i) {
@@ -549,7 +555,7 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
                 .as_ref()
                 .is_some_and(|d| d.formulas.iter().any(|f| f.uses.names.contains("self")));
             let original = if needs_original {
-                quote!(let original = if record { Some(self.detached_copy()) } else { None };)
+                quote!(let original = if record { Some(self.detached_copy()?) } else { None };)
             } else {
                 quote!(let original: Option<Tensor> = None;)
             };
@@ -568,7 +574,7 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
             let rec_fresh = if has_record {
                 let outs = outputs_of(op, &quote!(result));
                 let orig = if needs_original {
-                    quote!(Some(&self.detached_copy()))
+                    quote!(Some(&self.detached_copy()?))
                 } else {
                     quote!(None)
                 };
@@ -619,6 +625,12 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
             let idx = (0..n).map(syn::Index::from);
             quote!([#(&result.#idx),*])
         };
+        // An op that insists on one dtype also rejects an `out=` of another (PyTorch's
+        // gather / scatter); others cast into `out` when the cast is safe.
+        let commit = match &op.same_dtype_error {
+            Some(m) => quote!(launch::commit_out_same_dtype(#op_lit, #m, o, r)?;),
+            None => quote!(launch::commit_out(#op_lit, o, r)?;),
+        };
         let ret_val = if n == 1 {
             let o = &outs[0];
             quote!(#o.clone())
@@ -631,7 +643,7 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
                 #(#norm)*
                 let result = #compute(#(#a),* #dest_none)?;
                 for (o, r) in [#(#outs),*].into_iter().zip(#result_list) {
-                    launch::commit_out(#op_lit, o, r)?;
+                    #commit
                 }
                 Ok(#ret_val)
             }

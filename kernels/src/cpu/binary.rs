@@ -1,6 +1,6 @@
 //! Scalar functions of pointwise binary and ternary ops, on compute types.
 
-use crate::{Arith, FloatMath, KResult};
+use crate::{Arith, DType, FloatMath, KResult};
 
 /// `a + alpha * b`.
 #[inline(always)]
@@ -30,6 +30,37 @@ pub fn div<T: Arith>(a: T, b: T) -> T {
 #[inline(always)]
 pub fn pow<T: Arith + Pow>(a: T, b: T) -> T {
     a.pow(b)
+}
+
+/// `a ** e` for a Python-number exponent; the same kernel as [`pow`], with its own check.
+#[inline(always)]
+pub fn pow_scalar<T: Arith + Pow>(a: T, e: T) -> T {
+    a.pow(e)
+}
+
+/// PyTorch's checks on a scalar exponent: an integer base takes no negative integer power,
+/// and the exponent must fit the base's integer type (an integer computation means both
+/// are integers: a float exponent would have promoted it to float).
+pub fn pow_scalar_check(compute: DType, exponent: f64) -> KResult<()> {
+    if compute.is_floating_point() {
+        return Ok(());
+    }
+    if exponent < 0.0 {
+        return Err("Integers to negative integer powers are not allowed.".into());
+    }
+    let (max, name) = match compute {
+        DType::U8 => (u8::MAX as f64, "uint8_t"),
+        DType::I8 => (i8::MAX as f64, "int8_t"),
+        DType::I16 => (i16::MAX as f64, "int16_t"),
+        DType::I32 => (i32::MAX as f64, "int"),
+        _ => (f64::INFINITY, ""),
+    };
+    if exponent > max {
+        return Err(format!(
+            "value cannot be converted to type {name} without overflow"
+        ));
+    }
+    Ok(())
 }
 
 /// The larger of `a` and `b`, NaN if either is NaN.
@@ -73,7 +104,7 @@ pub fn clamp<T: Arith>(x: T, min: Option<T>, max: Option<T>) -> T {
 }
 
 /// Checks `clamp`'s bounds.
-pub fn clamp_check(min: Option<f64>, max: Option<f64>) -> KResult<()> {
+pub fn clamp_check(_compute: DType, min: Option<f64>, max: Option<f64>) -> KResult<()> {
     if min.is_none() && max.is_none() {
         return Err("torch.clamp: At least one of 'min' or 'max' must not be None".into());
     }
@@ -129,7 +160,17 @@ macro_rules! int_pow {
                     // Only 1 and -1 have integer reciprocals.
                     return match self as i64 { 1 => 1, -1 => if (e as i64) % 2 == 0 { 1 } else { self }, _ => 0 };
                 }
-                self.wrapping_pow(e as u32)
+                // Square-and-multiply over the full exponent: `e as u32` would truncate
+                // an exponent of 2^32 or more.
+                let (mut base, mut e, mut acc) = (self, e as u64, 1 as $t);
+                while e > 0 {
+                    if e & 1 == 1 {
+                        acc = acc.wrapping_mul(base);
+                    }
+                    base = base.wrapping_mul(base);
+                    e >>= 1;
+                }
+                acc
             }
         }
     )*};

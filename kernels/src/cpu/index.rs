@@ -9,6 +9,7 @@ use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::cpu::shape::{contiguous_out, row_major, split_at_dim};
 use crate::cpu::strided::for_each_run;
 use crate::layout::{contiguous_strides, wrap_dim};
+use crate::parallel::{fan_out, install};
 use crate::{Arith, Dst, Element, KResult, Layout, Src};
 use rayon::prelude::*;
 
@@ -105,8 +106,10 @@ pub fn index_select<T: Element>(
             dst[r * inner..(r + 1) * inner].copy_from_slice(&x[from..from + inner]);
         }
     };
-    if o.len() >= PARALLEL_MIN && outer > 1 {
-        o.par_chunks_mut(block).enumerate().for_each(fill);
+    if fan_out(o.len() >= PARALLEL_MIN && outer > 1) {
+        install(|| {
+            o.par_chunks_mut(block).enumerate().for_each(fill);
+        })
     } else {
         o.chunks_mut(block).enumerate().for_each(fill);
     }

@@ -7,6 +7,7 @@
 //! rows (`mm`) or batches (`bmm`) with rayon; `matrixmultiply` itself runs single-threaded.
 
 use crate::cpu::shape::contiguous_out;
+use crate::parallel::{fan_out, install};
 use crate::{Arith, DType, Dst, Element, KResult, Src};
 use rayon::prelude::*;
 use std::any::TypeId;
@@ -126,13 +127,15 @@ fn by_row_blocks<E: Send>(
     c: &mut [E],
     f: impl Fn(usize, &mut [E]) + Sync,
 ) {
-    if m > 1 && m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS {
-        let rows = m
-            .div_ceil(rayon::current_num_threads())
-            .max(MIN_ROWS_PER_TASK);
-        c.par_chunks_mut(rows * n)
-            .enumerate()
-            .for_each(|(t, block)| f(t * rows, block));
+    if fan_out(m > 1 && m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS) {
+        install(|| {
+            let rows = m
+                .div_ceil(crate::parallel::num_threads())
+                .max(MIN_ROWS_PER_TASK);
+            c.par_chunks_mut(rows * n)
+                .enumerate()
+                .for_each(|(t, block)| f(t * rows, block));
+        })
     } else {
         f(0, c);
     }
@@ -425,10 +428,12 @@ pub fn bmm<T: Element>(self_: Src<'_, T>, mat2: Src<'_, T>, mut out: Dst<'_, T>)
         );
         gemm(m, k, n, a, b, cb)
     };
-    if bs > 1 && bs.saturating_mul(m * n).saturating_mul(k) >= PARALLEL_FLOPS {
-        c.par_chunks_mut(m * n)
-            .enumerate()
-            .try_for_each(|(bi, cb)| one(bi, cb))
+    if fan_out(bs > 1 && bs.saturating_mul(m * n).saturating_mul(k) >= PARALLEL_FLOPS) {
+        install(|| {
+            c.par_chunks_mut(m * n)
+                .enumerate()
+                .try_for_each(|(bi, cb)| one(bi, cb))
+        })
     } else {
         c.chunks_mut(m * n)
             .enumerate()

@@ -6,6 +6,7 @@
 //! runs the innermost dim as a strided run.
 
 use crate::cpu::strided::for_each_run;
+use crate::parallel::{fan_out, install};
 use crate::{Dst, Element, Src};
 use rayon::prelude::*;
 
@@ -17,12 +18,14 @@ const CHUNK: usize = 1 << 13;
 pub fn map1<A: Element, O: Element>(a: Src<A>, mut out: Dst<O>, f: impl Fn(A) -> O + Sync) {
     let n = out.layout.numel();
     if let (Some(a), Some(o)) = (a.as_contiguous(), out.as_contiguous_mut()) {
-        if n >= PARALLEL_MIN {
-            o.par_chunks_mut(CHUNK)
-                .zip(a.par_chunks(CHUNK))
-                .for_each(|(o, a)| {
-                    o.iter_mut().zip(a).for_each(|(o, &a)| *o = f(a));
-                });
+        if fan_out(n >= PARALLEL_MIN) {
+            install(|| {
+                o.par_chunks_mut(CHUNK)
+                    .zip(a.par_chunks(CHUNK))
+                    .for_each(|(o, a)| {
+                        o.iter_mut().zip(a).for_each(|(o, &a)| *o = f(a));
+                    });
+            })
         } else {
             o.iter_mut().zip(a).for_each(|(o, &a)| *o = f(a));
         }
@@ -49,14 +52,16 @@ pub fn map2<A: Element, B: Element, O: Element>(
         b.as_contiguous(),
         out.as_contiguous_mut(),
     ) {
-        if n >= PARALLEL_MIN {
-            o.par_chunks_mut(CHUNK)
-                .zip(a.par_chunks(CHUNK).zip(b.par_chunks(CHUNK)))
-                .for_each(|(o, (a, b))| {
-                    o.iter_mut()
-                        .zip(a.iter().zip(b))
-                        .for_each(|(o, (&a, &b))| *o = f(a, b));
-                });
+        if fan_out(n >= PARALLEL_MIN) {
+            install(|| {
+                o.par_chunks_mut(CHUNK)
+                    .zip(a.par_chunks(CHUNK).zip(b.par_chunks(CHUNK)))
+                    .for_each(|(o, (a, b))| {
+                        o.iter_mut()
+                            .zip(a.iter().zip(b))
+                            .for_each(|(o, (&a, &b))| *o = f(a, b));
+                    });
+            })
         } else {
             o.iter_mut()
                 .zip(a.iter().zip(b))
@@ -133,9 +138,11 @@ pub fn copy_cast<A: Element, O: Element>(a: Src<A>, out: Dst<O>) {
 pub fn map1_assign<O: Element>(mut out: Dst<O>, f: impl Fn(O) -> O + Sync) {
     let n = out.layout.numel();
     if let Some(o) = out.as_contiguous_mut() {
-        if n >= PARALLEL_MIN {
-            o.par_chunks_mut(CHUNK)
-                .for_each(|o| o.iter_mut().for_each(|o| *o = f(*o)));
+        if fan_out(n >= PARALLEL_MIN) {
+            install(|| {
+                o.par_chunks_mut(CHUNK)
+                    .for_each(|o| o.iter_mut().for_each(|o| *o = f(*o)));
+            })
         } else {
             o.iter_mut().for_each(|o| *o = f(*o));
         }
@@ -157,12 +164,14 @@ pub fn map2_assign<O: Element, B: Element>(
 ) {
     let n = out.layout.numel();
     if let (Some(b), Some(o)) = (b.as_contiguous(), out.as_contiguous_mut()) {
-        if n >= PARALLEL_MIN {
-            o.par_chunks_mut(CHUNK)
-                .zip(b.par_chunks(CHUNK))
-                .for_each(|(o, b)| {
-                    o.iter_mut().zip(b).for_each(|(o, &b)| *o = f(*o, b));
-                });
+        if fan_out(n >= PARALLEL_MIN) {
+            install(|| {
+                o.par_chunks_mut(CHUNK)
+                    .zip(b.par_chunks(CHUNK))
+                    .for_each(|(o, b)| {
+                        o.iter_mut().zip(b).for_each(|(o, &b)| *o = f(*o, b));
+                    });
+            })
         } else {
             o.iter_mut().zip(b).for_each(|(o, &b)| *o = f(*o, b));
         }

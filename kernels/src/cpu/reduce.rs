@@ -10,6 +10,7 @@
 use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::cpu::shape::contiguous_out;
 use crate::layout::wrap_dim;
+use crate::parallel::{fan_out, install};
 use crate::{Arith, DType, Dst, Element, KResult, Layout, Src};
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -106,10 +107,12 @@ fn map_groups<T: Element, O: Send>(
     out: &mut [O],
     f: impl Fn(&[T]) -> O + Sync,
 ) {
-    if data.len() >= PARALLEL_MIN && out.len() > 1 {
-        out.par_iter_mut()
-            .zip(data.par_chunks(group))
-            .for_each(|(o, g)| *o = f(g));
+    if fan_out(data.len() >= PARALLEL_MIN && out.len() > 1) {
+        install(|| {
+            out.par_iter_mut()
+                .zip(data.par_chunks(group))
+                .for_each(|(o, g)| *o = f(g));
+        })
     } else {
         out.iter_mut()
             .zip(data.chunks(group))
@@ -148,9 +151,11 @@ fn pairwise_sum<T: Element>(xs: &[T]) -> T::Compute {
         return block_sum(xs);
     }
     let (a, b) = xs.split_at(xs.len() / 2);
-    if xs.len() >= PARALLEL_MIN {
-        let (x, y) = rayon::join(|| pairwise_sum(a), || pairwise_sum(b));
-        x.add(y)
+    if fan_out(xs.len() >= PARALLEL_MIN) {
+        install(|| {
+            let (x, y) = rayon::join(|| pairwise_sum(a), || pairwise_sum(b));
+            x.add(y)
+        })
     } else {
         pairwise_sum(a).add(pairwise_sum(b))
     }
@@ -202,12 +207,14 @@ fn sum_middle<T: Element>(x: &[T], r: usize, inner: usize, o: &mut [T]) {
         column_sum(&x[oi * r * inner + j0..], r, inner, &mut acc);
         dst.iter_mut().zip(&acc).for_each(|(d, &a)| *d = T::down(a));
     };
-    if x.len() >= PARALLEL_MIN {
-        o.par_chunks_mut(inner).enumerate().for_each(|(oi, row)| {
-            row.par_chunks_mut(COLS)
-                .enumerate()
-                .for_each(|(c, dst)| block(oi, c * COLS, dst));
-        });
+    if fan_out(x.len() >= PARALLEL_MIN) {
+        install(|| {
+            o.par_chunks_mut(inner).enumerate().for_each(|(oi, row)| {
+                row.par_chunks_mut(COLS)
+                    .enumerate()
+                    .for_each(|(c, dst)| block(oi, c * COLS, dst));
+            });
+        })
     } else {
         for (oi, row) in o.chunks_mut(inner).enumerate() {
             row.chunks_mut(COLS)
@@ -336,17 +343,18 @@ fn combine<T: Element, const MAX: bool>(a: (usize, T), b: (usize, T)) -> (usize,
 /// [`arg_extreme`] over one long run, split into chunks across threads when large.
 fn arg_extreme_all<T: Element, const MAX: bool>(xs: &[T]) -> (usize, T) {
     const CHUNK: usize = 1 << 14;
-    if xs.len() < PARALLEL_MIN {
+    if !fan_out(xs.len() >= PARALLEL_MIN) {
         return arg_extreme::<T, MAX>(xs);
     }
-    let partial: Vec<(usize, T)> = xs
-        .par_chunks(CHUNK)
-        .enumerate()
-        .map(|(c, chunk)| {
-            let (i, v) = arg_extreme::<T, MAX>(chunk);
-            (c * CHUNK + i, v)
-        })
-        .collect();
+    let partial: Vec<(usize, T)> = install(|| {
+        xs.par_chunks(CHUNK)
+            .enumerate()
+            .map(|(c, chunk)| {
+                let (i, v) = arg_extreme::<T, MAX>(chunk);
+                (c * CHUNK + i, v)
+            })
+            .collect()
+    });
     // Folding in chunk order keeps ties and NaNs on their first occurrence.
     partial
         .into_iter()
@@ -400,12 +408,14 @@ fn extreme_dim<T: Element, const MAX: bool>(
                 let (bi, bv) = arg_extreme::<T, MAX>(g);
                 (*v, *i) = (bv, bi as i64);
             };
-            if data.len() >= PARALLEL_MIN && indices.len() > 1 {
-                values
-                    .par_iter_mut()
-                    .zip(indices.par_iter_mut())
-                    .zip(data.par_chunks(group))
-                    .for_each(|(o, g)| pick(o, g));
+            if fan_out(data.len() >= PARALLEL_MIN && indices.len() > 1) {
+                install(|| {
+                    values
+                        .par_iter_mut()
+                        .zip(indices.par_iter_mut())
+                        .zip(data.par_chunks(group))
+                        .for_each(|(o, g)| pick(o, g));
+                })
             } else {
                 values
                     .iter_mut()

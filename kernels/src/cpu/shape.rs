@@ -4,6 +4,7 @@
 
 use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::layout::wrap_dim;
+use crate::parallel::{fan_out, install};
 use crate::{Dst, Element, KResult, Src};
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -142,10 +143,12 @@ pub fn cat<T: Element>(tensors: &[Src<'_, T>], dim: i64, mut out: Dst<'_, T>) ->
                 .copy_from_slice(&p.data[oi * p.width..(oi + 1) * p.width]);
         }
     };
-    if o.len() >= PARALLEL_MIN && outer > 1 {
-        o.par_chunks_mut(row)
-            .enumerate()
-            .for_each(|(oi, dst)| copy_row(oi, dst));
+    if fan_out(o.len() >= PARALLEL_MIN && outer > 1) {
+        install(|| {
+            o.par_chunks_mut(row)
+                .enumerate()
+                .for_each(|(oi, dst)| copy_row(oi, dst));
+        })
     } else {
         o.chunks_mut(row)
             .enumerate()

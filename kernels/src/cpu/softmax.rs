@@ -12,6 +12,7 @@
 use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::cpu::shape::{contiguous_out, row_major, split_at_dim};
 use crate::layout::wrap_dim;
+use crate::parallel::{fan_out, install};
 use crate::{Arith, Dst, Element, FloatMath, KResult, Src};
 use rayon::prelude::*;
 
@@ -53,7 +54,7 @@ where
     if o.is_empty() {
         return Ok(());
     }
-    let parallel = o.len() >= PARALLEL_MIN;
+    let parallel = fan_out(o.len() >= PARALLEL_MIN);
     if inner == 1 {
         // Each slice is a contiguous row; `buf` keeps it in compute precision.
         let row = |buf: &mut Vec<T::Compute>, (o, x): (&mut [T], &[T])| {
@@ -65,9 +66,11 @@ where
                 .for_each(|(o, &c)| *o = T::down(c));
         };
         if parallel {
-            o.par_chunks_mut(n)
-                .zip(x.par_chunks(n))
-                .for_each_init(Vec::new, row);
+            install(|| {
+                o.par_chunks_mut(n)
+                    .zip(x.par_chunks(n))
+                    .for_each_init(Vec::new, row);
+            })
         } else {
             let mut buf = Vec::with_capacity(n);
             o.chunks_mut(n)
@@ -86,7 +89,9 @@ where
         normalize::<T::Compute, LOG>(col);
     };
     if parallel {
-        cols.par_chunks_mut(n).enumerate().for_each(gather);
+        install(|| {
+            cols.par_chunks_mut(n).enumerate().for_each(gather);
+        })
     } else {
         cols.chunks_mut(n).enumerate().for_each(gather);
     }
@@ -98,7 +103,9 @@ where
         }
     };
     if parallel {
-        o.par_chunks_mut(inner).enumerate().for_each(scatter);
+        install(|| {
+            o.par_chunks_mut(inner).enumerate().for_each(scatter);
+        })
     } else {
         o.chunks_mut(inner).enumerate().for_each(scatter);
     }

@@ -106,7 +106,7 @@ pub fn identity<T>(x: T) -> T {
 }
 
 /// Checks `gelu`'s `approximate` argument.
-pub fn gelu_check(approximate: &str) -> crate::KResult<()> {
+pub fn gelu_check(_compute: crate::DType, approximate: &str) -> crate::KResult<()> {
     match approximate {
         "none" | "tanh" => Ok(()),
         other => Err(format!(

@@ -1,0 +1,116 @@
+//! Where kernels run their parallel loops: kiln's own rayon pool, entered only in ways that
+//! never let a waiting thread pick up unrelated work.
+//!
+//! A kernel runs while its caller holds the storage locks of its operands (and, in backward,
+//! the engine's thread-local grad mode). rayon's `join` lets a waiting worker steal any
+//! queued task of its pool; if that pool is the user's, the stolen task may be another kiln
+//! op that wants the same lock (deadlock) or that reads the borrowed grad mode (wrong
+//! result). So:
+//!
+//! - on a plain thread, parallel loops run inside kiln's pool; the caller blocks without
+//!   running anything else meanwhile, and kiln's workers only ever run kernel chunks;
+//! - on one of kiln's workers (a nested parallel loop), they run inline on that pool;
+//! - on a worker of any other rayon pool — the user already runs work in parallel — kernels
+//!   stay serial, as PyTorch's `parallel_for` does inside a parallel region.
+
+use rayon::{ThreadPool, ThreadPoolBuilder};
+use std::cell::Cell;
+use std::sync::{Arc, RwLock};
+
+thread_local! {
+    static KILN_WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
+static POOL: RwLock<Option<Arc<ThreadPool>>> = RwLock::new(None);
+
+fn build(threads: usize) -> Result<ThreadPool, String> {
+    ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("kiln-worker-{i}"))
+        .start_handler(|_| KILN_WORKER.with(|w| w.set(true)))
+        .build()
+        .map_err(|e| format!("could not start kiln's thread pool: {e}"))
+}
+
+fn default_threads() -> usize {
+    std::env::var("KILN_NUM_THREADS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+fn pool() -> Option<Arc<ThreadPool>> {
+    if let Some(p) = POOL.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        return Some(p.clone());
+    }
+    let mut slot = POOL.write().unwrap_or_else(|e| e.into_inner());
+    if slot.is_none() {
+        // A pool that cannot start (no threads left) leaves kernels serial, not broken.
+        *slot = build(default_threads()).ok().map(Arc::new);
+    }
+    slot.clone()
+}
+
+/// Sets how many threads kernels use (PyTorch's `torch.set_num_threads`). Kernels already
+/// running finish on the old pool.
+pub fn set_num_threads(threads: usize) -> Result<(), String> {
+    if threads == 0 {
+        return Err("set_num_threads expects a positive integer".into());
+    }
+    let p = build(threads)?;
+    *POOL.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(p));
+    Ok(())
+}
+
+/// How many threads kernels use (PyTorch's `torch.get_num_threads`).
+pub fn num_threads() -> usize {
+    pool().map_or(1, |p| p.current_num_threads())
+}
+
+/// True on one of kiln's own workers.
+fn on_kiln_worker() -> bool {
+    KILN_WORKER.with(|w| w.get())
+}
+
+/// Whether a loop that is `large` should fan out from this thread: never on another rayon
+/// pool's worker (see the module docs).
+pub fn fan_out(large: bool) -> bool {
+    large && (on_kiln_worker() || rayon::current_thread_index().is_none())
+}
+
+/// Runs `f`, whose rayon calls then use kiln's pool. Call only when [`fan_out`] said yes.
+pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    if on_kiln_worker() {
+        return f();
+    }
+    match pool() {
+        // From a thread outside every rayon pool, `install` blocks on a latch: the caller
+        // runs nothing else while it waits.
+        Some(p) if rayon::current_thread_index().is_none() => p.install(f),
+        _ => f(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_loops_use_kiln_workers() {
+        let on_worker = install(|| on_kiln_worker());
+        assert!(on_worker);
+        assert!(fan_out(true));
+        assert!(!fan_out(false));
+    }
+
+    #[test]
+    fn other_pools_stay_serial() {
+        let user = ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        user.install(|| {
+            assert!(!fan_out(true));
+            // Even a direct `install` runs inline rather than waiting on kiln's pool.
+            assert!(!install(on_kiln_worker));
+        });
+    }
+}

@@ -1,0 +1,501 @@
+//! Regression tests for kiln's reliability: threads, deep graphs, size arithmetic, allocation
+//! failure, and inputs that used to give silently wrong results.
+
+use kiln::{DType, Tensor};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Runs `f` on its own thread and fails the test if it has not finished after `secs` (a
+/// deadlock would otherwise hang the whole test run).
+fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(secs))
+        .unwrap_or_else(|_| panic!("did not finish within {secs} s: deadlock"))
+}
+
+fn err_text<T: std::fmt::Debug>(r: kiln::Result<T>) -> String {
+    r.expect_err("expected an error").to_string()
+}
+
+mod threads {
+    use super::*;
+    use rayon::prelude::*;
+
+    /// Large enough that every kernel fans out (kiln's threshold is 32 Ki elements).
+    const N: usize = 1 << 15;
+    const TASKS: usize = 8;
+    const STEPS: usize = 500;
+
+    /// One training-like step of task `t` on the shared leaves: forward, backward.
+    fn step(w: &Tensor, b: &Tensor, t: usize) -> kiln::Result<()> {
+        let x = Tensor::full(&[N], (t + 1) as f64, DType::F32)?;
+        let loss = w.mul(&x)?.add(b)?.sum()?.add(&w.mul(&x)?.sum()?)?;
+        loss.backward()
+    }
+
+    fn leaves() -> (Tensor, Tensor) {
+        let w = Tensor::ones(&[N], DType::F32)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        let b = Tensor::zeros(&[N], DType::F32)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        (w, b)
+    }
+
+    #[test]
+    fn rayon_tasks_training_shared_leaves_match_sequential_grads() {
+        // Every gradient is a small integer (or one over a power of two), so sums are exact
+        // in any order and "the same" means bit-identical.
+        let (sw, sb) = leaves();
+        for _ in 0..STEPS {
+            for t in 0..TASKS {
+                step(&sw, &sb, t).unwrap();
+            }
+        }
+        let (w, b) = leaves();
+        let (w2, b2) = (w.clone(), b.clone());
+        within(600, move || {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(TASKS)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                (0..TASKS).into_par_iter().for_each(|t| {
+                    for _ in 0..STEPS {
+                        step(&w2, &b2, t).expect("forward and backward from a rayon task");
+                    }
+                })
+            })
+        });
+        let got = w.grad().unwrap().to_vec::<f32>().unwrap();
+        let want = sw.grad().unwrap().to_vec::<f32>().unwrap();
+        assert!(got == want, "parallel grads differ from sequential ones");
+        // Independent check: d/dw of sum(w x) + sum(w x) is 2x, summed over tasks and steps.
+        let per_step: f64 = 2.0 * (1..=TASKS).map(|t| t as f64).sum::<f64>();
+        assert!(got.iter().all(|&g| g as f64 == per_step * STEPS as f64));
+        let gb = b.grad().unwrap().to_vec::<f32>().unwrap();
+        assert!(gb.iter().all(|&g| g == (TASKS * STEPS) as f32));
+    }
+
+    #[test]
+    fn rayon_tasks_running_inplace_ops_on_shared_tensors_finish() {
+        let a = Tensor::zeros(&[2 * N], DType::F32).unwrap();
+        let one = Tensor::ones(&[2 * N], DType::F32).unwrap();
+        let (a2, one2) = (a.clone(), one.clone());
+        within(600, move || {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(TASKS)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                (0..TASKS).into_par_iter().for_each(|_| {
+                    for _ in 0..100 {
+                        a2.add_(&one2).unwrap();
+                        one2.mul_scalar_(1).unwrap();
+                    }
+                })
+            })
+        });
+        let got = a.to_vec::<f32>().unwrap();
+        assert!(got.iter().all(|&v| v == (TASKS * 100) as f32));
+    }
+
+    #[test]
+    fn backward_in_a_rayon_task_does_not_leak_grad_mode_into_other_tasks() {
+        // While one task's backward runs its kernels (grad mode off on that thread), other
+        // tasks' forwards must still record history.
+        let (w, b) = leaves();
+        within(600, move || {
+            (0..64).into_par_iter().for_each(|t| {
+                let y = w.mul_scalar(2).unwrap();
+                assert!(y.requires_grad(), "a forward in task {t} lost grad mode");
+                step(&w, &b, t % TASKS).unwrap();
+            })
+        });
+    }
+
+    #[test]
+    fn num_threads_is_settable() {
+        assert!(kiln::get_num_threads() >= 1);
+        assert!(kiln::set_num_threads(0).is_err());
+    }
+}
+
+mod deep_graphs {
+    use super::*;
+
+    /// `depth` ops in a chain from a leaf; `neg` saves nothing, so memory stays small.
+    fn chain(depth: usize) -> (Tensor, Tensor) {
+        let x = Tensor::from([1f32]).requires_grad_(true).unwrap();
+        let mut y = x.clone();
+        for _ in 0..depth {
+            y = y.neg().unwrap();
+        }
+        (x, y)
+    }
+
+    #[test]
+    fn dropping_a_million_op_chain_does_not_overflow_the_stack() {
+        let (_x, y) = chain(1_000_000);
+        drop(y);
+    }
+
+    #[test]
+    fn dropping_a_million_op_chain_on_a_2_mib_thread() {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(|| drop(chain(1_000_000)))
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    #[test]
+    fn backward_then_drop_of_a_chain_with_saved_tensors() {
+        // `mul` saves both inputs: the chain also runs through saved tensors' `grad_fn`s.
+        let x = Tensor::from([1f64]).requires_grad_(true).unwrap();
+        let c = Tensor::from([1f64]).requires_grad_(true).unwrap();
+        let mut y = x.clone();
+        for _ in 0..100_000 {
+            y = y.mul(&c).unwrap();
+        }
+        y.backward().unwrap();
+        assert_eq!(x.grad().unwrap().item::<f64>().unwrap(), 1.0);
+        assert_eq!(c.grad().unwrap().item::<f64>().unwrap(), 100_000.0);
+        drop(y);
+    }
+}
+
+mod sizes {
+    use super::*;
+
+    const BIG: usize = 1 << 32;
+
+    #[test]
+    fn zeros_whose_element_count_overflows_is_an_error() {
+        let e = err_text(Tensor::zeros(&[BIG, BIG], DType::F32));
+        assert!(
+            e.contains("Storage size calculation overflowed with sizes=[4294967296, 4294967296]"),
+            "{e}"
+        );
+        // Elements fit but bytes do not.
+        assert!(err_text(Tensor::zeros(&[1 << 62], DType::F32)).contains("overflowed"));
+    }
+
+    #[test]
+    fn from_vec_checks_the_shape_product_without_wrapping() {
+        let e = err_text(Tensor::from_vec(vec![0f32; 4], &[(1 << 62) + 1, 4]));
+        assert!(e.contains("is invalid for input of size 4"), "{e}");
+    }
+
+    #[test]
+    fn view_reshape_and_expand_to_overflowing_shapes_are_errors() {
+        let x = Tensor::zeros(&[4], DType::F32).unwrap();
+        let huge = (1i64 << 62) + 1;
+        for e in [
+            err_text(x.view(&[huge, 4])),
+            err_text(x.reshape(&[huge, 4])),
+            err_text(x.reshape(&[huge, -1])),
+        ] {
+            assert!(e.contains("is invalid for input of size 4"), "{e}");
+        }
+        let one = Tensor::zeros(&[1], DType::F32).unwrap();
+        let e = err_text(one.expand(&[1 << 62, 1 << 62]));
+        assert!(e.contains("numel: integer multiplication overflow"), "{e}");
+        // A huge expanded view is fine (no memory); computing on it is an allocation error.
+        let wide = one.expand(&[1 << 40]).unwrap();
+        assert_eq!(wide.shape(), &[1 << 40]);
+        assert!(err_text(wide.neg()).contains("not enough memory"));
+    }
+
+    #[test]
+    fn eye_too_large_is_an_error() {
+        assert!(err_text(Tensor::eye(BIG, None, DType::F32)).contains("overflowed"));
+        assert!(err_text(Tensor::eye(1 << 22, None, DType::F32)).contains("not enough memory"));
+    }
+
+    #[test]
+    fn narrow_with_a_huge_length_is_pytorchs_error() {
+        let x = Tensor::zeros(&[4], DType::F32).unwrap();
+        let e = err_text(x.narrow(0, 1, i64::MAX));
+        assert!(
+            e.contains("start (1) + length (9223372036854775807) exceeds dimension size (4)."),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn slice_with_a_huge_step_takes_the_first_element() {
+        let x = Tensor::from([[1f32, 2., 3.], [4., 5., 6.]]);
+        let s = x.slice_with(1, None, None, i64::MAX).unwrap();
+        assert_eq!(s.shape(), &[2, 1]);
+        assert_eq!(s.to_vec::<f32>().unwrap(), vec![1., 4.]);
+        assert_eq!(
+            s.mul_scalar(2).unwrap().to_vec::<f32>().unwrap(),
+            vec![2., 8.]
+        );
+        let s = x.slice_with(0, Some(1), None, i64::MAX).unwrap();
+        assert_eq!(s.to_vec::<f32>().unwrap(), vec![4., 5., 6.]);
+    }
+
+    #[test]
+    fn as_strided_outside_the_storage_is_an_error() {
+        let x = Tensor::zeros(&[8], DType::F32).unwrap();
+        for (size, stride, offset) in [
+            (vec![2i64, 2], vec![1i64 << 62, 1], None),
+            (vec![8], vec![i64::MAX], None),
+            (vec![3], vec![4], None),
+            (vec![1], vec![1], Some(8)),
+        ] {
+            let e = err_text(x.as_strided_with(&size, &stride, offset));
+            assert!(e.contains("out of bounds for storage of size 8"), "{e}");
+        }
+        let e = err_text(x.as_strided_with(&[2], &[1], Some(-1)));
+        assert!(e.contains("invalid storage offset -1"), "{e}");
+        let e = err_text(x.as_strided(&[2], &[-1]));
+        assert!(e.contains("Negative strides are not supported"), "{e}");
+        // Empty views may reach anywhere; they address no element.
+        assert_eq!(x.as_strided(&[0, 3], &[1 << 62, 1]).unwrap().numel(), 0);
+    }
+}
+
+mod out_of_memory {
+    use super::*;
+
+    #[test]
+    fn zeros_too_large_for_memory_is_an_error() {
+        let e = err_text(Tensor::zeros(&[1 << 40], DType::F32));
+        assert!(
+            e.contains("not enough memory: you tried to allocate 4398046511104 bytes"),
+            "{e}"
+        );
+        assert!(err_text(Tensor::ones(&[1 << 40], DType::F64)).contains("not enough memory"));
+        assert!(err_text(Tensor::randn(&[1 << 40], DType::F32)).contains("not enough memory"));
+    }
+
+    #[test]
+    fn a_huge_arange_is_an_error() {
+        let e = err_text(Tensor::arange(0, 1e15, 1, DType::F32));
+        assert!(e.contains("not enough memory"), "{e}");
+        let e = err_text(Tensor::arange(0., 1e30, 1., DType::F32));
+        assert!(e.contains("invalid size, possible overflow?"), "{e}");
+    }
+}
+
+mod wrong_results {
+    use super::*;
+
+    #[test]
+    fn integer_to_a_negative_integer_power_is_an_error() {
+        let x = Tensor::from([2i64, 3]);
+        let e = err_text(x.pow_scalar(-1));
+        assert!(
+            e.contains("Integers to negative integer powers are not allowed."),
+            "{e}"
+        );
+        assert!(err_text(Tensor::from([true]).pow_scalar(-2)).contains("negative integer"));
+        // A float exponent promotes to float: no error.
+        let y = x.pow_scalar(-1.0).unwrap();
+        assert_eq!(y.to_vec::<f32>().unwrap(), vec![0.5, 1.0 / 3.0]);
+    }
+
+    #[test]
+    fn integer_pow_uses_the_whole_exponent() {
+        let x = Tensor::from([1i64, -1, 2, 0, 3]);
+        let e = (1i64 << 32) + 1; // `as u32` would make this 1
+                                  // 3^(2^32) by squaring 32 times, then one more factor of 3 (all mod 2^64).
+        let mut three = 3i64;
+        for _ in 0..32 {
+            three = three.wrapping_mul(three);
+        }
+        let want = vec![1, -1, 0, 0, three.wrapping_mul(3)];
+        assert_eq!(x.pow_scalar(e).unwrap().to_vec::<i64>().unwrap(), want);
+        let e = err_text(Tensor::from([2i32]).pow_scalar(1i64 << 32));
+        assert!(
+            e.contains("value cannot be converted to type int without overflow"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn randint_beyond_2_pow_53_stays_in_range() {
+        let (lo, hi) = (i64::MAX - 10, i64::MAX);
+        let v = Tensor::randint(lo, hi, &[2000], DType::I64)
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap();
+        assert!(v.iter().all(|&x| (lo..hi).contains(&x)), "{v:?}");
+        let v = Tensor::randint(i64::MIN, i64::MIN + 3, &[200], DType::I64)
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap();
+        assert!(v.iter().all(|&x| x < i64::MIN + 3));
+    }
+
+    #[test]
+    fn randint_and_full_outside_the_dtype_are_errors() {
+        let e = err_text(Tensor::randint(0, 300, &[2], DType::U8));
+        assert!(e.contains("to - 1 is out of bounds for Byte"), "{e}");
+        let e = err_text(Tensor::randint(-1, 5, &[2], DType::U8));
+        assert!(e.contains("from is out of bounds for Byte"), "{e}");
+        assert!(Tensor::randint(0, 256, &[2], DType::U8).is_ok());
+        let e = err_text(Tensor::full(&[2], 300, DType::U8));
+        assert!(
+            e.contains("value cannot be converted to type uint8_t without overflow"),
+            "{e}"
+        );
+        assert!(err_text(Tensor::full(&[2], 1e6, DType::F16)).contains("at::Half"));
+        assert!(err_text(Tensor::full(&[2], f64::NAN, DType::I32)).contains("type int "));
+        assert!(err_text(Tensor::full(&[2], 1e19, DType::I64)).contains("int64_t"));
+        // PyTorch lets a negative integer wrap into an unsigned dtype once, and infinities
+        // into float dtypes.
+        assert_eq!(
+            Tensor::full(&[1], -1, DType::U8)
+                .unwrap()
+                .to_vec::<u8>()
+                .unwrap(),
+            vec![255]
+        );
+        assert!(Tensor::full(&[1], f64::INFINITY, DType::F16).is_ok());
+    }
+
+    #[test]
+    fn arange_with_a_nan_step_is_an_error() {
+        let e = err_text(Tensor::arange(0., 5., f64::NAN, DType::F32));
+        assert!(e.contains("step must be nonzero"), "{e}");
+    }
+
+    #[test]
+    fn set_grad_of_the_wrong_shape_or_dtype_is_an_error() {
+        let x = Tensor::zeros(&[2], DType::F32).unwrap();
+        let e = err_text(x.set_grad(Some(Tensor::zeros(&[3], DType::F32).unwrap())));
+        assert!(
+            e.contains("assign a gradient of size '[3]' to a tensor of size '[2]'"),
+            "{e}"
+        );
+        let e = err_text(x.set_grad(Some(Tensor::zeros(&[2], DType::F64).unwrap())));
+        assert!(e.contains("with dtype 'torch.float64'"), "{e}");
+        x.set_grad(Some(Tensor::ones(&[2], DType::F32).unwrap()))
+            .unwrap();
+        assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![1., 1.]);
+    }
+
+    #[test]
+    fn hooks_returning_the_wrong_shape_are_errors() {
+        let x = Tensor::from([1f64, 2.]).requires_grad_(true).unwrap();
+        x.register_hook(|_| Some(Tensor::zeros(&[3], DType::F64).unwrap()))
+            .unwrap();
+        let e = err_text(x.mul_scalar(2).unwrap().sum().unwrap().backward());
+        assert!(
+            e.contains("hook has changed the size of value (was [2] got [3])"),
+            "{e}"
+        );
+
+        let x = Tensor::from([1f64, 2.]).requires_grad_(true).unwrap();
+        let y = x.mul_scalar(2).unwrap();
+        y.register_hook(|_| Some(Tensor::zeros(&[2], DType::F32).unwrap()))
+            .unwrap();
+        let e = err_text(y.sum().unwrap().backward());
+        assert!(e.contains("hook has changed the type of value"), "{e}");
+    }
+
+    #[test]
+    fn to_the_same_dtype_returns_self_so_inplace_ops_reach_its_grad() {
+        let a = Tensor::from([1f32, 1., 1.]).requires_grad_(true).unwrap();
+        let x = a.mul_scalar(1).unwrap();
+        let y = x.to_dtype(DType::F32).unwrap();
+        assert!(y.is_same(&x));
+        y.mul_scalar_(2).unwrap();
+        x.sum().unwrap().backward().unwrap();
+        assert_eq!(a.grad().unwrap().to_vec::<f32>().unwrap(), vec![2., 2., 2.]);
+        // Another dtype is a recorded copy.
+        let z = a.to_dtype(DType::F64).unwrap();
+        assert!(!z.shares_storage_with(&a));
+        assert_eq!(z.grad_fn().unwrap().name(), "ToCopyBackward0");
+    }
+}
+
+mod index_dtypes {
+    use super::*;
+
+    #[test]
+    fn int32_indices_work_like_int64() {
+        let x = Tensor::from([[1f32, 2.], [3., 4.], [5., 6.]]);
+        let i64s = Tensor::from([2i64, 0]);
+        let i32s = Tensor::from([2i32, 0]);
+        let a = x.index_select(0, &i32s).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(a, vec![5., 6., 1., 2.]);
+        assert_eq!(
+            a,
+            x.index_select(0, &i64s).unwrap().to_vec::<f32>().unwrap()
+        );
+        let g = Tensor::from([[1i32, 0], [0, 1]]);
+        assert_eq!(
+            x.gather(1, &g).unwrap().to_vec::<f32>().unwrap(),
+            vec![2., 1., 3., 4.]
+        );
+        let z = Tensor::zeros(&[3], DType::F32).unwrap();
+        let s = z
+            .scatter_add(
+                0,
+                &Tensor::from([0i32, 0, 2]),
+                &Tensor::from([1f32, 2., 3.]),
+            )
+            .unwrap();
+        assert_eq!(s.to_vec::<f32>().unwrap(), vec![3., 0., 3.]);
+        let s = z
+            .index_add(0, &Tensor::from([1i32, 1]), &Tensor::from([1f32, 2.]))
+            .unwrap();
+        assert_eq!(s.to_vec::<f32>().unwrap(), vec![0., 3., 0.]);
+        let e = err_text(x.index_select(0, &Tensor::from([0i16])));
+        assert!(e.contains("Expected dtype int32/int64 for index"), "{e}");
+    }
+
+    #[test]
+    fn scatter_add_index_add_and_sign_work_on_bool() {
+        let z = Tensor::from([false, false, true]);
+        let s = z
+            .scatter_add(0, &Tensor::from([0i64, 0]), &Tensor::from([true, false]))
+            .unwrap();
+        assert_eq!(s.to_vec::<bool>().unwrap(), vec![true, false, true]);
+        let s = z
+            .index_add(0, &Tensor::from([1i64]), &Tensor::from([true]))
+            .unwrap();
+        assert_eq!(s.to_vec::<bool>().unwrap(), vec![false, true, true]);
+        let s = Tensor::from([true, false]).sign().unwrap();
+        assert_eq!(s.dtype(), DType::Bool);
+        assert_eq!(s.to_vec::<bool>().unwrap(), vec![true, false]);
+    }
+
+    #[test]
+    fn scatter_add_and_gather_reject_mismatched_dtypes() {
+        let z = Tensor::zeros(&[3], DType::F32).unwrap();
+        let e = err_text(z.scatter_add(0, &Tensor::from([0i64]), &Tensor::from([1f64])));
+        assert!(
+            e.contains("Expected self.dtype to be equal to src.dtype"),
+            "{e}"
+        );
+        let x = Tensor::from([1f32, 2.]);
+        let out = Tensor::zeros(&[1], DType::F64).unwrap();
+        let e = err_text(kiln::gather_out(&x, 0, &Tensor::from([1i64]), false, &out));
+        assert!(
+            e.contains("Expected self.dtype to be equal to src.dtype"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sign_records_a_zero_gradient() {
+        let x = Tensor::from([-2f64, 0.5, 3.]).requires_grad_(true).unwrap();
+        let y = x.sign().unwrap();
+        assert_eq!(y.grad_fn().unwrap().name(), "SignBackward0");
+        y.sum().unwrap().backward().unwrap();
+        assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![0., 0., 0.]);
+    }
+}
