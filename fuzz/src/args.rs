@@ -66,8 +66,8 @@ pub struct Args<'a> {
     /// `name = value` lines describing every draw, in order.
     pub log: Vec<String>,
     pub phase: Phase,
-    /// Allow sizes like 2^62 in int lists. The runner turns this off for an op once a huge
-    /// size made it abort on allocation, so the rest of the run still covers that op.
+    /// Allow ints like 2^62. The runner turns this off for an op once a huge value made it
+    /// abort on allocation or hang, so the rest of the run still covers that op.
     pub huge: bool,
     /// Stop at [`Args::call`]: only draw and log the arguments.
     pub dry_run: bool,
@@ -166,7 +166,17 @@ impl<'a> Args<'a> {
         match self.below(10) {
             0..=4 => self.below(2 * nd as usize + 3) as i64 - nd - 1,
             5..=7 => self.below(7) as i64 - 3,
-            _ => self.pick(&EDGE_INTS),
+            _ => self.edge_int(),
+        }
+    }
+
+    /// An edge int; with `huge` off, -1 instead of anything past 2^20.
+    fn edge_int(&mut self) -> i64 {
+        let e = self.pick(&EDGE_INTS);
+        if !self.huge && e.unsigned_abs() > 1 << 20 {
+            -1
+        } else {
+            e
         }
     }
 
@@ -293,12 +303,7 @@ impl<'a> Args<'a> {
         if self.chance(12) {
             // An edge value in some position, huge sizes included (they only reach kiln as
             // size arguments, never as tensors the harness allocates).
-            let e = self.pick(&EDGE_INTS);
-            let e = if !self.huge && e.unsigned_abs() > 1 << 20 {
-                -1
-            } else {
-                e
-            };
+            let e = self.edge_int();
             if v.is_empty() || self.chance(30) {
                 v.push(e);
             } else {
@@ -532,14 +537,26 @@ fn build_view(
 impl Args<'_> {
     /// A `usize` size: an int reinterpreted, so -1 becomes `usize::MAX` as a careless cast would.
     pub fn size(&mut self, name: &str) -> usize {
-        let v = self.raw_int() as usize;
+        let v = self.raw_int();
+        let v = self.usize_of(v);
         self.note(name, v);
         v
     }
 
+    /// `v as usize`, or `|v|` with `huge` off (-1 as usize is huge).
+    fn usize_of(&self, v: i64) -> usize {
+        if self.huge {
+            v as usize
+        } else {
+            v.unsigned_abs() as usize
+        }
+    }
+
     /// A `&[usize]` shape for the constructors, drawn like an int list.
     pub fn sizes(&mut self, name: &str) -> Vec<usize> {
-        let v: Vec<usize> = self.raw_int_list().iter().map(|&d| d as usize).collect();
+        let v: Vec<usize> = (self.raw_int_list().iter())
+            .map(|&d| self.usize_of(d))
+            .collect();
         self.note(name, &v);
         v
     }

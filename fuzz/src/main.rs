@@ -50,7 +50,7 @@ static ALLOC: Capped = Capped;
 /// Bytes per call: more than any entry point draws.
 const INPUT_LEN: usize = 256;
 /// A worker making no progress for this long is hung.
-const HANG_SECS: u64 = 10;
+const HANG_SECS: u64 = 3;
 
 static PANIC: Mutex<Option<(String, String)>> = Mutex::new(None);
 static PROGRESS: AtomicU64 = AtomicU64::new(0);
@@ -136,7 +136,7 @@ fn main() -> ExitCode {
 
 /// Calls entries round-robin until `until` (ms since the epoch). Protocol on stdout, one line
 /// each: `c I IDX CASE` before call I; `p IDX CASE PHASE\tLOCATION\tMESSAGE\tARGS` after a
-/// panic; `n IDX CALLS SKIPPED` per entry and `done` at the end.
+/// panic; `s IDX` after a call the harness skipped; `done` at the end.
 fn worker(seed: u64, start: u64, until: u64, no_huge: &BTreeSet<usize>) {
     silence_panics();
     std::thread::spawn(|| {
@@ -153,7 +153,6 @@ fn worker(seed: u64, start: u64, until: u64, no_huge: &BTreeSet<usize>) {
         }
     });
     let all = entries();
-    let mut counts = vec![(0u64, 0u64); all.len()];
     let mut out = std::io::stdout().lock();
     let mut i = start;
     while i % 64 != 0 || now_ms() < until {
@@ -166,8 +165,9 @@ fn worker(seed: u64, start: u64, until: u64, no_huge: &BTreeSet<usize>) {
         kiln::manual_seed(case);
         let r = catch_unwind(AssertUnwindSafe(|| (all[idx].1)(&mut args)));
         PROGRESS.fetch_add(1, Ordering::Relaxed);
-        counts[idx].0 += 1;
-        counts[idx].1 += args.skipped as u64;
+        if args.skipped {
+            let _ = writeln!(out, "s {idx}");
+        }
         if r.is_err() {
             let (msg, loc) = PANIC
                 .lock()
@@ -183,9 +183,6 @@ fn worker(seed: u64, start: u64, until: u64, no_huge: &BTreeSet<usize>) {
             );
         }
         i += 1;
-    }
-    for (idx, (c, s)) in counts.iter().enumerate() {
-        let _ = writeln!(out, "n {idx} {c} {s}");
     }
     let _ = writeln!(out, "done");
 }
@@ -251,6 +248,9 @@ fn supervise(seed: u64, seconds: u64) -> ExitCode {
                 Some("c") => {
                     let v: Vec<u64> = w.filter_map(|x| x.parse().ok()).collect();
                     last = (v.len() == 3).then(|| (v[0], v[1] as usize, v[2]));
+                    if let Some((_, idx, _)) = last {
+                        calls[idx].0 += 1;
+                    }
                 }
                 Some("p") => {
                     let (idx, case) = (w.next().unwrap_or("0"), w.next().unwrap_or("0"));
@@ -273,11 +273,9 @@ fn supervise(seed: u64, seconds: u64) -> ExitCode {
                         })
                         .hits += 1;
                 }
-                Some("n") => {
-                    let v: Vec<u64> = w.filter_map(|x| x.parse().ok()).collect();
-                    if let [idx, c, s] = v[..] {
-                        calls[idx as usize].0 += c;
-                        calls[idx as usize].1 += s;
+                Some("s") => {
+                    if let Some(idx) = w.next().and_then(|x| x.parse::<usize>().ok()) {
+                        calls[idx].1 += 1;
                     }
                 }
                 Some("done") => done = true,
@@ -300,7 +298,8 @@ fn supervise(seed: u64, seconds: u64) -> ExitCode {
             no_huge.insert(idx);
             "abort: allocation over 1 GiB refused (kiln would allocate it)"
         } else if stderr.contains("HANG") {
-            "hang: no progress for 10 s"
+            no_huge.insert(idx);
+            "hang: no progress for 3 s"
         } else if stderr.contains("overflowed its stack") {
             "abort: stack overflow"
         } else {
@@ -313,7 +312,6 @@ fn supervise(seed: u64, seconds: u64) -> ExitCode {
             .unwrap_or("");
         let message = format!("{what} ({status}; {})", flat(detail));
         panics += 1;
-        calls[idx].0 += 1;
         findings
             .entry(key(idx, "", what))
             .or_insert_with(|| Finding {
