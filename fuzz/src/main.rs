@@ -305,10 +305,8 @@ fn supervise(seed: u64, seconds: u64) -> ExitCode {
         } else {
             "worker died"
         };
-        let detail = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
+        let detail = (stderr.lines().find(|l| l.contains("memory allocation of")))
+            .or_else(|| stderr.lines().rev().find(|l| !l.trim().is_empty()))
             .unwrap_or("");
         let message = format!("{what} ({status}; {})", flat(detail));
         panics += 1;
