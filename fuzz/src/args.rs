@@ -562,9 +562,9 @@ impl Args<'_> {
     }
 
     /// Records that the harness skipped this call because it would allocate over
-    /// [`crate::MAX_BYTES`]; see the README.
+    /// 64 MiB; see the README.
     pub fn skip(&mut self) {
         self.skipped = true;
-        self.log.push("skipped: would allocate > 1 GiB".into());
+        self.log.push("skipped: would allocate > 64 MiB".into());
     }
 }

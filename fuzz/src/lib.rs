@@ -12,8 +12,8 @@ use kiln::{DType, Tensor};
 /// One fuzzable entry point.
 pub type FuzzFn = fn(&mut Args) -> kiln::Result<()>;
 
-/// The harness never asks kiln for more than this in one tensor (it would only measure the
-/// machine's memory); see the README.
+/// The stable runner's allocator refuses any single allocation over this (1 GiB), turning a
+/// call that would exhaust memory into a reported abort; see the README.
 pub const MAX_BYTES: usize = 1 << 30;
 
 mod generated {
@@ -49,14 +49,17 @@ pub static EXTRA: &[(&str, FuzzFn)] = &[
     ("Tensor::backward", backward),
 ];
 
-/// Bytes a tensor of `numel` elements of `dtype` takes, as kiln would compute it without
-/// overflow checks; `None` when it is over [`MAX_BYTES`]. Wrapped products are allowed
-/// through on purpose: a shape whose element count overflows must be an `Err`, and a small
-/// wrapped count is exactly the bug to find.
+/// The constructors are only called for tensors up to this size: filling a legal 1 GiB
+/// tensor element by element takes seconds, which the runner would report as a hang.
+const MAX_MADE: usize = 64 << 20;
+
+/// True when `numel` elements of `dtype` (as kiln would count them, without overflow checks)
+/// fit in [`MAX_MADE`]. Wrapped counts are let through on purpose: a shape whose element count
+/// overflows must be an `Err`, and a small wrapped count is exactly the bug to find.
 fn fits(numel: usize, dtype: DType) -> bool {
     numel
         .checked_mul(dtype.size_in_bytes())
-        .is_some_and(|b| b <= MAX_BYTES)
+        .is_some_and(|b| b <= MAX_MADE)
 }
 
 fn wrapped_numel(shape: &[usize]) -> usize {

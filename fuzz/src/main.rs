@@ -347,7 +347,7 @@ fn report(
     workers: u64,
 ) -> ExitCode {
     let total: u64 = calls.iter().map(|c| c.0).sum();
-    println!("calls per entry point (skipped: over 1 GiB, not made):");
+    println!("calls per entry point (skipped: constructor over 64 MiB, not made):");
     for ((name, _), (c, s)) in all.iter().zip(calls) {
         let skipped = if *s > 0 {
             format!(" (skipped {s})")
