@@ -32,6 +32,20 @@ pub fn generate(root: &Path, out_dir: &Path) -> Result<(), String> {
         ("nodes.rs", gen_nodes(&model)),
         ("opinfo.rs", gen::tests::generate(&model)),
     ];
+    write_all(out_dir, files)
+}
+
+/// Writes `fuzz_ops.rs` (the `kiln-fuzz` table of every op) into `out_dir`, rewriting it only
+/// when its content changed.
+pub fn generate_fuzz(root: &Path, out_dir: &Path) -> Result<(), String> {
+    let model = load(root)?;
+    write_all(out_dir, [("fuzz_ops.rs", gen::fuzz::generate(&model))])
+}
+
+fn write_all<const N: usize>(
+    out_dir: &Path,
+    files: [(&str, proc_macro2::TokenStream); N],
+) -> Result<(), String> {
     for (name, tokens) in files {
         let text = gen::format(tokens)?;
         let path = out_dir.join(name);
@@ -69,12 +83,14 @@ pub fn show(root: &Path, name: &str) -> Result<String, String> {
         let items = gen::api::op_items(op, &mut methods);
         let api = gen::format(quote::quote!(impl Tensor { #(#methods)* } #items))?;
         let node = gen::format(gen::nodes::node(op))?;
-        let tests = gen::format(gen::tests::generate(&model::Model {
+        let one = model::Model {
             ops: vec![op.clone()],
-        }))?;
+        };
+        let tests = gen::format(gen::tests::generate(&one))?;
+        let fuzz = gen::format(gen::fuzz::generate(&one))?;
         let lines = |s: &str| s.lines().count();
         out.push_str(&format!(
-            "// ==== {} (native_functions.yaml:{}) ====\n// api: {} lines, node: {} lines, tests: {} lines\n\n{api}\n{node}\n{tests}\n",
+            "// ==== {} (native_functions.yaml:{}) ====\n// api: {} lines, node: {} lines, tests: {} lines\n\n{api}\n{node}\n{tests}\n{fuzz}\n",
             op.schema,
             op.line,
             lines(&api),
