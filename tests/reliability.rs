@@ -366,6 +366,17 @@ mod wrong_results {
     }
 
     #[test]
+    fn scalar_tensor_outside_the_dtype_is_an_error() {
+        let e = err_text(Tensor::scalar_tensor(1e308, DType::F32));
+        assert!(
+            e.starts_with("scalar_tensor: value cannot be converted to type float"),
+            "{e}"
+        );
+        let t = Tensor::scalar_tensor(-3, DType::I8).unwrap();
+        assert_eq!(t.item::<i8>().unwrap(), -3);
+    }
+
+    #[test]
     fn arange_with_a_nan_step_is_an_error() {
         let e = err_text(Tensor::arange(0., 5., f64::NAN, DType::F32));
         assert!(e.contains("step must be nonzero"), "{e}");
@@ -497,5 +508,53 @@ mod index_dtypes {
         assert_eq!(y.grad_fn().unwrap().name(), "SignBackward0");
         y.sum().unwrap().backward().unwrap();
         assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![0., 0., 0.]);
+    }
+}
+
+mod fuzz_findings {
+    use super::*;
+
+    #[test]
+    fn cat_of_legacy_empty_tensors_with_any_dim_backpropagates() {
+        for dim in [1, -2, 1 << 32] {
+            let a = Tensor::zeros(&[0], DType::F32)
+                .unwrap()
+                .requires_grad_(true)
+                .unwrap();
+            let y = kiln::cat_with(&[a.clone(), a.clone()], dim).unwrap();
+            assert_eq!(y.shape(), &[0]);
+            y.sum().unwrap().backward().unwrap();
+            assert_eq!(a.grad().unwrap().shape(), &[0]);
+        }
+        // Mixed with a real tensor, the empty one is skipped and gets an empty gradient.
+        let e = Tensor::zeros(&[0], DType::F64)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        let x = Tensor::from([[1f64, 2.]]).requires_grad_(true).unwrap();
+        kiln::cat_with(&[e.clone(), x.clone()], 1)
+            .unwrap()
+            .sum()
+            .unwrap()
+            .backward()
+            .unwrap();
+        assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![1., 1.]);
+        assert_eq!(e.grad().unwrap().numel(), 0);
+    }
+
+    #[test]
+    fn unflatten_of_a_0d_tensor_or_empty_sizes_is_an_error() {
+        let s = Tensor::from(1f32);
+        assert!(err_text(s.unflatten(-1, &[])).contains("sizes must be non-empty"));
+        assert!(err_text(s.unflatten(-1, &[1])).contains("has no dimensions"));
+    }
+
+    #[test]
+    fn backward_helpers_with_huge_or_negative_sizes_are_errors() {
+        let g = Tensor::zeros(&[1, 5], DType::F32).unwrap();
+        assert!(kiln::select_backward(&g, &[5, 1 << 31, 1 << 31], 2, 2).is_err());
+        let g0 = Tensor::zeros(&[0], DType::F32).unwrap();
+        assert!(kiln::select_backward(&g0, &[i64::MAX], -1, -1).is_err());
+        assert!(kiln::slice_backward(&g0, &[-1], 0, 0, 0, 1).is_err());
     }
 }

@@ -184,7 +184,7 @@ fn scalar_tensor(a: &mut Args) -> kiln::Result<()> {
     let value = a.scalar("value");
     let dtype = a.dtype("dtype");
     a.call();
-    let t = Tensor::scalar_tensor(value, dtype);
+    let t = Tensor::scalar_tensor(value, dtype)?;
     a.finish(&[&t]);
     Ok(())
 }

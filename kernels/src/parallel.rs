@@ -98,7 +98,7 @@ mod tests {
 
     #[test]
     fn nested_loops_use_kiln_workers() {
-        let on_worker = install(|| on_kiln_worker());
+        let on_worker = install(on_kiln_worker);
         assert!(on_worker);
         assert!(fan_out(true));
         assert!(!fan_out(false));

@@ -120,7 +120,8 @@ pub fn cat_backward(grad: &Tensor, sizes: &[Vec<usize>], dim: i64) -> Result<Vec
     let mut offset = 0i64;
     let mut out = Vec::with_capacity(sizes.len());
     for s in sizes {
-        if s.len() == 1 && s[0] == 0 && grad.dim() != 1 {
+        // A 1-D empty input took no part in `cat` (PyTorch's legacy rule), whatever `dim` was.
+        if s.len() == 1 && s[0] == 0 {
             out.push(Tensor::zeros(&[0], grad.dtype())?);
             continue;
         }

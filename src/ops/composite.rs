@@ -234,8 +234,17 @@ pub fn flatten(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
 
 /// `unflatten(dim, sizes)` as a reshape.
 pub fn unflatten(t: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
+    if sizes.is_empty() {
+        return Err(Error::op("unflatten", "unflatten: sizes must be non-empty"));
+    }
+    if t.dim() == 0 {
+        return Err(Error::op(
+            "unflatten",
+            format!("dimension specified as {dim} but tensor has no dimensions"),
+        ));
+    }
     let d = kiln_kernels::layout::wrap_dim(dim, t.dim()).map_err(|m| Error::op("unflatten", m))?;
-    let n = t.shape().get(d).copied().unwrap_or(1);
+    let n = t.shape()[d];
     let inner = crate::Layout::infer_size(sizes, n).map_err(|_| {
         Error::op(
             "unflatten",

@@ -87,9 +87,13 @@ impl Tensor {
         Tensor::from_vec(data.to_vec(), shape)
     }
 
-    /// A 0-d tensor holding `value` as `dtype`.
-    pub fn scalar_tensor(value: impl Into<Scalar>, dtype: DType) -> Tensor {
-        Tensor::full(&[], value, dtype).expect("a CPU 0-d tensor always allocates")
+    /// A 0-d tensor holding `value` as `dtype`; like `full`, an error when the value does
+    /// not fit the dtype.
+    pub fn scalar_tensor(value: impl Into<Scalar>, dtype: DType) -> Result<Tensor> {
+        Tensor::full(&[], value, dtype).map_err(|e| match e {
+            Error::Op { msg, .. } => Error::op("scalar_tensor", msg),
+            other => other,
+        })
     }
 
     /// Uninitialised in PyTorch; zero-filled here, since kiln never exposes uninitialised memory.
@@ -169,8 +173,8 @@ impl Tensor {
             end.into().to_f64(),
             step.into().to_f64(),
         );
-        // `!(st > 0 || st < 0)` also catches a NaN step, as PyTorch's check does.
-        if !(st > 0.0 || st < 0.0) {
+        // PyTorch's `step > 0 || step < 0` check, which a NaN step fails too.
+        if st == 0.0 || st.is_nan() {
             return Err(Error::op("arange", "step must be nonzero"));
         }
         if !(s.is_finite() && e.is_finite()) {

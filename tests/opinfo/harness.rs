@@ -474,7 +474,7 @@ pub fn check_variants(info: &OpInfo, dtype: DType) {
             }
         }
         if let Some(inplace) = info.inplace {
-            let fresh = s.map_tensors(&|t| t.detached_copy());
+            let fresh = s.map_tensors(&|t| t.detached_copy().expect("copy of a small sample"));
             let target = fresh.t(0).clone();
             let r = inplace(&fresh);
             let e = &expected[0];
@@ -533,7 +533,7 @@ fn leaves(s: &Sample) -> (Vec<Tensor>, impl Fn(&[Tensor]) -> Sample + '_) {
     let inputs: Vec<Tensor> = flat
         .iter()
         .map(|t| {
-            let c = t.detached_copy();
+            let c = t.detached_copy().expect("copy of a small sample");
             if c.is_floating_point() {
                 c.requires_grad_(true).unwrap()
             } else {
