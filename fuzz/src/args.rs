@@ -4,20 +4,6 @@
 
 use kiln::{DType, Scalar, Tensor};
 
-/// All ten dtypes, in promotion order.
-pub const DTYPES: [DType; 10] = [
-    DType::Bool,
-    DType::U8,
-    DType::I8,
-    DType::I16,
-    DType::I32,
-    DType::I64,
-    DType::F16,
-    DType::BF16,
-    DType::F32,
-    DType::F64,
-];
-
 /// Ints a new user might pass: small values, dims, and the edges of i32/u32/i64.
 const EDGE_INTS: [i64; 10] = [
     i64::MIN,
@@ -245,7 +231,7 @@ impl<'a> Args<'a> {
         if self.chance(35) {
             DType::F32
         } else {
-            self.pick(&DTYPES)
+            self.pick(&DType::ALL)
         }
     }
 

@@ -6,7 +6,7 @@
 
 pub mod args;
 
-pub use args::{Args, Phase, DTYPES};
+pub use args::{Args, Phase};
 use kiln::{DType, Tensor};
 
 /// One fuzzable entry point.

@@ -1406,11 +1406,11 @@ pub fn index_select_errors() -> Vec<ErrorSample> {
         ),
         err(
             Sample::new(
-                "int32 index",
-                vec![x(), make(&[2], DType::I32, 0.0, 3.0, 155)],
+                "int16 index",
+                vec![x(), make(&[2], DType::I16, 0.0, 3.0, 155)],
             )
             .arg("dim", Arg::Int(0)),
-            "expected index to have dtype torch.int64",
+            "Expected dtype int32/int64 for index",
         ),
         err(
             Sample::new("2-d index", vec![x(), index(&[0, 1, 1, 0], &[2, 2])])
@@ -1484,11 +1484,11 @@ pub fn gather_errors() -> Vec<ErrorSample> {
         ),
         err(
             Sample::new(
-                "int32 index",
-                vec![x(), make(&[2, 2], DType::I32, 0.0, 3.0, 157)],
+                "int16 index",
+                vec![x(), make(&[2, 2], DType::I16, 0.0, 3.0, 157)],
             )
             .arg("dim", Arg::Int(0)),
-            "expected index to have dtype torch.int64",
+            "Expected dtype int32/int64 for index",
         ),
     ]
 }
