@@ -25,23 +25,31 @@ mod threads {
     use rayon::prelude::*;
 
     /// Large enough that every kernel fans out (kiln's threshold is 32 Ki elements).
-    const N: usize = 1 << 15;
+    const N: usize = 1 << 16;
     const TASKS: usize = 8;
     const STEPS: usize = 500;
 
+    /// A user pool as the issue describes: more threads than cores, many queued jobs.
+    fn user_pool() -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(TASKS)
+            .build()
+            .unwrap()
+    }
+
     /// One training-like step of task `t` on the shared leaves: forward, backward.
     fn step(w: &Tensor, b: &Tensor, t: usize) -> kiln::Result<()> {
-        let x = Tensor::full(&[N], (t + 1) as f64, DType::F32)?;
+        let x = Tensor::full(w.shape(), (t + 1) as f64, DType::F32)?;
         let loss = w.mul(&x)?.add(b)?.sum()?.add(&w.mul(&x)?.sum()?)?;
         loss.backward()
     }
 
-    fn leaves() -> (Tensor, Tensor) {
-        let w = Tensor::ones(&[N], DType::F32)
+    fn leaves(n: usize) -> (Tensor, Tensor) {
+        let w = Tensor::ones(&[n], DType::F32)
             .unwrap()
             .requires_grad_(true)
             .unwrap();
-        let b = Tensor::zeros(&[N], DType::F32)
+        let b = Tensor::zeros(&[n], DType::F32)
             .unwrap()
             .requires_grad_(true)
             .unwrap();
@@ -50,27 +58,24 @@ mod threads {
 
     #[test]
     fn rayon_tasks_training_shared_leaves_match_sequential_grads() {
-        // Every gradient is a small integer (or one over a power of two), so sums are exact
-        // in any order and "the same" means bit-identical.
-        let (sw, sb) = leaves();
+        // Every gradient is a small integer, so sums are exact in any order and "the same"
+        // means bit-identical. Task t runs STEPS steps; the jobs are queued one step each.
+        let (sw, sb) = leaves(N);
         for _ in 0..STEPS {
             for t in 0..TASKS {
                 step(&sw, &sb, t).unwrap();
             }
         }
-        let (w, b) = leaves();
+        let (w, b) = leaves(N);
         let (w2, b2) = (w.clone(), b.clone());
         within(600, move || {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(TASKS)
-                .build()
-                .unwrap();
-            pool.install(|| {
-                (0..TASKS).into_par_iter().for_each(|t| {
-                    for _ in 0..STEPS {
-                        step(&w2, &b2, t).expect("forward and backward from a rayon task");
-                    }
-                })
+            user_pool().install(|| {
+                (0..TASKS * STEPS)
+                    .into_par_iter()
+                    .with_max_len(1)
+                    .for_each(|i| {
+                        step(&w2, &b2, i % TASKS).expect("forward and backward from a rayon task")
+                    })
             })
         });
         let got = w.grad().unwrap().to_vec::<f32>().unwrap();
@@ -85,37 +90,38 @@ mod threads {
 
     #[test]
     fn rayon_tasks_running_inplace_ops_on_shared_tensors_finish() {
-        let a = Tensor::zeros(&[2 * N], DType::F32).unwrap();
-        let one = Tensor::ones(&[2 * N], DType::F32).unwrap();
+        // Before kiln had its own pool this deadlocked every time: `add_` held the write lock
+        // while its kernel's `join` stole another queued `add_` of the same tensor.
+        let a = Tensor::zeros(&[1 << 20], DType::F32).unwrap();
+        let one = Tensor::ones(&[1 << 20], DType::F32).unwrap();
         let (a2, one2) = (a.clone(), one.clone());
         within(600, move || {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(TASKS)
-                .build()
-                .unwrap();
-            pool.install(|| {
-                (0..TASKS).into_par_iter().for_each(|_| {
-                    for _ in 0..100 {
-                        a2.add_(&one2).unwrap();
-                        one2.mul_scalar_(1).unwrap();
-                    }
+            for _ in 0..4 {
+                user_pool().install(|| {
+                    (0..256).into_par_iter().with_max_len(1).for_each(|_| {
+                        for _ in 0..4 {
+                            a2.add_(&one2).unwrap();
+                        }
+                    })
                 })
-            })
+            }
         });
         let got = a.to_vec::<f32>().unwrap();
-        assert!(got.iter().all(|&v| v == (TASKS * 100) as f32));
+        assert!(got.iter().all(|&v| v == 4096.0));
     }
 
     #[test]
     fn backward_in_a_rayon_task_does_not_leak_grad_mode_into_other_tasks() {
-        // While one task's backward runs its kernels (grad mode off on that thread), other
-        // tasks' forwards must still record history.
-        let (w, b) = leaves();
+        // While one job's backward runs its kernels (grad mode off on that thread), a forward
+        // it stole used to run without recording and fail to backpropagate.
+        let (w, b) = leaves(1 << 18);
         within(600, move || {
-            (0..64).into_par_iter().for_each(|t| {
-                let y = w.mul_scalar(2).unwrap();
-                assert!(y.requires_grad(), "a forward in task {t} lost grad mode");
-                step(&w, &b, t % TASKS).unwrap();
+            user_pool().install(|| {
+                (0..512).into_par_iter().with_max_len(1).for_each(|t| {
+                    for _ in 0..4 {
+                        step(&w, &b, t % TASKS).expect("a forward lost grad mode");
+                    }
+                })
             })
         });
     }
