@@ -76,7 +76,8 @@ fn on_kiln_worker() -> bool {
 /// Whether a loop that is `large` should fan out from this thread: never on another rayon
 /// pool's worker (see the module docs).
 pub fn fan_out(large: bool) -> bool {
-    large && (on_kiln_worker() || rayon::current_thread_index().is_none())
+    large
+        && (on_kiln_worker() || (rayon::current_thread_index().is_none() && pool().is_some()))
 }
 
 /// Runs `f`, whose rayon calls then use kiln's pool. Call only when [`fan_out`] said yes.
@@ -88,6 +89,7 @@ pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
         // From a thread outside every rayon pool, `install` blocks on a latch: the caller
         // runs nothing else while it waits.
         Some(p) if rayon::current_thread_index().is_none() => p.install(f),
+        // Unreachable after `fan_out` said yes; inline is the safe fallback.
         _ => f(),
     }
 }
