@@ -76,6 +76,13 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> KResult<Vec<usize>> {
     Ok(out)
 }
 
+/// `offset + index * stride`. In a non-empty layout this is inside the storage; in an empty
+/// one (another dim of size 0) strides are unconstrained, so it saturates instead of
+/// overflowing — no element is ever read there.
+fn step_offset(offset: usize, index: usize, stride: usize) -> usize {
+    offset.saturating_add(index.saturating_mul(stride))
+}
+
 impl Layout {
     /// A fresh row-major layout.
     pub fn contiguous(sizes: &[usize]) -> Layout {
@@ -312,7 +319,7 @@ impl Layout {
             ));
         }
         let mut out = self.clone();
-        out.offset += start as usize * self.strides[d];
+        out.offset = step_offset(out.offset, start as usize, self.strides[d]);
         out.sizes[d] = length as usize;
         Ok(out)
     }
@@ -332,7 +339,7 @@ impl Layout {
         }
         let index = if index < 0 { index + size } else { index } as usize;
         let mut out = self.clone();
-        out.offset += index * self.strides[d];
+        out.offset = step_offset(out.offset, index, self.strides[d]);
         out.sizes.remove(d);
         out.strides.remove(d);
         Ok(out)
@@ -364,7 +371,7 @@ impl Layout {
         let s = clamp(start.unwrap_or(0));
         let e = clamp(end.unwrap_or(size)).max(s);
         let mut out = self.clone();
-        out.offset += s as usize * self.strides[d];
+        out.offset = step_offset(out.offset, s as usize, self.strides[d]);
         // `(e - s).div_ceil(step)` without `e - s + step` overflowing for a huge step.
         out.sizes[d] = ((e - s) / step + ((e - s) % step != 0) as i64) as usize;
         // A dim of size 0 or 1 never steps, so a stride too large to represent is clamped.

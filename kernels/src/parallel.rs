@@ -76,8 +76,7 @@ fn on_kiln_worker() -> bool {
 /// Whether a loop that is `large` should fan out from this thread: never on another rayon
 /// pool's worker (see the module docs).
 pub fn fan_out(large: bool) -> bool {
-    large
-        && (on_kiln_worker() || (rayon::current_thread_index().is_none() && pool().is_some()))
+    large && (on_kiln_worker() || (rayon::current_thread_index().is_none() && pool().is_some()))
 }
 
 /// Runs `f`, whose rayon calls then use kiln's pool. Call only when [`fan_out`] said yes.
