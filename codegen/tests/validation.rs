@@ -158,3 +158,19 @@ fn metadata_reads_are_saved_instead_of_tensors() {
     assert_eq!(names, vec!["self_sizes", "dim", "keepdim"]);
     assert_eq!(m.ops[0].derivative.as_ref().unwrap().node, "SumBackward0");
 }
+
+#[test]
+fn same_dtype_error_needs_promote_same() {
+    let native = MUL.replace(
+        "  dtypes: all\n",
+        "  dtypes: all\n  same_dtype_error: \"mul(): Expected self.dtype to be equal to other.dtype\"\n",
+    );
+    let e = err(&native, MUL_D);
+    assert!(
+        e.message.contains("same_dtype_error needs promote: same"),
+        "{e}"
+    );
+    let ok = native.replace("  dtypes: all\n", "  dtypes: all\n  promote: same\n");
+    let m = build(&ok, MUL_D, &kernels()).unwrap();
+    assert!(m.ops[0].same_dtype_error.is_some());
+}
