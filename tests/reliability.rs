@@ -286,6 +286,15 @@ mod out_of_memory {
     }
 
     #[test]
+    fn reading_out_a_huge_expanded_view_is_an_error() {
+        let wide = Tensor::zeros(&[1], DType::F32)
+            .unwrap()
+            .expand(&[1 << 40])
+            .unwrap();
+        assert!(err_text(wide.to_vec::<f32>()).contains("not enough memory"));
+    }
+
+    #[test]
     fn a_huge_arange_is_an_error() {
         let e = err_text(Tensor::arange(0, 1e15, 1, DType::F32));
         assert!(e.contains("not enough memory"), "{e}");

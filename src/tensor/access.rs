@@ -2,7 +2,7 @@
 
 use super::{BufferElement, CpuBuffer, Storage, Tensor};
 use crate::{Error, Result};
-use kiln_kernels::{cpu::pointwise, with_dtype, Dst, Element, Src};
+use kiln_kernels::{cpu::pointwise, cpu::strided, with_dtype, Dst, Element, Src};
 use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
 
 enum Guard<'a> {
@@ -105,15 +105,22 @@ impl Tensor {
     /// ```
     pub fn to_vec<T: BufferElement>(&self) -> Result<Vec<T>> {
         self.device().ensure_available()?;
-        Ok(with_buffers(&[self], &[], |ins, _| {
+        // Reserved fallibly: an expanded view may have far more elements than memory holds.
+        let n = self.numel();
+        let mut out: Vec<T> = Vec::new();
+        out.try_reserve_exact(n).map_err(|_| {
+            super::storage::out_of_memory("to_vec", n as u128 * std::mem::size_of::<T>() as u128)
+        })?;
+        with_buffers(&[self], &[], |ins, _| {
             with_dtype!(self.dtype(), S, {
-                src::<S>(ins[0], self)
-                    .to_vec()
-                    .into_iter()
-                    .map(|x| x.cast::<T>())
-                    .collect()
+                let s = src::<S>(ins[0], self);
+                match s.as_contiguous() {
+                    Some(c) => out.extend(c.iter().map(|x| x.cast::<T>())),
+                    None => strided::for_each_offset(s.layout, |o| out.push(s.data[o].cast())),
+                }
             })
-        }))
+        });
+        Ok(out)
     }
 
     /// The value of a one-element tensor, converted to `T` (PyTorch's `item()`).

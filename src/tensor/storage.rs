@@ -100,7 +100,7 @@ fn zeroed_vec<T: ZeroIsValid>(len: usize) -> Result<Vec<T>, u128> {
 }
 
 /// PyTorch's allocation failure, for a buffer of `bytes`.
-fn out_of_memory(op: &str, bytes: u128) -> Error {
+pub(crate) fn out_of_memory(op: &str, bytes: u128) -> Error {
     Error::op(
         op,
         format!("DefaultCPUAllocator: not enough memory: you tried to allocate {bytes} bytes."),
