@@ -66,7 +66,12 @@ fn wrapped_numel(shape: &[usize]) -> usize {
     shape.iter().fold(1usize, |n, &d| n.wrapping_mul(d))
 }
 
-fn sized(a: &mut Args, f: fn(&[usize], DType) -> kiln::Result<Tensor>) -> kiln::Result<()> {
+/// Draws a shape and dtype and calls the constructor `f`, unless the tensor would be larger
+/// than [`MAX_MADE`]. Draw the constructor's other arguments before calling this.
+fn sized(
+    a: &mut Args,
+    f: impl FnOnce(&[usize], DType) -> kiln::Result<Tensor>,
+) -> kiln::Result<()> {
     let shape = a.sizes("shape");
     let dtype = a.dtype("dtype");
     if !fits(wrapped_numel(&shape), dtype) {
@@ -80,32 +85,14 @@ fn sized(a: &mut Args, f: fn(&[usize], DType) -> kiln::Result<Tensor>) -> kiln::
 }
 
 fn full(a: &mut Args) -> kiln::Result<()> {
-    let shape = a.sizes("shape");
     let value = a.scalar("value");
-    let dtype = a.dtype("dtype");
-    if !fits(wrapped_numel(&shape), dtype) {
-        a.skip();
-        return Ok(());
-    }
-    a.call();
-    let t = Tensor::full(&shape, value, dtype)?;
-    a.finish(&[&t]);
-    Ok(())
+    sized(a, |shape, dtype| Tensor::full(shape, value, dtype))
 }
 
 fn randint(a: &mut Args) -> kiln::Result<()> {
     let low = a.int("low");
     let high = a.int("high");
-    let shape = a.sizes("shape");
-    let dtype = a.dtype("dtype");
-    if !fits(wrapped_numel(&shape), dtype) {
-        a.skip();
-        return Ok(());
-    }
-    a.call();
-    let t = Tensor::randint(low, high, &shape, dtype)?;
-    a.finish(&[&t]);
-    Ok(())
+    sized(a, |shape, dtype| Tensor::randint(low, high, shape, dtype))
 }
 
 fn arange(a: &mut Args) -> kiln::Result<()> {
