@@ -10,6 +10,7 @@
 //! ```
 
 pub mod autograd;
+pub mod cuda;
 mod error;
 pub mod ops;
 pub mod tensor;

@@ -6,9 +6,10 @@ use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 
 /// Metadata methods a formula may call on a tensor input without saving the tensor.
-pub const META_METHODS: [&str; 6] = [
+pub const META_METHODS: [&str; 7] = [
     "sizes",
     "strides",
+    "device",
     "storage_offset",
     "dtype",
     "dim",

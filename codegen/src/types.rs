@@ -23,6 +23,8 @@ pub enum ArgKind {
     OptFloat,
     ScalarType,
     OptScalarType,
+    Device,
+    OptDevice,
     Str,
 }
 
@@ -38,6 +40,7 @@ impl ArgKind {
             T::Float => ArgKind::Float,
             T::ScalarType => ArgKind::ScalarType,
             T::Str => ArgKind::Str,
+            T::Device => ArgKind::Device,
             T::List { elem, .. } => match &**elem {
                 T::Tensor { .. } => ArgKind::TensorList,
                 T::Int | T::SymInt => ArgKind::IntList,
@@ -55,6 +58,7 @@ impl ArgKind {
                 ArgKind::Bool => ArgKind::OptBool,
                 ArgKind::Float => ArgKind::OptFloat,
                 ArgKind::ScalarType => ArgKind::OptScalarType,
+                ArgKind::Device => ArgKind::OptDevice,
                 _ => return Err(format!("type {ty} is not supported by kiln's generator")),
             },
             other => return Err(format!("type {other} is not supported by kiln's generator")),
@@ -89,6 +93,8 @@ impl ArgKind {
             ArgKind::OptFloat => quote!(Option<f64>),
             ArgKind::ScalarType => quote!(DType),
             ArgKind::OptScalarType => quote!(Option<DType>),
+            ArgKind::Device => quote!(Device),
+            ArgKind::OptDevice => quote!(Option<Device>),
             ArgKind::Str => quote!(&str),
         }
     }

@@ -2,7 +2,7 @@
 //! failing call can be described and replayed. Past the end of the bytes every draw reads 0,
 //! so any byte string (libfuzzer's or the stable runner's) decodes to some call.
 
-use kiln::{DType, Scalar, Tensor};
+use kiln::{DType, Device, Scalar, Tensor};
 
 /// Ints a new user might pass: small values, dims, and the edges of i32/u32/i64.
 const EDGE_INTS: [i64; 10] = [
@@ -243,6 +243,19 @@ impl<'a> Args<'a> {
 
     pub fn opt_dtype(&mut self, name: &str) -> Option<DType> {
         let v = (!self.chance(40)).then(|| self.raw_dtype());
+        self.note(name, v);
+        v
+    }
+
+    /// A device; CUDA ones are drawn too, so a build or machine without CUDA is exercised.
+    pub fn device(&mut self, name: &str) -> Device {
+        let v = self.pick(&[Device::Cpu, Device::Cpu, Device::Cuda(0), Device::Cuda(7)]);
+        self.note(name, v);
+        v
+    }
+
+    pub fn opt_device(&mut self, name: &str) -> Option<Device> {
+        let v = (!self.chance(40)).then(|| self.device("_"));
         self.note(name, v);
         v
     }

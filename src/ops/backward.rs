@@ -2,7 +2,7 @@
 //! differentiable ops, so a backward pass run under `create_graph` is itself recorded and
 //! double backward works.
 
-use crate::{DType, Result, Scalar, Tensor};
+use crate::{DType, Device, Result, Scalar, Tensor};
 
 /// A possibly negative dim as an index (the forward op already validated it).
 fn wrap(dim: i64, ndim: usize) -> Result<usize> {
@@ -279,9 +279,9 @@ pub fn masked_fill_backward(grad: &Tensor, mask: &Tensor) -> Result<Tensor> {
     grad.masked_fill(mask, 0)
 }
 
-/// Backward of `to(dtype)`: cast back.
-pub fn to_dtype_backward(grad: &Tensor, dtype: DType) -> Result<Tensor> {
-    grad.to_dtype(dtype)
+/// Backward of `_to_copy`: the gradient cast back to the input's dtype, on its device.
+pub fn to_copy_backward(grad: &Tensor, dtype: DType, device: Device) -> Result<Tensor> {
+    grad.to_dtype(dtype)?.to_device(device)
 }
 
 /// Backward of `as_strided`, for inputs whose elements do not overlap in memory: route each

@@ -2,7 +2,7 @@
 //! comes from the ops they call, so they have no derivatives.yaml entry.
 
 use crate::ops::backward::i64s;
-use crate::{DType, Error, Result, Tensor};
+use crate::{DType, Device, Error, Result, Tensor};
 
 /// `matmul`: PyTorch's rank cases — dot, matrix-vector, vector-matrix, matrix-matrix, and
 /// batched with broadcasting of the batch dims.
@@ -209,7 +209,16 @@ pub fn to_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
     if t.dtype() == dtype {
         Ok(t.clone())
     } else {
-        t.to_copy(dtype)
+        t.to_copy_with(Some(dtype), None)
+    }
+}
+
+/// `to(device)`: `t` itself when it is already on `device`, else a copy there.
+pub fn to_device(t: &Tensor, device: Device) -> Result<Tensor> {
+    if t.device() == device {
+        Ok(t.clone())
+    } else {
+        t.to_copy_with(None, Some(device))
     }
 }
 

@@ -2,7 +2,7 @@
 //! (PyTorch's CompositeExplicitAutograd): views, which only compute a new layout, and dtype
 //! conversion. No autograd here — the generated wrapper records it.
 
-use crate::{DType, Error, Layout, Result, Tensor};
+use crate::{DType, Device, Error, Layout, Result, Tensor};
 use kiln_kernels::KResult;
 
 /// `t`'s storage seen through `layout`, once the layout is known to count and stay inside
@@ -148,9 +148,9 @@ pub fn as_strided(
     view_with("as_strided", t, Ok(layout))
 }
 
-/// `_to_copy(dtype)`: a converted copy in fresh storage, even when the dtype matches.
-pub fn to_copy(t: &Tensor, dtype: DType) -> Result<Tensor> {
-    t.cast_copy(dtype)
+/// `_to_copy(dtype, device)`: a converted copy in fresh storage, even when nothing changes.
+pub fn to_copy(t: &Tensor, dtype: Option<DType>, device: Option<Device>) -> Result<Tensor> {
+    t.copy_to(dtype.unwrap_or(t.dtype()), device.unwrap_or(t.device()))
 }
 
 /// `contiguous()` for a view: the data copied into row-major order.

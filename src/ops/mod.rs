@@ -12,7 +12,7 @@ mod generated {
     use crate::ops::backward::*;
     use crate::ops::launch;
     use crate::tensor::promotion::Operand;
-    use crate::{DType, Error, Result, Scalar, Tensor};
+    use crate::{DType, Device, Error, Result, Scalar, Tensor};
     use kiln_kernels::Element;
     use std::sync::{Arc, Weak};
 

@@ -176,6 +176,20 @@ impl Tensor {
         self.fresh_copy()
     }
 
+    /// A contiguous copy with elements cast to `dtype` on `device`, without autograd history.
+    pub(crate) fn copy_to(&self, dtype: crate::DType, device: crate::Device) -> Result<Tensor> {
+        if device == self.device() {
+            return self.cast_copy(dtype);
+        }
+        device
+            .ensure_available()
+            .map_err(|e| Error::op("to", e.to_string()))?;
+        Err(Error::op(
+            "to",
+            format!("no copy path from {} to {device}", self.device()),
+        ))
+    }
+
     /// A contiguous copy with elements cast to `dtype`, without autograd history.
     pub(crate) fn cast_copy(&self, dtype: crate::DType) -> Result<Tensor> {
         let out = Tensor::alloc("to", self.shape(), dtype)?;

@@ -17,9 +17,10 @@ impl Device {
     pub fn ensure_available(self) -> Result<()> {
         match self {
             Device::Cpu => Ok(()),
-            Device::Cuda(i) => Err(Error::Device(format!(
-                "cannot use device cuda:{i}: kiln was built without CUDA support"
-            ))),
+            Device::Cuda(i) => match crate::cuda::unavailable_reason(i) {
+                None => Ok(()),
+                Some(why) => Err(Error::Device(format!("cannot use device cuda:{i}: {why}"))),
+            },
         }
     }
 }

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use kiln::autograd::{gradcheck, gradgradcheck, GradcheckOptions};
-use kiln::{DType, Result, Scalar, Tensor};
+use kiln::{DType, Device, Result, Scalar, Tensor};
 
 /// A non-tensor argument of a sample.
 #[derive(Clone, Debug)]
@@ -20,6 +20,8 @@ pub enum Arg {
     DType(DType),
     OptDType(Option<DType>),
     Str(&'static str),
+    Device(Device),
+    OptDevice(Option<Device>),
 }
 
 /// One set of inputs for an op: tensors in schema order, tensor lists, named other arguments.
@@ -145,6 +147,19 @@ impl Sample {
             Arg::OptDType(d) => Some(*d),
             Arg::DType(d) => Some(Some(*d)),
             other => panic!("argument {n} is {other:?}, not a ScalarType?"),
+        }
+    }
+    pub fn device(&self, n: &str) -> Option<Device> {
+        match self.get(n)? {
+            Arg::Device(d) => Some(*d),
+            other => panic!("argument {n} is {other:?}, not a Device"),
+        }
+    }
+    pub fn opt_device(&self, n: &str) -> Option<Option<Device>> {
+        match self.get(n)? {
+            Arg::OptDevice(d) => Some(*d),
+            Arg::Device(d) => Some(Some(*d)),
+            other => panic!("argument {n} is {other:?}, not a Device?"),
         }
     }
     pub fn string(&self, n: &str) -> Option<&str> {

@@ -165,6 +165,11 @@ pub fn identity(s: &Sample) -> Vec<RefTensor> {
 
 /// to(dtype): integers truncate toward zero, bool is `x != 0`, floats keep the value (the
 /// comparison tolerance covers rounding to the target).
+/// to(device) moves values without changing them.
+pub fn to_device(s: &Sample) -> Vec<RefTensor> {
+    vec![input(s, 0)]
+}
+
 pub fn to_dtype(s: &Sample) -> Vec<RefTensor> {
     let target = s.dtype("dtype").expect("sample provides dtype");
     let mut x = input(s, 0);

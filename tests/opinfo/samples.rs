@@ -21,7 +21,7 @@
 #![allow(dead_code)]
 
 use crate::harness::{noncontiguous, Arg, ErrorSample, Sample};
-use kiln::{DType, Generator, Scalar, Tensor};
+use kiln::{DType, Device, Generator, Scalar, Tensor};
 
 // ---------------------------------------------------------------------------------------
 // Value helpers
@@ -808,6 +808,31 @@ pub fn to_dtype(dtype: DType) -> Vec<Sample> {
 /// Every dtype converts to every dtype: nothing to reject.
 pub fn to_dtype_errors() -> Vec<ErrorSample> {
     vec![]
+}
+
+/// to(device): the harness moves samples to the device under test, so `cpu` here means
+/// "the device the input is on" only on the CPU run; both directions are covered.
+pub fn to_device(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| ranged(s, dtype, (-3.0, 3.0), (-4, 5), seed);
+    let to = |d: Device| Arg::Device(d);
+    vec![
+        Sample::new("to cpu", vec![x(&[3, 4], 1)]).arg("device", to(Device::Cpu)),
+        Sample::new("0-d to cpu", vec![x(&[], 2)])
+            .arg("device", to(Device::Cpu))
+            .edge(),
+        Sample::new("empty [0,3] to cpu", vec![x(&[0, 3], 3)])
+            .arg("device", to(Device::Cpu))
+            .edge(),
+    ]
+}
+
+/// No machine has 65 GPUs: the device ordinal is rejected with or without CUDA.
+pub fn to_device_errors() -> Vec<ErrorSample> {
+    vec![ErrorSample {
+        sample: Sample::new("to cuda:64", vec![Tensor::from([1f32, 2.])])
+            .arg("device", Arg::Device(Device::Cuda(64))),
+        message: "cannot use device cuda:64",
+    }]
 }
 
 // ---------------------------------------------------------------------------------------

@@ -34,6 +34,8 @@ fn draw(arg: &Arg) -> TokenStream {
             ArgKind::OptFloat => "opt_float",
             ArgKind::ScalarType => "dtype",
             ArgKind::OptScalarType => "opt_dtype",
+            ArgKind::Device => "device",
+            ArgKind::OptDevice => "opt_device",
             ArgKind::Str => "string",
         }
     );

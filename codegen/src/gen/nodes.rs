@@ -87,6 +87,7 @@ pub fn fields(op: &Op) -> Vec<Field> {
                     quote!(Vec<DType>),
                     quote!(#src.iter().map(|t| t.dtype()).collect()),
                 ),
+                ("device", false) => (quote!(Device), quote!(#src.device())),
                 ("dim", false) => (quote!(usize), quote!(#src.dim())),
                 ("strides", false) => (quote!(Vec<usize>), quote!(#src.strides().to_vec())),
                 ("storage_offset", false) => (quote!(usize), quote!(#src.storage_offset())),

@@ -88,6 +88,14 @@ fn sample_arg(a: &crate::model::Arg, ti: &mut usize, li: &mut usize) -> TokenStr
             let d = dflt(a.kind);
             quote!(s.opt_dtype(#n)#d)
         }
+        ArgKind::Device => {
+            let d = dflt(a.kind);
+            quote!(s.device(#n)#d)
+        }
+        ArgKind::OptDevice => {
+            let d = dflt(a.kind);
+            quote!(s.opt_device(#n)#d)
+        }
         ArgKind::Str => {
             let d = dflt(a.kind);
             quote!(s.string(#n)#d)
