@@ -9,6 +9,8 @@ fn main() {
         "native_functions.yaml",
         "derivatives.yaml",
         "kernels/src/cpu",
+        "kernels/cuda",
+        "src/cuda/ops",
         "codegen/src",
     ] {
         println!("cargo:rerun-if-changed={p}");

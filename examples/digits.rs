@@ -2,10 +2,11 @@
 //! cross-entropy from `log_softmax` + `gather`, Adam written out below, a fixed seed and an
 //! 80/20 split. Prints the loss per epoch and the final test accuracy.
 //!
-//! Run: `cargo run --release --example digits`
+//! Run: `cargo run --release --example digits`, or on a GPU:
+//! `cargo run --release --features cuda --example digits -- --device cuda`
 
 use flate2::read::GzDecoder;
-use kiln::{no_grad, DType, Result, Tensor};
+use kiln::{no_grad, DType, Device, Result, Tensor};
 use std::io::Read;
 use std::time::Instant;
 
@@ -34,14 +35,16 @@ fn load() -> Result<(Tensor, Tensor)> {
 }
 
 /// A linear layer initialised like PyTorch's `nn.Linear`: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
-fn linear(fan_in: usize, fan_out: usize) -> Result<(Tensor, Tensor)> {
+fn linear(fan_in: usize, fan_out: usize, device: Device) -> Result<(Tensor, Tensor)> {
     let bound = 1.0 / (fan_in as f64).sqrt();
     let w = Tensor::rand(&[fan_in, fan_out], DType::F32)?
         .mul_scalar(2.0 * bound)?
-        .sub_scalar(bound)?;
+        .sub_scalar(bound)?
+        .to_device(device)?;
     let b = Tensor::rand(&[fan_out], DType::F32)?
         .mul_scalar(2.0 * bound)?
-        .sub_scalar(bound)?;
+        .sub_scalar(bound)?
+        .to_device(device)?;
     Ok((w.requires_grad_(true)?, b.requires_grad_(true)?))
 }
 
@@ -103,12 +106,33 @@ impl Adam {
     }
 }
 
+/// `--device cpu` (default) or `--device cuda[:i]`.
+fn device_arg() -> Result<Device> {
+    let args: Vec<String> = std::env::args().collect();
+    let value = match args.iter().position(|a| a == "--device") {
+        Some(i) => args.get(i + 1).map(String::as_str).unwrap_or(""),
+        None => "cpu",
+    };
+    match value {
+        "cpu" => Ok(Device::Cpu),
+        "cuda" => Ok(Device::Cuda(0)),
+        v => match v.strip_prefix("cuda:").and_then(|i| i.parse().ok()) {
+            Some(i) => Ok(Device::Cuda(i)),
+            None => Err(kiln::Error::Device(format!(
+                "--device: expected cpu, cuda or cuda:<index>, got '{v}'"
+            ))),
+        },
+    }
+}
+
 fn main() -> Result<()> {
+    let device = device_arg()?;
     let start = Instant::now();
     kiln::manual_seed(0);
     let (x, y) = load()?;
+    let (x, y) = (x.to_device(device)?, y.to_device(device)?);
     let n = x.shape()[0];
-    let perm = Tensor::randperm(n)?;
+    let perm = Tensor::randperm(n)?.to_device(device)?;
     let n_train = n * 8 / 10;
     let (train_idx, test_idx) = (
         perm.narrow(0, 0, n_train as i64)?,
@@ -119,17 +143,20 @@ fn main() -> Result<()> {
         y.index_select(0, &train_idx)?,
     );
     let (x_test, y_test) = (x.index_select(0, &test_idx)?, y.index_select(0, &test_idx)?);
-    println!("digits: {n_train} train / {} test samples", n - n_train);
+    println!(
+        "digits: {n_train} train / {} test samples on {device}",
+        n - n_train
+    );
 
-    let (w1, b1) = linear(64, 128)?;
-    let (w2, b2) = linear(128, 10)?;
+    let (w1, b1) = linear(64, 128, device)?;
+    let (w2, b2) = linear(128, 10, device)?;
     let forward =
         |x: &Tensor| -> Result<Tensor> { x.matmul(&w1)?.add(&b1)?.relu()?.matmul(&w2)?.add(&b2) };
     let mut opt = Adam::new(vec![w1.clone(), b1.clone(), w2.clone(), b2.clone()], 1e-3)?;
 
     let batch = 64;
     for epoch in 1..=30 {
-        let order = Tensor::randperm(n_train)?;
+        let order = Tensor::randperm(n_train)?.to_device(device)?;
         let (mut total, mut batches) = (0.0, 0);
         for s in (0..n_train).step_by(batch) {
             let len = batch.min(n_train - s) as i64;

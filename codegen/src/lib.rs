@@ -19,7 +19,8 @@ pub fn load(root: &Path) -> Result<model::Model, String> {
         |name: &str| std::fs::read_to_string(root.join(name)).map_err(|e| format!("{name}: {e}"));
     let native = read("native_functions.yaml")?;
     let derivs = read("derivatives.yaml")?;
-    let kernels = kernels_index::KernelIndex::scan(&root.join("kernels/src/cpu"))?;
+    let mut kernels = kernels_index::KernelIndex::scan(&root.join("kernels/src/cpu"))?;
+    kernels.scan_cuda(&root.join("kernels/cuda"), &root.join("src/cuda/ops"))?;
     model::build(&native, &derivs, &kernels).map_err(|e| e.to_string())
 }
 
@@ -31,6 +32,10 @@ pub fn generate(root: &Path, out_dir: &Path) -> Result<(), String> {
         ("ops.rs", gen::api::generate(&model)),
         ("nodes.rs", gen_nodes(&model)),
         ("opinfo.rs", gen::tests::generate(&model)),
+        (
+            "cuda_sources.rs",
+            gen::cuda::generate(&model, &root.join("kernels/cuda"))?,
+        ),
     ];
     write_all(out_dir, files)
 }

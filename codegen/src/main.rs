@@ -1,5 +1,7 @@
 //! `cargo run -p kiln-codegen -- show <op>`: prints what the generator emits for one op.
 //! `cargo run -p kiln-codegen -- check`: validates the YAML and prints a summary.
+//! `cargo run -p kiln-codegen -- cuda <dir>`: writes every generated CUDA module as
+//! `<dir>/<module>.cu`, to read or to compile by hand (`nvcc -ptx`, NVRTC).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,7 +20,18 @@ fn main() -> ExitCode {
             let nodes = m.ops.iter().filter(|o| o.derivative.is_some()).count();
             format!("{} operators, {} backward nodes: OK", m.ops.len(), nodes)
         }),
-        _ => Err("usage: kiln-codegen show <op> | kiln-codegen check".into()),
+        ["cuda", dir] => kiln_codegen::load(&root).and_then(|m| {
+            let modules = kiln_codegen::gen::cuda::modules(&m, &root.join("kernels/cuda"))?;
+            std::fs::create_dir_all(dir).map_err(|e| format!("{dir}: {e}"))?;
+            for (name, src) in &modules {
+                let path = PathBuf::from(dir).join(format!("{name}.cu"));
+                std::fs::write(&path, src).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            Ok(format!("{} CUDA modules written to {dir}", modules.len()))
+        }),
+        _ => Err(
+            "usage: kiln-codegen show <op> | kiln-codegen check | kiln-codegen cuda <dir>".into(),
+        ),
     };
     match result {
         Ok(s) => {

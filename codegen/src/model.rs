@@ -101,7 +101,12 @@ pub struct Op {
     pub rust: String,
     pub variants: Variants,
     pub kind: Kind,
+    /// dtypes the CPU kernel computes in.
     pub dtypes: Vec<String>,
+    /// The CUDA kernel `(module, name)`; `None` for composite ops.
+    pub cuda: Option<(String, String)>,
+    /// dtypes the CUDA kernel computes in.
+    pub cuda_dtypes: Vec<String>,
     pub promote: Promote,
     /// Arguments that take part in type promotion.
     pub operands: Vec<String>,
@@ -323,17 +328,51 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
                 ),
             ));
         }
-        if r.dispatch.len() != 1 {
-            return Err(nerr(line, format!("{}: dispatch needs exactly one of CPU, CompositeExplicitAutograd, CompositeImplicitAutograd", r.func)));
+        let composite_keys = [
+            "CompositeExplicitAutograd",
+            "CompositeImplicitAutograd",
+            "Composite",
+        ];
+        for key in r.dispatch.keys() {
+            if !["CPU", "CUDA"].contains(&key.as_str()) && !composite_keys.contains(&key.as_str()) {
+                return Err(nerr(line, format!("{}: unknown dispatch key '{key}' (expected CPU and CUDA, or one of CompositeExplicitAutograd, CompositeImplicitAutograd)", r.func)));
+            }
         }
-        let (key, target) = r.dispatch.iter().next().expect("checked len");
+        let composite = r
+            .dispatch
+            .iter()
+            .find(|(k, _)| composite_keys.contains(&k.as_str()));
+        if composite.is_some() && r.dispatch.len() != 1 {
+            return Err(nerr(line, format!("{}: a composite op runs on every backend through the ops it calls; it takes no CPU or CUDA key", r.func)));
+        }
         let pointwise = r.tags.iter().any(|t| t == "pointwise");
-        let kind = match key.as_str() {
-            "CPU" => {
+        let (kind, cuda) = match composite {
+            Some((key, target)) if key == "CompositeExplicitAutograd" => (
+                Kind::Explicit {
+                    path: target.clone(),
+                },
+                None,
+            ),
+            Some((_, target)) => (
+                Kind::Composite {
+                    path: target.clone(),
+                },
+                None,
+            ),
+            None => {
+                let Some(target) = r.dispatch.get("CPU") else {
+                    return Err(nerr(line, format!("{}: dispatch needs CPU (and CUDA), or one of CompositeExplicitAutograd, CompositeImplicitAutograd", r.func)));
+                };
+                let Some(cuda_target) = r.dispatch.get("CUDA") else {
+                    return Err(nerr(line, format!("{}: no CUDA kernel: add `CUDA: <module>::<fn>` to dispatch (a `__device__` fn in kernels/cuda/<module>.cuh for a pointwise op, else a launcher in src/cuda/ops/<module>.rs)", r.func)));
+                };
                 let (module, kernel) = kernels
                     .resolve(target)
                     .map_err(|m| nerr(line, format!("{}: {m}", r.func)))?;
-                if pointwise {
+                let cuda = kernels
+                    .resolve_cuda(cuda_target)
+                    .map_err(|m| nerr(line, format!("{}: {m}", r.func)))?;
+                let kind = if pointwise {
                     let check = kernels.has(&module, &format!("{kernel}_check"));
                     Kind::Pointwise {
                         module,
@@ -348,23 +387,39 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
                         )));
                     }
                     Kind::Structured { module, kernel }
-                }
-            }
-            "CompositeExplicitAutograd" => Kind::Explicit {
-                path: target.clone(),
-            },
-            "CompositeImplicitAutograd" | "Composite" => Kind::Composite {
-                path: target.clone(),
-            },
-            other => {
-                return Err(nerr(
-                    line,
-                    format!("{}: unknown dispatch key '{other}'", r.func),
-                ))
+                };
+                (kind, Some(cuda))
             }
         };
-        let dtypes = match &r.dtypes {
-            Some(d) => dtype_set(d).map_err(|m| nerr(line, m))?,
+        let (cpu_dtypes, cuda_dtypes) = match &r.dtypes {
+            Some(yaml::BackendDTypes::Shared(d)) => {
+                let d = dtype_set(d).map_err(|m| nerr(line, m))?;
+                (Some(d.clone()), Some(d))
+            }
+            Some(yaml::BackendDTypes::PerBackend(m)) => {
+                if let Some(k) = m.keys().find(|k| !["CPU", "CUDA"].contains(&k.as_str())) {
+                    return Err(nerr(
+                        line,
+                        format!(
+                            "{}: dtypes for unknown backend '{k}' (expected CPU, CUDA)",
+                            r.func
+                        ),
+                    ));
+                }
+                let get = |k: &str| -> Result<Option<Vec<String>>, ModelError> {
+                    m.get(k)
+                        .map(|d| dtype_set(d).map_err(|e| nerr(line, e)))
+                        .transpose()
+                };
+                (get("CPU")?, get("CUDA")?)
+            }
+            None => (None, None),
+        };
+        let cuda_dtypes = cuda_dtypes
+            .or_else(|| cpu_dtypes.clone())
+            .unwrap_or_default();
+        let dtypes = match cpu_dtypes {
+            Some(d) => d,
             None if matches!(kind, Kind::Pointwise { .. } | Kind::Structured { .. }) => {
                 return Err(nerr(
                     line,
@@ -450,6 +505,8 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
             variants,
             kind,
             dtypes,
+            cuda,
+            cuda_dtypes,
             promote,
             same_dtype_error: r.same_dtype_error.clone(),
             operands,

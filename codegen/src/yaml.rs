@@ -17,7 +17,7 @@ pub struct RawOp {
     #[serde(default)]
     pub dispatch: BTreeMap<String, String>,
     #[serde(default)]
-    pub dtypes: Option<DTypes>,
+    pub dtypes: Option<BackendDTypes>,
     #[serde(default)]
     pub promote: Option<String>,
     #[serde(default)]
@@ -41,6 +41,15 @@ pub struct RawOp {
 pub enum DTypes {
     Group(String),
     List(Vec<String>),
+}
+
+/// An op's `dtypes:`: one set for every backend, or one per backend (`{CPU: all, CUDA:
+/// floating}`), as torchgen's BackendIndex keeps per-backend kernels.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(untagged)]
+pub enum BackendDTypes {
+    Shared(DTypes),
+    PerBackend(BTreeMap<String, DTypes>),
 }
 
 /// The `opinfo:` block of an entry.

@@ -58,7 +58,7 @@ fn numerical(f: &Func<'_>, inputs: &[Tensor], checked: &[usize], eps: f64) -> Re
                 let mut v = x.clone();
                 v[j] += delta;
                 let mut ins = inputs.to_vec();
-                ins[i] = Tensor::from_vec(v, inputs[i].shape())?;
+                ins[i] = Tensor::from_vec(v, inputs[i].shape())?.to_device(inputs[i].device())?;
                 float_outputs(f(&ins)?).iter().map(flat).collect()
             };
             let (plus, minus) = (eval(eps)?, eval(-eps)?);
@@ -91,7 +91,9 @@ fn analytical(f: &Func<'_>, inputs: &[Tensor], checked: &[usize]) -> Result<Jaco
         for k in 0..o.numel() {
             let mut onehot = vec![0.0f64; o.numel()];
             onehot[k] = 1.0;
-            let go = Tensor::from_vec(onehot, o.shape())?.to_dtype(o.dtype())?;
+            let go = Tensor::from_vec(onehot, o.shape())?
+                .to_dtype(o.dtype())?
+                .to_device(o.device())?;
             let opts = GradOptions {
                 retain_graph: true,
                 create_graph: false,

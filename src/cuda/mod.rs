@@ -1,22 +1,134 @@
-//! CUDA devices: whether one is usable, how many there are.
+//! CUDA devices: whether one is usable, its memory pool, and (with the `cuda` feature) the
+//! backend — NVRTC-compiled kernels generated from `kernels/cuda/`, cuBLAS for matmul, and a
+//! caching allocator.
 //!
-//! The backend itself (NVRTC-compiled kernels, cuBLAS, the caching allocator) is behind the
-//! `cuda` cargo feature. Without the feature, or on a machine without a GPU, kiln still
-//! builds and runs: asking for `Device::Cuda(i)` is then an error that says which of the two
-//! is missing.
+//! Without the `cuda` feature, or on a machine without a GPU or driver, kiln still builds
+//! and runs: asking for `Device::Cuda(i)` is then an error that says which one is missing.
+
+#[cfg(feature = "cuda")]
+mod alloc;
+#[cfg(feature = "cuda")]
+mod buffer;
+#[cfg(feature = "cuda")]
+pub(crate) mod ops;
+#[cfg(feature = "cuda")]
+mod runtime;
+
+#[cfg(feature = "cuda")]
+pub(crate) use buffer::CudaBuffer;
 
 /// True when kiln was built with the `cuda` feature and a CUDA device is present.
 pub fn is_available() -> bool {
     device_count() > 0
 }
 
-/// Number of CUDA devices kiln can use (0 without the `cuda` feature or without a GPU).
+/// Number of CUDA devices kiln can use (0 without the `cuda` feature, driver or GPU).
 pub fn device_count() -> usize {
-    0
+    #[cfg(feature = "cuda")]
+    {
+        runtime::device_count()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        0
+    }
 }
 
 /// Why `cuda:index` cannot hold tensors, or `None` when it can.
 pub(crate) fn unavailable_reason(index: usize) -> Option<String> {
-    let _ = index;
-    Some("Torch not compiled with CUDA enabled (kiln was built without the `cuda` feature)".into())
+    #[cfg(feature = "cuda")]
+    {
+        runtime::unavailable_reason(index)
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = index;
+        Some(
+            "Torch not compiled with CUDA enabled (kiln was built without the `cuda` feature)"
+                .into(),
+        )
+    }
+}
+
+/// Bytes of device memory held by live tensors on `device` (PyTorch's
+/// `torch.cuda.memory_allocated`); 0 for a device kiln has not used.
+pub fn memory_allocated(device: usize) -> usize {
+    #[cfg(feature = "cuda")]
+    {
+        runtime::memory_stats(device).0
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = device;
+        0
+    }
+}
+
+/// Bytes of device memory the caching allocator holds on `device`, in use or cached
+/// (`torch.cuda.memory_reserved`).
+pub fn memory_reserved(device: usize) -> usize {
+    #[cfg(feature = "cuda")]
+    {
+        runtime::memory_stats(device).1
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = device;
+        0
+    }
+}
+
+/// Returns every cached, unused block to the driver (`torch.cuda.empty_cache`).
+pub fn empty_cache() -> crate::Result<()> {
+    #[cfg(feature = "cuda")]
+    {
+        runtime::empty_cache()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        Ok(())
+    }
+}
+
+/// Waits for all queued work on `device` (`torch.cuda.synchronize`).
+pub fn synchronize(device: usize) -> crate::Result<()> {
+    #[cfg(feature = "cuda")]
+    {
+        runtime::gpu(device)?.synchronize()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        crate::Device::Cuda(device).ensure_available()
+    }
+}
+
+/// Names of every generated CUDA module (one per pointwise op, plus copy, reduce, softmax
+/// and index), for tools and tests that compile them all.
+pub fn module_names() -> Vec<&'static str> {
+    sources::CUDA_MODULES.iter().map(|(n, _)| *n).collect()
+}
+
+/// The CUDA C++ source of generated module `name`.
+pub fn module_source(name: &str) -> Option<&'static str> {
+    sources::CUDA_MODULES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, s)| *s)
+}
+
+/// Compiles module `name` to PTX with NVRTC for `arch` (e.g. `compute_80`). Needs only the
+/// NVRTC library, not a GPU: CI uses it to check every generated kernel.
+#[cfg(feature = "cuda")]
+pub fn compile_ptx(name: &str, arch: &'static str) -> crate::Result<String> {
+    runtime::compile(name, arch).map(|ptx| ptx.to_src())
+}
+
+/// True when the NVRTC library can be loaded (from `LD_LIBRARY_PATH` or the system).
+#[cfg(feature = "cuda")]
+pub fn nvrtc_available() -> bool {
+    runtime::nvrtc_available()
+}
+
+mod sources {
+    include!(concat!(env!("OUT_DIR"), "/cuda_sources.rs"));
 }

@@ -95,7 +95,7 @@ pub fn value_selecting_reduction_backward(
     if sizes.is_empty() {
         return Ok(g);
     }
-    Tensor::zeros(sizes, grad.dtype())?.scatter_add(dim, &idx, &g)
+    zeros_like_grad(grad, sizes)?.scatter_add(dim, &idx, &g)
 }
 
 /// Backward of `_softmax`: `(grad - sum(grad * y, dim)) * y`.
@@ -122,7 +122,7 @@ pub fn cat_backward(grad: &Tensor, sizes: &[Vec<usize>], dim: i64) -> Result<Vec
     for s in sizes {
         // A 1-D empty input took no part in `cat` (PyTorch's legacy rule), whatever `dim` was.
         if s.len() == 1 && s[0] == 0 {
-            out.push(Tensor::zeros(&[0], grad.dtype())?);
+            out.push(zeros_like_grad(grad, &[0])?);
             continue;
         }
         let len = s[d as usize] as i64;
@@ -139,12 +139,12 @@ pub fn index_select_backward(
     dim: i64,
     index: &Tensor,
 ) -> Result<Tensor> {
-    Tensor::zeros(sizes, grad.dtype())?.index_add(dim, index, grad)
+    zeros_like_grad(grad, sizes)?.index_add(dim, index, grad)
 }
 
 /// Backward of `gather`: scatter-add into zeros.
 pub fn gather_backward(grad: &Tensor, sizes: &[usize], dim: i64, index: &Tensor) -> Result<Tensor> {
-    Tensor::zeros(sizes, grad.dtype())?.scatter_add(dim, index, grad)
+    zeros_like_grad(grad, sizes)?.scatter_add(dim, index, grad)
 }
 
 /// `d/dx x^e = e x^(e-1)`, zero where the exponent is zero.
@@ -279,6 +279,11 @@ pub fn masked_fill_backward(grad: &Tensor, mask: &Tensor) -> Result<Tensor> {
     grad.masked_fill(mask, 0)
 }
 
+/// Zeros of `sizes` with `grad`'s dtype, on `grad`'s device.
+fn zeros_like_grad(grad: &Tensor, sizes: &[usize]) -> Result<Tensor> {
+    Tensor::alloc_on("zeros", sizes, grad.dtype(), grad.device())
+}
+
 /// Backward of `_to_copy`: the gradient cast back to the input's dtype, on its device.
 pub fn to_copy_backward(grad: &Tensor, dtype: DType, device: Device) -> Result<Tensor> {
     grad.to_dtype(dtype)?.to_device(device)
@@ -322,13 +327,16 @@ pub fn as_strided_backward(
         .unwrap_or(0) as usize;
     let n_out = out_idx.len();
     let n_in = in_idx.len();
-    let storage = Tensor::zeros(&[extent], grad.dtype())?.index_add(
+    let storage = zeros_like_grad(grad, &[extent])?.index_add(
         0,
-        &Tensor::from_vec(out_idx, &[n_out])?,
+        &Tensor::from_vec(out_idx, &[n_out])?.to_device(grad.device())?,
         &grad.reshape(&[-1])?,
     )?;
     storage
-        .index_select(0, &Tensor::from_vec(in_idx, &[n_in])?)?
+        .index_select(
+            0,
+            &Tensor::from_vec(in_idx, &[n_in])?.to_device(grad.device())?,
+        )?
         .reshape(&i64s(input_sizes))
 }
 

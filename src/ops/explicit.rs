@@ -179,7 +179,7 @@ pub fn slice_backward(
     step: i64,
 ) -> Result<Tensor> {
     let sizes = non_negative("slice_backward", input_sizes)?;
-    let out = Tensor::alloc("slice_backward", &sizes, grad.dtype())?;
+    let out = Tensor::alloc_on("slice_backward", &sizes, grad.dtype(), grad.device())?;
     let part = view_with(
         "slice_backward",
         &out,
@@ -192,7 +192,7 @@ pub fn slice_backward(
 /// The gradient of a select: zeros of the input's shape with `grad` at `index`.
 pub fn select_backward(grad: &Tensor, input_sizes: &[i64], dim: i64, index: i64) -> Result<Tensor> {
     let sizes = non_negative("select_backward", input_sizes)?;
-    let out = Tensor::alloc("select_backward", &sizes, grad.dtype())?;
+    let out = Tensor::alloc_on("select_backward", &sizes, grad.dtype(), grad.device())?;
     let part = view_with("select_backward", &out, out.layout().select(dim, index))?;
     part.copy_data_from(grad)?;
     Ok(out)

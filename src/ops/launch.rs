@@ -5,7 +5,7 @@
 use crate::autograd;
 use crate::tensor::promotion::{self, Operand};
 use crate::tensor::{BufferElement, CpuBuffer};
-use crate::{DType, Error, Result, Scalar, Tensor};
+use crate::{DType, Device, Error, Result, Scalar, Tensor};
 use kiln_kernels::{cpu::pointwise, KResult};
 
 pub(crate) use crate::tensor::{dst, src, with_buffers};
@@ -94,13 +94,51 @@ pub(crate) fn broadcast_shapes(op: &str, tensors: &[&Tensor]) -> Result<Vec<usiz
     Ok(shape)
 }
 
+/// The device every tensor operand is on, or PyTorch's error for a mix.
+pub(crate) fn device_of(op: &str, tensors: &[&Tensor]) -> Result<Device> {
+    let first = tensors.first().map_or(Device::Cpu, |t| t.device());
+    match tensors.iter().find(|t| t.device() != first) {
+        Some(t) => Err(Error::op(
+            op,
+            format!(
+                "Expected all tensors to be on the same device, but found at least two devices, {first} and {}!",
+                t.device()
+            ),
+        )),
+        None => Ok(first),
+    }
+}
+
+/// `"op" not implemented for 'dtype'` unless the backend's kernel covers `dtype`.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn check_dtype(
+    op: &str,
+    backend: &str,
+    dtype: DType,
+    supported: &[DType],
+) -> Result<()> {
+    if supported.contains(&dtype) {
+        Ok(())
+    } else {
+        Err(Error::op(
+            op,
+            format!(
+                "\"{op}_{backend}\" not implemented for '{}'",
+                dtype.scalar_type_name()
+            ),
+        ))
+    }
+}
+
 /// The tensor a pointwise kernel writes: `dest` itself when it already has the result's shape
-/// and dtype and no two of its indices share memory, else fresh storage (the caller copies).
+/// and dtype and no two of its indices share memory, else fresh storage on `device` (the
+/// caller copies).
 pub(crate) fn output(
     op: &str,
     dest: Option<&Tensor>,
     shape: &[usize],
     dtype: DType,
+    device: Device,
 ) -> Result<Tensor> {
     match dest {
         Some(d)
@@ -108,7 +146,7 @@ pub(crate) fn output(
         {
             Ok(d.clone())
         }
-        _ => Tensor::alloc(op, shape, dtype),
+        _ => Tensor::alloc_on(op, shape, dtype, device),
     }
 }
 

@@ -1,13 +1,32 @@
 //! Getting at a tensor's elements: locking storages for a kernel, copying out, casting.
 
+use super::storage::Buffer;
 use super::{BufferElement, CpuBuffer, Storage, Tensor};
 use crate::{Error, Result};
 use kiln_kernels::{cpu::pointwise, cpu::strided, with_dtype, Dst, Element, Src};
 use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
 
 enum Guard<'a> {
-    Read(RwLockReadGuard<'a, CpuBuffer>),
-    Write(RwLockWriteGuard<'a, CpuBuffer>),
+    Read(RwLockReadGuard<'a, Buffer>),
+    Write(RwLockWriteGuard<'a, Buffer>),
+}
+
+/// The CPU buffer inside a locked storage. Callers reach here only for CPU tensors (every
+/// op routes CUDA tensors to `crate::cuda` first).
+fn cpu(b: &Buffer) -> &CpuBuffer {
+    match b {
+        Buffer::Cpu(c) => c,
+        #[cfg(feature = "cuda")]
+        Buffer::Cuda(_) => panic!("kiln internal error: a CUDA storage reached a CPU kernel"),
+    }
+}
+
+fn cpu_mut(b: &mut Buffer) -> &mut CpuBuffer {
+    match b {
+        Buffer::Cpu(c) => c,
+        #[cfg(feature = "cuda")]
+        Buffer::Cuda(_) => panic!("kiln internal error: a CUDA storage reached a CPU kernel"),
+    }
 }
 
 fn key(s: &Arc<Storage>) -> *const Storage {
@@ -54,8 +73,8 @@ pub(crate) fn with_buffers<R>(
     let mut reads: Vec<(*const Storage, &CpuBuffer)> = Vec::with_capacity(guards.len());
     for (k, g) in guards.iter_mut() {
         match g {
-            Guard::Write(w) => writes.push((*k, &mut **w)),
-            Guard::Read(r) => reads.push((*k, &**r)),
+            Guard::Write(w) => writes.push((*k, cpu_mut(w))),
+            Guard::Read(r) => reads.push((*k, cpu(r))),
         }
     }
     let ins: Vec<&CpuBuffer> = inputs
@@ -105,6 +124,9 @@ impl Tensor {
     /// ```
     pub fn to_vec<T: BufferElement>(&self) -> Result<Vec<T>> {
         self.device().ensure_available()?;
+        if self.device().is_cuda() {
+            return self.copy_to(self.dtype(), crate::Device::Cpu)?.to_vec();
+        }
         // Reserved fallibly: an expanded view may have far more elements than memory holds.
         let n = self.numel();
         let mut out: Vec<T> = Vec::new();
@@ -121,6 +143,16 @@ impl Tensor {
             })
         });
         Ok(out)
+    }
+
+    /// A copy on the CPU, or `self` when it is already there (PyTorch's `cpu()`).
+    pub fn cpu(&self) -> Result<Tensor> {
+        self.to_device(crate::Device::Cpu)
+    }
+
+    /// A copy on `cuda:0`, or `self` when it is already there (PyTorch's `cuda()`).
+    pub fn cuda(&self) -> Result<Tensor> {
+        self.to_device(crate::Device::Cuda(0))
     }
 
     /// The value of a one-element tensor, converted to `T` (PyTorch's `item()`).
@@ -148,6 +180,20 @@ impl Tensor {
         if src_t.shares_storage_with(self) {
             src_t = src_t.fresh_copy()?;
         }
+        if src_t.device() != self.device() {
+            return Err(Error::op(
+                "copy_",
+                format!(
+                    "Expected all tensors to be on the same device, but found at least two devices, {} and {}!",
+                    self.device(),
+                    src_t.device()
+                ),
+            ));
+        }
+        #[cfg(feature = "cuda")]
+        if self.device().is_cuda() {
+            return crate::cuda::ops::copy("copy_", &src_t, self);
+        }
         with_buffers(&[&src_t], &[self], |ins, mut outs| {
             let out = outs.pop().expect("output locked");
             with_dtype!(src_t.dtype(), S, {
@@ -161,7 +207,12 @@ impl Tensor {
 
     /// A contiguous copy in fresh storage, without autograd history.
     pub(crate) fn fresh_copy(&self) -> Result<Tensor> {
-        let out = Tensor::alloc("clone", self.shape(), self.dtype())?;
+        let out = Tensor::alloc_on("clone", self.shape(), self.dtype(), self.device())?;
+        #[cfg(feature = "cuda")]
+        if self.device().is_cuda() {
+            crate::cuda::ops::copy("clone", self, &out)?;
+            return Ok(out);
+        }
         with_buffers(&[self], &[&out], |ins, mut o| {
             with_dtype!(self.dtype(), T, {
                 let o = o.pop().expect("output locked");
@@ -184,6 +235,12 @@ impl Tensor {
         device
             .ensure_available()
             .map_err(|e| Error::op("to", e.to_string()))?;
+        #[cfg(feature = "cuda")]
+        {
+            crate::cuda::ops::transfer(self, dtype, device)
+        }
+        // Without CUDA every tensor is on the CPU and `ensure_available` failed above.
+        #[cfg(not(feature = "cuda"))]
         Err(Error::op(
             "to",
             format!("no copy path from {} to {device}", self.device()),
@@ -192,7 +249,7 @@ impl Tensor {
 
     /// A contiguous copy with elements cast to `dtype`, without autograd history.
     pub(crate) fn cast_copy(&self, dtype: crate::DType) -> Result<Tensor> {
-        let out = Tensor::alloc("to", self.shape(), dtype)?;
+        let out = Tensor::alloc_on("to", self.shape(), dtype, self.device())?;
         out.copy_data_from(self)?;
         Ok(out)
     }

@@ -137,22 +137,22 @@ impl Tensor {
         device: Device,
     ) -> Result<Tensor> {
         check_device("full", device)?;
-        Tensor::full(shape, value, dtype)
+        Tensor::full(shape, value, dtype)?.to_device(device)
     }
 
-    /// Zeros with `self`'s shape and dtype.
+    /// Zeros with `self`'s shape, dtype and device.
     pub fn zeros_like(&self) -> Result<Tensor> {
-        Tensor::zeros(self.shape(), self.dtype())
+        Tensor::alloc_on("zeros_like", self.shape(), self.dtype(), self.device())
     }
 
-    /// Ones with `self`'s shape and dtype.
+    /// Ones with `self`'s shape, dtype and device.
     pub fn ones_like(&self) -> Result<Tensor> {
-        Tensor::ones(self.shape(), self.dtype())
+        Tensor::ones(self.shape(), self.dtype())?.to_device(self.device())
     }
 
-    /// `value` with `self`'s shape and dtype.
+    /// `value` with `self`'s shape, dtype and device.
     pub fn full_like(&self, value: impl Into<Scalar>) -> Result<Tensor> {
-        Tensor::full(self.shape(), value, self.dtype())
+        Tensor::full(self.shape(), value, self.dtype())?.to_device(self.device())
     }
 
     /// `[start, end)` in steps of `step`, as `dtype` (PyTorch's `arange`).

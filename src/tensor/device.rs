@@ -13,6 +13,19 @@ pub enum Device {
 }
 
 impl Device {
+    /// True for `Device::Cuda(_)`.
+    pub fn is_cuda(self) -> bool {
+        matches!(self, Device::Cuda(_))
+    }
+
+    /// The device index (0 for the CPU), as PyTorch's `device.index`.
+    pub fn index(self) -> usize {
+        match self {
+            Device::Cpu => 0,
+            Device::Cuda(i) => i,
+        }
+    }
+
     /// Fails unless this device can hold tensors in this build on this machine.
     pub fn ensure_available(self) -> Result<()> {
         match self {

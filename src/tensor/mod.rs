@@ -8,7 +8,7 @@ mod display;
 pub mod promotion;
 mod random;
 mod scalar;
-mod storage;
+pub(crate) mod storage;
 
 pub use create::TensorData;
 pub use device::Device;
@@ -101,6 +101,25 @@ impl Tensor {
             Layout::contiguous(shape),
             dtype,
         ))
+    }
+
+    /// Like [`Tensor::alloc`], on `device`.
+    pub(crate) fn alloc_on(
+        op: &str,
+        shape: &[usize],
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        match device {
+            Device::Cpu => Tensor::alloc(op, shape, dtype),
+            #[cfg(feature = "cuda")]
+            Device::Cuda(i) => crate::cuda::ops::alloc(op, shape, dtype, i),
+            #[cfg(not(feature = "cuda"))]
+            Device::Cuda(i) => Err(Error::Device(format!(
+                "cannot use device cuda:{i}: {}",
+                crate::cuda::unavailable_reason(i).unwrap_or_default()
+            ))),
+        }
     }
 
     /// A contiguous tensor over `buf`, which holds exactly the shape's element count.

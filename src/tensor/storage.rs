@@ -133,10 +133,18 @@ impl CpuBuffer {
     }
 }
 
+/// The memory behind a storage, on one backend.
+#[derive(Debug)]
+pub(crate) enum Buffer {
+    Cpu(CpuBuffer),
+    #[cfg(feature = "cuda")]
+    Cuda(crate::cuda::CudaBuffer),
+}
+
 /// A tensor's memory. Views share one `Storage` through an `Arc`.
 #[derive(Debug)]
 pub struct Storage {
-    buf: RwLock<CpuBuffer>,
+    buf: RwLock<Buffer>,
     /// Elements in `buf`: fixed for the storage's life, so readable without the lock.
     len: usize,
     version: AtomicU64,
@@ -144,13 +152,24 @@ pub struct Storage {
 }
 
 impl Storage {
-    /// Wraps a buffer.
+    /// Wraps a CPU buffer.
     pub fn new(buf: CpuBuffer) -> Self {
         Storage {
             len: buf.len(),
-            buf: RwLock::new(buf),
+            buf: RwLock::new(Buffer::Cpu(buf)),
             version: AtomicU64::new(0),
             device: Device::Cpu,
+        }
+    }
+
+    /// Wraps a CUDA buffer.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn cuda(buf: crate::cuda::CudaBuffer) -> Self {
+        Storage {
+            len: buf.len(),
+            device: Device::Cuda(buf.gpu().ordinal),
+            buf: RwLock::new(Buffer::Cuda(buf)),
+            version: AtomicU64::new(0),
         }
     }
 
@@ -171,13 +190,22 @@ impl Storage {
 
     /// Locks for reading. A poisoned lock only means another thread panicked mid-kernel;
     /// the buffer is still a valid buffer of its dtype, so kiln carries on.
-    pub fn read(&self) -> RwLockReadGuard<'_, CpuBuffer> {
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Buffer> {
         self.buf.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Locks for writing.
-    pub fn write(&self) -> RwLockWriteGuard<'_, CpuBuffer> {
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Buffer> {
         self.buf.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The device address of element 0 of a CUDA storage.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn cuda_ptr(&self) -> Option<u64> {
+        match &*self.read() {
+            Buffer::Cuda(b) => Some(b.ptr()),
+            Buffer::Cpu(_) => None,
+        }
     }
 
     /// The version counter: how many in-place writes this storage has seen.

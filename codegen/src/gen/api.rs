@@ -151,6 +151,10 @@ fn dtype_list(op: &Op) -> Vec<syn::Ident> {
     op.dtypes.iter().map(|d| dtype_variant(d)).collect()
 }
 
+fn cuda_dtype_list(op: &Op) -> Vec<syn::Ident> {
+    op.cuda_dtypes.iter().map(|d| dtype_variant(d)).collect()
+}
+
 /// A non-tensor argument as passed to a kernel, meta or check function.
 fn kernel_value(a: &Arg) -> TokenStream {
     let id = ident(&a.name);
@@ -292,15 +296,45 @@ fn compute_fn(op: &Op) -> TokenStream {
                 quote!(<#(#in_tys,)* #out_ty>)
             };
             let dts = dtype_list(op);
+            let cuda = match &op.cuda {
+                Some((_, func)) => {
+                    let cuda_dts = cuda_dtype_list(op);
+                    let module = format!("pointwise_{}", op.rust);
+                    let kernel = op.rust.clone();
+                    let _ = func;
+                    let cargs = args.iter().filter(|a| !a.kind.is_tensor()).map(|a| {
+                        let id = ident(&a.name);
+                        match a.kind {
+                            ArgKind::Scalar => quote!(crate::cuda::ops::Arg::Scalar(#id)),
+                            ArgKind::OptScalar => quote!(crate::cuda::ops::Arg::OptScalar(#id)),
+                            ArgKind::Float => {
+                                quote!(crate::cuda::ops::Arg::Scalar(Scalar::Float(#id)))
+                            }
+                            _ => quote!(crate::cuda::ops::Arg::Str(#id)),
+                        }
+                    });
+                    quote! {
+                        #[cfg(feature = "cuda")]
+                        if device.is_cuda() {
+                            launch::check_dtype(OP, "cuda", compute, &[#(DType::#cuda_dts),*])?;
+                            crate::cuda::ops::pointwise(OP, #module, #kernel, compute, &[#(&#tnames),*], &[#(#cargs),*], &out)?;
+                            return Ok(out);
+                        }
+                    }
+                }
+                None => quote!(),
+            };
             quote! {
                 fn #name(#(#params,)* dest: Option<&Tensor>) -> Result<#ret> {
                     const OP: &str = #op_lit;
                     let compute: DType = #promote;
                     #check
                     #alpha_check
+                    let device = launch::device_of(OP, &[#(#tnames),*])?;
                     let shape = launch::broadcast_shapes(OP, &[#(#tnames),*])?;
-                    let out = launch::output(OP, dest, &shape, #out_dtype)?;
+                    let out = launch::output(OP, dest, &shape, #out_dtype, device)?;
                     #(#prep)*
+                    #cuda
                     launch::dispatch!(OP, compute, [#(#dts),*], T => {
                         #(#consts)*
                         launch::#map::#generics(#(&#tnames,)* &out, move |#(#tnames),*| #body)?;
@@ -363,10 +397,44 @@ fn compute_fn(op: &Op) -> TokenStream {
             let out_allocs = (0..outs.len()).map(|i| match op.output_fixed_dtype(i) {
                 Some(d) => {
                     let v = dtype_variant(&d);
-                    quote!(Tensor::alloc(OP, &shapes[#i], DType::#v)?)
+                    quote!(Tensor::alloc_on(OP, &shapes[#i], DType::#v, device)?)
                 }
-                None => quote!(Tensor::alloc(OP, &shapes[#i], compute)?),
+                None => quote!(Tensor::alloc_on(OP, &shapes[#i], compute, device)?),
             });
+            // Every tensor operand, for the device check.
+            let device_operands = args.iter().filter(|a| a.kind.is_tensor()).map(|a| {
+                let id = ident(&a.name);
+                match a.kind {
+                    ArgKind::TensorList => quote!(devs.extend(#id.iter());),
+                    ArgKind::OptTensor => quote!(devs.extend(#id);),
+                    _ => quote!(devs.push(#id);),
+                }
+            });
+            let cuda = match &op.cuda {
+                Some((cmod, cfn)) => {
+                    let cmod = format_ident!("{}", cmod);
+                    let cfn = format_ident!("{}", cfn);
+                    let cuda_dts = cuda_dtype_list(op);
+                    let cargs = args.iter().map(|a| {
+                        let id = ident(&a.name);
+                        match a.kind {
+                            ArgKind::Tensor | ArgKind::TensorList => quote!(&#id),
+                            _ => kernel_value(a),
+                        }
+                    });
+                    let couts = (0..outs.len()).map(|i| quote!(&outs[#i]));
+                    let ret_val = ret_from_vec(op, &format_ident!("outs"));
+                    quote! {
+                        #[cfg(feature = "cuda")]
+                        if device.is_cuda() {
+                            launch::check_dtype(OP, "cuda", compute, &[#(DType::#cuda_dts),*])?;
+                            crate::cuda::ops::#cmod::#cfn(OP, #(#cargs,)* #(#couts),*)?;
+                            return Ok(#ret_val);
+                        }
+                    }
+                }
+                None => quote!(),
+            };
             let dst_args = (0..outs.len()).map(|i| {
                 let t = match op.output_fixed_dtype(i) {
                     Some(d) => elem_type(&d),
@@ -382,9 +450,15 @@ fn compute_fn(op: &Op) -> TokenStream {
                 fn #name(#(#params),*) -> Result<#ret_ty> {
                     const OP: &str = #op_lit;
                     let compute: DType = #promote;
+                    let device = {
+                        let mut devs: Vec<&Tensor> = Vec::new();
+                        #(#device_operands)*
+                        launch::device_of(OP, &devs)?
+                    };
                     #(#prep)*
                     let shapes = kiln_kernels::cpu::#module::#meta(#(#meta_args),*).map_err(|m| Error::op(OP, m))?;
                     let outs: [Tensor; #n_out] = [#(#out_allocs),*];
+                    #cuda
                     let mut inputs: Vec<Tensor> = Vec::new();
                     #(#inputs)*
                     launch::dispatch!(OP, compute, [#(#dts),*], T => {

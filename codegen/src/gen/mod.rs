@@ -1,6 +1,7 @@
 //! Generators: pure functions from the validated [`Model`](crate::model::Model) to Rust code.
 
 pub mod api;
+pub mod cuda;
 pub mod fuzz;
 pub mod nodes;
 pub mod tests;

@@ -1,0 +1,158 @@
+//! CUDA C++ sources: every `.cu.j2` template in `kernels/cuda/` rendered with minijinja, and
+//! one module per pointwise op from `pointwise.cu.j2` around the op's `__device__` scalar fn.
+//! The result is a Rust table of `(module name, source)` that kiln compiles with NVRTC at
+//! run time (and CI compiles to PTX without a GPU).
+
+use crate::model::{Kind, Model, Op, Promote, ALL_DTYPES};
+use crate::types::ArgKind;
+use minijinja::{context, Environment, Value};
+use proc_macro2::TokenStream;
+use quote::quote;
+use std::path::Path;
+
+/// The C++ type kiln stores a dtype as.
+pub fn ctype(d: &str) -> &'static str {
+    match d {
+        "bool" => "bool",
+        "u8" => "unsigned char",
+        "i8" => "signed char",
+        "i16" => "short",
+        "i32" => "int",
+        "i64" => "long long",
+        "f16" => "kiln_f16",
+        "bf16" => "kiln_bf16",
+        "f32" => "float",
+        _ => "double",
+    }
+}
+
+/// The type sums accumulate in.
+fn acc_type(d: &str) -> &'static str {
+    match d {
+        "f16" | "bf16" | "f32" => "float",
+        "f64" => "double",
+        _ => "long long",
+    }
+}
+
+fn dtype_values(dtypes: &[&str]) -> Vec<Value> {
+    dtypes
+        .iter()
+        .map(|d| {
+            Value::from_serialize(context! {
+                name => d,
+                ctype => ctype(d),
+                acc => acc_type(d),
+                atomic => ["f32", "f64", "i32", "i64"].contains(d),
+            })
+        })
+        .collect()
+}
+
+/// The C++ name of a schema argument (`self` reads as `self_`, like the Rust side).
+fn cname(name: &str) -> String {
+    match name {
+        "self" => "self_".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The context of `pointwise.cu.j2` for one op.
+fn pointwise_context(op: &Op, module: &str, func: &str) -> Result<Value, String> {
+    let mut tensors = Vec::new();
+    let mut scalars = Vec::new();
+    let mut call_args = Vec::new();
+    for a in op.args() {
+        let name = cname(&a.name);
+        match a.kind {
+            ArgKind::Tensor => {
+                let fixed = op.fixed.get(&a.name).map(|d| ctype(d)).unwrap_or("");
+                tensors.push(context! { name => name.clone(), fixed => fixed });
+            }
+            ArgKind::Scalar | ArgKind::Float => {
+                scalars.push(context! { name => name.clone(), kind => "scalar" })
+            }
+            ArgKind::OptScalar => {
+                scalars.push(context! { name => name.clone(), kind => "opt_scalar" })
+            }
+            ArgKind::Str => scalars.push(context! { name => name.clone(), kind => "str" }),
+            other => {
+                return Err(format!(
+                    "{}: a pointwise CUDA kernel cannot take an argument of kind {other:?} ('{}')",
+                    op.schema, a.name
+                ))
+            }
+        }
+        call_args.push(name);
+    }
+    let dtypes: Vec<&str> = op.cuda_dtypes.iter().map(String::as_str).collect();
+    Ok(Value::from_serialize(context! {
+        op => op.rust.clone(),
+        dtypes => dtype_values(&dtypes),
+        tensors => tensors,
+        scalars => scalars,
+        call => format!("{module}::{func}({})", call_args.join(", ")),
+        bool_out => op.promote == Promote::Comparison,
+    }))
+}
+
+fn read(dir: &Path, name: &str) -> Result<String, String> {
+    std::fs::read_to_string(dir.join(name))
+        .map_err(|e| format!("cannot read kernels/cuda/{name}: {e}"))
+}
+
+/// Every CUDA module as `(name, full source)`, prelude included.
+pub fn modules(model: &Model, cuda_dir: &Path) -> Result<Vec<(String, String)>, String> {
+    let prelude = read(cuda_dir, "prelude.cuh")?;
+    let mut env = Environment::new();
+    env.set_trim_blocks(true);
+    let templates = ["pointwise", "copy", "reduce", "softmax", "index"];
+    let texts: Vec<(String, String)> = templates
+        .iter()
+        .map(|t| Ok((t.to_string(), read(cuda_dir, &format!("{t}.cu.j2"))?)))
+        .collect::<Result<_, String>>()?;
+    for (name, text) in &texts {
+        env.add_template(name, text)
+            .map_err(|e| format!("kernels/cuda/{name}.cu.j2: {e}"))?;
+    }
+    let render = |name: &str, ctx: Value| -> Result<String, String> {
+        env.get_template(name)
+            .and_then(|t| t.render(ctx))
+            .map_err(|e| format!("kernels/cuda/{name}.cu.j2: {e:#}"))
+    };
+    let mut out = Vec::new();
+    let all: Vec<&str> = ALL_DTYPES.to_vec();
+    let floating: Vec<&str> = vec!["f16", "bf16", "f32", "f64"];
+    for t in ["copy", "reduce", "softmax", "index"] {
+        let dtypes = if t == "softmax" { &floating } else { &all };
+        let body = render(
+            t,
+            Value::from_serialize(context! { dtypes => dtype_values(dtypes) }),
+        )?;
+        out.push((t.to_string(), format!("{prelude}\n{body}")));
+    }
+    for op in &model.ops {
+        let (Kind::Pointwise { .. }, Some((module, func))) = (&op.kind, &op.cuda) else {
+            continue;
+        };
+        let scalar_fns = read(cuda_dir, &format!("{module}.cuh"))?;
+        let body = render("pointwise", pointwise_context(op, module, func)?)?;
+        out.push((
+            format!("pointwise_{}", op.rust),
+            format!("{prelude}\n{scalar_fns}\n{body}"),
+        ));
+    }
+    Ok(out)
+}
+
+/// `cuda_sources.rs`: the module table.
+pub fn generate(model: &Model, cuda_dir: &Path) -> Result<TokenStream, String> {
+    let entries = modules(model, cuda_dir)?
+        .into_iter()
+        .map(|(name, src)| quote!((#name, #src)));
+    Ok(quote! {
+        // @generated by kiln-codegen from kernels/cuda/. Do not edit.
+        /// Every CUDA module kiln compiles with NVRTC: `(name, CUDA C++ source)`.
+        pub static CUDA_MODULES: &[(&str, &str)] = &[#(#entries),*];
+    })
+}
