@@ -17,13 +17,19 @@ fn kernels() -> KernelIndex {
             .or_default()
             .push(module.to_string());
     }
+    for (name, module) in [("mul", "binary"), ("exp", "unary"), ("sum_dim", "reduce")] {
+        k.cuda
+            .entry(name.to_string())
+            .or_default()
+            .push(module.to_string());
+    }
     k
 }
 
 const MUL: &str = r#"
 - func: mul.Tensor(Tensor self, Tensor other) -> Tensor
   variants: function, method
-  dispatch: {CPU: mul}
+  dispatch: {CPU: mul, CUDA: binary::mul}
   tags: [pointwise]
   dtypes: all
   opinfo: {samples: binary, ref: "|a, b| a * b"}
@@ -48,7 +54,7 @@ fn valid_yaml_builds() {
 
 #[test]
 fn unknown_kernel_names_the_line() {
-    let e = err(&MUL.replace("CPU: mul", "CPU: mull"), MUL_D);
+    let e = err(&MUL.replace("CPU: mul,", "CPU: mull,"), MUL_D);
     assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 2));
     assert!(e.message.contains("unknown CPU kernel 'mull'"), "{e}");
 }
@@ -111,7 +117,7 @@ fn derivative_for_unknown_op_is_an_error() {
 fn structured_kernel_without_meta_is_an_error() {
     let native = r#"
 - func: exp(Tensor self) -> Tensor
-  dispatch: {CPU: exp}
+  dispatch: {CPU: exp, CUDA: unary::exp}
   dtypes: floating
   opinfo: {samples: unary, ref: exp}
 "#;
@@ -133,7 +139,10 @@ fn unknown_yaml_key_is_an_error() {
 
 #[test]
 fn composite_op_takes_no_derivative() {
-    let native = MUL.replace("{CPU: mul}", "{CompositeImplicitAutograd: composite::mul}");
+    let native = MUL.replace(
+        "{CPU: mul, CUDA: binary::mul}",
+        "{CompositeImplicitAutograd: composite::mul}",
+    );
     let e = err(&native, MUL_D);
     assert!(e.message.contains("CompositeImplicitAutograd"), "{e}");
 }
@@ -142,7 +151,7 @@ fn composite_op_takes_no_derivative() {
 fn metadata_reads_are_saved_instead_of_tensors() {
     let native = r#"
 - func: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
-  dispatch: {CPU: sum_dim}
+  dispatch: {CPU: sum_dim, CUDA: reduce::sum_dim}
   dtypes: floating
   opinfo: {samples: reduce_dim, ref: sum_dim}
 "#;
@@ -173,4 +182,37 @@ fn same_dtype_error_needs_promote_same() {
     let ok = native.replace("  dtypes: all\n", "  dtypes: all\n  promote: same\n");
     let m = build(&ok, MUL_D, &kernels()).unwrap();
     assert!(m.ops[0].same_dtype_error.is_some());
+}
+
+#[test]
+fn a_cpu_kernel_without_a_cuda_kernel_is_an_error() {
+    let e = err(&MUL.replace(", CUDA: binary::mul", ""), MUL_D);
+    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 2));
+    assert!(e.message.contains("no CUDA kernel"), "{e}");
+}
+
+#[test]
+fn unknown_cuda_kernel_is_an_error() {
+    let e = err(&MUL.replace("CUDA: binary::mul", "CUDA: binary::mull"), MUL_D);
+    assert!(e.message.contains("unknown CUDA kernel 'binary::mull'"), "{e}");
+}
+
+#[test]
+fn per_backend_dtypes() {
+    let native = MUL.replace("dtypes: all", "dtypes: {CPU: all, CUDA: floating}");
+    let m = build(&native, MUL_D, &kernels()).unwrap();
+    assert_eq!(m.ops[0].dtypes.len(), 10);
+    assert_eq!(m.ops[0].cuda_dtypes, vec!["f16", "bf16", "f32", "f64"]);
+    let e = err(&MUL.replace("dtypes: all", "dtypes: {CPU: all, TPU: all}"), MUL_D);
+    assert!(e.message.contains("unknown backend 'TPU'"), "{e}");
+}
+
+#[test]
+fn a_composite_op_takes_no_backend_key() {
+    let native = MUL.replace(
+        "{CPU: mul, CUDA: binary::mul}",
+        "{CompositeExplicitAutograd: explicit::mul, CUDA: binary::mul}",
+    );
+    let e = err(&native, MUL_D);
+    assert!(e.message.contains("takes no CPU or CUDA key"), "{e}");
 }

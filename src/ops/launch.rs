@@ -221,11 +221,27 @@ fn unalias(inputs: &[&Tensor], out: &Tensor) -> Result<Vec<Tensor>> {
         .collect()
 }
 
+// The `map*` functions take the op's scalar kernel as a closure and wrap it in slice
+// functions (`&dyn Fn`) for `kernels::cpu::pointwise`; everything heavy — locking,
+// de-aliasing, the contiguous/strided/parallel loops — lives in the `*_slices` functions,
+// generic over element types only, so it is compiled once per dtype rather than once per
+// op × dtype. Only the small closures below are per op.
+
 /// Runs a pointwise loop over one input.
 pub(crate) fn map1<A: BufferElement, O: BufferElement>(
     a: &Tensor,
     out: &Tensor,
     f: impl Fn(A) -> O + Sync,
+) -> Result<()> {
+    map1_slices(a, out, &|a: &[A], o: &mut [O]| {
+        o.iter_mut().zip(a).for_each(|(o, &x)| *o = f(x))
+    })
+}
+
+fn map1_slices<A: BufferElement, O: BufferElement>(
+    a: &Tensor,
+    out: &Tensor,
+    f: pointwise::Slice1<'_, A, O>,
 ) -> Result<()> {
     let ins = unalias(&[a], out)?;
     with_buffers(&[&ins[0]], &[out], |b, mut o| {
@@ -244,6 +260,19 @@ pub(crate) fn map2<A: BufferElement, B: BufferElement, O: BufferElement>(
     b: &Tensor,
     out: &Tensor,
     f: impl Fn(A, B) -> O + Sync,
+) -> Result<()> {
+    map2_slices(a, b, out, &|a: &[A], b: &[B], o: &mut [O]| {
+        o.iter_mut()
+            .zip(a.iter().zip(b))
+            .for_each(|(o, (&x, &y))| *o = f(x, y))
+    })
+}
+
+fn map2_slices<A: BufferElement, B: BufferElement, O: BufferElement>(
+    a: &Tensor,
+    b: &Tensor,
+    out: &Tensor,
+    f: pointwise::Slice2<'_, A, B, O>,
 ) -> Result<()> {
     let ins = unalias(&[a, b], out)?;
     with_buffers(&[&ins[0], &ins[1]], &[out], |bufs, mut o| {
@@ -269,11 +298,25 @@ pub(crate) fn map1_same<T: BufferElement>(
     out: &Tensor,
     f: impl Fn(T) -> T + Sync,
 ) -> Result<()> {
+    map1_same_slices(
+        a,
+        out,
+        &|a: &[T], o: &mut [T]| o.iter_mut().zip(a).for_each(|(o, &x)| *o = f(x)),
+        &|o: &mut [T]| o.iter_mut().for_each(|o| *o = f(*o)),
+    )
+}
+
+fn map1_same_slices<T: BufferElement>(
+    a: &Tensor,
+    out: &Tensor,
+    f: pointwise::Slice1<'_, T, T>,
+    assign: pointwise::Assign1<'_, T>,
+) -> Result<()> {
     if !is_output(a, out) {
-        return map1(a, out, f);
+        return map1_slices(a, out, f);
     }
     with_buffers(&[], &[out], |_, mut o| {
-        pointwise::map1_assign(dst::<T>(o.pop().expect("one output"), out), f)
+        pointwise::map1_assign(dst::<T>(o.pop().expect("one output"), out), assign)
     });
     Ok(())
 }
@@ -286,15 +329,35 @@ pub(crate) fn map2_same<T: BufferElement, B: BufferElement>(
     out: &Tensor,
     f: impl Fn(T, B) -> T + Sync,
 ) -> Result<()> {
+    map2_same_slices(
+        a,
+        b,
+        out,
+        &|a: &[T], b: &[B], o: &mut [T]| {
+            o.iter_mut()
+                .zip(a.iter().zip(b))
+                .for_each(|(o, (&x, &y))| *o = f(x, y))
+        },
+        &|o: &mut [T], b: &[B]| o.iter_mut().zip(b).for_each(|(o, &y)| *o = f(*o, y)),
+    )
+}
+
+fn map2_same_slices<T: BufferElement, B: BufferElement>(
+    a: &Tensor,
+    b: &Tensor,
+    out: &Tensor,
+    f: pointwise::Slice2<'_, T, B, T>,
+    assign: pointwise::Assign2<'_, T, B>,
+) -> Result<()> {
     if !is_output(a, out) {
-        return map2(a, b, out, f);
+        return map2_slices(a, b, out, f);
     }
     let ins = unalias(&[b], out)?;
     with_buffers(&[&ins[0]], &[out], |bufs, mut o| {
         pointwise::map2_assign(
             dst::<T>(o.pop().expect("one output"), out),
             src::<B>(bufs[0], &ins[0]),
-            f,
+            assign,
         )
     });
     Ok(())
@@ -307,6 +370,20 @@ pub(crate) fn map3<A: BufferElement, B: BufferElement, C: BufferElement, O: Buff
     c: &Tensor,
     out: &Tensor,
     f: impl Fn(A, B, C) -> O + Sync,
+) -> Result<()> {
+    map3_slices(a, b, c, out, &|a: &[A], b: &[B], c: &[C], o: &mut [O]| {
+        o.iter_mut()
+            .zip(a.iter().zip(b.iter().zip(c)))
+            .for_each(|(o, (&x, (&y, &z)))| *o = f(x, y, z))
+    })
+}
+
+fn map3_slices<A: BufferElement, B: BufferElement, C: BufferElement, O: BufferElement>(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    out: &Tensor,
+    f: pointwise::Slice3<'_, A, B, C, O>,
 ) -> Result<()> {
     let ins = unalias(&[a, b, c], out)?;
     with_buffers(&[&ins[0], &ins[1], &ins[2]], &[out], |bufs, mut o| {

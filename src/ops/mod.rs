@@ -6,7 +6,7 @@ pub(crate) mod composite;
 pub(crate) mod explicit;
 pub(crate) mod launch;
 
-#[allow(clippy::all, unused_imports, unused_mut, unused_variables, dead_code)]
+#[allow(unused_imports, unused_mut, unused_variables, dead_code)]
 mod generated {
     use crate::autograd::{self, Node, NodeBase, SavedTensor};
     use crate::ops::backward::*;
@@ -17,7 +17,6 @@ mod generated {
     use std::sync::{Arc, Weak};
 
     include!(concat!(env!("OUT_DIR"), "/ops.rs"));
-    include!(concat!(env!("OUT_DIR"), "/nodes.rs"));
 }
 
 pub use generated::*;

@@ -216,7 +216,7 @@ impl Tensor {
         with_buffers(&[self], &[&out], |ins, mut o| {
             with_dtype!(self.dtype(), T, {
                 let o = o.pop().expect("output locked");
-                pointwise::map1(src::<T>(ins[0], self), dst::<T>(o, &out), |x| x);
+                pointwise::copy_cast(src::<T>(ins[0], self), dst::<T>(o, &out));
             })
         });
         Ok(out)

@@ -120,6 +120,30 @@ fn promote_expr(op: &Op) -> TokenStream {
         let mut operands: Vec<Operand<'_>> = Vec::new();
         #(#pushes)*
     };
+    // Plain operands (tensors, scalars) make a `vec![..]`; optional ones and lists follow.
+    let simple: Vec<TokenStream> = op
+        .operands
+        .iter()
+        .filter_map(|name| args.iter().find(|a| &a.name == name))
+        .filter_map(|a| {
+            let id = ident(&a.name);
+            match a.kind {
+                ArgKind::Tensor => Some(quote!(Operand::Tensor(#id))),
+                ArgKind::Scalar => Some(quote!(Operand::Scalar(#id))),
+                _ => None,
+            }
+        })
+        .collect();
+    let all_simple = op.operands.iter().all(|name| {
+        args.iter()
+            .find(|a| &a.name == name)
+            .is_none_or(|a| matches!(a.kind, ArgKind::Tensor | ArgKind::Scalar))
+    });
+    let collect = if all_simple {
+        quote!(let operands: Vec<Operand<'_>> = vec![#(#simple),*];)
+    } else {
+        collect
+    };
     match &op.promote {
         Promote::Default | Promote::Comparison => {
             quote!({ #collect launch::result_type(&operands) })
@@ -349,7 +373,8 @@ fn compute_fn(op: &Op) -> TokenStream {
             let meta = format_ident!("{}_meta", kernel);
             let promote = promote_expr(op);
             let mut prep = Vec::new();
-            let mut inputs = Vec::new(); // expressions pushing onto `inputs: Vec<Tensor>`
+            // `inputs: Vec<Tensor>` in argument order: `(is_list, expression)`.
+            let mut inputs: Vec<(bool, TokenStream)> = Vec::new();
             let mut meta_args = Vec::new();
             let mut src_args = Vec::new();
             for a in &args {
@@ -374,12 +399,12 @@ fn compute_fn(op: &Op) -> TokenStream {
                                 }));
                             }
                         }
-                        inputs.push(quote!(inputs.push(#id.clone());));
+                        inputs.push((false, quote!(#id.clone())));
                         meta_args.push(quote!(#id.shape()));
                     }
                     ArgKind::TensorList => {
                         prep.push(quote!(let #id: Vec<Tensor> = #id.iter().map(|t| launch::cast(t, compute)).collect::<Result<_>>()?;));
-                        inputs.push(quote!(inputs.extend(#id.iter().cloned());));
+                        inputs.push((true, quote!(#id.iter().cloned())));
                         meta_args.push(quote!(&#id.iter().map(|t| t.shape()).collect::<Vec<_>>()));
                         src_args.push(quote!(&(0..#id.len()).map(|_| { let i = next(); launch::src::<T>(bufs[i], &inputs[i]) }).collect::<Vec<_>>()));
                     }
@@ -402,14 +427,49 @@ fn compute_fn(op: &Op) -> TokenStream {
                 None => quote!(Tensor::alloc_on(OP, &shapes[#i], compute, device)?),
             });
             // Every tensor operand, for the device check.
-            let device_operands = args.iter().filter(|a| a.kind.is_tensor()).map(|a| {
-                let id = ident(&a.name);
-                match a.kind {
-                    ArgKind::TensorList => quote!(devs.extend(#id.iter());),
-                    ArgKind::OptTensor => quote!(devs.extend(#id);),
-                    _ => quote!(devs.push(#id);),
-                }
-            });
+            // Every tensor operand, for the device check.
+            let dev_plain: Vec<TokenStream> = args
+                .iter()
+                .filter(|a| a.kind == ArgKind::Tensor)
+                .map(|a| {
+                    let id = ident(&a.name);
+                    quote!(#id)
+                })
+                .collect();
+            let dev_extra: Vec<TokenStream> = args
+                .iter()
+                .filter(|a| matches!(a.kind, ArgKind::TensorList | ArgKind::OptTensor))
+                .map(|a| {
+                    let id = ident(&a.name);
+                    match a.kind {
+                        ArgKind::TensorList => quote!(devs.extend(#id.iter());),
+                        _ => quote!(devs.extend(#id);),
+                    }
+                })
+                .collect();
+            let devs = if dev_extra.is_empty() {
+                quote!(let devs: Vec<&Tensor> = vec![#(#dev_plain),*];)
+            } else {
+                quote!(let mut devs: Vec<&Tensor> = vec![#(#dev_plain),*]; #(#dev_extra)*)
+            };
+            // The leading plain tensors make a `vec![..]`; a list (or what follows it) extends.
+            let lead = inputs.iter().take_while(|(list, _)| !list).count();
+            let first: Vec<&TokenStream> = inputs[..lead].iter().map(|(_, e)| e).collect();
+            let rest: Vec<TokenStream> = inputs[lead..]
+                .iter()
+                .map(|(list, e)| {
+                    if *list {
+                        quote!(inputs.extend(#e);)
+                    } else {
+                        quote!(inputs.push(#e);)
+                    }
+                })
+                .collect();
+            let inputs = if rest.is_empty() {
+                quote!(let inputs: Vec<Tensor> = vec![#(#first),*];)
+            } else {
+                quote!(let mut inputs: Vec<Tensor> = vec![#(#first),*]; #(#rest)*)
+            };
             let cuda = match &op.cuda {
                 Some((cmod, cfn)) => {
                     let cmod = format_ident!("{}", cmod);
@@ -451,16 +511,14 @@ fn compute_fn(op: &Op) -> TokenStream {
                     const OP: &str = #op_lit;
                     let compute: DType = #promote;
                     let device = {
-                        let mut devs: Vec<&Tensor> = Vec::new();
-                        #(#device_operands)*
+                        #devs
                         launch::device_of(OP, &devs)?
                     };
                     #(#prep)*
                     let shapes = kiln_kernels::cpu::#module::#meta(#(#meta_args),*).map_err(|m| Error::op(OP, m))?;
                     let outs: [Tensor; #n_out] = [#(#out_allocs),*];
                     #cuda
-                    let mut inputs: Vec<Tensor> = Vec::new();
-                    #(#inputs)*
+                    #inputs
                     launch::dispatch!(OP, compute, [#(#dts),*], T => {
                         launch::run(&inputs, &outs, |bufs, obufs| {
                             let mut k = 0usize;
@@ -505,27 +563,54 @@ fn record_fn(op: &Op) -> TokenStream {
             _ => quote!(#id.iter().any(|t| t.requires_grad())),
         }
     });
-    let edge_inputs = diff.iter().map(|a| {
-        let id = ident(&a.name);
-        match a.kind {
-            ArgKind::Tensor => quote!(edges.push(Some(#id));),
-            ArgKind::OptTensor => quote!(edges.push(#id);),
-            _ => quote!(edges.extend(#id.iter().map(Some));),
-        }
-    });
+    // The edges: a `vec![..]` of the plain tensors, then optional ones and lists.
+    let plain: Vec<TokenStream> = diff
+        .iter()
+        .filter(|a| a.kind == ArgKind::Tensor)
+        .map(|a| {
+            let id = ident(&a.name);
+            quote!(Some(#id))
+        })
+        .collect();
+    let extra: Vec<TokenStream> = diff
+        .iter()
+        .filter(|a| a.kind != ArgKind::Tensor)
+        .map(|a| {
+            let id = ident(&a.name);
+            match a.kind {
+                ArgKind::OptTensor => quote!(edges.push(#id);),
+                _ => quote!(edges.extend(#id.iter().map(Some));),
+            }
+        })
+        .collect();
+    let edges = if extra.is_empty() {
+        quote!(let edges: Vec<Option<&Tensor>> = vec![#(#plain),*];)
+    } else {
+        quote!(let mut edges: Vec<Option<&Tensor>> = vec![#(#plain),*]; #(#extra)*)
+    };
     let fs = super::nodes::fields(op);
     let inits = fs.iter().map(|f| {
         let (n, i) = (&f.name, &f.init);
-        quote!(#n: #i,)
+        // Field init shorthand where the value is the local of the same name.
+        if *n == i.to_string() {
+            quote!(#n,)
+        } else {
+            quote!(#n: #i,)
+        }
     });
+    let any_requires: Vec<TokenStream> = any_requires.collect();
+    let requires = if any_requires.is_empty() {
+        quote!(false)
+    } else {
+        quote!(#(#any_requires)||*)
+    };
     quote! {
         #[allow(unused_variables, clippy::too_many_arguments)]
         fn #name(#(#params,)* outs: &[&Tensor], original_self: Option<&Tensor>, inplace: Option<&Tensor>) {
-            if !autograd::is_grad_enabled() || !(false #(|| #any_requires)*) {
+            if !autograd::is_grad_enabled() || !(#requires) {
                 return;
             }
-            let mut edges: Vec<Option<&Tensor>> = Vec::new();
-            #(#edge_inputs)*
+            #edges
             let node = Arc::new_cyclic(|weak: &Weak<#node>| {
                 let weak: Weak<dyn Node> = weak.clone();
                 #node { base: NodeBase::new(&edges), #(#inits)* }
@@ -728,17 +813,39 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
 
 /// The whole generated `ops.rs`.
 pub fn generate(model: &crate::model::Model) -> TokenStream {
-    let mut items = Vec::new();
-    let mut methods = Vec::new();
-    for op in &model.ops {
-        items.push(op_items(op, &mut methods));
-    }
+    let mods = model.ops.iter().map(|op| {
+        let m = format_ident!("op_{}", op.rust);
+        let file = format!("/ops/{}.rs", op.rust);
+        let doc = format!("`{}` (native_functions.yaml:{})", op.schema, op.line);
+        quote! {
+            #[doc = #doc]
+            #[allow(non_snake_case)] // `op__softmax` for `_softmax`
+            mod #m {
+                use super::*;
+                include!(concat!(env!("OUT_DIR"), #file));
+            }
+            pub use #m::*;
+        }
+    });
     quote! {
         // @generated by kiln-codegen from native_functions.yaml and derivatives.yaml. Do not edit.
+        // One module per operator (its file is `ops/<name>.rs` beside this one).
+        #(#mods)*
+    }
+}
+
+/// The file of one op: its public functions and `Tensor` methods, dispatch, autograd
+/// recording and backward node.
+pub fn op_file(op: &Op) -> TokenStream {
+    let mut methods = Vec::new();
+    let items = op_items(op, &mut methods);
+    let node = super::nodes::node(op);
+    quote! {
         impl Tensor {
             #(#methods)*
         }
-        #(#items)*
+        #items
+        #node
     }
 }
 

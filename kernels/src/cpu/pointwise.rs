@@ -1,9 +1,16 @@
-//! The loops behind every pointwise op: `map1`, `map2`, `map3`, `fill`.
+//! The loops behind every pointwise op: `map1`, `map2`, `map3`, the in-place `map*_assign`,
+//! `fill` and `copy_cast`.
 //!
-//! Inputs arrive already broadcast to the output's shape (stride-0 dims). When every operand is
-//! contiguous the loop is a zip over plain slices — no index arithmetic, so it vectorises — and
-//! splits across rayon's pool above [`PARALLEL_MIN`] elements. Otherwise the strided walker
-//! runs the innermost dim as a strided run.
+//! An op supplies a *slice function*: its scalar kernel applied over equal-length slices
+//! (`|a, out| for (o, &x) in out.iter_mut().zip(a) { *o = exp(x) }`), as a `&dyn Fn`. The
+//! loops here — contiguous or strided, serial or split across kiln's pool — are therefore
+//! compiled once per element type, not once per op × element type, which is most of what
+//! kiln's build used to spend its time on. The slice function stays a tight loop the
+//! compiler vectorises; the dynamic call happens once per chunk, not per element.
+//!
+//! Inputs arrive already broadcast to the output's shape (stride-0 dims). Contiguous
+//! operands are handed over in chunks of [`CHUNK`]; strided ones are gathered into small
+//! buffers run by run and the results scattered back.
 
 use crate::cpu::strided::for_each_run;
 use crate::parallel::{fan_out, install};
@@ -13,29 +20,59 @@ use rayon::prelude::*;
 /// Below this many elements a loop stays on the calling thread.
 pub const PARALLEL_MIN: usize = 1 << 15;
 const CHUNK: usize = 1 << 13;
+/// Elements gathered per call of a slice function on the strided path.
+const BLOCK: usize = 512;
+
+/// `out = f(a)` over slices.
+pub type Slice1<'f, A, O> = &'f (dyn Fn(&[A], &mut [O]) + Sync);
+/// `out = f(a, b)` over slices.
+pub type Slice2<'f, A, B, O> = &'f (dyn Fn(&[A], &[B], &mut [O]) + Sync);
+/// `out = f(a, b, c)` over slices.
+pub type Slice3<'f, A, B, C, O> = &'f (dyn Fn(&[A], &[B], &[C], &mut [O]) + Sync);
+/// `out = f(out)` over slices.
+pub type Assign1<'f, O> = &'f (dyn Fn(&mut [O]) + Sync);
+/// `out = f(out, b)` over slices.
+pub type Assign2<'f, O, B> = &'f (dyn Fn(&mut [O], &[B]) + Sync);
+
+/// Copies `len` elements of `data` starting at `off`, `stride` apart, into `buf`.
+fn gather<T: Element>(buf: &mut Vec<T>, data: &[T], off: usize, stride: usize, len: usize) {
+    buf.clear();
+    buf.extend((0..len).map(|i| data[off + i * stride]));
+}
+
+/// Runs `f(start, len)` over `0..n` in blocks of [`BLOCK`].
+fn blocks(n: usize, mut f: impl FnMut(usize, usize)) {
+    let mut s = 0;
+    while s < n {
+        let l = BLOCK.min(n - s);
+        f(s, l);
+        s += l;
+    }
+}
 
 /// `out[i] = f(a[i])`.
-pub fn map1<A: Element, O: Element>(a: Src<A>, mut out: Dst<O>, f: impl Fn(A) -> O + Sync) {
+pub fn map1<A: Element, O: Element>(a: Src<A>, mut out: Dst<O>, f: Slice1<'_, A, O>) {
     let n = out.layout.numel();
     if let (Some(a), Some(o)) = (a.as_contiguous(), out.as_contiguous_mut()) {
         if fan_out(n >= PARALLEL_MIN) {
             install(|| {
                 o.par_chunks_mut(CHUNK)
                     .zip(a.par_chunks(CHUNK))
-                    .for_each(|(o, a)| {
-                        o.iter_mut().zip(a).for_each(|(o, &a)| *o = f(a));
-                    });
+                    .for_each(|(o, a)| f(a, o));
             })
         } else {
-            o.iter_mut().zip(a).for_each(|(o, &a)| *o = f(a));
+            f(a, o);
         }
         return;
     }
     let od = &mut *out.data;
+    let (mut ab, mut ob) = (Vec::with_capacity(BLOCK), [O::default(); BLOCK]);
     for_each_run([out.layout, a.layout], |[oo, ao], len, [os, as_]| {
-        for i in 0..len {
-            od[oo + i * os] = f(a.data[ao + i * as_]);
-        }
+        blocks(len, |s, l| {
+            gather(&mut ab, a.data, ao + s * as_, as_, l);
+            f(&ab, &mut ob[..l]);
+            (0..l).for_each(|i| od[oo + (s + i) * os] = ob[i]);
+        });
     });
 }
 
@@ -44,7 +81,7 @@ pub fn map2<A: Element, B: Element, O: Element>(
     a: Src<A>,
     b: Src<B>,
     mut out: Dst<O>,
-    f: impl Fn(A, B) -> O + Sync,
+    f: Slice2<'_, A, B, O>,
 ) {
     let n = out.layout.numel();
     if let (Some(a), Some(b), Some(o)) = (
@@ -56,27 +93,25 @@ pub fn map2<A: Element, B: Element, O: Element>(
             install(|| {
                 o.par_chunks_mut(CHUNK)
                     .zip(a.par_chunks(CHUNK).zip(b.par_chunks(CHUNK)))
-                    .for_each(|(o, (a, b))| {
-                        o.iter_mut()
-                            .zip(a.iter().zip(b))
-                            .for_each(|(o, (&a, &b))| *o = f(a, b));
-                    });
+                    .for_each(|(o, (a, b))| f(a, b, o));
             })
         } else {
-            o.iter_mut()
-                .zip(a.iter().zip(b))
-                .for_each(|(o, (&a, &b))| *o = f(a, b));
+            f(a, b, o);
         }
         return;
     }
-    // A scalar-like operand (all strides 0) is common: hoist its load out of the loop.
     let od = &mut *out.data;
+    let (mut ab, mut bb) = (Vec::with_capacity(BLOCK), Vec::with_capacity(BLOCK));
+    let mut ob = [O::default(); BLOCK];
     for_each_run(
         [out.layout, a.layout, b.layout],
         |[oo, ao, bo], len, [os, as_, bs]| {
-            for i in 0..len {
-                od[oo + i * os] = f(a.data[ao + i * as_], b.data[bo + i * bs]);
-            }
+            blocks(len, |s, l| {
+                gather(&mut ab, a.data, ao + s * as_, as_, l);
+                gather(&mut bb, b.data, bo + s * bs, bs, l);
+                f(&ab, &bb, &mut ob[..l]);
+                (0..l).for_each(|i| od[oo + (s + i) * os] = ob[i]);
+            });
         },
     );
 }
@@ -87,7 +122,7 @@ pub fn map3<A: Element, B: Element, C: Element, O: Element>(
     b: Src<B>,
     c: Src<C>,
     mut out: Dst<O>,
-    f: impl Fn(A, B, C) -> O + Sync,
+    f: Slice3<'_, A, B, C, O>,
 ) {
     if let (Some(a), Some(b), Some(c), Some(o)) = (
         a.as_contiguous(),
@@ -95,22 +130,26 @@ pub fn map3<A: Element, B: Element, C: Element, O: Element>(
         c.as_contiguous(),
         out.as_contiguous_mut(),
     ) {
-        o.iter_mut()
-            .zip(a.iter().zip(b.iter().zip(c)))
-            .for_each(|(o, (&a, (&b, &c)))| *o = f(a, b, c));
+        f(a, b, c, o);
         return;
     }
     let od = &mut *out.data;
+    let (mut ab, mut bb, mut cb) = (
+        Vec::with_capacity(BLOCK),
+        Vec::with_capacity(BLOCK),
+        Vec::with_capacity(BLOCK),
+    );
+    let mut ob = [O::default(); BLOCK];
     for_each_run(
         [out.layout, a.layout, b.layout, c.layout],
         |[oo, ao, bo, co], len, [os, as_, bs, cs]| {
-            for i in 0..len {
-                od[oo + i * os] = f(
-                    a.data[ao + i * as_],
-                    b.data[bo + i * bs],
-                    c.data[co + i * cs],
-                );
-            }
+            blocks(len, |s, l| {
+                gather(&mut ab, a.data, ao + s * as_, as_, l);
+                gather(&mut bb, b.data, bo + s * bs, bs, l);
+                gather(&mut cb, c.data, co + s * cs, cs, l);
+                f(&ab, &bb, &cb, &mut ob[..l]);
+                (0..l).for_each(|i| od[oo + (s + i) * os] = ob[i]);
+            });
         },
     );
 }
@@ -131,56 +170,56 @@ pub fn fill<O: Element>(mut out: Dst<O>, v: O) {
 
 /// `out[i] = a[i]` converted to `O` (a copy across layouts and dtypes).
 pub fn copy_cast<A: Element, O: Element>(a: Src<A>, out: Dst<O>) {
-    map1(a, out, |x| x.cast::<O>());
+    map1(a, out, &|a: &[A], o: &mut [O]| {
+        o.iter_mut().zip(a).for_each(|(o, &x)| *o = x.cast::<O>())
+    });
 }
 
 /// `out[i] = f(out[i])`: an in-place op whose first operand is the output itself.
-pub fn map1_assign<O: Element>(mut out: Dst<O>, f: impl Fn(O) -> O + Sync) {
+pub fn map1_assign<O: Element>(mut out: Dst<O>, f: Assign1<'_, O>) {
     let n = out.layout.numel();
     if let Some(o) = out.as_contiguous_mut() {
         if fan_out(n >= PARALLEL_MIN) {
-            install(|| {
-                o.par_chunks_mut(CHUNK)
-                    .for_each(|o| o.iter_mut().for_each(|o| *o = f(*o)));
-            })
+            install(|| o.par_chunks_mut(CHUNK).for_each(f));
         } else {
-            o.iter_mut().for_each(|o| *o = f(*o));
+            f(o);
         }
         return;
     }
     let od = &mut *out.data;
+    let mut ob = Vec::with_capacity(BLOCK);
     for_each_run([out.layout], |[oo], len, [os]| {
-        for i in 0..len {
-            od[oo + i * os] = f(od[oo + i * os]);
-        }
+        blocks(len, |s, l| {
+            gather(&mut ob, od, oo + s * os, os, l);
+            f(&mut ob);
+            (0..l).for_each(|i| od[oo + (s + i) * os] = ob[i]);
+        });
     });
 }
 
 /// `out[i] = f(out[i], b[i])`: an in-place binary op such as `x.add_(&y)`.
-pub fn map2_assign<O: Element, B: Element>(
-    mut out: Dst<O>,
-    b: Src<B>,
-    f: impl Fn(O, B) -> O + Sync,
-) {
+pub fn map2_assign<O: Element, B: Element>(mut out: Dst<O>, b: Src<B>, f: Assign2<'_, O, B>) {
     let n = out.layout.numel();
     if let (Some(b), Some(o)) = (b.as_contiguous(), out.as_contiguous_mut()) {
         if fan_out(n >= PARALLEL_MIN) {
             install(|| {
                 o.par_chunks_mut(CHUNK)
                     .zip(b.par_chunks(CHUNK))
-                    .for_each(|(o, b)| {
-                        o.iter_mut().zip(b).for_each(|(o, &b)| *o = f(*o, b));
-                    });
+                    .for_each(|(o, b)| f(o, b));
             })
         } else {
-            o.iter_mut().zip(b).for_each(|(o, &b)| *o = f(*o, b));
+            f(o, b);
         }
         return;
     }
     let od = &mut *out.data;
+    let (mut ob, mut bb) = (Vec::with_capacity(BLOCK), Vec::with_capacity(BLOCK));
     for_each_run([out.layout, b.layout], |[oo, bo], len, [os, bs]| {
-        for i in 0..len {
-            od[oo + i * os] = f(od[oo + i * os], b.data[bo + i * bs]);
-        }
+        blocks(len, |s, l| {
+            gather(&mut ob, od, oo + s * os, os, l);
+            gather(&mut bb, b.data, bo + s * bs, bs, l);
+            f(&mut ob, &bb);
+            (0..l).for_each(|i| od[oo + (s + i) * os] = ob[i]);
+        });
     });
 }
