@@ -33,7 +33,10 @@ pub fn generate(root: &Path, out_dir: &Path) -> Result<(), String> {
     let ops_dir = out_dir.join("ops");
     std::fs::create_dir_all(&ops_dir).map_err(|e| format!("{}: {e}", ops_dir.display()))?;
     for op in &model.ops {
-        write_if_changed(&ops_dir.join(format!("{}.rs", op.rust)), gen::api::op_file(op))?;
+        write_if_changed(
+            &ops_dir.join(format!("{}.rs", op.rust)),
+            gen::api::op_file(op),
+        )?;
     }
     let files = [
         ("ops.rs", gen::api::generate(&model)),

@@ -193,8 +193,14 @@ fn a_cpu_kernel_without_a_cuda_kernel_is_an_error() {
 
 #[test]
 fn unknown_cuda_kernel_is_an_error() {
-    let e = err(&MUL.replace("CUDA: binary::mul", "CUDA: binary::mull"), MUL_D);
-    assert!(e.message.contains("unknown CUDA kernel 'binary::mull'"), "{e}");
+    let e = err(
+        &MUL.replace("CUDA: binary::mul", "CUDA: binary::mull"),
+        MUL_D,
+    );
+    assert!(
+        e.message.contains("unknown CUDA kernel 'binary::mull'"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -203,7 +209,10 @@ fn per_backend_dtypes() {
     let m = build(&native, MUL_D, &kernels()).unwrap();
     assert_eq!(m.ops[0].dtypes.len(), 10);
     assert_eq!(m.ops[0].cuda_dtypes, vec!["f16", "bf16", "f32", "f64"]);
-    let e = err(&MUL.replace("dtypes: all", "dtypes: {CPU: all, TPU: all}"), MUL_D);
+    let e = err(
+        &MUL.replace("dtypes: all", "dtypes: {CPU: all, TPU: all}"),
+        MUL_D,
+    );
     assert!(e.message.contains("unknown backend 'TPU'"), "{e}");
 }
 

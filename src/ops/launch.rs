@@ -544,24 +544,13 @@ pub(crate) fn commit_out(op: &str, out: &Tensor, result: &Tensor) -> Result<()> 
     Ok(())
 }
 
-/// Matches a runtime dtype against the dtypes an op supports and runs `$body` with `$T` bound
-/// to the element type; any other dtype is PyTorch's "not implemented for" error.
-macro_rules! dispatch {
-    ($op:expr, $dtype:expr, [$($d:ident),*], $T:ident => $body:block) => {{
-        match $dtype {
-            $(crate::DType::$d => {
-                #[allow(unused_imports)]
-                use kiln_kernels::Element as _;
-                type $T = kiln_kernels::element_type!($d);
-                $body;
-                Ok::<(), crate::Error>(())
-            })*
-            #[allow(unreachable_patterns)]
-            other => Err(crate::Error::op(
-                $op,
-                format!("\"{}\" not implemented for '{}'", $op, other.scalar_type_name()),
-            )),
-        }
-    }};
+/// PyTorch's error for a dtype a backend's kernel does not cover.
+pub(crate) fn not_implemented(op: &str, dtype: DType) -> Error {
+    Error::op(
+        op,
+        format!(
+            "\"{op}\" not implemented for '{}'",
+            dtype.scalar_type_name()
+        ),
+    )
 }
-pub(crate) use dispatch;

@@ -171,8 +171,26 @@ fn promote_expr(op: &Op) -> TokenStream {
     }
 }
 
-fn dtype_list(op: &Op) -> Vec<syn::Ident> {
-    op.dtypes.iter().map(|d| dtype_variant(d)).collect()
+/// The CPU dtype dispatch: one `match` arm per dtype the kernel supports, each binding `T` to
+/// the element type and running `body`; any other dtype is PyTorch's "not implemented" error.
+fn dtype_match(op: &Op, body: TokenStream) -> TokenStream {
+    let arms = op.dtypes.iter().map(|d| {
+        let v = dtype_variant(d);
+        let t = elem_type(d);
+        quote! {
+            DType::#v => {
+                type T = #t;
+                #body
+            }
+        }
+    });
+    quote! {
+        match compute {
+            #(#arms)*
+            #[allow(unreachable_patterns)]
+            other => return Err(launch::not_implemented(OP, other)),
+        }
+    }
 }
 
 fn cuda_dtype_list(op: &Op) -> Vec<syn::Ident> {
@@ -319,7 +337,14 @@ fn compute_fn(op: &Op) -> TokenStream {
             } else {
                 quote!(<#(#in_tys,)* #out_ty>)
             };
-            let dts = dtype_list(op);
+            let consts: Vec<TokenStream> = consts.collect();
+            let dispatch = dtype_match(
+                op,
+                quote! {
+                    #(#consts)*
+                    launch::#map::#generics(#(&#tnames,)* &out, move |#(#tnames),*| #body)?;
+                },
+            );
             let cuda = match &op.cuda {
                 Some((_, func)) => {
                     let cuda_dts = cuda_dtype_list(op);
@@ -359,10 +384,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                     let out = launch::output(OP, dest, &shape, #out_dtype, device)?;
                     #(#prep)*
                     #cuda
-                    launch::dispatch!(OP, compute, [#(#dts),*], T => {
-                        #(#consts)*
-                        launch::#map::#generics(#(&#tnames,)* &out, move |#(#tnames),*| #body)?;
-                    })?;
+                    #dispatch
                     Ok(out)
                 }
             }
@@ -502,7 +524,17 @@ fn compute_fn(op: &Op) -> TokenStream {
                 };
                 quote!(launch::dst::<#t>(obufs.next().expect("one buffer per output"), &outs[#i]))
             });
-            let dts = dtype_list(op);
+            let dispatch = dtype_match(
+                op,
+                quote! {
+                    launch::run(&inputs, &outs, |bufs, obufs| {
+                        let mut k = 0usize;
+                        let mut next = || { k += 1; k - 1 };
+                        let mut obufs = obufs.into_iter();
+                        kiln_kernels::cpu::#module::#kernel_id::<T>(#(#src_args,)* #(#dst_args),*)
+                    }).map_err(|m| Error::op(OP, m))?;
+                },
+            );
             let ret = ret_from_vec(op, &format_ident!("outs"));
             let n_out = outs.len();
             let ret_ty = ret_type(op);
@@ -519,14 +551,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                     let outs: [Tensor; #n_out] = [#(#out_allocs),*];
                     #cuda
                     #inputs
-                    launch::dispatch!(OP, compute, [#(#dts),*], T => {
-                        launch::run(&inputs, &outs, |bufs, obufs| {
-                            let mut k = 0usize;
-                            let mut next = || { k += 1; k - 1 };
-                            let mut obufs = obufs.into_iter();
-                            kiln_kernels::cpu::#module::#kernel_id::<T>(#(#src_args,)* #(#dst_args),*)
-                        }).map_err(|m| Error::op(OP, m))?;
-                    })?;
+                    #dispatch
                     Ok(#ret)
                 }
             }
@@ -653,28 +678,36 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
     let a = call_args(&args);
     let dest_none = if pointwise { quote!(, None) } else { quote!() };
     let is_view = op.tags.iter().any(|t| t == "view");
-    let functional_body = |all: bool| {
-        let norm = normalise(&args, all);
-        let rec = if has_record {
-            let outs = outputs_of(op, &quote!(result));
-            quote!(#record(#(#a,)* &#outs, None, None);)
-        } else {
-            quote!()
-        };
-        let view = if is_view {
-            quote!(result.mark_view_of(self_);)
-        } else {
-            quote!()
-        };
-        quote! {
-            #(#norm)*
+    // `call`: the op itself (compute, view marking, autograd recording), like torchgen's
+    // `at::_ops::<op>::call`. Every functional form normalises its arguments and forwards here.
+    let rec = if has_record {
+        let outs = outputs_of(op, &quote!(result));
+        quote!(#record(#(#a,)* &#outs, None, None);)
+    } else {
+        quote!()
+    };
+    let view = if is_view {
+        quote!(result.mark_view_of(self_);)
+    } else {
+        quote!()
+    };
+    let call_params = compute_params(op);
+    let mut free = vec![quote! {
+        /// The op with normalised arguments; every public form of it forwards here.
+        pub(crate) fn call(#(#call_params),*) -> Result<#ret> {
             let result = #compute(#(#a),* #dest_none)?;
             #view
             #rec
             Ok(result)
         }
+    }];
+    let functional_body = |all: bool| {
+        let norm = normalise(&args, all);
+        quote! {
+            #(#norm)*
+            call(#(#a),*)
+        }
     };
-    let mut free = Vec::new();
     let mut methods = Vec::new();
     for (fname, all) in &forms {
         let fid = format_ident!("{}", fname);
@@ -800,7 +833,11 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
             #[doc = "`out=` version: writes the result into `out` (which must have the result's shape) and returns it."]
             pub fn #oid(#(#ps,)* #(#outs: &Tensor),*) -> Result<#ret> {
                 #(#norm)*
-                let result = #compute(#(#a),* #dest_none)?;
+                // `out=` forms are not differentiable: compute without recording a node.
+                let result = {
+                    let _no_grad = crate::no_grad();
+                    call(#(#a),*)?
+                };
                 for (o, r) in [#(#outs),*].into_iter().zip(#result_list) {
                     #commit
                 }
