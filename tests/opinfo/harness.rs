@@ -1,5 +1,9 @@
-//! The checks every generated OpInfo test runs, and the vocabulary they share: `Sample` (an
-//! op's inputs), `RefTensor` (a float64 expected value) and `OpInfo` (one op's adaptors).
+//! The checks the OpInfo runner applies to every op × device × dtype, and the vocabulary
+//! they share: `Sample` (an op's inputs, built on the CPU), `RefTensor` (a float64 expected
+//! value) and `OpInfo` (one op's adaptors and which checks apply to it).
+//!
+//! Every check takes the device under test: samples are built on the CPU, moved to the
+//! device before the op runs, and results come back to the CPU to be compared.
 
 #![allow(dead_code)]
 
@@ -180,6 +184,15 @@ impl Sample {
             .collect();
         s
     }
+
+    /// The same sample with every tensor on `device`; panics (failing the case) when a tensor
+    /// cannot be moved there.
+    pub fn on(&self, device: Device) -> Sample {
+        self.map_tensors(&|t| {
+            t.to_device(device)
+                .unwrap_or_else(|e| panic!("{}: moving an input to {device}: {e}", self.desc))
+        })
+    }
 }
 
 /// A sample the op must reject, with a fragment of the expected message.
@@ -196,11 +209,11 @@ pub struct RefTensor {
 }
 
 impl RefTensor {
-    /// The values of `t`, as float64.
+    /// The values of `t` (on any device), as float64.
     pub fn of(t: &Tensor) -> RefTensor {
         RefTensor {
             shape: t.shape().to_vec(),
-            data: t.to_vec::<f64>().expect("CPU tensor"),
+            data: values(t),
         }
     }
     /// Row-major strides of the shape.
@@ -322,17 +335,51 @@ pub type Variant = fn(&Sample) -> Result<Vec<Tensor>>;
 /// Calls an op's `out=` variant on a sample and output tensors.
 pub type OutVariant = fn(&Sample, &[Tensor]) -> Result<Vec<Tensor>>;
 
-/// One op's adaptors from a `Sample` to each public variant, generated from the YAML.
+/// One op's adaptors from a `Sample` to each public variant, and which checks apply to it;
+/// generated from its `opinfo:` entry in native_functions.yaml.
 pub struct OpInfo {
+    /// The schema name, `add.Tensor`.
     pub name: &'static str,
-    pub call: fn(&Sample) -> Result<Vec<Tensor>>,
+    /// The dtypes forward, edge, noncontiguous and variants run in.
+    pub dtypes: &'static [DType],
+    pub call: Variant,
     pub method: Option<Variant>,
     pub inplace: Option<Variant>,
     pub out: Option<OutVariant>,
+    /// The float64 reference, computed from the CPU sample.
     pub reference: fn(&Sample) -> Vec<RefTensor>,
     pub samples: fn(DType) -> Vec<Sample>,
     pub error_samples: fn() -> Vec<ErrorSample>,
+    /// Autograd records the op (it has a derivative, or is a composite of ops that do).
     pub differentiable: bool,
+    /// Function, method, in-place and `out=` variants are compared (`variants: false` opts out).
+    pub variants: bool,
+    /// Gradcheck and gradgradcheck run, when the op is also `differentiable`.
+    pub gradcheck: bool,
+    /// Some input makes the op fail, so the errors check runs.
+    pub errors: bool,
+}
+
+impl OpInfo {
+    /// Whether gradcheck and gradgradcheck apply.
+    pub fn runs_gradcheck(&self) -> bool {
+        self.differentiable && self.gradcheck
+    }
+}
+
+/// The float64 values of `t`, brought back to the CPU first: references and comparisons run
+/// there whatever the device under test.
+fn values(t: &Tensor) -> Vec<f64> {
+    t.to_device(Device::Cpu)
+        .and_then(|c| c.to_vec::<f64>())
+        .unwrap_or_else(|e| {
+            panic!(
+                "reading a {:?} {} tensor on {}: {e}",
+                t.shape(),
+                t.dtype(),
+                t.device()
+            )
+        })
 }
 
 /// PyTorch's `assert_close` default tolerances for a dtype (integers and bool exact).
@@ -356,11 +403,12 @@ fn close(a: f64, e: f64, rtol: f64, atol: f64) -> bool {
     (a - e).abs() <= atol + rtol * e.abs()
 }
 
-/// Asserts `actual` matches `expected` in shape and, within the dtype's tolerance, in value.
+/// Asserts `actual` (on any device) matches `expected` in shape and, within the dtype's
+/// tolerance, in value.
 pub fn assert_close(actual: &Tensor, expected: &RefTensor, ctx: &str) {
     assert_eq!(actual.shape(), expected.shape.as_slice(), "{ctx}: shape");
     let (rtol, atol) = tolerance(actual.dtype());
-    let got = actual.to_vec::<f64>().expect("CPU tensor");
+    let got = values(actual);
     // A bool result holds "non-zero": True + True is True.
     let expected_data: Vec<f64> = if actual.dtype() == DType::Bool {
         expected
@@ -396,9 +444,10 @@ fn selected(info: &OpInfo, dtype: DType, edge: bool) -> Vec<Sample> {
     v
 }
 
-fn check_against_reference(info: &OpInfo, s: &Sample, dtype: DType) {
-    let ctx = format!("{} [{dtype}] {}", info.name, s.desc);
-    let outs = (info.call)(s).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+/// The op on `device` against the float64 reference computed from the CPU sample.
+fn check_against_reference(info: &OpInfo, s: &Sample, dtype: DType, device: Device) {
+    let ctx = format!("{} [{dtype}, {device}] {}", info.name, s.desc);
+    let outs = (info.call)(&s.on(device)).unwrap_or_else(|e| panic!("{ctx}: {e}"));
     let refs = (info.reference)(s);
     assert_eq!(outs.len(), refs.len(), "{ctx}: number of outputs");
     for (i, (o, r)) in outs.iter().zip(&refs).enumerate() {
@@ -407,16 +456,16 @@ fn check_against_reference(info: &OpInfo, s: &Sample, dtype: DType) {
 }
 
 /// Forward against the float64 reference on regular (including broadcasting) samples.
-pub fn check_forward(info: &OpInfo, dtype: DType) {
+pub fn check_forward(info: &OpInfo, dtype: DType, device: Device) {
     for s in selected(info, dtype, false) {
-        check_against_reference(info, &s, dtype);
+        check_against_reference(info, &s, dtype, device);
     }
 }
 
 /// Forward against the reference on 0-d and empty samples.
-pub fn check_edge(info: &OpInfo, dtype: DType) {
+pub fn check_edge(info: &OpInfo, dtype: DType, device: Device) {
     for s in selected(info, dtype, true) {
-        check_against_reference(info, &s, dtype);
+        check_against_reference(info, &s, dtype, device);
     }
 }
 
@@ -450,9 +499,13 @@ pub fn noncontiguous(t: &Tensor) -> Tensor {
 }
 
 /// Non-contiguous inputs give the results contiguous inputs give.
-pub fn check_noncontiguous(info: &OpInfo, dtype: DType) {
+pub fn check_noncontiguous(info: &OpInfo, dtype: DType, device: Device) {
     for s in selected(info, dtype, false) {
-        let ctx = format!("{} [{dtype}] {} (non-contiguous)", info.name, s.desc);
+        let ctx = format!(
+            "{} [{dtype}, {device}] {} (non-contiguous)",
+            info.name, s.desc
+        );
+        let s = s.on(device);
         let expected = (info.call)(&s).unwrap_or_else(|e| panic!("{ctx}: {e}"));
         let nc = s.map_tensors(&noncontiguous);
         let got = (info.call)(&nc).unwrap_or_else(|e| panic!("{ctx}: {e}"));
@@ -463,9 +516,10 @@ pub fn check_noncontiguous(info: &OpInfo, dtype: DType) {
 }
 
 /// Function, method, `out=` and in-place variants agree.
-pub fn check_variants(info: &OpInfo, dtype: DType) {
+pub fn check_variants(info: &OpInfo, dtype: DType, device: Device) {
     for s in selected(info, dtype, false) {
-        let ctx = format!("{} [{dtype}] {}", info.name, s.desc);
+        let ctx = format!("{} [{dtype}, {device}] {}", info.name, s.desc);
+        let s = s.on(device);
         let expected = (info.call)(&s).unwrap_or_else(|e| panic!("{ctx}: {e}"));
         if let Some(m) = info.method {
             let got = m(&s).unwrap_or_else(|e| panic!("{ctx} (method): {e}"));
@@ -476,7 +530,7 @@ pub fn check_variants(info: &OpInfo, dtype: DType) {
         if let Some(out) = info.out {
             let outs: Vec<Tensor> = expected
                 .iter()
-                .map(|e| Tensor::zeros(e.shape(), e.dtype()).unwrap())
+                .map(|e| zeros_on(e.shape(), e.dtype(), device))
                 .collect();
             let got = out(&s, &outs).unwrap_or_else(|e| panic!("{ctx} (out=): {e}"));
             for ((g, o), e) in got.iter().zip(&outs).zip(&expected) {
@@ -525,6 +579,12 @@ pub fn check_variants(info: &OpInfo, dtype: DType) {
     }
 }
 
+/// Zeros on `device`: an `out=` tensor on the device under test, as PyTorch's tests make.
+fn zeros_on(shape: &[usize], dtype: DType, device: Device) -> Tensor {
+    Tensor::full_on(shape, 0, dtype, device)
+        .unwrap_or_else(|e| panic!("zeros {shape:?} {dtype} on {device}: {e}"))
+}
+
 fn grad_samples(info: &OpInfo) -> Vec<Sample> {
     let v: Vec<Sample> = (info.samples)(DType::F64)
         .into_iter()
@@ -539,8 +599,9 @@ fn grad_samples(info: &OpInfo) -> Vec<Sample> {
     v
 }
 
-/// Splits a sample's float tensors into leaves requiring grad, and rebuilds samples from them.
-fn leaves(s: &Sample) -> (Vec<Tensor>, impl Fn(&[Tensor]) -> Sample + '_) {
+/// Splits a sample's tensors into copies on `device`, the float ones leaves requiring grad,
+/// and rebuilds samples from them.
+fn leaves(s: &Sample, device: Device) -> (Vec<Tensor>, impl Fn(&[Tensor]) -> Sample + '_) {
     let mut flat: Vec<Tensor> = s.tensors.clone();
     for l in &s.lists {
         flat.extend(l.iter().cloned());
@@ -548,7 +609,12 @@ fn leaves(s: &Sample) -> (Vec<Tensor>, impl Fn(&[Tensor]) -> Sample + '_) {
     let inputs: Vec<Tensor> = flat
         .iter()
         .map(|t| {
-            let c = t.detached_copy().expect("copy of a small sample");
+            // Moved before requires_grad_, so each is a leaf on the device (a move after
+            // would make it a non-leaf `_to_copy` of a CPU leaf).
+            let c = t
+                .detached_copy()
+                .and_then(|c| c.to_device(device))
+                .unwrap_or_else(|e| panic!("{}: moving an input to {device}: {e}", s.desc));
             if c.is_floating_point() {
                 c.requires_grad_(true).unwrap()
             } else {
@@ -571,61 +637,65 @@ fn leaves(s: &Sample) -> (Vec<Tensor>, impl Fn(&[Tensor]) -> Sample + '_) {
 }
 
 /// Autograd's first derivatives match finite differences (float64).
-pub fn check_gradcheck(info: &OpInfo) {
+pub fn check_gradcheck(info: &OpInfo, device: Device) {
     for s in grad_samples(info) {
-        let (inputs, rebuild) = leaves(&s);
+        let (inputs, rebuild) = leaves(&s, device);
         let f = |ts: &[Tensor]| (info.call)(&rebuild(ts));
         gradcheck(&f, &inputs, GradcheckOptions::default())
-            .unwrap_or_else(|e| panic!("{} {}: {e}", info.name, s.desc));
+            .unwrap_or_else(|e| panic!("{} [{device}] {}: {e}", info.name, s.desc));
     }
 }
 
 /// Autograd's second derivatives match finite differences of its first (float64).
-pub fn check_gradgradcheck(info: &OpInfo) {
+pub fn check_gradgradcheck(info: &OpInfo, device: Device) {
     for s in grad_samples(info) {
-        let (inputs, rebuild) = leaves(&s);
+        let (inputs, rebuild) = leaves(&s, device);
         let f = |ts: &[Tensor]| (info.call)(&rebuild(ts));
         gradgradcheck(&f, &inputs, GradcheckOptions::default())
-            .unwrap_or_else(|e| panic!("{} {}: {e}", info.name, s.desc));
+            .unwrap_or_else(|e| panic!("{} [{device}] {}: {e}", info.name, s.desc));
     }
 }
 
 /// Bad inputs give an `Err` whose message says what is wrong; so does an `out=` tensor of
 /// the wrong shape.
-pub fn check_errors(info: &OpInfo) {
+pub fn check_errors(info: &OpInfo, device: Device) {
     let cases = (info.error_samples)();
     let mut checked = 0;
     if let Some(out) = info.out {
         let s = (info.samples)(DType::F32)
             .into_iter()
             .find(|s| !s.edge)
-            .expect("a regular sample");
+            .expect("a regular sample")
+            .on(device);
         let expected = (info.call)(&s).expect("regular sample runs");
         let wrong: Vec<Tensor> = expected
             .iter()
-            .map(|e| Tensor::zeros(&[e.numel() + 1], e.dtype()).unwrap())
+            .map(|e| zeros_on(&[e.numel() + 1], e.dtype(), device))
             .collect();
-        let err = out(&s, &wrong)
-            .err()
-            .unwrap_or_else(|| panic!("{}: out= of the wrong shape was accepted", info.name));
+        let err = out(&s, &wrong).err().unwrap_or_else(|| {
+            panic!(
+                "{} [{device}]: out= of the wrong shape was accepted",
+                info.name
+            )
+        });
         assert!(
             err.to_string()
                 .contains("doesn't match the broadcast shape"),
-            "{}: {err}",
+            "{} [{device}]: {err}",
             info.name
         );
         checked += 1;
     }
     assert!(checked + cases.len() > 0, "{}: no error samples", info.name);
     for c in cases {
-        match (info.call)(&c.sample) {
+        match (info.call)(&c.sample.on(device)) {
             Ok(_) => panic!(
-                "{} {}: expected an error containing {:?}",
+                "{} [{device}] {}: expected an error containing {:?}",
                 info.name, c.sample.desc, c.message
             ),
             Err(e) => assert!(
                 e.to_string().contains(c.message),
-                "{} {}: error {:?} does not contain {:?}",
+                "{} [{device}] {}: error {:?} does not contain {:?}",
                 info.name,
                 c.sample.desc,
                 e.to_string(),

@@ -1,9 +1,11 @@
-//! The OpInfo matrix: for every op, adaptor functions from a generic `Sample` to each public
-//! variant, the reference, and one `#[test]` per check × dtype. The checks themselves live in
-//! `tests/opinfo/harness.rs`.
+//! The OpInfo table: for every op, adaptor functions from a generic `Sample` to each public
+//! variant and to the float64 reference, and one `OpInfo` entry in `OPINFOS` holding them with
+//! the data that picks the checks (dtypes, variants, gradcheck, errors). No test functions are
+//! generated: `tests/opinfo/runner.rs` enumerates op × device × dtype × check at run time
+//! (PyTorch's device-generic tests), and the checks live in `tests/opinfo/harness.rs`.
 
 use super::dtype_variant;
-use crate::model::{Kind, Model, Op};
+use crate::model::{Kind, Model, Op, OpInfo};
 use crate::types::{ident, ArgKind};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -140,16 +142,17 @@ fn to_vec(op: &Op) -> TokenStream {
     }
 }
 
-fn op_module(op: &Op) -> TokenStream {
-    let Some(info) = &op.opinfo else {
-        return quote!();
-    };
+/// The public variants an op's adaptor module defines, as calls on a sample `s`.
+struct Adaptors {
+    call: TokenStream,
+    method: Option<TokenStream>,
+    inplace: Option<TokenStream>,
+    out: Option<TokenStream>,
+}
+
+/// How each public variant of `op` is called with the arguments a sample supplies.
+fn adaptors(op: &Op, exprs: &[TokenStream]) -> Adaptors {
     let args = op.args();
-    let (mut ti, mut li) = (0, 0);
-    let exprs: Vec<TokenStream> = args
-        .iter()
-        .map(|a| sample_arg(a, &mut ti, &mut li))
-        .collect();
     let has_defaults = args.iter().any(|a| a.default.is_some());
     let fname = if has_defaults {
         format_ident!("{}_with", op.rust)
@@ -157,155 +160,187 @@ fn op_module(op: &Op) -> TokenStream {
         format_ident!("{}", op.rust)
     };
     let tv = to_vec(op);
-    let self_pos = args.iter().position(|a| a.name == "self");
+    let self_expr = args
+        .iter()
+        .position(|a| a.name == "self")
+        .map(|p| &exprs[p]);
     let non_self: Vec<&TokenStream> = exprs
         .iter()
         .zip(&args)
         .filter(|(_, a)| a.name != "self")
         .map(|(e, _)| e)
         .collect();
-    let self_expr = self_pos.map(|p| exprs[p].clone());
-
     let call = if op.variants.function {
         quote!(kiln::#fname(#(#exprs),*)#tv)
     } else {
-        let se = self_expr.clone().expect("method ops have self");
+        let se = self_expr.expect("method ops have self");
         quote!(#se.#fname(#(#non_self),*)#tv)
     };
-    let method = match (&self_expr, op.variants.method) {
-        (Some(se), true) => {
-            quote!(Some({ fn method(s: &Sample) -> Result<Vec<Tensor>> { #se.#fname(#(#non_self),*)#tv } method }))
-        }
-        _ => quote!(None),
-    };
+    let method = self_expr
+        .filter(|_| op.variants.method)
+        .map(|se| quote!(#se.#fname(#(#non_self),*)#tv));
+    // Composite ops get no generated in-place or out= forms.
     let composite = matches!(op.kind, Kind::Composite { .. });
-    let inplace = match (&self_expr, op.variants.inplace && !composite) {
-        (Some(se), true) => {
+    let inplace = self_expr
+        .filter(|_| op.variants.inplace && !composite)
+        .map(|se| {
             let iname = format_ident!("{}_", fname);
-            quote!(Some({ fn inplace(s: &Sample) -> Result<Vec<Tensor>> { #se.#iname(#(#non_self),*).map(|r| vec![r]) } inplace }))
-        }
-        _ => quote!(None),
-    };
-    let out = if op.variants.out && !composite {
+            quote!(#se.#iname(#(#non_self),*).map(|r| vec![r]))
+        });
+    let out = (op.variants.out && !composite).then(|| {
         let oname = format_ident!("{}_out", op.rust);
         let outs = (0..op.outputs().len()).map(|i| quote!(&outs[#i]));
-        quote!(Some({ fn out(s: &Sample, outs: &[Tensor]) -> Result<Vec<Tensor>> { kiln::#oname(#(#exprs,)* #(#outs),*)#tv } out }))
-    } else {
-        quote!(None)
-    };
-    // Reference: a float64 closure for pointwise ops, a named plain-loop function otherwise.
-    let reference = if matches!(op.kind, Kind::Pointwise { .. }) {
-        let mut closure: syn::Expr =
-            syn::parse_str(&info.reference).expect("validated reference closure");
-        annotate_closure(&mut closure, &args);
-        let mut tensor_idx = 0usize;
-        let mut call_args = Vec::new();
-        let mut lets = Vec::new();
-        for (a, e) in args.iter().zip(&exprs) {
-            let id = ident(&a.name);
-            match a.kind {
-                ArgKind::Tensor => {
-                    call_args.push(quote!(v[#tensor_idx]));
-                    tensor_idx += 1;
-                }
-                ArgKind::Scalar => {
-                    lets.push(quote!(let #id: f64 = #e.to_f64();));
-                    call_args.push(quote!(#id));
-                }
-                ArgKind::OptScalar => {
-                    lets.push(quote!(let #id: Option<f64> = #e.map(|x| x.to_f64());));
-                    call_args.push(quote!(#id));
-                }
-                _ => {
-                    lets.push(quote!(let #id = #e;));
-                    call_args.push(quote!(#id));
-                }
-            }
-        }
-        let tens = (0..tensor_idx).map(|i| quote!(s.t(#i)));
-        quote! {
-            fn reference(s: &Sample) -> Vec<RefTensor> {
-                #(#lets)*
-                let f = #closure;
-                vec![ref_pointwise(&[#(#tens),*], |v: &[f64]| RefValue::from(f(#(#call_args),*)))]
-            }
-        }
-    } else {
+        quote!(kiln::#oname(#(#exprs,)* #(#outs),*)#tv)
+    });
+    Adaptors {
+        call,
+        method,
+        inplace,
+        out,
+    }
+}
+
+/// The float64 reference: the YAML's closure applied elementwise for pointwise ops, a named
+/// plain-loop function in `tests/opinfo/refs.rs` otherwise.
+fn reference_body(op: &Op, info: &OpInfo, exprs: &[TokenStream]) -> TokenStream {
+    let args = op.args();
+    if !matches!(op.kind, Kind::Pointwise { .. }) {
         let path: syn::Path =
             syn::parse_str(&format!("refs::{}", info.reference)).expect("validated reference path");
-        quote!(fn reference(s: &Sample) -> Vec<RefTensor> { #path(s) })
-    };
-    let samples: syn::Path =
-        syn::parse_str(&format!("samples::{}", info.samples)).expect("valid sample name");
-    let errors: syn::Path =
-        syn::parse_str(&format!("samples::{}_errors", info.samples)).expect("valid sample name");
-    let differentiable =
-        op.derivative.is_some() || (composite && op.has_float_output() && info.gradcheck);
-    let name = op.full_name();
-    let mut tests = Vec::new();
-    for d in &info.dtypes {
-        let v = dtype_variant(d);
-        for check in ["forward", "edge", "noncontiguous", "variants"] {
-            if check == "variants" && !info.variants {
-                continue;
+        return quote!(#path(s));
+    }
+    let mut closure: syn::Expr =
+        syn::parse_str(&info.reference).expect("validated reference closure");
+    annotate_closure(&mut closure, &args);
+    let mut tensor_idx = 0usize;
+    let mut call_args = Vec::new();
+    let mut lets = Vec::new();
+    for (a, e) in args.iter().zip(exprs) {
+        let id = ident(&a.name);
+        match a.kind {
+            ArgKind::Tensor => {
+                call_args.push(quote!(v[#tensor_idx]));
+                tensor_idx += 1;
             }
-            let t = format_ident!("{}_{}", check, d);
-            let f = format_ident!("check_{}", check);
-            tests.push(quote!(#[test] fn #t() { #f(&INFO, DType::#v) }));
+            ArgKind::Scalar => {
+                lets.push(quote!(let #id: f64 = #e.to_f64();));
+                call_args.push(quote!(#id));
+            }
+            ArgKind::OptScalar => {
+                lets.push(quote!(let #id: Option<f64> = #e.map(|x| x.to_f64());));
+                call_args.push(quote!(#id));
+            }
+            _ => {
+                lets.push(quote!(let #id = #e;));
+                call_args.push(quote!(#id));
+            }
         }
     }
-    if differentiable && info.gradcheck {
-        tests.push(quote!(
-            #[test]
-            fn gradcheck() {
-                check_gradcheck(&INFO)
-            }
-        ));
-        tests.push(quote!(
-            #[test]
-            fn gradgradcheck() {
-                check_gradgradcheck(&INFO)
-            }
-        ));
-    }
-    if info.errors {
-        tests.push(quote!(
-            #[test]
-            fn errors() {
-                check_errors(&INFO)
-            }
-        ));
-    }
-    let module = format_ident!("{}", op.rust);
+    let tens = (0..tensor_idx).map(|i| quote!(s.t(#i)));
     quote! {
-        mod #module {
+        #(#lets)*
+        let f = #closure;
+        vec![ref_pointwise(&[#(#tens),*], |v: &[f64]| RefValue::from(f(#(#call_args),*)))]
+    }
+}
+
+/// `mod <op>`: a fn per public variant of the op and its float64 reference.
+fn adaptor_module(op: &Op, m: &syn::Ident, a: &Adaptors, reference: TokenStream) -> TokenStream {
+    let call = &a.call;
+    let variant_fn = |name: &str, body: &Option<TokenStream>| {
+        let f = format_ident!("{}", name);
+        body.as_ref()
+            .map(|b| quote!(pub fn #f(s: &Sample) -> Result<Vec<Tensor>> { #b }))
+    };
+    let method = variant_fn("method", &a.method);
+    let inplace = variant_fn("inplace", &a.inplace);
+    let out = a
+        .out
+        .as_ref()
+        .map(|b| quote!(pub fn out(s: &Sample, outs: &[Tensor]) -> Result<Vec<Tensor>> { #b }));
+    let doc = format!(" `{}`", op.schema);
+    quote! {
+        #[doc = #doc]
+        mod #m {
             use super::*;
-            fn call(s: &Sample) -> Result<Vec<Tensor>> { #call }
-            #reference
-            const INFO: OpInfo = OpInfo {
-                name: #name,
-                call,
-                method: #method,
-                inplace: #inplace,
-                out: #out,
-                reference,
-                samples: #samples,
-                error_samples: #errors,
-                differentiable: #differentiable,
-            };
-            #(#tests)*
+            pub fn call(s: &Sample) -> Result<Vec<Tensor>> { #call }
+            #method
+            #inplace
+            #out
+            pub fn reference(s: &Sample) -> Vec<RefTensor> { #reference }
         }
     }
 }
 
-/// The whole generated OpInfo file, `include!`d by `tests/opinfo.rs`.
+/// The op's `OpInfo` in `OPINFOS`: its adaptors in module `m`, its sample families, and the
+/// data that picks its checks.
+fn table_entry(op: &Op, info: &OpInfo, m: &syn::Ident, a: &Adaptors) -> TokenStream {
+    let some_if = |present: bool, f: &str| {
+        let f = format_ident!("{}", f);
+        if present {
+            quote!(Some(#m::#f))
+        } else {
+            quote!(None)
+        }
+    };
+    let method = some_if(a.method.is_some(), "method");
+    let inplace = some_if(a.inplace.is_some(), "inplace");
+    let out = some_if(a.out.is_some(), "out");
+    let samples: syn::Path =
+        syn::parse_str(&format!("samples::{}", info.samples)).expect("valid sample name");
+    let errors: syn::Path =
+        syn::parse_str(&format!("samples::{}_errors", info.samples)).expect("valid sample name");
+    let composite = matches!(op.kind, Kind::Composite { .. });
+    let differentiable =
+        op.derivative.is_some() || (composite && op.has_float_output() && info.gradcheck);
+    let name = op.full_name();
+    let dtypes = info.dtypes.iter().map(|d| dtype_variant(d));
+    let (variants, gradcheck, errors_check) = (info.variants, info.gradcheck, info.errors);
+    quote! {
+        OpInfo {
+            name: #name,
+            dtypes: &[#(DType::#dtypes),*],
+            call: #m::call,
+            method: #method,
+            inplace: #inplace,
+            out: #out,
+            reference: #m::reference,
+            samples: #samples,
+            error_samples: #errors,
+            differentiable: #differentiable,
+            variants: #variants,
+            gradcheck: #gradcheck,
+            errors: #errors_check,
+        }
+    }
+}
+
+/// One op's adaptor module and its `OPINFOS` entry; `None` for an op with `skip_opinfo`.
+fn op_entry(op: &Op) -> Option<(TokenStream, TokenStream)> {
+    let info = op.opinfo.as_ref()?;
+    let (mut ti, mut li) = (0, 0);
+    let exprs: Vec<TokenStream> = op
+        .args()
+        .iter()
+        .map(|a| sample_arg(a, &mut ti, &mut li))
+        .collect();
+    let adaptors = adaptors(op, &exprs);
+    let m = format_ident!("{}", op.rust);
+    let module = adaptor_module(op, &m, &adaptors, reference_body(op, info, &exprs));
+    Some((module, table_entry(op, info, &m, &adaptors)))
+}
+
+/// The whole generated OpInfo file, `include!`d by `tests/opinfo.rs`: an adaptor module per
+/// op and the table `OPINFOS` the harness enumerates at run time.
 pub fn generate(model: &Model) -> TokenStream {
-    let mods = model.ops.iter().map(op_module);
+    let (modules, entries): (Vec<_>, Vec<_>) = model.ops.iter().filter_map(op_entry).unzip();
     let count = model.ops.len();
     quote! {
         // @generated by kiln-codegen. Do not edit.
         /// Operators declared in native_functions.yaml.
         pub const OPERATOR_COUNT: usize = #count;
-        #(#mods)*
+        #(#modules)*
+        /// Every op with an `opinfo:` entry, in native_functions.yaml order.
+        pub static OPINFOS: &[OpInfo] = &[#(#entries),*];
     }
 }
