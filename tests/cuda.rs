@@ -1,7 +1,6 @@
 //! The device axis: CUDA requests without the feature or without a GPU fail with clear
-//! errors; every generated CUDA kernel compiles to PTX (NVRTC needs no GPU); and, where a GPU
-//! exists, CUDA results match the CPU's. Without a GPU the GPU checks print one loud line and
-//! do nothing else, so they are never counted as having checked anything.
+//! errors; every generated CUDA kernel compiles to PTX (NVRTC needs no GPU); and, on a GPU
+//! (`-- --ignored`), CUDA results match the CPU's.
 
 use kiln::{DType, Device, Result, Tensor};
 
@@ -68,13 +67,17 @@ fn every_generated_cuda_kernel_compiles_to_ptx() {
     eprintln!("{} CUDA modules compiled to PTX", names.len());
 }
 
-/// CUDA against the CPU, on a GPU only.
+/// CUDA against the CPU. Ignored by default so that a machine without a GPU counts it as
+/// skipped, not passed; on a GPU run `cargo test --features cuda --test cuda -- --ignored`
+/// (the OpInfo runner covers every op on CUDA by itself).
 #[test]
+#[ignore = "needs a CUDA GPU: cargo test --features cuda --test cuda -- --ignored"]
 fn cuda_matches_cpu_where_a_gpu_exists() -> Result<()> {
-    if !kiln::cuda::is_available() {
-        eprintln!("CUDA tests skipped: no device");
-        return Ok(());
-    }
+    assert!(
+        kiln::cuda::is_available(),
+        "CUDA tests need a device: {}",
+        Device::Cuda(0).ensure_available().unwrap_err()
+    );
     let gpu = Device::Cuda(0);
     let a = Tensor::randn(&[33, 17], DType::F32)?;
     let b = Tensor::randn(&[17, 9], DType::F32)?;
