@@ -9,8 +9,9 @@
 //! compiler vectorises; the dynamic call happens once per chunk, not per element.
 //!
 //! Inputs arrive already broadcast to the output's shape (stride-0 dims). Contiguous
-//! operands are handed over in chunks of [`CHUNK`]; strided ones are gathered into small
-//! buffers run by run and the results scattered back.
+//! operands are handed over in chunks of [`CHUNK`]; otherwise the innermost dim is walked in
+//! runs of up to [`BLOCK`], each operand borrowed in place when its run is adjacent and
+//! gathered into a small buffer (or, for the output, scattered back) when it is not.
 
 use crate::cpu::strided::for_each_run;
 use crate::parallel::{fan_out, install};
@@ -38,6 +39,41 @@ pub type Assign2<'f, O, B> = &'f (dyn Fn(&mut [O], &[B]) + Sync);
 fn gather<T: Element>(buf: &mut Vec<T>, data: &[T], off: usize, stride: usize, len: usize) {
     buf.clear();
     buf.extend((0..len).map(|i| data[off + i * stride]));
+}
+
+/// The `len` elements at `off`, `stride` apart: borrowed straight from `data` when they are
+/// adjacent, else gathered into `buf`.
+fn run<'a, T: Element>(
+    buf: &'a mut Vec<T>,
+    data: &'a [T],
+    off: usize,
+    stride: usize,
+    len: usize,
+) -> &'a [T] {
+    if stride == 1 {
+        &data[off..off + len]
+    } else {
+        gather(buf, data, off, stride, len);
+        buf
+    }
+}
+
+/// Calls `f` on the output run at `off` (`stride` apart): in place when it is adjacent, else
+/// through `buf` and scattered back.
+fn write_run<O: Element>(
+    od: &mut [O],
+    buf: &mut [O],
+    off: usize,
+    stride: usize,
+    len: usize,
+    f: impl FnOnce(&mut [O]),
+) {
+    if stride == 1 {
+        f(&mut od[off..off + len]);
+    } else {
+        f(&mut buf[..len]);
+        (0..len).for_each(|i| od[off + i * stride] = buf[i]);
+    }
 }
 
 /// Runs `f(start, len)` over `0..n` in blocks of [`BLOCK`].
@@ -69,9 +105,8 @@ pub fn map1<A: Element, O: Element>(a: Src<A>, mut out: Dst<O>, f: Slice1<'_, A,
     let (mut ab, mut ob) = (Vec::with_capacity(BLOCK), [O::default(); BLOCK]);
     for_each_run([out.layout, a.layout], |[oo, ao], len, [os, as_]| {
         blocks(len, |s, l| {
-            gather(&mut ab, a.data, ao + s * as_, as_, l);
-            f(&ab, &mut ob[..l]);
-            (0..l).for_each(|i| od[oo + (s + i) * os] = ob[i]);
+            let a = run(&mut ab, a.data, ao + s * as_, as_, l);
+            write_run(od, &mut ob, oo + s * os, os, l, |o| f(a, o));
         });
     });
 }
@@ -107,10 +142,9 @@ pub fn map2<A: Element, B: Element, O: Element>(
         [out.layout, a.layout, b.layout],
         |[oo, ao, bo], len, [os, as_, bs]| {
             blocks(len, |s, l| {
-                gather(&mut ab, a.data, ao + s * as_, as_, l);
-                gather(&mut bb, b.data, bo + s * bs, bs, l);
-                f(&ab, &bb, &mut ob[..l]);
-                (0..l).for_each(|i| od[oo + (s + i) * os] = ob[i]);
+                let a = run(&mut ab, a.data, ao + s * as_, as_, l);
+                let b = run(&mut bb, b.data, bo + s * bs, bs, l);
+                write_run(od, &mut ob, oo + s * os, os, l, |o| f(a, b, o));
             });
         },
     );
@@ -144,11 +178,10 @@ pub fn map3<A: Element, B: Element, C: Element, O: Element>(
         [out.layout, a.layout, b.layout, c.layout],
         |[oo, ao, bo, co], len, [os, as_, bs, cs]| {
             blocks(len, |s, l| {
-                gather(&mut ab, a.data, ao + s * as_, as_, l);
-                gather(&mut bb, b.data, bo + s * bs, bs, l);
-                gather(&mut cb, c.data, co + s * cs, cs, l);
-                f(&ab, &bb, &cb, &mut ob[..l]);
-                (0..l).for_each(|i| od[oo + (s + i) * os] = ob[i]);
+                let a = run(&mut ab, a.data, ao + s * as_, as_, l);
+                let b = run(&mut bb, b.data, bo + s * bs, bs, l);
+                let c = run(&mut cb, c.data, co + s * cs, cs, l);
+                write_run(od, &mut ob, oo + s * os, os, l, |o| f(a, b, c, o));
             });
         },
     );
@@ -190,9 +223,13 @@ pub fn map1_assign<O: Element>(mut out: Dst<O>, f: Assign1<'_, O>) {
     let mut ob = Vec::with_capacity(BLOCK);
     for_each_run([out.layout], |[oo], len, [os]| {
         blocks(len, |s, l| {
-            gather(&mut ob, od, oo + s * os, os, l);
-            f(&mut ob);
-            (0..l).for_each(|i| od[oo + (s + i) * os] = ob[i]);
+            if os == 1 {
+                f(&mut od[oo + s..oo + s + l]);
+            } else {
+                gather(&mut ob, od, oo + s * os, os, l);
+                f(&mut ob);
+                (0..l).for_each(|i| od[oo + (s + i) * os] = ob[i]);
+            }
         });
     });
 }
@@ -216,10 +253,14 @@ pub fn map2_assign<O: Element, B: Element>(mut out: Dst<O>, b: Src<B>, f: Assign
     let (mut ob, mut bb) = (Vec::with_capacity(BLOCK), Vec::with_capacity(BLOCK));
     for_each_run([out.layout, b.layout], |[oo, bo], len, [os, bs]| {
         blocks(len, |s, l| {
-            gather(&mut ob, od, oo + s * os, os, l);
-            gather(&mut bb, b.data, bo + s * bs, bs, l);
-            f(&mut ob, &bb);
-            (0..l).for_each(|i| od[oo + (s + i) * os] = ob[i]);
+            let b = run(&mut bb, b.data, bo + s * bs, bs, l);
+            if os == 1 {
+                f(&mut od[oo + s..oo + s + l], b);
+            } else {
+                gather(&mut ob, od, oo + s * os, os, l);
+                f(&mut ob, b);
+                (0..l).for_each(|i| od[oo + (s + i) * os] = ob[i]);
+            }
         });
     });
 }
