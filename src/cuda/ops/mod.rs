@@ -292,11 +292,14 @@ pub(crate) fn transfer(t: &Tensor, dtype: DType, device: Device) -> Result<Tenso
         (Device::Cpu, Device::Cuda(i)) => {
             let host = t.cast_copy(dtype)?;
             let out = alloc(OP, t.shape(), dtype, i)?;
-            let gpu = gpu_of(OP, &out)?;
+            gpu_of(OP, &out)?; // binds the device's context to this thread
             let dst = out.storage().cuda_ptr().expect("allocated on CUDA");
             let src = host.storage().read();
             let Buffer::Cpu(c) = &*src else {
-                unreachable!("cast_copy of a CPU tensor is on the CPU")
+                return Err(Error::op(
+                    OP,
+                    "kiln internal error: host copy not on the CPU",
+                ));
             };
             kiln_kernels::with_dtype!(dtype, T, {
                 let s = <T as crate::BufferElement>::slice(c).expect("buffer has dtype");
@@ -306,7 +309,6 @@ pub(crate) fn transfer(t: &Tensor, dtype: DType, device: Device) -> Result<Tenso
                     .map_err(|e| driver_error(OP, e))?;
             });
             drop(src);
-            let _ = gpu;
             Ok(out)
         }
         (Device::Cuda(_), Device::Cpu) => {
@@ -321,7 +323,7 @@ pub(crate) fn transfer(t: &Tensor, dtype: DType, device: Device) -> Result<Tenso
                 copy(OP, t, &d)?;
                 d
             };
-            let gpu = gpu_of(OP, &dev)?;
+            gpu_of(OP, &dev)?; // binds the device's context to this thread
             let src = dev.storage().cuda_ptr().expect("on CUDA");
             let mut host = crate::tensor::CpuBuffer::zeros(OP, dtype, t.numel())?;
             kiln_kernels::with_dtype!(dtype, T, {
@@ -332,7 +334,6 @@ pub(crate) fn transfer(t: &Tensor, dtype: DType, device: Device) -> Result<Tenso
                 unsafe { cudarc::driver::result::memcpy_dtoh_sync(s, src) }
                     .map_err(|e| driver_error(OP, e))?;
             });
-            let _ = gpu;
             Ok(Tensor::from_buffer(host, t.shape()))
         }
         (Device::Cuda(_), Device::Cuda(j)) => {
