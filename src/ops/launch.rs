@@ -287,7 +287,7 @@ fn map2_slices<A: BufferElement, B: BufferElement, O: BufferElement>(
 }
 
 /// True when `a` is exactly the output (an in-place op's `self`): same storage, same layout.
-fn is_output(a: &Tensor, out: &Tensor) -> bool {
+pub(crate) fn is_output(a: &Tensor, out: &Tensor) -> bool {
     a.shares_storage_with(out) && a.layout() == out.layout() && a.dtype() == out.dtype()
 }
 

@@ -2,7 +2,7 @@
 //! Indices are range-checked on the host first (one small device-to-host copy), so a bad
 //! index is kiln's error with PyTorch's message, not a device-side assert.
 
-use super::{copy, gpu_of, grid, operand_with, short, KilnTensor};
+use super::{copy, gpu_of, grid, operand_with, KilnTensor};
 use crate::cuda::runtime::driver_error;
 use crate::{Error, Layout, Result, Tensor};
 use cudarc::driver::PushKernelArg;
@@ -72,7 +72,7 @@ fn launch(
     }
     let gpu = gpu_of(op, a)?;
     let (ka, kb, kc) = (operand(op, a)?, operand(op, b)?, operand(op, c)?);
-    let f = gpu.function("index", &format!("{name}_{}", short(dtype)))?;
+    let f = gpu.function("index", &format!("{name}_{}", dtype.short_name()))?;
     let (d, nn) = (dim as i32, n as i64);
     let params = super::scalar_param(dtype, crate::Scalar::Float(alpha.unwrap_or(1.0)));
     let mut builder = gpu.stream.launch_builder(&f);

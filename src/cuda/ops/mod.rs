@@ -129,22 +129,6 @@ pub(crate) fn rows(n: usize) -> LaunchConfig {
     }
 }
 
-/// Short dtype name, as in kernel names (`exp_f32`).
-pub(crate) fn short(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "bool",
-        DType::U8 => "u8",
-        DType::I8 => "i8",
-        DType::I16 => "i16",
-        DType::I32 => "i32",
-        DType::I64 => "i64",
-        DType::F16 => "f16",
-        DType::BF16 => "bf16",
-        DType::F32 => "f32",
-        DType::F64 => "f64",
-    }
-}
-
 /// A non-tensor argument of a pointwise kernel.
 pub(crate) enum Arg<'a> {
     Scalar(Scalar),
@@ -195,11 +179,6 @@ pub(crate) fn push<'a>(b: &mut cudarc::driver::LaunchArgs<'a>, p: &'a Param) {
     };
 }
 
-/// True when `a` is exactly the output: an in-place op's `self`.
-fn is_output(a: &Tensor, out: &Tensor) -> bool {
-    a.shares_storage_with(out) && a.layout() == out.layout() && a.dtype() == out.dtype()
-}
-
 /// Runs the generated pointwise kernel `<kernel>_<dtype>` of module `module` over inputs
 /// already broadcast to `out`'s shape.
 pub(crate) fn pointwise(
@@ -216,7 +195,7 @@ pub(crate) fn pointwise(
     let inputs: Vec<Tensor> = inputs
         .iter()
         .map(|t| {
-            if t.shares_storage_with(out) && !is_output(t, out) {
+            if t.shares_storage_with(out) && !crate::ops::launch::is_output(t, out) {
                 t.fresh_copy()
             } else {
                 Ok((*t).clone())
@@ -242,7 +221,7 @@ pub(crate) fn pointwise(
         }
     }
     params.push(Param::I64(n as i64));
-    let f = gpu.function(module, &format!("{kernel}_{}", short(compute)))?;
+    let f = gpu.function(module, &format!("{kernel}_{}", compute.short_name()))?;
     let mut b = gpu.stream.launch_builder(&f);
     for p in &params {
         push(&mut b, p);
@@ -263,7 +242,11 @@ pub(crate) fn copy(op: &str, src: &Tensor, dst: &Tensor) -> Result<()> {
     }
     let gpu = gpu_of(op, dst)?;
     let (d, s) = (operand(op, dst)?, operand(op, src)?);
-    let name = format!("copy_{}_{}", short(src.dtype()), short(dst.dtype()));
+    let name = format!(
+        "copy_{}_{}",
+        src.dtype().short_name(),
+        dst.dtype().short_name()
+    );
     let f = gpu.function("copy", &name)?;
     let nn = n as i64;
     let mut b = gpu.stream.launch_builder(&f);

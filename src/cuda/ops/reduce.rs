@@ -1,7 +1,7 @@
 //! Reductions on CUDA: the input viewed as [kept dims..., reduced dims...] without a copy,
 //! one block per output element (kernels/cuda/reduce.cu.j2).
 
-use super::{gpu_of, operand_with, rows, short};
+use super::{gpu_of, operand_with, rows};
 use crate::cuda::runtime::driver_error;
 use crate::{DType, Error, Layout, Result, Tensor};
 use cudarc::driver::PushKernelArg;
@@ -46,7 +46,7 @@ fn value_reduce(op: &str, kind: &str, t: &Tensor, reduced: &[usize], out: &Tenso
     let gpu = gpu_of(op, out)?;
     let input = operand_with(op, t, &layout)?;
     let o = operand_with(op, out, &Layout::contiguous(&[outer]))?;
-    let f = gpu.function("reduce", &format!("{kind}_{}", short(t.dtype())))?;
+    let f = gpu.function("reduce", &format!("{kind}_{}", t.dtype().short_name()))?;
     let (outer_i, r_i) = (outer as i64, r as i64);
     let mut b = gpu.stream.launch_builder(&f);
     b.arg(&o).arg(&input).arg(&outer_i).arg(&r_i);
@@ -76,7 +76,7 @@ fn arg_reduce(
     let idx = operand_with(op, indices, &flat)?;
     let vals = operand_with(op, values.unwrap_or(indices), &flat)?;
     let with_values = values.is_some();
-    let f = gpu.function("reduce", &format!("arg{kind}_{}", short(t.dtype())))?;
+    let f = gpu.function("reduce", &format!("arg{kind}_{}", t.dtype().short_name()))?;
     let (outer_i, r_i) = (outer as i64, r as i64);
     let mut b = gpu.stream.launch_builder(&f);
     b.arg(&vals)

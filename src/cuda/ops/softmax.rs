@@ -1,7 +1,7 @@
 //! softmax and log_softmax on CUDA: input and output viewed with the softmax dim last,
 //! one block per row (kernels/cuda/softmax.cu.j2).
 
-use super::{gpu_of, operand_with, rows, short};
+use super::{gpu_of, operand_with, rows};
 use crate::cuda::runtime::driver_error;
 use crate::{Error, Layout, Result, Tensor};
 use cudarc::driver::PushKernelArg;
@@ -36,7 +36,7 @@ fn run(op: &str, t: &Tensor, dim: i64, log: bool, out: &Tensor) -> Result<()> {
             operand_with(op, out, &dim_last(out.layout(), d))?,
         )
     };
-    let f = gpu.function("softmax", &format!("softmax_{}", short(t.dtype())))?;
+    let f = gpu.function("softmax", &format!("softmax_{}", t.dtype().short_name()))?;
     let (outer_i, r_i) = (outer as i64, r as i64);
     let mut b = gpu.stream.launch_builder(&f);
     b.arg(&output).arg(&input).arg(&outer_i).arg(&r_i).arg(&log);
