@@ -13,6 +13,7 @@
 //! - on a worker of any other rayon pool — the user already runs work in parallel — kernels
 //!   stay serial, as PyTorch's `parallel_for` does inside a parallel region.
 
+use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::cell::Cell;
 use std::sync::{Arc, RwLock};
@@ -91,6 +92,38 @@ pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
         // Unreachable after `fan_out` said yes; inline is the safe fallback.
         _ => f(),
     }
+}
+
+/// Calls `f(i, piece)` for each consecutive `chunk`-element piece of `data` (the last may be
+/// shorter), spread over kiln's pool. Call only when [`fan_out`] said yes; `chunk` must be
+/// non-zero.
+///
+/// Kernels go through here rather than calling rayon's iterators themselves: this is generic
+/// over the element type only, and `f` is a `&dyn Fn` called once per piece, so rayon's
+/// scheduling code is compiled once per element type instead of once per kernel × dtype
+/// (it was a fifth of kiln's release build).
+pub fn par_chunks_mut<T: Send>(data: &mut [T], chunk: usize, f: &(dyn Fn(usize, &mut [T]) + Sync)) {
+    install(|| {
+        data.par_chunks_mut(chunk)
+            .enumerate()
+            .for_each(|(i, piece)| f(i, piece))
+    });
+}
+
+/// As [`par_chunks_mut`] over two outputs split in step: `f(i, a_piece, b_piece)` where
+/// both pieces cover the same index range (`a.len() == b.len()`).
+pub fn par_chunks_mut2<A: Send, B: Send>(
+    a: &mut [A],
+    b: &mut [B],
+    chunk: usize,
+    f: &(dyn Fn(usize, &mut [A], &mut [B]) + Sync),
+) {
+    install(|| {
+        a.par_chunks_mut(chunk)
+            .zip(b.par_chunks_mut(chunk))
+            .enumerate()
+            .for_each(|(i, (pa, pb))| f(i, pa, pb))
+    });
 }
 
 #[cfg(test)]

@@ -44,6 +44,23 @@ pub(crate) fn with_buffers<R>(
     outs: &[&Tensor],
     f: impl FnOnce(&[&CpuBuffer], Vec<&mut CpuBuffer>) -> R,
 ) -> R {
+    // The locking below is the same for every caller; only this shim is generic, so the
+    // sort and the lock bookkeeping are compiled once rather than once per kernel × dtype.
+    let mut f = Some(f);
+    let mut result = None;
+    lock_and_run(inputs, outs, &mut |ins, out_bufs| {
+        if let Some(f) = f.take() {
+            result = Some(f(ins, out_bufs));
+        }
+    });
+    result.expect("kiln internal error: lock_and_run calls its body exactly once")
+}
+
+fn lock_and_run(
+    inputs: &[&Tensor],
+    outs: &[&Tensor],
+    f: &mut dyn FnMut(&[&CpuBuffer], Vec<&mut CpuBuffer>),
+) {
     for (i, o) in outs.iter().enumerate() {
         assert!(
             inputs.iter().all(|t| !t.shares_storage_with(o))
@@ -95,7 +112,7 @@ pub(crate) fn with_buffers<R>(
             .expect("every output was locked");
         out_bufs.push(writes.swap_remove(pos).1);
     }
-    f(&ins, out_bufs)
+    f(&ins, out_bufs);
 }
 
 /// A typed read view of `t` inside a `with_buffers` call.

@@ -9,9 +9,8 @@ use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::cpu::shape::{contiguous_out, row_major, split_at_dim};
 use crate::cpu::strided::for_each_run;
 use crate::layout::{contiguous_strides, wrap_dim};
-use crate::parallel::{fan_out, install};
+use crate::parallel::{fan_out, par_chunks_mut};
 use crate::{Arith, Dst, Element, KResult, Layout, Src};
-use rayon::prelude::*;
 
 /// PyTorch's `ensure_nonempty_*`: scatter/gather treat a 0-d tensor as shape `[1]`.
 fn nonempty(sizes: &[usize]) -> Vec<usize> {
@@ -107,9 +106,7 @@ pub fn index_select<T: Element>(
         }
     };
     if fan_out(o.len() >= PARALLEL_MIN && outer > 1) {
-        install(|| {
-            o.par_chunks_mut(block).enumerate().for_each(fill);
-        })
+        par_chunks_mut(o, block, &|i, dst| fill((i, dst)));
     } else {
         o.chunks_mut(block).enumerate().for_each(fill);
     }

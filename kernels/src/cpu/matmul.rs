@@ -7,9 +7,8 @@
 //! rows (`mm`) or batches (`bmm`) with rayon; `matrixmultiply` itself runs single-threaded.
 
 use crate::cpu::shape::contiguous_out;
-use crate::parallel::{fan_out, install};
+use crate::parallel::{fan_out, par_chunks_mut};
 use crate::{Arith, DType, Dst, Element, KResult, Src};
-use rayon::prelude::*;
 use std::any::TypeId;
 
 /// Below this many multiply-adds a product runs on the calling thread.
@@ -128,14 +127,10 @@ fn by_row_blocks<E: Send>(
     f: impl Fn(usize, &mut [E]) + Sync,
 ) {
     if fan_out(m > 1 && m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS) {
-        install(|| {
-            let rows = m
-                .div_ceil(crate::parallel::num_threads())
-                .max(MIN_ROWS_PER_TASK);
-            c.par_chunks_mut(rows * n)
-                .enumerate()
-                .for_each(|(t, block)| f(t * rows, block));
-        })
+        let rows = m
+            .div_ceil(crate::parallel::num_threads())
+            .max(MIN_ROWS_PER_TASK);
+        par_chunks_mut(c, rows * n, &|t, block| f(t * rows, block));
     } else {
         f(0, c);
     }
@@ -429,11 +424,19 @@ pub fn bmm<T: Element>(self_: Src<'_, T>, mat2: Src<'_, T>, mut out: Dst<'_, T>)
         gemm(m, k, n, a, b, cb)
     };
     if fan_out(bs > 1 && bs.saturating_mul(m * n).saturating_mul(k) >= PARALLEL_FLOPS) {
-        install(|| {
-            c.par_chunks_mut(m * n)
-                .enumerate()
-                .try_for_each(|(bi, cb)| one(bi, cb))
-        })
+        let first_error = std::sync::Mutex::new(None);
+        par_chunks_mut(c, m * n, &|bi, cb| {
+            if let Err(e) = one(bi, cb) {
+                first_error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert(e);
+            }
+        });
+        first_error
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .map_or(Ok(()), Err)
     } else {
         c.chunks_mut(m * n)
             .enumerate()

@@ -14,9 +14,8 @@
 //! gathered into a small buffer (or, for the output, scattered back) when it is not.
 
 use crate::cpu::strided::for_each_run;
-use crate::parallel::{fan_out, install};
+use crate::parallel::{fan_out, par_chunks_mut};
 use crate::{Dst, Element, Src};
-use rayon::prelude::*;
 
 /// Below this many elements a loop stays on the calling thread.
 pub const PARALLEL_MIN: usize = 1 << 15;
@@ -91,11 +90,7 @@ pub fn map1<A: Element, O: Element>(a: Src<A>, mut out: Dst<O>, f: Slice1<'_, A,
     let n = out.layout.numel();
     if let (Some(a), Some(o)) = (a.as_contiguous(), out.as_contiguous_mut()) {
         if fan_out(n >= PARALLEL_MIN) {
-            install(|| {
-                o.par_chunks_mut(CHUNK)
-                    .zip(a.par_chunks(CHUNK))
-                    .for_each(|(o, a)| f(a, o));
-            })
+            par_chunks_mut(o, CHUNK, &|i, o| f(&a[i * CHUNK..][..o.len()], o));
         } else {
             f(a, o);
         }
@@ -125,11 +120,10 @@ pub fn map2<A: Element, B: Element, O: Element>(
         out.as_contiguous_mut(),
     ) {
         if fan_out(n >= PARALLEL_MIN) {
-            install(|| {
-                o.par_chunks_mut(CHUNK)
-                    .zip(a.par_chunks(CHUNK).zip(b.par_chunks(CHUNK)))
-                    .for_each(|(o, (a, b))| f(a, b, o));
-            })
+            par_chunks_mut(o, CHUNK, &|i, o| {
+                let r = i * CHUNK..i * CHUNK + o.len();
+                f(&a[r.clone()], &b[r], o)
+            });
         } else {
             f(a, b, o);
         }
@@ -213,7 +207,7 @@ pub fn map1_assign<O: Element>(mut out: Dst<O>, f: Assign1<'_, O>) {
     let n = out.layout.numel();
     if let Some(o) = out.as_contiguous_mut() {
         if fan_out(n >= PARALLEL_MIN) {
-            install(|| o.par_chunks_mut(CHUNK).for_each(f));
+            par_chunks_mut(o, CHUNK, &|_, o| f(o));
         } else {
             f(o);
         }
@@ -239,11 +233,10 @@ pub fn map2_assign<O: Element, B: Element>(mut out: Dst<O>, b: Src<B>, f: Assign
     let n = out.layout.numel();
     if let (Some(b), Some(o)) = (b.as_contiguous(), out.as_contiguous_mut()) {
         if fan_out(n >= PARALLEL_MIN) {
-            install(|| {
-                o.par_chunks_mut(CHUNK)
-                    .zip(b.par_chunks(CHUNK))
-                    .for_each(|(o, b)| f(o, b));
-            })
+            par_chunks_mut(o, CHUNK, &|i, o| {
+                let b = &b[i * CHUNK..][..o.len()];
+                f(o, b)
+            });
         } else {
             f(o, b);
         }

@@ -10,10 +10,12 @@
 use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::cpu::shape::contiguous_out;
 use crate::layout::wrap_dim;
-use crate::parallel::{fan_out, install};
+use crate::parallel::{fan_out, install, par_chunks_mut, par_chunks_mut2};
 use crate::{Arith, DType, Dst, Element, KResult, Layout, Src};
-use rayon::prelude::*;
 use std::borrow::Cow;
+
+/// Input elements per parallel task when splitting over output groups.
+const TASK_WORK: usize = 1 << 12;
 
 // ---------------------------------------------------------------------------------------
 // Shapes
@@ -108,11 +110,12 @@ fn map_groups<T: Element, O: Send>(
     f: impl Fn(&[T]) -> O + Sync,
 ) {
     if fan_out(data.len() >= PARALLEL_MIN && out.len() > 1) {
-        install(|| {
-            out.par_iter_mut()
-                .zip(data.par_chunks(group))
-                .for_each(|(o, g)| *o = f(g));
-        })
+        // Enough groups per task that the per-task call is noise next to the work.
+        let per = (TASK_WORK / group).max(1);
+        par_chunks_mut(out, per, &|t, outs| {
+            let groups = data[t * per * group..].chunks(group);
+            outs.iter_mut().zip(groups).for_each(|(o, g)| *o = f(g));
+        });
     } else {
         out.iter_mut()
             .zip(data.chunks(group))
@@ -208,13 +211,9 @@ fn sum_middle<T: Element>(x: &[T], r: usize, inner: usize, o: &mut [T]) {
         dst.iter_mut().zip(&acc).for_each(|(d, &a)| *d = T::down(a));
     };
     if fan_out(x.len() >= PARALLEL_MIN) {
-        install(|| {
-            o.par_chunks_mut(inner).enumerate().for_each(|(oi, row)| {
-                row.par_chunks_mut(COLS)
-                    .enumerate()
-                    .for_each(|(c, dst)| block(oi, c * COLS, dst));
-            });
-        })
+        par_chunks_mut(o, inner, &|oi, row| {
+            par_chunks_mut(row, COLS, &|c, dst| block(oi, c * COLS, dst));
+        });
     } else {
         for (oi, row) in o.chunks_mut(inner).enumerate() {
             row.chunks_mut(COLS)
@@ -346,14 +345,10 @@ fn arg_extreme_all<T: Element, const MAX: bool>(xs: &[T]) -> (usize, T) {
     if !fan_out(xs.len() >= PARALLEL_MIN) {
         return arg_extreme::<T, MAX>(xs);
     }
-    let partial: Vec<(usize, T)> = install(|| {
-        xs.par_chunks(CHUNK)
-            .enumerate()
-            .map(|(c, chunk)| {
-                let (i, v) = arg_extreme::<T, MAX>(chunk);
-                (c * CHUNK + i, v)
-            })
-            .collect()
+    let mut partial = vec![(0, xs[0]); xs.len().div_ceil(CHUNK)];
+    par_chunks_mut(&mut partial, 1, &|c, p| {
+        let (i, v) = arg_extreme::<T, MAX>(&xs[c * CHUNK..xs.len().min((c + 1) * CHUNK)]);
+        p[0] = (c * CHUNK + i, v);
     });
     // Folding in chunk order keeps ties and NaNs on their first occurrence.
     partial
@@ -409,13 +404,14 @@ fn extreme_dim<T: Element, const MAX: bool>(
                 (*v, *i) = (bv, bi as i64);
             };
             if fan_out(data.len() >= PARALLEL_MIN && indices.len() > 1) {
-                install(|| {
-                    values
-                        .par_iter_mut()
-                        .zip(indices.par_iter_mut())
-                        .zip(data.par_chunks(group))
+                let per = (TASK_WORK / group).max(1);
+                par_chunks_mut2(values, indices, per, &|t, vs, is| {
+                    let groups = data[t * per * group..].chunks(group);
+                    vs.iter_mut()
+                        .zip(is.iter_mut())
+                        .zip(groups)
                         .for_each(|(o, g)| pick(o, g));
-                })
+                });
             } else {
                 values
                     .iter_mut()
@@ -857,6 +853,22 @@ mod tests {
         .unwrap();
         let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
         close(&got, &naive_sum(&l2.sizes, &logical, &[0]), 1e-5);
+    }
+
+    #[test]
+    fn sum_over_a_small_last_dim_splits_groups_across_tasks() {
+        // 11,003 groups of 3: more than one task's worth, and not a multiple of the groups
+        // each task takes, so the last task is a partial one.
+        let rows = 11_003;
+        let data: Vec<f32> = (0..rows * 3).map(|v| (v % 13) as f32 - 6.0).collect();
+        let l = Layout::contiguous(&[rows, 3]);
+        let logical: Vec<f64> = data.iter().map(|&v| v as f64).collect();
+        let got = run1::<f32>(&[rows], |o| {
+            sum_dim(Src::new(&data, &l), Some(&[1]), false, None, o)
+        })
+        .unwrap();
+        let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
+        close(&got, &naive_sum(&[rows, 3], &logical, &[1]), 0.0);
     }
 
     #[test]

@@ -4,9 +4,8 @@
 
 use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::layout::wrap_dim;
-use crate::parallel::{fan_out, install};
+use crate::parallel::{fan_out, par_chunks_mut};
 use crate::{Dst, Element, KResult, Src};
-use rayon::prelude::*;
 use std::borrow::Cow;
 
 /// The elements of `src` in row-major order: borrowed when the layout is already contiguous,
@@ -144,11 +143,7 @@ pub fn cat<T: Element>(tensors: &[Src<'_, T>], dim: i64, mut out: Dst<'_, T>) ->
         }
     };
     if fan_out(o.len() >= PARALLEL_MIN && outer > 1) {
-        install(|| {
-            o.par_chunks_mut(row)
-                .enumerate()
-                .for_each(|(oi, dst)| copy_row(oi, dst));
-        })
+        par_chunks_mut(o, row, &copy_row);
     } else {
         o.chunks_mut(row)
             .enumerate()

@@ -12,9 +12,11 @@
 use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::cpu::shape::{contiguous_out, row_major, split_at_dim};
 use crate::layout::wrap_dim;
-use crate::parallel::{fan_out, install};
+use crate::parallel::{fan_out, par_chunks_mut};
 use crate::{Arith, Dst, Element, FloatMath, KResult, Src};
-use rayon::prelude::*;
+
+/// Input elements per parallel task when a task covers several rows.
+const TASK_WORK: usize = 1 << 12;
 
 /// Normalises one slice in place: softmax, or log-softmax when `LOG`.
 fn normalize<C: FloatMath, const LOG: bool>(row: &mut [C]) {
@@ -66,11 +68,13 @@ where
                 .for_each(|(o, &c)| *o = T::down(c));
         };
         if parallel {
-            install(|| {
-                o.par_chunks_mut(n)
-                    .zip(x.par_chunks(n))
-                    .for_each_init(Vec::new, row);
-            })
+            // Several rows per task, so each task allocates its buffer once.
+            let per = (TASK_WORK / n).max(1);
+            par_chunks_mut(o, per * n, &|t, rows| {
+                let mut buf = Vec::with_capacity(n);
+                let xs = x[t * per * n..].chunks(n);
+                rows.chunks_mut(n).zip(xs).for_each(|p| row(&mut buf, p));
+            });
         } else {
             let mut buf = Vec::with_capacity(n);
             o.chunks_mut(n)
@@ -89,9 +93,7 @@ where
         normalize::<T::Compute, LOG>(col);
     };
     if parallel {
-        install(|| {
-            cols.par_chunks_mut(n).enumerate().for_each(gather);
-        })
+        par_chunks_mut(&mut cols, n, &|r, col| gather((r, col)));
     } else {
         cols.chunks_mut(n).enumerate().for_each(gather);
     }
@@ -103,9 +105,7 @@ where
         }
     };
     if parallel {
-        install(|| {
-            o.par_chunks_mut(inner).enumerate().for_each(scatter);
-        })
+        par_chunks_mut(o, inner, &|q, row| scatter((q, row)));
     } else {
         o.chunks_mut(inner).enumerate().for_each(scatter);
     }
