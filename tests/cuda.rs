@@ -79,8 +79,10 @@ fn cuda_matches_cpu_where_a_gpu_exists() -> Result<()> {
         Device::Cuda(0).ensure_available().unwrap_err()
     );
     let gpu = Device::Cuda(0);
-    let a = Tensor::randn(&[33, 17], DType::F32)?;
-    let b = Tensor::randn(&[17, 9], DType::F32)?;
+    // Own generators: the random-stream test below reseeds the global one.
+    let mut g = kiln::Generator::new(1);
+    let a = Tensor::randn_with(&[33, 17], DType::F32, &mut g)?;
+    let b = Tensor::randn_with(&[17, 9], DType::F32, &mut g)?;
     let (ga, gb) = (a.to_device(gpu)?, b.to_device(gpu)?);
     let close = |x: &Tensor, y: &Tensor, tol: f64| -> Result<()> {
         let (x, y) = (x.to_vec::<f64>()?, y.to_vec::<f64>()?);
@@ -105,6 +107,25 @@ fn cuda_matches_cpu_where_a_gpu_exists() -> Result<()> {
         e.contains("Expected all tensors to be on the same device"),
         "{e}"
     );
+    // A 0-d CPU tensor joins a GPU pointwise op as a scalar (PyTorch's rule), and its
+    // gradient comes back to the CPU; as the output of an in-place op it is still an error.
+    let s = Tensor::scalar_tensor(2.5, DType::F32)?.requires_grad_(true)?;
+    let y = ga.mul(&s)?;
+    assert_eq!(y.device(), gpu);
+    close(&y.cpu()?, &a.mul_scalar(2.5)?, 1e-6)?;
+    y.sum()?.backward()?;
+    let gs = s.grad().expect("grad of the CPU scalar");
+    assert_eq!(gs.device(), Device::Cpu);
+    close(&gs, &a.sum()?, 1e-4)?;
+    let e = Tensor::scalar_tensor(1.0, DType::F32)?
+        .add_(&ga.sum()?)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("Expected all tensors to be on the same device"),
+        "{e}"
+    );
+    assert!(ga.mm(&Tensor::ones(&[], DType::F32)?).is_err());
     // Autograd through CUDA ops leaves the gradient on the device.
     let x = ga.detach().requires_grad_(true)?;
     x.exp()?.sum()?.backward()?;
@@ -112,4 +133,67 @@ fn cuda_matches_cpu_where_a_gpu_exists() -> Result<()> {
     assert_eq!(g.device(), gpu);
     close(&g.cpu()?, &a.exp()?, 1e-5)?;
     Ok(())
+}
+
+/// On a GPU, a seed gives the CPU's random numbers: the device runs the same Philox stream.
+/// Uniform and integer samples match bit for bit; normal samples to the last few ulps (the
+/// GPU's `logf`/`cosf` are not the CPU's).
+#[test]
+#[ignore = "needs a CUDA GPU: cargo test --features cuda --test cuda -- --ignored"]
+fn cuda_random_streams_match_the_cpu_where_a_gpu_exists() -> Result<()> {
+    assert!(kiln::cuda::is_available(), "CUDA tests need a device");
+    let gpu = Device::Cuda(0);
+    for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
+        kiln::manual_seed(11);
+        let cpu = Tensor::rand(&[1000, 3], dtype)?.to_vec::<f64>()?;
+        kiln::manual_seed(11);
+        let dev = Tensor::rand_on(&[1000, 3], dtype, gpu)?;
+        assert_eq!(dev.device(), gpu);
+        assert_eq!(dev.to_vec::<f64>()?, cpu, "rand {dtype:?}");
+
+        kiln::manual_seed(12);
+        let cpu = Tensor::randn(&[4096], dtype)?.to_vec::<f64>()?;
+        kiln::manual_seed(12);
+        let dev = Tensor::randn_on(&[4096], dtype, gpu)?.to_vec::<f64>()?;
+        for (d, c) in dev.iter().zip(&cpu) {
+            assert!(
+                (d - c).abs() <= 1e-5 * (1.0 + c.abs()),
+                "randn {dtype:?}: {d} vs {c}"
+            );
+        }
+    }
+    for dtype in [DType::Bool, DType::U8, DType::I32, DType::I64, DType::F32] {
+        let (low, high) = if dtype == DType::Bool {
+            (0, 2)
+        } else {
+            (-3, 100)
+        };
+        let low = if dtype == DType::U8 { 0 } else { low };
+        kiln::manual_seed(13);
+        let cpu = Tensor::randint(low, high, &[999], dtype)?.to_vec::<f64>()?;
+        kiln::manual_seed(13);
+        let dev = Tensor::randint_on(low, high, &[999], dtype, gpu)?.to_vec::<f64>()?;
+        assert_eq!(dev, cpu, "randint {dtype:?}");
+    }
+    kiln::manual_seed(14);
+    let cpu = Tensor::randint(i64::MIN, i64::MAX, &[64], DType::I64)?.to_vec::<i64>()?;
+    kiln::manual_seed(14);
+    let dev = Tensor::randint_on(i64::MIN, i64::MAX, &[64], DType::I64, gpu)?;
+    assert_eq!(dev.to_vec::<i64>()?, cpu);
+    Ok(())
+}
+
+#[test]
+fn random_tensors_on_a_missing_cuda_device_are_errors() {
+    if kiln::cuda::is_available() {
+        return;
+    }
+    for r in [
+        Tensor::rand_on(&[2], DType::F32, Device::Cuda(0)),
+        Tensor::randn_on(&[2], DType::F32, Device::Cuda(0)),
+        Tensor::randint_on(0, 5, &[2], DType::I64, Device::Cuda(0)),
+    ] {
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("cannot use device cuda:0"), "{e}");
+    }
 }

@@ -742,6 +742,95 @@ fn randint_values_lie_in_low_high_and_cover_it() -> Result<()> {
 }
 
 #[test]
+fn half_precision_rand_never_rounds_up_to_one() -> Result<()> {
+    // Drawing in f64 and rounding would give 1.0 about once in 4096 f16 samples.
+    let mut g = Generator::new(3);
+    for dtype in [DType::F16, DType::BF16] {
+        let v = Tensor::rand_with(&[1 << 20], dtype, &mut g)?.to_vec::<f64>()?;
+        assert!(v.iter().all(|&x| (0.0..1.0).contains(&x)), "{dtype:?}");
+        assert!(v.iter().any(|&x| x > 0.99), "{dtype:?}");
+    }
+    Ok(())
+}
+
+#[test]
+fn rand_fills_sixteen_bins_evenly() -> Result<()> {
+    let n = 160_000;
+    let v = Tensor::rand_with(&[n], DType::F32, &mut Generator::new(4))?.to_vec::<f32>()?;
+    let mut bins = [0usize; 16];
+    v.iter().for_each(|&x| bins[(x * 16.0) as usize] += 1);
+    let expected = n as f64 / 16.0;
+    let chi2: f64 = bins
+        .iter()
+        .map(|&c| (c as f64 - expected).powi(2) / expected)
+        .sum();
+    // 15 degrees of freedom: P(chi2 > 40) is about 5e-4.
+    assert!(chi2 < 40.0, "chi2 {chi2}, bins {bins:?}");
+    Ok(())
+}
+
+#[test]
+fn randn_f32_and_f16_have_normal_moments() -> Result<()> {
+    let mut g = Generator::new(8);
+    for dtype in [DType::F32, DType::F16] {
+        let v = Tensor::randn_with(&[200_000], dtype, &mut g)?.to_vec::<f64>()?;
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+        let kurt = v.iter().map(|x| (x - mean).powi(4)).sum::<f64>() / n / var.powi(2);
+        assert!(mean.abs() < 0.01, "{dtype:?} mean {mean}");
+        assert!((var - 1.0).abs() < 0.02, "{dtype:?} var {var}");
+        assert!((kurt - 3.0).abs() < 0.1, "{dtype:?} kurtosis {kurt}");
+    }
+    Ok(())
+}
+
+#[test]
+fn successive_draws_from_one_generator_differ() -> Result<()> {
+    let mut g = Generator::new(9);
+    let a = Tensor::rand_with(&[16], DType::F32, &mut g)?.to_vec::<f32>()?;
+    let b = Tensor::rand_with(&[16], DType::F32, &mut g)?.to_vec::<f32>()?;
+    assert_ne!(a, b);
+    assert_eq!(g.initial_seed(), 9);
+    Ok(())
+}
+
+#[test]
+fn rand_on_cpu_is_rand() -> Result<()> {
+    let _l = global_rng_lock();
+    kiln::manual_seed(21);
+    let a = Tensor::rand(&[8], DType::F64)?.to_vec::<f64>()?;
+    kiln::manual_seed(21);
+    let b = Tensor::rand_on(&[8], DType::F64, Device::Cpu)?.to_vec::<f64>()?;
+    assert_eq!(a, b);
+    Ok(())
+}
+
+#[test]
+fn randint_spans_all_of_int64_and_both_bools() -> Result<()> {
+    let mut g = Generator::new(10);
+    let v =
+        Tensor::randint_with(i64::MIN, i64::MAX, &[1000], DType::I64, &mut g)?.to_vec::<i64>()?;
+    assert!(v.iter().any(|&x| x < i64::MIN / 2) && v.iter().any(|&x| x > i64::MAX / 2));
+    let b = Tensor::randint_with(0, 2, &[64], DType::Bool, &mut g)?.to_vec::<bool>()?;
+    assert!(b.contains(&true) && b.contains(&false));
+    Ok(())
+}
+
+#[test]
+fn randperm_is_a_permutation() -> Result<()> {
+    let _l = global_rng_lock();
+    kiln::manual_seed(5);
+    let mut p = Tensor::randperm(1000)?.to_vec::<i64>()?;
+    let q = Tensor::randperm(1000)?.to_vec::<i64>()?;
+    assert_ne!(p, q);
+    assert_ne!(p, (0..1000).collect::<Vec<i64>>());
+    p.sort();
+    assert_eq!(p, (0..1000).collect::<Vec<i64>>());
+    Ok(())
+}
+
+#[test]
 fn randint_with_low_not_below_high_errors() {
     assert_err_contains(
         Tensor::randint(5, 5, &[3], DType::I64),

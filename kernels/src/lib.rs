@@ -9,6 +9,7 @@ pub mod dtype;
 pub mod element;
 pub mod layout;
 pub mod parallel;
+pub mod philox;
 pub mod view;
 
 pub use dtype::DType;

@@ -110,13 +110,16 @@ pub fn par_chunks_mut<T: Send>(data: &mut [T], chunk: usize, f: &(dyn Fn(usize, 
     });
 }
 
+/// The body of [`par_chunks_mut2`]: piece index and the two pieces.
+pub type Chunks2Fn<'f, A, B> = &'f (dyn Fn(usize, &mut [A], &mut [B]) + Sync);
+
 /// As [`par_chunks_mut`] over two outputs split in step: `f(i, a_piece, b_piece)` where
 /// both pieces cover the same index range (`a.len() == b.len()`).
 pub fn par_chunks_mut2<A: Send, B: Send>(
     a: &mut [A],
     b: &mut [B],
     chunk: usize,
-    f: &(dyn Fn(usize, &mut [A], &mut [B]) + Sync),
+    f: Chunks2Fn<'_, A, B>,
 ) {
     install(|| {
         a.par_chunks_mut(chunk)

@@ -26,11 +26,24 @@ fn accumulate(buf: &mut Vec<Option<Tensor>>, nr: usize, g: Tensor) -> Result<()>
 }
 
 /// Sums a broadcast gradient back to the input's shape and casts it to the input's dtype.
-fn conform(g: Tensor, meta: &InputMeta) -> Result<Tensor> {
+/// A 0-d gradient for an input on another device (a CPU scalar tensor used in a GPU op) is
+/// moved there, as PyTorch's engine does; any other device mismatch is an error.
+fn conform(g: Tensor, meta: &InputMeta, index: usize) -> Result<Tensor> {
     let g = if g.shape() != meta.shape.as_slice() {
         g.sum_to_size(&crate::ops::backward::i64s(&meta.shape))?
     } else {
         g
+    };
+    let g = if g.device() == meta.device {
+        g
+    } else if g.dim() == 0 {
+        g.to_device(meta.device)?
+    } else {
+        return Err(Error::Autograd(format!(
+            "invalid gradient at index {index} - expected device {} but got {}",
+            meta.device,
+            g.device()
+        )));
     };
     if g.dtype() != meta.dtype {
         g.to_dtype(meta.dtype)
@@ -147,7 +160,7 @@ fn run(
         for (i, edge) in base.next_edges.iter().enumerate() {
             let Some(e) = edge else { continue };
             if let Some(g) = outs.get(i).cloned().flatten() {
-                let g = conform(g, &base.input_metas[i])?;
+                let g = conform(g, &base.input_metas[i], i)?;
                 accumulate(buffers.entry(key(&e.node)).or_default(), e.input_nr, g)?;
             }
             let d = deps

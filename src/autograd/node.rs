@@ -1,7 +1,7 @@
 //! The graph's vocabulary: a [`Node`] turns the gradients of its outputs into gradients of its
 //! inputs and names, through [`Edge`]s, the nodes those inputs came from.
 
-use crate::{DType, Error, Result, Tensor};
+use crate::{DType, Device, Error, Result, Tensor};
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
@@ -21,6 +21,7 @@ pub struct Edge {
 pub struct InputMeta {
     pub shape: Vec<usize>,
     pub dtype: DType,
+    pub device: Device,
 }
 
 /// What every node has: its edges, its inputs' metadata and the hooks on its incoming grads.
@@ -46,10 +47,12 @@ impl NodeBase {
                     Some(t) => InputMeta {
                         shape: t.shape().to_vec(),
                         dtype: t.dtype(),
+                        device: t.device(),
                     },
                     None => InputMeta {
                         shape: vec![],
                         dtype: DType::F32,
+                        device: Device::Cpu,
                     },
                 })
                 .collect(),
@@ -203,6 +206,7 @@ impl AccumulateGrad {
             input_metas: vec![InputMeta {
                 shape: variable.shape().to_vec(),
                 dtype: variable.dtype(),
+                device: variable.device(),
             }],
             next_edges: Vec::new(),
             pre_hooks: Mutex::new(Vec::new()),

@@ -94,18 +94,59 @@ pub(crate) fn broadcast_shapes(op: &str, tensors: &[&Tensor]) -> Result<Vec<usiz
     Ok(shape)
 }
 
+/// PyTorch's error for tensors on two devices.
+fn device_mix(op: &str, a: Device, b: Device) -> Error {
+    Error::op(
+        op,
+        format!(
+            "Expected all tensors to be on the same device, but found at least two devices, {a} and {b}!"
+        ),
+    )
+}
+
 /// The device every tensor operand is on, or PyTorch's error for a mix.
 pub(crate) fn device_of(op: &str, tensors: &[&Tensor]) -> Result<Device> {
     let first = tensors.first().map_or(Device::Cpu, |t| t.device());
     match tensors.iter().find(|t| t.device() != first) {
-        Some(t) => Err(Error::op(
-            op,
-            format!(
-                "Expected all tensors to be on the same device, but found at least two devices, {first} and {}!",
-                t.device()
-            ),
-        )),
+        Some(t) => Err(device_mix(op, first, t.device())),
         None => Ok(first),
+    }
+}
+
+/// The device of a pointwise op given each operand's `(device, ndim)`: as [`device_of`],
+/// except that a 0-d CPU tensor may join tensors on another device (PyTorch's TensorIterator
+/// treats it as a scalar), so `x_cuda * torch.tensor(2.0)` works. Returns the two devices at
+/// fault otherwise.
+fn common_device(
+    operands: impl Iterator<Item = (Device, usize)>,
+) -> Result<Device, (Device, Device)> {
+    let mut common: Option<Device> = None;
+    for (device, ndim) in operands {
+        if device == Device::Cpu && ndim == 0 {
+            continue;
+        }
+        match common {
+            None => common = Some(device),
+            Some(c) if c != device => return Err((c, device)),
+            Some(_) => {}
+        }
+    }
+    Ok(common.unwrap_or(Device::Cpu))
+}
+
+/// [`common_device`] of a pointwise op's tensor operands. An in-place op's `self` is its
+/// output, and an output must be on the op's device, so a 0-d CPU `self` with GPU operands
+/// is still an error.
+pub(crate) fn pointwise_device(
+    op: &str,
+    tensors: &[&Tensor],
+    dest: Option<&Tensor>,
+) -> Result<Device> {
+    let device = common_device(tensors.iter().map(|t| (t.device(), t.dim())))
+        .map_err(|(a, b)| device_mix(op, a, b))?;
+    match dest {
+        Some(d) if d.device() != device => Err(device_mix(op, device, d.device())),
+        _ => Ok(device),
     }
 }
 
@@ -152,7 +193,20 @@ pub(crate) fn output(
 
 /// An input cast to the compute dtype and broadcast to the output shape. Reading it while
 /// writing `out` is made safe by `map*` below.
-pub(crate) fn operand(t: &Tensor, compute: DType, shape: &[usize]) -> Result<Tensor> {
+pub(crate) fn operand(
+    t: &Tensor,
+    compute: DType,
+    shape: &[usize],
+    device: Device,
+) -> Result<Tensor> {
+    // A 0-d CPU operand of a GPU op (see `pointwise_device`) goes over as one element.
+    let moved;
+    let t = if t.device() == device {
+        t
+    } else {
+        moved = t.to_device(device)?;
+        &moved
+    };
     let t = cast(t, compute)?;
     let layout = t
         .layout()
@@ -168,9 +222,10 @@ pub(crate) fn fixed_operand(
     t: &Tensor,
     dtype: DType,
     shape: &[usize],
+    device: Device,
 ) -> Result<Tensor> {
     let t = fixed_input(op, name, t, dtype)?;
-    operand(&t, dtype, shape)
+    operand(&t, dtype, shape, device)
 }
 
 /// Checks a fixed-dtype input. An int64 index also accepts int32 (converted), as PyTorch's
@@ -553,4 +608,46 @@ pub(crate) fn not_implemented(op: &str, dtype: DType) -> Error {
             dtype.scalar_type_name()
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GPU: Device = Device::Cuda(0);
+
+    #[test]
+    fn a_cpu_scalar_tensor_may_join_gpu_operands() {
+        // (device, ndim) per operand, as `pointwise_device` sees them.
+        assert_eq!(
+            common_device([(GPU, 2), (Device::Cpu, 0)].into_iter()),
+            Ok(GPU)
+        );
+        assert_eq!(
+            common_device([(Device::Cpu, 0), (GPU, 1)].into_iter()),
+            Ok(GPU)
+        );
+        assert_eq!(
+            common_device([(Device::Cpu, 0), (Device::Cpu, 0)].into_iter()),
+            Ok(Device::Cpu)
+        );
+        assert_eq!(common_device([(GPU, 0), (GPU, 0)].into_iter()), Ok(GPU));
+    }
+
+    #[test]
+    fn other_mixes_name_both_devices() {
+        assert_eq!(
+            common_device([(Device::Cpu, 1), (GPU, 1)].into_iter()),
+            Err((Device::Cpu, GPU))
+        );
+        // Only CPU scalars are special: a 0-d GPU tensor does not join CPU operands.
+        assert_eq!(
+            common_device([(Device::Cpu, 2), (GPU, 0)].into_iter()),
+            Err((Device::Cpu, GPU))
+        );
+        assert_eq!(
+            common_device([(GPU, 1), (Device::Cpu, 0), (Device::Cuda(1), 3)].into_iter()),
+            Err((GPU, Device::Cuda(1)))
+        );
+    }
 }

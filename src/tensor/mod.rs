@@ -6,7 +6,7 @@ mod create;
 mod device;
 mod display;
 pub mod promotion;
-mod random;
+pub(crate) mod random;
 mod scalar;
 pub(crate) mod storage;
 

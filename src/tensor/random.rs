@@ -1,32 +1,51 @@
-//! Random tensors from a seedable [`Generator`] (ChaCha-based, via `rand`), and the global
-//! default generator that [`manual_seed`] reseeds.
+//! Random tensors from a seedable [`Generator`], and the global default generator that
+//! [`manual_seed`] reseeds.
+//!
+//! Every device draws from one counter-based stream (Philox4x32-10, see
+//! `kiln_kernels::philox`): element `i` of a generator's `n`-th draw depends only on the seed,
+//! `n` and `i`. So a seed gives the same numbers on the CPU and on a GPU, and
+//! `rand_on(shape, dtype, cuda)` equals `rand(shape, dtype).to_device(cuda)`; PyTorch uses two
+//! unrelated generators there (mt19937 and Philox).
 
 use super::{storage_numel, BufferElement, CpuBuffer, Tensor};
-use crate::{DType, Error, Result};
+use crate::{DType, Device, Error, Result};
+use kiln_kernels::philox;
 use kiln_kernels::{with_dtype, Element};
-use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, StandardNormal};
 use std::sync::Mutex;
 
 /// PyTorch's default seed, so an unseeded program is still reproducible.
 const DEFAULT_SEED: u64 = 67280421310721;
 
-/// A source of random numbers. Two generators with the same seed give the same tensors.
+/// A source of random numbers. Two generators with the same seed give the same tensors, on
+/// every device.
+#[derive(Clone, Debug)]
 pub struct Generator {
-    rng: rand::rngs::StdRng,
+    seed: u64,
+    /// How many draws this generator has made: the next draw's Philox counter offset.
+    offset: u64,
 }
 
 impl Generator {
     /// A generator seeded with `seed`.
     pub fn new(seed: u64) -> Self {
-        Generator {
-            rng: rand::rngs::StdRng::seed_from_u64(seed),
-        }
+        Generator { seed, offset: 0 }
     }
 
     /// Reseeds in place.
     pub fn manual_seed(&mut self, seed: u64) {
         *self = Generator::new(seed);
+    }
+
+    /// The seed this generator started from (PyTorch's `initial_seed`).
+    pub fn initial_seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The `(seed, offset)` of a new draw; later draws get later offsets.
+    fn next_draw(&mut self) -> (u64, u64) {
+        let offset = self.offset;
+        self.offset = self.offset.wrapping_add(1);
+        (self.seed, offset)
     }
 }
 
@@ -57,14 +76,65 @@ fn float_only(op: &str, dtype: DType) -> Result<()> {
     }
 }
 
-fn build<T: BufferElement>(
+/// What one element of a draw is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Distribution {
+    /// Uniform in `[0, 1)`.
+    Uniform,
+    /// Standard normal.
+    Normal,
+    /// Uniform over the integers `[low, low + range)`.
+    Int { low: i64, range: u64 },
+}
+
+/// Bits of uniform resolution for `dtype`: its precision, so every value is exact in it.
+pub(crate) fn uniform_bits(dtype: DType) -> u32 {
+    match dtype {
+        DType::F16 => 11,
+        DType::BF16 => 8,
+        _ => 24,
+    }
+}
+
+/// Element `i` of draw `(seed, offset)` as a `T`.
+fn element<T: Element>(dist: Distribution, bits: u32, seed: u64, offset: u64, i: usize) -> T {
+    let w = philox::block(seed, offset, i as u64);
+    match dist {
+        Distribution::Uniform if T::DTYPE == DType::F64 => {
+            T::from_f64(philox::uniform_f64(w[0], w[1]))
+        }
+        Distribution::Uniform => T::from_f64(f64::from(philox::uniform_f32(w[0], bits))),
+        Distribution::Normal if T::DTYPE == DType::F64 => T::from_f64(philox::normal_f64(w)),
+        Distribution::Normal => T::from_f64(f64::from(philox::normal_f32(w))),
+        Distribution::Int { low, range } => T::from_i64(philox::int_in(w, low, range)),
+    }
+}
+
+/// A fresh `shape` tensor of `dtype` on `device` holding one draw of `dist` from `gen`.
+fn sample(
     op: &str,
     shape: &[usize],
-    mut sample: impl FnMut() -> T,
+    dtype: DType,
+    device: Device,
+    dist: Distribution,
+    gen: &mut Generator,
 ) -> Result<Tensor> {
-    let n = storage_numel(op, shape, T::DTYPE)?;
-    let buf = CpuBuffer::from_fn(op, n, |_| sample())?;
-    Ok(Tensor::from_buffer(buf, shape))
+    let n = storage_numel(op, shape, dtype)?;
+    if device.is_cuda() {
+        let out = Tensor::alloc_on(op, shape, dtype, device)?;
+        #[cfg(feature = "cuda")]
+        {
+            let (seed, offset) = gen.next_draw();
+            crate::cuda::ops::random::fill(op, &out, dist, seed, offset)?;
+        }
+        return Ok(out);
+    }
+    let (seed, offset) = gen.next_draw();
+    let bits = uniform_bits(dtype);
+    with_dtype!(dtype, T, {
+        let buf = CpuBuffer::from_fn(op, n, |i| element::<T>(dist, bits, seed, offset, i))?;
+        Ok(Tensor::from_buffer(buf, shape))
+    })
 }
 
 /// PyTorch's bounds check on `randint`'s range for `dtype`.
@@ -90,38 +160,85 @@ fn check_randint_bounds(low: i64, high: i64, dtype: DType) -> Result<()> {
     Ok(())
 }
 
+/// `randint`'s argument checks; the range as a `Distribution`.
+fn int_range(low: i64, high: i64, dtype: DType) -> Result<Distribution> {
+    if low >= high {
+        return Err(Error::op(
+            "randint",
+            format!("random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"),
+        ));
+    }
+    check_randint_bounds(low, high, dtype)?;
+    Ok(Distribution::Int {
+        low,
+        range: high.wrapping_sub(low) as u64,
+    })
+}
+
 impl Tensor {
     /// Uniform samples from `[0, 1)`, from the global generator.
     pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
-        with_default(|g| Tensor::rand_with(shape, dtype, g))
+        Tensor::rand_on(shape, dtype, Device::Cpu)
+    }
+
+    /// Uniform samples from `[0, 1)` on `device`, from the global generator.
+    pub fn rand_on(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        float_only("uniform_", dtype)?;
+        with_default(|g| sample("rand", shape, dtype, device, Distribution::Uniform, g))
     }
 
     /// Uniform samples from `[0, 1)`, from `gen`.
     pub fn rand_with(shape: &[usize], dtype: DType, gen: &mut Generator) -> Result<Tensor> {
         float_only("uniform_", dtype)?;
-        with_dtype!(dtype, T, {
-            build("rand", shape, || T::from_f64(gen.rng.random::<f64>()))
-        })
+        sample(
+            "rand",
+            shape,
+            dtype,
+            Device::Cpu,
+            Distribution::Uniform,
+            gen,
+        )
     }
 
     /// Standard normal samples, from the global generator.
     pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
-        with_default(|g| Tensor::randn_with(shape, dtype, g))
+        Tensor::randn_on(shape, dtype, Device::Cpu)
+    }
+
+    /// Standard normal samples on `device`, from the global generator.
+    pub fn randn_on(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        float_only("normal_", dtype)?;
+        with_default(|g| sample("randn", shape, dtype, device, Distribution::Normal, g))
     }
 
     /// Standard normal samples, from `gen`.
     pub fn randn_with(shape: &[usize], dtype: DType, gen: &mut Generator) -> Result<Tensor> {
         float_only("normal_", dtype)?;
-        with_dtype!(dtype, T, {
-            build("randn", shape, || {
-                T::from_f64(StandardNormal.sample(&mut gen.rng))
-            })
-        })
+        sample(
+            "randn",
+            shape,
+            dtype,
+            Device::Cpu,
+            Distribution::Normal,
+            gen,
+        )
     }
 
     /// Integers uniform in `[low, high)`, from the global generator.
     pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Tensor> {
-        with_default(|g| Tensor::randint_with(low, high, shape, dtype, g))
+        Tensor::randint_on(low, high, shape, dtype, Device::Cpu)
+    }
+
+    /// Integers uniform in `[low, high)` on `device`, from the global generator.
+    pub fn randint_on(
+        low: i64,
+        high: i64,
+        shape: &[usize],
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        let dist = int_range(low, high, dtype)?;
+        with_default(|g| sample("randint", shape, dtype, device, dist, g))
     }
 
     /// Integers uniform in `[low, high)`, from `gen`.
@@ -132,22 +249,8 @@ impl Tensor {
         dtype: DType,
         gen: &mut Generator,
     ) -> Result<Tensor> {
-        if low >= high {
-            return Err(Error::op(
-                "randint",
-                format!(
-                    "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
-                ),
-            ));
-        }
-        check_randint_bounds(low, high, dtype)?;
-        // Drawn as i64 and converted once: going through f64 would round values beyond 2^53
-        // and could reach `high`.
-        with_dtype!(dtype, T, {
-            build("randint", shape, || {
-                T::from_i64(gen.rng.random_range(low..high))
-            })
-        })
+        let dist = int_range(low, high, dtype)?;
+        sample("randint", shape, dtype, Device::Cpu, dist, gen)
     }
 
     /// A random permutation of `0..n` as int64, from the global generator.
@@ -155,11 +258,15 @@ impl Tensor {
         storage_numel("randperm", &[n], DType::I64)?;
         let mut buf = CpuBuffer::from_fn("randperm", n, |i| i as i64)?;
         let v = i64::slice_mut(&mut buf).expect("allocated as int64");
-        with_default(|g| {
-            for i in (1..n).rev() {
-                v.swap(i, g.rng.random_range(0..=i));
-            }
-        });
+        let (seed, offset) = with_default(|g| g.next_draw());
+        // Fisher–Yates; swap partner j in 0..=i from element i of the draw, scaled by a
+        // 64x64 -> 128-bit multiply (unbiased to 2^-64 per value).
+        for i in (1..n).rev() {
+            let w = philox::block(seed, offset, i as u64);
+            let x = (u64::from(w[1]) << 32) | u64::from(w[0]);
+            let j = ((u128::from(x) * (i as u128 + 1)) >> 64) as usize;
+            v.swap(i, j);
+        }
         Ok(Tensor::from_buffer(buf, &[n]))
     }
 }

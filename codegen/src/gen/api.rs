@@ -277,9 +277,9 @@ fn compute_fn(op: &Op) -> TokenStream {
                 match op.fixed.get(&a.name) {
                     Some(d) => {
                         let v = dtype_variant(d);
-                        quote!(let #id = launch::fixed_operand(OP, #n, #id, DType::#v, &shape)?;)
+                        quote!(let #id = launch::fixed_operand(OP, #n, #id, DType::#v, &shape, device)?;)
                     }
-                    None => quote!(let #id = launch::operand(#id, compute, &shape)?;),
+                    None => quote!(let #id = launch::operand(#id, compute, &shape, device)?;),
                 }
             });
             let elem_ty = |a: &Arg| -> TokenStream {
@@ -379,7 +379,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                     let compute: DType = #promote;
                     #check
                     #alpha_check
-                    let device = launch::device_of(OP, &[#(#tnames),*])?;
+                    let device = launch::pointwise_device(OP, &[#(#tnames),*], dest)?;
                     let shape = launch::broadcast_shapes(OP, &[#(#tnames),*])?;
                     let out = launch::output(OP, dest, &shape, #out_dtype, device)?;
                     #(#prep)*

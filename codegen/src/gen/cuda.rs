@@ -106,7 +106,7 @@ pub fn modules(model: &Model, cuda_dir: &Path) -> Result<Vec<(String, String)>, 
     let prelude = read(cuda_dir, "prelude.cuh")?;
     let mut env = Environment::new();
     env.set_trim_blocks(true);
-    let templates = ["pointwise", "copy", "reduce", "softmax", "index"];
+    let templates = ["pointwise", "copy", "reduce", "softmax", "index", "random"];
     let texts: Vec<(String, String)> = templates
         .iter()
         .map(|t| Ok((t.to_string(), read(cuda_dir, &format!("{t}.cu.j2"))?)))
@@ -123,11 +123,14 @@ pub fn modules(model: &Model, cuda_dir: &Path) -> Result<Vec<(String, String)>, 
     let mut out = Vec::new();
     let all: Vec<&str> = ALL_DTYPES.to_vec();
     let floating: Vec<&str> = vec!["f16", "bf16", "f32", "f64"];
-    for t in ["copy", "reduce", "softmax", "index"] {
+    for t in ["copy", "reduce", "softmax", "index", "random"] {
         let dtypes = if t == "softmax" { &floating } else { &all };
         let body = render(
             t,
-            Value::from_serialize(context! { dtypes => dtype_values(dtypes) }),
+            Value::from_serialize(context! {
+                dtypes => dtype_values(dtypes),
+                floating => dtype_values(&floating),
+            }),
         )?;
         out.push((t.to_string(), format!("{prelude}\n{body}")));
     }

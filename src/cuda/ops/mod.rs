@@ -5,6 +5,7 @@
 
 pub(crate) mod index;
 pub(crate) mod matmul;
+pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod shape;
 pub(crate) mod softmax;
