@@ -21,6 +21,10 @@ fn elementwise(c: &mut Criterion) {
     g.bench_function("kiln_transposed", |bench| {
         bench.iter(|| black_box(mt.add(&mt).unwrap()))
     });
+    // One row-major and one transposed operand: one of them is necessarily read across.
+    g.bench_function("kiln_mixed_transposed", |bench| {
+        bench.iter(|| black_box(m.add(&mt).unwrap()))
+    });
     let p = Tensor::rand(&[N], DType::F32).unwrap();
     g.bench_function("kiln_inplace", |bench| {
         bench.iter(|| black_box(p.add_(&b).unwrap()))

@@ -839,6 +839,56 @@ fn randint_with_low_not_below_high_errors() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Result layout of pointwise ops (PyTorch's TensorIterator: results follow the inputs'
+// memory order)
+// ---------------------------------------------------------------------------------------------
+
+fn matrix(r: usize, c: usize) -> Result<Tensor> {
+    Tensor::from_vec((0..r * c).map(|v| v as f32).collect::<Vec<_>>(), &[r, c])
+}
+
+#[test]
+fn pointwise_results_of_transposed_inputs_are_transposed() -> Result<()> {
+    let m = matrix(3, 4)?;
+    let s = m.t()?.add(&m.t()?)?;
+    // torch: (m.t() + m.t()).stride() == (1, 3)
+    assert_eq!(
+        (s.shape(), s.strides()),
+        (&[4usize, 3][..], &[1usize, 4][..])
+    );
+    let e = m.t()?.exp()?;
+    assert_eq!(e.strides(), &[1, 4]);
+    let want: Vec<f32> = m.t()?.to_vec::<f32>()?.iter().map(|v| 2.0 * v).collect();
+    assert_eq!(s.to_vec::<f32>()?, want);
+    // Like PyTorch, such a result needs `reshape` (a copy), not `view`, to flatten.
+    assert!(s.view(&[12]).is_err());
+    assert_eq!(s.reshape(&[12])?.to_vec::<f32>()?, want);
+    Ok(())
+}
+
+#[test]
+fn pointwise_result_layout_is_decided_by_the_first_operand_that_can() -> Result<()> {
+    let m = matrix(3, 4)?;
+    let n = matrix(4, 3)?;
+    // Row-major first operand: row-major result, whatever the second is.
+    assert!(n.add(&m.t()?)?.is_contiguous());
+    // A transposed first operand decides for a row-major second one.
+    assert_eq!(m.t()?.mul(&n)?.strides(), &[1, 4]);
+    // A broadcast row decides nothing; the transposed operand does.
+    let row = Tensor::from_vec(vec![1f32, 2., 3.], &[1, 3])?;
+    let r = row.add(&m.t()?)?;
+    assert_eq!(r.strides(), &[1, 4]);
+    let got = r.to_vec::<f32>()?;
+    let mt = m.t()?.to_vec::<f32>()?;
+    for (k, (g, x)) in got.iter().zip(&mt).enumerate() {
+        assert_eq!(*g, x + (k % 3 + 1) as f32);
+    }
+    // Inputs that are all contiguous (even broadcast) give a contiguous result.
+    assert!(row.add(&n)?.is_contiguous());
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
 // Conversion
 // ---------------------------------------------------------------------------------------------
 

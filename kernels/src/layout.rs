@@ -485,6 +485,78 @@ impl Layout {
         })
     }
 
+    /// The order in which to walk the dims of `layouts` (which share one shape) so that
+    /// memory is read and written as sequentially as possible: outermost dim first. As
+    /// PyTorch's TensorIterator (`reorder_dimensions`): dims are compared by the strides of
+    /// the first layout, then the next where the first cannot decide (a stride of 0, a
+    /// broadcast, or a size-1 dim decides nothing); dims nobody orders keep row-major order.
+    pub fn iteration_order(layouts: &[&Layout]) -> Vec<usize> {
+        let sizes = &layouts[0].sizes;
+        let n = sizes.len();
+        // > 0 when dim `a`, now placed inside dim `b`, should go outside it; < 0 when it
+        // should stay inside; 0 when no layout can tell (TensorIterator's `should_swap`).
+        let should_swap = |a: usize, b: usize| -> i32 {
+            if sizes[a] == 1 || sizes[b] == 1 {
+                return 0; // a size-1 dim is a broadcast dim for every operand
+            }
+            for l in layouts {
+                let (sa, sb) = (l.strides[a], l.strides[b]);
+                if sa == 0 || sb == 0 {
+                    continue;
+                }
+                if sa != sb {
+                    return if sa > sb { 1 } else { -1 };
+                }
+                if sizes[a] > sizes[b] {
+                    return 1;
+                }
+            }
+            0
+        };
+        // Innermost first while sorting, as TensorIterator's insertion sort.
+        let mut perm: Vec<usize> = (0..n).rev().collect();
+        for i in 1..n {
+            let mut d1 = i;
+            for d0 in (0..i).rev() {
+                match should_swap(perm[d0], perm[d1]) {
+                    c if c > 0 => {
+                        perm.swap(d0, d1);
+                        d1 = d0;
+                    }
+                    c if c < 0 => break,
+                    _ => {}
+                }
+            }
+        }
+        perm.reverse();
+        perm
+    }
+
+    /// This layout with its dims rearranged into `order` (a permutation of its dims).
+    pub fn reordered(&self, order: &[usize]) -> Layout {
+        Layout {
+            sizes: order.iter().map(|&d| self.sizes[d]).collect(),
+            strides: order.iter().map(|&d| self.strides[d]).collect(),
+            offset: self.offset,
+        }
+    }
+
+    /// A dense layout of `sizes` whose dims are laid out in memory in `order` (outermost
+    /// first): what an op allocates for a result that follows its inputs' memory order.
+    pub fn dense_in_order(sizes: &[usize], order: &[usize]) -> Layout {
+        let mut strides = vec![0; sizes.len()];
+        let mut step = 1;
+        for &d in order.iter().rev() {
+            strides[d] = step;
+            step *= sizes[d].max(1);
+        }
+        Layout {
+            sizes: sizes.to_vec(),
+            strides,
+            offset: 0,
+        }
+    }
+
     /// Merges adjacent dims that are contiguous with respect to every given layout, so strided
     /// loops run over as few, as long, dimensions as possible. All layouts share `sizes`.
     pub fn coalesce(layouts: &[&Layout]) -> (Vec<usize>, Vec<Vec<usize>>) {
@@ -518,6 +590,43 @@ impl Layout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iteration_order_follows_the_first_layout_that_decides() {
+        let c = Layout::contiguous(&[2, 3, 4]);
+        assert_eq!(Layout::iteration_order(&[&c]), vec![0, 1, 2]);
+        // [4, 2, 3] with strides [1, 12, 4]: dim 1 is outermost in memory, dim 0 innermost.
+        let p = c.permute(&[2, 0, 1]).unwrap();
+        assert_eq!(Layout::iteration_order(&[&p]), vec![1, 2, 0]);
+        // A contiguous first operand decides over a transposed second one.
+        let t = Layout::contiguous(&[4, 3]).transpose(0, 1).unwrap();
+        let r = Layout::contiguous(&[3, 4]);
+        assert_eq!(Layout::iteration_order(&[&r, &t]), vec![0, 1]);
+        assert_eq!(Layout::iteration_order(&[&t, &r]), vec![1, 0]);
+        // A broadcast first operand cannot decide its stride-0 dim; the next one does.
+        let b = Layout::contiguous(&[3, 1]).expand(&[3, 4]).unwrap();
+        assert_eq!(Layout::iteration_order(&[&b, &t]), vec![1, 0]);
+        assert_eq!(Layout::iteration_order(&[&b, &r]), vec![0, 1]);
+        // Size-1 dims and 0-d layouts keep their place.
+        let u = Layout::contiguous(&[1, 4, 1, 3]).transpose(1, 3).unwrap();
+        assert_eq!(Layout::iteration_order(&[&u]), vec![0, 3, 2, 1]);
+        assert_eq!(
+            Layout::iteration_order(&[&Layout::contiguous(&[])]),
+            Vec::<usize>::new()
+        );
+    }
+
+    #[test]
+    fn dense_in_order_lays_dims_out_outermost_first() {
+        let l = Layout::dense_in_order(&[4, 2, 3], &[1, 2, 0]);
+        assert_eq!(l.strides, vec![1, 12, 4]);
+        assert_eq!(
+            Layout::dense_in_order(&[2, 3], &[0, 1]),
+            Layout::contiguous(&[2, 3])
+        );
+        let r = Layout::contiguous(&[2, 3, 4]).reordered(&[2, 0, 1]);
+        assert_eq!((r.sizes, r.strides), (vec![4, 2, 3], vec![1, 12, 4]));
+    }
 
     #[test]
     fn view_of_transposed_needs_copy() {

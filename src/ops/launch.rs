@@ -5,7 +5,7 @@
 use crate::autograd;
 use crate::tensor::promotion::{self, Operand};
 use crate::tensor::{BufferElement, CpuBuffer};
-use crate::{DType, Device, Error, Result, Scalar, Tensor};
+use crate::{DType, Device, Error, Layout, Result, Scalar, Tensor};
 use kiln_kernels::{cpu::pointwise, KResult};
 
 pub(crate) use crate::tensor::{dst, src, with_buffers};
@@ -173,13 +173,16 @@ pub(crate) fn check_dtype(
 
 /// The tensor a pointwise kernel writes: `dest` itself when it already has the result's shape
 /// and dtype and no two of its indices share memory, else fresh storage on `device` (the
-/// caller copies).
+/// caller copies) laid out in the memory order of `inputs`, as PyTorch's TensorIterator
+/// allocates its outputs: `x.t() + y.t()` is itself transposed, so all three walk memory
+/// in one sequential pass.
 pub(crate) fn output(
     op: &str,
     dest: Option<&Tensor>,
     shape: &[usize],
     dtype: DType,
     device: Device,
+    inputs: &[&Tensor],
 ) -> Result<Tensor> {
     match dest {
         Some(d)
@@ -187,8 +190,36 @@ pub(crate) fn output(
         {
             Ok(d.clone())
         }
-        _ => Tensor::alloc_on(op, shape, dtype, device),
+        _ => {
+            let out = Tensor::alloc_on(op, shape, dtype, device)?;
+            Ok(match memory_order(shape, inputs) {
+                Some(order) => out.with_layout(Layout::dense_in_order(shape, &order)),
+                None => out,
+            })
+        }
     }
+}
+
+/// The dim order (outermost first) of `inputs` broadcast to `shape`, when it is not
+/// row-major.
+fn memory_order(shape: &[usize], inputs: &[&Tensor]) -> Option<Vec<usize>> {
+    if shape.len() < 2 || inputs.iter().all(|t| t.layout().is_contiguous()) {
+        return None;
+    }
+    let layouts: Vec<Layout> = inputs
+        .iter()
+        .filter_map(|t| t.layout().broadcast_to(shape).ok())
+        .collect();
+    if layouts.is_empty() {
+        return None;
+    }
+    let refs: Vec<&Layout> = layouts.iter().collect();
+    let order = Layout::iteration_order(&refs);
+    order
+        .iter()
+        .enumerate()
+        .any(|(i, &d)| i != d)
+        .then_some(order)
 }
 
 /// An input cast to the compute dtype and broadcast to the output shape. Reading it while

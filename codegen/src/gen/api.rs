@@ -381,7 +381,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                     #alpha_check
                     let device = launch::pointwise_device(OP, &[#(#tnames),*], dest)?;
                     let shape = launch::broadcast_shapes(OP, &[#(#tnames),*])?;
-                    let out = launch::output(OP, dest, &shape, #out_dtype, device)?;
+                    let out = launch::output(OP, dest, &shape, #out_dtype, device, &[#(#tnames),*])?;
                     #(#prep)*
                     #cuda
                     #dispatch

@@ -15,7 +15,7 @@
 
 use crate::cpu::strided::for_each_run;
 use crate::parallel::{fan_out, par_chunks_mut};
-use crate::{Dst, Element, Src};
+use crate::{Dst, Element, Layout, Src};
 
 /// Below this many elements a loop stays on the calling thread.
 pub const PARALLEL_MIN: usize = 1 << 15;
@@ -85,10 +85,38 @@ fn blocks(n: usize, mut f: impl FnMut(usize, usize)) {
     }
 }
 
+/// The operands' offsets when every one of them, walked in one memory order, is a single
+/// dense run: element `i` (in that order) of operand `k` is `data[offsets[k] + i]`. True for
+/// contiguous operands and for operands permuted alike (`x.t() + y.t()` into a result that
+/// follows their order), which then take the contiguous path.
+fn dense_offsets<const N: usize>(layouts: [&Layout; N]) -> Option<[usize; N]> {
+    if !layouts.iter().all(|l| l.is_contiguous()) {
+        let ordered = in_memory_order(layouts);
+        let refs: [&Layout; N] = std::array::from_fn(|k| &ordered[k]);
+        let (sizes, strides) = Layout::coalesce(&refs);
+        if sizes.len() > 1 || strides.iter().any(|s| s.iter().any(|&x| x != 1)) {
+            return None;
+        }
+    }
+    Some(std::array::from_fn(|k| layouts[k].offset))
+}
+
+/// The layouts with their dims in the order that walks memory most sequentially (the
+/// output's order first; see [`Layout::iteration_order`]). An elementwise loop may visit
+/// elements in any order.
+fn in_memory_order<const N: usize>(layouts: [&Layout; N]) -> [Layout; N] {
+    let order = Layout::iteration_order(&layouts);
+    layouts.map(|l| l.reordered(&order))
+}
+
 /// `out[i] = f(a[i])`.
-pub fn map1<A: Element, O: Element>(a: Src<A>, mut out: Dst<O>, f: Slice1<'_, A, O>) {
+pub fn map1<A: Element, O: Element>(a: Src<A>, out: Dst<O>, f: Slice1<'_, A, O>) {
     let n = out.layout.numel();
-    if let (Some(a), Some(o)) = (a.as_contiguous(), out.as_contiguous_mut()) {
+    if n == 0 {
+        return;
+    }
+    if let Some([oo, ao]) = dense_offsets([out.layout, a.layout]) {
+        let (o, a) = (&mut out.data[oo..oo + n], &a.data[ao..ao + n]);
         if fan_out(n >= PARALLEL_MIN) {
             par_chunks_mut(o, CHUNK, &|i, o| f(&a[i * CHUNK..][..o.len()], o));
         } else {
@@ -97,8 +125,9 @@ pub fn map1<A: Element, O: Element>(a: Src<A>, mut out: Dst<O>, f: Slice1<'_, A,
         return;
     }
     let od = &mut *out.data;
+    let [lo, la] = in_memory_order([out.layout, a.layout]);
     let (mut ab, mut ob) = (Vec::with_capacity(BLOCK), [O::default(); BLOCK]);
-    for_each_run([out.layout, a.layout], |[oo, ao], len, [os, as_]| {
+    for_each_run([&lo, &la], |[oo, ao], len, [os, as_]| {
         blocks(len, |s, l| {
             let a = run(&mut ab, a.data, ao + s * as_, as_, l);
             write_run(od, &mut ob, oo + s * os, os, l, |o| f(a, o));
@@ -110,15 +139,16 @@ pub fn map1<A: Element, O: Element>(a: Src<A>, mut out: Dst<O>, f: Slice1<'_, A,
 pub fn map2<A: Element, B: Element, O: Element>(
     a: Src<A>,
     b: Src<B>,
-    mut out: Dst<O>,
+    out: Dst<O>,
     f: Slice2<'_, A, B, O>,
 ) {
     let n = out.layout.numel();
-    if let (Some(a), Some(b), Some(o)) = (
-        a.as_contiguous(),
-        b.as_contiguous(),
-        out.as_contiguous_mut(),
-    ) {
+    if n == 0 {
+        return;
+    }
+    if let Some([oo, ao, bo]) = dense_offsets([out.layout, a.layout, b.layout]) {
+        let o = &mut out.data[oo..oo + n];
+        let (a, b) = (&a.data[ao..ao + n], &b.data[bo..bo + n]);
         if fan_out(n >= PARALLEL_MIN) {
             par_chunks_mut(o, CHUNK, &|i, o| {
                 let r = i * CHUNK..i * CHUNK + o.len();
@@ -130,18 +160,16 @@ pub fn map2<A: Element, B: Element, O: Element>(
         return;
     }
     let od = &mut *out.data;
+    let [lo, la, lb] = in_memory_order([out.layout, a.layout, b.layout]);
     let (mut ab, mut bb) = (Vec::with_capacity(BLOCK), Vec::with_capacity(BLOCK));
     let mut ob = [O::default(); BLOCK];
-    for_each_run(
-        [out.layout, a.layout, b.layout],
-        |[oo, ao, bo], len, [os, as_, bs]| {
-            blocks(len, |s, l| {
-                let a = run(&mut ab, a.data, ao + s * as_, as_, l);
-                let b = run(&mut bb, b.data, bo + s * bs, bs, l);
-                write_run(od, &mut ob, oo + s * os, os, l, |o| f(a, b, o));
-            });
-        },
-    );
+    for_each_run([&lo, &la, &lb], |[oo, ao, bo], len, [os, as_, bs]| {
+        blocks(len, |s, l| {
+            let a = run(&mut ab, a.data, ao + s * as_, as_, l);
+            let b = run(&mut bb, b.data, bo + s * bs, bs, l);
+            write_run(od, &mut ob, oo + s * os, os, l, |o| f(a, b, o));
+        });
+    });
 }
 
 /// `out[i] = f(a[i], b[i], c[i])`.
@@ -149,19 +177,25 @@ pub fn map3<A: Element, B: Element, C: Element, O: Element>(
     a: Src<A>,
     b: Src<B>,
     c: Src<C>,
-    mut out: Dst<O>,
+    out: Dst<O>,
     f: Slice3<'_, A, B, C, O>,
 ) {
-    if let (Some(a), Some(b), Some(c), Some(o)) = (
-        a.as_contiguous(),
-        b.as_contiguous(),
-        c.as_contiguous(),
-        out.as_contiguous_mut(),
-    ) {
-        f(a, b, c, o);
+    let n = out.layout.numel();
+    if n == 0 {
+        return;
+    }
+    if let Some([oo, ao, bo, co]) = dense_offsets([out.layout, a.layout, b.layout, c.layout]) {
+        let o = &mut out.data[oo..oo + n];
+        f(
+            &a.data[ao..ao + n],
+            &b.data[bo..bo + n],
+            &c.data[co..co + n],
+            o,
+        );
         return;
     }
     let od = &mut *out.data;
+    let [lo, la, lb, lc] = in_memory_order([out.layout, a.layout, b.layout, c.layout]);
     let (mut ab, mut bb, mut cb) = (
         Vec::with_capacity(BLOCK),
         Vec::with_capacity(BLOCK),
@@ -169,7 +203,7 @@ pub fn map3<A: Element, B: Element, C: Element, O: Element>(
     );
     let mut ob = [O::default(); BLOCK];
     for_each_run(
-        [out.layout, a.layout, b.layout, c.layout],
+        [&lo, &la, &lb, &lc],
         |[oo, ao, bo, co], len, [os, as_, bs, cs]| {
             blocks(len, |s, l| {
                 let a = run(&mut ab, a.data, ao + s * as_, as_, l);
@@ -182,13 +216,18 @@ pub fn map3<A: Element, B: Element, C: Element, O: Element>(
 }
 
 /// `out[i] = v`.
-pub fn fill<O: Element>(mut out: Dst<O>, v: O) {
-    if let Some(o) = out.as_contiguous_mut() {
-        o.fill(v);
+pub fn fill<O: Element>(out: Dst<O>, v: O) {
+    let n = out.layout.numel();
+    if n == 0 {
+        return;
+    }
+    if let Some([oo]) = dense_offsets([out.layout]) {
+        out.data[oo..oo + n].fill(v);
         return;
     }
     let od = &mut *out.data;
-    for_each_run([out.layout], |[oo], len, [os]| {
+    let [lo] = in_memory_order([out.layout]);
+    for_each_run([&lo], |[oo], len, [os]| {
         for i in 0..len {
             od[oo + i * os] = v;
         }
@@ -203,9 +242,13 @@ pub fn copy_cast<A: Element, O: Element>(a: Src<A>, out: Dst<O>) {
 }
 
 /// `out[i] = f(out[i])`: an in-place op whose first operand is the output itself.
-pub fn map1_assign<O: Element>(mut out: Dst<O>, f: Assign1<'_, O>) {
+pub fn map1_assign<O: Element>(out: Dst<O>, f: Assign1<'_, O>) {
     let n = out.layout.numel();
-    if let Some(o) = out.as_contiguous_mut() {
+    if n == 0 {
+        return;
+    }
+    if let Some([oo]) = dense_offsets([out.layout]) {
+        let o = &mut out.data[oo..oo + n];
         if fan_out(n >= PARALLEL_MIN) {
             par_chunks_mut(o, CHUNK, &|_, o| f(o));
         } else {
@@ -214,8 +257,9 @@ pub fn map1_assign<O: Element>(mut out: Dst<O>, f: Assign1<'_, O>) {
         return;
     }
     let od = &mut *out.data;
+    let [lo] = in_memory_order([out.layout]);
     let mut ob = Vec::with_capacity(BLOCK);
-    for_each_run([out.layout], |[oo], len, [os]| {
+    for_each_run([&lo], |[oo], len, [os]| {
         blocks(len, |s, l| {
             if os == 1 {
                 f(&mut od[oo + s..oo + s + l]);
@@ -229,9 +273,13 @@ pub fn map1_assign<O: Element>(mut out: Dst<O>, f: Assign1<'_, O>) {
 }
 
 /// `out[i] = f(out[i], b[i])`: an in-place binary op such as `x.add_(&y)`.
-pub fn map2_assign<O: Element, B: Element>(mut out: Dst<O>, b: Src<B>, f: Assign2<'_, O, B>) {
+pub fn map2_assign<O: Element, B: Element>(out: Dst<O>, b: Src<B>, f: Assign2<'_, O, B>) {
     let n = out.layout.numel();
-    if let (Some(b), Some(o)) = (b.as_contiguous(), out.as_contiguous_mut()) {
+    if n == 0 {
+        return;
+    }
+    if let Some([oo, bo]) = dense_offsets([out.layout, b.layout]) {
+        let (o, b) = (&mut out.data[oo..oo + n], &b.data[bo..bo + n]);
         if fan_out(n >= PARALLEL_MIN) {
             par_chunks_mut(o, CHUNK, &|i, o| {
                 let b = &b[i * CHUNK..][..o.len()];
@@ -243,8 +291,9 @@ pub fn map2_assign<O: Element, B: Element>(mut out: Dst<O>, b: Src<B>, f: Assign
         return;
     }
     let od = &mut *out.data;
+    let [lo, lb] = in_memory_order([out.layout, b.layout]);
     let (mut ob, mut bb) = (Vec::with_capacity(BLOCK), Vec::with_capacity(BLOCK));
-    for_each_run([out.layout, b.layout], |[oo, bo], len, [os, bs]| {
+    for_each_run([&lo, &lb], |[oo, bo], len, [os, bs]| {
         blocks(len, |s, l| {
             let b = run(&mut bb, b.data, bo + s * bs, bs, l);
             if os == 1 {
@@ -256,4 +305,136 @@ pub fn map2_assign<O: Element, B: Element>(mut out: Dst<O>, b: Src<B>, f: Assign
             }
         });
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Row-major multi-indices of `sizes`.
+    fn indices(sizes: &[usize]) -> Vec<Vec<usize>> {
+        let mut all = vec![vec![]];
+        for &s in sizes {
+            all = all
+                .into_iter()
+                .flat_map(|p| {
+                    (0..s).map(move |i| {
+                        let mut q = p.clone();
+                        q.push(i);
+                        q
+                    })
+                })
+                .collect();
+        }
+        all
+    }
+
+    fn at(l: &Layout, idx: &[usize]) -> usize {
+        l.offset
+            + idx
+                .iter()
+                .zip(&l.strides)
+                .map(|(i, s)| i * s)
+                .sum::<usize>()
+    }
+
+    /// Operand layouts of logical shape `[r, c]` over a storage of `len` elements: row-major,
+    /// transposed, a broadcast row, every other column of a wider matrix, and a result
+    /// laid out column-major (what a transposed pair now produces).
+    fn layouts(r: usize, c: usize) -> Vec<(&'static str, Layout, usize)> {
+        vec![
+            ("contiguous", Layout::contiguous(&[r, c]), r * c),
+            (
+                "transposed",
+                Layout::contiguous(&[c, r]).transpose(0, 1).unwrap(),
+                r * c,
+            ),
+            (
+                "broadcast row",
+                Layout::contiguous(&[1, c])
+                    .expand(&[r as i64, c as i64])
+                    .unwrap(),
+                c,
+            ),
+            (
+                "step 2",
+                Layout::contiguous(&[r, 2 * c])
+                    .slice(1, Some(1), None, 2)
+                    .unwrap(),
+                2 * r * c,
+            ),
+            (
+                "column-major",
+                Layout::dense_in_order(&[r, c], &[1, 0]),
+                r * c,
+            ),
+        ]
+    }
+
+    #[test]
+    fn map2_and_in_place_forms_match_an_elementwise_reference_on_every_layout() {
+        // Small (serial) and large (split over threads) shapes.
+        for (r, c) in [(7, 9), (300, 200)] {
+            let ls = layouts(r, c);
+            let dense_outs = [&ls[0], &ls[1], &ls[4]];
+            for (an, la, alen) in &ls {
+                let a: Vec<f64> = (0..*alen).map(|v| v as f64 * 0.5).collect();
+                for (bn, lb, blen) in &ls {
+                    let b: Vec<f64> = (0..*blen).map(|v| 1000.0 - v as f64).collect();
+                    for (on, lo, olen) in dense_outs {
+                        let mut o = vec![f64::NAN; *olen];
+                        let f = |a: &[f64], b: &[f64], o: &mut [f64]| {
+                            o.iter_mut()
+                                .zip(a.iter().zip(b))
+                                .for_each(|(o, (&a, &b))| *o = 2.0 * a + b)
+                        };
+                        map2(Src::new(&a, la), Src::new(&b, lb), Dst::new(&mut o, lo), &f);
+                        for idx in indices(&[r, c]) {
+                            let want = 2.0 * a[at(la, &idx)] + b[at(lb, &idx)];
+                            assert_eq!(o[at(lo, &idx)], want, "{an} + {bn} -> {on} at {idx:?}");
+                        }
+                        // In place: o = o - b.
+                        let before = o.clone();
+                        let g = |o: &mut [f64], b: &[f64]| {
+                            o.iter_mut().zip(b).for_each(|(o, &b)| *o -= b)
+                        };
+                        map2_assign(Dst::new(&mut o, lo), Src::new(&b, lb), &g);
+                        for idx in indices(&[r, c]) {
+                            let (p, q) = (at(lo, &idx), at(lb, &idx));
+                            assert_eq!(o[p], before[p] - b[q], "{on} -= {bn} at {idx:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn map1_fill_and_assign_cover_strided_outputs() {
+        let (r, c) = (5, 6);
+        for (on, lo, olen) in layouts(r, c).iter().filter(|l| l.0 != "broadcast row") {
+            let a: Vec<f32> = (0..r * c).map(|v| v as f32).collect();
+            let la = Layout::contiguous(&[c, r]).transpose(0, 1).unwrap();
+            let mut o = vec![-1.0f32; *olen];
+            let neg = |a: &[f32], o: &mut [f32]| o.iter_mut().zip(a).for_each(|(o, &x)| *o = -x);
+            map1(Src::new(&a, &la), Dst::new(&mut o, lo), &neg);
+            for idx in indices(&[r, c]) {
+                assert_eq!(o[at(lo, &idx)], -a[at(&la, &idx)], "{on} at {idx:?}");
+            }
+            map1_assign(Dst::new(&mut o, lo), &|o: &mut [f32]| {
+                o.iter_mut().for_each(|x| *x *= 3.0)
+            });
+            for idx in indices(&[r, c]) {
+                assert_eq!(o[at(lo, &idx)], -3.0 * a[at(&la, &idx)], "{on} at {idx:?}");
+            }
+            fill(Dst::new(&mut o, lo), 9.0);
+            for idx in indices(&[r, c]) {
+                assert_eq!(o[at(lo, &idx)], 9.0, "{on} at {idx:?}");
+            }
+            // Elements outside a strided output are never written.
+            if *on == "step 2" {
+                assert!(o.iter().step_by(2).all(|&x| x == -1.0));
+            }
+        }
+    }
 }
