@@ -19,4 +19,14 @@ template <typename T> __device__ inline T clamp(T x, kiln_opt<T> lo, kiln_opt<T>
 }
 template <typename T> __device__ inline T where_cond(bool condition, T a, T b) { return condition ? a : b; }
 template <typename T> __device__ inline T masked_fill(T x, bool mask, T value) { return mask ? value : x; }
+__device__ inline float atan2(float a, float b) { return ::atan2f(a, b); }
+__device__ inline double atan2(double a, double b) { return ::atan2(a, b); }
+__device__ inline float hypot(float a, float b) { return ::hypotf(a, b); }
+__device__ inline double hypot(double a, double b) { return ::hypot(a, b); }
+template <typename T> __device__ inline T logaddexp(T a, T b) {
+  if (a == b && a + a == a && a != (T)0) return a;  // equal infinities
+  T hi = (a > b || kiln_isnan(b)) ? a : b;
+  T lo = (a > b || kiln_isnan(b)) ? b : a;
+  return hi + kiln_log1p(kiln_exp(lo - hi));
+}
 }  // namespace binary

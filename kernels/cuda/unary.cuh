@@ -29,4 +29,52 @@ template <typename T> __device__ inline T sign(T x) {
 }
 __device__ inline bool sign(bool x) { return x; }
 __device__ inline bool abs(bool x) { return x; }
+// Float-only functions (f16/bf16 compute in float): one overload per compute type, calling
+// the global CUDA math function (qualified, since these names shadow it in this namespace).
+__device__ inline float exp2(float x) { return ::exp2f(x); }
+__device__ inline double exp2(double x) { return ::exp2(x); }
+__device__ inline float expm1(float x) { return ::expm1f(x); }
+__device__ inline double expm1(double x) { return ::expm1(x); }
+__device__ inline float log2(float x) { return ::log2f(x); }
+__device__ inline double log2(double x) { return ::log2(x); }
+__device__ inline float log10(float x) { return ::log10f(x); }
+__device__ inline double log10(double x) { return ::log10(x); }
+__device__ inline float tan(float x) { return ::tanf(x); }
+__device__ inline double tan(double x) { return ::tan(x); }
+__device__ inline float asin(float x) { return ::asinf(x); }
+__device__ inline double asin(double x) { return ::asin(x); }
+__device__ inline float acos(float x) { return ::acosf(x); }
+__device__ inline double acos(double x) { return ::acos(x); }
+__device__ inline float atan(float x) { return ::atanf(x); }
+__device__ inline double atan(double x) { return ::atan(x); }
+__device__ inline float sinh(float x) { return ::sinhf(x); }
+__device__ inline double sinh(double x) { return ::sinh(x); }
+__device__ inline float cosh(float x) { return ::coshf(x); }
+__device__ inline double cosh(double x) { return ::cosh(x); }
+__device__ inline float asinh(float x) { return ::asinhf(x); }
+__device__ inline double asinh(double x) { return ::asinh(x); }
+__device__ inline float acosh(float x) { return ::acoshf(x); }
+__device__ inline double acosh(double x) { return ::acosh(x); }
+__device__ inline float atanh(float x) { return ::atanhf(x); }
+__device__ inline double atanh(double x) { return ::atanh(x); }
+__device__ inline float erfc(float x) { return ::erfcf(x); }
+__device__ inline double erfc(double x) { return ::erfc(x); }
+__device__ inline float trunc_f(float x) { return ::truncf(x); }
+__device__ inline double trunc_f(double x) { return ::trunc(x); }
+template <typename T> __device__ inline T reciprocal(T x) { return (T)1 / x; }
+template <typename T> __device__ inline T frac(T x) { return x - trunc_f(x); }
+// Rounding: the identity on integers.
+template <typename T> __device__ inline T floor(T x) { return x; }
+template <typename T> __device__ inline T ceil(T x) { return x; }
+template <typename T> __device__ inline T trunc(T x) { return x; }
+template <typename T> __device__ inline T round(T x) { return x; }
+__device__ inline float floor(float x) { return ::floorf(x); }
+__device__ inline double floor(double x) { return ::floor(x); }
+__device__ inline float ceil(float x) { return ::ceilf(x); }
+__device__ inline double ceil(double x) { return ::ceil(x); }
+__device__ inline float trunc(float x) { return ::truncf(x); }
+__device__ inline double trunc(double x) { return ::trunc(x); }
+__device__ inline float round(float x) { return ::rintf(x); }  // halves to even
+__device__ inline double round(double x) { return ::rint(x); }
+template <typename T> __device__ inline T square(T x) { return (T)(x * x); }
 }  // namespace unary

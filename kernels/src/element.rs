@@ -295,6 +295,194 @@ impl Arith for bool {
     }
 }
 
+/// The rest of C's `<math.h>` for the floating compute types, each the std (or `libm`)
+/// function of the same name; pointwise kernels in `cpu::unary` and `cpu::binary` use them.
+pub trait Libm: FloatMath {
+    fn exp2(self) -> Self;
+    fn exp_m1(self) -> Self;
+    fn log2(self) -> Self;
+    fn log10(self) -> Self;
+    fn tan(self) -> Self;
+    fn asin(self) -> Self;
+    fn acos(self) -> Self;
+    fn atan(self) -> Self;
+    fn sinh(self) -> Self;
+    fn cosh(self) -> Self;
+    fn asinh(self) -> Self;
+    fn acosh(self) -> Self;
+    fn atanh(self) -> Self;
+    fn erfc(self) -> Self;
+    fn atan2(self, x: Self) -> Self;
+    fn hypot(self, o: Self) -> Self;
+    fn is_infinite(self) -> bool;
+}
+
+macro_rules! libm_impl {
+    ($t:ty, $erfc:path) => {
+        impl Libm for $t {
+            #[inline(always)]
+            fn exp2(self) -> Self {
+                <$t>::exp2(self)
+            }
+            #[inline(always)]
+            fn exp_m1(self) -> Self {
+                <$t>::exp_m1(self)
+            }
+            #[inline(always)]
+            fn log2(self) -> Self {
+                <$t>::log2(self)
+            }
+            #[inline(always)]
+            fn log10(self) -> Self {
+                <$t>::log10(self)
+            }
+            #[inline(always)]
+            fn tan(self) -> Self {
+                <$t>::tan(self)
+            }
+            #[inline(always)]
+            fn asin(self) -> Self {
+                <$t>::asin(self)
+            }
+            #[inline(always)]
+            fn acos(self) -> Self {
+                <$t>::acos(self)
+            }
+            #[inline(always)]
+            fn atan(self) -> Self {
+                <$t>::atan(self)
+            }
+            #[inline(always)]
+            fn sinh(self) -> Self {
+                <$t>::sinh(self)
+            }
+            #[inline(always)]
+            fn cosh(self) -> Self {
+                <$t>::cosh(self)
+            }
+            #[inline(always)]
+            fn asinh(self) -> Self {
+                <$t>::asinh(self)
+            }
+            #[inline(always)]
+            fn acosh(self) -> Self {
+                <$t>::acosh(self)
+            }
+            #[inline(always)]
+            fn atanh(self) -> Self {
+                <$t>::atanh(self)
+            }
+            #[inline(always)]
+            fn erfc(self) -> Self {
+                $erfc(self)
+            }
+            #[inline(always)]
+            fn atan2(self, x: Self) -> Self {
+                <$t>::atan2(self, x)
+            }
+            #[inline(always)]
+            fn hypot(self, o: Self) -> Self {
+                <$t>::hypot(self, o)
+            }
+            #[inline(always)]
+            fn is_infinite(self) -> bool {
+                <$t>::is_infinite(self)
+            }
+        }
+    };
+}
+libm_impl!(f32, libm::erfcf);
+libm_impl!(f64, libm::erfc);
+
+/// Rounding to an integral value, for every numeric compute type: the identity on
+/// integers, as PyTorch's `floor`/`ceil`/`round`/`trunc` of an integer tensor.
+pub trait Rounding: Copy {
+    fn floor(self) -> Self;
+    fn ceil(self) -> Self;
+    fn trunc(self) -> Self;
+    /// Halves go to the even neighbour (`torch.round`).
+    fn round_even(self) -> Self;
+}
+
+macro_rules! rounding_float {
+    ($($t:ty),*) => {$(
+        impl Rounding for $t {
+            #[inline(always)]
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            #[inline(always)]
+            fn ceil(self) -> Self {
+                <$t>::ceil(self)
+            }
+            #[inline(always)]
+            fn trunc(self) -> Self {
+                <$t>::trunc(self)
+            }
+            #[inline(always)]
+            fn round_even(self) -> Self {
+                <$t>::round_ties_even(self)
+            }
+        }
+    )*};
+}
+rounding_float!(f32, f64);
+
+macro_rules! rounding_int {
+    ($($t:ty),*) => {$(
+        impl Rounding for $t {
+            #[inline(always)]
+            fn floor(self) -> Self {
+                self
+            }
+            #[inline(always)]
+            fn ceil(self) -> Self {
+                self
+            }
+            #[inline(always)]
+            fn trunc(self) -> Self {
+                self
+            }
+            #[inline(always)]
+            fn round_even(self) -> Self {
+                self
+            }
+        }
+    )*};
+}
+rounding_int!(u8, i8, i16, i32, i64);
+
+/// Whether a value is infinite: never for integers and bools.
+pub trait Classify: Arith {
+    fn is_inf(self) -> bool;
+}
+
+macro_rules! classify_exact {
+    ($($t:ty),*) => {$(
+        impl Classify for $t {
+            #[inline(always)]
+            fn is_inf(self) -> bool {
+                false
+            }
+        }
+    )*};
+}
+classify_exact!(bool, u8, i8, i16, i32, i64);
+
+impl Classify for f32 {
+    #[inline(always)]
+    fn is_inf(self) -> bool {
+        self.is_infinite()
+    }
+}
+
+impl Classify for f64 {
+    #[inline(always)]
+    fn is_inf(self) -> bool {
+        self.is_infinite()
+    }
+}
+
 macro_rules! plain_element {
     ($t:ty, $dt:ident) => {
         impl Element for $t {

@@ -13,7 +13,7 @@ pub mod philox;
 pub mod view;
 
 pub use dtype::DType;
-pub use element::{Arith, Element, FloatMath};
+pub use element::{Arith, Classify, Element, FloatMath, Libm, Rounding};
 pub use half;
 pub use layout::Layout;
 pub use view::{Dst, Src};

@@ -734,6 +734,96 @@ pub fn unary_positive_errors() -> Vec<ErrorSample> {
     vec![]
 }
 
+/// Values in (-0.9, 0.9), inside the domains of asin, acos and atanh and away from tan's
+/// poles; integers are 0 (the one integer inside every such domain).
+pub fn unary_unit(dtype: DType) -> Vec<Sample> {
+    unary_shapes(&|s, seed| ranged(s, dtype, (-0.9, 0.9), (0, 1), seed))
+}
+
+/// asin, acos, atan, tan, atanh promote every dtype to float: nothing to reject.
+pub fn unary_unit_errors() -> Vec<ErrorSample> {
+    vec![]
+}
+
+/// Values in [1.25, 3) (integers in [2, 5)), inside acosh's domain and away from its kink.
+pub fn unary_above_one(dtype: DType) -> Vec<Sample> {
+    unary_shapes(&|s, seed| ranged(s, dtype, (1.25, 3.0), (2, 5), seed))
+}
+
+pub fn unary_above_one_errors() -> Vec<ErrorSample> {
+    vec![]
+}
+
+/// General values for ops that compute only in floating dtypes and keep the input's dtype
+/// (frac): integers are rejected.
+pub fn unary_floating(dtype: DType) -> Vec<Sample> {
+    unary(dtype)
+}
+
+pub fn unary_floating_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("int64 input", vec![vals(&[3], DType::I64, 112)]),
+        "not implemented for 'Long'",
+    )]
+}
+
+/// Floats with NaN, ±inf, ±0 and finite values mixed in (the classification ops); other
+/// dtypes get general values.
+pub fn unary_special(dtype: DType) -> Vec<Sample> {
+    if !dtype.is_floating_point() {
+        return unary(dtype);
+    }
+    let special = [
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        0.0,
+        -0.0,
+        1.5,
+        -2.25,
+    ];
+    let x = |shape: &[usize], seed: u64| {
+        let n: usize = shape.iter().product();
+        let u = uniform(n, seed);
+        let v: Vec<f64> = u
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| {
+                if i % 2 == 0 {
+                    special[(r * 7.0) as usize % 7]
+                } else {
+                    4.0 * r - 2.0
+                }
+            })
+            .collect();
+        from_f64(&v, shape, dtype)
+    };
+    unary_shapes(&x)
+}
+
+/// isnan/isinf/isfinite/logical_not take every dtype: nothing to reject.
+pub fn unary_special_errors() -> Vec<ErrorSample> {
+    vec![]
+}
+
+/// Binary ops that compute only in floating dtypes and keep them (hypot, logaddexp):
+/// general values, the second bounded away from zero; integers are rejected.
+pub fn binary_floating(dtype: DType) -> Vec<Sample> {
+    binary_nonzero(dtype)
+}
+
+pub fn binary_floating_errors() -> Vec<ErrorSample> {
+    let mut v = binary_nonzero_errors();
+    v.push(err(
+        Sample::new(
+            "int64 operands",
+            vec![vals(&[3], DType::I64, 94), vals(&[3], DType::I64, 95)],
+        ),
+        "not implemented for 'Long'",
+    ));
+    v
+}
+
 /// gelu, exact and tanh-approximated, on [-3, 3).
 pub fn gelu(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| make(s, dtype, -3.0, 3.0, seed);

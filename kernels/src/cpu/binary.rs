@@ -1,6 +1,6 @@
 //! Scalar functions of pointwise binary and ternary ops, on compute types.
 
-use crate::{Arith, DType, FloatMath, KResult};
+use crate::{Arith, DType, FloatMath, KResult, Libm};
 
 /// `a + alpha * b`.
 #[inline(always)]
@@ -176,3 +176,26 @@ macro_rules! int_pow {
     )*};
 }
 int_pow!(u8, i8, i16, i32, i64);
+
+/// The angle of the point `(b, a)`: `atan(a / b)` in the right quadrant.
+#[inline(always)]
+pub fn atan2<T: Libm>(a: T, b: T) -> T {
+    a.atan2(b)
+}
+
+/// `sqrt(a^2 + b^2)` without overflow in the squares.
+#[inline(always)]
+pub fn hypot<T: Libm>(a: T, b: T) -> T {
+    a.hypot(b)
+}
+
+/// `log(e^a + e^b)`, computed from the larger argument so it neither overflows nor loses
+/// the smaller one; equal infinities return themselves (as PyTorch).
+#[inline(always)]
+pub fn logaddexp<T: Libm>(a: T, b: T) -> T {
+    if a.is_infinite() && a == b {
+        return a;
+    }
+    let (hi, lo) = if a > b || b.is_nan() { (a, b) } else { (b, a) };
+    hi.add(lo.sub(hi).exp().ln_1p())
+}

@@ -1,7 +1,7 @@
 //! Scalar functions of pointwise unary ops, on compute types. The pointwise loops in
 //! [`super::pointwise`] map them over strided buffers.
 
-use crate::{Arith, FloatMath};
+use crate::{Arith, FloatMath, Libm, Rounding};
 
 /// `-x`.
 #[inline(always)]
@@ -131,4 +131,130 @@ pub fn sign<T: Arith>(x: T) -> T {
     } else {
         x
     }
+}
+
+/// `2^x`.
+#[inline(always)]
+pub fn exp2<T: Libm>(x: T) -> T {
+    x.exp2()
+}
+
+/// `e^x - 1`, accurate near zero.
+#[inline(always)]
+pub fn expm1<T: Libm>(x: T) -> T {
+    x.exp_m1()
+}
+
+/// Base-2 logarithm.
+#[inline(always)]
+pub fn log2<T: Libm>(x: T) -> T {
+    x.log2()
+}
+
+/// Base-10 logarithm.
+#[inline(always)]
+pub fn log10<T: Libm>(x: T) -> T {
+    x.log10()
+}
+
+/// `1 / x`.
+#[inline(always)]
+pub fn reciprocal<T: Libm>(x: T) -> T {
+    x.recip()
+}
+
+/// Tangent.
+#[inline(always)]
+pub fn tan<T: Libm>(x: T) -> T {
+    x.tan()
+}
+
+/// Arcsine.
+#[inline(always)]
+pub fn asin<T: Libm>(x: T) -> T {
+    x.asin()
+}
+
+/// Arccosine.
+#[inline(always)]
+pub fn acos<T: Libm>(x: T) -> T {
+    x.acos()
+}
+
+/// Arctangent.
+#[inline(always)]
+pub fn atan<T: Libm>(x: T) -> T {
+    x.atan()
+}
+
+/// Hyperbolic sine.
+#[inline(always)]
+pub fn sinh<T: Libm>(x: T) -> T {
+    x.sinh()
+}
+
+/// Hyperbolic cosine.
+#[inline(always)]
+pub fn cosh<T: Libm>(x: T) -> T {
+    x.cosh()
+}
+
+/// Inverse hyperbolic sine.
+#[inline(always)]
+pub fn asinh<T: Libm>(x: T) -> T {
+    x.asinh()
+}
+
+/// Inverse hyperbolic cosine.
+#[inline(always)]
+pub fn acosh<T: Libm>(x: T) -> T {
+    x.acosh()
+}
+
+/// Inverse hyperbolic tangent.
+#[inline(always)]
+pub fn atanh<T: Libm>(x: T) -> T {
+    x.atanh()
+}
+
+/// `1 - erf(x)`, accurate where erf is near 1.
+#[inline(always)]
+pub fn erfc<T: Libm>(x: T) -> T {
+    x.erfc()
+}
+
+/// `x - trunc(x)`.
+#[inline(always)]
+pub fn frac<T: Libm + Rounding>(x: T) -> T {
+    x.sub(x.trunc())
+}
+
+/// Largest integral value not above `x` (the identity on integers).
+#[inline(always)]
+pub fn floor<T: Rounding>(x: T) -> T {
+    x.floor()
+}
+
+/// Smallest integral value not below `x`.
+#[inline(always)]
+pub fn ceil<T: Rounding>(x: T) -> T {
+    x.ceil()
+}
+
+/// `x` rounded toward zero.
+#[inline(always)]
+pub fn trunc<T: Rounding>(x: T) -> T {
+    x.trunc()
+}
+
+/// `x` rounded to the nearest integral value, halves to even (`torch.round`).
+#[inline(always)]
+pub fn round<T: Rounding>(x: T) -> T {
+    x.round_even()
+}
+
+/// `x * x` (`torch.square`).
+#[inline(always)]
+pub fn square<T: Arith>(x: T) -> T {
+    x.mul(x)
 }
