@@ -77,4 +77,23 @@ __device__ inline double trunc(double x) { return ::trunc(x); }
 __device__ inline float round(float x) { return ::rintf(x); }  // halves to even
 __device__ inline double round(double x) { return ::rint(x); }
 template <typename T> __device__ inline T square(T x) { return (T)(x * x); }
+template <typename T> __device__ inline T leaky_relu(T x, T negative_slope) { return x > (T)0 ? x : x * negative_slope; }
+template <typename T> __device__ inline T hardtanh(T x, T min_val, T max_val) {
+  return x <= min_val ? min_val : (x >= max_val ? max_val : x);
+}
+template <typename T> __device__ inline T elu(T x, T alpha, T scale, T input_scale) {
+  return (x > (T)0 || x != x) ? x * scale : expm1(x * input_scale) * alpha * scale;
+}
+template <typename T> __device__ inline T softplus(T x, T beta, T threshold) {
+  T z = x * beta;
+  return z > threshold ? x : kiln_log1p(kiln_exp(z)) / beta;
+}
+template <typename T> __device__ inline T hardsigmoid(T x) {
+  T y = x + (T)3;
+  y = y < (T)0 ? (T)0 : y;
+  y = y > (T)6 ? (T)6 : y;
+  return y / (T)6;
+}
+template <typename T> __device__ inline T hardswish(T x) { return x * hardsigmoid(x); }
+template <typename T> __device__ inline T mish(T x) { return x * kiln_tanh(kiln_log1p(kiln_exp(x))); }
 }  // namespace unary

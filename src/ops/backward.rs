@@ -379,3 +379,60 @@ pub fn slice_view_backward(
     let e = clamp(end.unwrap_or(size)).max(s);
     crate::slice_backward(grad, &i64s(sizes), dim, s, e, step)
 }
+
+/// `grad` where `lo < x < hi`, else 0 (`hardtanh`'s gradient).
+pub fn hardtanh_backward(grad: &Tensor, x: &Tensor, lo: Scalar, hi: Scalar) -> Result<Tensor> {
+    let inside = x.gt_scalar(lo)?.logical_and(&x.lt_scalar(hi)?)?;
+    grad.where_cond(&inside, &grad.zeros_like()?)
+}
+
+/// `elu`'s gradient: `scale` where `x > 0`, else `scale * alpha * input_scale * e^(x *
+/// input_scale)`.
+pub fn elu_backward(
+    grad: &Tensor,
+    x: &Tensor,
+    alpha: Scalar,
+    scale: Scalar,
+    input_scale: Scalar,
+) -> Result<Tensor> {
+    let (a, s, i) = (
+        alpha.to::<f64>(),
+        scale.to::<f64>(),
+        input_scale.to::<f64>(),
+    );
+    let negative = grad.mul(&x.mul_scalar(i)?.exp()?)?.mul_scalar(a * s * i)?;
+    grad.mul_scalar(s)?.where_cond(&x.gt_scalar(0)?, &negative)
+}
+
+/// `softplus`'s gradient: `sigmoid(beta x)`, or 1 past the threshold.
+pub fn softplus_backward(
+    grad: &Tensor,
+    x: &Tensor,
+    beta: Scalar,
+    threshold: Scalar,
+) -> Result<Tensor> {
+    let z = x.mul_scalar(beta)?;
+    grad.where_cond(&z.gt_scalar(threshold)?, &grad.mul(&z.sigmoid()?)?)
+}
+
+/// `hardsigmoid`'s gradient: 1/6 on (-3, 3), else 0.
+pub fn hardsigmoid_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let inside = x.gt_scalar(-3)?.logical_and(&x.lt_scalar(3)?)?;
+    grad.mul_scalar(1.0 / 6.0)?
+        .where_cond(&inside, &grad.zeros_like()?)
+}
+
+/// `hardswish`'s gradient: 0 below -3, 1 above 3, `x / 3 + 1/2` between (PyTorch's
+/// boundaries).
+pub fn hardswish_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let middle = grad.mul(&x.mul_scalar(1.0 / 3.0)?.add_scalar(0.5)?)?;
+    let upper = grad.where_cond(&x.gt_scalar(3)?, &middle)?;
+    grad.zeros_like()?.where_cond(&x.lt_scalar(-3)?, &upper)
+}
+
+/// `mish`'s gradient: `t + x sigmoid(x) (1 - t^2)` with `t = tanh(softplus(x))`.
+pub fn mish_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let t = crate::softplus(x)?.tanh()?;
+    let dt = t.mul(&t)?.neg()?.add_scalar(1)?;
+    grad.mul(&t.add(&x.mul(&x.sigmoid()?)?.mul(&dt)?)?)
+}

@@ -2,7 +2,7 @@
 //! comes from the ops they call, so they have no derivatives.yaml entry.
 
 use crate::ops::backward::i64s;
-use crate::{DType, Device, Error, Result, Tensor};
+use crate::{DType, Device, Error, Result, Scalar, Tensor};
 
 /// `matmul`: PyTorch's rank cases — dot, matrix-vector, vector-matrix, matrix-matrix, and
 /// batched with broadcasting of the batch dims.
@@ -264,4 +264,25 @@ pub fn unflatten(t: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
     shape.extend(i64s(&inner));
     shape.extend(i64s(&t.shape()[d + 1..]));
     t.reshape(&shape)
+}
+
+/// `relu6(x) = hardtanh(x, 0, 6)`, as PyTorch defines it.
+pub fn relu6(t: &Tensor) -> Result<Tensor> {
+    crate::hardtanh_with(t, 0, 6)
+}
+
+/// `selu`: `elu` with the self-normalising constants of Klambauer et al. (2017).
+pub fn selu(t: &Tensor) -> Result<Tensor> {
+    const ALPHA: f64 = 1.673_263_242_354_377_3;
+    const SCALE: f64 = 1.050_700_987_355_480_5;
+    crate::elu_with(t, ALPHA, SCALE, 1)
+}
+
+/// `celu(x, alpha) = elu(x, alpha, 1, 1 / alpha)`; PyTorch rejects `alpha == 0`.
+pub fn celu(t: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    let a = alpha.to::<f64>();
+    if a == 0.0 {
+        return Err(Error::op("celu", "ZeroDivisionError"));
+    }
+    crate::elu_with(t, alpha, 1, 1.0 / a)
 }

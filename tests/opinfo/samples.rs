@@ -824,6 +824,80 @@ pub fn binary_floating_errors() -> Vec<ErrorSample> {
     v
 }
 
+/// Activations: floats in [-4, 4), across every piece of the piecewise ones (hardsigmoid's
+/// and hardswish's ±3 included); integers are rejected.
+pub fn activation(dtype: DType) -> Vec<Sample> {
+    unary_shapes(&|s, seed| make(s, dtype, -4.0, 4.0, seed))
+}
+
+pub fn activation_errors() -> Vec<ErrorSample> {
+    unary_floating_errors()
+}
+
+/// `activation` plus one sample with non-default arguments.
+fn activation_with(dtype: DType, args: &[(&'static str, f64)]) -> Vec<Sample> {
+    let mut v = activation(dtype);
+    let mut s = Sample::new(
+        "non-default arguments",
+        vec![make(&[3, 4], dtype, -4.0, 4.0, 13)],
+    );
+    for &(name, value) in args {
+        s = s.arg(name, float(value));
+    }
+    v.push(s);
+    v
+}
+
+pub fn leaky_relu(dtype: DType) -> Vec<Sample> {
+    activation_with(dtype, &[("negative_slope", 0.2)])
+}
+
+pub fn leaky_relu_errors() -> Vec<ErrorSample> {
+    activation_errors()
+}
+
+pub fn hardtanh(dtype: DType) -> Vec<Sample> {
+    activation_with(dtype, &[("min_val", -0.5), ("max_val", 1.5)])
+}
+
+pub fn hardtanh_errors() -> Vec<ErrorSample> {
+    activation_errors()
+}
+
+pub fn elu(dtype: DType) -> Vec<Sample> {
+    activation_with(
+        dtype,
+        &[("alpha", 0.5), ("scale", 1.5), ("input_scale", 2.0)],
+    )
+}
+
+pub fn elu_errors() -> Vec<ErrorSample> {
+    activation_errors()
+}
+
+/// softplus; the extra sample's threshold (1) falls inside the values, so both branches run.
+pub fn softplus(dtype: DType) -> Vec<Sample> {
+    activation_with(dtype, &[("beta", 2.0), ("threshold", 1.0)])
+}
+
+pub fn softplus_errors() -> Vec<ErrorSample> {
+    activation_errors()
+}
+
+pub fn celu(dtype: DType) -> Vec<Sample> {
+    activation_with(dtype, &[("alpha", 0.5)])
+}
+
+pub fn celu_errors() -> Vec<ErrorSample> {
+    let mut v = activation_errors();
+    v.push(err(
+        Sample::new("alpha = 0", vec![make(&[3], DType::F32, -1.0, 1.0, 14)])
+            .arg("alpha", float(0.0)),
+        "ZeroDivisionError",
+    ));
+    v
+}
+
 /// gelu, exact and tanh-approximated, on [-3, 3).
 pub fn gelu(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| make(s, dtype, -3.0, 3.0, seed);

@@ -251,10 +251,16 @@ fn compute_fn(op: &Op) -> TokenStream {
             } else {
                 quote!(compute)
             };
-            // PyTorch's alpha_check: a float alpha cannot scale integer tensors.
-            let alpha_check = if args
+            // PyTorch's alpha_check: a float alpha cannot scale integer tensors. An op that
+            // computes only in floating dtypes rejects integer tensors by dtype instead.
+            let integral_kernel = op
+                .dtypes
                 .iter()
-                .any(|a| a.name == "alpha" && a.kind == ArgKind::Scalar)
+                .any(|d| !matches!(d.as_str(), "f16" | "bf16" | "f32" | "f64"));
+            let alpha_check = if integral_kernel
+                && args
+                    .iter()
+                    .any(|a| a.name == "alpha" && a.kind == ArgKind::Scalar)
             {
                 quote!(launch::check_alpha(OP, compute, alpha)?;)
             } else {

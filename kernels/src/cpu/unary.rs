@@ -258,3 +258,68 @@ pub fn round<T: Rounding>(x: T) -> T {
 pub fn square<T: Arith>(x: T) -> T {
     x.mul(x)
 }
+
+/// `x` where positive, else `x * negative_slope`.
+#[inline(always)]
+pub fn leaky_relu<T: FloatMath>(x: T, negative_slope: T) -> T {
+    if x > T::zero() {
+        x
+    } else {
+        x.mul(negative_slope)
+    }
+}
+
+/// `x` clamped to `[min_val, max_val]`; NaN stays NaN.
+#[inline(always)]
+pub fn hardtanh<T: FloatMath>(x: T, min_val: T, max_val: T) -> T {
+    if x <= min_val {
+        min_val
+    } else if x >= max_val {
+        max_val
+    } else {
+        x
+    }
+}
+
+/// `scale * x` where positive, else `scale * alpha * (e^(x * input_scale) - 1)`.
+#[inline(always)]
+pub fn elu<T: Libm>(x: T, alpha: T, scale: T, input_scale: T) -> T {
+    if x > T::zero() || x.is_nan() {
+        x.mul(scale)
+    } else {
+        x.mul(input_scale).exp_m1().mul(alpha).mul(scale)
+    }
+}
+
+/// `log(1 + e^(beta x)) / beta`, or `x` once `beta x` exceeds `threshold`.
+#[inline(always)]
+pub fn softplus<T: FloatMath>(x: T, beta: T, threshold: T) -> T {
+    let z = x.mul(beta);
+    if z > threshold {
+        x
+    } else {
+        z.exp().ln_1p().div(beta)
+    }
+}
+
+/// `min(max(x + 3, 0), 6) / 6`; NaN stays NaN.
+#[inline(always)]
+pub fn hardsigmoid<T: FloatMath>(x: T) -> T {
+    let (zero, six) = (T::zero(), T::from_f64(6.0));
+    let y = x.add(T::from_f64(3.0));
+    let y = if y < zero { zero } else { y };
+    let y = if y > six { six } else { y };
+    y.div(six)
+}
+
+/// `x * hardsigmoid(x)`.
+#[inline(always)]
+pub fn hardswish<T: FloatMath>(x: T) -> T {
+    x.mul(hardsigmoid(x))
+}
+
+/// `x * tanh(softplus(x))`.
+#[inline(always)]
+pub fn mish<T: FloatMath>(x: T) -> T {
+    x.mul(x.exp().ln_1p().tanh())
+}
