@@ -286,3 +286,309 @@ pub fn celu(t: &Tensor, alpha: Scalar) -> Result<Tensor> {
     }
     crate::elu_with(t, alpha, 1, 1.0 / a)
 }
+
+// ---------------------------------------------------------------------------------------
+// Reductions built from sum and max
+// ---------------------------------------------------------------------------------------
+
+/// The number of elements each output of a reduction over `dims` (all when empty) reads.
+fn reduced_count(op: &str, t: &Tensor, dims: &[i64]) -> Result<usize> {
+    if dims.is_empty() {
+        return Ok(t.numel());
+    }
+    let mut n = 1;
+    for &d in dims {
+        let w = kiln_kernels::layout::wrap_dim(d, t.dim()).map_err(|m| Error::op(op, m))?;
+        n *= if t.dim() == 0 { 1 } else { t.shape()[w] };
+    }
+    Ok(n)
+}
+
+/// Half-precision inputs are reduced in float32 and cast back, as PyTorch's reduction
+/// kernels accumulate them.
+fn widened(t: &Tensor) -> Result<(Tensor, Option<DType>)> {
+    match t.dtype() {
+        DType::F16 | DType::BF16 => Ok((t.to_dtype(DType::F32)?, Some(t.dtype()))),
+        _ => Ok((t.clone(), None)),
+    }
+}
+
+fn narrowed(t: Tensor, back: Option<DType>) -> Result<Tensor> {
+    match back {
+        Some(d) => t.to_dtype(d),
+        None => Ok(t),
+    }
+}
+
+/// `var(dim, correction, keepdim)`: the mean squared deviation, divided by
+/// `max(N - correction, 0)` (correction defaults to 1, Bessel's).
+pub fn var(
+    t: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    if !t.dtype().is_floating_point() {
+        return Err(Error::op(
+            "var",
+            "std and var only support floating point and complex dtypes",
+        ));
+    }
+    let dims = dim.unwrap_or(&[]);
+    let n = reduced_count("var", t, dims)? as f64;
+    let (x, back) = widened(t)?;
+    let mean = crate::mean_dim_with(&x, dims, true, None)?;
+    let dev = x.sub(&mean)?;
+    let squares = crate::sum_dim_with(&dev.mul(&dev)?, dims, keepdim, None)?;
+    let c = correction.map_or(1.0, |c| c.to::<f64>());
+    narrowed(squares.div_scalar((n - c).max(0.0))?, back)
+}
+
+/// `std(dim, correction, keepdim)`: the square root of [`var`].
+pub fn std(
+    t: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    if !t.dtype().is_floating_point() {
+        return Err(Error::op(
+            "std",
+            "std and var only support floating point and complex dtypes",
+        ));
+    }
+    let (x, back) = widened(t)?;
+    narrowed(var(&x, dim, correction, keepdim)?.sqrt()?, back)
+}
+
+/// `logsumexp(dim, keepdim)`: `m + log(sum(exp(x - m)))` with `m` the (detached) maximum
+/// over `dim`, so large values do not overflow; an infinite maximum is replaced by 0 as in
+/// PyTorch. Integers are promoted to the default float dtype.
+pub fn logsumexp(t: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    let x = if t.dtype().is_floating_point() {
+        t.clone()
+    } else {
+        t.to_dtype(DType::F32)?
+    };
+    let (x, back) = widened(&x)?;
+    if x.numel() == 0 {
+        let s = crate::sum_dim_with(&x.exp()?, dim, keepdim, None)?;
+        return narrowed(s.log()?, back);
+    }
+    let mut m = x.detach();
+    for &d in dim {
+        m = m.max_dim_with(d, true)?.0;
+    }
+    if dim.is_empty() {
+        m = m.max()?;
+    }
+    let m = m.where_cond(&m.isinf()?.logical_not()?, &m.zeros_like()?)?;
+    let s = crate::sum_dim_with(&x.sub(&m)?.exp()?, dim, true, None)?;
+    let r = s.log()?.add(&m)?;
+    let r = if keepdim {
+        r
+    } else {
+        r.reshape(&crate::ops::backward::i64s(&reduced_shape(t, dim)))?
+    };
+    narrowed(r, back)
+}
+
+/// The shape of a reduction over `dims` (all when empty) without kept dims.
+fn reduced_shape(t: &Tensor, dims: &[i64]) -> Vec<usize> {
+    let nd = t.dim();
+    let wrapped: Vec<usize> = dims
+        .iter()
+        .filter_map(|&d| kiln_kernels::layout::wrap_dim(d, nd).ok())
+        .collect();
+    (0..nd)
+        .filter(|d| !dims.is_empty() && !wrapped.contains(d))
+        .map(|d| t.shape()[d])
+        .collect()
+}
+
+/// `all()`: whether every element is nonzero (`uint8` in, `uint8` out, as PyTorch).
+pub fn all(t: &Tensor) -> Result<Tensor> {
+    let zeros = t.eq_scalar(0)?.sum()?;
+    let r = zeros.eq_scalar(0)?;
+    if t.dtype() == DType::U8 {
+        r.to_dtype(DType::U8)
+    } else {
+        Ok(r)
+    }
+}
+
+/// `any()`: whether some element is nonzero.
+pub fn any(t: &Tensor) -> Result<Tensor> {
+    let r = t.ne_scalar(0)?.sum()?.gt_scalar(0)?;
+    if t.dtype() == DType::U8 {
+        r.to_dtype(DType::U8)
+    } else {
+        Ok(r)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Shapes and products
+// ---------------------------------------------------------------------------------------
+
+/// `tril`/`triu`: keep element `(i, j)` of each trailing matrix when `j - i` is at most
+/// (`lower`) or at least `diagonal`.
+fn triangle(op: &str, t: &Tensor, diagonal: i64, lower: bool) -> Result<Tensor> {
+    if t.dim() < 2 {
+        return Err(Error::op(
+            op,
+            format!("{op}: input tensor must have at least 2 dimensions"),
+        ));
+    }
+    let (r, c) = (t.shape()[t.dim() - 2], t.shape()[t.dim() - 1]);
+    let rows = Tensor::arange(0, r as i64, 1, DType::I64)?.reshape(&[r as i64, 1])?;
+    let cols = Tensor::arange(0, c as i64, 1, DType::I64)?.reshape(&[1, c as i64])?;
+    let offset = cols.sub(&rows)?;
+    let keep = if lower {
+        offset.le_scalar(diagonal)?
+    } else {
+        offset.ge_scalar(diagonal)?
+    };
+    let keep = keep.to_device(t.device())?;
+    t.where_cond(&keep, &t.zeros_like()?)
+}
+
+/// `tril(diagonal)`: the lower triangle of the last two dims.
+pub fn tril(t: &Tensor, diagonal: i64) -> Result<Tensor> {
+    triangle("tril", t, diagonal, true)
+}
+
+/// `triu(diagonal)`: the upper triangle of the last two dims.
+pub fn triu(t: &Tensor, diagonal: i64) -> Result<Tensor> {
+    triangle("triu", t, diagonal, false)
+}
+
+/// `max(other)`: PyTorch's alias of `maximum`.
+pub fn max_other(t: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::maximum(t, other)
+}
+
+/// `min(other)`: PyTorch's alias of `minimum`.
+pub fn min_other(t: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::minimum(t, other)
+}
+
+/// `expand_as(other)`: `expand(other.shape())`.
+pub fn expand_as(t: &Tensor, other: &Tensor) -> Result<Tensor> {
+    t.expand(&i64s(other.shape()))
+}
+
+/// `swapaxes(axis0, axis1)`: NumPy's name for `transpose`.
+pub fn swapaxes(t: &Tensor, axis0: i64, axis1: i64) -> Result<Tensor> {
+    t.transpose(axis0, axis1)
+}
+
+/// `repeat(repeats)`: the tensor tiled `repeats[d]` times along each dim (leading 1s are
+/// added when `repeats` is longer), as one expand of an interleaved view and a reshape.
+pub fn repeat(t: &Tensor, repeats: &[i64]) -> Result<Tensor> {
+    if repeats.len() < t.dim() {
+        return Err(Error::op(
+            "repeat",
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
+        ));
+    }
+    if let Some(r) = repeats.iter().find(|&&r| r < 0) {
+        return Err(Error::op(
+            "repeat",
+            format!("Trying to create tensor with negative dimension {r}: {repeats:?}"),
+        ));
+    }
+    let pad = repeats.len() - t.dim();
+    let sizes: Vec<i64> = std::iter::repeat(1).take(pad)
+        .chain(t.shape().iter().map(|&s| s as i64))
+        .collect();
+    let paired: Vec<i64> = sizes.iter().flat_map(|&s| [1, s]).collect();
+    let expanded: Vec<i64> = repeats
+        .iter()
+        .zip(&sizes)
+        .flat_map(|(&r, &s)| [r, s])
+        .collect();
+    let out: Vec<i64> = repeats.iter().zip(&sizes).map(|(&r, &s)| r * s).collect();
+    t.reshape(&paired)?.expand(&expanded)?.reshape(&out)
+}
+
+/// `tile(dims)`: `repeat` with `dims` padded with leading 1s to the tensor's rank.
+pub fn tile(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let pad = t.dim().saturating_sub(dims.len());
+    let full: Vec<i64> = std::iter::repeat(1).take(pad)
+        .chain(dims.iter().copied())
+        .collect();
+    repeat(t, &full)
+}
+
+/// `dot(tensor)`: the inner product of two 1-D tensors of one dtype.
+pub fn dot(t: &Tensor, other: &Tensor) -> Result<Tensor> {
+    if t.dim() != 1 || other.dim() != 1 {
+        return Err(Error::op(
+            "dot",
+            format!(
+                "1D tensors expected, but got {}D and {}D tensors",
+                t.dim(),
+                other.dim()
+            ),
+        ));
+    }
+    if t.numel() != other.numel() {
+        return Err(Error::op(
+            "dot",
+            format!(
+                "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, but got {} and {} elements respectively",
+                t.numel(),
+                other.numel(),
+                t.numel(),
+                other.numel()
+            ),
+        ));
+    }
+    if t.dtype() != other.dtype() {
+        return Err(Error::op(
+            "dot",
+            format!(
+                "dot : expected both vectors to have same dtype, but found {} and {}",
+                t.dtype().scalar_type_name(),
+                other.dtype().scalar_type_name()
+            ),
+        ));
+    }
+    t.mul(other)?.sum()
+}
+
+/// `outer(vec2)`: `self[i] * vec2[j]`.
+pub fn outer(t: &Tensor, vec2: &Tensor) -> Result<Tensor> {
+    for (name, v) in [("self", t), ("vec2", vec2)] {
+        if v.dim() != 1 {
+            return Err(Error::op(
+                "outer",
+                format!("outer: Expected 1-D argument {name}, but got {}-D", v.dim()),
+            ));
+        }
+    }
+    t.unsqueeze(1)?.mul(&vec2.unsqueeze(0)?)
+}
+
+/// `addmm(mat1, mat2, beta, alpha)`: `beta * self + alpha * (mat1 @ mat2)`, with `self`
+/// broadcast to the product's shape; `beta = 0` ignores `self` (NaN included), as PyTorch.
+pub fn addmm(
+    t: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+) -> Result<Tensor> {
+    let p = mat1.mm(mat2)?;
+    let p = if alpha.to::<f64>() == 1.0 {
+        p
+    } else {
+        p.mul_scalar(alpha)?
+    };
+    let base = t.expand(&i64s(p.shape()))?;
+    if beta.to::<f64>() == 0.0 {
+        return p.add(&base.zeros_like()?);
+    }
+    p.add(&base.mul_scalar(beta)?)
+}

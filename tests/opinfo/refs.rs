@@ -914,3 +914,219 @@ pub fn celu(s: &Sample) -> Vec<RefTensor> {
         x.max(0.0) + (alpha * ((x / alpha).exp() - 1.0)).min(0.0)
     })
 }
+
+// ---------------------------------------------------------------------------------------
+// Composites
+// ---------------------------------------------------------------------------------------
+
+fn opt_dims(s: &Sample) -> Vec<i64> {
+    s.opt_ints("dim")
+        .flatten()
+        .map(|d| d.to_vec())
+        .unwrap_or_default()
+}
+
+fn variance(g: &[f64], correction: f64) -> f64 {
+    let n = g.len() as f64;
+    let mean = g.iter().sum::<f64>() / n;
+    g.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - correction).max(0.0)
+}
+
+fn correction(s: &Sample) -> f64 {
+    s.opt_scalar("correction")
+        .flatten()
+        .map_or(1.0, |c| c.to::<f64>())
+}
+
+fn grouped(s: &Sample, dims: &[i64], f: impl Fn(&[f64]) -> f64) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let (shape, gs) = groups(&x, &reduced_mask(dims, x.shape.len()), keepdim(s));
+    vec![RefTensor {
+        shape,
+        data: gs.iter().map(|g| f(g)).collect(),
+    }]
+}
+
+pub fn var(s: &Sample) -> Vec<RefTensor> {
+    let c = correction(s);
+    grouped(s, &opt_dims(s), |g| variance(g, c))
+}
+
+pub fn std_dev(s: &Sample) -> Vec<RefTensor> {
+    let c = correction(s);
+    grouped(s, &opt_dims(s), |g| variance(g, c).sqrt())
+}
+
+/// logsumexp, shifted by the group maximum in f64.
+pub fn logsumexp(s: &Sample) -> Vec<RefTensor> {
+    let dims = s.ints("dim").expect("sample provides dim").to_vec();
+    grouped(s, &dims, |g| {
+        let m = g.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        m + g.iter().map(|v| (v - m).exp()).sum::<f64>().ln()
+    })
+}
+
+/// all/any return bool (uint8 for uint8 input; the comparison reads values, so 0/1 either way).
+pub fn all(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    vec![scalar(if x.data.iter().all(|&v| v != 0.0) {
+        1.0
+    } else {
+        0.0
+    })]
+}
+
+pub fn any(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    vec![scalar(if x.data.iter().any(|&v| v != 0.0) {
+        1.0
+    } else {
+        0.0
+    })]
+}
+
+fn triangle(s: &Sample, lower: bool) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let d = s.int("diagonal").unwrap_or(0);
+    let n = x.shape.len();
+    vec![tabulate(x.shape.clone(), |ix| {
+        let off = ix[n - 1] as i64 - ix[n - 2] as i64;
+        let keep = if lower { off <= d } else { off >= d };
+        if keep {
+            at(&x, ix)
+        } else {
+            0.0
+        }
+    })]
+}
+
+pub fn tril(s: &Sample) -> Vec<RefTensor> {
+    triangle(s, true)
+}
+
+pub fn triu(s: &Sample) -> Vec<RefTensor> {
+    triangle(s, false)
+}
+
+/// Elementwise `f` of two tensors broadcast against each other (NumPy rules).
+fn broadcast2(s: &Sample, f: impl Fn(f64, f64) -> f64) -> Vec<RefTensor> {
+    let (a, b) = (input(s, 0), input(s, 1));
+    let n = a.shape.len().max(b.shape.len());
+    let dim = |sh: &[usize], i: usize| {
+        if i + sh.len() >= n {
+            sh[i + sh.len() - n]
+        } else {
+            1
+        }
+    };
+    let shape: Vec<usize> = (0..n)
+        .map(|i| match (dim(&a.shape, i), dim(&b.shape, i)) {
+            (1, y) => y,
+            (x, _) => x,
+        })
+        .collect();
+    let pick = |x: &RefTensor, ix: &[usize]| {
+        let lead = n - x.shape.len();
+        let j: Vec<usize> = (0..x.shape.len())
+            .map(|k| if x.shape[k] == 1 { 0 } else { ix[lead + k] })
+            .collect();
+        at(x, &j)
+    };
+    vec![tabulate(shape, |ix| f(pick(&a, ix), pick(&b, ix)))]
+}
+
+/// max(other): the larger element, NaN if either is NaN.
+pub fn max_other(s: &Sample) -> Vec<RefTensor> {
+    broadcast2(s, |a, b| {
+        if a.is_nan() || b.is_nan() {
+            f64::NAN
+        } else {
+            a.max(b)
+        }
+    })
+}
+
+pub fn min_other(s: &Sample) -> Vec<RefTensor> {
+    broadcast2(s, |a, b| {
+        if a.is_nan() || b.is_nan() {
+            f64::NAN
+        } else {
+            a.min(b)
+        }
+    })
+}
+
+pub fn expand_as(s: &Sample) -> Vec<RefTensor> {
+    broadcast2(s, |a, _| a)
+}
+
+pub fn swapaxes(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let n = x.shape.len();
+    let (a, b) = (
+        wrap(s.int("axis0").expect("axis0"), n),
+        wrap(s.int("axis1").expect("axis1"), n),
+    );
+    vec![swap_dims(x, a, b)]
+}
+
+fn repeat_by(x: &RefTensor, reps: &[i64]) -> RefTensor {
+    let lead = reps.len() - x.shape.len();
+    let src: Vec<usize> = (0..reps.len())
+        .map(|i| if i < lead { 1 } else { x.shape[i - lead] })
+        .collect();
+    let shape: Vec<usize> = src
+        .iter()
+        .zip(reps)
+        .map(|(&s, &r)| s * r as usize)
+        .collect();
+    tabulate(shape, |ix| {
+        let j: Vec<usize> = (lead..reps.len()).map(|i| ix[i] % src[i]).collect();
+        at(x, &j)
+    })
+}
+
+pub fn repeat(s: &Sample) -> Vec<RefTensor> {
+    vec![repeat_by(&input(s, 0), s.ints("repeats").expect("repeats"))]
+}
+
+pub fn tile(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let dims = s.ints("dims").expect("dims");
+    let pad = x.shape.len().saturating_sub(dims.len());
+    let reps: Vec<i64> = std::iter::repeat(1).take(pad)
+        .chain(dims.iter().copied())
+        .collect();
+    vec![repeat_by(&x, &reps)]
+}
+
+pub fn dot(s: &Sample) -> Vec<RefTensor> {
+    let (a, b) = (input(s, 0), input(s, 1));
+    vec![scalar(a.data.iter().zip(&b.data).map(|(x, y)| x * y).sum())]
+}
+
+pub fn outer(s: &Sample) -> Vec<RefTensor> {
+    let (a, b) = (input(s, 0), input(s, 1));
+    vec![tabulate(vec![a.data.len(), b.data.len()], |ix| {
+        a.data[ix[0]] * b.data[ix[1]]
+    })]
+}
+
+/// addmm: `beta * self + alpha * mat1 @ mat2`, `self` broadcast; beta 0 drops `self`.
+pub fn addmm(s: &Sample) -> Vec<RefTensor> {
+    let (c, a, b) = (input(s, 0), input(s, 1), input(s, 2));
+    let beta = s.scalar("beta").map_or(1.0, |v| v.to::<f64>());
+    let alpha = s.scalar("alpha").map_or(1.0, |v| v.to::<f64>());
+    let (n, k, m) = (a.shape[0], a.shape[1], b.shape[1]);
+    vec![tabulate(vec![n, m], |ix| {
+        let p: f64 = (0..k)
+            .map(|kk| at(&a, &[ix[0], kk]) * at(&b, &[kk, ix[1]]))
+            .sum();
+        let lead = 2 - c.shape.len();
+        let j: Vec<usize> = (0..c.shape.len())
+            .map(|d| if c.shape[d] == 1 { 0 } else { ix[lead + d] })
+            .collect();
+        let base = if beta == 0.0 { 0.0 } else { beta * at(&c, &j) };
+        base + alpha * p
+    })]
+}

@@ -2671,3 +2671,275 @@ pub fn select_backward_errors() -> Vec<ErrorSample> {
         "select(): index 4 out of range",
     )]
 }
+
+// ---------------------------------------------------------------------------------------
+// Composites: var/std, logsumexp, all/any, tril/triu, expand_as, swapaxes, repeat, tile,
+// dot, outer, addmm
+// ---------------------------------------------------------------------------------------
+
+/// var/std: the reduce_dim cases with the default and explicit corrections (0, 2, and one
+/// larger than the group, which divides by 0 as PyTorch does).
+pub fn var(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let c = |v: i64| Arg::OptScalar(Some(Scalar::Int(v)));
+    vec![
+        Sample::new("[3,4] all dims", vec![x(&[3, 4], 1)]),
+        Sample::new("[3,4] dim [1]", vec![x(&[3, 4], 2)]).arg("dim", Arg::OptInts(Some(vec![1]))),
+        Sample::new("[2,3,4] dims [0,2] keepdim", vec![x(&[2, 3, 4], 3)])
+            .arg("dim", Arg::OptInts(Some(vec![0, 2])))
+            .arg("keepdim", Arg::Bool(true)),
+        Sample::new("[3,4] dim [0] correction 0", vec![x(&[3, 4], 4)])
+            .arg("dim", Arg::OptInts(Some(vec![0])))
+            .arg("correction", c(0)),
+        Sample::new("[5,2] dim [0] correction 2", vec![x(&[5, 2], 5)])
+            .arg("dim", Arg::OptInts(Some(vec![0])))
+            .arg("correction", c(2)),
+        Sample::new(
+            "[2,3] dim [-1] correction 4 (N - c < 0)",
+            vec![x(&[2, 3], 6)],
+        )
+        .arg("dim", Arg::OptInts(Some(vec![-1])))
+        .arg("correction", c(4))
+        .edge(),
+    ]
+}
+
+pub fn var_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("int64 input", vec![vals(&[3], DType::I64, 120)]),
+        "std and var only support floating point and complex dtypes",
+    )]
+}
+
+/// logsumexp over one or several dims, with large values that would overflow `exp`.
+pub fn logsumexp(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let mut v = vec![
+        Sample::new("[3,4] dim [1]", vec![x(&[3, 4], 1)]).arg("dim", ints(&[1])),
+        Sample::new("[3,4] dim [0] keepdim", vec![x(&[3, 4], 2)])
+            .arg("dim", ints(&[0]))
+            .arg("keepdim", Arg::Bool(true)),
+        Sample::new("[2,3,4] dims [0,2]", vec![x(&[2, 3, 4], 3)]).arg("dim", ints(&[0, 2])),
+        Sample::new("0-d dim [0]", vec![x(&[], 4)])
+            .arg("dim", ints(&[0]))
+            .edge(),
+    ];
+    if dtype == DType::F32 || dtype == DType::F64 {
+        v.push(
+            Sample::new(
+                "values near 500",
+                vec![make(&[2, 3], dtype, 499.0, 501.0, 5)],
+            )
+            .arg("dim", ints(&[1])),
+        );
+    }
+    v
+}
+
+pub fn logsumexp_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("dim out of range", vec![vals(&[2, 3], DType::F32, 135)])
+            .arg("dim", ints(&[2])),
+        "Dimension out of range",
+    )]
+}
+
+/// all/any: general values, all-zero and all-nonzero tensors, and empty ones.
+pub fn all_any(dtype: DType) -> Vec<Sample> {
+    vec![
+        Sample::new("mixed [3,4]", vec![ties(&[3, 4], dtype, 1)]),
+        Sample::new("all zero [2,3]", vec![from_f64(&[0.0; 6], &[2, 3], dtype)]),
+        Sample::new("nonzero [5]", vec![nonzero(&[5], dtype, 3)]),
+        Sample::new("0-d", vec![ties(&[], dtype, 4)]).edge(),
+        Sample::new("empty [0,2]", vec![ties(&[0, 2], dtype, 5)]).edge(),
+    ]
+}
+
+pub fn all_any_errors() -> Vec<ErrorSample> {
+    vec![]
+}
+
+/// tril/triu: square, wide, tall and batched matrices with several diagonals.
+pub fn triangle(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[4,4]", vec![x(&[4, 4], 1)]),
+        Sample::new("[3,5] diagonal 1", vec![x(&[3, 5], 2)]).arg("diagonal", Arg::Int(1)),
+        Sample::new("[5,3] diagonal -2", vec![x(&[5, 3], 3)]).arg("diagonal", Arg::Int(-2)),
+        Sample::new("[2,3,4] batched", vec![x(&[2, 3, 4], 4)]),
+        Sample::new("[0,3] empty", vec![x(&[0, 3], 5)]).edge(),
+    ]
+}
+
+pub fn triangle_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("1-d input", vec![vals(&[3], DType::F32, 121)]),
+        "input tensor must have at least 2 dimensions",
+    )]
+}
+
+/// expand_as: the second tensor only gives the shape.
+pub fn expand_as(dtype: DType) -> Vec<Sample> {
+    vec![
+        Sample::new("[4] as [3,4]", two(&[4], &[3, 4], dtype, 1)),
+        Sample::new("[2,3] as [4,2,3]", two(&[2, 3], &[4, 2, 3], dtype, 3)),
+        Sample::new("0-d as [2]", two(&[], &[2], dtype, 5)).edge(),
+    ]
+}
+
+pub fn expand_as_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("[3] as [4]", two(&[3], &[4], DType::F32, 122)),
+        "must match the existing size",
+    )]
+}
+
+pub fn swapaxes(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] 0 1", vec![x(&[3, 4], 1)])
+            .arg("axis0", Arg::Int(0))
+            .arg("axis1", Arg::Int(1)),
+        Sample::new("[2,3,4] -1 0", vec![x(&[2, 3, 4], 2)])
+            .arg("axis0", Arg::Int(-1))
+            .arg("axis1", Arg::Int(0)),
+        Sample::new("empty [0,3] 0 1", vec![x(&[0, 3], 3)])
+            .arg("axis0", Arg::Int(0))
+            .arg("axis1", Arg::Int(1))
+            .edge(),
+    ]
+}
+
+pub fn swapaxes_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("axis out of range", vec![vals(&[2, 3], DType::F32, 123)])
+            .arg("axis0", Arg::Int(2))
+            .arg("axis1", Arg::Int(0)),
+        "Dimension out of range",
+    )]
+}
+
+pub fn repeat(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[2,3] by [2,2]", vec![x(&[2, 3], 1)]).arg("repeats", ints(&[2, 2])),
+        Sample::new("[3] by [2,1,3] (new leading dims)", vec![x(&[3], 2)])
+            .arg("repeats", ints(&[2, 1, 3])),
+        Sample::new("[2,3] by [1,0]", vec![x(&[2, 3], 3)])
+            .arg("repeats", ints(&[1, 0]))
+            .edge(),
+        Sample::new("0-d by [3]", vec![x(&[], 4)])
+            .arg("repeats", ints(&[3]))
+            .edge(),
+    ]
+}
+
+pub fn repeat_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("fewer repeats than dims", vec![vals(&[2, 3], DType::F32, 124)])
+            .arg("repeats", ints(&[2])),
+        "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
+    )]
+}
+
+pub fn tile(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[2,3] by [2] (padded to [1,2])", vec![x(&[2, 3], 1)]).arg("dims", ints(&[2])),
+        Sample::new("[2] by [3,2]", vec![x(&[2], 2)]).arg("dims", ints(&[3, 2])),
+        Sample::new("0-d by [2]", vec![x(&[], 3)])
+            .arg("dims", ints(&[2]))
+            .edge(),
+    ]
+}
+
+pub fn tile_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("negative dims", vec![vals(&[2, 3], DType::F32, 136)])
+            .arg("dims", ints(&[2, -1])),
+        "Trying to create tensor with negative dimension",
+    )]
+}
+
+pub fn dot(dtype: DType) -> Vec<Sample> {
+    vec![
+        Sample::new("[5] . [5]", two(&[5], &[5], dtype, 1)),
+        Sample::new("[0] . [0]", two(&[0], &[0], dtype, 3)).edge(),
+    ]
+}
+
+pub fn dot_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![
+        err(
+            Sample::new("2-d operands", two(&[2, 2], &[2, 2], f, 125)),
+            "1D tensors expected, but got 2D and 2D tensors",
+        ),
+        err(
+            Sample::new("[3] . [4]", two(&[3], &[4], f, 127)),
+            "inconsistent tensor size",
+        ),
+        err(
+            Sample::new(
+                "float32 . float64",
+                vec![vals(&[3], f, 129), vals(&[3], DType::F64, 130)],
+            ),
+            "dot : expected both vectors to have same dtype, but found Float and Double",
+        ),
+    ]
+}
+
+pub fn outer(dtype: DType) -> Vec<Sample> {
+    vec![
+        Sample::new("[3] x [4]", two(&[3], &[4], dtype, 1)),
+        Sample::new("[0] x [2]", two(&[0], &[2], dtype, 3)).edge(),
+    ]
+}
+
+pub fn outer_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("2-d self", two(&[2, 2], &[3], DType::F32, 131)),
+        "outer: Expected 1-D argument self, but got 2-D",
+    )]
+}
+
+/// addmm: full and broadcast `self`, with default and explicit beta/alpha (beta 0 ignores
+/// a NaN in `self`).
+pub fn addmm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new(
+            "[3,2] + [3,4] @ [4,2]",
+            vec![x(&[3, 2], 1), x(&[3, 4], 2), x(&[4, 2], 3)],
+        ),
+        Sample::new(
+            "[2] + [3,4] @ [4,2]",
+            vec![x(&[2], 4), x(&[3, 4], 5), x(&[4, 2], 6)],
+        ),
+        Sample::new(
+            "beta 0.5 alpha -2",
+            vec![x(&[3, 2], 7), x(&[3, 4], 8), x(&[4, 2], 9)],
+        )
+        .arg("beta", float(0.5))
+        .arg("alpha", float(-2.0)),
+        Sample::new(
+            "k = 0: [2,3] + [2,0] @ [0,3]",
+            vec![x(&[2, 3], 10), x(&[2, 0], 11), x(&[0, 3], 12)],
+        )
+        .edge(),
+    ]
+}
+
+pub fn addmm_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new(
+            "[2,3] @ [4,5]",
+            vec![
+                vals(&[2, 5], DType::F32, 132),
+                vals(&[2, 3], DType::F32, 133),
+                vals(&[4, 5], DType::F32, 134),
+            ],
+        ),
+        "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+    )]
+}

@@ -261,6 +261,7 @@ fn adaptor_module(op: &Op, m: &syn::Ident, a: &Adaptors, reference: TokenStream)
     let doc = format!(" `{}`", op.schema);
     quote! {
         #[doc = #doc]
+        #[allow(non_snake_case)] // `op__softmax`: the `op_` prefix keeps `std` and the like free
         mod #m {
             use super::*;
             pub fn call(s: &Sample) -> Result<Vec<Tensor>> { #call }
@@ -325,7 +326,7 @@ fn op_entry(op: &Op) -> Option<(TokenStream, TokenStream)> {
         .map(|a| sample_arg(a, &mut ti, &mut li))
         .collect();
     let adaptors = adaptors(op, &exprs);
-    let m = format_ident!("{}", op.rust);
+    let m = format_ident!("op_{}", op.rust);
     let module = adaptor_module(op, &m, &adaptors, reference_body(op, info, &exprs));
     Some((module, table_entry(op, info, &m, &adaptors)))
 }
