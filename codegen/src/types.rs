@@ -158,7 +158,12 @@ impl ArgKind {
                 }
             }
             ArgKind::Int | ArgKind::OptInt => {
-                let v: i64 = default.parse().map_err(|_| bad())?;
+                // PyTorch's `at::Reduction` constants, as loss schemas write them.
+                let v: i64 = match default {
+                    "Mean" => 1,
+                    "Sum" => 2,
+                    _ => default.parse().map_err(|_| bad())?,
+                };
                 if self == ArgKind::Int {
                     quote!(#v)
                 } else {

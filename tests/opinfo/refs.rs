@@ -1094,7 +1094,8 @@ pub fn tile(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
     let dims = s.ints("dims").expect("dims");
     let pad = x.shape.len().saturating_sub(dims.len());
-    let reps: Vec<i64> = std::iter::repeat(1).take(pad)
+    let reps: Vec<i64> = std::iter::repeat(1)
+        .take(pad)
         .chain(dims.iter().copied())
         .collect();
     vec![repeat_by(&x, &reps)]
@@ -1129,4 +1130,108 @@ pub fn addmm(s: &Sample) -> Vec<RefTensor> {
         let base = if beta == 0.0 { 0.0 } else { beta * at(&c, &j) };
         base + alpha * p
     })]
+}
+
+// ---------------------------------------------------------------------------------------
+// Losses and distances
+// ---------------------------------------------------------------------------------------
+
+/// Applies `f` to (input, target) pairs after broadcasting, then PyTorch's reduction.
+fn loss_ref(s: &Sample, f: impl Fn(f64, f64) -> f64) -> Vec<RefTensor> {
+    let per = broadcast2(s, f).remove(0);
+    match s.int("reduction").unwrap_or(1) {
+        0 => vec![per],
+        1 => vec![scalar(per.data.iter().sum::<f64>() / per.data.len() as f64)],
+        _ => vec![scalar(per.data.iter().sum())],
+    }
+}
+
+pub fn mse_loss(s: &Sample) -> Vec<RefTensor> {
+    loss_ref(s, |a, b| (a - b) * (a - b))
+}
+
+pub fn l1_loss(s: &Sample) -> Vec<RefTensor> {
+    loss_ref(s, |a, b| (a - b).abs())
+}
+
+pub fn smooth_l1_loss(s: &Sample) -> Vec<RefTensor> {
+    let beta = s.float("beta").unwrap_or(1.0);
+    loss_ref(s, |a, b| {
+        let d = (a - b).abs();
+        if d < beta {
+            0.5 * d * d / beta
+        } else {
+            d - 0.5 * beta
+        }
+    })
+}
+
+pub fn huber_loss(s: &Sample) -> Vec<RefTensor> {
+    let delta = s.float("delta").unwrap_or(1.0);
+    loss_ref(s, |a, b| {
+        let d = (a - b).abs();
+        if d <= delta {
+            0.5 * d * d
+        } else {
+            delta * (d - 0.5 * delta)
+        }
+    })
+}
+
+pub fn kl_div(s: &Sample) -> Vec<RefTensor> {
+    let log_target = s.flag("log_target").unwrap_or(false);
+    loss_ref(s, |x, t| {
+        if log_target {
+            t.exp() * (t - x)
+        } else if t > 0.0 {
+            t * (t.ln() - x)
+        } else {
+            0.0
+        }
+    })
+}
+
+/// Rows along `dim` of two broadcast tensors, as (output shape, pairs of rows).
+fn rows_along(s: &Sample, dim: i64, keepdim: bool) -> (Vec<usize>, Vec<(Vec<f64>, Vec<f64>)>) {
+    let a = broadcast2(s, |a, _| a).remove(0);
+    let b = broadcast2(s, |_, b| b).remove(0);
+    let d = wrap(dim, a.shape.len());
+    let mut mask = vec![false; a.shape.len()];
+    mask[d] = true;
+    let (shape, ga) = groups(&a, &mask, keepdim);
+    let (_, gb) = groups(&b, &mask, keepdim);
+    (shape, ga.into_iter().zip(gb).collect())
+}
+
+pub fn cosine_similarity(s: &Sample) -> Vec<RefTensor> {
+    let dim = s.int("dim").unwrap_or(1);
+    let eps = s.float("eps").unwrap_or(1e-8);
+    let (shape, rows) = rows_along(s, dim, false);
+    let data = rows
+        .iter()
+        .map(|(x, y)| {
+            let dot: f64 = x.iter().zip(y).map(|(p, q)| p * q).sum();
+            let nx: f64 = x.iter().map(|p| p * p).sum();
+            let ny: f64 = y.iter().map(|q| q * q).sum();
+            dot / (nx * ny).max(eps * eps).sqrt()
+        })
+        .collect();
+    vec![RefTensor { shape, data }]
+}
+
+pub fn pairwise_distance(s: &Sample) -> Vec<RefTensor> {
+    let p = s.float("p").unwrap_or(2.0);
+    let eps = s.float("eps").unwrap_or(1e-6);
+    let (shape, rows) = rows_along(s, -1, keepdim(s));
+    let data = rows
+        .iter()
+        .map(|(x, y)| {
+            x.iter()
+                .zip(y)
+                .map(|(a, b)| (a - b + eps).abs().powf(p))
+                .sum::<f64>()
+                .powf(1.0 / p)
+        })
+        .collect();
+    vec![RefTensor { shape, data }]
 }

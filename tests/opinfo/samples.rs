@@ -2943,3 +2943,123 @@ pub fn addmm_errors() -> Vec<ErrorSample> {
         "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
     )]
 }
+
+// ---------------------------------------------------------------------------------------
+// Losses and distances
+// ---------------------------------------------------------------------------------------
+
+/// Input/target pairs for the regression losses, each reduction, plus a broadcast target.
+pub fn loss(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] mean", vec![x(&[3, 4], 1), x(&[3, 4], 2)]),
+        Sample::new("[3,4] none", vec![x(&[3, 4], 3), x(&[3, 4], 4)]).arg("reduction", Arg::Int(0)),
+        Sample::new("[2,3,2] sum", vec![x(&[2, 3, 2], 5), x(&[2, 3, 2], 6)])
+            .arg("reduction", Arg::Int(2)),
+        Sample::new("0-d", vec![x(&[], 7), x(&[], 8)]).edge(),
+    ]
+}
+
+pub fn loss_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("reduction 3", two(&[3], &[3], DType::F32, 140)).arg("reduction", Arg::Int(3)),
+        "3 is not a valid value for reduction",
+    )]
+}
+
+pub fn smooth_l1_loss(dtype: DType) -> Vec<Sample> {
+    let mut v = loss(dtype);
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    v.push(Sample::new("beta 0.5", two(&[3, 4], &[3, 4], dtype, 9)).arg("beta", Arg::Float(0.5)));
+    v.push(
+        Sample::new("beta 0 (L1)", vec![x(&[5], 11), x(&[5], 12)])
+            .arg("beta", Arg::Float(0.0))
+            .arg("reduction", Arg::Int(0)),
+    );
+    v
+}
+
+pub fn smooth_l1_loss_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("beta -1", two(&[3], &[3], DType::F32, 141)).arg("beta", Arg::Float(-1.0)),
+        "smooth_l1_loss does not support negative values for beta.",
+    )]
+}
+
+pub fn huber_loss(dtype: DType) -> Vec<Sample> {
+    let mut v = loss(dtype);
+    v.push(Sample::new("delta 0.5", two(&[3, 4], &[3, 4], dtype, 9)).arg("delta", Arg::Float(0.5)));
+    v
+}
+
+pub fn huber_loss_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("delta 0", two(&[3], &[3], DType::F32, 142)).arg("delta", Arg::Float(0.0)),
+        "huber_loss does not support non-positive values for delta.",
+    )]
+}
+
+/// kl_div: log-probabilities against positive probabilities or log-probabilities.
+pub fn kl_div(dtype: DType) -> Vec<Sample> {
+    let logp = |s: &[usize], seed| make(s, dtype, -3.0, -0.1, seed);
+    let p = |s: &[usize], seed| {
+        let n: usize = s.iter().product();
+        let u = uniform(n, seed);
+        // Strictly positive: at a zero target the loss's gradient in the target is undefined.
+        let v: Vec<f64> = u.iter().map(|&r| 0.05 + 0.95 * r).collect();
+        from_f64(&v, s, dtype)
+    };
+    vec![
+        Sample::new("[3,4] mean", vec![logp(&[3, 4], 1), p(&[3, 4], 2)]),
+        Sample::new("[3,4] none", vec![logp(&[3, 4], 3), p(&[3, 4], 4)])
+            .arg("reduction", Arg::Int(0)),
+        Sample::new(
+            "[3,4] sum, log_target",
+            vec![logp(&[3, 4], 5), logp(&[3, 4], 6)],
+        )
+        .arg("reduction", Arg::Int(2))
+        .arg("log_target", Arg::Bool(true)),
+        Sample::new("0-d", vec![logp(&[], 7), p(&[], 8)]).edge(),
+    ]
+}
+
+pub fn kl_div_errors() -> Vec<ErrorSample> {
+    loss_errors()
+}
+
+pub fn cosine_similarity(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] dim 1", vec![x(&[3, 4], 1), x(&[3, 4], 2)]),
+        Sample::new("[2,3,4] dim -1", vec![x(&[2, 3, 4], 3), x(&[2, 3, 4], 4)])
+            .arg("dim", Arg::Int(-1)),
+        Sample::new(
+            "broadcast [3,4] with [4] dim 1",
+            vec![x(&[3, 4], 5), x(&[4], 6)],
+        ),
+        Sample::new("[0,4] dim 1", vec![x(&[0, 4], 7), x(&[0, 4], 8)]).edge(),
+    ]
+}
+
+pub fn cosine_similarity_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("[2,3] with [2,4]", two(&[2, 3], &[2, 4], DType::F32, 143)),
+        BROADCAST_ERROR,
+    )]
+}
+
+pub fn pairwise_distance(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] p 2", vec![x(&[3, 4], 1), x(&[3, 4], 2)]),
+        Sample::new("[3,4] p 1 keepdim", vec![x(&[3, 4], 3), x(&[3, 4], 4)])
+            .arg("p", Arg::Float(1.0))
+            .arg("keepdim", Arg::Bool(true)),
+        Sample::new("[2,5] p 3", vec![x(&[2, 5], 5), x(&[2, 5], 6)]).arg("p", Arg::Float(3.0)),
+        Sample::new("[0,4]", vec![x(&[0, 4], 7), x(&[0, 4], 8)]).edge(),
+    ]
+}
+
+pub fn pairwise_distance_errors() -> Vec<ErrorSample> {
+    cosine_similarity_errors()
+}
