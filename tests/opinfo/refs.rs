@@ -1191,8 +1191,11 @@ pub fn kl_div(s: &Sample) -> Vec<RefTensor> {
     })
 }
 
+/// Matching rows of two tensors.
+type RowPairs = Vec<(Vec<f64>, Vec<f64>)>;
+
 /// Rows along `dim` of two broadcast tensors, as (output shape, pairs of rows).
-fn rows_along(s: &Sample, dim: i64, keepdim: bool) -> (Vec<usize>, Vec<(Vec<f64>, Vec<f64>)>) {
+fn rows_along(s: &Sample, dim: i64, keepdim: bool) -> (Vec<usize>, RowPairs) {
     let a = broadcast2(s, |a, _| a).remove(0);
     let b = broadcast2(s, |_, b| b).remove(0);
     let d = wrap(dim, a.shape.len());
