@@ -320,6 +320,18 @@ fn narrowed(t: Tensor, back: Option<DType>) -> Result<Tensor> {
     }
 }
 
+/// PyTorch's dtype check shared by `var` and `std`.
+fn check_std_var(op: &str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_floating_point() {
+        Ok(())
+    } else {
+        Err(Error::op(
+            op,
+            "std and var only support floating point and complex dtypes",
+        ))
+    }
+}
+
 /// `var(dim, correction, keepdim)`: the mean squared deviation, divided by
 /// `max(N - correction, 0)` (correction defaults to 1, Bessel's).
 pub fn var(
@@ -328,12 +340,7 @@ pub fn var(
     correction: Option<Scalar>,
     keepdim: bool,
 ) -> Result<Tensor> {
-    if !t.dtype().is_floating_point() {
-        return Err(Error::op(
-            "var",
-            "std and var only support floating point and complex dtypes",
-        ));
-    }
+    check_std_var("var", t)?;
     let dims = dim.unwrap_or(&[]);
     let n = reduced_count("var", t, dims)? as f64;
     let (x, back) = widened(t)?;
@@ -351,12 +358,7 @@ pub fn std(
     correction: Option<Scalar>,
     keepdim: bool,
 ) -> Result<Tensor> {
-    if !t.dtype().is_floating_point() {
-        return Err(Error::op(
-            "std",
-            "std and var only support floating point and complex dtypes",
-        ));
-    }
+    check_std_var("std", t)?;
     let (x, back) = widened(t)?;
     narrowed(var(&x, dim, correction, keepdim)?.sqrt()?, back)
 }
