@@ -408,10 +408,8 @@ fn reduced_shape(t: &Tensor, dims: &[i64]) -> Vec<usize> {
         .collect()
 }
 
-/// `all()`: whether every element is nonzero (`uint8` in, `uint8` out, as PyTorch).
-pub fn all(t: &Tensor) -> Result<Tensor> {
-    let zeros = t.eq_scalar(0)?.sum()?;
-    let r = zeros.eq_scalar(0)?;
+/// `all`/`any` answer in bool, or in uint8 for a uint8 input, as PyTorch.
+fn truth_like(t: &Tensor, r: Tensor) -> Result<Tensor> {
     if t.dtype() == DType::U8 {
         r.to_dtype(DType::U8)
     } else {
@@ -419,14 +417,14 @@ pub fn all(t: &Tensor) -> Result<Tensor> {
     }
 }
 
+/// `all()`: whether every element is nonzero.
+pub fn all(t: &Tensor) -> Result<Tensor> {
+    truth_like(t, t.eq_scalar(0)?.sum()?.eq_scalar(0)?)
+}
+
 /// `any()`: whether some element is nonzero.
 pub fn any(t: &Tensor) -> Result<Tensor> {
-    let r = t.ne_scalar(0)?.sum()?.gt_scalar(0)?;
-    if t.dtype() == DType::U8 {
-        r.to_dtype(DType::U8)
-    } else {
-        Ok(r)
-    }
+    truth_like(t, t.ne_scalar(0)?.sum()?.gt_scalar(0)?)
 }
 
 // ---------------------------------------------------------------------------------------

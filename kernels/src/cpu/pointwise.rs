@@ -85,28 +85,33 @@ fn blocks(n: usize, mut f: impl FnMut(usize, usize)) {
     }
 }
 
-/// The operands' offsets when every one of them, walked in one memory order, is a single
-/// dense run: element `i` (in that order) of operand `k` is `data[offsets[k] + i]`. True for
-/// contiguous operands and for operands permuted alike (`x.t() + y.t()` into a result that
-/// follows their order), which then take the contiguous path.
-fn dense_offsets<const N: usize>(layouts: [&Layout; N]) -> Option<[usize; N]> {
-    if !layouts.iter().all(|l| l.is_contiguous()) {
-        let ordered = in_memory_order(layouts);
-        let refs: [&Layout; N] = std::array::from_fn(|k| &ordered[k]);
-        let (sizes, strides) = Layout::coalesce(&refs);
-        if sizes.len() > 1 || strides.iter().any(|s| s.iter().any(|&x| x != 1)) {
-            return None;
-        }
-    }
-    Some(std::array::from_fn(|k| layouts[k].offset))
+/// How an elementwise loop walks its operands.
+enum Walk<const N: usize> {
+    /// Every operand, walked in one memory order, is a single dense run: element `i` (in that
+    /// order) of operand `k` is `data[offsets[k] + i]`. True for contiguous operands and for
+    /// operands permuted alike (`x.t() + y.t()` into a result that follows their order),
+    /// which then take the contiguous path.
+    Dense([usize; N]),
+    /// Otherwise: the layouts with their dims in the order that walks memory most
+    /// sequentially (the output's order first; see [`Layout::iteration_order`]). An
+    /// elementwise loop may visit elements in any order.
+    Strided([Layout; N]),
 }
 
-/// The layouts with their dims in the order that walks memory most sequentially (the
-/// output's order first; see [`Layout::iteration_order`]). An elementwise loop may visit
-/// elements in any order.
-fn in_memory_order<const N: usize>(layouts: [&Layout; N]) -> [Layout; N] {
+fn walk<const N: usize>(layouts: [&Layout; N]) -> Walk<N> {
+    let offsets = std::array::from_fn(|k| layouts[k].offset);
+    if layouts.iter().all(|l| l.is_contiguous()) {
+        return Walk::Dense(offsets);
+    }
     let order = Layout::iteration_order(&layouts);
-    layouts.map(|l| l.reordered(&order))
+    let ordered = layouts.map(|l| l.reordered(&order));
+    let refs: [&Layout; N] = std::array::from_fn(|k| &ordered[k]);
+    let (sizes, strides) = Layout::coalesce(&refs);
+    if sizes.len() <= 1 && strides.iter().all(|s| s.iter().all(|&x| x == 1)) {
+        Walk::Dense(offsets)
+    } else {
+        Walk::Strided(ordered)
+    }
 }
 
 /// `out[i] = f(a[i])`.
@@ -115,17 +120,19 @@ pub fn map1<A: Element, O: Element>(a: Src<A>, out: Dst<O>, f: Slice1<'_, A, O>)
     if n == 0 {
         return;
     }
-    if let Some([oo, ao]) = dense_offsets([out.layout, a.layout]) {
-        let (o, a) = (&mut out.data[oo..oo + n], &a.data[ao..ao + n]);
-        if fan_out(n >= PARALLEL_MIN) {
-            par_chunks_mut(o, CHUNK, &|i, o| f(&a[i * CHUNK..][..o.len()], o));
-        } else {
-            f(a, o);
+    let [lo, la] = match walk([out.layout, a.layout]) {
+        Walk::Dense([oo, ao]) => {
+            let (o, a) = (&mut out.data[oo..oo + n], &a.data[ao..ao + n]);
+            if fan_out(n >= PARALLEL_MIN) {
+                par_chunks_mut(o, CHUNK, &|i, o| f(&a[i * CHUNK..][..o.len()], o));
+            } else {
+                f(a, o);
+            }
+            return;
         }
-        return;
-    }
+        Walk::Strided(layouts) => layouts,
+    };
     let od = &mut *out.data;
-    let [lo, la] = in_memory_order([out.layout, a.layout]);
     let (mut ab, mut ob) = (Vec::with_capacity(BLOCK), [O::default(); BLOCK]);
     for_each_run([&lo, &la], |[oo, ao], len, [os, as_]| {
         blocks(len, |s, l| {
@@ -146,21 +153,23 @@ pub fn map2<A: Element, B: Element, O: Element>(
     if n == 0 {
         return;
     }
-    if let Some([oo, ao, bo]) = dense_offsets([out.layout, a.layout, b.layout]) {
-        let o = &mut out.data[oo..oo + n];
-        let (a, b) = (&a.data[ao..ao + n], &b.data[bo..bo + n]);
-        if fan_out(n >= PARALLEL_MIN) {
-            par_chunks_mut(o, CHUNK, &|i, o| {
-                let r = i * CHUNK..i * CHUNK + o.len();
-                f(&a[r.clone()], &b[r], o)
-            });
-        } else {
-            f(a, b, o);
+    let [lo, la, lb] = match walk([out.layout, a.layout, b.layout]) {
+        Walk::Dense([oo, ao, bo]) => {
+            let o = &mut out.data[oo..oo + n];
+            let (a, b) = (&a.data[ao..ao + n], &b.data[bo..bo + n]);
+            if fan_out(n >= PARALLEL_MIN) {
+                par_chunks_mut(o, CHUNK, &|i, o| {
+                    let r = i * CHUNK..i * CHUNK + o.len();
+                    f(&a[r.clone()], &b[r], o)
+                });
+            } else {
+                f(a, b, o);
+            }
+            return;
         }
-        return;
-    }
+        Walk::Strided(layouts) => layouts,
+    };
     let od = &mut *out.data;
-    let [lo, la, lb] = in_memory_order([out.layout, a.layout, b.layout]);
     let (mut ab, mut bb) = (Vec::with_capacity(BLOCK), Vec::with_capacity(BLOCK));
     let mut ob = [O::default(); BLOCK];
     for_each_run([&lo, &la, &lb], |[oo, ao, bo], len, [os, as_, bs]| {
@@ -184,18 +193,20 @@ pub fn map3<A: Element, B: Element, C: Element, O: Element>(
     if n == 0 {
         return;
     }
-    if let Some([oo, ao, bo, co]) = dense_offsets([out.layout, a.layout, b.layout, c.layout]) {
-        let o = &mut out.data[oo..oo + n];
-        f(
-            &a.data[ao..ao + n],
-            &b.data[bo..bo + n],
-            &c.data[co..co + n],
-            o,
-        );
-        return;
-    }
+    let [lo, la, lb, lc] = match walk([out.layout, a.layout, b.layout, c.layout]) {
+        Walk::Dense([oo, ao, bo, co]) => {
+            let o = &mut out.data[oo..oo + n];
+            f(
+                &a.data[ao..ao + n],
+                &b.data[bo..bo + n],
+                &c.data[co..co + n],
+                o,
+            );
+            return;
+        }
+        Walk::Strided(layouts) => layouts,
+    };
     let od = &mut *out.data;
-    let [lo, la, lb, lc] = in_memory_order([out.layout, a.layout, b.layout, c.layout]);
     let (mut ab, mut bb, mut cb) = (
         Vec::with_capacity(BLOCK),
         Vec::with_capacity(BLOCK),
@@ -221,12 +232,14 @@ pub fn fill<O: Element>(out: Dst<O>, v: O) {
     if n == 0 {
         return;
     }
-    if let Some([oo]) = dense_offsets([out.layout]) {
-        out.data[oo..oo + n].fill(v);
-        return;
-    }
+    let [lo] = match walk([out.layout]) {
+        Walk::Dense([oo]) => {
+            out.data[oo..oo + n].fill(v);
+            return;
+        }
+        Walk::Strided(layouts) => layouts,
+    };
     let od = &mut *out.data;
-    let [lo] = in_memory_order([out.layout]);
     for_each_run([&lo], |[oo], len, [os]| {
         for i in 0..len {
             od[oo + i * os] = v;
@@ -247,17 +260,19 @@ pub fn map1_assign<O: Element>(out: Dst<O>, f: Assign1<'_, O>) {
     if n == 0 {
         return;
     }
-    if let Some([oo]) = dense_offsets([out.layout]) {
-        let o = &mut out.data[oo..oo + n];
-        if fan_out(n >= PARALLEL_MIN) {
-            par_chunks_mut(o, CHUNK, &|_, o| f(o));
-        } else {
-            f(o);
+    let [lo] = match walk([out.layout]) {
+        Walk::Dense([oo]) => {
+            let o = &mut out.data[oo..oo + n];
+            if fan_out(n >= PARALLEL_MIN) {
+                par_chunks_mut(o, CHUNK, &|_, o| f(o));
+            } else {
+                f(o);
+            }
+            return;
         }
-        return;
-    }
+        Walk::Strided(layouts) => layouts,
+    };
     let od = &mut *out.data;
-    let [lo] = in_memory_order([out.layout]);
     let mut ob = Vec::with_capacity(BLOCK);
     for_each_run([&lo], |[oo], len, [os]| {
         blocks(len, |s, l| {
@@ -278,20 +293,22 @@ pub fn map2_assign<O: Element, B: Element>(out: Dst<O>, b: Src<B>, f: Assign2<'_
     if n == 0 {
         return;
     }
-    if let Some([oo, bo]) = dense_offsets([out.layout, b.layout]) {
-        let (o, b) = (&mut out.data[oo..oo + n], &b.data[bo..bo + n]);
-        if fan_out(n >= PARALLEL_MIN) {
-            par_chunks_mut(o, CHUNK, &|i, o| {
-                let b = &b[i * CHUNK..][..o.len()];
-                f(o, b)
-            });
-        } else {
-            f(o, b);
+    let [lo, lb] = match walk([out.layout, b.layout]) {
+        Walk::Dense([oo, bo]) => {
+            let (o, b) = (&mut out.data[oo..oo + n], &b.data[bo..bo + n]);
+            if fan_out(n >= PARALLEL_MIN) {
+                par_chunks_mut(o, CHUNK, &|i, o| {
+                    let b = &b[i * CHUNK..][..o.len()];
+                    f(o, b)
+                });
+            } else {
+                f(o, b);
+            }
+            return;
         }
-        return;
-    }
+        Walk::Strided(layouts) => layouts,
+    };
     let od = &mut *out.data;
-    let [lo, lb] = in_memory_order([out.layout, b.layout]);
     let (mut ob, mut bb) = (Vec::with_capacity(BLOCK), Vec::with_capacity(BLOCK));
     for_each_run([&lo, &lb], |[oo, bo], len, [os, bs]| {
         blocks(len, |s, l| {
