@@ -158,6 +158,12 @@ impl Op {
             .collect()
     }
 
+    /// The op returns one `Tensor[]` (`split`, `unbind`): a `Vec<Tensor>` in Rust.
+    pub fn returns_list(&self) -> bool {
+        self.schema.returns.len() == 1
+            && matches!(self.schema.returns[0].ty, crate::schema::Type::List { .. })
+    }
+
     /// `add.Tensor`.
     pub fn full_name(&self) -> String {
         match &self.schema.overload {
@@ -344,6 +350,16 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
             .find(|(k, _)| composite_keys.contains(&k.as_str()));
         if composite.is_some() && r.dispatch.len() != 1 {
             return Err(nerr(line, format!("{}: a composite op runs on every backend through the ops it calls; it takes no CPU or CUDA key", r.func)));
+        }
+        let list_return = schema
+            .returns
+            .iter()
+            .any(|ret| matches!(ret.ty, crate::schema::Type::List { .. }));
+        if list_return
+            && (schema.returns.len() != 1
+                || !matches!(composite, Some((k, _)) if k != "CompositeExplicitAutograd"))
+        {
+            return Err(nerr(line, format!("{}: a `Tensor[]` return is supported only as the single return of a CompositeImplicitAutograd op", r.func)));
         }
         let pointwise = r.tags.iter().any(|t| t == "pointwise");
         let (kind, cuda) = match composite {

@@ -5,6 +5,7 @@ pub(crate) mod backward;
 pub(crate) mod composite;
 pub(crate) mod explicit;
 pub(crate) mod launch;
+pub(crate) mod shaping;
 
 #[allow(unused_imports, unused_mut, unused_variables, dead_code)]
 mod generated {

@@ -6,6 +6,10 @@
 #![allow(dead_code)]
 
 use crate::harness::{RefTensor, Sample};
+
+#[path = "refs/shaping.rs"]
+mod shaping;
+pub use shaping::*;
 use kiln::DType;
 
 // ---------------------------------------------------------------------------------------

@@ -21,6 +21,10 @@
 #![allow(dead_code)]
 
 use crate::harness::{noncontiguous, Arg, ErrorSample, Sample};
+
+#[path = "samples/shaping.rs"]
+mod shaping;
+pub use shaping::*;
 use kiln::{DType, Device, Generator, Scalar, Tensor};
 
 // ---------------------------------------------------------------------------------------

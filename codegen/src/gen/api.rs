@@ -13,6 +13,9 @@ fn op_name_lit(op: &Op) -> String {
 
 /// The return type of the op's functions.
 fn ret_type(op: &Op) -> TokenStream {
+    if op.returns_list() {
+        return quote!(Vec<Tensor>);
+    }
     match op.outputs().len() {
         1 => quote!(Tensor),
         n => {

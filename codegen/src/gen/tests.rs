@@ -133,6 +133,9 @@ fn annotate_closure(closure: &mut syn::Expr, args: &[crate::model::Arg]) {
 }
 
 fn to_vec(op: &Op) -> TokenStream {
+    if op.returns_list() {
+        return quote!();
+    }
     match op.outputs().len() {
         1 => quote!(.map(|r| vec![r])),
         n => {

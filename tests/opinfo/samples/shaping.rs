@@ -1,0 +1,707 @@
+//! Samples for the reordering, view, splitting, indexing and padding ops of
+//! src/ops/shaping.rs.
+
+use super::{err, index, ints, mask, opt_int, rand_index, vals};
+use crate::harness::{Arg, ErrorSample, Sample};
+use kiln::{DType, Tensor};
+
+fn f32v(shape: &[usize], seed: u64) -> Tensor {
+    vals(shape, DType::F32, seed)
+}
+
+pub fn flip(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] dims [0]", vec![x(&[3, 4], 1)]).arg("dims", ints(&[0])),
+        Sample::new("[2,3,4] dims [0,2]", vec![x(&[2, 3, 4], 2)]).arg("dims", ints(&[0, 2])),
+        Sample::new("[5] dims [-1]", vec![x(&[5], 3)]).arg("dims", ints(&[-1])),
+        Sample::new("[2,3] dims []", vec![x(&[2, 3], 4)]).arg("dims", ints(&[])),
+        Sample::new("0-d dims [0]", vec![x(&[], 5)])
+            .arg("dims", ints(&[0]))
+            .edge(),
+        Sample::new("[0,3] dims [1]", vec![x(&[0, 3], 6)])
+            .arg("dims", ints(&[1]))
+            .edge(),
+    ]
+}
+
+pub fn flip_errors() -> Vec<ErrorSample> {
+    vec![
+        err(
+            Sample::new("repeated dim", vec![f32v(&[2, 3], 7)]).arg("dims", ints(&[0, -2])),
+            "dim 0 appears multiple times in the list of dims",
+        ),
+        err(
+            Sample::new("dim out of range", vec![f32v(&[2, 3], 8)]).arg("dims", ints(&[2])),
+            "Dimension out of range",
+        ),
+    ]
+}
+
+pub fn flip_lr_ud(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4]", vec![x(&[3, 4], 1)]),
+        Sample::new("[2,3,4]", vec![x(&[2, 3, 4], 2)]),
+        Sample::new("[4,2]", vec![x(&[4, 2], 3)]),
+        Sample::new("[0,2]", vec![x(&[0, 2], 4)]).edge(),
+    ]
+}
+
+pub fn flip_lr_ud_errors() -> Vec<ErrorSample> {
+    vec![err(Sample::new("0-d", vec![f32v(&[], 9)]), "Input must be >= ")]
+}
+
+pub fn roll(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] shift 1 dim 1", vec![x(&[3, 4], 1)])
+            .arg("shifts", ints(&[1]))
+            .arg("dims", ints(&[1])),
+        Sample::new("[2,3,4] shifts [-1,5] dims [0,2]", vec![x(&[2, 3, 4], 2)])
+            .arg("shifts", ints(&[-1, 5]))
+            .arg("dims", ints(&[0, 2])),
+        Sample::new("[3,4] shift 7 flattened", vec![x(&[3, 4], 3)]).arg("shifts", ints(&[7])),
+        Sample::new("[5] shift -12 dim 0", vec![x(&[5], 4)])
+            .arg("shifts", ints(&[-12]))
+            .arg("dims", ints(&[0])),
+        Sample::new("[0,3] shift 2 dim 0", vec![x(&[0, 3], 5)])
+            .arg("shifts", ints(&[2]))
+            .arg("dims", ints(&[0]))
+            .edge(),
+    ]
+}
+
+pub fn roll_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("2 shifts, 1 dim", vec![f32v(&[2, 3], 10)])
+            .arg("shifts", ints(&[1, 2]))
+            .arg("dims", ints(&[0])),
+        "shifts and dimensions must align. shifts: 2, dims:1",
+    )]
+}
+
+pub fn rot90(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] k 1", vec![x(&[3, 4], 1)]),
+        Sample::new("[2,3,4] k 2 dims [1,2]", vec![x(&[2, 3, 4], 2)])
+            .arg("k", Arg::Int(2))
+            .arg("dims", ints(&[1, 2])),
+        Sample::new("[3,2] k -1", vec![x(&[3, 2], 3)]).arg("k", Arg::Int(-1)),
+        Sample::new("[2,3] k 4", vec![x(&[2, 3], 4)]).arg("k", Arg::Int(4)),
+        Sample::new("[3,0] k 1", vec![x(&[3, 0], 5)]).edge(),
+    ]
+}
+
+pub fn rot90_errors() -> Vec<ErrorSample> {
+    vec![
+        err(
+            Sample::new("one dim", vec![f32v(&[2, 3], 11)]).arg("dims", ints(&[0])),
+            "expected total rotation dims == 2, but got dims = 1",
+        ),
+        err(
+            Sample::new("same dims", vec![f32v(&[2, 3], 12)]).arg("dims", ints(&[0, -2])),
+            "expected rotation dims to be different",
+        ),
+        err(
+            Sample::new("1-d input", vec![f32v(&[3], 13)]),
+            "expected total dims >= 2, but got total dims = 1",
+        ),
+    ]
+}
+
+pub fn diagonal(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4]", vec![x(&[3, 4], 1)]),
+        Sample::new("[3,4] offset 1", vec![x(&[3, 4], 2)]).arg("offset", Arg::Int(1)),
+        Sample::new("[2,3,4] offset -1 dims (2,1)", vec![x(&[2, 3, 4], 3)])
+            .arg("offset", Arg::Int(-1))
+            .arg("dim1", Arg::Int(2))
+            .arg("dim2", Arg::Int(1)),
+        Sample::new("[3,4,2] dims (0,-1)", vec![x(&[3, 4, 2], 4)])
+            .arg("dim1", Arg::Int(0))
+            .arg("dim2", Arg::Int(-1)),
+        Sample::new("[3,4] offset 5 (empty)", vec![x(&[3, 4], 5)])
+            .arg("offset", Arg::Int(5))
+            .edge(),
+        Sample::new("[0,3]", vec![x(&[0, 3], 6)]).edge(),
+    ]
+}
+
+pub fn diagonal_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("same dims", vec![f32v(&[3, 3], 14)])
+            .arg("dim1", Arg::Int(1))
+            .arg("dim2", Arg::Int(-1)),
+        "diagonal dimensions cannot be identical 1, -1",
+    )]
+}
+
+pub fn diag(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[4] -> matrix", vec![x(&[4], 1)]),
+        Sample::new("[3,4] diagonal 1", vec![x(&[3, 4], 2)]).arg("diagonal", Arg::Int(1)),
+        Sample::new("[3] diagonal -2", vec![x(&[3], 3)]).arg("diagonal", Arg::Int(-2)),
+        Sample::new("[3] diagonal 1", vec![x(&[3], 4)]).arg("diagonal", Arg::Int(1)),
+        Sample::new("[4,3] diagonal -1", vec![x(&[4, 3], 5)]).arg("diagonal", Arg::Int(-1)),
+        Sample::new("[0]", vec![x(&[0], 6)]).edge(),
+    ]
+}
+
+pub fn diag_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("3-d", vec![f32v(&[2, 2, 2], 15)]),
+        "diag(): Supports 1D or 2D tensors. Got 3D",
+    )]
+}
+
+pub fn trace(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,3]", vec![x(&[3, 3], 1)]),
+        Sample::new("[3,4]", vec![x(&[3, 4], 2)]),
+        Sample::new("[4,2]", vec![x(&[4, 2], 3)]),
+        Sample::new("[0,3]", vec![x(&[0, 3], 4)]).edge(),
+    ]
+}
+
+pub fn trace_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("1-d", vec![f32v(&[3], 16)]),
+        "trace: expected a matrix, but got tensor with dim 1",
+    )]
+}
+
+pub fn movedim(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[2,3,4] 0 -> 2", vec![x(&[2, 3, 4], 1)])
+            .arg("source", ints(&[0]))
+            .arg("destination", ints(&[2])),
+        Sample::new("[2,3,4,5] [0,1] -> [-1,0]", vec![x(&[2, 3, 4, 5], 2)])
+            .arg("source", ints(&[0, 1]))
+            .arg("destination", ints(&[-1, 0])),
+        Sample::new("[3,4] [] -> []", vec![x(&[3, 4], 3)])
+            .arg("source", ints(&[]))
+            .arg("destination", ints(&[])),
+        Sample::new("0-d 0 -> 0", vec![x(&[], 4)])
+            .arg("source", ints(&[0]))
+            .arg("destination", ints(&[0]))
+            .edge(),
+    ]
+}
+
+pub fn movedim_errors() -> Vec<ErrorSample> {
+    vec![
+        err(
+            Sample::new("lengths differ", vec![f32v(&[2, 3], 17)])
+                .arg("source", ints(&[0, 1]))
+                .arg("destination", ints(&[0])),
+            "should contain the same number of dims as destination",
+        ),
+        err(
+            Sample::new("repeated source", vec![f32v(&[2, 3], 18)])
+                .arg("source", ints(&[0, 0]))
+                .arg("destination", ints(&[0, 1])),
+            "movedim: repeated dim in `source` ([0, 0])",
+        ),
+    ]
+}
+
+pub fn broadcast_to(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3] to [2,3]", vec![x(&[3], 1)]).arg("size", ints(&[2, 3])),
+        Sample::new("[1,2,3] to [4,2,3]", vec![x(&[1, 2, 3], 2)]).arg("size", ints(&[4, 2, 3])),
+        Sample::new("[4] to [2,-1]", vec![x(&[4], 3)]).arg("size", ints(&[2, -1])),
+        Sample::new("0-d to [2,2]", vec![x(&[], 4)])
+            .arg("size", ints(&[2, 2]))
+            .edge(),
+    ]
+}
+
+pub fn broadcast_to_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("[3] to [4]", vec![f32v(&[3], 19)]).arg("size", ints(&[4])),
+        "must match the existing size (3) at non-singleton dimension 0",
+    )]
+}
+
+pub fn unfold(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[7] size 3 step 2", vec![x(&[7], 1)])
+            .arg("dimension", Arg::Int(0))
+            .arg("size", Arg::Int(3))
+            .arg("step", Arg::Int(2)),
+        Sample::new("[3,5] dim 1 size 2 step 1", vec![x(&[3, 5], 2)])
+            .arg("dimension", Arg::Int(1))
+            .arg("size", Arg::Int(2))
+            .arg("step", Arg::Int(1)),
+        Sample::new("[4,3] dim 0 size 4 step 3", vec![x(&[4, 3], 3)])
+            .arg("dimension", Arg::Int(0))
+            .arg("size", Arg::Int(4))
+            .arg("step", Arg::Int(3)),
+        Sample::new("0-d size 1", vec![x(&[], 4)])
+            .arg("dimension", Arg::Int(0))
+            .arg("size", Arg::Int(1))
+            .arg("step", Arg::Int(1))
+            .edge(),
+    ]
+}
+
+pub fn unfold_errors() -> Vec<ErrorSample> {
+    let s = |size, step, seed| {
+        Sample::new(format!("size {size} step {step}"), vec![f32v(&[3], seed)])
+            .arg("dimension", Arg::Int(0))
+            .arg("size", Arg::Int(size))
+            .arg("step", Arg::Int(step))
+    };
+    vec![
+        err(
+            s(4, 1, 20),
+            "maximum size for tensor at dimension 0 is 3 but size is 4",
+        ),
+        err(s(2, 0, 21), "step is 0 but must be > 0"),
+    ]
+}
+
+pub fn squeeze_dims(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[1,3,1,4] dims [0,2]", vec![x(&[1, 3, 1, 4], 1)]).arg("dim", ints(&[0, 2])),
+        Sample::new("[2,1,3] dims [1,-1]", vec![x(&[2, 1, 3], 2)]).arg("dim", ints(&[1, -1])),
+        Sample::new("[3,4] dims []", vec![x(&[3, 4], 3)]).arg("dim", ints(&[])),
+        Sample::new("0-d dims [0]", vec![x(&[], 4)])
+            .arg("dim", ints(&[0]))
+            .edge(),
+    ]
+}
+
+pub fn squeeze_dims_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("repeated", vec![f32v(&[1, 3], 22)]).arg("dim", ints(&[0, 0])),
+        "dim 0 appears multiple times in the list of dims",
+    )]
+}
+
+pub fn narrow_tensor(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let start = |v: i64| Tensor::from(v);
+    vec![
+        Sample::new("[4,3] dim 0 start 1 len 2", vec![x(&[4, 3], 1), start(1)])
+            .arg("dim", Arg::Int(0))
+            .arg("length", Arg::Int(2)),
+        Sample::new("[3,5] dim 1 start -3 len 3", vec![x(&[3, 5], 2), start(-3)])
+            .arg("dim", Arg::Int(1))
+            .arg("length", Arg::Int(3)),
+        Sample::new("[5] start 0 len 5", vec![x(&[5], 3), start(0)])
+            .arg("dim", Arg::Int(0))
+            .arg("length", Arg::Int(5)),
+        Sample::new("[3] start 3 len 0", vec![x(&[3], 4), start(3)])
+            .arg("dim", Arg::Int(0))
+            .arg("length", Arg::Int(0))
+            .edge(),
+    ]
+}
+
+pub fn narrow_tensor_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("float start", vec![f32v(&[3], 23), Tensor::from(1.0f32)])
+            .arg("dim", Arg::Int(0))
+            .arg("length", Arg::Int(1)),
+        "start must be an 0-dim integral Tensor.",
+    )]
+}
+
+pub fn split(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[5,3] size 2", vec![x(&[5, 3], 1)]).arg("split_size", Arg::Int(2)),
+        Sample::new("[3,4] size 2 dim 1", vec![x(&[3, 4], 2)])
+            .arg("split_size", Arg::Int(2))
+            .arg("dim", Arg::Int(1)),
+        Sample::new("[4] size 5", vec![x(&[4], 3)]).arg("split_size", Arg::Int(5)),
+        Sample::new("[0,2] size 0", vec![x(&[0, 2], 4)])
+            .arg("split_size", Arg::Int(0))
+            .edge(),
+    ]
+}
+
+pub fn split_errors() -> Vec<ErrorSample> {
+    vec![
+        err(
+            Sample::new("negative size", vec![f32v(&[3], 24)]).arg("split_size", Arg::Int(-1)),
+            "split expects split_size be non-negative, but got split_size=-1",
+        ),
+        err(
+            Sample::new("0-d", vec![f32v(&[], 25)]).arg("split_size", Arg::Int(1)),
+            "split expects at least a 1-dimensional tensor",
+        ),
+    ]
+}
+
+pub fn split_with_sizes(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[5,3] sizes [2,3]", vec![x(&[5, 3], 1)]).arg("split_sizes", ints(&[2, 3])),
+        Sample::new("[3,4] sizes [1,0,3] dim 1", vec![x(&[3, 4], 2)])
+            .arg("split_sizes", ints(&[1, 0, 3]))
+            .arg("dim", Arg::Int(1)),
+        Sample::new("[4] sizes [4]", vec![x(&[4], 3)]).arg("split_sizes", ints(&[4])),
+        Sample::new("[0] sizes [0,0]", vec![x(&[0], 4)])
+            .arg("split_sizes", ints(&[0, 0]))
+            .edge(),
+    ]
+}
+
+pub fn split_with_sizes_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("sizes sum to 2 of 3", vec![f32v(&[3], 26)]).arg("split_sizes", ints(&[1, 1])),
+        "split_with_sizes expects split_sizes to sum exactly to 3 (input tensor's size at dimension 0), but got split_sizes=[1, 1]",
+    )]
+}
+
+pub fn chunk(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[5,3] 2 chunks", vec![x(&[5, 3], 1)]).arg("chunks", Arg::Int(2)),
+        Sample::new("[3,6] 3 chunks dim -1", vec![x(&[3, 6], 2)])
+            .arg("chunks", Arg::Int(3))
+            .arg("dim", Arg::Int(-1)),
+        Sample::new("[2] 5 chunks", vec![x(&[2], 3)]).arg("chunks", Arg::Int(5)),
+        Sample::new("[0,2] 3 chunks", vec![x(&[0, 2], 4)])
+            .arg("chunks", Arg::Int(3))
+            .edge(),
+    ]
+}
+
+pub fn chunk_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("0 chunks", vec![f32v(&[3], 27)]).arg("chunks", Arg::Int(0)),
+        "chunk expects `chunks` to be greater than 0, got: 0",
+    )]
+}
+
+pub fn unbind(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4]", vec![x(&[3, 4], 1)]),
+        Sample::new("[2,3,4] dim -1", vec![x(&[2, 3, 4], 2)]).arg("dim", Arg::Int(-1)),
+        Sample::new("[4]", vec![x(&[4], 3)]),
+        Sample::new("[0,3] dim 1", vec![x(&[0, 3], 4)])
+            .arg("dim", Arg::Int(1))
+            .edge(),
+    ]
+}
+
+pub fn unbind_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("0-d", vec![f32v(&[], 28)]),
+        "Dimension specified as 0 but tensor has no dimensions",
+    )]
+}
+
+pub fn meshgrid(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::with_lists("[3] x [4]", vec![vec![x(&[3], 1), x(&[4], 2)]]),
+        Sample::with_lists("[2] x [3] x [4] xy", vec![vec![x(&[2], 3), x(&[3], 4), x(&[4], 5)]])
+            .arg("indexing", Arg::Str("xy")),
+        Sample::with_lists("[3] x 0-d", vec![vec![x(&[3], 6), x(&[], 7)]]),
+        Sample::with_lists("[0] x [2]", vec![vec![x(&[0], 8), x(&[2], 9)]]).edge(),
+    ]
+}
+
+pub fn meshgrid_errors() -> Vec<ErrorSample> {
+    vec![
+        err(
+            Sample::with_lists("2-d input", vec![vec![f32v(&[2, 2], 29)]]),
+            "torch.meshgrid: Expected 0D or 1D tensor in the input list but got: [2, 2]",
+        ),
+        err(
+            Sample::with_lists("bad indexing", vec![vec![f32v(&[2], 30)]])
+                .arg("indexing", Arg::Str("yx")),
+            "torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: yx",
+        ),
+    ]
+}
+
+pub fn take(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] by [2,2]", vec![x(&[3, 4], 1), index(&[0, 11, 5, 5], &[2, 2])]),
+        Sample::new("[5] by [3] negative", vec![x(&[5], 2), index(&[-1, 0, -5], &[3])]),
+        Sample::new("[2,3] by 0-d", vec![x(&[2, 3], 3), Tensor::from(4i64)]),
+        Sample::new("[2,3] by [0]", vec![x(&[2, 3], 4), index(&[], &[0])]).edge(),
+    ]
+}
+
+pub fn take_errors() -> Vec<ErrorSample> {
+    vec![
+        err(
+            Sample::new("index 6 of 6", vec![f32v(&[2, 3], 31), index(&[6], &[1])]),
+            "out of range: tried to access index 6 on a tensor of 6 elements.",
+        ),
+        err(
+            Sample::new("int32 index", vec![f32v(&[2, 3], 32), Tensor::from(vec![1i32])]),
+            "take(): Expected a long tensor for index, but got Int",
+        ),
+    ]
+}
+
+pub fn take_along_dim(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] by [3,2] dim 1", vec![x(&[3, 4], 1), rand_index(&[3, 2], 4, 2)])
+            .arg("dim", opt_int(Some(1))),
+        Sample::new(
+            "[2,3,4] by [1,3,2] dim -1 (broadcast)",
+            vec![x(&[2, 3, 4], 3), rand_index(&[1, 3, 2], 4, 4)],
+        )
+        .arg("dim", opt_int(Some(-1))),
+        Sample::new("[3,4] flattened", vec![x(&[3, 4], 5), rand_index(&[5], 12, 6)]),
+        Sample::new("[3,4] by [3,0] dim 1", vec![x(&[3, 4], 7), index(&[], &[3, 0])])
+            .arg("dim", opt_int(Some(1)))
+            .edge(),
+    ]
+}
+
+pub fn take_along_dim_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("ranks differ", vec![f32v(&[2, 3], 33), index(&[0], &[1])])
+            .arg("dim", opt_int(Some(0))),
+        "input and indices should have the same number of dimensions, but got 2 dimensions for input, and 1 dimensions for indices",
+    )]
+}
+
+pub fn one_hot(_dtype: DType) -> Vec<Sample> {
+    vec![
+        Sample::new("[4] inferred", vec![index(&[0, 2, 1, 2], &[4])]),
+        Sample::new("[2,3] 5 classes", vec![index(&[4, 0, 1, 3, 3, 2], &[2, 3])])
+            .arg("num_classes", Arg::Int(5)),
+        Sample::new("0-d 3 classes", vec![Tensor::from(1i64)])
+            .arg("num_classes", Arg::Int(3))
+            .edge(),
+        Sample::new("[0] 2 classes", vec![index(&[], &[0])])
+            .arg("num_classes", Arg::Int(2))
+            .edge(),
+    ]
+}
+
+pub fn one_hot_errors() -> Vec<ErrorSample> {
+    vec![
+        err(
+            Sample::new("class 3 of 3", vec![index(&[0, 3], &[2])]).arg("num_classes", Arg::Int(3)),
+            "Class values must be smaller than num_classes.",
+        ),
+        err(
+            Sample::new("negative class", vec![index(&[-1], &[1])]),
+            "Class values must be non-negative.",
+        ),
+        err(
+            Sample::new("float input", vec![f32v(&[2], 34)]),
+            "one_hot is only applicable to index tensor of type LongTensor.",
+        ),
+    ]
+}
+
+pub fn nonzero_values(dtype: DType) -> Vec<Sample> {
+    let z = |s: &[usize], seed| super::discrete(s, dtype, -1, 2, 1.0, seed);
+    vec![
+        Sample::new("[3,4]", vec![z(&[3, 4], 1)]),
+        Sample::new("[2,3,2]", vec![z(&[2, 3, 2], 2)]),
+        Sample::new("[5]", vec![z(&[5], 3)]),
+        Sample::new("0-d", vec![z(&[], 4)]).edge(),
+        Sample::new("[0,3]", vec![z(&[0, 3], 5)]).edge(),
+    ]
+}
+
+pub fn nonzero_values_errors() -> Vec<ErrorSample> {
+    vec![]
+}
+
+pub fn masked_select(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] mask [3,4]", vec![x(&[3, 4], 1), mask(&[3, 4], 2)]),
+        Sample::new("[2,3] mask [4,2,3] (broadcast)", vec![x(&[2, 3], 3), mask(&[4, 2, 3], 4)]),
+        Sample::new("[2,3,4] mask [4]", vec![x(&[2, 3, 4], 5), mask(&[4], 6)]),
+        Sample::new("0-d mask 0-d", vec![x(&[], 7), Tensor::from(true)]).edge(),
+    ]
+}
+
+pub fn masked_select_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("uint8 mask", vec![f32v(&[3], 35), vals(&[3], DType::U8, 36)]),
+        "masked_select: expected BoolTensor for mask",
+    )]
+}
+
+pub fn masked_fill_tensor(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] mask [3,4]", vec![x(&[3, 4], 1), mask(&[3, 4], 2), x(&[], 3)]),
+        Sample::new("[2,3,4] mask [4]", vec![x(&[2, 3, 4], 4), mask(&[4], 5), x(&[], 6)]),
+        Sample::new("[5] mask 0-d", vec![x(&[5], 7), Tensor::from(true), x(&[], 8)]),
+        Sample::new("[0,2] mask [2]", vec![x(&[0, 2], 9), mask(&[2], 10), x(&[], 11)]).edge(),
+    ]
+}
+
+pub fn masked_fill_tensor_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new(
+            "1-d value",
+            vec![f32v(&[3], 37), mask(&[3], 38), f32v(&[1], 39)],
+        ),
+        "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with 1 dimension(s).",
+    )]
+}
+
+pub fn clamp_tensor(dtype: DType) -> Vec<Sample> {
+    // Bounds and values are well apart so no element sits on a kink.
+    let x = |s: &[usize], seed| super::distinct(s, dtype, seed);
+    let lo = |s: &[usize], seed| {
+        vals(s, dtype, seed)
+            .sub_scalar(3)
+            .expect("shift")
+            .to_dtype(dtype)
+            .expect("cast")
+    };
+    let hi = |s: &[usize], seed| {
+        vals(s, dtype, seed)
+            .add_scalar(3)
+            .expect("shift")
+            .to_dtype(dtype)
+            .expect("cast")
+    };
+    vec![
+        Sample::new("[3,4] min [3,4] max [4]", vec![x(&[3, 4], 1), lo(&[3, 4], 2), hi(&[4], 3)]),
+        Sample::new("[2,3] min [3]", vec![x(&[2, 3], 4), lo(&[3], 5)]),
+        Sample::new("[4] min 0-d max 0-d", vec![x(&[4], 6), lo(&[], 7), hi(&[], 8)]),
+        Sample::new("[0,3] min [3]", vec![x(&[0, 3], 9), lo(&[3], 10)]).edge(),
+    ]
+}
+
+pub fn clamp_tensor_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("no bounds", vec![f32v(&[3], 40)]),
+        "torch.clamp: At least one of 'min' or 'max' must not be None",
+    )]
+}
+
+pub fn to_other(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] to float64", vec![x(&[3, 4], 1), vals(&[2], DType::F64, 2)]),
+        Sample::new("[4] to own dtype, copy", vec![x(&[4], 5), x(&[1], 6)]).arg("copy", Arg::Bool(true)),
+        Sample::new("[2,2] to float64 (0-d other)", vec![x(&[2, 2], 9), vals(&[], DType::F64, 10)]),
+        Sample::new("[2,3] to float32", vec![x(&[2, 3], 3), vals(&[], DType::F32, 4)]),
+        Sample::new("0-d to int64", vec![x(&[], 7), vals(&[1], DType::I64, 8)]).edge(),
+    ]
+}
+
+pub fn to_other_errors() -> Vec<ErrorSample> {
+    vec![]
+}
+
+pub fn repeat_interleave(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] x2 dim 0", vec![x(&[3, 4], 1)])
+            .arg("repeats", Arg::Int(2))
+            .arg("dim", opt_int(Some(0))),
+        Sample::new("[2,3] x3 flattened", vec![x(&[2, 3], 2)]).arg("repeats", Arg::Int(3)),
+        Sample::new("[2,3,2] x2 dim -1", vec![x(&[2, 3, 2], 3)])
+            .arg("repeats", Arg::Int(2))
+            .arg("dim", opt_int(Some(-1))),
+        Sample::new("0-d x3", vec![x(&[], 4)])
+            .arg("repeats", Arg::Int(3))
+            .edge(),
+        Sample::new("[2,3] x0 dim 1", vec![x(&[2, 3], 5)])
+            .arg("repeats", Arg::Int(0))
+            .arg("dim", opt_int(Some(1)))
+            .edge(),
+    ]
+}
+
+pub fn repeat_interleave_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("negative repeats", vec![f32v(&[3], 41)]).arg("repeats", Arg::Int(-1)),
+        "repeats can not be negative",
+    )]
+}
+
+pub fn repeat_interleave_tensor(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] by [1,0,2] dim 0", vec![x(&[3, 4], 1), index(&[1, 0, 2], &[3])])
+            .arg("dim", opt_int(Some(0))),
+        Sample::new("[2,3] by 0-d 2 flattened", vec![x(&[2, 3], 2), Tensor::from(2i64)]),
+        Sample::new("[2,3] by [3,1,1] dim 1", vec![x(&[2, 3], 3), index(&[3, 1, 1], &[3])])
+            .arg("dim", opt_int(Some(1))),
+        Sample::new("[0] by [0]", vec![x(&[0], 4), index(&[], &[0])]).edge(),
+    ]
+}
+
+pub fn repeat_interleave_tensor_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("2 counts for 3", vec![f32v(&[3], 42), index(&[1, 1], &[2])])
+            .arg("dim", opt_int(Some(0))),
+        "repeats must have the same size as input along dim, but got repeats.size(0) = 2 and input.size(0) = 3",
+    )]
+}
+
+pub fn pad(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let mut v = vec![
+        Sample::new("[2,3] constant (1,2)", vec![x(&[2, 3], 1)]).arg("pad", ints(&[1, 2])),
+        Sample::new("[2,3,4] reflect (2,1,1,2)", vec![x(&[2, 3, 4], 2)])
+            .arg("pad", ints(&[2, 1, 1, 2]))
+            .arg("mode", Arg::Str("reflect")),
+        Sample::new("[2,3,4] replicate (1,3)", vec![x(&[2, 3, 4], 3)])
+            .arg("pad", ints(&[1, 3]))
+            .arg("mode", Arg::Str("replicate")),
+        Sample::new("[2,3,4] circular (2,-1,3,0)", vec![x(&[2, 3, 4], 4)])
+            .arg("pad", ints(&[2, -1, 3, 0]))
+            .arg("mode", Arg::Str("circular")),
+        Sample::new("[3,4] constant (-1,1,1,0) value 2", vec![x(&[3, 4], 5)])
+            .arg("pad", ints(&[-1, 1, 1, 0]))
+            .arg("value", Arg::Float(2.0)),
+        Sample::new("[0,2] constant (0,0,1,1)", vec![x(&[0, 2], 6)])
+            .arg("pad", ints(&[0, 0, 1, 1]))
+            .edge(),
+    ];
+    if dtype.is_floating_point() {
+        v.push(
+            Sample::new("[2,2,3] reflect (2,2)", vec![x(&[2, 2, 3], 7)])
+                .arg("pad", ints(&[2, 2]))
+                .arg("mode", Arg::Str("reflect")),
+        );
+    }
+    v
+}
+
+pub fn pad_errors() -> Vec<ErrorSample> {
+    let s = |pad: &[i64], mode: &'static str, seed| {
+        Sample::new(format!("{mode} {pad:?}"), vec![f32v(&[2, 3], seed)])
+            .arg("pad", ints(pad))
+            .arg("mode", Arg::Str(mode))
+    };
+    vec![
+        err(s(&[1], "constant", 43), "Padding length must be divisible by 2"),
+        err(
+            s(&[3, 0], "reflect", 44),
+            "Padding size should be less than the corresponding input dimension",
+        ),
+        err(s(&[1, 1], "wrap", 45), "Unrecognised padding mode wrap"),
+        err(
+            s(&[1, 1, 1, 1, 1, 1], "constant", 46),
+            "Padding length should be less than or equal to two times the input dimension",
+        ),
+    ]
+}
+
