@@ -120,6 +120,8 @@ pub struct Op {
     pub non_differentiable: bool,
     pub doc: Option<String>,
     pub tags: Vec<String>,
+    /// Composite computed in float32 for f16/bf16 inputs (`opmath: true`).
+    pub opmath: bool,
 }
 
 /// Argument info used everywhere.
@@ -505,6 +507,12 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
             }),
             None => None,
         };
+        if r.opmath && !matches!(kind, Kind::Composite { .. }) {
+            return Err(nerr(
+                line,
+                format!("{}: `opmath: true` is for CompositeImplicitAutograd ops (a kernel picks its own accumulation type)", r.func),
+            ));
+        }
         if opinfo.is_none() && r.skip_opinfo.as_deref().is_none_or(|s| s.trim().is_empty()) {
             return Err(nerr(
                 line,
@@ -533,6 +541,7 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
             non_differentiable: false,
             doc: r.doc,
             tags: r.tags,
+            opmath: r.opmath,
         });
     }
 

@@ -33,6 +33,10 @@ pub struct RawOp {
     pub same_dtype_error: Option<String>,
     #[serde(default)]
     pub doc: Option<String>,
+    /// Composite ops only: f16/bf16 inputs are computed in float32 and floating outputs cast
+    /// back (PyTorch's "opmath" type), instead of rounding after every inner op.
+    #[serde(default)]
+    pub opmath: bool,
 }
 
 /// A dtype set: a named group (`all`, `numeric`, `floating`, `integral`) or a list.

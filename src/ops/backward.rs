@@ -436,3 +436,4 @@ pub fn mish_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     let dt = t.mul(&t)?.neg()?.add_scalar(1)?;
     grad.mul(&t.add(&x.mul(&x.sigmoid()?)?.mul(&dt)?)?)
 }
+pub use crate::ops::reducing::{extreme_backward, norm_backward};

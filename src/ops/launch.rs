@@ -682,3 +682,55 @@ mod tests {
         );
     }
 }
+
+/// PyTorch's "opmath" type, for composites declared `opmath: true`: f16/bf16 inputs are
+/// computed in float32 and the float32 results rounded back once, instead of after every
+/// inner op.
+pub(crate) struct Opmath;
+
+impl Opmath {
+    /// The half dtype of `t`, if it has one.
+    pub(crate) fn half_of(t: &Tensor) -> Option<DType> {
+        matches!(t.dtype(), DType::F16 | DType::BF16).then(|| t.dtype())
+    }
+
+    /// `t` in float32 when it is half, else itself.
+    pub(crate) fn widen(t: &Tensor) -> Result<Tensor> {
+        match Opmath::half_of(t) {
+            Some(_) => t.to_dtype(DType::F32),
+            None => Ok(t.clone()),
+        }
+    }
+
+    /// The float32 outputs of `r` rounded to `half`.
+    pub(crate) fn narrow<R: Narrow>(r: R, half: DType) -> Result<R> {
+        r.narrow_to(half)
+    }
+}
+
+/// Op results whose float32 tensors [`Opmath`] rounds back to a half dtype.
+pub(crate) trait Narrow: Sized {
+    fn narrow_to(self, half: DType) -> Result<Self>;
+}
+
+impl Narrow for Tensor {
+    fn narrow_to(self, half: DType) -> Result<Tensor> {
+        if self.dtype() == DType::F32 {
+            self.to_dtype(half)
+        } else {
+            Ok(self)
+        }
+    }
+}
+
+impl Narrow for (Tensor, Tensor) {
+    fn narrow_to(self, half: DType) -> Result<Self> {
+        Ok((self.0.narrow_to(half)?, self.1.narrow_to(half)?))
+    }
+}
+
+impl Narrow for Vec<Tensor> {
+    fn narrow_to(self, half: DType) -> Result<Self> {
+        self.into_iter().map(|t| t.narrow_to(half)).collect()
+    }
+}

@@ -3,8 +3,10 @@
 
 pub(crate) mod backward;
 pub(crate) mod composite;
+pub(crate) mod elementwise;
 pub(crate) mod explicit;
 pub(crate) mod launch;
+pub(crate) mod reducing;
 pub(crate) mod shaping;
 
 #[allow(unused_imports, unused_mut, unused_variables, dead_code)]

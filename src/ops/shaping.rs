@@ -135,7 +135,10 @@ pub fn rot90(t: &Tensor, k: i64, dims: &[i64]) -> Result<Tensor> {
             format!("expected total dims >= 2, but got total dims = {}", t.dim()),
         ));
     }
-    let (d0, d1) = (wrap("rot90", dims[0], t.dim())?, wrap("rot90", dims[1], t.dim())?);
+    let (d0, d1) = (
+        wrap("rot90", dims[0], t.dim())?,
+        wrap("rot90", dims[1], t.dim())?,
+    );
     if d0 == d1 {
         return Err(Error::op(
             "rot90",
@@ -176,7 +179,11 @@ pub fn diagonal(t: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor>
     .max(0);
     let mut start = t.storage_offset() as i64;
     if len > 0 {
-        start += if offset >= 0 { offset * s2 } else { -offset * s1 };
+        start += if offset >= 0 {
+            offset * s2
+        } else {
+            -offset * s1
+        };
     }
     let mut sizes = Vec::with_capacity(nd - 1);
     let mut strides = Vec::with_capacity(nd - 1);
@@ -251,7 +258,10 @@ pub fn movedim(t: &Tensor, source: &[i64], destination: &[i64]) -> Result<Tensor
             other => other,
         })
     };
-    let (src, dst) = (repeated("source", source)?, repeated("destination", destination)?);
+    let (src, dst) = (
+        repeated("source", source)?,
+        repeated("destination", destination)?,
+    );
     let mut perm: Vec<Option<usize>> = vec![None; nd.max(1)];
     for (&s, &d) in src.iter().zip(&dst) {
         perm[d] = Some(s);
@@ -357,7 +367,9 @@ pub fn split(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     if split_size == 0 && n != 0 {
         return Err(Error::op(
             "split",
-            format!("split_size can only be 0 if dimension size is 0, but got dimension size of {n}"),
+            format!(
+                "split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
+            ),
         ));
     }
     let pieces = if n == 0 {
@@ -604,7 +616,10 @@ pub fn one_hot(t: &Tensor, num_classes: i64) -> Result<Tensor> {
         return Err(Error::op(op, "Class values must be non-negative."));
     }
     if vals.iter().any(|&v| v >= classes) {
-        return Err(Error::op(op, "Class values must be smaller than num_classes."));
+        return Err(Error::op(
+            op,
+            "Class values must be smaller than num_classes.",
+        ));
     }
     let range = Tensor::arange(0, classes.max(0), 1, DType::I64)?.to_device(t.device())?;
     t.unsqueeze(-1)?.eq(&range)?.to_dtype(DType::I64)
@@ -634,7 +649,11 @@ pub fn nonzero(t: &Tensor) -> Result<Tensor> {
         }
     }
     let rows = coords.len() / nd.max(1);
-    let rows = if nd == 0 { hits.iter().filter(|&&h| h).count() } else { rows };
+    let rows = if nd == 0 {
+        hits.iter().filter(|&&h| h).count()
+    } else {
+        rows
+    };
     Tensor::from_vec(coords, &[rows, nd])?.to_device(t.device())
 }
 
@@ -664,7 +683,9 @@ pub fn masked_select(t: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let shape = crate::ops::launch::broadcast_shapes("masked_select", &[t, mask])?;
     let m = mask.expand(&i64s(&shape))?.reshape(&[-1])?;
     let idx = nonzero(&m)?.reshape(&[-1])?;
-    t.expand(&i64s(&shape))?.reshape(&[-1])?.index_select(0, &idx)
+    t.expand(&i64s(&shape))?
+        .reshape(&[-1])?
+        .index_select(0, &idx)
 }
 
 /// `masked_fill(mask, value)` with a 0-d tensor `value` (which receives the gradient of the

@@ -7,10 +7,13 @@
 
 use crate::harness::{RefTensor, Sample};
 
+#[path = "refs/elementwise.rs"]
+mod elementwise;
 #[path = "refs/shaping.rs"]
 mod shaping;
-pub use shaping::*;
+pub use elementwise::*;
 use kiln::DType;
+pub use shaping::*;
 
 // ---------------------------------------------------------------------------------------
 // Helpers

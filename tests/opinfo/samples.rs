@@ -22,10 +22,16 @@
 
 use crate::harness::{noncontiguous, Arg, ErrorSample, Sample};
 
+#[path = "samples/elementwise.rs"]
+mod elementwise;
+#[path = "samples/reducing.rs"]
+mod reducing;
 #[path = "samples/shaping.rs"]
 mod shaping;
-pub use shaping::*;
+pub use elementwise::*;
 use kiln::{DType, Device, Generator, Scalar, Tensor};
+pub use reducing::*;
+pub use shaping::*;
 
 // ---------------------------------------------------------------------------------------
 // Value helpers

@@ -233,9 +233,48 @@ fn compute_fn(op: &Op) -> TokenStream {
             let path: syn::Path =
                 syn::parse_str(&format!("crate::ops::{path}")).expect("valid path");
             let a = call_args(&args);
+            if !op.opmath {
+                return quote! {
+                    fn #name(#(#params),*) -> Result<#ret> {
+                        #path(#(#a),*)
+                    }
+                };
+            }
+            // opmath: f16/bf16 tensors go in as float32; floating outputs come back narrowed.
+            let tensors: Vec<TokenStream> = args
+                .iter()
+                .filter(|x| x.kind.is_tensor())
+                .map(|x| {
+                    let id = ident(&x.name);
+                    match x.kind {
+                        ArgKind::Tensor => quote!(launch::Opmath::half_of(#id)),
+                        ArgKind::OptTensor => quote!(#id.and_then(launch::Opmath::half_of)),
+                        _ => quote!(#id.iter().find_map(launch::Opmath::half_of)),
+                    }
+                })
+                .collect();
+            let widen = args.iter().filter(|x| x.kind.is_tensor()).map(|x| {
+                let id = ident(&x.name);
+                match x.kind {
+                    ArgKind::Tensor => quote!(let #id = &launch::Opmath::widen(#id)?;),
+                    ArgKind::OptTensor => quote! {
+                        let #id = #id.map(launch::Opmath::widen).transpose()?;
+                        let #id = #id.as_ref();
+                    },
+                    _ => quote! {
+                        let #id = &#id.iter().map(launch::Opmath::widen).collect::<Result<Vec<Tensor>>>()?;
+                        let #id = #id.as_slice();
+                    },
+                }
+            });
             quote! {
                 fn #name(#(#params),*) -> Result<#ret> {
-                    #path(#(#a),*)
+                    let half: Option<DType> = None #(.or(#tensors))*;
+                    let Some(half) = half else {
+                        return #path(#(#a),*);
+                    };
+                    #(#widen)*
+                    launch::Opmath::narrow(#path(#(#a),*)?, half)
                 }
             }
         }

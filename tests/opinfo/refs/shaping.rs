@@ -153,7 +153,12 @@ pub fn trace(s: &Sample) -> Vec<RefTensor> {
 pub fn movedim(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
     let nd = x.shape.len();
-    let src: Vec<usize> = s.ints("source").expect("source").iter().map(|&d| wrap(d, nd)).collect();
+    let src: Vec<usize> = s
+        .ints("source")
+        .expect("source")
+        .iter()
+        .map(|&d| wrap(d, nd))
+        .collect();
     let dst: Vec<usize> = s
         .ints("destination")
         .expect("destination")
@@ -218,7 +223,12 @@ pub fn unfold(s: &Sample) -> Vec<RefTensor> {
 pub fn squeeze_dims(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
     let nd = x.shape.len();
-    let dims: Vec<usize> = s.ints("dim").expect("dim").iter().map(|&d| wrap(d, nd)).collect();
+    let dims: Vec<usize> = s
+        .ints("dim")
+        .expect("dim")
+        .iter()
+        .map(|&d| wrap(d, nd))
+        .collect();
     let shape: Vec<usize> = (0..nd)
         .filter(|d| !(dims.contains(d) && x.shape[*d] == 1))
         .map(|d| x.shape[d])
@@ -534,7 +544,10 @@ fn interleaved(x: &RefTensor, dim: Option<usize>, counts: &[usize]) -> RefTensor
 pub fn repeat_interleave(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
     let r = s.int("repeats").expect("repeats") as usize;
-    let dim = s.opt_int("dim").unwrap_or(None).map(|d| wrap(d, x.shape.len()));
+    let dim = s
+        .opt_int("dim")
+        .unwrap_or(None)
+        .map(|d| wrap(d, x.shape.len()));
     let n = match dim {
         Some(d) if !x.shape.is_empty() => x.shape[d],
         _ => x.data.len(),
@@ -544,7 +557,10 @@ pub fn repeat_interleave(s: &Sample) -> Vec<RefTensor> {
 
 pub fn repeat_interleave_tensor(s: &Sample) -> Vec<RefTensor> {
     let (x, reps) = (input(s, 0), input(s, 1));
-    let dim = s.opt_int("dim").unwrap_or(None).map(|d| wrap(d, x.shape.len()));
+    let dim = s
+        .opt_int("dim")
+        .unwrap_or(None)
+        .map(|d| wrap(d, x.shape.len()));
     let n = match dim {
         Some(d) if !x.shape.is_empty() => x.shape[d],
         _ => x.data.len(),

@@ -49,7 +49,10 @@ pub fn flip_lr_ud(dtype: DType) -> Vec<Sample> {
 }
 
 pub fn flip_lr_ud_errors() -> Vec<ErrorSample> {
-    vec![err(Sample::new("0-d", vec![f32v(&[], 9)]), "Input must be >= ")]
+    vec![err(
+        Sample::new("0-d", vec![f32v(&[], 9)]),
+        "Input must be >= ",
+    )]
 }
 
 pub fn roll(dtype: DType) -> Vec<Sample> {
@@ -409,8 +412,11 @@ pub fn meshgrid(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     vec![
         Sample::with_lists("[3] x [4]", vec![vec![x(&[3], 1), x(&[4], 2)]]),
-        Sample::with_lists("[2] x [3] x [4] xy", vec![vec![x(&[2], 3), x(&[3], 4), x(&[4], 5)]])
-            .arg("indexing", Arg::Str("xy")),
+        Sample::with_lists(
+            "[2] x [3] x [4] xy",
+            vec![vec![x(&[2], 3), x(&[3], 4), x(&[4], 5)]],
+        )
+        .arg("indexing", Arg::Str("xy")),
         Sample::with_lists("[3] x 0-d", vec![vec![x(&[3], 6), x(&[], 7)]]),
         Sample::with_lists("[0] x [2]", vec![vec![x(&[0], 8), x(&[2], 9)]]).edge(),
     ]
@@ -433,8 +439,14 @@ pub fn meshgrid_errors() -> Vec<ErrorSample> {
 pub fn take(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     vec![
-        Sample::new("[3,4] by [2,2]", vec![x(&[3, 4], 1), index(&[0, 11, 5, 5], &[2, 2])]),
-        Sample::new("[5] by [3] negative", vec![x(&[5], 2), index(&[-1, 0, -5], &[3])]),
+        Sample::new(
+            "[3,4] by [2,2]",
+            vec![x(&[3, 4], 1), index(&[0, 11, 5, 5], &[2, 2])],
+        ),
+        Sample::new(
+            "[5] by [3] negative",
+            vec![x(&[5], 2), index(&[-1, 0, -5], &[3])],
+        ),
         Sample::new("[2,3] by 0-d", vec![x(&[2, 3], 3), Tensor::from(4i64)]),
         Sample::new("[2,3] by [0]", vec![x(&[2, 3], 4), index(&[], &[0])]).edge(),
     ]
@@ -447,7 +459,10 @@ pub fn take_errors() -> Vec<ErrorSample> {
             "out of range: tried to access index 6 on a tensor of 6 elements.",
         ),
         err(
-            Sample::new("int32 index", vec![f32v(&[2, 3], 32), Tensor::from(vec![1i32])]),
+            Sample::new(
+                "int32 index",
+                vec![f32v(&[2, 3], 32), Tensor::from(vec![1i32])],
+            ),
             "take(): Expected a long tensor for index, but got Int",
         ),
     ]
@@ -456,17 +471,26 @@ pub fn take_errors() -> Vec<ErrorSample> {
 pub fn take_along_dim(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     vec![
-        Sample::new("[3,4] by [3,2] dim 1", vec![x(&[3, 4], 1), rand_index(&[3, 2], 4, 2)])
-            .arg("dim", opt_int(Some(1))),
+        Sample::new(
+            "[3,4] by [3,2] dim 1",
+            vec![x(&[3, 4], 1), rand_index(&[3, 2], 4, 2)],
+        )
+        .arg("dim", opt_int(Some(1))),
         Sample::new(
             "[2,3,4] by [1,3,2] dim -1 (broadcast)",
             vec![x(&[2, 3, 4], 3), rand_index(&[1, 3, 2], 4, 4)],
         )
         .arg("dim", opt_int(Some(-1))),
-        Sample::new("[3,4] flattened", vec![x(&[3, 4], 5), rand_index(&[5], 12, 6)]),
-        Sample::new("[3,4] by [3,0] dim 1", vec![x(&[3, 4], 7), index(&[], &[3, 0])])
-            .arg("dim", opt_int(Some(1)))
-            .edge(),
+        Sample::new(
+            "[3,4] flattened",
+            vec![x(&[3, 4], 5), rand_index(&[5], 12, 6)],
+        ),
+        Sample::new(
+            "[3,4] by [3,0] dim 1",
+            vec![x(&[3, 4], 7), index(&[], &[3, 0])],
+        )
+        .arg("dim", opt_int(Some(1)))
+        .edge(),
     ]
 }
 
@@ -528,7 +552,10 @@ pub fn masked_select(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     vec![
         Sample::new("[3,4] mask [3,4]", vec![x(&[3, 4], 1), mask(&[3, 4], 2)]),
-        Sample::new("[2,3] mask [4,2,3] (broadcast)", vec![x(&[2, 3], 3), mask(&[4, 2, 3], 4)]),
+        Sample::new(
+            "[2,3] mask [4,2,3] (broadcast)",
+            vec![x(&[2, 3], 3), mask(&[4, 2, 3], 4)],
+        ),
         Sample::new("[2,3,4] mask [4]", vec![x(&[2, 3, 4], 5), mask(&[4], 6)]),
         Sample::new("0-d mask 0-d", vec![x(&[], 7), Tensor::from(true)]).edge(),
     ]
@@ -536,7 +563,10 @@ pub fn masked_select(dtype: DType) -> Vec<Sample> {
 
 pub fn masked_select_errors() -> Vec<ErrorSample> {
     vec![err(
-        Sample::new("uint8 mask", vec![f32v(&[3], 35), vals(&[3], DType::U8, 36)]),
+        Sample::new(
+            "uint8 mask",
+            vec![f32v(&[3], 35), vals(&[3], DType::U8, 36)],
+        ),
         "masked_select: expected BoolTensor for mask",
     )]
 }
@@ -544,10 +574,23 @@ pub fn masked_select_errors() -> Vec<ErrorSample> {
 pub fn masked_fill_tensor(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     vec![
-        Sample::new("[3,4] mask [3,4]", vec![x(&[3, 4], 1), mask(&[3, 4], 2), x(&[], 3)]),
-        Sample::new("[2,3,4] mask [4]", vec![x(&[2, 3, 4], 4), mask(&[4], 5), x(&[], 6)]),
-        Sample::new("[5] mask 0-d", vec![x(&[5], 7), Tensor::from(true), x(&[], 8)]),
-        Sample::new("[0,2] mask [2]", vec![x(&[0, 2], 9), mask(&[2], 10), x(&[], 11)]).edge(),
+        Sample::new(
+            "[3,4] mask [3,4]",
+            vec![x(&[3, 4], 1), mask(&[3, 4], 2), x(&[], 3)],
+        ),
+        Sample::new(
+            "[2,3,4] mask [4]",
+            vec![x(&[2, 3, 4], 4), mask(&[4], 5), x(&[], 6)],
+        ),
+        Sample::new(
+            "[5] mask 0-d",
+            vec![x(&[5], 7), Tensor::from(true), x(&[], 8)],
+        ),
+        Sample::new(
+            "[0,2] mask [2]",
+            vec![x(&[0, 2], 9), mask(&[2], 10), x(&[], 11)],
+        )
+        .edge(),
     ]
 }
 
@@ -579,9 +622,15 @@ pub fn clamp_tensor(dtype: DType) -> Vec<Sample> {
             .expect("cast")
     };
     vec![
-        Sample::new("[3,4] min [3,4] max [4]", vec![x(&[3, 4], 1), lo(&[3, 4], 2), hi(&[4], 3)]),
+        Sample::new(
+            "[3,4] min [3,4] max [4]",
+            vec![x(&[3, 4], 1), lo(&[3, 4], 2), hi(&[4], 3)],
+        ),
         Sample::new("[2,3] min [3]", vec![x(&[2, 3], 4), lo(&[3], 5)]),
-        Sample::new("[4] min 0-d max 0-d", vec![x(&[4], 6), lo(&[], 7), hi(&[], 8)]),
+        Sample::new(
+            "[4] min 0-d max 0-d",
+            vec![x(&[4], 6), lo(&[], 7), hi(&[], 8)],
+        ),
         Sample::new("[0,3] min [3]", vec![x(&[0, 3], 9), lo(&[3], 10)]).edge(),
     ]
 }
@@ -596,10 +645,20 @@ pub fn clamp_tensor_errors() -> Vec<ErrorSample> {
 pub fn to_other(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     vec![
-        Sample::new("[3,4] to float64", vec![x(&[3, 4], 1), vals(&[2], DType::F64, 2)]),
-        Sample::new("[4] to own dtype, copy", vec![x(&[4], 5), x(&[1], 6)]).arg("copy", Arg::Bool(true)),
-        Sample::new("[2,2] to float64 (0-d other)", vec![x(&[2, 2], 9), vals(&[], DType::F64, 10)]),
-        Sample::new("[2,3] to float32", vec![x(&[2, 3], 3), vals(&[], DType::F32, 4)]),
+        Sample::new(
+            "[3,4] to float64",
+            vec![x(&[3, 4], 1), vals(&[2], DType::F64, 2)],
+        ),
+        Sample::new("[4] to own dtype, copy", vec![x(&[4], 5), x(&[1], 6)])
+            .arg("copy", Arg::Bool(true)),
+        Sample::new(
+            "[2,2] to float64 (0-d other)",
+            vec![x(&[2, 2], 9), vals(&[], DType::F64, 10)],
+        ),
+        Sample::new(
+            "[2,3] to float32",
+            vec![x(&[2, 3], 3), vals(&[], DType::F32, 4)],
+        ),
         Sample::new("0-d to int64", vec![x(&[], 7), vals(&[1], DType::I64, 8)]).edge(),
     ]
 }
@@ -638,11 +697,20 @@ pub fn repeat_interleave_errors() -> Vec<ErrorSample> {
 pub fn repeat_interleave_tensor(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     vec![
-        Sample::new("[3,4] by [1,0,2] dim 0", vec![x(&[3, 4], 1), index(&[1, 0, 2], &[3])])
-            .arg("dim", opt_int(Some(0))),
-        Sample::new("[2,3] by 0-d 2 flattened", vec![x(&[2, 3], 2), Tensor::from(2i64)]),
-        Sample::new("[2,3] by [3,1,1] dim 1", vec![x(&[2, 3], 3), index(&[3, 1, 1], &[3])])
-            .arg("dim", opt_int(Some(1))),
+        Sample::new(
+            "[3,4] by [1,0,2] dim 0",
+            vec![x(&[3, 4], 1), index(&[1, 0, 2], &[3])],
+        )
+        .arg("dim", opt_int(Some(0))),
+        Sample::new(
+            "[2,3] by 0-d 2 flattened",
+            vec![x(&[2, 3], 2), Tensor::from(2i64)],
+        ),
+        Sample::new(
+            "[2,3] by [3,1,1] dim 1",
+            vec![x(&[2, 3], 3), index(&[3, 1, 1], &[3])],
+        )
+        .arg("dim", opt_int(Some(1))),
         Sample::new("[0] by [0]", vec![x(&[0], 4), index(&[], &[0])]).edge(),
     ]
 }
@@ -692,7 +760,10 @@ pub fn pad_errors() -> Vec<ErrorSample> {
             .arg("mode", Arg::Str(mode))
     };
     vec![
-        err(s(&[1], "constant", 43), "Padding length must be divisible by 2"),
+        err(
+            s(&[1], "constant", 43),
+            "Padding length must be divisible by 2",
+        ),
         err(
             s(&[3, 0], "reflect", 44),
             "Padding size should be less than the corresponding input dimension",
@@ -704,4 +775,3 @@ pub fn pad_errors() -> Vec<ErrorSample> {
         ),
     ]
 }
-
