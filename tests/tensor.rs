@@ -1633,3 +1633,33 @@ fn as_strided_beyond_storage_errors() {
         "out of bounds for storage of size 4",
     );
 }
+
+#[test]
+fn bitwise_not_of_bool_and_uint8() -> Result<()> {
+    // PyTorch: ~torch.tensor([True, False]) == [False, True]; ~torch.tensor([0, 5], uint8) == [255, 250].
+    assert_eq!(
+        Tensor::from(vec![true, false])
+            .bitwise_not()?
+            .to_vec::<bool>()?,
+        vec![false, true]
+    );
+    let u = Tensor::from(vec![0u8, 5]).bitwise_not()?;
+    assert_eq!(u.dtype(), DType::U8);
+    assert_eq!(u.to_vec::<u8>()?, vec![255, 250]);
+    Ok(())
+}
+
+#[test]
+fn integer_remainder_and_fmod_by_zero_give_zero() -> Result<()> {
+    // Documented difference: PyTorch raises ZeroDivisionError on CPU; kiln never panics.
+    let a = Tensor::from(vec![7i64, -7, 7]);
+    let b = Tensor::from(vec![0i64, 3, -3]);
+    assert_eq!(a.remainder(&b)?.to_vec::<i64>()?, vec![0, 2, -2]);
+    assert_eq!(a.fmod(&b)?.to_vec::<i64>()?, vec![0, -1, 1]);
+    let m = Tensor::from(vec![i64::MIN]);
+    assert_eq!(
+        m.remainder(&Tensor::from(vec![-1i64]))?.to_vec::<i64>()?,
+        vec![0]
+    );
+    Ok(())
+}

@@ -29,4 +29,30 @@ template <typename T> __device__ inline T logaddexp(T a, T b) {
   T lo = (a > b || kiln_isnan(b)) ? b : a;
   return hi + kiln_log1p(kiln_exp(lo - hi));
 }
+template <typename T> __device__ inline T fmod(T a, T b) { return b == (T)0 ? (T)0 : (T)(a % b); }
+__device__ inline float fmod(float a, float b) { return ::fmodf(a, b); }
+__device__ inline double fmod(double a, double b) { return ::fmod(a, b); }
+template <typename T> __device__ inline T remainder(T a, T b) {
+  T r = fmod(a, b);
+  return (r != (T)0 && ((r < (T)0) != (b < (T)0))) ? (T)(r + b) : r;
+}
+__device__ inline unsigned char remainder(unsigned char a, unsigned char b) { return fmod(a, b); }
+__device__ inline float copysign(float a, float b) { return ::copysignf(a, b); }
+__device__ inline double copysign(double a, double b) { return ::copysign(a, b); }
+template <typename T> __device__ inline T bitwise_and(T a, T b) { return (T)(a & b); }
+__device__ inline bool bitwise_and(bool a, bool b) { return a && b; }
+template <typename T> __device__ inline T bitwise_or(T a, T b) { return (T)(a | b); }
+__device__ inline bool bitwise_or(bool a, bool b) { return a || b; }
+template <typename T> __device__ inline T bitwise_xor(T a, T b) { return (T)(a ^ b); }
+__device__ inline bool bitwise_xor(bool a, bool b) { return a != b; }
+// Shift counts outside 0..bits: 0 for a left shift, the sign fill for a right shift.
+template <typename T> __device__ inline T bitwise_left_shift(T a, T b) {
+  long long bits = 8 * (long long)sizeof(T), n = (long long)b;
+  return (n < 0 || n >= bits) ? (T)0 : (T)(a << n);
+}
+template <typename T> __device__ inline T bitwise_right_shift(T a, T b) {
+  long long bits = 8 * (long long)sizeof(T), n = (long long)b;
+  if (n < 0 || n >= bits) return ((T)-1 > (T)0) ? (T)0 : (T)(a >> (bits - 1));
+  return (T)(a >> n);
+}
 }  // namespace binary

@@ -96,4 +96,8 @@ template <typename T> __device__ inline T hardsigmoid(T x) {
 }
 template <typename T> __device__ inline T hardswish(T x) { return x * hardsigmoid(x); }
 template <typename T> __device__ inline T mish(T x) { return x * kiln_tanh(kiln_log1p(kiln_exp(x))); }
+__device__ inline float erfinv(float x) { return ::erfinvf(x); }
+__device__ inline double erfinv(double x) { return ::erfinv(x); }
+template <typename T> __device__ inline T bitwise_not(T x) { return (T)(~x); }
+__device__ inline bool bitwise_not(bool x) { return !x; }
 }  // namespace unary

@@ -315,6 +315,10 @@ pub trait Libm: FloatMath {
     fn atan2(self, x: Self) -> Self;
     fn hypot(self, o: Self) -> Self;
     fn is_infinite(self) -> bool;
+    /// `|self|` with the sign bit of `sign`.
+    fn copysign(self, sign: Self) -> Self;
+    /// The inverse error function.
+    fn erfinv(self) -> Self;
 }
 
 macro_rules! libm_impl {
@@ -388,6 +392,14 @@ macro_rules! libm_impl {
             fn is_infinite(self) -> bool {
                 <$t>::is_infinite(self)
             }
+            #[inline(always)]
+            fn copysign(self, sign: Self) -> Self {
+                <$t>::copysign(self, sign)
+            }
+            #[inline(always)]
+            fn erfinv(self) -> Self {
+                crate::special::erfinv(self as f64) as $t
+            }
         }
     };
 }
@@ -451,6 +463,136 @@ macro_rules! rounding_int {
     )*};
 }
 rounding_int!(u8, i8, i16, i32, i64);
+
+/// `fmod` (sign of the dividend) and Python's `remainder` (sign of the divisor), for every
+/// numeric compute type. An integer divided by zero gives 0: Rust's `%` would panic, and
+/// PyTorch itself raises on CPU but leaves the result undefined on CUDA.
+pub trait Modular: Copy {
+    fn fmod(self, o: Self) -> Self;
+    fn remainder(self, o: Self) -> Self;
+}
+
+macro_rules! modular_float {
+    ($($t:ty),*) => {$(
+        impl Modular for $t {
+            #[inline(always)]
+            fn fmod(self, o: Self) -> Self {
+                self % o
+            }
+            #[inline(always)]
+            fn remainder(self, o: Self) -> Self {
+                let r = self % o;
+                if r != 0.0 && ((r < 0.0) != (o < 0.0)) {
+                    r + o
+                } else {
+                    r
+                }
+            }
+        }
+    )*};
+}
+modular_float!(f32, f64);
+
+macro_rules! modular_signed {
+    ($($t:ty),*) => {$(
+        impl Modular for $t {
+            #[inline(always)]
+            fn fmod(self, o: Self) -> Self {
+                if o == 0 { 0 } else { self.wrapping_rem(o) }
+            }
+            #[inline(always)]
+            fn remainder(self, o: Self) -> Self {
+                let r = self.fmod(o);
+                if r != 0 && ((r < 0) != (o < 0)) {
+                    r.wrapping_add(o)
+                } else {
+                    r
+                }
+            }
+        }
+    )*};
+}
+modular_signed!(i8, i16, i32, i64);
+
+impl Modular for u8 {
+    #[inline(always)]
+    fn fmod(self, o: Self) -> Self {
+        self.checked_rem(o).unwrap_or(0)
+    }
+    #[inline(always)]
+    fn remainder(self, o: Self) -> Self {
+        self.fmod(o)
+    }
+}
+
+/// Bitwise and/or/xor/not of integers; logical for bools (PyTorch's `bitwise_*`).
+pub trait Bits: Copy {
+    fn and(self, o: Self) -> Self;
+    fn or(self, o: Self) -> Self;
+    fn xor(self, o: Self) -> Self;
+    fn not(self) -> Self;
+}
+
+macro_rules! bits_impl {
+    ($($t:ty),*) => {$(
+        impl Bits for $t {
+            #[inline(always)]
+            fn and(self, o: Self) -> Self {
+                self & o
+            }
+            #[inline(always)]
+            fn or(self, o: Self) -> Self {
+                self | o
+            }
+            #[inline(always)]
+            fn xor(self, o: Self) -> Self {
+                self ^ o
+            }
+            #[inline(always)]
+            fn not(self) -> Self {
+                !self
+            }
+        }
+    )*};
+}
+bits_impl!(bool, u8, i8, i16, i32, i64);
+
+/// Shifts of integers with PyTorch's rule for shift counts outside `0..bits`: a left shift
+/// gives 0, a right shift fills with the sign bit.
+pub trait Shift: Copy {
+    fn shl(self, o: Self) -> Self;
+    fn shr(self, o: Self) -> Self;
+}
+
+macro_rules! shift_impl {
+    ($($t:ty),*) => {$(
+        impl Shift for $t {
+            #[inline(always)]
+            fn shl(self, o: Self) -> Self {
+                let bits = <$t>::BITS as i64;
+                let n = o as i64;
+                if (0..bits).contains(&n) {
+                    self.wrapping_shl(n as u32)
+                } else {
+                    0
+                }
+            }
+            #[inline(always)]
+            fn shr(self, o: Self) -> Self {
+                let bits = <$t>::BITS as i64;
+                let n = o as i64;
+                if (0..bits).contains(&n) {
+                    self >> n as u32
+                } else if <$t>::MIN == 0 {
+                    0
+                } else {
+                    self >> (bits - 1) as u32
+                }
+            }
+        }
+    )*};
+}
+shift_impl!(u8, i8, i16, i32, i64);
 
 /// Whether a value is infinite: never for integers and bools.
 pub trait Classify: Arith {

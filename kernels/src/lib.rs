@@ -10,10 +10,11 @@ pub mod element;
 pub mod layout;
 pub mod parallel;
 pub mod philox;
+pub mod special;
 pub mod view;
 
 pub use dtype::DType;
-pub use element::{Arith, Classify, Element, FloatMath, Libm, Rounding};
+pub use element::{Arith, Bits, Classify, Element, FloatMath, Libm, Modular, Rounding, Shift};
 pub use half;
 pub use layout::Layout;
 pub use view::{Dst, Src};

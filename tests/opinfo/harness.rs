@@ -320,6 +320,26 @@ pub fn reference_erf(x: f64) -> f64 {
     r.copysign(x)
 }
 
+/// erfinv by bisection on [`reference_erf`] (±inf at ±1, NaN outside [-1, 1]).
+pub fn reference_erfinv(y: f64) -> f64 {
+    if y.is_nan() || y.abs() > 1.0 {
+        return f64::NAN;
+    }
+    if y.abs() == 1.0 {
+        return y * f64::INFINITY;
+    }
+    let (mut lo, mut hi) = (-7.0, 7.0);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if reference_erf(mid) < y {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
 /// PyTorch's gelu, exact or tanh-approximated, in float64.
 pub fn reference_gelu(x: f64, approximate: &str) -> f64 {
     if approximate == "tanh" {
@@ -662,7 +682,13 @@ pub fn check_errors(info: &OpInfo, device: Device) {
     let cases = (info.error_samples)();
     let mut checked = 0;
     if let Some(out) = info.out {
-        let s = (info.samples)(DType::F32)
+        // float32 unless the op does not take it (bitwise ops).
+        let dtype = if info.dtypes.contains(&DType::F32) {
+            DType::F32
+        } else {
+            info.dtypes[0]
+        };
+        let s = (info.samples)(dtype)
             .into_iter()
             .find(|s| !s.edge)
             .expect("a regular sample")

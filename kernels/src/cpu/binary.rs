@@ -1,6 +1,6 @@
 //! Scalar functions of pointwise binary and ternary ops, on compute types.
 
-use crate::{Arith, DType, FloatMath, KResult, Libm};
+use crate::{Arith, Bits, DType, FloatMath, KResult, Libm, Modular, Shift};
 
 /// `a + alpha * b`.
 #[inline(always)]
@@ -198,4 +198,52 @@ pub fn logaddexp<T: Libm>(a: T, b: T) -> T {
     }
     let (hi, lo) = if a > b || b.is_nan() { (a, b) } else { (b, a) };
     hi.add(lo.sub(hi).exp().ln_1p())
+}
+
+/// `fmod(a, b)`: the remainder of truncated division (the sign of `a`).
+#[inline(always)]
+pub fn fmod<T: Modular>(a: T, b: T) -> T {
+    a.fmod(b)
+}
+
+/// `remainder(a, b)`: Python's `%`, the remainder of floored division (the sign of `b`).
+#[inline(always)]
+pub fn remainder<T: Modular>(a: T, b: T) -> T {
+    a.remainder(b)
+}
+
+/// `|a|` with the sign of `b`.
+#[inline(always)]
+pub fn copysign<T: Libm>(a: T, b: T) -> T {
+    a.copysign(b)
+}
+
+/// Bitwise (logical for bools) and.
+#[inline(always)]
+pub fn bitwise_and<T: Bits>(a: T, b: T) -> T {
+    a.and(b)
+}
+
+/// Bitwise (logical for bools) or.
+#[inline(always)]
+pub fn bitwise_or<T: Bits>(a: T, b: T) -> T {
+    a.or(b)
+}
+
+/// Bitwise (logical for bools) exclusive or.
+#[inline(always)]
+pub fn bitwise_xor<T: Bits>(a: T, b: T) -> T {
+    a.xor(b)
+}
+
+/// `a << b`; 0 when `b` is outside `0..bits`.
+#[inline(always)]
+pub fn bitwise_left_shift<T: Shift>(a: T, b: T) -> T {
+    a.shl(b)
+}
+
+/// `a >> b` (arithmetic for signed types); sign-filled when `b` is outside `0..bits`.
+#[inline(always)]
+pub fn bitwise_right_shift<T: Shift>(a: T, b: T) -> T {
+    a.shr(b)
 }

@@ -1,7 +1,7 @@
 //! Scalar functions of pointwise unary ops, on compute types. The pointwise loops in
 //! [`super::pointwise`] map them over strided buffers.
 
-use crate::{Arith, FloatMath, Libm, Rounding};
+use crate::{Arith, Bits, FloatMath, Libm, Rounding};
 
 /// `-x`.
 #[inline(always)]
@@ -221,6 +221,18 @@ pub fn atanh<T: Libm>(x: T) -> T {
 #[inline(always)]
 pub fn erfc<T: Libm>(x: T) -> T {
     x.erfc()
+}
+
+/// The inverse error function on (-1, 1); ±inf at ±1, NaN beyond.
+#[inline(always)]
+pub fn erfinv<T: Libm>(x: T) -> T {
+    x.erfinv()
+}
+
+/// Bitwise not of integers; logical not of bools.
+#[inline(always)]
+pub fn bitwise_not<T: Bits>(x: T) -> T {
+    x.not()
 }
 
 /// `x - trunc(x)`.

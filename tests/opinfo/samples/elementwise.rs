@@ -321,3 +321,30 @@ pub fn glu_errors() -> Vec<ErrorSample> {
         "Halving dimension must be even, but dimension 1 is size 3",
     )]
 }
+
+/// Integer (and bool) operands for bitwise ops and shifts: values in [-3, 4), so shift
+/// counts include negative ones (PyTorch's out-of-range rule) and nothing overflows.
+pub fn bitwise(dtype: DType) -> Vec<Sample> {
+    super::binary_ties(dtype)
+}
+
+pub fn bitwise_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new(
+            "float32 operands",
+            vec![vals(&[3], DType::F32, 70), vals(&[3], DType::F32, 71)],
+        ),
+        "not implemented for 'Float'",
+    )]
+}
+
+pub fn bitwise_unary(dtype: DType) -> Vec<Sample> {
+    super::unary(dtype)
+}
+
+pub fn bitwise_unary_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("float32", vec![vals(&[3], DType::F32, 72)]),
+        "not implemented for 'Float'",
+    )]
+}
