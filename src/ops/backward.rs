@@ -437,3 +437,53 @@ pub fn mish_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     grad.mul(&t.add(&x.mul(&x.sigmoid()?)?.mul(&dt)?)?)
 }
 pub use crate::ops::reducing::{extreme_backward, norm_backward};
+
+/// `t` summed from the end of `dim` backwards: the backward of `cumsum`.
+pub fn reverse_cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
+    if t.dim() == 0 {
+        return Ok(t.clone());
+    }
+    t.flip(&[dim])?.cumsum(dim)?.flip(&[dim])
+}
+
+/// Backward of `cumprod`: `Σ_{k≥i} grad_k · out_k / x_i` when no element is 0; otherwise,
+/// for each position `i`, the products with `x_i` replaced by 1 (O(n²), exact with zeros).
+pub fn cumprod_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    dim: i64,
+    result: &Tensor,
+) -> Result<Tensor> {
+    if self_.numel() == 0 || self_.dim() == 0 {
+        return Ok(grad.clone());
+    }
+    let grad = grad.to_dtype(self_.dtype())?;
+    let result = result.to_dtype(self_.dtype())?;
+    if self_.eq_scalar(0)?.any()?.item::<bool>()? {
+        let d = kiln_kernels::layout::wrap_dim(dim, self_.dim())
+            .map_err(|m| crate::Error::op("cumprod_backward", m))?;
+        let n = self_.shape()[d] as i64;
+        let pos = Tensor::arange(0, n, 1, DType::I64)?.to_device(self_.device())?;
+        let mut shape = vec![1i64; self_.dim()];
+        shape[d] = n;
+        let pos = pos.reshape(&shape)?;
+        let parts = (0..n)
+            .map(|i| {
+                let at_i = pos.eq_scalar(i)?;
+                let without_i = self_.ones_like()?.where_cond(&at_i, self_)?.cumprod(dim)?;
+                let from_i = pos.ge_scalar(i)?;
+                let terms = grad.mul(&without_i)?;
+                crate::sum_dim_with(
+                    &terms
+                        .zeros_like()?
+                        .where_cond(&from_i.logical_not()?, &terms)?,
+                    &[dim],
+                    true,
+                    None,
+                )
+            })
+            .collect::<Result<Vec<_>>>()?;
+        return crate::cat_with(&parts, dim);
+    }
+    reverse_cumsum(&grad.mul(&result)?, dim)?.div(self_)
+}

@@ -8,6 +8,7 @@ pub(crate) mod explicit;
 pub(crate) mod launch;
 pub(crate) mod reducing;
 pub(crate) mod shaping;
+pub(crate) mod sorting;
 
 #[allow(unused_imports, unused_mut, unused_variables, dead_code)]
 mod generated {

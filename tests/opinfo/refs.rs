@@ -11,9 +11,12 @@ use crate::harness::{RefTensor, Sample};
 mod elementwise;
 #[path = "refs/shaping.rs"]
 mod shaping;
+#[path = "refs/sorting.rs"]
+mod sorting;
 pub use elementwise::*;
 use kiln::DType;
 pub use shaping::*;
+pub use sorting::*;
 
 // ---------------------------------------------------------------------------------------
 // Helpers

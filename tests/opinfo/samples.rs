@@ -28,10 +28,13 @@ mod elementwise;
 mod reducing;
 #[path = "samples/shaping.rs"]
 mod shaping;
+#[path = "samples/sorting.rs"]
+mod sorting;
 pub use elementwise::*;
 use kiln::{DType, Device, Generator, Scalar, Tensor};
 pub use reducing::*;
 pub use shaping::*;
+pub use sorting::*;
 
 // ---------------------------------------------------------------------------------------
 // Value helpers

@@ -6,6 +6,7 @@ pub mod index;
 pub mod matmul;
 pub mod pointwise;
 pub mod reduce;
+pub mod scan;
 pub mod shape;
 pub mod softmax;
 pub mod strided;

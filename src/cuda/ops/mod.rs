@@ -7,6 +7,7 @@ pub(crate) mod index;
 pub(crate) mod matmul;
 pub(crate) mod random;
 pub(crate) mod reduce;
+pub(crate) mod scan;
 pub(crate) mod shape;
 pub(crate) mod softmax;
 
