@@ -487,3 +487,17 @@ pub fn cumprod_backward(
     }
     reverse_cumsum(&grad.mul(&result)?, dim)?.div(self_)
 }
+
+/// The spatial sizes of an image of `sizes` whose kernel is `kernel_size` (its last dims).
+pub fn self_spatial(sizes: &[usize], kernel_size: &[i64]) -> Vec<i64> {
+    i64s(&sizes[sizes.len() - kernel_size.len()..])
+}
+
+/// `kernel_size` written out for `n` spatial dims (one value is repeated).
+pub fn full_kernel(kernel_size: &[i64], n: usize) -> Vec<i64> {
+    if kernel_size.len() == 1 {
+        vec![kernel_size[0]; n]
+    } else {
+        kernel_size.to_vec()
+    }
+}

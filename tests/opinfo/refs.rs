@@ -9,12 +9,15 @@ use crate::harness::{RefTensor, Sample};
 
 #[path = "refs/elementwise.rs"]
 mod elementwise;
+#[path = "refs/nn.rs"]
+mod nn;
 #[path = "refs/shaping.rs"]
 mod shaping;
 #[path = "refs/sorting.rs"]
 mod sorting;
 pub use elementwise::*;
 use kiln::DType;
+pub use nn::*;
 pub use shaping::*;
 pub use sorting::*;
 

@@ -24,6 +24,8 @@ use crate::harness::{noncontiguous, Arg, ErrorSample, Sample};
 
 #[path = "samples/elementwise.rs"]
 mod elementwise;
+#[path = "samples/nn.rs"]
+mod nn;
 #[path = "samples/reducing.rs"]
 mod reducing;
 #[path = "samples/shaping.rs"]
@@ -32,6 +34,7 @@ mod shaping;
 mod sorting;
 pub use elementwise::*;
 use kiln::{DType, Device, Generator, Scalar, Tensor};
+pub use nn::*;
 pub use reducing::*;
 pub use shaping::*;
 pub use sorting::*;

@@ -2,6 +2,7 @@
 
 pub mod binary;
 pub mod compare;
+pub mod fold;
 pub mod index;
 pub mod matmul;
 pub mod pointwise;

@@ -1,0 +1,362 @@
+//! `im2col` (PyTorch's `F.unfold`) and `col2im` (`F.fold`): sliding blocks of a 1-, 2- or
+//! 3-d image as columns, and back (summing where blocks overlap). Convolutions and pooling
+//! are built on them (im2col + GEMM), and each is the other's backward.
+//!
+//! Internally every image has three spatial dims (missing leading ones have size 1 and a
+//! 1-wide kernel), so one loop nest serves 1-, 2- and 3-d.
+
+use crate::cpu::shape::{contiguous_out, row_major};
+use crate::parallel::{fan_out, par_chunks_mut};
+use crate::{Arith, Dst, Element, KResult, Src};
+
+/// The shape of a sliding-block computation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Geometry {
+    /// Number of spatial dims as the caller wrote them (1, 2 or 3).
+    pub dims: usize,
+    pub batched: bool,
+    pub batch: usize,
+    pub channels: usize,
+    /// Image size, padded to three dims with leading 1s; likewise below.
+    pub size: [usize; 3],
+    pub kernel: [usize; 3],
+    pub dilation: [usize; 3],
+    pub padding: [usize; 3],
+    pub stride: [usize; 3],
+    /// Number of block positions along each dim.
+    pub blocks: [usize; 3],
+}
+
+/// `v` as `n` values: one value is repeated (PyTorch's `int[2] stride=1`).
+fn expand(name: &str, v: &[i64], n: usize, min: i64) -> KResult<Vec<usize>> {
+    let full: Vec<i64> = match v.len() {
+        1 => vec![v[0]; n],
+        k if k == n => v.to_vec(),
+        _ => {
+            return Err(format!(
+                "expected {name} to be a single integer value or a list of {n} values, but got {name}={v:?}"
+            ))
+        }
+    };
+    if let Some(bad) = full.iter().find(|&&x| x < min) {
+        let what = if min > 0 {
+            "greater than zero"
+        } else {
+            "non-negative"
+        };
+        return Err(format!(
+            "{name} should be {what}, but got {name}={v:?} ({bad})"
+        ));
+    }
+    Ok(full.into_iter().map(|x| x as usize).collect())
+}
+
+/// Pads `v` (length `n` ≤ 3) to three dims with leading `fill`s.
+fn three(v: &[usize], fill: usize) -> [usize; 3] {
+    let mut out = [fill; 3];
+    out[3 - v.len()..].copy_from_slice(v);
+    out
+}
+
+impl Geometry {
+    /// Checks the parameters against an image of `image` = `[B, C, *S]` or `[C, *S]` (the
+    /// number of spatial dims is the kernel's), and computes the block counts.
+    pub fn new(
+        op: &str,
+        image: &[usize],
+        kernel_size: &[i64],
+        dilation: &[i64],
+        padding: &[i64],
+        stride: &[i64],
+    ) -> KResult<Geometry> {
+        let n = kernel_size.len();
+        if !(1..=3).contains(&n) {
+            return Err(format!(
+                "{op}: expected kernel_size with 1 to 3 values, but got kernel_size={kernel_size:?}"
+            ));
+        }
+        if image.len() != n + 1 && image.len() != n + 2 {
+            return Err(format!(
+                "Expected {}D (unbatched) or {}D (batched) input to {op}, but got input of size: {image:?}",
+                n + 1,
+                n + 2
+            ));
+        }
+        let kernel = expand("kernel_size", kernel_size, n, 1)?;
+        let dil = expand("dilation", dilation, n, 1)?;
+        let pad = expand("padding", padding, n, 0)?;
+        let st = expand("stride", stride, n, 1)?;
+        let batched = image.len() == n + 2;
+        let (batch, channels) = if batched {
+            (image[0], image[1])
+        } else {
+            (1, image[0])
+        };
+        let spatial = &image[image.len() - n..];
+        let mut blocks = Vec::with_capacity(n);
+        for d in 0..n {
+            let span = dil[d] * (kernel[d] - 1) + 1;
+            let avail = spatial[d] + 2 * pad[d];
+            if avail < span {
+                return Err(format!(
+                    "Given input with spatial size {spatial:?}, kernel_size={kernel:?}, dilation={dil:?}, padding={pad:?}, calculated shape of the array of sliding blocks is non-positive along dim {d}: the padded input ({avail}) is smaller than the dilated kernel ({span})"
+                ));
+            }
+            blocks.push((avail - span) / st[d] + 1);
+        }
+        Ok(Geometry {
+            dims: n,
+            batched,
+            batch,
+            channels,
+            size: three(spatial, 1),
+            kernel: three(&kernel, 1),
+            dilation: three(&dil, 1),
+            padding: three(&pad, 0),
+            stride: three(&st, 1),
+            blocks: three(&blocks, 1),
+        })
+    }
+
+    /// Kernel positions per block.
+    pub fn kernel_len(&self) -> usize {
+        self.kernel.iter().product()
+    }
+
+    /// Blocks per image.
+    pub fn block_len(&self) -> usize {
+        self.blocks.iter().product()
+    }
+
+    /// `[B, C*K, L]` (or `[C*K, L]` unbatched): the columns' shape.
+    pub fn cols_shape(&self) -> Vec<usize> {
+        let mut s = vec![self.channels * self.kernel_len(), self.block_len()];
+        if self.batched {
+            s.insert(0, self.batch);
+        }
+        s
+    }
+
+    /// The input coordinate along dim `d` of block `o`, kernel offset `k`, if inside the image.
+    #[inline(always)]
+    fn source(&self, d: usize, o: usize, k: usize) -> Option<usize> {
+        let p = (o * self.stride[d] + k * self.dilation[d]) as isize - self.padding[d] as isize;
+        (p >= 0 && (p as usize) < self.size[d]).then_some(p as usize)
+    }
+}
+
+/// `(batch, channel)` strides and the three spatial strides of an image layout.
+fn image_strides(g: &Geometry, strides: &[usize]) -> (usize, usize, [usize; 3]) {
+    let lead = if g.batched { 2 } else { 1 };
+    let (sb, sc) = if g.batched {
+        (strides[0], strides[1])
+    } else {
+        (0, strides[0])
+    };
+    (sb, sc, three(&strides[lead..], 0))
+}
+
+pub fn im2col_meta(
+    self_: &[usize],
+    kernel_size: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> KResult<Vec<Vec<usize>>> {
+    let g = Geometry::new("im2col", self_, kernel_size, dilation, padding, stride)?;
+    Ok(vec![g.cols_shape()])
+}
+
+/// `im2col`: `out[b, c*K + k, l]` is the image element under kernel offset `k` of block `l`
+/// (0 in the padding). Parallel over `(b, c)` planes.
+pub fn im2col<T: Element>(
+    self_: Src<'_, T>,
+    kernel_size: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+    mut out: Dst<'_, T>,
+) -> KResult<()> {
+    let g = Geometry::new(
+        "im2col",
+        &self_.layout.sizes,
+        kernel_size,
+        dilation,
+        padding,
+        stride,
+    )?;
+    let o = contiguous_out(&mut out)?;
+    let plane = g.kernel_len() * g.block_len();
+    if o.is_empty() || plane == 0 {
+        return Ok(());
+    }
+    let (sb, sc, ss) = image_strides(&g, &self_.layout.strides);
+    let (data, base) = (self_.data, self_.layout.offset);
+    let fill = |bc: usize, chunk: &mut [T]| {
+        let (b, c) = (bc / g.channels, bc % g.channels);
+        let origin = base + b * sb + c * sc;
+        let mut w = 0;
+        for kd in 0..g.kernel[0] {
+            for kh in 0..g.kernel[1] {
+                for kw in 0..g.kernel[2] {
+                    for od in 0..g.blocks[0] {
+                        let id = g.source(0, od, kd);
+                        for oh in 0..g.blocks[1] {
+                            let row = match (id, g.source(1, oh, kh)) {
+                                (Some(i), Some(j)) => Some(origin + i * ss[0] + j * ss[1]),
+                                _ => None,
+                            };
+                            for ow in 0..g.blocks[2] {
+                                chunk[w] = match (row, g.source(2, ow, kw)) {
+                                    (Some(r), Some(k)) => data[r + k * ss[2]],
+                                    _ => T::default(),
+                                };
+                                w += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    if fan_out(o.len() >= 1 << 15) {
+        par_chunks_mut(o, plane, &fill);
+    } else {
+        o.chunks_mut(plane)
+            .enumerate()
+            .for_each(|(i, c)| fill(i, c));
+    }
+    Ok(())
+}
+
+/// The image shape `col2im` produces for columns `cols` and `output_size`.
+fn col2im_geometry(
+    cols: &[usize],
+    output_size: &[i64],
+    kernel_size: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> KResult<(Geometry, Vec<usize>)> {
+    let n = output_size.len();
+    if cols.len() != 2 && cols.len() != 3 {
+        return Err(format!(
+            "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions for input, but got: {cols:?}"
+        ));
+    }
+    if !(1..=3).contains(&n) || output_size.iter().any(|&s| s < 0) {
+        return Err(format!(
+            "expected output_size to have 1 to 3 non-negative values, but got output_size={output_size:?}"
+        ));
+    }
+    let batched = cols.len() == 3;
+    let rows = cols[cols.len() - 2];
+    let k: usize = expand("kernel_size", kernel_size, n, 1)?.iter().product();
+    if rows % k != 0 {
+        return Err(format!(
+            "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)={rows} and kernel_size={kernel_size:?}"
+        ));
+    }
+    let mut image: Vec<usize> = Vec::with_capacity(n + 2);
+    if batched {
+        image.push(cols[0]);
+    }
+    image.push(rows / k);
+    image.extend(output_size.iter().map(|&s| s as usize));
+    let full = |v: &[i64], name: &str, min| -> KResult<Vec<i64>> {
+        Ok(expand(name, v, n, min)?
+            .into_iter()
+            .map(|x| x as i64)
+            .collect())
+    };
+    let g = Geometry::new(
+        "col2im",
+        &image,
+        &full(kernel_size, "kernel_size", 1)?,
+        dilation,
+        padding,
+        stride,
+    )?;
+    let l = cols[cols.len() - 1];
+    if l != g.block_len() {
+        return Err(format!(
+            "Given output_size={output_size:?}, kernel_size={kernel_size:?}, dilation={dilation:?}, padding={padding:?}, stride={stride:?}, expected size of input's dimension 2 to match the calculated number of sliding blocks {}, but got input.size(2)={l}.",
+            g.block_len()
+        ));
+    }
+    Ok((g, image))
+}
+
+pub fn col2im_meta(
+    self_: &[usize],
+    output_size: &[i64],
+    kernel_size: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> KResult<Vec<Vec<usize>>> {
+    let (_, image) = col2im_geometry(self_, output_size, kernel_size, dilation, padding, stride)?;
+    Ok(vec![image])
+}
+
+/// `col2im`: the image whose element sums every column entry that `im2col` would have read
+/// from it. Accumulates in `T::Compute`; parallel over `(b, c)` planes.
+pub fn col2im<T: Element>(
+    self_: Src<'_, T>,
+    output_size: &[i64],
+    kernel_size: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+    mut out: Dst<'_, T>,
+) -> KResult<()> {
+    let (g, _) = col2im_geometry(
+        &self_.layout.sizes,
+        output_size,
+        kernel_size,
+        dilation,
+        padding,
+        stride,
+    )?;
+    let cols = row_major(&self_);
+    let o = contiguous_out(&mut out)?;
+    let image: usize = g.size.iter().product();
+    if o.is_empty() || image == 0 {
+        return Ok(());
+    }
+    let plane = g.kernel_len() * g.block_len();
+    let [_, h, w] = g.size;
+    let add = |bc: usize, chunk: &mut [T]| {
+        let mut acc = vec![<T::Compute as Arith>::zero(); image];
+        let src = &cols[bc * plane..(bc + 1) * plane];
+        let mut r = 0;
+        for kd in 0..g.kernel[0] {
+            for kh in 0..g.kernel[1] {
+                for kw in 0..g.kernel[2] {
+                    for od in 0..g.blocks[0] {
+                        let id = g.source(0, od, kd);
+                        for oh in 0..g.blocks[1] {
+                            let row = match (id, g.source(1, oh, kh)) {
+                                (Some(i), Some(j)) => Some((i * h + j) * w),
+                                _ => None,
+                            };
+                            for ow in 0..g.blocks[2] {
+                                if let (Some(p), Some(k)) = (row, g.source(2, ow, kw)) {
+                                    acc[p + k] = acc[p + k].add(src[r].up());
+                                }
+                                r += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        chunk.iter_mut().zip(acc).for_each(|(o, a)| *o = T::down(a));
+    };
+    if fan_out(o.len() >= 1 << 15) {
+        par_chunks_mut(o, image, &add);
+    } else {
+        o.chunks_mut(image).enumerate().for_each(|(i, c)| add(i, c));
+    }
+    Ok(())
+}
