@@ -6,6 +6,8 @@ pub(crate) mod composite;
 pub(crate) mod elementwise;
 pub(crate) mod explicit;
 pub(crate) mod launch;
+pub(crate) mod losses;
+pub(crate) mod nn;
 pub(crate) mod reducing;
 pub(crate) mod shaping;
 pub(crate) mod sorting;

@@ -1,0 +1,1037 @@
+//! `torch.nn.functional` ops as composites (PyTorch's CompositeImplicitAutograd):
+//! convolutions and pooling as `im2col` + GEMM (the backward is `col2im` + GEMM, through
+//! autograd), linear layers, resampling, embedding, dropout and attention.
+
+use crate::ops::backward::i64s;
+use crate::{DType, Device, Error, Result, Scalar, Tensor};
+use kiln_kernels::cpu::fold::Geometry;
+
+/// `v` written out for `n` dims (one value is repeated), or PyTorch's error.
+fn expand_param(op: &str, name: &str, v: &[i64], n: usize) -> Result<Vec<i64>> {
+    match v.len() {
+        1 => Ok(vec![v[0]; n]),
+        k if k == n => Ok(v.to_vec()),
+        _ => Err(Error::op(
+            op,
+            format!("expected {name} to be a single integer value or a list of {n} values to match the convolution dimensions, but got {name}={v:?}"),
+        )),
+    }
+}
+
+/// `input` as a batched image (`[B, C, *S]`) and whether it already was.
+fn batched(op: &str, input: &Tensor, n: usize) -> Result<(Tensor, bool)> {
+    if input.dim() == n + 2 {
+        Ok((input.clone(), true))
+    } else if input.dim() == n + 1 {
+        Ok((input.unsqueeze(0)?, false))
+    } else {
+        Err(Error::op(
+            op,
+            format!(
+                "Expected {}D (unbatched) or {}D (batched) input to {op}, but got input of size: {:?}",
+                n + 1,
+                n + 2,
+                input.shape()
+            ),
+        ))
+    }
+}
+
+fn unbatched(t: Tensor, was_batched: bool) -> Result<Tensor> {
+    if was_batched {
+        Ok(t)
+    } else {
+        t.squeeze_dim(0)
+    }
+}
+
+/// `bias` shaped to broadcast over `[B, C, *S]` with `n` spatial dims.
+fn channel_view(bias: &Tensor, n: usize) -> Result<Tensor> {
+    let mut shape = vec![1i64, -1];
+    shape.extend(std::iter::repeat(1).take(n));
+    bias.reshape(&shape)
+}
+
+/// The block counts of a sliding-window op over `x` (batched), as the output's spatial shape.
+fn blocks(op: &str, x: &Tensor, k: &[i64], d: &[i64], p: &[i64], s: &[i64]) -> Result<Vec<i64>> {
+    let g = Geometry::new(op, x.shape(), k, d, p, s).map_err(|m| Error::op(op, m))?;
+    Ok(g.blocks[3 - k.len()..].iter().map(|&b| b as i64).collect())
+}
+
+// ---------------------------------------------------------------------------------------
+// Convolution
+// ---------------------------------------------------------------------------------------
+
+#[allow(clippy::too_many_arguments)]
+fn conv(
+    op: &str,
+    n: usize,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let (x, was_batched) = batched(op, input, n)?;
+    if weight.dim() != n + 2 {
+        return Err(Error::op(
+            op,
+            format!(
+                "expected a {}-d weight [out_channels, in_channels / groups, *kernel_size], but got weight of size {:?}",
+                n + 2,
+                weight.shape()
+            ),
+        ));
+    }
+    if groups <= 0 {
+        return Err(Error::op(op, "non-positive groups is not supported"));
+    }
+    let g = groups as usize;
+    let (o, cg, c) = (weight.shape()[0], weight.shape()[1], x.shape()[1]);
+    if c != cg * g {
+        return Err(Error::op(
+            op,
+            format!(
+                "Given groups={groups}, weight of size {:?}, expected input{:?} to have {} channels, but got {c} channels instead",
+                weight.shape(),
+                x.shape(),
+                cg * g
+            ),
+        ));
+    }
+    if o % g != 0 {
+        return Err(Error::op(
+            op,
+            format!(
+                "Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of size {:?} instead",
+                weight.shape()
+            ),
+        ));
+    }
+    if let Some(b) = bias {
+        if b.dim() != 1 || b.numel() != o {
+            return Err(Error::op(
+                op,
+                format!(
+                    "Given weight of size {:?}, expected bias to be 1-dimensional with {o} elements, but got bias of size {:?} instead",
+                    weight.shape(),
+                    b.shape()
+                ),
+            ));
+        }
+    }
+    let (s, p, d) = (
+        expand_param(op, "stride", stride, n)?,
+        expand_param(op, "padding", padding, n)?,
+        expand_param(op, "dilation", dilation, n)?,
+    );
+    let k = i64s(&weight.shape()[2..]);
+    let out_size = blocks(op, &x, &k, &d, &p, &s)?;
+    let kk: i64 = k.iter().product();
+    let batch = x.shape()[0] as i64;
+    let cols = crate::im2col(&x, &k, &d, &p, &s)?;
+    let l = cols.shape()[cols.dim() - 1] as i64;
+    let y = if g == 1 {
+        weight.reshape(&[o as i64, cg as i64 * kk])?.matmul(&cols)?
+    } else {
+        let w = weight.reshape(&[g as i64, (o / g) as i64, cg as i64 * kk])?;
+        w.matmul(&cols.reshape(&[batch, g as i64, cg as i64 * kk, l])?)?
+    };
+    let mut shape = vec![batch, o as i64];
+    shape.extend(&out_size);
+    let mut y = y.reshape(&shape)?;
+    if let Some(b) = bias {
+        y = y.add(&channel_view(b, n)?)?;
+    }
+    unbatched(y, was_batched)
+}
+
+/// `conv1d(input, weight, bias, stride, padding, dilation, groups)`.
+pub fn conv1d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv2d(input, weight, bias, stride, padding, dilation, groups)`.
+pub fn conv2d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// `conv3d(input, weight, bias, stride, padding, dilation, groups)`.
+pub fn conv3d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+}
+
+/// Transposed convolution: each input position scatters `weight` into the output, i.e.
+/// GEMM into columns, then `col2im`.
+#[allow(clippy::too_many_arguments)]
+fn conv_transpose(
+    op: &str,
+    n: usize,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    let (x, was_batched) = batched(op, input, n)?;
+    if weight.dim() != n + 2 {
+        return Err(Error::op(
+            op,
+            format!(
+                "expected a {}-d weight [in_channels, out_channels / groups, *kernel_size], but got weight of size {:?}",
+                n + 2,
+                weight.shape()
+            ),
+        ));
+    }
+    if groups <= 0 {
+        return Err(Error::op(op, "non-positive groups is not supported"));
+    }
+    let g = groups as i64;
+    let (cin, og, c) = (weight.shape()[0] as i64, weight.shape()[1] as i64, x.shape()[1] as i64);
+    if c != cin || cin % g != 0 {
+        return Err(Error::op(
+            op,
+            format!(
+                "Given transposed=1, weight of size {:?}, expected input{:?} to have {cin} channels, but got {c} channels instead",
+                weight.shape(),
+                x.shape()
+            ),
+        ));
+    }
+    let (s, p, d, op_) = (
+        expand_param(op, "stride", stride, n)?,
+        expand_param(op, "padding", padding, n)?,
+        expand_param(op, "dilation", dilation, n)?,
+        expand_param(op, "output_padding", output_padding, n)?,
+    );
+    if (0..n).any(|i| op_[i] < 0 || (op_[i] >= s[i] && op_[i] >= d[i])) {
+        return Err(Error::op(
+            op,
+            format!("output padding must be smaller than either stride or dilation, but got output_padding={op_:?}, stride={s:?}, dilation={d:?}"),
+        ));
+    }
+    let k = i64s(&weight.shape()[2..]);
+    let kk: i64 = k.iter().product();
+    let spatial = &x.shape()[2..];
+    let out_size: Vec<i64> = (0..n)
+        .map(|i| (spatial[i] as i64 - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op_[i] + 1)
+        .collect();
+    if out_size.iter().any(|&v| v <= 0) {
+        return Err(Error::op(
+            op,
+            format!("the output size {out_size:?} computed from input {:?} is too small", x.shape()),
+        ));
+    }
+    let batch = x.shape()[0] as i64;
+    let lin: i64 = spatial.iter().product::<usize>() as i64;
+    // weight [Cin, Og, *k] as [G, Cin/G, Og*K], transposed to [G, Og*K, Cin/G].
+    let w = weight
+        .reshape(&[g, cin / g, og * kk])?
+        .transpose(-1, -2)?;
+    let xs = x.reshape(&[batch, g, cin / g, lin])?;
+    let cols = w.matmul(&xs)?.reshape(&[batch, g * og * kk, lin])?;
+    let mut y = crate::col2im(&cols, &out_size, &k, &d, &p, &s)?;
+    if let Some(b) = bias {
+        y = y.add(&channel_view(b, n)?)?;
+    }
+    unbatched(y, was_batched)
+}
+
+/// `conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups, dilation)`.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_transpose1d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups, dilation)
+}
+
+/// `conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)`.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_transpose2d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Result<Tensor> {
+    conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups, dilation)
+}
+
+// ---------------------------------------------------------------------------------------
+// Pooling
+// ---------------------------------------------------------------------------------------
+
+/// The padding `pad` list (last dim first) that adds `before[d]` / `after[d]` to each of
+/// the `n` spatial dims.
+fn pad_list(before: &[i64], after: &[i64]) -> Vec<i64> {
+    (0..before.len())
+        .rev()
+        .flat_map(|d| [before[d], after[d]])
+        .collect()
+}
+
+/// Checked pooling parameters: kernel, stride (default: the kernel), padding, dilation.
+struct Pool {
+    k: Vec<i64>,
+    s: Vec<i64>,
+    p: Vec<i64>,
+    d: Vec<i64>,
+}
+
+impl Pool {
+    fn new(op: &str, n: usize, kernel: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64]) -> Result<Pool> {
+        let k = expand_param(op, "kernel_size", kernel, n)?;
+        let s = if stride.is_empty() {
+            k.clone()
+        } else {
+            expand_param(op, "stride", stride, n)?
+        };
+        let p = expand_param(op, "padding", padding, n)?;
+        let d = expand_param(op, "dilation", dilation, n)?;
+        if k.iter().chain(&s).chain(&d).any(|&v| v <= 0) {
+            return Err(Error::op(
+                op,
+                format!("kernel_size, stride and dilation must be greater than zero, but got kernel_size={k:?}, stride={s:?}, dilation={d:?}"),
+            ));
+        }
+        for i in 0..n {
+            if p[i] < 0 || p[i] > (d[i] * (k[i] - 1) + 1) / 2 {
+                return Err(Error::op(
+                    op,
+                    format!(
+                        "pad should be at most half of effective kernel size, but got pad={}, kernel_size={} and dilation={}",
+                        p[i], k[i], d[i]
+                    ),
+                ));
+            }
+        }
+        Ok(Pool { k, s, p, d })
+    }
+
+    /// Extra padding after each dim so `ceil_mode` windows fit (PyTorch drops a last window
+    /// that would start in the right padding).
+    fn ceil_extra(&self, spatial: &[usize], ceil_mode: bool) -> Vec<i64> {
+        (0..self.k.len())
+            .map(|i| {
+                if !ceil_mode {
+                    return 0;
+                }
+                let (size, k, s, p, d) = (spatial[i] as i64, self.k[i], self.s[i], self.p[i], self.d[i]);
+                let span = d * (k - 1) + 1;
+                let avail = size + 2 * p - span;
+                if avail < 0 {
+                    return 0;
+                }
+                let mut out = (avail + s - 1) / s + 1;
+                if (out - 1) * s >= size + p {
+                    out -= 1;
+                }
+                ((out - 1) * s + span - (size + 2 * p)).max(0)
+            })
+            .collect()
+    }
+}
+
+/// The lowest value of a dtype, which never wins a max.
+fn lowest(dtype: DType) -> f64 {
+    if dtype.is_floating_point() {
+        f64::NEG_INFINITY
+    } else {
+        match dtype {
+            DType::U8 | DType::Bool => 0.0,
+            DType::I8 => i8::MIN as f64,
+            DType::I16 => i16::MIN as f64,
+            DType::I32 => i32::MIN as f64,
+            _ => i64::MIN as f64,
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn max_pool(
+    op: &str,
+    n: usize,
+    input: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    let (x, was_batched) = batched(op, input, n)?;
+    let pool = Pool::new(op, n, kernel_size, stride, padding, dilation)?;
+    let spatial: Vec<usize> = x.shape()[2..].to_vec();
+    let extra = pool.ceil_extra(&spatial, ceil_mode);
+    let after: Vec<i64> = (0..n).map(|i| pool.p[i] + extra[i]).collect();
+    let xp = crate::pad_with(&x, &pad_list(&pool.p, &after), "constant", Some(lowest(x.dtype())))?;
+    let zeros = vec![0i64; n];
+    let out_size = blocks(op, &xp, &pool.k, &pool.d, &zeros, &pool.s)?;
+    let (b, c) = (x.shape()[0] as i64, x.shape()[1] as i64);
+    let kk: i64 = pool.k.iter().product();
+    let cols = crate::im2col(&xp, &pool.k, &pool.d, &zeros, &pool.s)?;
+    let l = cols.shape()[2] as i64;
+    let (values, at) = cols.reshape(&[b, c, kk, l])?.max_dim(2)?;
+    // Flat input index of each winner: the block's origin plus the kernel offset, per dim.
+    let dev = x.device();
+    let mut flat = Tensor::zeros(&[1], DType::I64)?.to_device(dev)?;
+    let mut k_rest = at;
+    let mut l_rest = Tensor::arange(0, l, 1, DType::I64)?.to_device(dev)?;
+    let mut scale = 1i64;
+    for i in (0..n).rev() {
+        let (ki, li) = (
+            k_rest.remainder_scalar(pool.k[i])?,
+            l_rest.remainder_scalar(out_size[i])?,
+        );
+        k_rest = k_rest.sub(&ki)?.div_scalar(pool.k[i])?.to_dtype(DType::I64)?;
+        l_rest = l_rest.sub(&li)?.div_scalar(out_size[i])?.to_dtype(DType::I64)?;
+        let pos = li
+            .mul_scalar(pool.s[i])?
+            .add(&ki.mul_scalar(pool.d[i])?)?
+            .sub_scalar(pool.p[i])?;
+        flat = flat.add(&pos.mul_scalar(scale)?)?;
+        scale *= spatial[i] as i64;
+    }
+    let mut shape = vec![b, c];
+    shape.extend(&out_size);
+    let values = unbatched(values.reshape(&shape)?, was_batched)?;
+    let indices = unbatched(flat.reshape(&shape)?, was_batched)?;
+    Ok((values, indices))
+}
+
+/// `max_pool1d(kernel_size, stride, padding, dilation, ceil_mode)`.
+pub fn max_pool1d(
+    t: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    Ok(max_pool("max_pool1d", 1, t, kernel_size, stride, padding, dilation, ceil_mode)?.0)
+}
+
+/// `max_pool2d(kernel_size, stride, padding, dilation, ceil_mode)`.
+pub fn max_pool2d(
+    t: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    Ok(max_pool("max_pool2d", 2, t, kernel_size, stride, padding, dilation, ceil_mode)?.0)
+}
+
+/// `max_pool2d_with_indices(...)`: the maxima and their flat indices into each input plane.
+pub fn max_pool2d_with_indices(
+    t: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    max_pool("max_pool2d_with_indices", 2, t, kernel_size, stride, padding, dilation, ceil_mode)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn avg_pool(
+    op: &str,
+    n: usize,
+    input: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    let (x, was_batched) = batched(op, input, n)?;
+    let pool = Pool::new(op, n, kernel_size, stride, padding, &[1])?;
+    if divisor_override == Some(0) {
+        return Err(Error::op(op, "divisor must be not zero"));
+    }
+    let spatial: Vec<usize> = x.shape()[2..].to_vec();
+    let extra = pool.ceil_extra(&spatial, ceil_mode);
+    let after: Vec<i64> = (0..n).map(|i| pool.p[i] + extra[i]).collect();
+    let xp = crate::pad(&x, &pad_list(&pool.p, &after))?;
+    let (ones, zeros) = (vec![1i64; n], vec![0i64; n]);
+    let out_size = blocks(op, &xp, &pool.k, &ones, &zeros, &pool.s)?;
+    let (b, c) = (x.shape()[0] as i64, x.shape()[1] as i64);
+    let kk: i64 = pool.k.iter().product();
+    let cols = crate::im2col(&xp, &pool.k, &ones, &zeros, &pool.s)?;
+    let l = cols.shape()[2] as i64;
+    let sums = crate::sum_dim_with(&cols.reshape(&[b, c, kk, l])?, &[2], false, None)?;
+    let avg = match divisor_override {
+        Some(dv) => sums.div_scalar(dv)?,
+        None => {
+            // Each window's divisor: its positions inside the input (and, with
+            // count_include_pad, inside the padding), never the ceil_mode overhang.
+            let mut region_shape = vec![1usize, 1];
+            let (lo, hi): (Vec<i64>, Vec<i64>) = if count_include_pad {
+                region_shape.extend(spatial.iter().zip(&pool.p).map(|(&s, &p)| s + 2 * p as usize));
+                (vec![0; n], extra.clone())
+            } else {
+                region_shape.extend(&spatial);
+                (pool.p.clone(), after.clone())
+            };
+            let region = Tensor::ones(&region_shape, x.dtype())?.to_device(x.device())?;
+            let region = crate::pad(&region, &pad_list(&lo, &hi))?;
+            let counts = crate::im2col(&region, &pool.k, &ones, &zeros, &pool.s)?;
+            let counts = crate::sum_dim_with(&counts.reshape(&[1, 1, kk, l])?, &[2], false, None)?;
+            sums.div(&counts)?
+        }
+    };
+    let mut shape = vec![b, c];
+    shape.extend(&out_size);
+    unbatched(avg.reshape(&shape)?, was_batched)
+}
+
+/// `avg_pool1d(kernel_size, stride, padding, ceil_mode, count_include_pad)`.
+pub fn avg_pool1d(
+    t: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> Result<Tensor> {
+    avg_pool("avg_pool1d", 1, t, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+}
+
+/// `avg_pool2d(kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)`.
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool2d(
+    t: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    avg_pool("avg_pool2d", 2, t, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+}
+
+/// The `[out, size]` matrix averaging each adaptive window: output `i` covers
+/// `floor(i * size / out) .. ceil((i + 1) * size / out)`.
+fn adaptive_matrix(out: usize, size: usize, dtype: DType, device: Device) -> Result<Tensor> {
+    let mut m = vec![0.0f64; out * size];
+    for i in 0..out {
+        let (start, end) = (i * size / out, ((i + 1) * size).div_ceil(out));
+        for j in start..end {
+            m[i * size + j] = 1.0 / (end - start) as f64;
+        }
+    }
+    Tensor::from_vec(m, &[out, size])?.to_dtype(dtype)?.to_device(device)
+}
+
+fn adaptive_avg_pool(op: &str, n: usize, t: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    if output_size.len() != n || output_size.iter().any(|&o| o < 0) {
+        return Err(Error::op(
+            op,
+            format!("{op}: output_size must be {n} non-negative values, but got {output_size:?}"),
+        ));
+    }
+    if t.dim() != n + 1 && t.dim() != n + 2 {
+        return Err(Error::op(
+            op,
+            format!("{op}(): Expected {}D or {}D tensor, but got {:?}", n + 1, n + 2, t.shape()),
+        ));
+    }
+    if !t.dtype().is_floating_point() {
+        return Err(Error::op(
+            op,
+            format!("\"{op}\" not implemented for '{}'", t.dtype().scalar_type_name()),
+        ));
+    }
+    let mut y = t.clone();
+    for i in 0..n {
+        let dim = (t.dim() - n + i) as i64;
+        let size = t.shape()[dim as usize];
+        if size == 0 {
+            return Err(Error::op(
+                op,
+                format!("{op}(): Expected input to have non-zero size for non-batch dimensions, but input has sizes {:?}", t.shape()),
+            ));
+        }
+        let m = adaptive_matrix(output_size[i] as usize, size, t.dtype(), t.device())?;
+        // Contract dim `dim` with the matrix: move it last, multiply by mᵀ, move it back.
+        y = y.movedim(&[dim], &[-1])?.matmul(&m.t()?)?.movedim(&[-1], &[dim])?;
+    }
+    Ok(y)
+}
+
+/// `adaptive_avg_pool1d(output_size)`.
+pub fn adaptive_avg_pool1d(t: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    adaptive_avg_pool("adaptive_avg_pool1d", 1, t, output_size)
+}
+
+/// `adaptive_avg_pool2d(output_size)`: separable, as a matrix product per spatial dim.
+pub fn adaptive_avg_pool2d(t: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    adaptive_avg_pool("adaptive_avg_pool2d", 2, t, output_size)
+}
+
+// ---------------------------------------------------------------------------------------
+// Linear layers and batched products
+// ---------------------------------------------------------------------------------------
+
+/// `linear(input, weight, bias)`: `input @ weightᵀ + bias`.
+pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    if weight.dim() != 2 && weight.dim() != 1 {
+        return Err(Error::op(
+            "linear",
+            format!("linear(): weight must be 1-D or 2-D, but got weight of size {:?}", weight.shape()),
+        ));
+    }
+    let y = input.matmul(&weight.t()?)?;
+    match bias {
+        Some(b) => y.add(b),
+        None => Ok(y),
+    }
+}
+
+/// `bilinear(input1, input2, weight, bias)`: `y_k = x1ᵀ W_k x2 + b_k`.
+pub fn bilinear(input1: &Tensor, input2: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    let op = "bilinear";
+    if weight.dim() != 3 {
+        return Err(Error::op(op, format!("bilinear(): weight must be 3-D, but got {:?}", weight.shape())));
+    }
+    let (o, i1, i2) = (weight.shape()[0] as i64, weight.shape()[1], weight.shape()[2] as i64);
+    let (d1, d2) = (input1.dim(), input2.dim());
+    if d1 == 0 || d2 == 0 || input1.shape()[d1 - 1] != i1 || input2.shape()[d2 - 1] as i64 != i2 {
+        return Err(Error::op(
+            op,
+            format!(
+                "bilinear(): input sizes {:?} and {:?} do not match weight {:?}",
+                input1.shape(),
+                input2.shape(),
+                weight.shape()
+            ),
+        ));
+    }
+    // x1 @ W viewed as [I1, O*I2], then a dot with x2 per output feature.
+    let w = weight.permute(&[1, 0, 2])?.reshape(&[i1 as i64, o * i2])?;
+    let mut lead = i64s(&input1.shape()[..d1 - 1]);
+    lead.extend([o, i2]);
+    let t = input1.matmul(&w)?.reshape(&lead)?;
+    let y = crate::sum_dim_with(&t.mul(&input2.unsqueeze(-2)?)?, &[-1], false, None)?;
+    match bias {
+        Some(b) => y.add(b),
+        None => Ok(y),
+    }
+}
+
+fn scaled(t: Tensor, by: Scalar) -> Result<Tensor> {
+    if by.to::<f64>() == 1.0 {
+        Ok(t)
+    } else {
+        t.mul_scalar(by)
+    }
+}
+
+/// `beta * base + alpha * product`, where `beta = 0` ignores `base` (NaN included).
+fn blend(base: &Tensor, product: Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    let p = scaled(product, alpha)?;
+    let base = base.expand(&i64s(p.shape()))?;
+    if beta.to::<f64>() == 0.0 {
+        return p.add(&base.zeros_like()?);
+    }
+    p.add(&scaled(base.clone(), beta)?)
+}
+
+/// `mv(vec)`: matrix × vector.
+pub fn mv(t: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    if t.dim() != 2 || vec.dim() != 1 {
+        return Err(Error::op(
+            "mv",
+            format!("vector + matrix @ vector expected, got 1, {}, {}", t.dim(), vec.dim()),
+        ));
+    }
+    t.matmul(vec)
+}
+
+/// `addmv(mat, vec, beta, alpha)`: `beta * self + alpha * (mat @ vec)`.
+pub fn addmv(t: &Tensor, mat: &Tensor, vec: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    blend(t, mv(mat, vec)?, beta, alpha)
+}
+
+fn check_batches(op: &str, b1: &Tensor, b2: &Tensor) -> Result<()> {
+    if b1.dim() != 3 || b2.dim() != 3 {
+        return Err(Error::op(
+            op,
+            format!("batch1 must be a 3D tensor, batch2 must be a 3D tensor, but got {:?} and {:?}", b1.shape(), b2.shape()),
+        ));
+    }
+    Ok(())
+}
+
+/// `baddbmm(batch1, batch2, beta, alpha)`: `beta * self + alpha * (batch1 @ batch2)`.
+pub fn baddbmm(t: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    check_batches("baddbmm", batch1, batch2)?;
+    blend(t, batch1.bmm(batch2)?, beta, alpha)
+}
+
+/// `addbmm(batch1, batch2, beta, alpha)`: `beta * self + alpha * Σ_b batch1[b] @ batch2[b]`.
+pub fn addbmm(t: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    check_batches("addbmm", batch1, batch2)?;
+    let p = crate::sum_dim_with(&batch1.bmm(batch2)?, &[0], false, None)?;
+    blend(t, p, beta, alpha)
+}
+
+// ---------------------------------------------------------------------------------------
+// Resampling
+// ---------------------------------------------------------------------------------------
+
+/// `(in / out)` or `1 / scale` when a scale factor was given, as PyTorch's
+/// `compute_scales_value`.
+fn ratio(input: usize, output: usize, scale: Option<f64>) -> f64 {
+    match scale {
+        Some(s) if s > 0.0 => 1.0 / s,
+        _ => input as f64 / output as f64,
+    }
+}
+
+fn check_resize(op: &str, t: &Tensor, output_size: &[i64], n: usize) -> Result<()> {
+    if t.dim() != n + 2 {
+        return Err(Error::op(
+            op,
+            format!("{op}: expected a {}D input [N, C, *spatial], but got {:?}", n + 2, t.shape()),
+        ));
+    }
+    if output_size.len() != n || output_size.iter().any(|&o| o <= 0) {
+        return Err(Error::op(
+            op,
+            format!("{op}: output_size must be {n} positive values, but got {output_size:?}"),
+        ));
+    }
+    Ok(())
+}
+
+fn nearest(op: &str, t: &Tensor, output_size: &[i64], scales: &[Option<f64>]) -> Result<Tensor> {
+    let n = output_size.len();
+    check_resize(op, t, output_size, n)?;
+    let mut y = t.clone();
+    for i in 0..n {
+        let dim = 2 + i;
+        let (size, out) = (t.shape()[dim], output_size[i] as usize);
+        let r = ratio(size, out, scales[i]);
+        let src: Vec<i64> = (0..out)
+            .map(|o| ((o as f64 * r).floor() as i64).min(size as i64 - 1))
+            .collect();
+        let idx = Tensor::from_vec(src, &[out])?.to_device(t.device())?;
+        y = y.index_select(dim as i64, &idx)?;
+    }
+    Ok(y)
+}
+
+/// `upsample_nearest1d(output_size, scales)`: each output takes the input at
+/// `floor(dst * in / out)`.
+pub fn upsample_nearest1d(t: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
+    nearest("upsample_nearest1d", t, output_size, &[scales])
+}
+
+/// `upsample_nearest2d(output_size, scales_h, scales_w)`.
+pub fn upsample_nearest2d(
+    t: &Tensor,
+    output_size: &[i64],
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    nearest("upsample_nearest2d", t, output_size, &[scales_h, scales_w])
+}
+
+/// The `[out, size]` linear-interpolation matrix of PyTorch's `area_pixel_compute_source_index`.
+fn linear_matrix(out: usize, size: usize, align_corners: bool, scale: Option<f64>) -> Vec<f64> {
+    let mut m = vec![0.0; out * size];
+    for o in 0..out {
+        let src = if align_corners {
+            if out > 1 {
+                o as f64 * (size as f64 - 1.0) / (out as f64 - 1.0)
+            } else {
+                0.0
+            }
+        } else {
+            ((o as f64 + 0.5) * ratio(size, out, scale) - 0.5).max(0.0)
+        };
+        let i0 = (src.floor() as usize).min(size - 1);
+        let i1 = (i0 + 1).min(size - 1);
+        let w1 = src - i0 as f64;
+        m[o * size + i0] += 1.0 - w1;
+        m[o * size + i1] += w1;
+    }
+    m
+}
+
+/// `upsample_bilinear2d(output_size, align_corners, scales_h, scales_w)`: separable linear
+/// interpolation, as a matrix product per spatial dim.
+pub fn upsample_bilinear2d(
+    t: &Tensor,
+    output_size: &[i64],
+    align_corners: bool,
+    scales_h: Option<f64>,
+    scales_w: Option<f64>,
+) -> Result<Tensor> {
+    let op = "upsample_bilinear2d";
+    check_resize(op, t, output_size, 2)?;
+    if !t.dtype().is_floating_point() {
+        return Err(Error::op(
+            op,
+            format!("\"{op}\" not implemented for '{}'", t.dtype().scalar_type_name()),
+        ));
+    }
+    let mut y = t.clone();
+    for (i, scale) in [scales_h, scales_w].into_iter().enumerate() {
+        let dim = (2 + i) as i64;
+        let (size, out) = (t.shape()[dim as usize], output_size[i] as usize);
+        let m = linear_matrix(out, size, align_corners, scale);
+        let m = Tensor::from_vec(m, &[out, size])?.to_dtype(t.dtype())?.to_device(t.device())?;
+        y = y.movedim(&[dim], &[-1])?.matmul(&m.t()?)?.movedim(&[-1], &[dim])?;
+    }
+    Ok(y)
+}
+
+/// `pixel_shuffle(upscale_factor)`: `[*, C·r², H, W]` → `[*, C, H·r, W·r]`.
+pub fn pixel_shuffle(t: &Tensor, upscale_factor: i64) -> Result<Tensor> {
+    let op = "pixel_shuffle";
+    if t.dim() < 3 {
+        return Err(Error::op(
+            op,
+            format!("pixel_shuffle expects input to have at least 3 dimensions, but got input with {} dimension(s)", t.dim()),
+        ));
+    }
+    let r = upscale_factor;
+    if r <= 0 {
+        return Err(Error::op(op, format!("pixel_shuffle expects a positive upscale_factor, but got {r}")));
+    }
+    let nd = t.dim();
+    let (c, h, w) = (t.shape()[nd - 3] as i64, t.shape()[nd - 2] as i64, t.shape()[nd - 1] as i64);
+    if c % (r * r) != 0 {
+        return Err(Error::op(
+            op,
+            format!("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={c} is not divisible by {}", r * r),
+        ));
+    }
+    let lead = i64s(&t.shape()[..nd - 3]);
+    let mut shape = lead.clone();
+    shape.extend([c / (r * r), r, r, h, w]);
+    let b = lead.len() as i64;
+    let mut perm: Vec<i64> = (0..b).collect();
+    perm.extend([b, b + 3, b + 1, b + 4, b + 2]);
+    let mut out = lead;
+    out.extend([c / (r * r), h * r, w * r]);
+    t.reshape(&shape)?.permute(&perm)?.reshape(&out)
+}
+
+/// `pixel_unshuffle(downscale_factor)`: `[*, C, H·r, W·r]` → `[*, C·r², H, W]`.
+pub fn pixel_unshuffle(t: &Tensor, downscale_factor: i64) -> Result<Tensor> {
+    let op = "pixel_unshuffle";
+    if t.dim() < 3 {
+        return Err(Error::op(
+            op,
+            format!("pixel_unshuffle expects input to have at least 3 dimensions, but got input with {} dimension(s)", t.dim()),
+        ));
+    }
+    let r = downscale_factor;
+    if r <= 0 {
+        return Err(Error::op(op, format!("pixel_unshuffle expects a positive downscale_factor, but got {r}")));
+    }
+    let nd = t.dim();
+    let (c, h, w) = (t.shape()[nd - 3] as i64, t.shape()[nd - 2] as i64, t.shape()[nd - 1] as i64);
+    if h % r != 0 || w % r != 0 {
+        return Err(Error::op(
+            op,
+            format!("pixel_unshuffle expects height and width to be divisible by downscale_factor, but input has height {h} and width {w} and downscale_factor={r}"),
+        ));
+    }
+    let lead = i64s(&t.shape()[..nd - 3]);
+    let mut shape = lead.clone();
+    shape.extend([c, h / r, r, w / r, r]);
+    let b = lead.len() as i64;
+    let mut perm: Vec<i64> = (0..b).collect();
+    perm.extend([b, b + 2, b + 4, b + 1, b + 3]);
+    let mut out = lead;
+    out.extend([c * r * r, h / r, w / r]);
+    t.reshape(&shape)?.permute(&perm)?.reshape(&out)
+}
+
+// ---------------------------------------------------------------------------------------
+// Embedding, dropout, attention
+// ---------------------------------------------------------------------------------------
+
+/// `embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)`: rows of `weight`;
+/// the row at `padding_idx` gets no gradient.
+pub fn embedding(
+    weight: &Tensor,
+    indices: &Tensor,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+    sparse: bool,
+) -> Result<Tensor> {
+    let op = "embedding";
+    if scale_grad_by_freq || sparse {
+        return Err(Error::op(
+            op,
+            "scale_grad_by_freq and sparse gradients are not supported by kiln (it has no sparse tensors)",
+        ));
+    }
+    if weight.dim() != 2 {
+        return Err(Error::op(op, "'weight' must be 2-D"));
+    }
+    if indices.dtype() != DType::I64 && indices.dtype() != DType::I32 {
+        return Err(Error::op(
+            op,
+            format!(
+                "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {} instead",
+                indices.dtype().scalar_type_name()
+            ),
+        ));
+    }
+    let idx = indices.to_dtype(DType::I64)?.reshape(&[-1])?;
+    let mut shape = i64s(indices.shape());
+    shape.push(weight.shape()[1] as i64);
+    let rows = weight.index_select(0, &idx)?;
+    let n = weight.shape()[0] as i64;
+    let pad = if padding_idx < 0 { padding_idx + n } else { padding_idx };
+    let rows = if padding_idx != -1 || (0..n).contains(&pad) && padding_idx >= 0 {
+        if !(0..n).contains(&pad) {
+            return Err(Error::op(op, "Padding_idx must be within num_embeddings"));
+        }
+        // The padding row's value without its gradient.
+        let frozen = weight.detach().index_select(0, &idx)?;
+        let hit = idx.eq_scalar(pad)?.unsqueeze(1)?;
+        frozen.where_cond(&hit, &rows)?
+    } else {
+        rows
+    };
+    rows.reshape(&shape)
+}
+
+/// `dropout(p, train)`: zeroes each element with probability `p` (from the global generator)
+/// and scales the rest by `1 / (1 - p)`; the identity when not training.
+pub fn dropout(t: &Tensor, p: f64, train: bool) -> Result<Tensor> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(Error::op(
+            "dropout",
+            format!("dropout probability has to be between 0 and 1, but got {p}"),
+        ));
+    }
+    if !train || p == 0.0 {
+        return Ok(t.clone());
+    }
+    if p == 1.0 {
+        return t.mul(&t.zeros_like()?);
+    }
+    let compute = if t.dtype().is_floating_point() { t.dtype() } else { DType::F32 };
+    let keep = Tensor::rand_on(t.shape(), compute, t.device())?.ge_scalar(p)?;
+    t.mul(&keep.to_dtype(t.dtype())?)?.div_scalar(1.0 - p)
+}
+
+/// `scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
+/// enable_gqa)`: `softmax(q kᵀ · scale + mask) v`. A bool mask marks the positions that take
+/// part; a float mask is added. With `enable_gqa`, key/value heads are shared by groups of
+/// query heads.
+#[allow(clippy::too_many_arguments)]
+pub fn scaled_dot_product_attention(
+    query: &Tensor,
+    key: &Tensor,
+    value: &Tensor,
+    attn_mask: Option<&Tensor>,
+    dropout_p: f64,
+    is_causal: bool,
+    scale: Option<f64>,
+    enable_gqa: bool,
+) -> Result<Tensor> {
+    let op = "scaled_dot_product_attention";
+    if query.dim() < 2 || key.dim() < 2 || value.dim() < 2 {
+        return Err(Error::op(op, "query, key and value must have at least 2 dimensions"));
+    }
+    if is_causal && attn_mask.is_some() {
+        return Err(Error::op(
+            op,
+            "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True",
+        ));
+    }
+    let e = query.shape()[query.dim() - 1];
+    if key.shape()[key.dim() - 1] != e {
+        return Err(Error::op(
+            op,
+            format!("Expected query and key to have the same embedding size, but got {:?} and {:?}", query.shape(), key.shape()),
+        ));
+    }
+    let (mut k, mut v) = (key.clone(), value.clone());
+    if enable_gqa && query.dim() >= 3 && key.dim() >= 3 {
+        let (hq, hk) = (query.shape()[query.dim() - 3], key.shape()[key.dim() - 3]);
+        if hk == 0 || hq % hk != 0 {
+            return Err(Error::op(
+                op,
+                format!("number of query heads ({hq}) must be a multiple of key/value heads ({hk})"),
+            ));
+        }
+        let rep = (hq / hk) as i64;
+        k = k.repeat_interleave_with(rep, Some(-3), None)?;
+        v = v.repeat_interleave_with(rep, Some(-3), None)?;
+    }
+    let s = scale.unwrap_or(1.0 / (e as f64).sqrt());
+    let mut scores = query.matmul(&k.transpose(-2, -1)?)?.mul_scalar(s)?;
+    let (l, sl) = (scores.shape()[scores.dim() - 2], scores.shape()[scores.dim() - 1]);
+    let neg_inf = |like: &Tensor| -> Result<Tensor> {
+        Tensor::full_on(&[], f64::NEG_INFINITY, like.dtype(), like.device())
+    };
+    if is_causal {
+        let keep = Tensor::ones(&[l, sl], DType::Bool)?.tril(0)?.to_device(scores.device())?;
+        scores = scores.where_cond(&keep, &neg_inf(&scores)?)?;
+    }
+    if let Some(m) = attn_mask {
+        scores = if m.dtype() == DType::Bool {
+            scores.where_cond(m, &neg_inf(&scores)?)?
+        } else {
+            scores.add(m)?
+        };
+    }
+    let mut w = scores.softmax(-1)?;
+    if dropout_p > 0.0 {
+        w = dropout(&w, dropout_p, true)?;
+    }
+    w.matmul(&v)
+}
