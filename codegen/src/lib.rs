@@ -27,7 +27,7 @@ pub fn load(root: &Path) -> Result<model::Model, String> {
         let n = errors.len();
         let mut lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
         if n > 1 {
-            lines.push(format!("{n} mistakes in the YAML"));
+            lines.push(format!("{n} errors"));
         }
         lines.join("\nerror: ")
     })
