@@ -590,10 +590,36 @@ fn op_entry(
             ))
         }
     };
-    if matches!(promote, Promote::SelfType | Promote::Sum) && !has_self {
+    // `self`, `sum` and `arg:<x>` with a `ScalarType?` read `self`'s dtype.
+    let reads_self = match &promote {
+        Promote::SelfType | Promote::Sum => true,
+        Promote::Arg(name) => schema
+            .arguments
+            .iter()
+            .any(|a| &a.name == name && matches!(ArgKind::of(&a.ty), Ok(ArgKind::OptScalarType))),
+        _ => false,
+    };
+    if reads_self && !has_self {
         return Err(nerr(
             line,
-            format!("{}: promote: self and promote: sum read the argument 'self', which the schema lacks", r.func),
+            format!(
+                "{}: promote: {} falls back on the dtype of the argument 'self', which the schema lacks",
+                r.func,
+                r.promote.as_deref().unwrap_or_default()
+            ),
+        ));
+    }
+    let sum_dtype = schema
+        .arguments
+        .iter()
+        .any(|a| a.name == "dtype" && matches!(ArgKind::of(&a.ty), Ok(ArgKind::OptScalarType)));
+    if promote == Promote::Sum && !sum_dtype {
+        return Err(nerr(
+            line,
+            format!(
+                "{}: promote: sum reads an argument `ScalarType? dtype`, which the schema lacks",
+                r.func
+            ),
         ));
     }
     if r.same_dtype_error.is_some() && promote != Promote::Same {

@@ -679,6 +679,19 @@ fn promote_arg_names_a_dtype_argument() {
     );
 }
 
+#[test]
+fn promote_sum_needs_a_dtype_argument() {
+    let e = yaml_error(
+        "  dispatch: {CPU: reduce::transpose",
+        "  promote: sum\n  dispatch: {CPU: reduce::transpose",
+    );
+    assert_eq!(e.line, 29);
+    assert_contains(
+        &e,
+        &["promote: sum reads an argument `ScalarType? dtype`, which the schema lacks"],
+    );
+}
+
 // ---------------------------------------------------------------- all errors at once
 
 #[test]
