@@ -740,6 +740,15 @@ fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), Model
                     ),
                 ));
             }
+            let outputs = op.outputs();
+            if let Some(o) = op.fixed.keys().find(|k| outputs.contains(k)) {
+                return Err(nerr(
+                    line,
+                    format!(
+                        "{func}: a pointwise op's output `{o}` takes the compute dtype (bool with promote: comparison); `fixed:` applies to its inputs only"
+                    ),
+                ));
+            }
             let call = contract::pointwise_kernel(op, module, kernel);
             check_call(line, func, &call, kernels.cpu_signature(module, kernel))?;
             if *check {

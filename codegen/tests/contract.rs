@@ -408,6 +408,19 @@ fn pointwise_op_cannot_take_an_int_list() {
     assert_contains(&e, &["a pointwise kernel takes tensors, Scalar, Scalar?, float and str arguments; argument `dims` is IntList"]);
 }
 
+#[test]
+fn pointwise_output_cannot_be_fixed() {
+    let e = yaml_error(
+        "  opinfo: {samples: binary, ref: \"|a, b| a * b\"}",
+        "  fixed: {result: i64}\n  opinfo: {samples: binary, ref: \"|a, b| a * b\"}",
+    );
+    assert_eq!(e.line, 2);
+    assert_contains(
+        &e,
+        &["a pointwise op's output `result` takes the compute dtype"],
+    );
+}
+
 // ---------------------------------------------------------------- CUDA
 
 #[test]
