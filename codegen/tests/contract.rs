@@ -528,6 +528,26 @@ fn composite_function_of_the_wrong_signature() {
 }
 
 #[test]
+fn composite_returning_a_tensor_list_returns_a_vec() {
+    let native = format!(
+        "{NATIVE}\n- func: unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]\n  dispatch: {{CompositeImplicitAutograd: composite::unbind}}\n  opinfo: {{samples: stack, ref: stack}}\n"
+    );
+    let mut s = Sources::default();
+    s.composite_rs
+        .push_str("pub fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> { todo!() }\n");
+    assert!(build_with(&native, &s).is_ok());
+    s.composite_rs = s
+        .composite_rs
+        .replace("Result<Vec<Tensor>>", "Result<Tensor>");
+    let e = error(&native, &s);
+    assert_eq!(e.line, 43);
+    assert_contains(
+        &e,
+        &["it returns `Result<Tensor>`, the generated code needs `Result<Vec<Tensor>>`"],
+    );
+}
+
+#[test]
 fn composite_op_gets_no_inplace_or_out_variant() {
     let e = yaml_error(
         "- func: stack(Tensor[] tensors, int dim=0) -> Tensor\n",
