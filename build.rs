@@ -5,12 +5,17 @@ fn main() {
         std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
     );
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    // Every source the YAML names is read to check it (kernel signatures, composite fns).
+    // tests/opinfo/{samples,refs}.rs are read too but not listed: a rerun here rebuilds the
+    // library, which an edit of the tests alone should not cost; their names are checked
+    // whenever the YAML changes, and by `cargo run -p kiln-codegen -- check`.
     for p in [
         "native_functions.yaml",
         "derivatives.yaml",
         "kernels/src/cpu",
         "kernels/cuda",
         "src/cuda/ops",
+        "src/ops",
         "codegen/src",
     ] {
         println!("cargo:rerun-if-changed={p}");

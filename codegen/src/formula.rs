@@ -32,6 +32,8 @@ pub struct Formula {
     pub input: String,
     /// The formula as written.
     pub text: String,
+    /// Its line in derivatives.yaml.
+    pub line: usize,
     /// The rewritten expression (`self` → `self_`, `x.sizes()` → `x_sizes`).
     pub expr: syn::Expr,
     pub uses: Uses,
@@ -122,7 +124,12 @@ impl VisitMut for Rewrite<'_> {
 
 /// Parses `text` as the gradient formula for `input`. `known` are the names a formula may
 /// read besides `grad`: the op's arguments and named outputs.
-pub fn parse(input: &str, text: &str, known: &BTreeSet<String>) -> Result<Formula, String> {
+pub fn parse(
+    input: &str,
+    text: &str,
+    line: usize,
+    known: &BTreeSet<String>,
+) -> Result<Formula, String> {
     let expr: syn::Expr = syn::parse_str(text)
         .map_err(|e| format!("formula for '{input}' is not a Rust expression: {e}"))?;
     let mut c = Collect {
@@ -142,6 +149,7 @@ pub fn parse(input: &str, text: &str, known: &BTreeSet<String>) -> Result<Formul
     Ok(Formula {
         input: input.to_string(),
         text: text.to_string(),
+        line,
         expr: rewritten,
         uses: c.uses,
     })
@@ -160,6 +168,7 @@ mod tests {
         let f = parse(
             "self",
             "sum_backward(&grad, self.sizes(), dim, keepdim)?",
+            1,
             &known(&["self", "dim", "keepdim"]),
         )
         .unwrap();
@@ -170,7 +179,7 @@ mod tests {
 
     #[test]
     fn self_is_renamed() {
-        let f = parse("other", "grad.mul(&self)?", &known(&["self", "other"])).unwrap();
+        let f = parse("other", "grad.mul(&self)?", 1, &known(&["self", "other"])).unwrap();
         let e = &f.expr;
         assert_eq!(
             quote::quote!(#e).to_string().replace(' ', ""),
@@ -180,7 +189,7 @@ mod tests {
 
     #[test]
     fn unknown_name_is_an_error() {
-        let e = parse("self", "grad.mul(&othr)?", &known(&["self", "other"])).unwrap_err();
+        let e = parse("self", "grad.mul(&othr)?", 1, &known(&["self", "other"])).unwrap_err();
         assert!(e.contains("names 'othr'"), "{e}");
     }
 }

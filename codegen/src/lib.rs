@@ -3,6 +3,7 @@
 //! `model::build` parses and validates `native_functions.yaml` and `derivatives.yaml` once;
 //! each generator in [`gen`] is a pure function of that model.
 
+pub mod contract;
 pub mod formula;
 pub mod gen;
 pub mod kernels_index;
@@ -13,15 +14,23 @@ pub mod yaml;
 
 use std::path::Path;
 
-/// Reads the YAML files under `root` and the kernel index, and validates them.
+/// Reads the YAML files under `root` and the sources they name, and validates them. The
+/// error lists every mistake, one `file:line: message` each, joined by `"\nerror: "` so that
+/// a caller printing `error: {e}` labels each one.
 pub fn load(root: &Path) -> Result<model::Model, String> {
     let read =
         |name: &str| std::fs::read_to_string(root.join(name)).map_err(|e| format!("{name}: {e}"));
     let native = read("native_functions.yaml")?;
     let derivs = read("derivatives.yaml")?;
-    let mut kernels = kernels_index::KernelIndex::scan(&root.join("kernels/src/cpu"))?;
-    kernels.scan_cuda(&root.join("kernels/cuda"), &root.join("src/cuda/ops"))?;
-    model::build(&native, &derivs, &kernels).map_err(|e| e.to_string())
+    let kernels = kernels_index::KernelIndex::scan_repo(root)?;
+    model::build(&native, &derivs, &kernels).map_err(|errors| {
+        let n = errors.len();
+        let mut lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        if n > 1 {
+            lines.push(format!("{n} errors"));
+        }
+        lines.join("\nerror: ")
+    })
 }
 
 /// Writes into `out_dir`: `ops/<op>.rs` for every op (its functions, methods, dispatch and

@@ -1,10 +1,11 @@
 //! The validated model: every operator with its schema, kind, dtypes, derivative and OpInfo.
 //! All YAML errors are raised here, once, with the file and line. Generators only read it.
 
+use crate::contract;
 use crate::formula::{self, Formula};
-use crate::kernels_index::KernelIndex;
+use crate::kernels_index::{FnSig, KernelIndex};
 use crate::schema::FunctionSchema;
-use crate::types::ArgKind;
+use crate::types::{ident_str, ArgKind};
 use crate::yaml::{self, DTypes, RawDerivative, RawOp};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -252,362 +253,775 @@ fn camel(name: &str) -> String {
         .collect()
 }
 
-/// Reads, parses and validates both YAML texts against the kernel index.
-pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model, ModelError> {
-    let nerr = |line: usize, message: String| ModelError {
+fn nerr(line: usize, message: String) -> ModelError {
+    ModelError {
         file: "native_functions.yaml".into(),
         line,
         message,
-    };
-    let derr = |line: usize, message: String| ModelError {
+    }
+}
+
+fn derr(line: usize, message: String) -> ModelError {
+    ModelError {
         file: "derivatives.yaml".into(),
         line,
         message,
-    };
+    }
+}
 
+/// True when `name` is a Rust identifier (not a keyword).
+fn is_rust_ident(name: &str) -> bool {
+    syn::parse_str::<syn::Ident>(name).is_ok()
+}
+
+/// `" (did you mean `x`?)"` when one of `names` is a small edit away from `name`.
+fn did_you_mean<'a>(name: &str, names: impl Iterator<Item = &'a String>) -> String {
+    let best = names
+        .map(|n| (edit_distance(name, n), n))
+        .filter(|(d, n)| *d <= 2.max(name.len() / 4) && *d < n.len())
+        .min();
+    match best {
+        Some((_, n)) => format!(" (did you mean `{n}`?)"),
+        None => String::new(),
+    }
+}
+
+/// Levenshtein distance.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(row[j]).min(cur)
+            };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// Checks `sig`, when the index read it, against what the generated code passes.
+fn check_call(
+    line: usize,
+    func: &str,
+    call: &contract::Call,
+    sig: Option<&FnSig>,
+) -> Result<(), ModelError> {
+    match sig {
+        Some(sig) => call
+            .check(sig)
+            .map_err(|m| nerr(line, format!("{func}: {m}"))),
+        None => Ok(()),
+    }
+}
+
+/// Argument kinds the pointwise loops and `kernels/cuda/pointwise.cu.j2` can pass to a
+/// scalar function.
+fn pointwise_kind(kind: ArgKind) -> bool {
+    matches!(
+        kind,
+        ArgKind::Tensor | ArgKind::Scalar | ArgKind::OptScalar | ArgKind::Float | ArgKind::Str
+    )
+}
+
+/// Validates one `native_functions.yaml` entry, at `line`, into an [`Op`].
+fn op_entry(
+    r: RawOp,
+    line: usize,
+    kernels: &KernelIndex,
+    seen_rust: &mut BTreeSet<String>,
+) -> Result<Op, ModelError> {
+    let schema = FunctionSchema::parse(&r.func)
+        .map_err(|e| nerr(line, format!("malformed schema '{}': {e}", r.func)))?;
+    for a in &schema.arguments {
+        if a.is_write() {
+            continue;
+        }
+        let kind = ArgKind::of(&a.ty)
+            .map_err(|m| nerr(line, format!("{}: argument '{}': {m}", r.func, a.name)))?;
+        if !is_rust_ident(&ident_str(&a.name)) {
+            return Err(nerr(
+                line,
+                format!(
+                    "{}: argument '{}' cannot be a Rust parameter name (a keyword); rename it",
+                    r.func, a.name
+                ),
+            ));
+        }
+        if let Some(d) = &a.default {
+            kind.default_expr(d)
+                .map_err(|m| nerr(line, format!("{}: argument `{a}`: {m}", r.func)))?;
+        }
+    }
+    let rust = r.rust.clone().unwrap_or_else(|| default_rust_name(&schema));
+    if !is_rust_ident(&rust) {
+        return Err(nerr(
+            line,
+            format!(
+                "{}: '{rust}' is not a Rust identifier; give the op a `rust:` name",
+                r.func
+            ),
+        ));
+    }
+    if !seen_rust.insert(rust.clone()) {
+        return Err(nerr(
+            line,
+            format!("two operators would both be named '{rust}' in Rust; give one a `rust:` name"),
+        ));
+    }
+    let mut variants = Variants::default();
+    for v in r
+        .variants
+        .as_deref()
+        .unwrap_or("function")
+        .split(',')
+        .map(str::trim)
+    {
+        match v {
+            "function" => variants.function = true,
+            "method" => variants.method = true,
+            "inplace" => variants.inplace = true,
+            "out" => variants.out = true,
+            other => {
+                return Err(nerr(
+                    line,
+                    format!("unknown variant '{other}' (expected function, method, inplace, out)"),
+                ))
+            }
+        }
+    }
+    let has_self = schema.arguments.iter().any(|a| a.name == "self");
+    if (variants.method || variants.inplace) && !has_self {
+        return Err(nerr(
+            line,
+            format!(
+                "{}: method and inplace variants need an argument named 'self'",
+                r.func
+            ),
+        ));
+    }
+    let composite_keys = [
+        "CompositeExplicitAutograd",
+        "CompositeImplicitAutograd",
+        "Composite",
+    ];
+    for key in r.dispatch.keys() {
+        if !["CPU", "CUDA"].contains(&key.as_str()) && !composite_keys.contains(&key.as_str()) {
+            return Err(nerr(line, format!("{}: unknown dispatch key '{key}' (expected CPU and CUDA, or one of CompositeExplicitAutograd, CompositeImplicitAutograd)", r.func)));
+        }
+    }
+    let composite = r
+        .dispatch
+        .iter()
+        .find(|(k, _)| composite_keys.contains(&k.as_str()));
+    if composite.is_some() && r.dispatch.len() != 1 {
+        return Err(nerr(line, format!("{}: a composite op runs on every backend through the ops it calls; it takes no CPU or CUDA key", r.func)));
+    }
+    let list_return = schema
+        .returns
+        .iter()
+        .any(|ret| matches!(ret.ty, crate::schema::Type::List { .. }));
+    if list_return
+        && (schema.returns.len() != 1
+            || !matches!(composite, Some((k, _)) if k != "CompositeExplicitAutograd"))
+    {
+        return Err(nerr(line, format!("{}: a `Tensor[]` return is supported only as the single return of a CompositeImplicitAutograd op", r.func)));
+    }
+    let pointwise = r.tags.iter().any(|t| t == "pointwise");
+    let (kind, cuda) = match composite {
+        Some((key, target)) => {
+            let path = target.trim().to_string();
+            let implicit = key != "CompositeExplicitAutograd";
+            let (module, name) = match path.rsplit_once("::") {
+                Some((m, n)) if syn::parse_str::<syn::Path>(&path).is_ok() && is_rust_ident(n) => {
+                    (m.to_string(), n.to_string())
+                }
+                _ => {
+                    return Err(nerr(
+                        line,
+                        format!(
+                            "{}: {key} target '{path}' must be written as <module>::<fn>, a function in src/ops/<module>.rs",
+                            r.func
+                        ),
+                    ))
+                }
+            };
+            if implicit && (variants.inplace || variants.out) {
+                return Err(nerr(
+                    line,
+                    format!(
+                        "{}: a CompositeImplicitAutograd op gets no generated in-place or out= form; drop `inplace` and `out` from variants",
+                        r.func
+                    ),
+                ));
+            }
+            if let Some(ops) = &kernels.rust_ops {
+                if !ops.contains_key(&path) {
+                    let file = format!("src/ops/{}.rs", module.replace("::", "/"));
+                    let prefix = format!("{module}::");
+                    let names: Vec<String> = ops
+                        .keys()
+                        .filter_map(|k| k.strip_prefix(&prefix))
+                        .map(str::to_string)
+                        .collect();
+                    return Err(nerr(
+                        line,
+                        format!(
+                            "{}: {key} names `{path}`, but {file} has no `pub fn {name}`{}",
+                            r.func,
+                            did_you_mean(&name, names.iter())
+                        ),
+                    ));
+                }
+            }
+            let kind = if implicit {
+                Kind::Composite { path }
+            } else {
+                Kind::Explicit { path }
+            };
+            (kind, None)
+        }
+        None => {
+            let Some(target) = r.dispatch.get("CPU") else {
+                return Err(nerr(line, format!("{}: dispatch needs CPU (and CUDA), or one of CompositeExplicitAutograd, CompositeImplicitAutograd", r.func)));
+            };
+            let Some(cuda_target) = r.dispatch.get("CUDA") else {
+                return Err(nerr(line, format!("{}: no CUDA kernel: add `CUDA: <module>::<fn>` to dispatch (a `__device__` fn in kernels/cuda/<module>.cuh for a pointwise op, else a launcher in src/cuda/ops/<module>.rs)", r.func)));
+            };
+            let (module, kernel) = kernels
+                .resolve(target)
+                .map_err(|m| nerr(line, format!("{}: {m}", r.func)))?;
+            let cuda = kernels
+                .resolve_cuda(cuda_target)
+                .map_err(|m| nerr(line, format!("{}: {m}", r.func)))?;
+            let kind = if pointwise {
+                let check = kernels.has(&module, &format!("{kernel}_check"));
+                Kind::Pointwise {
+                    module,
+                    kernel,
+                    check,
+                }
+            } else {
+                if !kernels.has(&module, &format!("{kernel}_meta")) {
+                    return Err(nerr(line, format!(
+                        "{}: structured kernel '{module}::{kernel}' has no `pub fn {kernel}_meta` computing output shapes",
+                        r.func
+                    )));
+                }
+                Kind::Structured { module, kernel }
+            };
+            (kind, Some(cuda))
+        }
+    };
+    let (cpu_dtypes, cuda_dtypes) = match &r.dtypes {
+        Some(yaml::BackendDTypes::Shared(d)) => {
+            let d = dtype_set(d).map_err(|m| nerr(line, m))?;
+            (Some(d.clone()), Some(d))
+        }
+        Some(yaml::BackendDTypes::PerBackend(m)) => {
+            if let Some(k) = m.keys().find(|k| !["CPU", "CUDA"].contains(&k.as_str())) {
+                return Err(nerr(
+                    line,
+                    format!(
+                        "{}: dtypes for unknown backend '{k}' (expected CPU, CUDA)",
+                        r.func
+                    ),
+                ));
+            }
+            let get = |k: &str| -> Result<Option<Vec<String>>, ModelError> {
+                m.get(k)
+                    .map(|d| dtype_set(d).map_err(|e| nerr(line, e)))
+                    .transpose()
+            };
+            (get("CPU")?, get("CUDA")?)
+        }
+        None => (None, None),
+    };
+    let cuda_dtypes = cuda_dtypes
+        .or_else(|| cpu_dtypes.clone())
+        .unwrap_or_default();
+    let dtypes = match cpu_dtypes {
+        Some(d) => d,
+        None if matches!(kind, Kind::Pointwise { .. } | Kind::Structured { .. }) => {
+            return Err(nerr(
+                line,
+                format!("{}: a CPU kernel needs a `dtypes:` list", r.func),
+            ))
+        }
+        None => ALL_DTYPES.iter().map(|s| s.to_string()).collect(),
+    };
+    let promote = match r.promote.as_deref().unwrap_or("default") {
+        "default" => Promote::Default,
+        "int_to_float" => Promote::IntToFloat,
+        "comparison" => Promote::Comparison,
+        "self" => Promote::SelfType,
+        "sum" => Promote::Sum,
+        "same" => Promote::Same,
+        s if s.starts_with("arg:") => {
+            let name = &s[4..];
+            let ok = schema.arguments.iter().any(|a| {
+                a.name == name
+                    && matches!(
+                        ArgKind::of(&a.ty),
+                        Ok(ArgKind::ScalarType | ArgKind::OptScalarType)
+                    )
+            });
+            if !ok {
+                return Err(nerr(
+                    line,
+                    format!(
+                        "{}: promote: {s} needs an argument '{name}' of type ScalarType or ScalarType?",
+                        r.func
+                    ),
+                ));
+            }
+            Promote::Arg(name.to_string())
+        }
+        other => {
+            return Err(nerr(
+                line,
+                format!("unknown promote rule '{other}' (expected default, int_to_float, comparison, self, same, sum or arg:<name>)"),
+            ))
+        }
+    };
+    // `self`, `sum` and `arg:<x>` with a `ScalarType?` read `self`'s dtype.
+    let reads_self = match &promote {
+        Promote::SelfType | Promote::Sum => true,
+        Promote::Arg(name) => schema
+            .arguments
+            .iter()
+            .any(|a| &a.name == name && matches!(ArgKind::of(&a.ty), Ok(ArgKind::OptScalarType))),
+        _ => false,
+    };
+    if reads_self && !has_self {
+        return Err(nerr(
+            line,
+            format!(
+                "{}: promote: {} falls back on the dtype of the argument 'self', which the schema lacks",
+                r.func,
+                r.promote.as_deref().unwrap_or_default()
+            ),
+        ));
+    }
+    let sum_dtype = schema
+        .arguments
+        .iter()
+        .any(|a| a.name == "dtype" && matches!(ArgKind::of(&a.ty), Ok(ArgKind::OptScalarType)));
+    if promote == Promote::Sum && !sum_dtype {
+        return Err(nerr(
+            line,
+            format!(
+                "{}: promote: sum reads an argument `ScalarType? dtype`, which the schema lacks",
+                r.func
+            ),
+        ));
+    }
+    if r.same_dtype_error.is_some() && promote != Promote::Same {
+        return Err(nerr(
+            line,
+            format!("{}: same_dtype_error needs promote: same", r.func),
+        ));
+    }
+    let tensor_args: Vec<String> = schema
+        .arguments
+        .iter()
+        .filter(|a| !a.is_write() && a.ty.is_tensor_like())
+        .map(|a| a.name.clone())
+        .collect();
+    let operands = r.operands.clone().unwrap_or_else(|| {
+        tensor_args
+            .iter()
+            .filter(|n| !r.fixed.contains_key(*n))
+            .cloned()
+            .collect()
+    });
+    for o in operands.iter().chain(r.fixed.keys()) {
+        let is_output = schema
+            .returns
+            .iter()
+            .any(|ret| ret.name.as_deref() == Some(o.as_str()))
+            || (o == "result" && schema.returns.len() == 1);
+        if !is_output && !schema.arguments.iter().any(|a| &a.name == o) {
+            return Err(nerr(
+                line,
+                format!("{}: '{o}' is not an argument or output", r.func),
+            ));
+        }
+    }
+    for d in r.fixed.values() {
+        if !ALL_DTYPES.contains(&d.as_str()) {
+            return Err(nerr(
+                line,
+                format!(
+                    "{}: unknown dtype '{d}' in fixed: (expected one of {})",
+                    r.func,
+                    ALL_DTYPES.join(", ")
+                ),
+            ));
+        }
+    }
+    let opinfo = match r.opinfo {
+        Some(o) => Some(OpInfo {
+            samples: o.samples.trim().to_string(),
+            reference: o.reference.trim().to_string(),
+            dtypes: match &o.dtypes {
+                Some(d) => dtype_set(d).map_err(|m| nerr(line, m))?,
+                None => dtypes.clone(),
+            },
+            gradcheck: o.gradcheck.unwrap_or(true),
+            variants: o.variants.unwrap_or(true),
+            errors: o.errors.unwrap_or(true),
+        }),
+        None => None,
+    };
+    if r.opmath && !matches!(kind, Kind::Composite { .. }) {
+        return Err(nerr(
+            line,
+            format!("{}: `opmath: true` is for CompositeImplicitAutograd ops (a kernel picks its own accumulation type)", r.func),
+        ));
+    }
+    if opinfo.is_none() && r.skip_opinfo.as_deref().is_none_or(|s| s.trim().is_empty()) {
+        return Err(nerr(
+            line,
+            format!(
+                "{}: no `opinfo:` entry and no `skip_opinfo: \"<reason>\"`",
+                r.func
+            ),
+        ));
+    }
+    let op = Op {
+        schema,
+        line,
+        rust,
+        variants,
+        kind,
+        dtypes,
+        cuda,
+        cuda_dtypes,
+        promote,
+        same_dtype_error: r.same_dtype_error.clone(),
+        operands,
+        fixed: r.fixed,
+        opinfo,
+        skip_opinfo: r.skip_opinfo,
+        derivative: None,
+        non_differentiable: false,
+        doc: r.doc,
+        tags: r.tags,
+        opmath: r.opmath,
+    };
+    check_sources(&op, &r.func, kernels)?;
+    check_opinfo(&op, &r.func, kernels)?;
+    Ok(op)
+}
+
+/// The functions `op` names in Rust and CUDA sources take what the generated code passes.
+fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), ModelError> {
+    let line = op.line;
+    let args = op.args();
+    match &op.kind {
+        Kind::Pointwise {
+            module,
+            kernel,
+            check,
+        } => {
+            if let Some(a) = args.iter().find(|a| !pointwise_kind(a.kind)) {
+                return Err(nerr(
+                    line,
+                    format!(
+                        "{func}: a pointwise kernel takes tensors, Scalar, Scalar?, float and str arguments; argument `{}` is {:?} (drop the pointwise tag and write a structured kernel)",
+                        a.name, a.kind
+                    ),
+                ));
+            }
+            let outputs = op.outputs();
+            if let Some(o) = op.fixed.keys().find(|k| outputs.contains(k)) {
+                return Err(nerr(
+                    line,
+                    format!(
+                        "{func}: a pointwise op's output `{o}` takes the compute dtype (bool with promote: comparison); `fixed:` applies to its inputs only"
+                    ),
+                ));
+            }
+            let call = contract::pointwise_kernel(op, module, kernel);
+            check_call(line, func, &call, kernels.cpu_signature(module, kernel))?;
+            if *check {
+                let name = format!("{kernel}_check");
+                let call = contract::pointwise_check(op, module, kernel);
+                check_call(line, func, &call, kernels.cpu_signature(module, &name))?;
+            }
+        }
+        Kind::Structured { module, kernel } => {
+            if let Some(a) = args.iter().find(|a| a.kind == ArgKind::OptTensor) {
+                return Err(nerr(
+                    line,
+                    format!(
+                        "{func}: a structured kernel cannot take an optional tensor (`{}`); write the op as a composite, or split it into overloads",
+                        a.name
+                    ),
+                ));
+            }
+            let call = contract::structured_kernel(op, module, kernel);
+            check_call(line, func, &call, kernels.cpu_signature(module, kernel))?;
+            let meta = format!("{kernel}_meta");
+            let call = contract::structured_meta(op, module, kernel);
+            check_call(line, func, &call, kernels.cpu_signature(module, &meta))?;
+        }
+        Kind::Composite { path } | Kind::Explicit { path } => {
+            let role = if matches!(op.kind, Kind::Composite { .. }) {
+                "CompositeImplicitAutograd function"
+            } else {
+                "CompositeExplicitAutograd function"
+            };
+            let call = contract::rust_op(op, role, path);
+            let sig = kernels.rust_ops.as_ref().and_then(|o| o.get(path));
+            check_call(line, func, &call, sig)?;
+        }
+    }
+    let Some((module, name)) = &op.cuda else {
+        return Ok(());
+    };
+    if !kernels.has_cuda_sources() {
+        return Ok(());
+    }
+    let device = kernels.device_fns(module, name);
+    if matches!(op.kind, Kind::Pointwise { .. }) {
+        if device.is_empty() {
+            return Err(nerr(
+                line,
+                format!(
+                    "{func}: CUDA kernel `{module}::{name}` of a pointwise op must be a `__device__` scalar function in kernels/cuda/{module}.cuh; src/cuda/ops/{module}.rs has a launcher of that name, which serves non-pointwise ops"
+                ),
+            ));
+        }
+        let n = args.len();
+        let known: Vec<&crate::kernels_index::DeviceFn> =
+            device.iter().filter(|d| d.arity.is_some()).collect();
+        if !known.is_empty() && !known.iter().any(|d| d.arity == Some(n)) {
+            let found: Vec<String> = known
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{} parameter(s) at {}",
+                        d.arity.unwrap_or_default(),
+                        d.location
+                    )
+                })
+                .collect();
+            return Err(nerr(
+                line,
+                format!(
+                    "{func}: CUDA kernel `{module}::{name}` does not fit the schema: the generated kernel calls it with {n} argument(s) ({}), but it takes {}",
+                    args.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", "),
+                    found.join(", ")
+                ),
+            ));
+        }
+    } else {
+        let Some(sig) = kernels.cuda_signature(module, name) else {
+            return Err(nerr(
+                line,
+                format!(
+                    "{func}: CUDA kernel `{module}::{name}` of a non-pointwise op must be a launcher `pub fn {name}` in src/cuda/ops/{module}.rs; kernels/cuda/{module}.cuh has a `__device__` function of that name, which serves pointwise ops"
+                ),
+            ));
+        };
+        let call = contract::cuda_launcher(op, module, name);
+        check_call(line, func, &call, Some(sig))?;
+    }
+    Ok(())
+}
+
+/// The OpInfo entry names sample sets and references that exist and fit.
+fn check_opinfo(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), ModelError> {
+    let Some(info) = &op.opinfo else {
+        return Ok(());
+    };
+    let line = op.line;
+    if !op.variants.function && !op.variants.method {
+        return Err(nerr(
+            line,
+            format!("{func}: the OpInfo tests call the op through its function or method; add one of them to variants"),
+        ));
+    }
+    if !is_rust_ident(&info.samples) {
+        return Err(nerr(
+            line,
+            format!(
+                "{func}: opinfo samples '{}' must name a function in tests/opinfo/samples.rs",
+                info.samples
+            ),
+        ));
+    }
+    if let Some(samples) = &kernels.samples {
+        let check = |name: &str, call: contract::Call, why: &str| -> Result<(), ModelError> {
+            match samples.get(name) {
+                Some(sig) => check_call(line, func, &call, Some(sig)),
+                None => Err(nerr(
+                    line,
+                    format!(
+                        "{func}: opinfo {why}, but tests/opinfo/samples.rs has no `pub fn {name}`{}",
+                        did_you_mean(name, samples.keys())
+                    ),
+                )),
+            }
+        };
+        let s = &info.samples;
+        check(
+            s,
+            contract::opinfo_fn(
+                "sample set",
+                &format!("samples::{s}"),
+                &[("dtype", "DType", "the dtype to make samples in")],
+                "Vec<Sample>",
+            ),
+            &format!("samples: {s}"),
+        )?;
+        if info.errors {
+            let e = format!("{s}_errors");
+            check(
+                &e,
+                contract::opinfo_fn("error samples", &format!("samples::{e}"), &[], "Vec<ErrorSample>"),
+                &format!("samples: {s} needs `{e}()`, the inputs the op must reject (or `errors: false` when no input can make it fail)"),
+            )?;
+        }
+    }
+    let args = op.args();
+    if matches!(op.kind, Kind::Pointwise { .. }) {
+        let closure = match syn::parse_str::<syn::Expr>(&info.reference) {
+            Ok(syn::Expr::Closure(c)) => c,
+            Ok(_) => {
+                return Err(nerr(
+                    line,
+                    format!(
+                        "{func}: the ref of a pointwise op is a float64 closure over its arguments, like \"|a, b| a * b\"; found '{}'",
+                        info.reference
+                    ),
+                ))
+            }
+            Err(e) => {
+                return Err(nerr(
+                    line,
+                    format!("{func}: ref '{}' is not a Rust closure: {e}", info.reference),
+                ))
+            }
+        };
+        if closure.inputs.len() != args.len() {
+            return Err(nerr(
+                line,
+                format!(
+                    "{func}: ref closure takes {} parameter(s), but the op has {} argument(s) ({}), which the harness passes in order",
+                    closure.inputs.len(),
+                    args.len(),
+                    args.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+        return Ok(());
+    }
+    if !is_rust_ident(&info.reference) {
+        return Err(nerr(
+            line,
+            format!(
+                "{func}: the ref of a non-pointwise op names a float64 function in tests/opinfo/refs.rs; found '{}'",
+                info.reference
+            ),
+        ));
+    }
+    if let Some(refs) = &kernels.refs {
+        let name = &info.reference;
+        let Some(sig) = refs.get(name) else {
+            return Err(nerr(
+                line,
+                format!(
+                    "{func}: opinfo ref: {name}, but tests/opinfo/refs.rs has no `pub fn {name}`{}",
+                    did_you_mean(name, refs.keys())
+                ),
+            ));
+        };
+        let call = contract::opinfo_fn(
+            "reference",
+            &format!("refs::{name}"),
+            &[("s", "&Sample", "the sample")],
+            "Vec<RefTensor>",
+        );
+        check_call(line, func, &call, Some(sig))?;
+    }
+    Ok(())
+}
+
+/// Reads, parses and validates both YAML texts against the kernel index. Every entry is
+/// checked: the error is the list of all mistakes, in file order, each with its line.
+pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model, Vec<ModelError>> {
     let raw: Vec<RawOp> = serde_yaml_ng::from_str(native).map_err(|e| {
-        nerr(
+        vec![nerr(
             e.location().map(|l| l.line()).unwrap_or(0),
             format!("invalid YAML: {e}"),
-        )
+        )]
     })?;
     let lines = yaml::item_lines(native);
     let raw_d: Vec<RawDerivative> = serde_yaml_ng::from_str::<Option<Vec<RawDerivative>>>(derivs)
         .map_err(|e| {
-            derr(
+            vec![derr(
                 e.location().map(|l| l.line()).unwrap_or(0),
                 format!("invalid YAML: {e}"),
-            )
+            )]
         })?
         .unwrap_or_default();
     let dlines = yaml::item_lines(derivs);
 
+    let mut errors = Vec::new();
     let mut ops = Vec::new();
+    // `name.overload` of entries that failed: their derivative entries are not checked (the
+    // mistake is reported once).
+    let mut failed: Vec<String> = Vec::new();
     let mut seen_rust = BTreeSet::new();
     for (i, r) in raw.into_iter().enumerate() {
         let line = lines.get(i).copied().unwrap_or(0);
-        let schema = FunctionSchema::parse(&r.func)
-            .map_err(|e| nerr(line, format!("malformed schema '{}': {e}", r.func)))?;
-        for a in &schema.arguments {
-            if !a.is_write() {
-                ArgKind::of(&a.ty)
-                    .map_err(|m| nerr(line, format!("{}: argument '{}': {m}", r.func, a.name)))?;
+        let func = r.func.clone();
+        match op_entry(r, line, kernels, &mut seen_rust) {
+            Ok(op) => ops.push(op),
+            Err(e) => {
+                errors.push(e);
+                failed.push(full_name_of(&func));
             }
         }
-        let rust = r.rust.clone().unwrap_or_else(|| default_rust_name(&schema));
-        if !seen_rust.insert(rust.clone()) {
-            return Err(nerr(
-                line,
-                format!(
-                    "two operators would both be named '{rust}' in Rust; give one a `rust:` name"
-                ),
-            ));
-        }
-        let mut variants = Variants::default();
-        for v in r
-            .variants
-            .as_deref()
-            .unwrap_or("function")
-            .split(',')
-            .map(str::trim)
-        {
-            match v {
-                "function" => variants.function = true,
-                "method" => variants.method = true,
-                "inplace" => variants.inplace = true,
-                "out" => variants.out = true,
-                other => {
-                    return Err(nerr(
-                        line,
-                        format!(
-                            "unknown variant '{other}' (expected function, method, inplace, out)"
-                        ),
-                    ))
-                }
-            }
-        }
-        let has_self = schema.arguments.iter().any(|a| a.name == "self");
-        if (variants.method || variants.inplace) && !has_self {
-            return Err(nerr(
-                line,
-                format!(
-                    "{}: method and inplace variants need an argument named 'self'",
-                    r.func
-                ),
-            ));
-        }
-        let composite_keys = [
-            "CompositeExplicitAutograd",
-            "CompositeImplicitAutograd",
-            "Composite",
-        ];
-        for key in r.dispatch.keys() {
-            if !["CPU", "CUDA"].contains(&key.as_str()) && !composite_keys.contains(&key.as_str()) {
-                return Err(nerr(line, format!("{}: unknown dispatch key '{key}' (expected CPU and CUDA, or one of CompositeExplicitAutograd, CompositeImplicitAutograd)", r.func)));
-            }
-        }
-        let composite = r
-            .dispatch
-            .iter()
-            .find(|(k, _)| composite_keys.contains(&k.as_str()));
-        if composite.is_some() && r.dispatch.len() != 1 {
-            return Err(nerr(line, format!("{}: a composite op runs on every backend through the ops it calls; it takes no CPU or CUDA key", r.func)));
-        }
-        let list_return = schema
-            .returns
-            .iter()
-            .any(|ret| matches!(ret.ty, crate::schema::Type::List { .. }));
-        if list_return
-            && (schema.returns.len() != 1
-                || !matches!(composite, Some((k, _)) if k != "CompositeExplicitAutograd"))
-        {
-            return Err(nerr(line, format!("{}: a `Tensor[]` return is supported only as the single return of a CompositeImplicitAutograd op", r.func)));
-        }
-        let pointwise = r.tags.iter().any(|t| t == "pointwise");
-        let (kind, cuda) = match composite {
-            Some((key, target)) if key == "CompositeExplicitAutograd" => (
-                Kind::Explicit {
-                    path: target.clone(),
-                },
-                None,
-            ),
-            Some((_, target)) => (
-                Kind::Composite {
-                    path: target.clone(),
-                },
-                None,
-            ),
-            None => {
-                let Some(target) = r.dispatch.get("CPU") else {
-                    return Err(nerr(line, format!("{}: dispatch needs CPU (and CUDA), or one of CompositeExplicitAutograd, CompositeImplicitAutograd", r.func)));
-                };
-                let Some(cuda_target) = r.dispatch.get("CUDA") else {
-                    return Err(nerr(line, format!("{}: no CUDA kernel: add `CUDA: <module>::<fn>` to dispatch (a `__device__` fn in kernels/cuda/<module>.cuh for a pointwise op, else a launcher in src/cuda/ops/<module>.rs)", r.func)));
-                };
-                let (module, kernel) = kernels
-                    .resolve(target)
-                    .map_err(|m| nerr(line, format!("{}: {m}", r.func)))?;
-                let cuda = kernels
-                    .resolve_cuda(cuda_target)
-                    .map_err(|m| nerr(line, format!("{}: {m}", r.func)))?;
-                let kind = if pointwise {
-                    let check = kernels.has(&module, &format!("{kernel}_check"));
-                    Kind::Pointwise {
-                        module,
-                        kernel,
-                        check,
-                    }
-                } else {
-                    if !kernels.has(&module, &format!("{kernel}_meta")) {
-                        return Err(nerr(line, format!(
-                            "{}: structured kernel '{module}::{kernel}' has no `pub fn {kernel}_meta` computing output shapes",
-                            r.func
-                        )));
-                    }
-                    Kind::Structured { module, kernel }
-                };
-                (kind, Some(cuda))
-            }
-        };
-        let (cpu_dtypes, cuda_dtypes) = match &r.dtypes {
-            Some(yaml::BackendDTypes::Shared(d)) => {
-                let d = dtype_set(d).map_err(|m| nerr(line, m))?;
-                (Some(d.clone()), Some(d))
-            }
-            Some(yaml::BackendDTypes::PerBackend(m)) => {
-                if let Some(k) = m.keys().find(|k| !["CPU", "CUDA"].contains(&k.as_str())) {
-                    return Err(nerr(
-                        line,
-                        format!(
-                            "{}: dtypes for unknown backend '{k}' (expected CPU, CUDA)",
-                            r.func
-                        ),
-                    ));
-                }
-                let get = |k: &str| -> Result<Option<Vec<String>>, ModelError> {
-                    m.get(k)
-                        .map(|d| dtype_set(d).map_err(|e| nerr(line, e)))
-                        .transpose()
-                };
-                (get("CPU")?, get("CUDA")?)
-            }
-            None => (None, None),
-        };
-        let cuda_dtypes = cuda_dtypes
-            .or_else(|| cpu_dtypes.clone())
-            .unwrap_or_default();
-        let dtypes = match cpu_dtypes {
-            Some(d) => d,
-            None if matches!(kind, Kind::Pointwise { .. } | Kind::Structured { .. }) => {
-                return Err(nerr(
-                    line,
-                    format!("{}: a CPU kernel needs a `dtypes:` list", r.func),
-                ))
-            }
-            None => ALL_DTYPES.iter().map(|s| s.to_string()).collect(),
-        };
-        let promote = match r.promote.as_deref().unwrap_or("default") {
-            "default" => Promote::Default,
-            "int_to_float" => Promote::IntToFloat,
-            "comparison" => Promote::Comparison,
-            "self" => Promote::SelfType,
-            "sum" => Promote::Sum,
-            "same" => Promote::Same,
-            s if s.starts_with("arg:") => Promote::Arg(s[4..].to_string()),
-            other => return Err(nerr(line, format!("unknown promote rule '{other}'"))),
-        };
-        if r.same_dtype_error.is_some() && promote != Promote::Same {
-            return Err(nerr(
-                line,
-                format!("{}: same_dtype_error needs promote: same", r.func),
-            ));
-        }
-        let tensor_args: Vec<String> = schema
-            .arguments
-            .iter()
-            .filter(|a| !a.is_write() && a.ty.is_tensor_like())
-            .map(|a| a.name.clone())
-            .collect();
-        let operands = r.operands.clone().unwrap_or_else(|| {
-            tensor_args
-                .iter()
-                .filter(|n| !r.fixed.contains_key(*n))
-                .cloned()
-                .collect()
-        });
-        for o in operands.iter().chain(r.fixed.keys()) {
-            let is_output = schema
-                .returns
-                .iter()
-                .any(|ret| ret.name.as_deref() == Some(o.as_str()))
-                || (o == "result" && schema.returns.len() == 1);
-            if !is_output && !schema.arguments.iter().any(|a| &a.name == o) {
-                return Err(nerr(
-                    line,
-                    format!("{}: '{o}' is not an argument or output", r.func),
-                ));
-            }
-        }
-        for d in r.fixed.values() {
-            if !ALL_DTYPES.contains(&d.as_str()) {
-                return Err(nerr(line, format!("unknown dtype '{d}'")));
-            }
-        }
-        let opinfo = match r.opinfo {
-            Some(o) => Some(OpInfo {
-                samples: o.samples,
-                reference: o.reference,
-                dtypes: match &o.dtypes {
-                    Some(d) => dtype_set(d).map_err(|m| nerr(line, m))?,
-                    None => dtypes.clone(),
-                },
-                gradcheck: o.gradcheck.unwrap_or(true),
-                variants: o.variants.unwrap_or(true),
-                errors: o.errors.unwrap_or(true),
-            }),
-            None => None,
-        };
-        if r.opmath && !matches!(kind, Kind::Composite { .. }) {
-            return Err(nerr(
-                line,
-                format!("{}: `opmath: true` is for CompositeImplicitAutograd ops (a kernel picks its own accumulation type)", r.func),
-            ));
-        }
-        if opinfo.is_none() && r.skip_opinfo.as_deref().is_none_or(|s| s.trim().is_empty()) {
-            return Err(nerr(
-                line,
-                format!(
-                    "{}: no `opinfo:` entry and no `skip_opinfo: \"<reason>\"`",
-                    r.func
-                ),
-            ));
-        }
-        ops.push(Op {
-            schema,
-            line,
-            rust,
-            variants,
-            kind,
-            dtypes,
-            cuda,
-            cuda_dtypes,
-            promote,
-            same_dtype_error: r.same_dtype_error.clone(),
-            operands,
-            fixed: r.fixed,
-            opinfo,
-            skip_opinfo: r.skip_opinfo,
-            derivative: None,
-            non_differentiable: false,
-            doc: r.doc,
-            tags: r.tags,
-            opmath: r.opmath,
-        });
     }
 
     // Derivatives: attach to ops, name nodes like PyTorch (per base name, numbered in order).
     let mut counters: BTreeMap<String, usize> = BTreeMap::new();
+    let mut bad_derivative: BTreeSet<usize> = BTreeSet::new();
     for (i, d) in raw_d.into_iter().enumerate() {
         let line = dlines.get(i).copied().unwrap_or(0);
-        let schema = FunctionSchema::parse(&d.name)
-            .map_err(|e| derr(line, format!("malformed schema '{}': {e}", d.name)))?;
-        let Some(op) = ops.iter_mut().find(|o| o.schema == schema) else {
-            return Err(derr(
-                line,
-                format!("no operator '{}' in native_functions.yaml", d.name),
-            ));
-        };
-        if op.derivative.is_some() || op.non_differentiable {
-            return Err(derr(line, format!("second entry for '{}'", d.name)));
-        }
-        if matches!(op.kind, Kind::Composite { .. }) {
-            return Err(derr(line, format!(
-                "'{}' is CompositeImplicitAutograd: its gradient comes from the ops it calls, so it takes no derivative entry",
-                d.name
-            )));
-        }
-        let mut known: BTreeSet<String> = op.args().iter().map(|a| a.name.clone()).collect();
-        known.extend(op.outputs());
-        let mut formulas = Vec::new();
-        for (key, value) in &d.formulas {
-            if key == "non_differentiable" {
-                op.non_differentiable = true;
+        let schema = match FunctionSchema::parse(&d.name) {
+            Ok(s) => s,
+            Err(e) => {
+                errors.push(derr(line, format!("malformed schema '{}': {e}", d.name)));
                 continue;
             }
-            let text = match value {
-                serde_yaml_ng::Value::String(s) => s.clone(),
-                _ => return Err(derr(line, format!("formula for '{key}' must be a string"))),
-            };
-            let Some(arg) = op.args().into_iter().find(|a| &a.name == key) else {
-                return Err(derr(
+        };
+        let Some(index) = ops.iter().position(|o| o.schema == schema) else {
+            if !failed.contains(&full_name_of(&d.name)) {
+                errors.push(derr(
                     line,
-                    format!(
-                        "formula for '{key}', but {} has no argument named '{key}'",
-                        d.name
-                    ),
-                ));
-            };
-            if !arg.kind.is_tensor() {
-                return Err(derr(
-                    line,
-                    format!("formula for '{key}', which is not a tensor argument"),
+                    format!("no operator '{}' in native_functions.yaml", d.name),
                 ));
             }
-            formulas.push(formula::parse(key, &text, &known).map_err(|m| derr(line, m))?);
-        }
-        if !op.non_differentiable {
-            let base = op.schema.name.trim_end_matches('_').to_string();
-            let n = counters.entry(base.clone()).or_insert(0);
-            op.derivative = Some(Derivative {
-                line,
-                node: format!("{}Backward{}", camel(&base), n),
-                formulas,
-            });
-            *n += 1;
+            continue;
+        };
+        if let Err(e) = attach_derivative(&mut ops[index], &d, derivs, line, &mut counters) {
+            errors.push(e);
+            bad_derivative.insert(index);
         }
     }
 
-    for op in &ops {
+    for (i, op) in ops.iter().enumerate() {
         let takes_tensor = op.args().iter().any(|a| a.kind.is_tensor());
         let explicit = !matches!(op.kind, Kind::Composite { .. });
         let float_capable = op.dtypes.iter().any(|d| d.starts_with('f') || d == "bf16")
@@ -618,12 +1032,90 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
             && op.has_float_output()
             && op.derivative.is_none()
             && !op.non_differentiable
+            && !bad_derivative.contains(&i)
         {
-            return Err(nerr(op.line, format!(
+            errors.push(nerr(op.line, format!(
                 "{} is differentiable (it takes and returns floating tensors) but derivatives.yaml has no entry for it; add one, or an entry with `non_differentiable: true`",
                 op.full_name()
             )));
         }
     }
-    Ok(Model { ops })
+    if errors.is_empty() {
+        Ok(Model { ops })
+    } else {
+        errors.sort_by_key(|e| (e.file != "native_functions.yaml", e.line));
+        Err(errors)
+    }
+}
+
+/// `add.Tensor` of a schema string, read even when the rest does not parse.
+fn full_name_of(func: &str) -> String {
+    func.split('(')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Checks derivatives.yaml entry `d` (at `line`) and attaches it to `op`.
+fn attach_derivative(
+    op: &mut Op,
+    d: &RawDerivative,
+    text: &str,
+    line: usize,
+    counters: &mut BTreeMap<String, usize>,
+) -> Result<(), ModelError> {
+    if op.derivative.is_some() || op.non_differentiable {
+        return Err(derr(line, format!("second entry for '{}'", d.name)));
+    }
+    if matches!(op.kind, Kind::Composite { .. }) {
+        return Err(derr(line, format!(
+            "'{}' is CompositeImplicitAutograd: its gradient comes from the ops it calls, so it takes no derivative entry",
+            d.name
+        )));
+    }
+    let mut known: BTreeSet<String> = op.args().iter().map(|a| a.name.clone()).collect();
+    known.extend(op.outputs());
+    let mut formulas = Vec::new();
+    let mut non_differentiable = false;
+    for (key, value) in &d.formulas {
+        if key == "non_differentiable" {
+            non_differentiable = true;
+            continue;
+        }
+        let at = yaml::key_line(text, line, key);
+        let formula = match value {
+            serde_yaml_ng::Value::String(s) => s.clone(),
+            _ => return Err(derr(at, format!("formula for '{key}' must be a string"))),
+        };
+        let Some(arg) = op.args().into_iter().find(|a| &a.name == key) else {
+            return Err(derr(
+                at,
+                format!(
+                    "formula for '{key}', but {} has no argument named '{key}'",
+                    d.name
+                ),
+            ));
+        };
+        if !arg.kind.is_tensor() {
+            return Err(derr(
+                at,
+                format!("formula for '{key}', which is not a tensor argument"),
+            ));
+        }
+        formulas.push(formula::parse(key, &formula, at, &known).map_err(|m| derr(at, m))?);
+    }
+    if non_differentiable {
+        op.non_differentiable = true;
+        return Ok(());
+    }
+    let base = op.schema.name.trim_end_matches('_').to_string();
+    let n = counters.entry(base.clone()).or_insert(0);
+    op.derivative = Some(Derivative {
+        line,
+        node: format!("{}Backward{}", camel(&base), n),
+        formulas,
+    });
+    *n += 1;
+    Ok(())
 }

@@ -138,18 +138,49 @@ impl ArgKind {
         }
     }
 
-    /// A schema default as a Rust expression of the inner type.
+    /// True for `T?` kinds, whose default may be `None`.
+    pub fn is_optional(self) -> bool {
+        matches!(
+            self,
+            ArgKind::OptTensor
+                | ArgKind::OptScalar
+                | ArgKind::OptInt
+                | ArgKind::OptIntList
+                | ArgKind::OptBool
+                | ArgKind::OptFloat
+                | ArgKind::OptScalarType
+                | ArgKind::OptDevice
+        )
+    }
+
+    /// The type a CPU kernel, meta or check function, or a CUDA launcher, receives for a
+    /// non-tensor argument (`kernel_value` in `gen::api` makes it): a `Scalar` arrives as
+    /// `f64`, everything else as its normalised type.
+    pub fn kernel_type(self) -> TokenStream {
+        match self {
+            ArgKind::Scalar => quote!(f64),
+            ArgKind::OptScalar => quote!(Option<f64>),
+            other => other.inner_type(),
+        }
+    }
+
+    /// A schema default as a Rust expression of the inner type, or what is wrong with it.
     pub fn default_expr(self, default: &str) -> Result<TokenStream, String> {
-        let bad = || format!("cannot turn default '{default}' into a value of this type");
+        let bad = |expected: &str| format!("default '{default}' is not valid here: {expected}");
         if default == "None" {
-            return Ok(quote!(None));
+            if self.is_optional() {
+                return Ok(quote!(None));
+            }
+            return Err(bad(
+                "None is a default only for an optional type (write the type with `?`)",
+            ));
         }
         Ok(match self {
             ArgKind::Bool | ArgKind::OptBool => {
                 let b = match default {
                     "True" => true,
                     "False" => false,
-                    _ => return Err(bad()),
+                    _ => return Err(bad("expected True or False")),
                 };
                 if self == ArgKind::Bool {
                     quote!(#b)
@@ -162,7 +193,9 @@ impl ArgKind {
                 let v: i64 = match default {
                     "Mean" => 1,
                     "Sum" => 2,
-                    _ => default.parse().map_err(|_| bad())?,
+                    _ => default.parse().map_err(|_| {
+                        bad("expected an integer, or Mean / Sum (PyTorch's reduction constants)")
+                    })?,
                 };
                 if self == ArgKind::Int {
                     quote!(#v)
@@ -171,7 +204,9 @@ impl ArgKind {
                 }
             }
             ArgKind::Float | ArgKind::OptFloat => {
-                let v: f64 = default.parse().map_err(|_| bad())?;
+                let v: f64 = default
+                    .parse()
+                    .map_err(|_| bad("expected a number such as 0.5 or 1e-05"))?;
                 if self == ArgKind::Float {
                     quote!(#v)
                 } else {
@@ -184,7 +219,7 @@ impl ArgKind {
                 } else if let Ok(f) = default.parse::<f64>() {
                     quote!(Scalar::Float(#f))
                 } else {
-                    return Err(bad());
+                    return Err(bad("expected a number such as 1 or 0.5"));
                 };
                 if self == ArgKind::Scalar {
                     s
@@ -199,7 +234,7 @@ impl ArgKind {
                     .filter(|s| !s.trim().is_empty())
                     .map(|s| s.trim().parse::<i64>())
                     .collect();
-                let vals = vals.map_err(|_| bad())?;
+                let vals = vals.map_err(|_| bad("expected a list of integers such as [0,1]"))?;
                 if self == ArgKind::IntList {
                     quote!(&[#(#vals),*])
                 } else {
@@ -210,17 +245,21 @@ impl ArgKind {
                 let s = default.trim_matches(|c| c == '\'' || c == '"');
                 quote!(#s)
             }
-            _ => return Err(bad()),
+            _ => return Err(bad("only None is supported as a default for this type")),
         })
     }
 }
 
-/// A Rust identifier for a schema name (`self` → `self_`, keywords get a trailing `_`).
-pub fn ident(name: &str) -> syn::Ident {
+/// The Rust name of a schema name (`self` → `self_`, keywords get a trailing `_`).
+pub fn ident_str(name: &str) -> String {
     match name {
-        "self" | "type" | "where" | "in" | "fn" | "match" | "ref" | "move" => {
-            format_ident!("{}_", name)
-        }
-        _ => format_ident!("{}", name),
+        "self" | "type" | "where" | "in" | "fn" | "match" | "ref" | "move" => format!("{name}_"),
+        _ => name.to_string(),
     }
+}
+
+/// A Rust identifier for a schema name (see [`ident_str`]); `model::build` has checked that
+/// every argument's name makes one.
+pub fn ident(name: &str) -> syn::Ident {
+    format_ident!("{}", ident_str(name))
 }

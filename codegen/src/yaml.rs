@@ -90,3 +90,31 @@ pub fn item_lines(text: &str) -> Vec<usize> {
         .map(|(i, _)| i + 1)
         .collect()
 }
+
+/// The 1-based line of key `key` inside the top-level list item that starts at line `item`
+/// (as [`item_lines`] gives it): the first line of that item, after its first, that starts
+/// with `key:` once indented. `item` itself when none does (a flow-style `{...}` item).
+pub fn key_line(text: &str, item: usize, key: &str) -> usize {
+    let prefix = format!("{key}:");
+    text.lines()
+        .enumerate()
+        .skip(item)
+        .take_while(|(_, l)| !l.starts_with("- "))
+        .find(|(_, l)| l.starts_with(' ') && l.trim_start().starts_with(&prefix))
+        .map(|(i, _)| i + 1)
+        .unwrap_or(item)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_line_finds_a_formula_inside_its_item() {
+        let text = "# c\n- name: a(Tensor self) -> Tensor\n  self: grad\n- name: b(Tensor self) -> Tensor\n  result: x\n  self: grad\n";
+        assert_eq!(item_lines(text), [2, 4]);
+        assert_eq!(key_line(text, 2, "self"), 3);
+        assert_eq!(key_line(text, 4, "self"), 6);
+        assert_eq!(key_line(text, 2, "other"), 2);
+    }
+}

@@ -41,8 +41,12 @@ const MUL_D: &str = r#"
   other: grad.mul(&self)?
 "#;
 
+/// The one error `build` reports for a YAML with one mistake (a mistake never cascades
+/// into errors about other entries).
 fn err(native: &str, derivs: &str) -> ModelError {
-    build(native, derivs, &kernels()).expect_err("the YAML is invalid")
+    let mut errors = build(native, derivs, &kernels()).expect_err("the YAML is invalid");
+    assert_eq!(errors.len(), 1, "one mistake, one error: {errors:#?}");
+    errors.remove(0)
 }
 
 #[test]
@@ -62,7 +66,8 @@ fn unknown_kernel_names_the_line() {
 #[test]
 fn formula_naming_a_missing_argument_is_an_error() {
     let e = err(MUL, &MUL_D.replace("grad.mul(&other)?", "grad.mul(&othr)?"));
-    assert_eq!((e.file.as_str(), e.line), ("derivatives.yaml", 2));
+    // The formula's own line, inside the entry that starts on line 2.
+    assert_eq!((e.file.as_str(), e.line), ("derivatives.yaml", 3));
     assert!(
         e.message.contains("names 'othr', which is not an argument"),
         "{e}"
@@ -109,8 +114,15 @@ fn malformed_schema_is_an_error_with_the_column() {
 
 #[test]
 fn derivative_for_unknown_op_is_an_error() {
-    let e = err(MUL, &MUL_D.replace("mul.Tensor", "mul.Tenser"));
-    assert!(e.message.contains("no operator 'mul.Tenser"), "{e}");
+    // Both sides of the mistake are reported: the entry names no op, and mul lacks one.
+    let errors = build(MUL, &MUL_D.replace("mul.Tensor", "mul.Tenser"), &kernels()).unwrap_err();
+    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(messages.len(), 2, "{messages:#?}");
+    assert!(messages[0].starts_with("native_functions.yaml:2: mul.Tensor is differentiable"));
+    assert!(
+        messages[1].starts_with("derivatives.yaml:2: no operator 'mul.Tenser"),
+        "{messages:#?}"
+    );
 }
 
 #[test]
@@ -139,10 +151,12 @@ fn unknown_yaml_key_is_an_error() {
 
 #[test]
 fn composite_op_takes_no_derivative() {
-    let native = MUL.replace(
-        "{CPU: mul, CUDA: binary::mul}",
-        "{CompositeImplicitAutograd: composite::mul}",
-    );
+    let native = MUL
+        .replace(
+            "{CPU: mul, CUDA: binary::mul}",
+            "{CompositeImplicitAutograd: composite::mul}",
+        )
+        .replace("ref: \"|a, b| a * b\"", "ref: mul");
     let e = err(&native, MUL_D);
     assert!(e.message.contains("CompositeImplicitAutograd"), "{e}");
 }

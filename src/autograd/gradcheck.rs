@@ -118,11 +118,18 @@ fn compare(
 ) -> Result<()> {
     for (o, (no, ao)) in num.iter().zip(ana).enumerate() {
         for (ci, (nm, am)) in no.iter().zip(ao).enumerate() {
-            for (row_n, row_a) in nm.iter().zip(am) {
-                for (n, a) in row_n.iter().zip(row_a) {
+            for (k, (row_n, row_a)) in nm.iter().zip(am).enumerate() {
+                for (j, (n, a)) in row_n.iter().zip(row_a).enumerate() {
                     if (n - a).abs() > opts.atol + opts.rtol * n.abs() || n.is_nan() != a.is_nan() {
+                        // Whole Jacobians only while they are small enough to read.
+                        let entries = nm.len() * row_n.len();
+                        let matrices = if entries <= 64 {
+                            format!("\nnumerical:{nm:?}\nanalytical:{am:?}")
+                        } else {
+                            format!(" ({} x {} Jacobians not shown)", nm.len(), row_n.len())
+                        };
                         return Err(Error::Autograd(format!(
-                            "Jacobian mismatch for output {o} with respect to input {}:\nnumerical:{nm:?}\nanalytical:{am:?}",
+                            "Jacobian mismatch for output {o} with respect to input {}: d output[{k}] / d input[{j}] is {a} from autograd but {n} from finite differences{matrices}",
                             checked[ci]
                         )));
                     }

@@ -360,6 +360,17 @@ pub type OutVariant = fn(&Sample, &[Tensor]) -> Result<Vec<Tensor>>;
 pub struct OpInfo {
     /// The schema name, `add.Tensor`.
     pub name: &'static str,
+    /// Where the op is declared: `native_functions.yaml:27`.
+    pub declared: &'static str,
+    /// Where its gradient is defined, for gradcheck failures: the backward node and
+    /// derivatives.yaml line of its entry, then each formula with its own line; or, for a
+    /// composite, the function whose ops autograd records.
+    pub gradient: &'static str,
+    /// The schema's `Tensor` and `Tensor?` arguments, in the order a sample's `tensors` fill
+    /// them.
+    pub tensor_args: &'static [&'static str],
+    /// The schema's `Tensor[]` arguments, in the order a sample's `lists` fill them.
+    pub list_args: &'static [&'static str],
     /// The dtypes forward, edge, noncontiguous and variants run in.
     pub dtypes: &'static [DType],
     pub call: Variant,
@@ -619,6 +630,72 @@ fn grad_samples(info: &OpInfo) -> Vec<Sample> {
     v
 }
 
+/// The schema name of each of a sample's tensors in `leaves` order: its tensors, then every
+/// element of its lists (`tensors[1]`).
+fn input_names(info: &OpInfo, s: &Sample) -> Vec<String> {
+    let named = |list: &[&str], i: usize| list.get(i).map_or(format!("#{i}"), |n| n.to_string());
+    let mut names: Vec<String> = (0..s.tensors.len())
+        .map(|i| named(info.tensor_args, i))
+        .collect();
+    for (j, l) in s.lists.iter().enumerate() {
+        let list = named(info.list_args, j);
+        names.extend((0..l.len()).map(|k| format!("{list}[{k}]")));
+    }
+    names
+}
+
+/// The report of a failed gradcheck or gradgradcheck (`check`): the op and where it is
+/// declared, the device, the sample (its index among the gradcheck samples, description, and
+/// each input's name, shape and dtype), where the gradient is defined in derivatives.yaml, and
+/// gradcheck's own message, whose input numbers index the list printed here. `outputs` are
+/// the op's float outputs, whose gradients gradgradcheck takes as further inputs.
+fn gradcheck_failure(
+    check: &str,
+    info: &OpInfo,
+    device: Device,
+    (index, s): (usize, &Sample),
+    inputs: &[Tensor],
+    outputs: &[Tensor],
+    error: &kiln::Error,
+) -> String {
+    let mut lines = vec![
+        format!(
+            "{check} failed: {} ({}), float64 on {device}",
+            info.name, info.declared
+        ),
+        format!(
+            "  sample {index} (of the first regular float64 samples): \"{}\"",
+            s.desc
+        ),
+        "  inputs:".to_string(),
+    ];
+    let names = input_names(info, s);
+    for (i, t) in inputs.iter().enumerate() {
+        let name = names.get(i).map_or("?", String::as_str);
+        let grad = if t.requires_grad() {
+            ""
+        } else {
+            " (not differentiated)"
+        };
+        lines.push(format!(
+            "    {i}: {name} {:?} {}{grad}",
+            t.shape(),
+            t.dtype()
+        ));
+    }
+    for (o, t) in outputs.iter().enumerate() {
+        lines.push(format!(
+            "    {}: grad of output {o} {:?} {}",
+            inputs.len() + o,
+            t.shape(),
+            t.dtype()
+        ));
+    }
+    lines.push(format!("  gradient: {}", info.gradient));
+    lines.push(format!("  {error}"));
+    lines.join("\n")
+}
+
 /// Splits a sample's tensors into copies on `device`, the float ones leaves requiring grad,
 /// and rebuilds samples from them.
 fn leaves(s: &Sample, device: Device) -> (Vec<Tensor>, impl Fn(&[Tensor]) -> Sample + '_) {
@@ -658,21 +735,36 @@ fn leaves(s: &Sample, device: Device) -> (Vec<Tensor>, impl Fn(&[Tensor]) -> Sam
 
 /// Autograd's first derivatives match finite differences (float64).
 pub fn check_gradcheck(info: &OpInfo, device: Device) {
-    for s in grad_samples(info) {
+    for (i, s) in grad_samples(info).into_iter().enumerate() {
         let (inputs, rebuild) = leaves(&s, device);
         let f = |ts: &[Tensor]| (info.call)(&rebuild(ts));
-        gradcheck(&f, &inputs, GradcheckOptions::default())
-            .unwrap_or_else(|e| panic!("{} [{device}] {}: {e}", info.name, s.desc));
+        if let Err(e) = gradcheck(&f, &inputs, GradcheckOptions::default()) {
+            let report = gradcheck_failure("gradcheck", info, device, (i, &s), &inputs, &[], &e);
+            panic!("{report}");
+        }
     }
 }
 
 /// Autograd's second derivatives match finite differences of its first (float64).
 pub fn check_gradgradcheck(info: &OpInfo, device: Device) {
-    for s in grad_samples(info) {
+    for (i, s) in grad_samples(info).into_iter().enumerate() {
         let (inputs, rebuild) = leaves(&s, device);
         let f = |ts: &[Tensor]| (info.call)(&rebuild(ts));
-        gradgradcheck(&f, &inputs, GradcheckOptions::default())
-            .unwrap_or_else(|e| panic!("{} [{device}] {}: {e}", info.name, s.desc));
+        if let Err(e) = gradgradcheck(&f, &inputs, GradcheckOptions::default()) {
+            let outputs: Vec<Tensor> = f(&inputs)
+                .map(|o| o.into_iter().filter(Tensor::is_floating_point).collect())
+                .unwrap_or_default();
+            let report = gradcheck_failure(
+                "gradgradcheck",
+                info,
+                device,
+                (i, &s),
+                &inputs,
+                &outputs,
+                &e,
+            );
+            panic!("{report}");
+        }
     }
 }
 

@@ -70,7 +70,7 @@ fn normalise(args: &[Arg], include_defaulted: bool) -> Vec<TokenStream> {
                 let d = a
                     .kind
                     .default_expr(a.default.as_deref().unwrap_or_default())
-                    .expect("validated default");
+                    .expect("model::build checked every default");
                 return quote!(let #id: #ty = #d;);
             }
             match a.kind {
@@ -200,7 +200,8 @@ fn cuda_dtype_list(op: &Op) -> Vec<syn::Ident> {
     op.cuda_dtypes.iter().map(|d| dtype_variant(d)).collect()
 }
 
-/// A non-tensor argument as passed to a kernel, meta or check function.
+/// A non-tensor argument as passed to a kernel, meta or check function: a value of
+/// [`ArgKind::kernel_type`], which `contract` checks kernel signatures against.
 fn kernel_value(a: &Arg) -> TokenStream {
     let id = ident(&a.name);
     match a.kind {
@@ -230,8 +231,8 @@ fn compute_fn(op: &Op) -> TokenStream {
     let args = op.args();
     match &op.kind {
         Kind::Explicit { path } | Kind::Composite { path } => {
-            let path: syn::Path =
-                syn::parse_str(&format!("crate::ops::{path}")).expect("valid path");
+            let path: syn::Path = syn::parse_str(&format!("crate::ops::{path}"))
+                .expect("model::build checked the path is <module>::<fn>");
             let a = call_args(&args);
             if !op.opmath {
                 return quote! {
@@ -479,7 +480,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                         src_args.push(quote!(&(0..#id.len()).map(|_| { let i = next(); launch::src::<T>(bufs[i], &inputs[i]) }).collect::<Vec<_>>()));
                     }
                     ArgKind::OptTensor => {
-                        panic!("optional tensors are not supported in structured kernels")
+                        unreachable!("model::build rejects optional tensors in structured kernels")
                     }
                     _ => {
                         let v = kernel_value(a);

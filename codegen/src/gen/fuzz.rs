@@ -152,6 +152,9 @@ fn fuzz_fn(op: &Op) -> TokenStream {
         .map(|(label, pre, call)| {
             let fin = if label.ends_with('_') {
                 finish(1)
+            } else if op.returns_list() {
+                // A `Tensor[]` return is a `Vec<Tensor>`: every element is an output.
+                quote!(a.finish(&r.iter().collect::<Vec<_>>());)
             } else {
                 finish(n_out)
             };

@@ -16,7 +16,9 @@ fn sample_arg(a: &crate::model::Arg, ti: &mut usize, li: &mut usize) -> TokenStr
     let dflt = |k: ArgKind| -> TokenStream {
         match &a.default {
             Some(d) => {
-                let e = k.default_expr(d).expect("validated default");
+                let e = k
+                    .default_expr(d)
+                    .expect("model::build checked every default");
                 quote!(.unwrap_or(#e))
             }
             None => quote!(.expect(concat!("sample provides ", #n))),
@@ -176,7 +178,9 @@ fn adaptors(op: &Op, exprs: &[TokenStream]) -> Adaptors {
     let call = if op.variants.function {
         quote!(kiln::#fname(#(#exprs),*)#tv)
     } else {
-        let se = self_expr.expect("method ops have self");
+        let se = self_expr.expect(
+            "model::build checked that an OpInfo op has a function, or a method (so a self)",
+        );
         quote!(#se.#fname(#(#non_self),*)#tv)
     };
     let method = self_expr
@@ -208,12 +212,11 @@ fn adaptors(op: &Op, exprs: &[TokenStream]) -> Adaptors {
 fn reference_body(op: &Op, info: &OpInfo, exprs: &[TokenStream]) -> TokenStream {
     let args = op.args();
     if !matches!(op.kind, Kind::Pointwise { .. }) {
-        let path: syn::Path =
-            syn::parse_str(&format!("refs::{}", info.reference)).expect("validated reference path");
-        return quote!(#path(s));
+        let name = format_ident!("{}", info.reference);
+        return quote!(refs::#name(s));
     }
-    let mut closure: syn::Expr =
-        syn::parse_str(&info.reference).expect("validated reference closure");
+    let mut closure: syn::Expr = syn::parse_str(&info.reference)
+        .expect("model::build checked that a pointwise op's ref is a closure");
     annotate_closure(&mut closure, &args);
     let mut tensor_idx = 0usize;
     let mut call_args = Vec::new();
@@ -290,32 +293,72 @@ fn table_entry(op: &Op, info: &OpInfo, m: &syn::Ident, a: &Adaptors) -> TokenStr
     let method = some_if(a.method.is_some(), "method");
     let inplace = some_if(a.inplace.is_some(), "inplace");
     let out = some_if(a.out.is_some(), "out");
-    let samples: syn::Path =
-        syn::parse_str(&format!("samples::{}", info.samples)).expect("valid sample name");
-    let errors: syn::Path =
-        syn::parse_str(&format!("samples::{}_errors", info.samples)).expect("valid sample name");
+    let samples = format_ident!("{}", info.samples);
+    // `errors: false`: the errors check does not run, and no `_errors` set is needed.
+    let errors = if info.errors {
+        let e = format_ident!("{}_errors", info.samples);
+        quote!(samples::#e)
+    } else {
+        quote!(no_error_samples)
+    };
     let composite = matches!(op.kind, Kind::Composite { .. });
     let differentiable =
         op.derivative.is_some() || (composite && op.has_float_output() && info.gradcheck);
     let name = op.full_name();
     let dtypes = info.dtypes.iter().map(|d| dtype_variant(d));
     let (variants, gradcheck, errors_check) = (info.variants, info.gradcheck, info.errors);
+    let declared = format!("native_functions.yaml:{}", op.line);
+    let gradient = gradient_source(op);
+    let args = op.args();
+    let tensor_args = args
+        .iter()
+        .filter(|a| matches!(a.kind, ArgKind::Tensor | ArgKind::OptTensor))
+        .map(|a| a.name.as_str());
+    let list_args = args
+        .iter()
+        .filter(|a| a.kind == ArgKind::TensorList)
+        .map(|a| a.name.as_str());
     quote! {
         OpInfo {
             name: #name,
+            declared: #declared,
+            gradient: #gradient,
+            tensor_args: &[#(#tensor_args),*],
+            list_args: &[#(#list_args),*],
             dtypes: &[#(DType::#dtypes),*],
             call: #m::call,
             method: #method,
             inplace: #inplace,
             out: #out,
             reference: #m::reference,
-            samples: #samples,
+            samples: samples::#samples,
             error_samples: #errors,
             differentiable: #differentiable,
             variants: #variants,
             gradcheck: #gradcheck,
             errors: #errors_check,
         }
+    }
+}
+
+/// Where the op's gradient is defined, for gradcheck failures: its derivatives.yaml entry
+/// and formulas, each with its line, or the Rust function whose ops autograd records.
+fn gradient_source(op: &Op) -> String {
+    match (&op.derivative, &op.kind) {
+        (Some(d), _) => {
+            let mut s = format!("{} (derivatives.yaml:{})", d.node, d.line);
+            for f in &d.formulas {
+                s.push_str(&format!(
+                    "\n    {}: {}    (derivatives.yaml:{})",
+                    f.input, f.text, f.line
+                ));
+            }
+            s
+        }
+        (None, Kind::Composite { path }) => format!(
+            "no derivatives.yaml entry: CompositeImplicitAutograd `{path}` (src/ops/) is differentiated through the ops it calls"
+        ),
+        (None, _) => "no derivatives.yaml entry".to_string(),
     }
 }
 
@@ -343,6 +386,11 @@ pub fn generate(model: &Model) -> TokenStream {
         // @generated by kiln-codegen. Do not edit.
         /// Operators declared in native_functions.yaml.
         pub const OPERATOR_COUNT: usize = #count;
+        /// The error samples of an op with `errors: false`, whose errors check does not run.
+        #[allow(dead_code)] // unused while every op has error samples
+        fn no_error_samples() -> Vec<ErrorSample> {
+            Vec::new()
+        }
         #(#modules)*
         /// Every op with an `opinfo:` entry, in native_functions.yaml order.
         pub static OPINFOS: &[OpInfo] = &[#(#entries),*];
