@@ -122,3 +122,330 @@ pub fn pairwise_distance(
     }
     crate::sum_dim_with(&d.pow_scalar(p)?, &last, keepdim, None)?.pow_scalar(1.0 / p)
 }
+
+// ---------------------------------------------------------------------------------------
+// Classification losses
+// ---------------------------------------------------------------------------------------
+
+/// PyTorch's checks on class-index targets for an input `[N, C, d...]` or `[C]`.
+fn check_class_target(op: &str, input: &Tensor, target: &Tensor) -> Result<()> {
+    if target.dtype() != DType::I64 {
+        return Err(Error::op(
+            op,
+            format!(
+                "expected scalar type Long but found {}",
+                target.dtype().scalar_type_name()
+            ),
+        ));
+    }
+    let ok = if input.dim() == 1 {
+        target.dim() == 0
+    } else {
+        let mut expect = input.shape().to_vec();
+        expect.remove(1);
+        target.shape() == expect.as_slice()
+    };
+    if !ok {
+        if input.dim() >= 2 && target.dim() >= 1 && target.shape()[0] != input.shape()[0] {
+            return Err(Error::op(
+                op,
+                format!(
+                    "Expected input batch_size ({}) to match target batch_size ({}).",
+                    input.shape()[0],
+                    target.shape()[0]
+                ),
+            ));
+        }
+        return Err(Error::op(
+            op,
+            format!(
+                "expected target of size {:?} for input of size {:?}",
+                {
+                    let mut e = input.shape().to_vec();
+                    if !e.is_empty() {
+                        e.remove(if e.len() == 1 { 0 } else { 1 });
+                    }
+                    e
+                },
+                target.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The class dim of an input (1, or 0 for an unbatched `[C]`).
+fn class_dim(input: &Tensor) -> i64 {
+    if input.dim() == 1 {
+        0
+    } else {
+        1
+    }
+}
+
+/// `nll_loss(target, weight, reduction, ignore_index)`: `-weight[t] * input[t]` per element;
+/// the mean divides by the total weight of the non-ignored targets.
+pub fn nll_loss(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    let op = "nll_loss";
+    if input.dim() == 0 {
+        return Err(Error::op(op, "input tensor should be 1D or more"));
+    }
+    check_class_target(op, input, target)?;
+    let cd = class_dim(input);
+    let c = input.shape()[cd as usize] as i64;
+    if let Some(w) = weight {
+        if w.dim() != 1 || w.numel() as i64 != c {
+            return Err(Error::op(
+                op,
+                format!("weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}", w.shape()),
+            ));
+        }
+    }
+    let keep = target.ne_scalar(ignore_index)?;
+    if target.numel() > 0 {
+        let t = target.to_vec::<i64>()?;
+        if let Some(&bad) = t.iter().find(|&&v| v != ignore_index && (v < 0 || v >= c)) {
+            return Err(Error::op(op, format!("Target {bad} is out of bounds.")));
+        }
+    }
+    let safe = target.where_cond(&keep, &target.zeros_like()?)?;
+    let picked = input.gather(cd, &safe.unsqueeze(cd)?)?.squeeze_dim(cd)?;
+    let w = match weight {
+        Some(w) => w
+            .to_dtype(input.dtype())?
+            .index_select(0, &safe.reshape(&[-1])?)?
+            .reshape(&i64s(target.shape()))?,
+        None => picked.ones_like()?,
+    };
+    let w = w.mul(&keep.to_dtype(input.dtype())?)?;
+    let loss = picked.mul(&w)?.neg()?;
+    match reduction {
+        0 => Ok(loss),
+        1 => loss.sum()?.div(&w.sum()?),
+        2 => loss.sum(),
+        r => Err(Error::op(
+            op,
+            format!("{r} is not a valid value for reduction"),
+        )),
+    }
+}
+
+/// `cross_entropy_loss(target, weight, reduction, ignore_index, label_smoothing)`: class
+/// indices (int64, through `nll_loss` of `log_softmax`) or class probabilities (a float
+/// target shaped like the input), with PyTorch's label smoothing.
+pub fn cross_entropy_loss(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    let op = "cross_entropy_loss";
+    if !(0.0..=1.0).contains(&label_smoothing) {
+        return Err(Error::op(
+            op,
+            format!("label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"),
+        ));
+    }
+    if input.dim() == 0 {
+        return Err(Error::op(op, "input tensor should be 1D or more"));
+    }
+    let cd = class_dim(input);
+    let c = input.shape()[cd as usize] as f64;
+    let logp = input.log_softmax(cd)?;
+    let class_view = |w: &Tensor| -> Result<Tensor> {
+        let mut shape = vec![1i64; input.dim()];
+        shape[cd as usize] = -1;
+        w.to_dtype(input.dtype())?.reshape(&shape)
+    };
+    if target.dtype().is_floating_point() {
+        if target.shape() != input.shape() {
+            return Err(Error::op(
+                op,
+                format!(
+                    "Expected target size {:?}, got {:?}",
+                    input.shape(),
+                    target.shape()
+                ),
+            ));
+        }
+        let t = if label_smoothing > 0.0 {
+            target
+                .mul_scalar(1.0 - label_smoothing)?
+                .add_scalar(label_smoothing / c)?
+        } else {
+            target.clone()
+        };
+        let mut terms = logp.mul(&t)?;
+        if let Some(w) = weight {
+            terms = terms.mul(&class_view(w)?)?;
+        }
+        let loss = crate::sum_dim_with(&terms, &[cd], false, None)?.neg()?;
+        return match reduction {
+            0 => Ok(loss),
+            1 => loss.sum()?.div_scalar(if input.dim() == 1 {
+                1
+            } else {
+                input.numel() / input.shape()[1]
+            } as f64),
+            2 => loss.sum(),
+            r => Err(Error::op(
+                op,
+                format!("{r} is not a valid value for reduction"),
+            )),
+        };
+    }
+    let nll = nll_loss(&logp, target, weight, reduction, ignore_index)?;
+    if label_smoothing == 0.0 {
+        return Ok(nll);
+    }
+    let keep = target.ne_scalar(ignore_index)?.to_dtype(input.dtype())?;
+    let per_class = match weight {
+        Some(w) => logp.mul(&class_view(w)?)?,
+        None => logp.clone(),
+    };
+    let smooth = crate::sum_dim_with(&per_class, &[cd], false, None)?
+        .neg()?
+        .mul(&keep)?;
+    let smooth = match reduction {
+        0 => smooth,
+        2 => smooth.sum()?,
+        _ => {
+            let denom = match weight {
+                Some(w) => {
+                    let safe = target
+                        .where_cond(&target.ne_scalar(ignore_index)?, &target.zeros_like()?)?;
+                    w.to_dtype(input.dtype())?
+                        .index_select(0, &safe.reshape(&[-1])?)?
+                        .mul(&keep.reshape(&[-1])?)?
+                        .sum()?
+                }
+                None => keep.sum()?,
+            };
+            smooth.sum()?.div(&denom)?
+        }
+    };
+    nll.mul_scalar(1.0 - label_smoothing)?
+        .add(&smooth.mul_scalar(label_smoothing / c)?)
+}
+
+fn check_same_shape(op: &str, input: &Tensor, target: &Tensor) -> Result<()> {
+    if input.shape() != target.shape() {
+        return Err(Error::op(
+            op,
+            format!(
+                "Using a target size ({:?}) that is different to the input size ({:?}) is deprecated. Please ensure they have the same size.",
+                target.shape(),
+                input.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `binary_cross_entropy(target, weight, reduction)`: `-w (t log x + (1 - t) log(1 - x))`,
+/// each log clamped at -100 as PyTorch does.
+pub fn binary_cross_entropy(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    let op = "binary_cross_entropy";
+    check_same_shape(op, input, target)?;
+    if input.numel() > 0 {
+        let outside = input
+            .lt_scalar(0)?
+            .logical_or(&input.gt_scalar(1)?)?
+            .any()?
+            .item::<bool>()?;
+        if outside {
+            return Err(Error::op(
+                op,
+                "all elements of input should be between 0 and 1",
+            ));
+        }
+    }
+    let log = |x: &Tensor| x.log()?.clamp_with(Some(Scalar::Float(-100.0)), None);
+    let one_minus = input.neg()?.add_scalar(1)?;
+    let loss = target
+        .mul(&log(input)?)?
+        .add(&target.neg()?.add_scalar(1)?.mul(&log(&one_minus)?)?)?
+        .neg()?;
+    let loss = match weight {
+        Some(w) => loss.mul(w)?,
+        None => loss,
+    };
+    reduce_loss(op, loss, reduction)
+}
+
+/// `binary_cross_entropy_with_logits(target, weight, pos_weight, reduction)`: BCE of
+/// `sigmoid(x)`, computed as `(1 - t) x + (1 + (pw - 1) t) (log1p(e^-|x|) + max(-x, 0))`.
+pub fn binary_cross_entropy_with_logits(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: i64,
+) -> Result<Tensor> {
+    let op = "binary_cross_entropy_with_logits";
+    check_same_shape(op, input, target)?;
+    let softplus_neg = input
+        .abs()?
+        .neg()?
+        .exp()?
+        .log1p()?
+        .add(&input.neg()?.clamp_with(Some(Scalar::Int(0)), None)?)?;
+    let scale = match pos_weight {
+        Some(pw) => pw.sub_scalar(1)?.mul(target)?.add_scalar(1)?,
+        None => target.ones_like()?,
+    };
+    let loss = target
+        .neg()?
+        .add_scalar(1)?
+        .mul(input)?
+        .add(&scale.mul(&softplus_neg)?)?;
+    let loss = match weight {
+        Some(w) => loss.mul(w)?,
+        None => loss,
+    };
+    reduce_loss(op, loss, reduction)
+}
+
+/// `cdist(x1, x2, p)`: the `p`-norm distance between every row of `x1` and of `x2`
+/// (`[.., P, M]` × `[.., R, M]` → `[.., P, R]`).
+pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64, compute_mode: Option<i64>) -> Result<Tensor> {
+    let _ = compute_mode; // the direct difference; no matmul shortcut
+    let op = "cdist";
+    if x1.dim() < 2 || x2.dim() < 2 {
+        return Err(Error::op(
+            op,
+            format!(
+                "cdist only supports at least 2D tensors, X1 got: {}D",
+                x1.dim().min(x2.dim())
+            ),
+        ));
+    }
+    if x1.shape()[x1.dim() - 1] != x2.shape()[x2.dim() - 1] {
+        return Err(Error::op(
+            op,
+            format!(
+                "X1 and X2 must have the same number of columns. X1: {} X2: {}",
+                x1.shape()[x1.dim() - 1],
+                x2.shape()[x2.dim() - 1]
+            ),
+        ));
+    }
+    if p < 0.0 {
+        return Err(Error::op(op, "cdist only supports non-negative p values"));
+    }
+    let diff = x1.unsqueeze(-2)?.sub(&x2.unsqueeze(-3)?)?;
+    crate::linalg_vector_norm_with(&diff, Scalar::Float(p), Some(&[-1]), false, None)
+}

@@ -8,6 +8,7 @@ pub(crate) mod explicit;
 pub(crate) mod launch;
 pub(crate) mod losses;
 pub(crate) mod nn;
+pub(crate) mod normalization;
 pub(crate) mod reducing;
 pub(crate) mod shaping;
 pub(crate) mod sorting;

@@ -158,7 +158,9 @@ pub fn conv1d(
     dilation: &[i64],
     groups: i64,
 ) -> Result<Tensor> {
-    conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+    conv(
+        "conv1d", 1, input, weight, bias, stride, padding, dilation, groups,
+    )
 }
 
 /// `conv2d(input, weight, bias, stride, padding, dilation, groups)`.
@@ -171,7 +173,9 @@ pub fn conv2d(
     dilation: &[i64],
     groups: i64,
 ) -> Result<Tensor> {
-    conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+    conv(
+        "conv2d", 2, input, weight, bias, stride, padding, dilation, groups,
+    )
 }
 
 /// `conv3d(input, weight, bias, stride, padding, dilation, groups)`.
@@ -184,7 +188,9 @@ pub fn conv3d(
     dilation: &[i64],
     groups: i64,
 ) -> Result<Tensor> {
-    conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+    conv(
+        "conv3d", 3, input, weight, bias, stride, padding, dilation, groups,
+    )
 }
 
 /// Transposed convolution: each input position scatters `weight` into the output, i.e.
@@ -217,7 +223,11 @@ fn conv_transpose(
         return Err(Error::op(op, "non-positive groups is not supported"));
     }
     let g = groups as i64;
-    let (cin, og, c) = (weight.shape()[0] as i64, weight.shape()[1] as i64, x.shape()[1] as i64);
+    let (cin, og, c) = (
+        weight.shape()[0] as i64,
+        weight.shape()[1] as i64,
+        x.shape()[1] as i64,
+    );
     if c != cin || cin % g != 0 {
         return Err(Error::op(
             op,
@@ -249,15 +259,16 @@ fn conv_transpose(
     if out_size.iter().any(|&v| v <= 0) {
         return Err(Error::op(
             op,
-            format!("the output size {out_size:?} computed from input {:?} is too small", x.shape()),
+            format!(
+                "the output size {out_size:?} computed from input {:?} is too small",
+                x.shape()
+            ),
         ));
     }
     let batch = x.shape()[0] as i64;
     let lin: i64 = spatial.iter().product::<usize>() as i64;
     // weight [Cin, Og, *k] as [G, Cin/G, Og*K], transposed to [G, Og*K, Cin/G].
-    let w = weight
-        .reshape(&[g, cin / g, og * kk])?
-        .transpose(-1, -2)?;
+    let w = weight.reshape(&[g, cin / g, og * kk])?.transpose(-1, -2)?;
     let xs = x.reshape(&[batch, g, cin / g, lin])?;
     let cols = w.matmul(&xs)?.reshape(&[batch, g * og * kk, lin])?;
     let mut y = crate::col2im(&cols, &out_size, &k, &d, &p, &s)?;
@@ -279,7 +290,18 @@ pub fn conv_transpose1d(
     groups: i64,
     dilation: &[i64],
 ) -> Result<Tensor> {
-    conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups, dilation)
+    conv_transpose(
+        "conv_transpose1d",
+        1,
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+    )
 }
 
 /// `conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)`.
@@ -294,7 +316,18 @@ pub fn conv_transpose2d(
     groups: i64,
     dilation: &[i64],
 ) -> Result<Tensor> {
-    conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups, dilation)
+    conv_transpose(
+        "conv_transpose2d",
+        2,
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+    )
 }
 
 // ---------------------------------------------------------------------------------------
@@ -319,7 +352,14 @@ struct Pool {
 }
 
 impl Pool {
-    fn new(op: &str, n: usize, kernel: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64]) -> Result<Pool> {
+    fn new(
+        op: &str,
+        n: usize,
+        kernel: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+    ) -> Result<Pool> {
         let k = expand_param(op, "kernel_size", kernel, n)?;
         let s = if stride.is_empty() {
             k.clone()
@@ -356,7 +396,13 @@ impl Pool {
                 if !ceil_mode {
                     return 0;
                 }
-                let (size, k, s, p, d) = (spatial[i] as i64, self.k[i], self.s[i], self.p[i], self.d[i]);
+                let (size, k, s, p, d) = (
+                    spatial[i] as i64,
+                    self.k[i],
+                    self.s[i],
+                    self.p[i],
+                    self.d[i],
+                );
                 let span = d * (k - 1) + 1;
                 let avail = size + 2 * p - span;
                 if avail < 0 {
@@ -403,7 +449,12 @@ fn max_pool(
     let spatial: Vec<usize> = x.shape()[2..].to_vec();
     let extra = pool.ceil_extra(&spatial, ceil_mode);
     let after: Vec<i64> = (0..n).map(|i| pool.p[i] + extra[i]).collect();
-    let xp = crate::pad_with(&x, &pad_list(&pool.p, &after), "constant", Some(lowest(x.dtype())))?;
+    let xp = crate::pad_with(
+        &x,
+        &pad_list(&pool.p, &after),
+        "constant",
+        Some(lowest(x.dtype())),
+    )?;
     let zeros = vec![0i64; n];
     let out_size = blocks(op, &xp, &pool.k, &pool.d, &zeros, &pool.s)?;
     let (b, c) = (x.shape()[0] as i64, x.shape()[1] as i64);
@@ -422,8 +473,14 @@ fn max_pool(
             k_rest.remainder_scalar(pool.k[i])?,
             l_rest.remainder_scalar(out_size[i])?,
         );
-        k_rest = k_rest.sub(&ki)?.div_scalar(pool.k[i])?.to_dtype(DType::I64)?;
-        l_rest = l_rest.sub(&li)?.div_scalar(out_size[i])?.to_dtype(DType::I64)?;
+        k_rest = k_rest
+            .sub(&ki)?
+            .div_scalar(pool.k[i])?
+            .to_dtype(DType::I64)?;
+        l_rest = l_rest
+            .sub(&li)?
+            .div_scalar(out_size[i])?
+            .to_dtype(DType::I64)?;
         let pos = li
             .mul_scalar(pool.s[i])?
             .add(&ki.mul_scalar(pool.d[i])?)?
@@ -447,7 +504,17 @@ pub fn max_pool1d(
     dilation: &[i64],
     ceil_mode: bool,
 ) -> Result<Tensor> {
-    Ok(max_pool("max_pool1d", 1, t, kernel_size, stride, padding, dilation, ceil_mode)?.0)
+    Ok(max_pool(
+        "max_pool1d",
+        1,
+        t,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+    )?
+    .0)
 }
 
 /// `max_pool2d(kernel_size, stride, padding, dilation, ceil_mode)`.
@@ -459,7 +526,17 @@ pub fn max_pool2d(
     dilation: &[i64],
     ceil_mode: bool,
 ) -> Result<Tensor> {
-    Ok(max_pool("max_pool2d", 2, t, kernel_size, stride, padding, dilation, ceil_mode)?.0)
+    Ok(max_pool(
+        "max_pool2d",
+        2,
+        t,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+    )?
+    .0)
 }
 
 /// `max_pool2d_with_indices(...)`: the maxima and their flat indices into each input plane.
@@ -471,7 +548,16 @@ pub fn max_pool2d_with_indices(
     dilation: &[i64],
     ceil_mode: bool,
 ) -> Result<(Tensor, Tensor)> {
-    max_pool("max_pool2d_with_indices", 2, t, kernel_size, stride, padding, dilation, ceil_mode)
+    max_pool(
+        "max_pool2d_with_indices",
+        2,
+        t,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -509,7 +595,12 @@ fn avg_pool(
             // count_include_pad, inside the padding), never the ceil_mode overhang.
             let mut region_shape = vec![1usize, 1];
             let (lo, hi): (Vec<i64>, Vec<i64>) = if count_include_pad {
-                region_shape.extend(spatial.iter().zip(&pool.p).map(|(&s, &p)| s + 2 * p as usize));
+                region_shape.extend(
+                    spatial
+                        .iter()
+                        .zip(&pool.p)
+                        .map(|(&s, &p)| s + 2 * p as usize),
+                );
                 (vec![0; n], extra.clone())
             } else {
                 region_shape.extend(&spatial);
@@ -536,7 +627,17 @@ pub fn avg_pool1d(
     ceil_mode: bool,
     count_include_pad: bool,
 ) -> Result<Tensor> {
-    avg_pool("avg_pool1d", 1, t, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+    avg_pool(
+        "avg_pool1d",
+        1,
+        t,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        None,
+    )
 }
 
 /// `avg_pool2d(kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)`.
@@ -550,7 +651,17 @@ pub fn avg_pool2d(
     count_include_pad: bool,
     divisor_override: Option<i64>,
 ) -> Result<Tensor> {
-    avg_pool("avg_pool2d", 2, t, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    avg_pool(
+        "avg_pool2d",
+        2,
+        t,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
 }
 
 /// The `[out, size]` matrix averaging each adaptive window: output `i` covers
@@ -563,7 +674,9 @@ fn adaptive_matrix(out: usize, size: usize, dtype: DType, device: Device) -> Res
             m[i * size + j] = 1.0 / (end - start) as f64;
         }
     }
-    Tensor::from_vec(m, &[out, size])?.to_dtype(dtype)?.to_device(device)
+    Tensor::from_vec(m, &[out, size])?
+        .to_dtype(dtype)?
+        .to_device(device)
 }
 
 fn adaptive_avg_pool(op: &str, n: usize, t: &Tensor, output_size: &[i64]) -> Result<Tensor> {
@@ -576,13 +689,21 @@ fn adaptive_avg_pool(op: &str, n: usize, t: &Tensor, output_size: &[i64]) -> Res
     if t.dim() != n + 1 && t.dim() != n + 2 {
         return Err(Error::op(
             op,
-            format!("{op}(): Expected {}D or {}D tensor, but got {:?}", n + 1, n + 2, t.shape()),
+            format!(
+                "{op}(): Expected {}D or {}D tensor, but got {:?}",
+                n + 1,
+                n + 2,
+                t.shape()
+            ),
         ));
     }
     if !t.dtype().is_floating_point() {
         return Err(Error::op(
             op,
-            format!("\"{op}\" not implemented for '{}'", t.dtype().scalar_type_name()),
+            format!(
+                "\"{op}\" not implemented for '{}'",
+                t.dtype().scalar_type_name()
+            ),
         ));
     }
     let mut y = t.clone();
@@ -597,7 +718,10 @@ fn adaptive_avg_pool(op: &str, n: usize, t: &Tensor, output_size: &[i64]) -> Res
         }
         let m = adaptive_matrix(output_size[i] as usize, size, t.dtype(), t.device())?;
         // Contract dim `dim` with the matrix: move it last, multiply by mᵀ, move it back.
-        y = y.movedim(&[dim], &[-1])?.matmul(&m.t()?)?.movedim(&[-1], &[dim])?;
+        y = y
+            .movedim(&[dim], &[-1])?
+            .matmul(&m.t()?)?
+            .movedim(&[-1], &[dim])?;
     }
     Ok(y)
 }
@@ -621,7 +745,10 @@ pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<
     if weight.dim() != 2 && weight.dim() != 1 {
         return Err(Error::op(
             "linear",
-            format!("linear(): weight must be 1-D or 2-D, but got weight of size {:?}", weight.shape()),
+            format!(
+                "linear(): weight must be 1-D or 2-D, but got weight of size {:?}",
+                weight.shape()
+            ),
         ));
     }
     let y = input.matmul(&weight.t()?)?;
@@ -632,12 +759,27 @@ pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<
 }
 
 /// `bilinear(input1, input2, weight, bias)`: `y_k = x1ᵀ W_k x2 + b_k`.
-pub fn bilinear(input1: &Tensor, input2: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+pub fn bilinear(
+    input1: &Tensor,
+    input2: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+) -> Result<Tensor> {
     let op = "bilinear";
     if weight.dim() != 3 {
-        return Err(Error::op(op, format!("bilinear(): weight must be 3-D, but got {:?}", weight.shape())));
+        return Err(Error::op(
+            op,
+            format!(
+                "bilinear(): weight must be 3-D, but got {:?}",
+                weight.shape()
+            ),
+        ));
     }
-    let (o, i1, i2) = (weight.shape()[0] as i64, weight.shape()[1], weight.shape()[2] as i64);
+    let (o, i1, i2) = (
+        weight.shape()[0] as i64,
+        weight.shape()[1],
+        weight.shape()[2] as i64,
+    );
     let (d1, d2) = (input1.dim(), input2.dim());
     if d1 == 0 || d2 == 0 || input1.shape()[d1 - 1] != i1 || input2.shape()[d2 - 1] as i64 != i2 {
         return Err(Error::op(
@@ -685,14 +827,24 @@ pub fn mv(t: &Tensor, vec: &Tensor) -> Result<Tensor> {
     if t.dim() != 2 || vec.dim() != 1 {
         return Err(Error::op(
             "mv",
-            format!("vector + matrix @ vector expected, got 1, {}, {}", t.dim(), vec.dim()),
+            format!(
+                "vector + matrix @ vector expected, got 1, {}, {}",
+                t.dim(),
+                vec.dim()
+            ),
         ));
     }
     t.matmul(vec)
 }
 
 /// `addmv(mat, vec, beta, alpha)`: `beta * self + alpha * (mat @ vec)`.
-pub fn addmv(t: &Tensor, mat: &Tensor, vec: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+pub fn addmv(
+    t: &Tensor,
+    mat: &Tensor,
+    vec: &Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+) -> Result<Tensor> {
     blend(t, mv(mat, vec)?, beta, alpha)
 }
 
@@ -700,20 +852,36 @@ fn check_batches(op: &str, b1: &Tensor, b2: &Tensor) -> Result<()> {
     if b1.dim() != 3 || b2.dim() != 3 {
         return Err(Error::op(
             op,
-            format!("batch1 must be a 3D tensor, batch2 must be a 3D tensor, but got {:?} and {:?}", b1.shape(), b2.shape()),
+            format!(
+                "batch1 must be a 3D tensor, batch2 must be a 3D tensor, but got {:?} and {:?}",
+                b1.shape(),
+                b2.shape()
+            ),
         ));
     }
     Ok(())
 }
 
 /// `baddbmm(batch1, batch2, beta, alpha)`: `beta * self + alpha * (batch1 @ batch2)`.
-pub fn baddbmm(t: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+pub fn baddbmm(
+    t: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+) -> Result<Tensor> {
     check_batches("baddbmm", batch1, batch2)?;
     blend(t, batch1.bmm(batch2)?, beta, alpha)
 }
 
 /// `addbmm(batch1, batch2, beta, alpha)`: `beta * self + alpha * Σ_b batch1[b] @ batch2[b]`.
-pub fn addbmm(t: &Tensor, batch1: &Tensor, batch2: &Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+pub fn addbmm(
+    t: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+) -> Result<Tensor> {
     check_batches("addbmm", batch1, batch2)?;
     let p = crate::sum_dim_with(&batch1.bmm(batch2)?, &[0], false, None)?;
     blend(t, p, beta, alpha)
@@ -736,7 +904,11 @@ fn check_resize(op: &str, t: &Tensor, output_size: &[i64], n: usize) -> Result<(
     if t.dim() != n + 2 {
         return Err(Error::op(
             op,
-            format!("{op}: expected a {}D input [N, C, *spatial], but got {:?}", n + 2, t.shape()),
+            format!(
+                "{op}: expected a {}D input [N, C, *spatial], but got {:?}",
+                n + 2,
+                t.shape()
+            ),
         ));
     }
     if output_size.len() != n || output_size.iter().any(|&o| o <= 0) {
@@ -817,7 +989,10 @@ pub fn upsample_bilinear2d(
     if !t.dtype().is_floating_point() {
         return Err(Error::op(
             op,
-            format!("\"{op}\" not implemented for '{}'", t.dtype().scalar_type_name()),
+            format!(
+                "\"{op}\" not implemented for '{}'",
+                t.dtype().scalar_type_name()
+            ),
         ));
     }
     let mut y = t.clone();
@@ -825,8 +1000,13 @@ pub fn upsample_bilinear2d(
         let dim = (2 + i) as i64;
         let (size, out) = (t.shape()[dim as usize], output_size[i] as usize);
         let m = linear_matrix(out, size, align_corners, scale);
-        let m = Tensor::from_vec(m, &[out, size])?.to_dtype(t.dtype())?.to_device(t.device())?;
-        y = y.movedim(&[dim], &[-1])?.matmul(&m.t()?)?.movedim(&[-1], &[dim])?;
+        let m = Tensor::from_vec(m, &[out, size])?
+            .to_dtype(t.dtype())?
+            .to_device(t.device())?;
+        y = y
+            .movedim(&[dim], &[-1])?
+            .matmul(&m.t()?)?
+            .movedim(&[-1], &[dim])?;
     }
     Ok(y)
 }
@@ -842,10 +1022,17 @@ pub fn pixel_shuffle(t: &Tensor, upscale_factor: i64) -> Result<Tensor> {
     }
     let r = upscale_factor;
     if r <= 0 {
-        return Err(Error::op(op, format!("pixel_shuffle expects a positive upscale_factor, but got {r}")));
+        return Err(Error::op(
+            op,
+            format!("pixel_shuffle expects a positive upscale_factor, but got {r}"),
+        ));
     }
     let nd = t.dim();
-    let (c, h, w) = (t.shape()[nd - 3] as i64, t.shape()[nd - 2] as i64, t.shape()[nd - 1] as i64);
+    let (c, h, w) = (
+        t.shape()[nd - 3] as i64,
+        t.shape()[nd - 2] as i64,
+        t.shape()[nd - 1] as i64,
+    );
     if c % (r * r) != 0 {
         return Err(Error::op(
             op,
@@ -874,10 +1061,17 @@ pub fn pixel_unshuffle(t: &Tensor, downscale_factor: i64) -> Result<Tensor> {
     }
     let r = downscale_factor;
     if r <= 0 {
-        return Err(Error::op(op, format!("pixel_unshuffle expects a positive downscale_factor, but got {r}")));
+        return Err(Error::op(
+            op,
+            format!("pixel_unshuffle expects a positive downscale_factor, but got {r}"),
+        ));
     }
     let nd = t.dim();
-    let (c, h, w) = (t.shape()[nd - 3] as i64, t.shape()[nd - 2] as i64, t.shape()[nd - 1] as i64);
+    let (c, h, w) = (
+        t.shape()[nd - 3] as i64,
+        t.shape()[nd - 2] as i64,
+        t.shape()[nd - 1] as i64,
+    );
     if h % r != 0 || w % r != 0 {
         return Err(Error::op(
             op,
@@ -932,7 +1126,11 @@ pub fn embedding(
     shape.push(weight.shape()[1] as i64);
     let rows = weight.index_select(0, &idx)?;
     let n = weight.shape()[0] as i64;
-    let pad = if padding_idx < 0 { padding_idx + n } else { padding_idx };
+    let pad = if padding_idx < 0 {
+        padding_idx + n
+    } else {
+        padding_idx
+    };
     let rows = if padding_idx != -1 || (0..n).contains(&pad) && padding_idx >= 0 {
         if !(0..n).contains(&pad) {
             return Err(Error::op(op, "Padding_idx must be within num_embeddings"));
@@ -962,7 +1160,11 @@ pub fn dropout(t: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     if p == 1.0 {
         return t.mul(&t.zeros_like()?);
     }
-    let compute = if t.dtype().is_floating_point() { t.dtype() } else { DType::F32 };
+    let compute = if t.dtype().is_floating_point() {
+        t.dtype()
+    } else {
+        DType::F32
+    };
     let keep = Tensor::rand_on(t.shape(), compute, t.device())?.ge_scalar(p)?;
     t.mul(&keep.to_dtype(t.dtype())?)?.div_scalar(1.0 - p)
 }
@@ -984,7 +1186,10 @@ pub fn scaled_dot_product_attention(
 ) -> Result<Tensor> {
     let op = "scaled_dot_product_attention";
     if query.dim() < 2 || key.dim() < 2 || value.dim() < 2 {
-        return Err(Error::op(op, "query, key and value must have at least 2 dimensions"));
+        return Err(Error::op(
+            op,
+            "query, key and value must have at least 2 dimensions",
+        ));
     }
     if is_causal && attn_mask.is_some() {
         return Err(Error::op(
@@ -996,7 +1201,11 @@ pub fn scaled_dot_product_attention(
     if key.shape()[key.dim() - 1] != e {
         return Err(Error::op(
             op,
-            format!("Expected query and key to have the same embedding size, but got {:?} and {:?}", query.shape(), key.shape()),
+            format!(
+                "Expected query and key to have the same embedding size, but got {:?} and {:?}",
+                query.shape(),
+                key.shape()
+            ),
         ));
     }
     let (mut k, mut v) = (key.clone(), value.clone());
@@ -1005,7 +1214,9 @@ pub fn scaled_dot_product_attention(
         if hk == 0 || hq % hk != 0 {
             return Err(Error::op(
                 op,
-                format!("number of query heads ({hq}) must be a multiple of key/value heads ({hk})"),
+                format!(
+                    "number of query heads ({hq}) must be a multiple of key/value heads ({hk})"
+                ),
             ));
         }
         let rep = (hq / hk) as i64;
@@ -1014,12 +1225,17 @@ pub fn scaled_dot_product_attention(
     }
     let s = scale.unwrap_or(1.0 / (e as f64).sqrt());
     let mut scores = query.matmul(&k.transpose(-2, -1)?)?.mul_scalar(s)?;
-    let (l, sl) = (scores.shape()[scores.dim() - 2], scores.shape()[scores.dim() - 1]);
+    let (l, sl) = (
+        scores.shape()[scores.dim() - 2],
+        scores.shape()[scores.dim() - 1],
+    );
     let neg_inf = |like: &Tensor| -> Result<Tensor> {
         Tensor::full_on(&[], f64::NEG_INFINITY, like.dtype(), like.device())
     };
     if is_causal {
-        let keep = Tensor::ones(&[l, sl], DType::Bool)?.tril(0)?.to_device(scores.device())?;
+        let keep = Tensor::ones(&[l, sl], DType::Bool)?
+            .tril()?
+            .to_device(scores.device())?;
         scores = scores.where_cond(&keep, &neg_inf(&scores)?)?;
     }
     if let Some(m) = attn_mask {

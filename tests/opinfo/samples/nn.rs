@@ -1,8 +1,8 @@
 //! Samples for sliding blocks (im2col/col2im) and the nn ops built on them (src/ops/nn.rs).
 
-use super::{err, ints, vals};
-use crate::harness::{ErrorSample, Sample};
-use kiln::DType;
+use super::{err, index, ints, mask, vals};
+use crate::harness::{Arg, ErrorSample, Sample};
+use kiln::{DType, Tensor};
 
 fn geometry(s: Sample, k: &[i64], d: &[i64], p: &[i64], st: &[i64]) -> Sample {
     s.arg("kernel_size", ints(k))
@@ -161,5 +161,1545 @@ pub fn col2im_errors() -> Vec<ErrorSample> {
         )
         .arg("output_size", ints(&[3, 3])),
         "expected size of input's dimension 2 to match the calculated number of sliding blocks 4",
+    )]
+}
+
+// ---------------------------------------------------------------------------------------
+// Convolution and pooling
+// ---------------------------------------------------------------------------------------
+
+/// Small weights so half-precision sums stay accurate.
+fn small(s: &[usize], dtype: DType, seed: u64) -> Tensor {
+    super::make(s, dtype, -0.5, 0.5, seed)
+}
+
+fn conv_args(s: Sample, stride: &[i64], padding: &[i64], dilation: &[i64], groups: i64) -> Sample {
+    s.arg("stride", ints(stride))
+        .arg("padding", ints(padding))
+        .arg("dilation", ints(dilation))
+        .arg("groups", Arg::Int(groups))
+}
+
+pub fn conv1d(dtype: DType) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    vec![
+        conv_args(
+            Sample::new(
+                "[2,4,7] * [6,2,3] groups 2 stride 2 pad 1 bias",
+                vec![x(&[2, 4, 7], 1), w(&[6, 2, 3], 2), w(&[6], 3)],
+            ),
+            &[2],
+            &[1],
+            &[1],
+            2,
+        ),
+        conv_args(
+            Sample::new(
+                "[3,5] unbatched * [4,3,2] dilation 2",
+                vec![x(&[3, 5], 4), w(&[4, 3, 2], 5)],
+            ),
+            &[1],
+            &[0],
+            &[2],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[2,3,6] * [4,3,2]",
+                vec![x(&[2, 3, 6], 6), w(&[4, 3, 2], 7)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[0,3,5] empty batch",
+                vec![x(&[0, 3, 5], 8), w(&[2, 3, 2], 9)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        )
+        .edge(),
+    ]
+}
+
+pub fn conv1d_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![
+        err(
+            conv_args(Sample::new("channel mismatch", vec![vals(&[2, 4, 5], f, 100), vals(&[2, 3, 2], f, 101)]), &[1], &[0], &[1], 1),
+            "Given groups=1, weight of size [2, 3, 2], expected input[2, 4, 5] to have 3 channels, but got 4 channels instead",
+        ),
+        err(
+            conv_args(Sample::new("4-d input", vec![vals(&[1, 2, 3, 4], f, 102), vals(&[2, 2, 2], f, 103)]), &[1], &[0], &[1], 1),
+            "Expected 2D (unbatched) or 3D (batched) input to conv1d",
+        ),
+    ]
+}
+
+pub fn conv2d(dtype: DType) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    vec![
+        conv_args(
+            Sample::new(
+                "[2,3,5,6] * [4,3,3,3] pad 1 bias",
+                vec![x(&[2, 3, 5, 6], 1), w(&[4, 3, 3, 3], 2), w(&[4], 3)],
+            ),
+            &[1],
+            &[1],
+            &[1],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[2,4,5,5] * [6,2,3,2] groups 2 stride (2,1) dilation (1,2)",
+                vec![x(&[2, 4, 5, 5], 4), w(&[6, 2, 3, 2], 5)],
+            ),
+            &[2, 1],
+            &[0],
+            &[1, 2],
+            2,
+        ),
+        conv_args(
+            Sample::new(
+                "[3,4,4] unbatched * [2,3,2,2]",
+                vec![x(&[3, 4, 4], 6), w(&[2, 3, 2, 2], 7)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[2,2,6,5] * [3,2,3,3] stride 2 pad (1,2)",
+                vec![x(&[2, 2, 6, 5], 8), w(&[3, 2, 3, 3], 9), w(&[3], 10)],
+            ),
+            &[2],
+            &[1, 2],
+            &[1],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[0,3,4,4] empty batch",
+                vec![x(&[0, 3, 4, 4], 11), w(&[2, 3, 2, 2], 12)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        )
+        .edge(),
+    ]
+}
+
+pub fn conv2d_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![
+        err(
+            conv_args(
+                Sample::new(
+                    "groups do not divide channels",
+                    vec![vals(&[1, 4, 5, 5], f, 104), vals(&[3, 2, 2, 2], f, 105)],
+                ),
+                &[1],
+                &[0],
+                &[1],
+                2,
+            ),
+            "expected weight to be divisible by 2 at dimension 0",
+        ),
+        err(
+            conv_args(
+                Sample::new(
+                    "kernel larger than padded input",
+                    vec![vals(&[1, 1, 2, 2], f, 106), vals(&[1, 1, 3, 3], f, 107)],
+                ),
+                &[1],
+                &[0],
+                &[1],
+                1,
+            ),
+            "calculated shape of the array of sliding blocks is non-positive",
+        ),
+        err(
+            conv_args(
+                Sample::new(
+                    "stride with 3 values",
+                    vec![vals(&[1, 1, 4, 4], f, 108), vals(&[1, 1, 2, 2], f, 109)],
+                ),
+                &[1, 1, 1],
+                &[0],
+                &[1],
+                1,
+            ),
+            "expected stride to be a single integer value or a list of 2 values",
+        ),
+    ]
+}
+
+pub fn conv3d(dtype: DType) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    vec![
+        conv_args(
+            Sample::new(
+                "[1,2,3,4,4] * [3,2,2,2,2] pad 1 stride 2 bias",
+                vec![x(&[1, 2, 3, 4, 4], 1), w(&[3, 2, 2, 2, 2], 2), w(&[3], 3)],
+            ),
+            &[2],
+            &[1],
+            &[1],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[2,2,3,3,3] * [2,2,1,2,2]",
+                vec![x(&[2, 2, 3, 3, 3], 4), w(&[2, 2, 1, 2, 2], 5)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[2,3,3,3] unbatched * [2,2,2,2,2]",
+                vec![x(&[2, 3, 3, 3], 6), w(&[2, 2, 2, 2, 2], 7)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[0,2,2,2,2] empty batch",
+                vec![x(&[0, 2, 2, 2, 2], 8), w(&[1, 2, 1, 1, 1], 9)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        )
+        .edge(),
+    ]
+}
+
+pub fn conv3d_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        conv_args(
+            Sample::new(
+                "2-d weight",
+                vec![vals(&[1, 1, 2, 2, 2], f, 110), vals(&[1, 1], f, 111)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        ),
+        "expected a 5-d weight",
+    )]
+}
+
+fn transpose_args(
+    s: Sample,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Sample {
+    conv_args(s, stride, padding, dilation, groups).arg("output_padding", ints(output_padding))
+}
+
+pub fn conv_transpose1d(dtype: DType) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    vec![
+        transpose_args(
+            Sample::new(
+                "[2,4,5] * [4,3,3] stride 2 pad 1 out_pad 1 bias",
+                vec![x(&[2, 4, 5], 1), w(&[4, 3, 3], 2), w(&[3], 3)],
+            ),
+            &[2],
+            &[1],
+            &[1],
+            1,
+            &[1],
+        ),
+        transpose_args(
+            Sample::new(
+                "[2,4,5] * [4,2,3] groups 2",
+                vec![x(&[2, 4, 5], 4), w(&[4, 2, 3], 5)],
+            ),
+            &[1],
+            &[0],
+            &[0],
+            2,
+            &[1],
+        ),
+        transpose_args(
+            Sample::new(
+                "[3,4] unbatched * [3,2,2] dilation 2",
+                vec![x(&[3, 4], 6), w(&[3, 2, 2], 7)],
+            ),
+            &[1],
+            &[0],
+            &[0],
+            1,
+            &[2],
+        ),
+        transpose_args(
+            Sample::new(
+                "[0,2,3] empty batch",
+                vec![x(&[0, 2, 3], 8), w(&[2, 2, 2], 9)],
+            ),
+            &[1],
+            &[0],
+            &[0],
+            1,
+            &[1],
+        )
+        .edge(),
+    ]
+}
+
+pub fn conv_transpose1d_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        transpose_args(
+            Sample::new(
+                "output_padding 2 with stride 2",
+                vec![vals(&[1, 2, 3], f, 112), vals(&[2, 2, 2], f, 113)],
+            ),
+            &[2],
+            &[0],
+            &[2],
+            1,
+            &[1],
+        ),
+        "output padding must be smaller than either stride or dilation",
+    )]
+}
+
+pub fn conv_transpose2d(dtype: DType) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    vec![
+        transpose_args(
+            Sample::new(
+                "[2,3,3,4] * [3,2,3,3] stride 2 pad 1 out_pad 1 bias",
+                vec![x(&[2, 3, 3, 4], 1), w(&[3, 2, 3, 3], 2), w(&[2], 3)],
+            ),
+            &[2],
+            &[1],
+            &[1],
+            1,
+            &[1],
+        ),
+        transpose_args(
+            Sample::new(
+                "[2,4,3,3] * [4,2,2,2] groups 2",
+                vec![x(&[2, 4, 3, 3], 4), w(&[4, 2, 2, 2], 5)],
+            ),
+            &[1],
+            &[0],
+            &[0],
+            2,
+            &[1],
+        ),
+        transpose_args(
+            Sample::new(
+                "[2,3,3] unbatched * [2,3,2,2] dilation 2",
+                vec![x(&[2, 3, 3], 6), w(&[2, 3, 2, 2], 7)],
+            ),
+            &[1],
+            &[0],
+            &[0],
+            1,
+            &[2],
+        ),
+        transpose_args(
+            Sample::new(
+                "[0,2,3,3] empty batch",
+                vec![x(&[0, 2, 3, 3], 8), w(&[2, 2, 2, 2], 9)],
+            ),
+            &[1],
+            &[0],
+            &[0],
+            1,
+            &[1],
+        )
+        .edge(),
+    ]
+}
+
+pub fn conv_transpose2d_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        transpose_args(
+            Sample::new(
+                "channel mismatch",
+                vec![vals(&[1, 3, 3, 3], f, 114), vals(&[2, 2, 2, 2], f, 115)],
+            ),
+            &[1],
+            &[0],
+            &[0],
+            1,
+            &[1],
+        ),
+        "expected input[1, 3, 3, 3] to have 2 channels, but got 3 channels instead",
+    )]
+}
+
+fn pool_args(s: Sample, k: &[i64], stride: &[i64], padding: &[i64]) -> Sample {
+    s.arg("kernel_size", ints(k))
+        .arg("stride", ints(stride))
+        .arg("padding", ints(padding))
+}
+
+pub fn max_pool1d(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| super::distinct(s, dtype, seed);
+    vec![
+        pool_args(
+            Sample::new("[2,3,8] k 3 stride 2 pad 1", vec![x(&[2, 3, 8], 1)]),
+            &[3],
+            &[2],
+            &[1],
+        ),
+        pool_args(
+            Sample::new("[3,7] unbatched k 2 ceil_mode", vec![x(&[3, 7], 2)]),
+            &[2],
+            &[],
+            &[0],
+        )
+        .arg("ceil_mode", Arg::Bool(true)),
+        pool_args(
+            Sample::new("[2,2,9] k 3 dilation 2", vec![x(&[2, 2, 9], 3)]),
+            &[3],
+            &[1],
+            &[0],
+        )
+        .arg("dilation", ints(&[2])),
+        pool_args(
+            Sample::new("[0,2,5] empty batch", vec![x(&[0, 2, 5], 4)]),
+            &[2],
+            &[],
+            &[0],
+        )
+        .edge(),
+    ]
+}
+
+pub fn max_pool1d_errors() -> Vec<ErrorSample> {
+    vec![err(
+        pool_args(Sample::new("pad 2 for kernel 3", vec![vals(&[1, 2, 6], DType::F32, 116)]), &[3], &[], &[2]),
+        "pad should be at most half of effective kernel size, but got pad=2, kernel_size=3 and dilation=1",
+    )]
+}
+
+pub fn max_pool2d(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| super::distinct(s, dtype, seed);
+    vec![
+        pool_args(
+            Sample::new(
+                "[2,3,6,7] k (3,2) stride (2,1) pad (1,0)",
+                vec![x(&[2, 3, 6, 7], 1)],
+            ),
+            &[3, 2],
+            &[2, 1],
+            &[1, 0],
+        ),
+        pool_args(
+            Sample::new("[3,5,5] unbatched k 2 ceil_mode", vec![x(&[3, 5, 5], 2)]),
+            &[2],
+            &[],
+            &[0],
+        )
+        .arg("ceil_mode", Arg::Bool(true)),
+        pool_args(
+            Sample::new(
+                "[1,2,7,7] k 3 stride 2 dilation 2 pad 1",
+                vec![x(&[1, 2, 7, 7], 3)],
+            ),
+            &[3],
+            &[2],
+            &[1],
+        )
+        .arg("dilation", ints(&[2])),
+        pool_args(
+            Sample::new("[0,2,4,4] empty batch", vec![x(&[0, 2, 4, 4], 4)]),
+            &[2],
+            &[],
+            &[0],
+        )
+        .edge(),
+    ]
+}
+
+pub fn max_pool2d_errors() -> Vec<ErrorSample> {
+    vec![err(
+        pool_args(
+            Sample::new("2-d input", vec![vals(&[4, 4], DType::F32, 117)]),
+            &[2],
+            &[],
+            &[0],
+        ),
+        "Expected 3D (unbatched) or 4D (batched) input to max_pool2d",
+    )]
+}
+
+pub fn avg_pool1d(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        pool_args(
+            Sample::new("[2,3,8] k 3 stride 2 pad 1", vec![x(&[2, 3, 8], 1)]),
+            &[3],
+            &[2],
+            &[1],
+        ),
+        pool_args(
+            Sample::new("[3,7] k 2 ceil_mode, pad not counted", vec![x(&[3, 7], 2)]),
+            &[2],
+            &[],
+            &[1],
+        )
+        .arg("ceil_mode", Arg::Bool(true))
+        .arg("count_include_pad", Arg::Bool(false)),
+        pool_args(
+            Sample::new("[2,2,9] k 4 stride 3", vec![x(&[2, 2, 9], 3)]),
+            &[4],
+            &[3],
+            &[0],
+        ),
+        pool_args(
+            Sample::new("[0,2,5] empty batch", vec![x(&[0, 2, 5], 4)]),
+            &[2],
+            &[],
+            &[0],
+        )
+        .edge(),
+    ]
+}
+
+pub fn avg_pool1d_errors() -> Vec<ErrorSample> {
+    vec![err(
+        pool_args(
+            Sample::new("kernel 0", vec![vals(&[1, 2, 6], DType::F32, 118)]),
+            &[0],
+            &[],
+            &[0],
+        ),
+        "kernel_size, stride and dilation must be greater than zero",
+    )]
+}
+
+pub fn avg_pool2d(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        pool_args(
+            Sample::new(
+                "[2,3,6,7] k (3,2) stride (2,1) pad (1,0)",
+                vec![x(&[2, 3, 6, 7], 1)],
+            ),
+            &[3, 2],
+            &[2, 1],
+            &[1, 0],
+        ),
+        pool_args(
+            Sample::new(
+                "[3,5,5] k 2 pad 1 ceil_mode, pad not counted",
+                vec![x(&[3, 5, 5], 2)],
+            ),
+            &[2],
+            &[],
+            &[1],
+        )
+        .arg("ceil_mode", Arg::Bool(true))
+        .arg("count_include_pad", Arg::Bool(false)),
+        pool_args(
+            Sample::new(
+                "[1,2,6,6] k 3 stride 3 divisor 4",
+                vec![x(&[1, 2, 6, 6], 3)],
+            ),
+            &[3],
+            &[3],
+            &[0],
+        )
+        .arg("divisor_override", super::opt_int(Some(4))),
+        pool_args(
+            Sample::new(
+                "[2,2,5,5] k 3 stride 2 pad 1 ceil_mode",
+                vec![x(&[2, 2, 5, 5], 4)],
+            ),
+            &[3],
+            &[2],
+            &[1],
+        )
+        .arg("ceil_mode", Arg::Bool(true)),
+        pool_args(
+            Sample::new("[0,2,4,4] empty batch", vec![x(&[0, 2, 4, 4], 5)]),
+            &[2],
+            &[],
+            &[0],
+        )
+        .edge(),
+    ]
+}
+
+pub fn avg_pool2d_errors() -> Vec<ErrorSample> {
+    vec![err(
+        pool_args(
+            Sample::new("divisor 0", vec![vals(&[1, 2, 4, 4], DType::F32, 119)]),
+            &[2],
+            &[],
+            &[0],
+        )
+        .arg("divisor_override", super::opt_int(Some(0))),
+        "divisor must be not zero",
+    )]
+}
+
+pub fn adaptive_avg_pool1d(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[2,3,7] -> 3", vec![x(&[2, 3, 7], 1)]).arg("output_size", ints(&[3])),
+        Sample::new("[3,5] -> 5", vec![x(&[3, 5], 2)]).arg("output_size", ints(&[5])),
+        Sample::new("[2,2,4] -> 6 (upsampling)", vec![x(&[2, 2, 4], 3)])
+            .arg("output_size", ints(&[6])),
+        Sample::new("[0,2,4] empty batch", vec![x(&[0, 2, 4], 4)])
+            .arg("output_size", ints(&[2]))
+            .edge(),
+    ]
+}
+
+pub fn adaptive_avg_pool1d_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("int64", vec![vals(&[1, 2, 4], DType::I64, 120)])
+            .arg("output_size", ints(&[2])),
+        "not implemented for 'Long'",
+    )]
+}
+
+pub fn adaptive_avg_pool2d(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[2,3,7,5] -> (3,2)", vec![x(&[2, 3, 7, 5], 1)])
+            .arg("output_size", ints(&[3, 2])),
+        Sample::new("[3,4,4] -> (4,4)", vec![x(&[3, 4, 4], 2)]).arg("output_size", ints(&[4, 4])),
+        Sample::new("[2,3,5,6] -> (1,1)", vec![x(&[2, 3, 5, 6], 3)])
+            .arg("output_size", ints(&[1, 1])),
+        Sample::new("[0,2,4,4] empty batch", vec![x(&[0, 2, 4, 4], 4)])
+            .arg("output_size", ints(&[2, 2]))
+            .edge(),
+    ]
+}
+
+pub fn adaptive_avg_pool2d_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("2-d input", vec![vals(&[4, 4], DType::F32, 121)])
+            .arg("output_size", ints(&[2, 2])),
+        "Expected 3D or 4D tensor",
+    )]
+}
+
+// ---------------------------------------------------------------------------------------
+// Linear layers and batched products
+// ---------------------------------------------------------------------------------------
+
+pub fn linear(dtype: DType) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    vec![
+        Sample::new(
+            "[3,4] * [5,4]ᵀ + [5]",
+            vec![x(&[3, 4], 1), w(&[5, 4], 2), w(&[5], 3)],
+        ),
+        Sample::new("[2,3,4] * [2,4]ᵀ", vec![x(&[2, 3, 4], 4), w(&[2, 4], 5)]),
+        Sample::new(
+            "[4] * [3,4]ᵀ + [3]",
+            vec![x(&[4], 6), w(&[3, 4], 7), w(&[3], 8)],
+        ),
+        Sample::new("[0,4] * [2,4]ᵀ", vec![x(&[0, 4], 9), w(&[2, 4], 10)]).edge(),
+    ]
+}
+
+pub fn linear_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        Sample::new(
+            "in_features mismatch",
+            vec![vals(&[3, 4], f, 122), vals(&[5, 3], f, 123)],
+        ),
+        "cannot be multiplied",
+    )]
+}
+
+pub fn bilinear(dtype: DType) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    vec![
+        Sample::new(
+            "[3,4] [3,5] W [2,4,5] + [2]",
+            vec![x(&[3, 4], 1), x(&[3, 5], 2), w(&[2, 4, 5], 3), w(&[2], 4)],
+        ),
+        Sample::new(
+            "[2,3,2] [2,3,3] W [4,2,3]",
+            vec![x(&[2, 3, 2], 5), x(&[2, 3, 3], 6), w(&[4, 2, 3], 7)],
+        ),
+        Sample::new(
+            "[4] [3] W [2,4,3]",
+            vec![x(&[4], 8), x(&[3], 9), w(&[2, 4, 3], 10)],
+        ),
+        Sample::new(
+            "[0,4] [0,3] W [2,4,3]",
+            vec![x(&[0, 4], 11), x(&[0, 3], 12), w(&[2, 4, 3], 13)],
+        )
+        .edge(),
+    ]
+}
+
+pub fn bilinear_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        Sample::new(
+            "input2 features mismatch",
+            vec![
+                vals(&[3, 4], f, 124),
+                vals(&[3, 2], f, 125),
+                vals(&[2, 4, 5], f, 126),
+            ],
+        ),
+        "do not match weight",
+    )]
+}
+
+pub fn mv(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] @ [4]", vec![x(&[3, 4], 1), x(&[4], 2)]),
+        Sample::new("[2,5] @ [5]", vec![x(&[2, 5], 3), x(&[5], 4)]),
+        Sample::new("[4,2] @ [2]", vec![x(&[4, 2], 5), x(&[2], 6)]),
+        Sample::new("[0,3] @ [3]", vec![x(&[0, 3], 7), x(&[3], 8)]).edge(),
+    ]
+}
+
+pub fn mv_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new(
+            "vector @ vector",
+            vec![vals(&[3], DType::F32, 127), vals(&[3], DType::F32, 128)],
+        ),
+        "vector + matrix @ vector expected, got 1, 1, 1",
+    )]
+}
+
+pub fn addmv(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let f = |v: f64| Arg::Scalar(kiln::Scalar::Float(v));
+    vec![
+        Sample::new(
+            "[3] + [3,4] @ [4]",
+            vec![x(&[3], 1), x(&[3, 4], 2), x(&[4], 3)],
+        ),
+        Sample::new(
+            "0-d + [2,5] @ [5] beta 0.5 alpha 2",
+            vec![x(&[], 4), x(&[2, 5], 5), x(&[5], 6)],
+        )
+        .arg("beta", f(0.5))
+        .arg("alpha", f(2.0)),
+        Sample::new(
+            "[4] + [4,2] @ [2] beta 0",
+            vec![x(&[4], 7), x(&[4, 2], 8), x(&[2], 9)],
+        )
+        .arg("beta", f(0.0)),
+        Sample::new(
+            "[0] + [0,3] @ [3]",
+            vec![x(&[0], 10), x(&[0, 3], 11), x(&[3], 12)],
+        )
+        .edge(),
+    ]
+}
+
+pub fn addmv_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        Sample::new(
+            "vec as matrix",
+            vec![
+                vals(&[3], f, 129),
+                vals(&[3, 4], f, 130),
+                vals(&[4, 1], f, 131),
+            ],
+        ),
+        "vector + matrix @ vector expected",
+    )]
+}
+
+pub fn baddbmm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let f = |v: f64| Arg::Scalar(kiln::Scalar::Float(v));
+    vec![
+        Sample::new(
+            "[2,3,5] + [2,3,4] @ [2,4,5]",
+            vec![x(&[2, 3, 5], 1), x(&[2, 3, 4], 2), x(&[2, 4, 5], 3)],
+        ),
+        Sample::new(
+            "[5] + [2,3,4] @ [2,4,5] beta 0.5 alpha -1",
+            vec![x(&[5], 4), x(&[2, 3, 4], 5), x(&[2, 4, 5], 6)],
+        )
+        .arg("beta", f(0.5))
+        .arg("alpha", f(-1.0)),
+        Sample::new(
+            "[3,2] + [3,3,2] @ [3,2,2]",
+            vec![x(&[3, 2], 7), x(&[3, 3, 2], 8), x(&[3, 2, 2], 9)],
+        ),
+        Sample::new(
+            "[0,2,2] empty batch",
+            vec![x(&[0, 2, 2], 10), x(&[0, 2, 3], 11), x(&[0, 3, 2], 12)],
+        )
+        .edge(),
+    ]
+}
+
+pub fn baddbmm_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        Sample::new(
+            "2-d batch1",
+            vec![
+                vals(&[3, 5], f, 132),
+                vals(&[3, 4], f, 133),
+                vals(&[2, 4, 5], f, 134),
+            ],
+        ),
+        "batch1 must be a 3D tensor",
+    )]
+}
+
+pub fn addbmm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let f = |v: f64| Arg::Scalar(kiln::Scalar::Float(v));
+    vec![
+        Sample::new(
+            "[3,5] + Σ [2,3,4] @ [2,4,5]",
+            vec![x(&[3, 5], 1), x(&[2, 3, 4], 2), x(&[2, 4, 5], 3)],
+        ),
+        Sample::new(
+            "[5] + Σ [3,2,4] @ [3,4,5] beta 2 alpha 0.5",
+            vec![x(&[5], 4), x(&[3, 2, 4], 5), x(&[3, 4, 5], 6)],
+        )
+        .arg("beta", f(2.0))
+        .arg("alpha", f(0.5)),
+        Sample::new(
+            "[2,2] + Σ [1,2,3] @ [1,3,2]",
+            vec![x(&[2, 2], 7), x(&[1, 2, 3], 8), x(&[1, 3, 2], 9)],
+        ),
+        Sample::new(
+            "[2,2] + Σ of no batches",
+            vec![x(&[2, 2], 10), x(&[0, 2, 3], 11), x(&[0, 3, 2], 12)],
+        )
+        .edge(),
+    ]
+}
+
+pub fn addbmm_errors() -> Vec<ErrorSample> {
+    baddbmm_errors()
+}
+
+// ---------------------------------------------------------------------------------------
+// Resampling, embedding, dropout, attention
+// ---------------------------------------------------------------------------------------
+
+pub fn upsample_nearest1d(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[2,3,4] -> 7", vec![x(&[2, 3, 4], 1)]).arg("output_size", ints(&[7])),
+        Sample::new("[2,2,5] -> 3", vec![x(&[2, 2, 5], 2)]).arg("output_size", ints(&[3])),
+        Sample::new("[1,2,3] -> 6 scale 2", vec![x(&[1, 2, 3], 3)])
+            .arg("output_size", ints(&[6]))
+            .arg("scales", Arg::Float(2.0)),
+        Sample::new("[0,2,3] empty batch", vec![x(&[0, 2, 3], 4)])
+            .arg("output_size", ints(&[5]))
+            .edge(),
+    ]
+}
+
+pub fn upsample_nearest1d_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("2-d input", vec![vals(&[2, 3], DType::F32, 135)])
+            .arg("output_size", ints(&[4])),
+        "expected a 3D input",
+    )]
+}
+
+pub fn upsample_nearest2d(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[2,3,3,4] -> (5,8)", vec![x(&[2, 3, 3, 4], 1)])
+            .arg("output_size", ints(&[5, 8])),
+        Sample::new("[1,2,5,6] -> (2,3)", vec![x(&[1, 2, 5, 6], 2)])
+            .arg("output_size", ints(&[2, 3])),
+        Sample::new("[2,2,2,3] -> (4,6)", vec![x(&[2, 2, 2, 3], 3)])
+            .arg("output_size", ints(&[4, 6])),
+        Sample::new("[0,2,2,2] empty batch", vec![x(&[0, 2, 2, 2], 4)])
+            .arg("output_size", ints(&[3, 3]))
+            .edge(),
+    ]
+}
+
+pub fn upsample_nearest2d_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("output size 0", vec![vals(&[1, 1, 2, 2], DType::F32, 136)])
+            .arg("output_size", ints(&[0, 2])),
+        "output_size must be 2 positive values",
+    )]
+}
+
+pub fn upsample_bilinear2d(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[2,3,3,4] -> (5,7)", vec![x(&[2, 3, 3, 4], 1)])
+            .arg("output_size", ints(&[5, 7]))
+            .arg("align_corners", Arg::Bool(false)),
+        Sample::new(
+            "[1,2,4,3] -> (7,5) align_corners",
+            vec![x(&[1, 2, 4, 3], 2)],
+        )
+        .arg("output_size", ints(&[7, 5]))
+        .arg("align_corners", Arg::Bool(true)),
+        Sample::new("[2,2,6,5] -> (3,2) downsampling", vec![x(&[2, 2, 6, 5], 3)])
+            .arg("output_size", ints(&[3, 2]))
+            .arg("align_corners", Arg::Bool(false)),
+        Sample::new("[0,2,2,2] empty batch", vec![x(&[0, 2, 2, 2], 4)])
+            .arg("output_size", ints(&[3, 3]))
+            .arg("align_corners", Arg::Bool(false))
+            .edge(),
+    ]
+}
+
+pub fn upsample_bilinear2d_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("int64", vec![vals(&[1, 1, 2, 2], DType::I64, 137)])
+            .arg("output_size", ints(&[3, 3]))
+            .arg("align_corners", Arg::Bool(false)),
+        "not implemented for 'Long'",
+    )]
+}
+
+pub fn pixel_shuffle(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[2,8,2,3] r 2", vec![x(&[2, 8, 2, 3], 1)]).arg("upscale_factor", Arg::Int(2)),
+        Sample::new("[9,2,2] r 3", vec![x(&[9, 2, 2], 2)]).arg("upscale_factor", Arg::Int(3)),
+        Sample::new("[2,2,4,3,2] r 1", vec![x(&[2, 2, 4, 3, 2], 3)])
+            .arg("upscale_factor", Arg::Int(1)),
+        Sample::new("[0,4,2,2] empty batch", vec![x(&[0, 4, 2, 2], 4)])
+            .arg("upscale_factor", Arg::Int(2))
+            .edge(),
+    ]
+}
+
+pub fn pixel_shuffle_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("5 channels r 2", vec![vals(&[1, 5, 2, 2], DType::F32, 138)])
+            .arg("upscale_factor", Arg::Int(2)),
+        "input.size(-3)=5 is not divisible by 4",
+    )]
+}
+
+pub fn pixel_unshuffle(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[2,2,4,6] r 2", vec![x(&[2, 2, 4, 6], 1)])
+            .arg("downscale_factor", Arg::Int(2)),
+        Sample::new("[1,6,6] r 3", vec![x(&[1, 6, 6], 2)]).arg("downscale_factor", Arg::Int(3)),
+        Sample::new("[3,2,2] r 1", vec![x(&[3, 2, 2], 3)]).arg("downscale_factor", Arg::Int(1)),
+        Sample::new("[0,1,2,2] empty batch", vec![x(&[0, 1, 2, 2], 4)])
+            .arg("downscale_factor", Arg::Int(2))
+            .edge(),
+    ]
+}
+
+pub fn pixel_unshuffle_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("height 3 r 2", vec![vals(&[1, 1, 3, 4], DType::F32, 139)])
+            .arg("downscale_factor", Arg::Int(2)),
+        "expects height and width to be divisible by downscale_factor",
+    )]
+}
+
+/// The first three samples are gradchecked, so they have no padding_idx (its row gets no
+/// gradient by definition, which finite differences cannot see); tests/nn.rs checks that.
+pub fn embedding(dtype: DType) -> Vec<Sample> {
+    let w = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new(
+            "[5,3] by [2,4]",
+            vec![w(&[5, 3], 1), index(&[0, 4, 2, 2, 1, 0, 3, 4], &[2, 4])],
+        ),
+        Sample::new("[4,3] by 0-d", vec![w(&[4, 3], 3), Tensor::from(2i64)]),
+        Sample::new(
+            "[6,2] by [5]",
+            vec![w(&[6, 2], 2), index(&[1, 3, 1, 5, 0], &[5])],
+        ),
+        Sample::new(
+            "[6,2] by [5] padding_idx 1",
+            vec![w(&[6, 2], 2), index(&[1, 3, 1, 5, 0], &[5])],
+        )
+        .arg("padding_idx", Arg::Int(1)),
+        Sample::new(
+            "[4,3] by [3] padding_idx -2",
+            vec![w(&[4, 3], 3), index(&[2, 0, 2], &[3])],
+        )
+        .arg("padding_idx", Arg::Int(-2)),
+        Sample::new("[4,3] by [0]", vec![w(&[4, 3], 4), index(&[], &[0])]).edge(),
+    ]
+}
+
+pub fn embedding_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new(
+            "index 5 of 5",
+            vec![vals(&[5, 2], DType::F32, 140), index(&[5], &[1])],
+        ),
+        "index out of range in self",
+    )]
+}
+
+/// Deterministic cases only (no mask drawn): p = 0, evaluation mode, p = 1. The random
+/// mask is tested in tests/nn.rs against its expected statistics.
+pub fn dropout(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] p 0 train", vec![x(&[3, 4], 1)])
+            .arg("p", Arg::Float(0.0))
+            .arg("train", Arg::Bool(true)),
+        Sample::new("[2,3] p 0.5 eval", vec![x(&[2, 3], 2)])
+            .arg("p", Arg::Float(0.5))
+            .arg("train", Arg::Bool(false)),
+        Sample::new("[4] p 1 train", vec![x(&[4], 3)])
+            .arg("p", Arg::Float(1.0))
+            .arg("train", Arg::Bool(true)),
+        Sample::new("0-d p 0 train", vec![x(&[], 4)])
+            .arg("p", Arg::Float(0.0))
+            .arg("train", Arg::Bool(true))
+            .edge(),
+    ]
+}
+
+pub fn dropout_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("p 1.5", vec![vals(&[3], DType::F32, 141)])
+            .arg("p", Arg::Float(1.5))
+            .arg("train", Arg::Bool(true)),
+        "dropout probability has to be between 0 and 1, but got 1.5",
+    )]
+}
+
+pub fn sdpa(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new(
+            "q [2,3,4] k [2,5,4] v [2,5,6]",
+            vec![x(&[2, 3, 4], 1), x(&[2, 5, 4], 2), x(&[2, 5, 6], 3)],
+        ),
+        Sample::new(
+            "[2,2,4,3] causal",
+            vec![
+                x(&[2, 2, 4, 3], 4),
+                x(&[2, 2, 4, 3], 5),
+                x(&[2, 2, 4, 3], 6),
+            ],
+        )
+        .arg("is_causal", Arg::Bool(true)),
+        Sample::new(
+            "[3,4] float mask [3,5] scale 0.3",
+            vec![x(&[3, 4], 7), x(&[5, 4], 8), x(&[5, 2], 9), x(&[3, 5], 10)],
+        )
+        .arg("scale", Arg::Float(0.3)),
+        Sample::new(
+            "[2,3,4] bool mask [3,5]",
+            vec![
+                x(&[2, 3, 4], 11),
+                x(&[2, 5, 4], 12),
+                x(&[2, 5, 3], 13),
+                mask_rows(&[3, 5], 14),
+            ],
+        ),
+        Sample::new(
+            "gqa q [1,4,3,2] kv [1,2,3,2]",
+            vec![
+                x(&[1, 4, 3, 2], 15),
+                x(&[1, 2, 3, 2], 16),
+                x(&[1, 2, 3, 2], 17),
+            ],
+        )
+        .arg("enable_gqa", Arg::Bool(true)),
+        Sample::new(
+            "[0,3,4] empty batch",
+            vec![x(&[0, 3, 4], 18), x(&[0, 2, 4], 19), x(&[0, 2, 4], 20)],
+        )
+        .edge(),
+    ]
+}
+
+/// A bool mask with at least one `true` per row (a fully masked row is NaN in PyTorch too).
+fn mask_rows(shape: &[usize], seed: u64) -> Tensor {
+    let m = mask(shape, seed);
+    let first = Tensor::zeros(shape, DType::Bool)
+        .expect("zeros")
+        .index_fill_first_col();
+    m.logical_or(&first).expect("or")
+}
+
+trait FirstCol {
+    fn index_fill_first_col(self) -> Tensor;
+}
+
+impl FirstCol for Tensor {
+    /// `true` in column 0 of every row.
+    fn index_fill_first_col(self) -> Tensor {
+        let (r, c) = (self.shape()[0], self.shape()[1]);
+        let v: Vec<bool> = (0..r * c).map(|i| i % c == 0).collect();
+        Tensor::from_vec(v, &[r, c]).expect("shape")
+    }
+}
+
+pub fn sdpa_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        Sample::new(
+            "causal with mask",
+            vec![
+                vals(&[2, 3], f, 142),
+                vals(&[2, 3], f, 143),
+                vals(&[2, 3], f, 144),
+                vals(&[2, 2], f, 145),
+            ],
+        )
+        .arg("is_causal", Arg::Bool(true)),
+        "Explicit attn_mask should not be set when is_causal=True",
+    )]
+}
+
+// ---------------------------------------------------------------------------------------
+// Normalization
+// ---------------------------------------------------------------------------------------
+
+pub fn batch_norm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let stat = |c: usize, seed| super::make(&[c], DType::F32, 0.5, 1.5, seed);
+    let args = |s: Sample, training: bool| {
+        s.arg("training", Arg::Bool(training))
+            .arg("momentum", Arg::Float(0.1))
+            .arg("eps", Arg::Float(1e-5))
+            .arg("cudnn_enabled", Arg::Bool(false))
+    };
+    let st = |c: usize, seed| {
+        if dtype == DType::F64 {
+            stat(c, seed).to_dtype(DType::F64).expect("cast")
+        } else {
+            stat(c, seed)
+        }
+    };
+    vec![
+        args(
+            Sample::new(
+                "[4,3,5] training, affine, running stats",
+                vec![x(&[4, 3, 5], 1), x(&[3], 2), x(&[3], 3), st(3, 4), st(3, 5)],
+            ),
+            true,
+        ),
+        args(
+            Sample::new(
+                "[3,2,4] eval with running stats",
+                vec![
+                    x(&[3, 2, 4], 6),
+                    x(&[2], 7),
+                    x(&[2], 8),
+                    st(2, 9),
+                    st(2, 10),
+                ],
+            ),
+            false,
+        ),
+        args(
+            Sample::new("[2,3,2,2] training, no affine", vec![x(&[2, 3, 2, 2], 11)]),
+            true,
+        ),
+        args(
+            Sample::new(
+                "[0,3] eval on an empty batch",
+                vec![
+                    x(&[0, 3], 12),
+                    x(&[3], 13),
+                    x(&[3], 14),
+                    st(3, 15),
+                    st(3, 16),
+                ],
+            ),
+            false,
+        )
+        .edge(),
+    ]
+}
+
+pub fn batch_norm_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        Sample::new("one value per channel", vec![vals(&[1, 3], f, 146)])
+            .arg("training", Arg::Bool(true))
+            .arg("momentum", Arg::Float(0.1))
+            .arg("eps", Arg::Float(1e-5))
+            .arg("cudnn_enabled", Arg::Bool(false)),
+        "Expected more than 1 value per channel when training, got input size [1, 3]",
+    )]
+}
+
+pub fn layer_norm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new(
+            "[3,4] over [4] affine",
+            vec![x(&[3, 4], 1), x(&[4], 2), x(&[4], 3)],
+        )
+        .arg("normalized_shape", ints(&[4])),
+        Sample::new("[2,3,4] over [3,4]", vec![x(&[2, 3, 4], 4)])
+            .arg("normalized_shape", ints(&[3, 4])),
+        Sample::new("[5] over [5] weight eps 0.1", vec![x(&[5], 5), x(&[5], 6)])
+            .arg("normalized_shape", ints(&[5]))
+            .arg("eps", Arg::Float(0.1)),
+        Sample::new("[0,3] over [3]", vec![x(&[0, 3], 7)])
+            .arg("normalized_shape", ints(&[3]))
+            .edge(),
+    ]
+}
+
+pub fn layer_norm_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("shape mismatch", vec![vals(&[2, 3], DType::F32, 147)])
+            .arg("normalized_shape", ints(&[4])),
+        "Given normalized_shape=[4], expected input with shape [*, 4], but got input of size[2, 3]",
+    )]
+}
+
+pub fn group_norm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new(
+            "[2,6,4] 3 groups affine",
+            vec![x(&[2, 6, 4], 1), x(&[6], 2), x(&[6], 3)],
+        )
+        .arg("num_groups", Arg::Int(3)),
+        Sample::new("[2,4,3,3] 2 groups", vec![x(&[2, 4, 3, 3], 4)]).arg("num_groups", Arg::Int(2)),
+        Sample::new("[3,4,2] 1 group weight", vec![x(&[3, 4, 2], 5), x(&[4], 6)])
+            .arg("num_groups", Arg::Int(1)),
+        Sample::new("[0,4,2] empty batch", vec![x(&[0, 4, 2], 7)])
+            .arg("num_groups", Arg::Int(2))
+            .edge(),
+    ]
+}
+
+pub fn group_norm_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("6 channels, 4 groups", vec![vals(&[2, 6, 4], DType::F32, 148)]).arg("num_groups", Arg::Int(4)),
+        "Expected number of channels in input to be divisible by num_groups, but got input of shape [2, 6, 4] and num_groups=4",
+    )]
+}
+
+pub fn instance_norm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let st = |c: usize, seed| super::make(&[c], dtype, 0.5, 1.5, seed);
+    let args = |s: Sample, stats: bool| {
+        s.arg("use_input_stats", Arg::Bool(stats))
+            .arg("momentum", Arg::Float(0.1))
+            .arg("eps", Arg::Float(1e-5))
+            .arg("cudnn_enabled", Arg::Bool(false))
+    };
+    vec![
+        args(
+            Sample::new(
+                "[2,3,5] affine",
+                vec![x(&[2, 3, 5], 1), x(&[3], 2), x(&[3], 3)],
+            ),
+            true,
+        ),
+        args(Sample::new("[2,2,3,3]", vec![x(&[2, 2, 3, 3], 4)]), true),
+        args(
+            Sample::new(
+                "[3,2,4] with running stats",
+                vec![x(&[3, 2, 4], 5), x(&[2], 6), x(&[2], 7), st(2, 8), st(2, 9)],
+            ),
+            true,
+        ),
+        args(
+            Sample::new("[0,2,3] empty batch", vec![x(&[0, 2, 3], 10)]),
+            true,
+        )
+        .edge(),
+    ]
+}
+
+pub fn instance_norm_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("2-d input", vec![vals(&[2, 3], DType::F32, 149)])
+            .arg("use_input_stats", Arg::Bool(true))
+            .arg("momentum", Arg::Float(0.1))
+            .arg("eps", Arg::Float(1e-5))
+            .arg("cudnn_enabled", Arg::Bool(false)),
+        "expected an input with at least 3 dims",
+    )]
+}
+
+pub fn rms_norm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] over [4] weight", vec![x(&[3, 4], 1), x(&[4], 2)])
+            .arg("normalized_shape", ints(&[4])),
+        Sample::new("[2,3,4] over [3,4] eps 0.01", vec![x(&[2, 3, 4], 3)])
+            .arg("normalized_shape", ints(&[3, 4]))
+            .arg("eps", Arg::Float(0.01)),
+        Sample::new("[5] over [5]", vec![x(&[5], 4)]).arg("normalized_shape", ints(&[5])),
+        Sample::new("[0,3] over [3]", vec![x(&[0, 3], 5)])
+            .arg("normalized_shape", ints(&[3]))
+            .edge(),
+    ]
+}
+
+pub fn rms_norm_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("shape mismatch", vec![vals(&[2, 3], DType::F32, 150)])
+            .arg("normalized_shape", ints(&[2])),
+        "Given normalized_shape=[2], expected input with shape [*, 2]",
+    )]
+}
+
+// ---------------------------------------------------------------------------------------
+// Losses and distances
+// ---------------------------------------------------------------------------------------
+
+fn reduction(r: i64) -> Arg {
+    Arg::Int(r)
+}
+
+pub fn nll_loss(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let w = |c: usize, seed| super::make(&[c], dtype, 0.5, 2.0, seed);
+    vec![
+        Sample::new(
+            "[4,5] mean",
+            vec![x(&[4, 5], 1), index(&[0, 4, 2, 2], &[4])],
+        ),
+        Sample::new(
+            "[4,3] weight, ignore 1, sum",
+            vec![x(&[4, 3], 2), index(&[1, 0, 2, 1], &[4]), w(3, 3)],
+        )
+        .arg("ignore_index", Arg::Int(1))
+        .arg("reduction", reduction(2)),
+        Sample::new(
+            "[2,3,4] none",
+            vec![x(&[2, 3, 4], 4), index(&[0, 2, 1, 1, 2, 0, 0, 1], &[2, 4])],
+        )
+        .arg("reduction", reduction(0)),
+        Sample::new(
+            "[5] unbatched weighted mean",
+            vec![x(&[5], 5), Tensor::from(3i64), w(5, 6)],
+        ),
+        Sample::new(
+            "[0,3] empty batch sum",
+            vec![x(&[0, 3], 7), index(&[], &[0])],
+        )
+        .arg("reduction", reduction(2))
+        .edge(),
+    ]
+}
+
+pub fn nll_loss_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![
+        err(
+            Sample::new(
+                "target 5 of 5 classes",
+                vec![vals(&[2, 5], f, 151), index(&[0, 5], &[2])],
+            ),
+            "Target 5 is out of bounds.",
+        ),
+        err(
+            Sample::new(
+                "batch mismatch",
+                vec![vals(&[3, 5], f, 152), index(&[0, 1], &[2])],
+            ),
+            "Expected input batch_size (3) to match target batch_size (2).",
+        ),
+    ]
+}
+
+pub fn cross_entropy(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let w = |c: usize, seed| super::make(&[c], dtype, 0.5, 2.0, seed);
+    let probs = |s: &[usize], seed| x(s, seed).softmax(1).expect("softmax");
+    vec![
+        Sample::new(
+            "[4,5] indices mean",
+            vec![x(&[4, 5], 1), index(&[0, 4, 2, 2], &[4])],
+        ),
+        Sample::new(
+            "[4,3] weight, smoothing 0.2, ignore 1",
+            vec![x(&[4, 3], 2), index(&[1, 0, 2, 1], &[4]), w(3, 3)],
+        )
+        .arg("ignore_index", Arg::Int(1))
+        .arg("label_smoothing", Arg::Float(0.2)),
+        Sample::new(
+            "[3,4] probabilities, smoothing 0.1, sum",
+            vec![x(&[3, 4], 4), probs(&[3, 4], 5)],
+        )
+        .arg("label_smoothing", Arg::Float(0.1))
+        .arg("reduction", reduction(2)),
+        Sample::new(
+            "[2,3,4] indices none",
+            vec![x(&[2, 3, 4], 6), index(&[0, 2, 1, 1, 2, 0, 0, 1], &[2, 4])],
+        )
+        .arg("reduction", reduction(0)),
+        Sample::new(
+            "[3,4] smoothing 0.3 mean no weight",
+            vec![x(&[3, 4], 7), index(&[3, 0, 1], &[3])],
+        )
+        .arg("label_smoothing", Arg::Float(0.3)),
+        Sample::new(
+            "[0,3] empty batch sum",
+            vec![x(&[0, 3], 8), index(&[], &[0])],
+        )
+        .arg("reduction", reduction(2))
+        .edge(),
+    ]
+}
+
+pub fn cross_entropy_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new(
+            "smoothing 1.5",
+            vec![vals(&[2, 3], DType::F32, 153), index(&[0, 1], &[2])],
+        )
+        .arg("label_smoothing", Arg::Float(1.5)),
+        "label_smoothing must be between 0.0 and 1.0. Got: 1.5",
+    )]
+}
+
+pub fn bce(dtype: DType) -> Vec<Sample> {
+    let p = |s: &[usize], seed| super::make(s, dtype, 0.05, 0.95, seed);
+    let t = |s: &[usize], seed| super::make(s, dtype, 0.0, 1.0, seed);
+    vec![
+        Sample::new("[3,4] mean", vec![p(&[3, 4], 1), t(&[3, 4], 2)]),
+        Sample::new(
+            "[5] weight sum",
+            vec![
+                p(&[5], 3),
+                t(&[5], 4),
+                super::make(&[5], dtype, 0.5, 2.0, 5),
+            ],
+        )
+        .arg("reduction", reduction(2)),
+        Sample::new("[2,3] none", vec![p(&[2, 3], 6), t(&[2, 3], 7)])
+            .arg("reduction", reduction(0)),
+        Sample::new("[0] mean of nothing", vec![p(&[0], 8), t(&[0], 9)])
+            .arg("reduction", reduction(2))
+            .edge(),
+    ]
+}
+
+pub fn bce_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![
+        err(
+            Sample::new(
+                "input above 1",
+                vec![super::make(&[3], f, 1.5, 2.0, 154), vals(&[3], f, 155)],
+            ),
+            "all elements of input should be between 0 and 1",
+        ),
+        err(
+            Sample::new(
+                "shape mismatch",
+                vec![super::make(&[2, 3], f, 0.1, 0.9, 156), vals(&[3], f, 157)],
+            ),
+            "Please ensure they have the same size.",
+        ),
+    ]
+}
+
+pub fn bce_logits(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let t = |s: &[usize], seed| super::make(s, dtype, 0.0, 1.0, seed);
+    let pos = |s: &[usize], seed| super::make(s, dtype, 0.5, 3.0, seed);
+    vec![
+        Sample::new("[3,4] mean", vec![x(&[3, 4], 1), t(&[3, 4], 2)]),
+        Sample::new(
+            "[2,3] weight + pos_weight [3] sum",
+            vec![x(&[2, 3], 3), t(&[2, 3], 4), pos(&[2, 3], 5), pos(&[3], 6)],
+        )
+        .arg("reduction", reduction(2)),
+        Sample::new("[5] none", vec![x(&[5], 7), t(&[5], 8)]).arg("reduction", reduction(0)),
+        Sample::new("0-d mean", vec![x(&[], 9), t(&[], 10)]).edge(),
+    ]
+}
+
+pub fn bce_logits_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        Sample::new(
+            "shape mismatch",
+            vec![vals(&[2, 3], f, 158), vals(&[2], f, 159)],
+        ),
+        "Please ensure they have the same size.",
+    )]
+}
+
+pub fn cdist(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] to [5,4] p 2", vec![x(&[3, 4], 1), x(&[5, 4], 2)]),
+        Sample::new(
+            "[2,3,4] to [2,2,4] p 1",
+            vec![x(&[2, 3, 4], 3), x(&[2, 2, 4], 4)],
+        )
+        .arg("p", Arg::Float(1.0)),
+        Sample::new("[4,2] to [3,2] p 3", vec![x(&[4, 2], 5), x(&[3, 2], 6)])
+            .arg("p", Arg::Float(3.0)),
+        Sample::new("[0,3] to [2,3]", vec![x(&[0, 3], 7), x(&[2, 3], 8)]).edge(),
+    ]
+}
+
+pub fn cdist_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        Sample::new(
+            "columns differ",
+            vec![vals(&[3, 4], f, 160), vals(&[3, 5], f, 161)],
+        ),
+        "X1 and X2 must have the same number of columns. X1: 4 X2: 5",
     )]
 }
