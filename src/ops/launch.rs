@@ -641,48 +641,6 @@ pub(crate) fn not_implemented(op: &str, dtype: DType) -> Error {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const GPU: Device = Device::Cuda(0);
-
-    #[test]
-    fn a_cpu_scalar_tensor_may_join_gpu_operands() {
-        // (device, ndim) per operand, as `pointwise_device` sees them.
-        assert_eq!(
-            common_device([(GPU, 2), (Device::Cpu, 0)].into_iter()),
-            Ok(GPU)
-        );
-        assert_eq!(
-            common_device([(Device::Cpu, 0), (GPU, 1)].into_iter()),
-            Ok(GPU)
-        );
-        assert_eq!(
-            common_device([(Device::Cpu, 0), (Device::Cpu, 0)].into_iter()),
-            Ok(Device::Cpu)
-        );
-        assert_eq!(common_device([(GPU, 0), (GPU, 0)].into_iter()), Ok(GPU));
-    }
-
-    #[test]
-    fn other_mixes_name_both_devices() {
-        assert_eq!(
-            common_device([(Device::Cpu, 1), (GPU, 1)].into_iter()),
-            Err((Device::Cpu, GPU))
-        );
-        // Only CPU scalars are special: a 0-d GPU tensor does not join CPU operands.
-        assert_eq!(
-            common_device([(Device::Cpu, 2), (GPU, 0)].into_iter()),
-            Err((Device::Cpu, GPU))
-        );
-        assert_eq!(
-            common_device([(GPU, 1), (Device::Cpu, 0), (Device::Cuda(1), 3)].into_iter()),
-            Err((GPU, Device::Cuda(1)))
-        );
-    }
-}
-
 /// PyTorch's "opmath" type, for composites declared `opmath: true`: f16/bf16 inputs are
 /// computed in float32 and the float32 results rounded back once, instead of after every
 /// inner op.
@@ -732,5 +690,47 @@ impl Narrow for (Tensor, Tensor) {
 impl Narrow for Vec<Tensor> {
     fn narrow_to(self, half: DType) -> Result<Self> {
         self.into_iter().map(|t| t.narrow_to(half)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GPU: Device = Device::Cuda(0);
+
+    #[test]
+    fn a_cpu_scalar_tensor_may_join_gpu_operands() {
+        // (device, ndim) per operand, as `pointwise_device` sees them.
+        assert_eq!(
+            common_device([(GPU, 2), (Device::Cpu, 0)].into_iter()),
+            Ok(GPU)
+        );
+        assert_eq!(
+            common_device([(Device::Cpu, 0), (GPU, 1)].into_iter()),
+            Ok(GPU)
+        );
+        assert_eq!(
+            common_device([(Device::Cpu, 0), (Device::Cpu, 0)].into_iter()),
+            Ok(Device::Cpu)
+        );
+        assert_eq!(common_device([(GPU, 0), (GPU, 0)].into_iter()), Ok(GPU));
+    }
+
+    #[test]
+    fn other_mixes_name_both_devices() {
+        assert_eq!(
+            common_device([(Device::Cpu, 1), (GPU, 1)].into_iter()),
+            Err((Device::Cpu, GPU))
+        );
+        // Only CPU scalars are special: a 0-d GPU tensor does not join CPU operands.
+        assert_eq!(
+            common_device([(Device::Cpu, 2), (GPU, 0)].into_iter()),
+            Err((Device::Cpu, GPU))
+        );
+        assert_eq!(
+            common_device([(GPU, 1), (Device::Cpu, 0), (Device::Cuda(1), 3)].into_iter()),
+            Err((GPU, Device::Cuda(1)))
+        );
     }
 }

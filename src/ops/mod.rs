@@ -13,7 +13,14 @@ pub(crate) mod reducing;
 pub(crate) mod shaping;
 pub(crate) mod sorting;
 
-#[allow(unused_imports, unused_mut, unused_variables, dead_code)]
+// The arity of a generated function is its PyTorch schema's (conv_transpose2d takes 8).
+#[allow(
+    unused_imports,
+    unused_mut,
+    unused_variables,
+    dead_code,
+    clippy::too_many_arguments
+)]
 mod generated {
     use crate::autograd::{self, Node, NodeBase, SavedTensor};
     use crate::ops::backward::*;

@@ -252,7 +252,7 @@ fn col2im_geometry(
     let batched = cols.len() == 3;
     let rows = cols[cols.len() - 2];
     let k: usize = expand("kernel_size", kernel_size, n, 1)?.iter().product();
-    if rows % k != 0 {
+    if (rows / k) * k != rows {
         return Err(format!(
             "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)={rows} and kernel_size={kernel_size:?}"
         ));

@@ -603,8 +603,8 @@ pub fn addbmm(s: &Sample) -> Vec<RefTensor> {
     let (bn, n, m) = (p.shape[0], p.shape[1], p.shape[2]);
     let mut sum = vec![0.0; n * m];
     for b in 0..bn {
-        for i in 0..n * m {
-            sum[i] += p.data[b * n * m + i];
+        for (i, v) in sum.iter_mut().enumerate() {
+            *v += p.data[b * n * m + i];
         }
     }
     vec![blend(&input(s, 0), tensor(vec![n, m], sum), s)]
