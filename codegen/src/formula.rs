@@ -39,6 +39,27 @@ pub struct Formula {
     pub uses: Uses,
 }
 
+impl Formula {
+    /// Whether the formula reads `grads` (every output's gradient) rather than `grad`.
+    pub fn uses_grads(&self) -> bool {
+        let mut found = false;
+        let mut check = |e: &syn::Expr| {
+            if single_ident(e).as_deref() == Some("grads") {
+                found = true;
+            }
+        };
+        struct Find<'f, F: FnMut(&syn::Expr)>(&'f mut F);
+        impl<'ast, F: FnMut(&syn::Expr)> Visit<'ast> for Find<'_, F> {
+            fn visit_expr(&mut self, e: &'ast syn::Expr) {
+                (self.0)(e);
+                syn::visit::visit_expr(self, e);
+            }
+        }
+        Find(&mut check).visit_expr(&self.expr);
+        found
+    }
+}
+
 struct Collect<'a> {
     known: &'a BTreeSet<String>,
     uses: Uses,
@@ -87,7 +108,7 @@ impl<'ast> Visit<'ast> for Collect<'_> {
                 .is_some_and(|c| c.is_lowercase() || c == '_');
             if self.known.contains(&name) {
                 self.uses.names.insert(name);
-            } else if lowercase && name != "grad" {
+            } else if lowercase && name != "grad" && name != "grads" {
                 self.unknown.push(name);
             }
         }

@@ -16,6 +16,7 @@ pub type FuzzFn = fn(&mut Args) -> kiln::Result<()>;
 /// call that would exhaust memory into a reported abort; see the README.
 pub const MAX_BYTES: usize = 1 << 30;
 
+#[allow(non_snake_case)] // schema argument names: linalg_solve(A, B)
 mod generated {
     use super::{Args, FuzzFn};
     include!(concat!(env!("OUT_DIR"), "/fuzz_ops.rs"));

@@ -8,6 +8,7 @@ pub mod cpu;
 pub mod dtype;
 pub mod element;
 pub mod layout;
+pub mod linalg;
 pub mod parallel;
 pub mod philox;
 pub mod special;

@@ -501,3 +501,6 @@ pub fn full_kernel(kernel_size: &[i64], n: usize) -> Vec<i64> {
         kernel_size.to_vec()
     }
 }
+pub use crate::ops::linalg::{
+    cholesky_backward, det_backward, inv_backward, qr_backward, solve_backward_a, solve_backward_b,
+};

@@ -6,6 +6,7 @@ pub(crate) mod composite;
 pub(crate) mod elementwise;
 pub(crate) mod explicit;
 pub(crate) mod launch;
+pub(crate) mod linalg;
 pub(crate) mod losses;
 pub(crate) mod nn;
 pub(crate) mod normalization;
@@ -19,6 +20,7 @@ pub(crate) mod sorting;
     unused_mut,
     unused_variables,
     dead_code,
+    non_snake_case, // PyTorch's names: linalg_solve(A, B), linalg_qr -> (Q, R)
     clippy::too_many_arguments
 )]
 mod generated {

@@ -9,6 +9,8 @@ use crate::harness::{RefTensor, Sample};
 
 #[path = "refs/elementwise.rs"]
 mod elementwise;
+#[path = "refs/linalg.rs"]
+mod linalg;
 #[path = "refs/nn.rs"]
 mod nn;
 #[path = "refs/shaping.rs"]
@@ -17,6 +19,7 @@ mod shaping;
 mod sorting;
 pub use elementwise::*;
 use kiln::DType;
+pub use linalg::*;
 pub use nn::*;
 pub use shaping::*;
 pub use sorting::*;

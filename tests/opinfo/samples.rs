@@ -24,6 +24,8 @@ use crate::harness::{noncontiguous, Arg, ErrorSample, Sample};
 
 #[path = "samples/elementwise.rs"]
 mod elementwise;
+#[path = "samples/linalg.rs"]
+mod linalg;
 #[path = "samples/nn.rs"]
 mod nn;
 #[path = "samples/reducing.rs"]
@@ -34,6 +36,7 @@ mod shaping;
 mod sorting;
 pub use elementwise::*;
 use kiln::{DType, Device, Generator, Scalar, Tensor};
+pub use linalg::*;
 pub use nn::*;
 pub use reducing::*;
 pub use shaping::*;

@@ -220,6 +220,19 @@ pub fn node(op: &Op) -> TokenStream {
         });
     }
     let doc = format!("Backward of `{}`.", op.schema);
+    // `grad` is the first output's gradient; a formula over several outputs (linalg_qr)
+    // reads `grads`, one `Option` per output, and runs when any of them is defined.
+    let uses_grads = d.formulas.iter().any(|f| f.uses_grads());
+    let preamble = if uses_grads {
+        quote! {
+            let grads: Vec<Option<Tensor>> = grads;
+            if grads.iter().all(|g| g.is_none()) { return Ok(out) }
+        }
+    } else {
+        quote! {
+            let Some(grad) = grads.into_iter().next().flatten() else { return Ok(out) };
+        }
+    };
     quote! {
         #[doc = #doc]
         pub struct #name {
@@ -235,7 +248,7 @@ pub fn node(op: &Op) -> TokenStream {
             fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
                 const NAME: &str = #name_lit;
                 let mut out: Vec<Option<Tensor>> = vec![None; self.base.next_edges.len()];
-                let Some(grad) = grads.into_iter().next().flatten() else { return Ok(out) };
+                #preamble
                 let mut slot = 0usize;
                 #(#slots)*
                 Ok(out)

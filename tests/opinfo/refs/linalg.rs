@@ -1,0 +1,394 @@
+//! Float64 references for linear algebra: Gauss-Jordan elimination, Laplace expansion,
+//! Cholesky–Crout, modified Gram-Schmidt and brute-force index sums, each written here
+//! independently of kernels/src/linalg.rs.
+
+use super::{input, RefTensor};
+use crate::harness::Sample;
+
+fn tensor(shape: Vec<usize>, data: Vec<f64>) -> RefTensor {
+    RefTensor { shape, data }
+}
+
+/// Splits `[..batch, r, c]` into its matrices.
+fn matrices(x: &RefTensor) -> (Vec<usize>, usize, usize, Vec<Vec<f64>>) {
+    let nd = x.shape.len();
+    let (r, c) = (x.shape[nd - 2], x.shape[nd - 1]);
+    let batch = x.shape[..nd - 2].to_vec();
+    let mats = x.data.chunks(r * c).map(|m| m.to_vec()).collect::<Vec<_>>();
+    let count: usize = batch.iter().product();
+    (batch, r, c, if count == 0 { vec![] } else { mats })
+}
+
+/// Inverse by Gauss-Jordan elimination with partial pivoting on `[A | I]`.
+fn gauss_jordan(a: &[f64], n: usize) -> Vec<f64> {
+    let w = 2 * n;
+    let mut m = vec![0.0; n * w];
+    for i in 0..n {
+        m[i * w..i * w + n].copy_from_slice(&a[i * n..(i + 1) * n]);
+        m[i * w + n + i] = 1.0;
+    }
+    for col in 0..n {
+        let p = (col..n)
+            .max_by(|&i, &j| m[i * w + col].abs().total_cmp(&m[j * w + col].abs()))
+            .expect("rows");
+        for k in 0..w {
+            m.swap(col * w + k, p * w + k);
+        }
+        let d = m[col * w + col];
+        for k in 0..w {
+            m[col * w + k] /= d;
+        }
+        for i in (0..n).filter(|&i| i != col) {
+            let f = m[i * w + col];
+            for k in 0..w {
+                m[i * w + k] -= f * m[col * w + k];
+            }
+        }
+    }
+    (0..n)
+        .flat_map(|i| m[i * w + n..(i + 1) * w].to_vec())
+        .collect()
+}
+
+/// Determinant by cofactor expansion along the first row.
+fn laplace(a: &[f64], n: usize) -> f64 {
+    if n == 0 {
+        return 1.0;
+    }
+    if n == 1 {
+        return a[0];
+    }
+    (0..n)
+        .map(|j| {
+            let minor: Vec<f64> = (1..n)
+                .flat_map(|i| (0..n).filter(move |&k| k != j).map(move |k| (i, k)))
+                .map(|(i, k)| a[i * n + k])
+                .collect();
+            let sign = if j % 2 == 0 { 1.0 } else { -1.0 };
+            sign * a[j] * laplace(&minor, n - 1)
+        })
+        .sum()
+}
+
+pub fn inv(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let (_, n, _, mats) = matrices(&x);
+    let data = mats.iter().flat_map(|m| gauss_jordan(m, n)).collect();
+    vec![tensor(x.shape.clone(), data)]
+}
+
+pub fn det(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let (batch, n, _, mats) = matrices(&x);
+    vec![tensor(batch, mats.iter().map(|m| laplace(m, n)).collect())]
+}
+
+fn matmul(a: &[f64], b: &[f64], n: usize, k: usize, m: usize) -> Vec<f64> {
+    let mut c = vec![0.0; n * m];
+    for i in 0..n {
+        for j in 0..m {
+            c[i * m + j] = (0..k).map(|t| a[i * k + t] * b[t * m + j]).sum();
+        }
+    }
+    c
+}
+
+fn transpose(a: &[f64], r: usize, c: usize) -> Vec<f64> {
+    (0..c)
+        .flat_map(|j| (0..r).map(move |i| a[i * c + j]))
+        .collect()
+}
+
+/// `X = A⁻¹ B` (or `B A⁻¹`), with the vector case and broadcast batches.
+pub fn solve(s: &Sample) -> Vec<RefTensor> {
+    let (a, b) = (input(s, 0), input(s, 1));
+    let left = s.flag("left").unwrap_or(true);
+    let n = a.shape[a.shape.len() - 1];
+    let vector = b.shape.len() == 1
+        || (b.shape.len() == a.shape.len() - 1 && b.shape[..] == a.shape[..a.shape.len() - 1]);
+    let (b_rows, b_cols) = if vector {
+        (n, 1)
+    } else {
+        (b.shape[b.shape.len() - 2], b.shape[b.shape.len() - 1])
+    };
+    let b_batch: Vec<usize> = if vector {
+        b.shape[..b.shape.len() - 1].to_vec()
+    } else {
+        b.shape[..b.shape.len() - 2].to_vec()
+    };
+    let a_batch = a.shape[..a.shape.len() - 2].to_vec();
+    let batch = if b_batch.len() >= a_batch.len() {
+        b_batch.clone()
+    } else {
+        a_batch.clone()
+    };
+    let count: usize = batch.iter().product();
+    let a_count: usize = a_batch.iter().product();
+    let b_count: usize = b_batch.iter().product();
+    let mut data = Vec::new();
+    for i in 0..count {
+        let am = &a.data[(i % a_count.max(1)) * n * n..][..n * n];
+        let bm = &b.data[(i % b_count.max(1)) * b_rows * b_cols..][..b_rows * b_cols];
+        let inv = gauss_jordan(am, n);
+        if left {
+            data.extend(matmul(&inv, bm, n, n, b_cols));
+        } else {
+            data.extend(matmul(bm, &inv, b_rows, n, n));
+        }
+    }
+    let mut shape = batch;
+    if vector {
+        shape.push(n);
+    } else {
+        shape.extend([b_rows, b_cols]);
+    }
+    vec![tensor(shape, data)]
+}
+
+/// Cholesky–Crout on the lower triangle (or the upper one, transposed back, when `upper`).
+pub fn cholesky(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let upper = s.flag("upper").unwrap_or(false);
+    let (_, n, _, mats) = matrices(&x);
+    let mut data = Vec::new();
+    for m in mats {
+        let a = if upper { transpose(&m, n, n) } else { m };
+        let mut l = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..=i {
+                let s: f64 = (0..j).map(|k| l[i * n + k] * l[j * n + k]).sum();
+                l[i * n + j] = if i == j {
+                    (a[i * n + i] - s).sqrt()
+                } else {
+                    (a[i * n + j] - s) / l[j * n + j]
+                };
+            }
+        }
+        data.extend(if upper { transpose(&l, n, n) } else { l });
+    }
+    vec![tensor(x.shape.clone(), data)]
+}
+
+/// QR by modified Gram-Schmidt (positive diagonal of R).
+pub fn qr(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let mode = s.string("mode").unwrap_or("reduced");
+    let (batch, m, n, mats) = matrices(&x);
+    let k = m.min(n);
+    let (mut qs, mut rs) = (Vec::new(), Vec::new());
+    for a in mats {
+        let mut cols: Vec<Vec<f64>> = (0..n)
+            .map(|j| (0..m).map(|i| a[i * n + j]).collect())
+            .collect();
+        let mut q: Vec<Vec<f64>> = Vec::new();
+        let mut r = vec![0.0; k * n];
+        for j in 0..n {
+            for (i, qi) in q.iter().enumerate() {
+                let d: f64 = qi.iter().zip(&cols[j]).map(|(a, b)| a * b).sum();
+                r[i * n + j] = d;
+                for t in 0..m {
+                    cols[j][t] -= d * qi[t];
+                }
+            }
+            if j < k {
+                let norm = cols[j].iter().map(|v| v * v).sum::<f64>().sqrt();
+                r[j * n + j] = norm;
+                q.push(cols[j].iter().map(|v| v / norm).collect());
+            }
+        }
+        qs.extend((0..m).flat_map(|i| q.iter().map(move |c| c[i]).collect::<Vec<_>>()));
+        rs.extend(r);
+    }
+    let mut rshape = batch.clone();
+    rshape.extend([k, n]);
+    let q = if mode == "r" {
+        tensor(vec![0], vec![])
+    } else {
+        let mut qshape = batch;
+        qshape.extend([m, k]);
+        tensor(qshape, qs)
+    };
+    vec![q, tensor(rshape, rs)]
+}
+
+pub fn inner(s: &Sample) -> Vec<RefTensor> {
+    let (a, b) = (input(s, 0), input(s, 1));
+    if a.shape.is_empty() || b.shape.is_empty() {
+        let (sc, t) = if a.shape.is_empty() {
+            (a.data[0], b)
+        } else {
+            (b.data[0], a)
+        };
+        return vec![tensor(
+            t.shape.clone(),
+            t.data.iter().map(|v| v * sc).collect(),
+        )];
+    }
+    let k = *a.shape.last().expect("dims");
+    let (ra, rb) = (a.data.len() / k, b.data.len() / k);
+    let mut shape = a.shape[..a.shape.len() - 1].to_vec();
+    shape.extend(&b.shape[..b.shape.len() - 1]);
+    let mut data = Vec::with_capacity(ra * rb);
+    for i in 0..ra {
+        for j in 0..rb {
+            data.push((0..k).map(|t| a.data[i * k + t] * b.data[j * k + t]).sum());
+        }
+    }
+    vec![tensor(shape, data)]
+}
+
+pub fn kron(s: &Sample) -> Vec<RefTensor> {
+    let (a, b) = (input(s, 0), input(s, 1));
+    let nd = a.shape.len().max(b.shape.len());
+    let pad = |x: &RefTensor| {
+        let mut v = vec![1; nd - x.shape.len()];
+        v.extend(&x.shape);
+        v
+    };
+    let (sa, sb) = (pad(&a), pad(&b));
+    let shape: Vec<usize> = sa.iter().zip(&sb).map(|(x, y)| x * y).collect();
+    let ra = tensor(sa.clone(), a.data.clone());
+    let rb = tensor(sb.clone(), b.data.clone());
+    let frame = tensor(shape.clone(), vec![]);
+    let n: usize = shape.iter().product();
+    let data = (0..n)
+        .map(|f| {
+            let ix = frame.unravel(f);
+            let ia: Vec<usize> = (0..nd).map(|d| ix[d] / sb[d]).collect();
+            let ib: Vec<usize> = (0..nd).map(|d| ix[d] % sb[d]).collect();
+            ra.data[ra.ravel(&ia)] * rb.data[rb.ravel(&ib)]
+        })
+        .collect();
+    vec![tensor(shape, data)]
+}
+
+/// A contraction by brute force over every assignment of the labels.
+fn brute(operands: &[(RefTensor, Vec<char>)], output: &[char]) -> RefTensor {
+    let mut labels: Vec<char> = output.to_vec();
+    let mut sizes: Vec<usize> = Vec::new();
+    let size_of = |c: char| -> usize {
+        operands
+            .iter()
+            .flat_map(|(t, ls)| {
+                ls.iter()
+                    .zip(&t.shape)
+                    .filter(move |(l, _)| **l == c)
+                    .map(|(_, &s)| s)
+            })
+            .max()
+            .unwrap_or(1)
+    };
+    for (_, ls) in operands {
+        for &c in ls {
+            if !labels.contains(&c) {
+                labels.push(c);
+            }
+        }
+    }
+    for &c in &labels {
+        sizes.push(size_of(c));
+    }
+    let out_shape: Vec<usize> = sizes[..output.len()].to_vec();
+    let mut out = vec![0.0; out_shape.iter().product()];
+    let total: usize = sizes.iter().product();
+    let frame = tensor(sizes.clone(), vec![]);
+    let oframe = tensor(out_shape.clone(), vec![]);
+    for f in 0..total {
+        let ix = frame.unravel(f);
+        let mut p = 1.0;
+        for (t, ls) in operands {
+            let j: Vec<usize> = ls
+                .iter()
+                .enumerate()
+                .map(|(d, c)| {
+                    let v = ix[labels.iter().position(|l| l == c).expect("label")];
+                    if t.shape[d] == 1 {
+                        0
+                    } else {
+                        v
+                    }
+                })
+                .collect();
+            p *= t.data[t.ravel(&j)];
+        }
+        out[oframe.ravel(&ix[..output.len()])] += p;
+    }
+    tensor(out_shape, out)
+}
+
+pub fn einsum(s: &Sample) -> Vec<RefTensor> {
+    let eq = s.string("equation").expect("equation");
+    let xs: Vec<RefTensor> = s.list(0).iter().map(RefTensor::of).collect();
+    let (lhs, rhs) = match eq.split_once("->") {
+        Some((l, r)) => (l, Some(r)),
+        None => (eq, None),
+    };
+    let specs: Vec<&str> = lhs.split(',').collect();
+    let ell_n = specs
+        .iter()
+        .zip(&xs)
+        .filter(|(sp, _)| sp.contains("..."))
+        .map(|(sp, x)| x.shape.len() - sp.replace("...", "").len())
+        .max()
+        .unwrap_or(0);
+    let ell: Vec<char> = (0..ell_n).map(|i| (b'A' + i as u8) as char).collect();
+    let expand = |sp: &str, nd: usize| -> Vec<char> {
+        match sp.split_once("...") {
+            Some((a, b)) => {
+                let k = nd - a.len() - b.len();
+                a.chars()
+                    .chain(ell[ell_n - k..].iter().copied())
+                    .chain(b.chars())
+                    .collect()
+            }
+            None => sp.chars().collect(),
+        }
+    };
+    let operands: Vec<(RefTensor, Vec<char>)> = specs
+        .iter()
+        .zip(&xs)
+        .map(|(sp, x)| (x.clone(), expand(sp, x.shape.len())))
+        .collect();
+    let output: Vec<char> = match rhs {
+        Some(r) => expand(r, r.replace("...", "").len() + ell_n),
+        None => {
+            let mut once: Vec<char> = operands
+                .iter()
+                .flat_map(|(_, l)| l.iter().copied())
+                .filter(|c| c.is_ascii_lowercase())
+                .collect();
+            once.sort_unstable();
+            let single: Vec<char> = once
+                .iter()
+                .copied()
+                .filter(|c| once.iter().filter(|d| *d == c).count() == 1)
+                .collect();
+            ell.iter().copied().chain(single).collect()
+        }
+    };
+    // A repeated label within one operand reads its diagonal: the brute force handles it.
+    vec![brute(&operands, &output)]
+}
+
+pub fn tensordot(s: &Sample) -> Vec<RefTensor> {
+    let (a, b) = (input(s, 0), input(s, 1));
+    let da = s.ints("dims_self").expect("dims_self");
+    let db = s.ints("dims_other").expect("dims_other");
+    let la: Vec<char> = (0..a.shape.len())
+        .map(|i| (b'a' + i as u8) as char)
+        .collect();
+    let mut lb: Vec<char> = (0..b.shape.len())
+        .map(|i| (b'n' + i as u8) as char)
+        .collect();
+    for (&x, &y) in da.iter().zip(db) {
+        lb[y as usize] = la[x as usize];
+    }
+    let contracted: Vec<char> = da.iter().map(|&x| la[x as usize]).collect();
+    let output: Vec<char> = la
+        .iter()
+        .chain(&lb)
+        .filter(|c| !contracted.contains(c))
+        .copied()
+        .collect();
+    vec![brute(&[(a, la), (b, lb)], &output)]
+}
