@@ -26,6 +26,7 @@ pub enum ArgKind {
     Device,
     OptDevice,
     Str,
+    OptStr,
 }
 
 impl ArgKind {
@@ -59,6 +60,7 @@ impl ArgKind {
                 ArgKind::Float => ArgKind::OptFloat,
                 ArgKind::ScalarType => ArgKind::OptScalarType,
                 ArgKind::Device => ArgKind::OptDevice,
+                ArgKind::Str => ArgKind::OptStr,
                 _ => return Err(format!("type {ty} is not supported by kiln's generator")),
             },
             other => return Err(format!("type {other} is not supported by kiln's generator")),
@@ -96,6 +98,7 @@ impl ArgKind {
             ArgKind::Device => quote!(Device),
             ArgKind::OptDevice => quote!(Option<Device>),
             ArgKind::Str => quote!(&str),
+            ArgKind::OptStr => quote!(Option<&str>),
         }
     }
 
@@ -114,6 +117,7 @@ impl ArgKind {
             ArgKind::IntList => quote!(Vec<i64>),
             ArgKind::OptIntList => quote!(Option<Vec<i64>>),
             ArgKind::Str => quote!(String),
+            ArgKind::OptStr => quote!(Option<String>),
             other => other.inner_type(),
         }
     }
@@ -124,6 +128,7 @@ impl ArgKind {
             ArgKind::IntList => quote!(#name.to_vec()),
             ArgKind::OptIntList => quote!(#name.map(|d| d.to_vec())),
             ArgKind::Str => quote!(#name.to_string()),
+            ArgKind::OptStr => quote!(#name.map(|s| s.to_string())),
             _ => quote!(#name),
         }
     }
@@ -134,6 +139,7 @@ impl ArgKind {
             ArgKind::IntList => quote!(self.#name.as_slice()),
             ArgKind::OptIntList => quote!(self.#name.as_deref()),
             ArgKind::Str => quote!(self.#name.as_str()),
+            ArgKind::OptStr => quote!(self.#name.as_deref()),
             _ => quote!(self.#name),
         }
     }

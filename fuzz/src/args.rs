@@ -262,10 +262,40 @@ impl<'a> Args<'a> {
 
     pub fn string(&mut self, name: &str) -> String {
         let v = self
-            .pick(&["none", "tanh", "", "NONE", "tanh ", "\u{0}"])
+            .pick(&[
+                "none",
+                "tanh",
+                "",
+                "NONE",
+                "tanh ",
+                "\u{0}",
+                "floor",
+                "trunc",
+                "reflect",
+                "replicate",
+                "circular",
+                "constant",
+                "ij",
+                "xy",
+                "reduced",
+                "r",
+                "complete",
+                "ij,jk->ik",
+                "...ij->ji",
+                "ii->i",
+                "i,i",
+            ])
             .to_string();
         self.note(name, &v);
         v
+    }
+
+    pub fn opt_string(&mut self, name: &str) -> Option<String> {
+        if self.chance(30) {
+            self.note(name, Option::<String>::None);
+            return None;
+        }
+        Some(self.string(name))
     }
 
     // ---------------------------------------------------------------- int lists

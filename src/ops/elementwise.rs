@@ -300,3 +300,39 @@ pub fn softmin(t: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     };
     x.neg()?.softmax(dim)
 }
+
+/// `div(other, rounding_mode)`: true division, or its quotient rounded toward zero
+/// (`"trunc"`) or down (`"floor"`). With a rounding mode, integers stay integers (computed
+/// exactly through float64 for magnitudes below 2^53) and a zero integer divisor is
+/// PyTorch's ZeroDivisionError.
+pub fn div_mode(t: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Result<Tensor> {
+    let op = "div";
+    let Some(mode) = rounding_mode else {
+        return t.div(other);
+    };
+    if mode != "trunc" && mode != "floor" {
+        return Err(Error::op(
+            op,
+            format!("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'"),
+        ));
+    }
+    let result = crate::tensor::promotion::result_type(&[
+        crate::tensor::promotion::Operand::Tensor(t),
+        crate::tensor::promotion::Operand::Tensor(other),
+    ]);
+    let round = |q: Tensor| {
+        if mode == "trunc" {
+            q.trunc()
+        } else {
+            q.floor()
+        }
+    };
+    if result.is_floating_point() {
+        return round(t.to_dtype(result)?.div(&other.to_dtype(result)?)?);
+    }
+    if other.numel() > 0 && other.eq_scalar(0)?.any()?.item::<bool>()? {
+        return Err(Error::op(op, "ZeroDivisionError"));
+    }
+    let q = t.to_dtype(DType::F64)?.div(&other.to_dtype(DType::F64)?)?;
+    round(q)?.to_dtype(result)
+}

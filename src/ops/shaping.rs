@@ -960,3 +960,65 @@ fn pad_constant(t: &Tensor, d: usize, left: i64, right: i64, value: f64) -> Resu
     }
     crate::cat_with(&parts, d as i64)
 }
+
+// ---------------------------------------------------------------------------------------
+// Scattering
+// ---------------------------------------------------------------------------------------
+
+/// `scatter(dim, index, value)`: `value` written at the indexed positions.
+pub fn scatter_value(t: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+    let src = Tensor::full_on(index.shape(), value, t.dtype(), t.device())?;
+    t.scatter(dim, index, &src)
+}
+
+/// `masked_scatter(mask, source)`: the positions where `mask` (broadcast to `self`) is true
+/// take `source`'s elements in order; elsewhere `self`.
+pub fn masked_scatter(t: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+    let op = "masked_scatter";
+    check_bool_mask(op, mask)?;
+    if source.dtype() != t.dtype() {
+        return Err(Error::op(
+            op,
+            format!(
+                "masked_scatter_: expected self and source to have same dtypes but got {} and {}",
+                t.dtype().scalar_type_name(),
+                source.dtype().scalar_type_name()
+            ),
+        ));
+    }
+    let m = mask.expand(&i64s(t.shape()))?.reshape(&[-1])?;
+    let hits = m.to_dtype(DType::I64)?.sum()?.item::<i64>()?;
+    if hits as usize > source.numel() {
+        return Err(Error::op(
+            op,
+            format!("masked_scatter: expected source to have at least {hits} elements (the number of true mask entries), but it has {}", source.numel()),
+        ));
+    }
+    if t.numel() == 0 {
+        return t.clone_tensor();
+    }
+    // Position k of the flattened output reads source[(number of trues before k)].
+    let rank = m
+        .to_dtype(DType::I64)?
+        .cumsum(0)?
+        .sub_scalar(1)?
+        .clamp_with(Some(Scalar::Int(0)), None)?;
+    let flat_src = source.reshape(&[-1])?;
+    let picked = if flat_src.numel() == 0 {
+        t.reshape(&[-1])?
+    } else {
+        flat_src.index_select(0, &rank)?
+    };
+    picked
+        .where_cond(&m, &t.reshape(&[-1])?)?
+        .reshape(&i64s(t.shape()))
+}
+
+/// `where(condition)`: `nonzero(condition)` as one index tensor per dim.
+pub fn where_nonzero(condition: &Tensor) -> Result<Vec<Tensor>> {
+    let nz = nonzero(condition)?;
+    if condition.dim() == 0 {
+        return Ok(vec![]);
+    }
+    unbind(&nz, 1)
+}

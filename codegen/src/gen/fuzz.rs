@@ -37,6 +37,7 @@ fn draw(arg: &Arg) -> TokenStream {
             ArgKind::Device => "device",
             ArgKind::OptDevice => "opt_device",
             ArgKind::Str => "string",
+            ArgKind::OptStr => "opt_string",
         }
     );
     quote!(let #id = a.#method(#n);)
@@ -49,7 +50,7 @@ fn pass(arg: &Arg) -> TokenStream {
         ArgKind::Tensor | ArgKind::TensorList | ArgKind::IntList | ArgKind::Str => quote!(&#id),
         ArgKind::OptIntList if arg.default.is_none() => quote!(&#id),
         ArgKind::OptTensor => quote!(#id.as_ref()),
-        ArgKind::OptIntList => quote!(#id.as_deref()),
+        ArgKind::OptIntList | ArgKind::OptStr => quote!(#id.as_deref()),
         _ => quote!(#id),
     }
 }

@@ -100,6 +100,8 @@ fn sample_arg(a: &crate::model::Arg, ti: &mut usize, li: &mut usize) -> TokenStr
             let d = dflt(a.kind);
             quote!(s.opt_device(#n)#d)
         }
+        // Only `None` is a valid default of `str?`, and an absent argument reads as None.
+        ArgKind::OptStr => quote!(s.string(#n)),
         ArgKind::Str => {
             let d = dflt(a.kind);
             quote!(s.string(#n)#d)

@@ -238,7 +238,42 @@ pub fn scatter_add<T: Element>(
     dim: i64,
     index: Src<'_, i64>,
     src: Src<'_, T>,
+    out: Dst<'_, T>,
+) -> KResult<()> {
+    scatter_with(self_, dim, index, src, out, |a, v| *a = a.add(v))
+}
+
+pub fn scatter_meta(
+    self_: &[usize],
+    dim: i64,
+    index: &[usize],
+    src: &[usize],
+) -> KResult<Vec<Vec<usize>>> {
+    scatter_add_meta(self_, dim, index, src)
+}
+
+/// `scatter(self, dim, index, src)`: a copy of `self` with `src[p]` written at `p` with
+/// `p[dim]` replaced by `index[p]`. Where indices repeat, the last position in the index's
+/// row-major order wins (PyTorch leaves the winner unspecified).
+pub fn scatter<T: Element>(
+    self_: Src<'_, T>,
+    dim: i64,
+    index: Src<'_, i64>,
+    src: Src<'_, T>,
+    out: Dst<'_, T>,
+) -> KResult<()> {
+    scatter_with(self_, dim, index, src, out, |a, v| *a = v)
+}
+
+/// The walk `scatter` and `scatter_add` share: `self` copied in compute precision, then
+/// `combine(slot, src[p])` for each index position in row-major order.
+fn scatter_with<T: Element>(
+    self_: Src<'_, T>,
+    dim: i64,
+    index: Src<'_, i64>,
+    src: Src<'_, T>,
     mut out: Dst<'_, T>,
+    combine: impl Fn(&mut T::Compute, T::Compute),
 ) -> KResult<()> {
     scatter_add_meta(
         &self_.layout.sizes,
@@ -271,8 +306,10 @@ pub fn scatter_add<T: Element>(
         let mut k = 0;
         for_each_run([&acc_view, &src_view], |[ao, so], len, [as_, ss]| {
             for t in 0..len {
-                let a = &mut acc[ao + t * as_ + idx[k] * step];
-                *a = a.add(src.data[so + t * ss].up());
+                combine(
+                    &mut acc[ao + t * as_ + idx[k] * step],
+                    src.data[so + t * ss].up(),
+                );
                 k += 1;
             }
         });

@@ -1,4 +1,4 @@
-//! index_select, gather, scatter_add and index_add on CUDA (kernels/cuda/index.cu.j2).
+//! index_select, gather, scatter, scatter_add and index_add on CUDA (kernels/cuda/index.cu.j2).
 //! Indices are range-checked on the host first (one small device-to-host copy), so a bad
 //! index is kiln's error with PyTorch's message, not a device-side assert.
 
@@ -155,6 +155,35 @@ pub fn scatter_add(
     launch(
         op,
         "scatter_add",
+        self_.dtype(),
+        out,
+        index,
+        &src,
+        d,
+        None,
+        index.numel(),
+    )
+}
+
+pub fn scatter(
+    op: &str,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    out: &Tensor,
+) -> Result<()> {
+    let (d, size) = dim_size(op, self_, dim)?;
+    with_op(op, check(index, size, oob(d, size)))?;
+    copy(op, self_, out)?;
+    // `src` may be larger than `index` (PyTorch allows it): read it at the index's
+    // coordinates through a view with the index's sizes and `src`'s strides.
+    let mut l = at_least_1d(src.layout());
+    l.sizes = at_least_1d(index.layout()).sizes;
+    let src = src.with_layout(l);
+    launch(
+        op,
+        "scatter",
         self_.dtype(),
         out,
         index,

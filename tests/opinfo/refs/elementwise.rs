@@ -323,3 +323,12 @@ pub fn norm_dim(s: &Sample) -> Vec<RefTensor> {
     let p = s.opt_scalar("p").flatten().map_or(2.0, |v| v.to::<f64>());
     grouped(s, &dims_arg(s), |g| p_norm(g, p))
 }
+
+pub fn div_mode(s: &Sample) -> Vec<RefTensor> {
+    let mode = s.string("rounding_mode");
+    map2(s, |a, b| match mode {
+        Some("trunc") => (a / b).trunc(),
+        Some("floor") => (a / b).floor(),
+        _ => a / b,
+    })
+}

@@ -616,3 +616,66 @@ pub fn pad(s: &Sample) -> Vec<RefTensor> {
         at(&x, &j)
     })]
 }
+
+pub fn scatter(s: &Sample) -> Vec<RefTensor> {
+    let (x, idx, src) = (input(s, 0), input(s, 1), input(s, 2));
+    let d = wrap(s.int("dim").expect("dim"), x.shape.len());
+    let mut out = x.clone();
+    for i in 0..idx.data.len() {
+        let p = idx.unravel(i);
+        let mut t = p.clone();
+        t[d] = idx.data[i] as usize;
+        let o = out.ravel(&t);
+        out.data[o] = at(&src, &p);
+    }
+    vec![out]
+}
+
+pub fn scatter_value(s: &Sample) -> Vec<RefTensor> {
+    let (x, idx) = (input(s, 0), input(s, 1));
+    let v = s.scalar("value").expect("value").to::<f64>();
+    let d = wrap(s.int("dim").expect("dim"), x.shape.len());
+    let mut out = x.clone();
+    for i in 0..idx.data.len() {
+        let mut t = idx.unravel(i);
+        t[d] = idx.data[i] as usize;
+        let o = out.ravel(&t);
+        out.data[o] = v;
+    }
+    vec![out]
+}
+
+pub fn masked_scatter(s: &Sample) -> Vec<RefTensor> {
+    let (x, m, src) = (input(s, 0), input(s, 1), input(s, 2));
+    let mut k = 0;
+    let data = (0..x.data.len())
+        .map(|i| {
+            let ix = x.unravel(i);
+            let lead = ix.len() - m.shape.len();
+            let j: Vec<usize> = (0..m.shape.len())
+                .map(|d| if m.shape[d] == 1 { 0 } else { ix[lead + d] })
+                .collect();
+            if at(&m, &j) != 0.0 {
+                k += 1;
+                src.data[k - 1]
+            } else {
+                x.data[i]
+            }
+        })
+        .collect();
+    vec![RefTensor {
+        shape: x.shape.clone(),
+        data,
+    }]
+}
+
+pub fn where_nonzero(s: &Sample) -> Vec<RefTensor> {
+    let nz = nonzero(s).remove(0);
+    let (rows, nd) = (nz.shape[0], nz.shape[1]);
+    (0..nd)
+        .map(|d| RefTensor {
+            shape: vec![rows],
+            data: (0..rows).map(|r| nz.data[r * nd + d]).collect(),
+        })
+        .collect()
+}

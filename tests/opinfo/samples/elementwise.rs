@@ -348,3 +348,31 @@ pub fn bitwise_unary_errors() -> Vec<ErrorSample> {
         "not implemented for 'Float'",
     )]
 }
+
+/// Quotients with both signs (so trunc and floor differ), nonzero divisors.
+pub fn div_mode(dtype: DType) -> Vec<Sample> {
+    let a = |s: &[usize], seed| super::ranged(s, dtype, (-6.0, 6.0), (-9, 10), seed);
+    let b = |s: &[usize], seed| nonzero(s, dtype, seed);
+    let mode = |m: &'static str| Arg::Str(m);
+    vec![
+        Sample::new("[3,4] trunc", vec![a(&[3, 4], 1), b(&[3, 4], 2)])
+            .arg("rounding_mode", mode("trunc")),
+        Sample::new("[2,3] floor broadcast [3]", vec![a(&[2, 3], 3), b(&[3], 4)])
+            .arg("rounding_mode", mode("floor")),
+        Sample::new("[4] true division", vec![a(&[4], 5), b(&[4], 6)]),
+        Sample::new("0-d floor", vec![a(&[], 7), b(&[], 8)])
+            .arg("rounding_mode", mode("floor"))
+            .edge(),
+    ]
+}
+
+pub fn div_mode_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new(
+            "mode round",
+            vec![vals(&[3], DType::F32, 73), vals(&[3], DType::F32, 74)],
+        )
+        .arg("rounding_mode", Arg::Str("round")),
+        "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'round'",
+    )]
+}

@@ -775,3 +775,159 @@ pub fn pad_errors() -> Vec<ErrorSample> {
         ),
     ]
 }
+
+/// An index whose entries are distinct along `dim` within each line, so every written
+/// position has one source (PyTorch leaves the winner among repeats unspecified).
+fn unique_index(shape: &[usize], dim: usize, size: usize, seed: u64) -> Tensor {
+    let n: usize = shape.iter().product();
+    let mut vals = vec![0i64; n];
+    let lines = n / shape[dim].max(1);
+    let inner: usize = shape[dim + 1..].iter().product();
+    for l in 0..lines {
+        let (o, j) = (l / inner, l % inner);
+        let p = super::perm(size, seed + l as u64);
+        for k in 0..shape[dim] {
+            vals[(o * shape[dim] + k) * inner + j] = p[k] as i64;
+        }
+    }
+    index(&vals, shape)
+}
+
+pub fn scatter(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new(
+            "[4,3] dim 0 index [2,3]",
+            vec![x(&[4, 3], 1), unique_index(&[2, 3], 0, 4, 2), x(&[2, 3], 3)],
+        )
+        .arg("dim", Arg::Int(0)),
+        Sample::new(
+            "[3,4] dim 1 index [3,2]",
+            vec![x(&[3, 4], 4), unique_index(&[3, 2], 1, 4, 5), x(&[3, 2], 6)],
+        )
+        .arg("dim", Arg::Int(1)),
+        Sample::new(
+            "[2,3,4] dim -1",
+            vec![
+                x(&[2, 3, 4], 12),
+                unique_index(&[2, 3, 2], 2, 4, 13),
+                x(&[2, 3, 2], 14),
+            ],
+        )
+        .arg("dim", Arg::Int(-1)),
+        // Not among the gradchecked three: src's gradient has the index's shape (as PyTorch's).
+        Sample::new(
+            "[2,3,4] dim -1, src larger than index",
+            vec![
+                x(&[2, 3, 4], 7),
+                unique_index(&[2, 3, 2], 2, 4, 8),
+                x(&[2, 3, 3], 9),
+            ],
+        )
+        .arg("dim", Arg::Int(-1)),
+        Sample::new(
+            "[3] dim 0 empty index",
+            vec![x(&[3], 10), index(&[], &[0]), x(&[0], 11)],
+        )
+        .arg("dim", Arg::Int(0))
+        .edge(),
+    ]
+}
+
+pub fn scatter_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new(
+            "index 3 of 3",
+            vec![
+                f32v(&[3, 2], 50),
+                index(&[3, 0], &[1, 2]),
+                f32v(&[1, 2], 51),
+            ],
+        )
+        .arg("dim", Arg::Int(0)),
+        "index 3 is out of bounds for dimension 0 with size 3",
+    )]
+}
+
+pub fn scatter_value(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let v = |f: f64| {
+        if dtype == DType::Bool {
+            Arg::Scalar(kiln::Scalar::Bool(f != 0.0))
+        } else if dtype.is_floating_point() {
+            super::float(f)
+        } else {
+            super::int(f as i64)
+        }
+    };
+    vec![
+        Sample::new(
+            "[4,3] dim 0 value 2",
+            vec![x(&[4, 3], 1), unique_index(&[2, 3], 0, 4, 2)],
+        )
+        .arg("dim", Arg::Int(0))
+        .arg("value", v(2.0)),
+        Sample::new(
+            "[3,4] dim 1 value -1",
+            vec![x(&[3, 4], 3), rand_index(&[3, 2], 4, 4)],
+        )
+        .arg("dim", Arg::Int(1))
+        .arg("value", v(-1.0)),
+        Sample::new(
+            "[2,3,2] dim 1 value 0",
+            vec![x(&[2, 3, 2], 5), rand_index(&[2, 2, 2], 3, 6)],
+        )
+        .arg("dim", Arg::Int(1))
+        .arg("value", v(0.0)),
+        Sample::new("[3] dim 0 empty index", vec![x(&[3], 7), index(&[], &[0])])
+            .arg("dim", Arg::Int(0))
+            .arg("value", v(1.0))
+            .edge(),
+    ]
+}
+
+pub fn scatter_value_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("index -1", vec![f32v(&[3], 52), index(&[-1], &[1])])
+            .arg("dim", Arg::Int(0))
+            .arg("value", super::float(1.0)),
+        "index -1 is out of bounds for dimension 0 with size 3",
+    )]
+}
+
+pub fn masked_scatter(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new(
+            "[3,4] mask [3,4] source [12]",
+            vec![x(&[3, 4], 1), mask(&[3, 4], 2), x(&[12], 3)],
+        ),
+        Sample::new(
+            "[2,3] mask [3] source [3,3]",
+            vec![x(&[2, 3], 4), mask(&[3], 5), x(&[3, 3], 6)],
+        ),
+        Sample::new(
+            "[4] mask 0-d source [5]",
+            vec![x(&[4], 7), Tensor::from(true), x(&[5], 8)],
+        ),
+        Sample::new(
+            "[0,2] mask [2] source [1]",
+            vec![x(&[0, 2], 9), mask(&[2], 10), x(&[1], 11)],
+        )
+        .edge(),
+    ]
+}
+
+pub fn masked_scatter_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new(
+            "source too small",
+            vec![
+                f32v(&[3], 53),
+                Tensor::from(vec![true, true, true]),
+                f32v(&[2], 54),
+            ],
+        ),
+        "masked_scatter: expected source to have at least 3 elements",
+    )]
+}
