@@ -24,8 +24,8 @@ use kiln::{DType, Result, Scalar, Tensor};
 
 include!(concat!(env!("OUT_DIR"), "/opinfo.rs"));
 
-// The issue's floor for the operator count, checked at compile time.
-const _: () = assert!(OPERATOR_COUNT >= 150);
+// Floors for the operator counts (issue 7 asks for 220 names), checked at compile time.
+const _: () = assert!(OPERATOR_NAME_COUNT >= 220 && OPERATOR_COUNT >= 290);
 
 fn main() -> std::process::ExitCode {
     runner::main(OPINFOS)
