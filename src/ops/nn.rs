@@ -238,7 +238,7 @@ fn conv_transpose(
     if groups <= 0 {
         return Err(Error::op(op, "non-positive groups is not supported"));
     }
-    let g = groups as i64;
+    let g = groups;
     let (cin, og, c) = (
         weight.shape()[0] as i64,
         weight.shape()[1] as i64,
@@ -806,7 +806,7 @@ fn adaptive_avg_pool(op: &str, n: usize, t: &Tensor, output_size: &[i64]) -> Res
         ));
     }
     let mut y = t.clone();
-    for i in 0..n {
+    for (i, &out) in output_size.iter().enumerate() {
         let dim = (t.dim() - n + i) as i64;
         let size = t.shape()[dim as usize];
         if size == 0 {
@@ -815,7 +815,7 @@ fn adaptive_avg_pool(op: &str, n: usize, t: &Tensor, output_size: &[i64]) -> Res
                 format!("{op}(): Expected input to have non-zero size for non-batch dimensions, but input has sizes {:?}", t.shape()),
             ));
         }
-        let m = adaptive_matrix(op, output_size[i] as usize, size, t.dtype(), t.device())?;
+        let m = adaptive_matrix(op, out as usize, size, t.dtype(), t.device())?;
         // Contract dim `dim` with the matrix: move it last, multiply by mᵀ, move it back.
         y = y
             .movedim(&[dim], &[-1])?

@@ -182,7 +182,7 @@ pub fn linalg_vector_norm(
     reduction_dims(op, t, dims)?;
     let a = x.abs()?;
     let p = ord.to::<f64>();
-    let r = if p == f64::INFINITY || p == f64::NEG_INFINITY {
+    let r = if p.is_infinite() {
         if t.numel() == 0 {
             return Err(Error::op(
                 op,

@@ -290,7 +290,7 @@ fn col2im_geometry(
         .ok_or_else(|| {
             format!("kernel_size={kernel_size:?} overflows: its product does not fit")
         })?;
-    if rows % k != 0 {
+    if !rows.is_multiple_of(k) {
         return Err(format!(
             "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)={rows} and kernel_size={kernel_size:?}"
         ));
