@@ -564,6 +564,333 @@ mod fuzz_findings {
         assert!(err_text(s.unflatten(-1, &[1])).contains("has no dimensions"));
     }
 
+    /// `err_text`, also checking that the message names `op`.
+    fn op_err<T: std::fmt::Debug>(op: &str, r: kiln::Result<T>) -> String {
+        let e = err_text(r);
+        assert!(e.starts_with(&format!("{op}: ")), "{e}");
+        e
+    }
+
+    fn v(t: &Tensor) -> Vec<f64> {
+        t.to_vec::<f64>().unwrap()
+    }
+
+    #[test]
+    fn split_and_chunk_with_huge_sizes_give_one_piece_per_element() {
+        let x = Tensor::from([[1f64, 2.]]);
+        let pieces = x.split_with(i64::MAX, -1).unwrap();
+        assert_eq!(pieces.len(), 1);
+        assert_eq!(v(&pieces[0]), vec![1., 2.]);
+        // ceil(5 / chunks) = 1 for any huge count: five pieces of one.
+        let y = Tensor::from([1f64, 2., 3., 4., 5.]);
+        let pieces = y.chunk(i64::MAX).unwrap();
+        assert_eq!(pieces.len(), 5);
+        assert_eq!(v(&pieces[4]), vec![5.]);
+        let e = op_err("split_with_sizes", y.split_with_sizes(&[i64::MAX, 2, 1]));
+        assert!(e.contains("to sum exactly to 5"), "{e}");
+    }
+
+    #[test]
+    fn chunk_of_an_empty_dim_into_a_huge_count_is_an_allocation_error() {
+        let x = Tensor::zeros(&[0, 5], DType::F32).unwrap();
+        assert_eq!(x.chunk(3).unwrap().len(), 3);
+        let e = within(60, move || err_text(x.chunk(i64::MAX)));
+        assert!(e.contains("not enough memory"), "{e}");
+    }
+
+    #[test]
+    fn unbind_and_flip_of_a_huge_expanded_dim_are_allocation_errors() {
+        let wide = Tensor::zeros(&[1], DType::F32)
+            .unwrap()
+            .expand(&[1 << 50])
+            .unwrap();
+        let w2 = wide.clone();
+        let e = within(60, move || err_text(w2.unbind()));
+        assert!(e.contains("not enough memory"), "{e}");
+        let e = within(60, move || err_text(wide.flip(&[0])));
+        assert!(e.contains("not enough memory"), "{e}");
+    }
+
+    #[test]
+    fn repeat_and_tile_whose_size_overflows_are_errors() {
+        let x = Tensor::zeros(&[2, 3], DType::F32).unwrap();
+        let e = op_err("repeat", x.repeat(&[2, 1 << 62]));
+        assert!(e.contains("overflow"), "{e}");
+        let e = op_err("repeat", x.tile(&[i64::MAX, 3]));
+        assert!(e.contains("overflow"), "{e}");
+    }
+
+    #[test]
+    fn tile_to_an_empty_tensor_with_huge_dims_backpropagates() {
+        // [3] tiled by [MAX, 0] is [MAX, 0]: empty, but its dims multiply past usize.
+        let x = Tensor::from([1f32, 2., 3.]).requires_grad_(true).unwrap();
+        let y = x.tile(&[i64::MAX, 0]).unwrap();
+        assert_eq!(y.shape(), &[i64::MAX as usize, 0]);
+        y.sum().unwrap().backward().unwrap();
+        assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![0., 0., 0.]);
+    }
+
+    #[test]
+    fn pad_amounts_that_overflow_are_errors() {
+        let x = Tensor::zeros(&[1, 3], DType::F32).unwrap();
+        let e = op_err("pad", kiln::pad(&x, &[i64::MAX, 1]));
+        assert!(e.contains("overflow"), "{e}");
+        let e = op_err(
+            "pad",
+            kiln::pad_with(&x, &[i64::MIN, i64::MIN], "constant", None),
+        );
+        assert!(e.contains("overflow"), "{e}");
+        // A crop of -i64::MIN with a matching pad: narrow rejects the start.
+        assert!(kiln::pad(&x, &[i64::MIN, i64::MAX]).is_err());
+        let e = within(60, move || {
+            err_text(kiln::pad_with(&x, &[1 << 40, 0], "replicate", None))
+        });
+        assert!(e.contains("not enough memory"), "{e}");
+    }
+
+    #[test]
+    fn pad_of_an_empty_tensor_by_a_huge_amount_is_empty() {
+        let x = Tensor::zeros(&[0, 4, 0, 3], DType::F32).unwrap();
+        let y = kiln::pad(&x, &[0, 4, 0, 1 << 62]).unwrap();
+        assert_eq!(y.shape(), &[0, 4, 1 << 62, 7]);
+    }
+
+    #[test]
+    fn diag_with_a_huge_offset_is_an_error() {
+        let x = Tensor::from([1f32, 2.]);
+        for k in [i64::MIN, i64::MAX] {
+            let e = op_err("diag", x.diag_with(k));
+            assert!(e.contains("overflow"), "{e}");
+        }
+        assert_eq!(x.diag_with(-1).unwrap().shape(), &[3, 3]);
+    }
+
+    #[test]
+    fn unfold_with_a_huge_step_has_one_window() {
+        let x = Tensor::from([[1f64, 2., 3., 4.], [5., 6., 7., 8.]]);
+        let w = x.unfold(1, 2, i64::MAX).unwrap();
+        assert_eq!(w.shape(), &[2, 1, 2]);
+        assert_eq!(v(&w), vec![1., 2., 5., 6.]);
+    }
+
+    #[test]
+    fn one_hot_of_the_largest_int64_or_a_negative_class_count_is_an_error() {
+        let x = Tensor::from([0i64, i64::MAX]);
+        let e = op_err("one_hot", kiln::one_hot(&x));
+        assert!(e.contains("overflow"), "{e}");
+        let empty = Tensor::zeros(&[0], DType::I64).unwrap();
+        let e = op_err("one_hot", kiln::one_hot_with(&empty, -5));
+        assert!(e.contains("negative dimension -5"), "{e}");
+        assert_eq!(kiln::one_hot_with(&empty, 3).unwrap().shape(), &[0, 3]);
+    }
+
+    #[test]
+    fn repeat_interleave_with_huge_counts_is_an_error_not_an_abort() {
+        let x = Tensor::from(1f32);
+        let big = Tensor::from(1i64 << 40);
+        let e = within(60, move || {
+            err_text(kiln::repeat_interleave_tensor_with(&x, &big, Some(0), None))
+        });
+        assert!(e.contains("not enough memory"), "{e}");
+        let y = Tensor::from([1f32, 2.]);
+        let e = op_err("repeat_interleave", y.repeat_interleave(i64::MAX));
+        assert!(e.contains("overflow"), "{e}");
+        let e = op_err(
+            "repeat_interleave",
+            kiln::repeat_interleave_with(&y, 3, None, Some(5)),
+        );
+        assert!(
+            e.contains("output_size=5, but the repeats add up to 6"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn prelu_follows_pytorchs_weight_checks() {
+        let w2 = Tensor::from([0.5f32, 0.25]);
+        // A 1-d input has one channel.
+        let e = op_err("prelu", Tensor::from([-1f32, 2.]).prelu(&w2));
+        assert!(
+            e.contains("parameter numbers = 2 and channel size = 1"),
+            "{e}"
+        );
+        let e = op_err("prelu", Tensor::from(-1f32).prelu(&w2));
+        assert!(e.contains("Not allow zero-dim input tensor."), "{e}");
+        let empty = Tensor::zeros(&[0], DType::F32).unwrap();
+        assert!(Tensor::zeros(&[0], DType::F32)
+            .unwrap()
+            .prelu(&empty)
+            .is_err());
+        let e = op_err(
+            "prelu",
+            Tensor::from([-2f32]).prelu(&Tensor::from([[0.5f32]])),
+        );
+        assert!(e.contains("ndim = 2"), "{e}");
+        // One weight for any input; one per channel for dim 1.
+        let y = Tensor::from([-2f32, 2.])
+            .prelu(&Tensor::from([0.5f32]))
+            .unwrap();
+        assert_eq!(y.to_vec::<f32>().unwrap(), vec![-1., 2.]);
+        let y = Tensor::from([[-4f32, -4.]]).prelu(&w2).unwrap();
+        assert_eq!(y.to_vec::<f32>().unwrap(), vec![-2., -1.]);
+        assert_eq!(
+            Tensor::zeros(&[3, 0], DType::F32)
+                .unwrap()
+                .prelu(&empty)
+                .unwrap()
+                .shape(),
+            &[3, 0]
+        );
+    }
+
+    #[test]
+    fn convolution_with_huge_groups_or_strides_is_an_error() {
+        let x = Tensor::zeros(&[4, 3], DType::F32).unwrap();
+        let w = Tensor::zeros(&[0, 4, 5], DType::F32).unwrap();
+        let e = op_err(
+            "conv1d",
+            kiln::conv1d_with(&x, &w, None, &[1], &[0], &[1], 1 << 62),
+        );
+        assert!(e.contains("channels"), "{e}");
+        let x = Tensor::zeros(&[1, 1, 2, 2], DType::F32).unwrap();
+        let w = Tensor::zeros(&[1, 1, 2, 2], DType::F32).unwrap();
+        let e = op_err(
+            "conv_transpose2d",
+            kiln::conv_transpose2d_with(&x, &w, None, &[i64::MAX], &[0], &[0], 1, &[1]),
+        );
+        assert!(e.contains("overflows int64"), "{e}");
+        let e = op_err(
+            "max_pool2d",
+            kiln::max_pool2d_with(&x, &[i64::MAX], &[1], &[1 << 62], &[i64::MAX], false),
+        );
+        assert!(e.contains("overflow"), "{e}");
+    }
+
+    #[test]
+    fn col2im_with_a_kernel_whose_product_overflows_is_an_error() {
+        let cols = Tensor::zeros(&[2, 3, 1], DType::F32).unwrap();
+        let e = op_err(
+            "col2im",
+            kiln::col2im(&cols, &[1, 3], &[1 << 62], &[1], &[0], &[1]),
+        );
+        assert!(e.contains("overflow"), "{e}");
+        let img = Tensor::zeros(&[0, 2, 3], DType::F32).unwrap();
+        let e = op_err(
+            "im2col",
+            kiln::im2col(&img, &[1 << 40, 1 << 40], &[1], &[1 << 40], &[1]),
+        );
+        assert!(e.contains("overflow int64"), "{e}");
+    }
+
+    #[test]
+    fn resampling_to_huge_sizes_is_an_error_not_an_abort() {
+        let x = Tensor::zeros(&[2, 3, 4], DType::F32).unwrap();
+        let (a, b) = (x.clone(), x.clone());
+        let e = within(60, move || {
+            err_text(kiln::adaptive_avg_pool1d(&a, &[i64::MAX]))
+        });
+        assert!(e.contains("overflow"), "{e}");
+        let e = within(60, move || {
+            err_text(kiln::upsample_nearest1d(&b, &[1 << 40]))
+        });
+        assert!(e.contains("not enough memory"), "{e}");
+        // Two output sizes for one spatial dim.
+        let e = op_err("upsample_nearest1d", kiln::upsample_nearest1d(&x, &[2, 5]));
+        assert!(e.contains("output_size must be 1 positive values"), "{e}");
+        let empty = Tensor::zeros(&[1, 5, 3, 0], DType::F32).unwrap();
+        let e = op_err(
+            "upsample_bilinear2d",
+            kiln::upsample_bilinear2d(&empty, &[3, 4], false),
+        );
+        assert!(
+            e.contains("Input and output sizes should be greater than 0"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn pixel_shuffle_with_a_huge_factor_is_an_error() {
+        let x = Tensor::zeros(&[5, 5, 3], DType::F32).unwrap();
+        let e = op_err("pixel_shuffle", kiln::pixel_shuffle(&x, 1 << 62));
+        assert!(e.contains("not divisible by 4611686018427387904^2"), "{e}");
+        let empty = Tensor::zeros(&[2, 0, 0], DType::F32).unwrap();
+        let e = op_err("pixel_unshuffle", kiln::pixel_unshuffle(&empty, 1 << 32));
+        assert!(e.contains("overflow"), "{e}");
+        // r² overflows, but divides 0 channels: [0, 1, 0] becomes [0, r, 0].
+        let y = kiln::pixel_shuffle(&Tensor::zeros(&[0, 1, 0], DType::F32).unwrap(), 1 << 62);
+        assert_eq!(y.unwrap().shape(), &[0, 1 << 62, 0]);
+    }
+
+    #[test]
+    fn cross_entropy_with_zero_classes_and_probability_targets() {
+        let x = Tensor::zeros(&[1, 0], DType::F32).unwrap();
+        let y = kiln::cross_entropy_loss(&x, &x).unwrap();
+        assert_eq!(y.item::<f32>().unwrap(), 0.0);
+        let x = Tensor::zeros(&[0, 3], DType::F32).unwrap();
+        assert!(kiln::cross_entropy_loss(&x, &x)
+            .unwrap()
+            .item::<f32>()
+            .unwrap()
+            .is_nan());
+    }
+
+    #[test]
+    fn matmul_of_batches_broadcasting_past_int64_is_an_error() {
+        let a = Tensor::zeros(&[1, 1, 0, 2], DType::F32)
+            .unwrap()
+            .expand(&[1 << 40, 1, 0, 2])
+            .unwrap();
+        let b = Tensor::zeros(&[1, 1, 2, 0], DType::F32)
+            .unwrap()
+            .expand(&[1, 1 << 40, 2, 0])
+            .unwrap();
+        let e = op_err("matmul", a.matmul(&b));
+        assert!(e.contains("overflow"), "{e}");
+    }
+
+    #[test]
+    fn var_over_a_repeated_dim_is_pytorchs_error() {
+        let x = Tensor::zeros(&[1], DType::F32)
+            .unwrap()
+            .expand(&[1 << 40])
+            .unwrap();
+        let e = op_err("var", kiln::var_with(&x, Some(&[0, 0]), None, false));
+        assert!(e.contains("dim 0 appears multiple times"), "{e}");
+    }
+
+    #[test]
+    fn cumprod_backward_with_zeros_is_exact_and_linear() {
+        // out = [2, 0, 0, 0, 0]; d/dx_0 of Σ out = 1; d/dx_1 = 2 + 2·3 + 2·3·0 + 0 = 8; the
+        // later positions sit behind x_1 = 0.
+        let x = Tensor::from([2f64, 0., 3., 0., 5.])
+            .requires_grad_(true)
+            .unwrap();
+        x.cumprod(0).unwrap().sum().unwrap().backward().unwrap();
+        assert_eq!(v(&x.grad().unwrap()), vec![1., 8., 0., 0., 0.]);
+        // Along dim 1 of a matrix, one row without zeros: d/dx_i Σ_j Π_{k≤j} x_k.
+        let m = Tensor::from([[1f64, 2., 3.], [4., 0., 0.]])
+            .requires_grad_(true)
+            .unwrap();
+        m.cumprod(1).unwrap().sum().unwrap().backward().unwrap();
+        assert_eq!(v(&m.grad().unwrap()), vec![9., 4., 2., 1., 4., 0.]);
+        // It used to loop over every position (O(n²)).
+        let n = 200_000;
+        let mut data = vec![1f64; n];
+        data[7] = 0.0;
+        let long = Tensor::from_vec(data, &[n])
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        let l2 = long.clone();
+        within(60, move || {
+            l2.cumprod(0).unwrap().sum().unwrap().backward().unwrap();
+        });
+        let g = v(&long.grad().unwrap());
+        // Position i < 7 reaches the outputs i..=6; position 7 reaches all from 7 on.
+        assert_eq!(g[..8], [7., 6., 5., 4., 3., 2., 1., (n - 7) as f64]);
+        assert!(g[8..].iter().all(|&x| x == 0.0));
+    }
+
     #[test]
     fn backward_helpers_with_huge_or_negative_sizes_are_errors() {
         let g = Tensor::zeros(&[1, 5], DType::F32).unwrap();

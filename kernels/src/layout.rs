@@ -99,8 +99,12 @@ impl Layout {
     }
 
     /// Number of elements. Every layout kiln builds has passed [`Layout::check_in_bounds`],
-    /// so this product does not overflow.
+    /// so a non-empty layout's product does not overflow; an empty one's other dims may
+    /// multiply past `usize` before the 0 is reached, so it is answered first.
     pub fn numel(&self) -> usize {
+        if self.sizes.contains(&0) {
+            return 0;
+        }
         self.sizes.iter().product()
     }
 

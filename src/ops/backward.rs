@@ -446,8 +446,11 @@ pub fn reverse_cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
     t.flip(&[dim])?.cumsum(dim)?.flip(&[dim])
 }
 
-/// Backward of `cumprod`: `Σ_{k≥i} grad_k · out_k / x_i` when no element is 0; otherwise,
-/// for each position `i`, the products with `x_i` replaced by 1 (O(n²), exact with zeros).
+/// Backward of `cumprod`: `Σ_{k≥i} grad_k · out_k / x_i` when no element is 0. With zeros,
+/// per slice along `dim` with its first zero at `z` (O(n), as PyTorch's formula): positions
+/// before `z` use that formula (`out_k` is 0 from `z` on); position `z` gets
+/// `Σ_{k≥z} grad_k · cumprod(x with x_z = 1)_k`; positions after `z` get 0 (every product
+/// through them holds `x_z`).
 pub fn cumprod_backward(
     grad: &Tensor,
     self_: &Tensor,
@@ -459,33 +462,21 @@ pub fn cumprod_backward(
     }
     let grad = grad.to_dtype(self_.dtype())?;
     let result = result.to_dtype(self_.dtype())?;
-    if self_.eq_scalar(0)?.any()?.item::<bool>()? {
-        let d = kiln_kernels::layout::wrap_dim(dim, self_.dim())
-            .map_err(|m| crate::Error::op("cumprod_backward", m))?;
-        let n = self_.shape()[d] as i64;
-        let pos = Tensor::arange(0, n, 1, DType::I64)?.to_device(self_.device())?;
-        let mut shape = vec![1i64; self_.dim()];
-        shape[d] = n;
-        let pos = pos.reshape(&shape)?;
-        let parts = (0..n)
-            .map(|i| {
-                let at_i = pos.eq_scalar(i)?;
-                let without_i = self_.ones_like()?.where_cond(&at_i, self_)?.cumprod(dim)?;
-                let from_i = pos.ge_scalar(i)?;
-                let terms = grad.mul(&without_i)?;
-                crate::sum_dim_with(
-                    &terms
-                        .zeros_like()?
-                        .where_cond(&from_i.logical_not()?, &terms)?,
-                    &[dim],
-                    true,
-                    None,
-                )
-            })
-            .collect::<Result<Vec<_>>>()?;
-        return crate::cat_with(&parts, dim);
+    let zero = self_.eq_scalar(0)?;
+    if !zero.any()?.item::<bool>()? {
+        return reverse_cumsum(&grad.mul(&result)?, dim)?.div(self_);
     }
-    reverse_cumsum(&grad.mul(&result)?, dim)?.div(self_)
+    // Zeros seen up to and including each position.
+    let seen = zero.cumsum(dim)?;
+    let before = seen.eq_scalar(0)?;
+    let first = seen.eq_scalar(1)?.logical_and(&zero)?;
+    let one = self_.ones_like()?;
+    let safe_x = self_.where_cond(&before, &one)?;
+    let early = reverse_cumsum(&grad.mul(&result)?, dim)?.div(&safe_x)?;
+    let without_z = one.where_cond(&first, self_)?.cumprod(dim)?;
+    let at_z = reverse_cumsum(&grad.mul(&without_z)?, dim)?;
+    let late = at_z.where_cond(&first, &self_.zeros_like()?)?;
+    early.where_cond(&before, &late)
 }
 
 /// The spatial sizes of an image of `sizes` whose kernel is `kernel_size` (its last dims).

@@ -48,7 +48,10 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                     format!("mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})"),
                 ));
             }
-            let nb: usize = batch.iter().product();
+            // Broadcasting two (expanded) batches can give more matrices than an int64 counts.
+            let nb = kiln_kernels::layout::checked_numel(&batch)
+                .filter(|&nb| i64::try_from(nb).is_ok())
+                .ok_or_else(|| batch_overflow(&batch, a, b))?;
             let mut ea = i64s(&batch);
             ea.extend([n as i64, k as i64]);
             let mut eb = i64s(&batch);
@@ -67,6 +70,17 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             Ok(out)
         }
     }
+}
+
+fn batch_overflow(batch: &[usize], a: &Tensor, b: &Tensor) -> Error {
+    Error::op(
+        "matmul",
+        format!(
+            "the broadcast batch {batch:?} of {:?} and {:?} overflows int64 (numel: integer multiplication overflow)",
+            a.shape(),
+            b.shape()
+        ),
+    )
 }
 
 /// `stack(tensors, dim)`: `cat` of the tensors each unsqueezed at `dim`.
@@ -166,10 +180,11 @@ pub fn log_softmax(t: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor>
 /// `sum_to_size(size)`: sums broadcast dims away so the result has `size`.
 pub fn sum_to_size(t: &Tensor, size: &[i64]) -> Result<Tensor> {
     let target: Vec<usize> = size.iter().map(|&s| s.max(0) as usize).collect();
-    if kiln_kernels::layout::broadcast_shapes(&target, t.shape())
-        .ok()
-        .as_deref()
-        != Some(t.shape())
+    if size.iter().any(|&s| s < 0)
+        || kiln_kernels::layout::broadcast_shapes(&target, t.shape())
+            .ok()
+            .as_deref()
+            != Some(t.shape())
     {
         return Err(Error::op(
             "sum_to_size",
@@ -296,12 +311,12 @@ fn reduced_count(op: &str, t: &Tensor, dims: &[i64]) -> Result<usize> {
     if dims.is_empty() {
         return Ok(t.numel());
     }
-    let mut n = 1;
-    for &d in dims {
-        let w = kiln_kernels::layout::wrap_dim(d, t.dim()).map_err(|m| Error::op(op, m))?;
-        n *= if t.dim() == 0 { 1 } else { t.shape()[w] };
-    }
-    Ok(n)
+    // Distinct dims (PyTorch's error for a repeated one), so the product is at most numel.
+    let dims = crate::ops::reducing::reduction_dims(op, t, dims)?;
+    Ok(dims
+        .iter()
+        .map(|&w| if t.dim() == 0 { 1 } else { t.shape()[w] })
+        .product())
 }
 
 /// Half-precision inputs are reduced in float32 and cast back, as PyTorch's reduction
@@ -509,7 +524,20 @@ pub fn repeat(t: &Tensor, repeats: &[i64]) -> Result<Tensor> {
         .zip(&sizes)
         .flat_map(|(&r, &s)| [r, s])
         .collect();
-    let out: Vec<i64> = repeats.iter().zip(&sizes).map(|(&r, &s)| r * s).collect();
+    let out = repeats
+        .iter()
+        .zip(&sizes)
+        .map(|(&r, &s)| r.checked_mul(s))
+        .collect::<Option<Vec<i64>>>()
+        .ok_or_else(|| {
+            Error::op(
+                "repeat",
+                format!(
+                    "repeats {repeats:?} of a tensor of size {:?} overflow int64 (numel: integer multiplication overflow)",
+                    t.shape()
+                ),
+            )
+        })?;
     t.reshape(&paired)?.expand(&expanded)?.reshape(&out)
 }
 

@@ -206,19 +206,33 @@ pub fn rad2deg(t: &Tensor) -> Result<Tensor> {
 // ---------------------------------------------------------------------------------------
 
 /// `prelu(weight)`: `max(0, x) + weight * min(0, x)`, with one weight or one per channel
-/// (dim 1).
+/// (dim 1; a 1-D input has one channel), as PyTorch's checks define it.
 pub fn prelu(t: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    let op = "prelu";
+    if weight.dim() > 1 {
+        return Err(Error::op(
+            op,
+            format!(
+                "prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {}",
+                weight.dim()
+            ),
+        ));
+    }
     let n = weight.numel();
     let w = if n == 1 {
         weight.reshape(&[])?
     } else {
-        let channels = if t.dim() >= 2 { t.shape()[1] } else { 0 };
-        if weight.dim() != 1 || n != channels {
+        if t.dim() == 0 {
+            return Err(Error::op(op, "Not allow zero-dim input tensor."));
+        }
+        let channels = if t.dim() >= 2 { t.shape()[1] } else { 1 };
+        if n != channels {
             return Err(Error::op(
-                "prelu",
+                op,
                 format!("Mismatch of parameter numbers and input channel size. Found parameter numbers = {n} and channel size = {channels}."),
             ));
         }
+        // Here `t` has at least 2 dims: a 1-D input has one channel and `n != 1`.
         let mut shape = vec![1i64; t.dim()];
         shape[1] = n as i64;
         weight.reshape(&shape)?

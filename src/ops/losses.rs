@@ -290,11 +290,9 @@ pub fn cross_entropy_loss(
         let loss = crate::sum_dim_with(&terms, &[cd], false, None)?.neg()?;
         return match reduction {
             0 => Ok(loss),
-            1 => loss.sum()?.div_scalar(if input.dim() == 1 {
-                1
-            } else {
-                input.numel() / input.shape()[1]
-            } as f64),
+            // The number of samples: every element of the loss (its shape is the input's
+            // without the class dim, which may be empty).
+            1 => loss.sum()?.div_scalar(loss.numel() as f64),
             2 => loss.sum(),
             r => Err(Error::op(
                 op,

@@ -3,6 +3,7 @@
 //! autograd), linear layers, resampling, embedding, dropout and attention.
 
 use crate::ops::backward::i64s;
+use crate::ops::shaping::host_vec;
 use crate::{DType, Device, Error, Result, Scalar, Tensor};
 use kiln_kernels::cpu::fold::Geometry;
 
@@ -35,6 +36,19 @@ fn batched(op: &str, input: &Tensor, n: usize) -> Result<(Tensor, bool)> {
             ),
         ))
     }
+}
+
+/// The product of `v` (sizes or a kernel), or `op`'s error when it overflows int64: an empty
+/// tensor may have dims whose product does.
+fn product(op: &str, what: &str, v: &[i64]) -> Result<i64> {
+    v.iter()
+        .try_fold(1i64, |acc, &x| acc.checked_mul(x))
+        .ok_or_else(|| {
+            Error::op(
+                op,
+                format!("the product of {what} {v:?} overflows int64 (numel: integer multiplication overflow)"),
+            )
+        })
 }
 
 fn unbatched(t: Tensor, was_batched: bool) -> Result<Tensor> {
@@ -90,14 +104,15 @@ fn conv(
     }
     let g = groups as usize;
     let (o, cg, c) = (weight.shape()[0], weight.shape()[1], x.shape()[1]);
-    if c != cg * g {
+    let expected = cg.checked_mul(g);
+    if expected != Some(c) {
+        let expected = expected.map_or(format!("{cg} x {groups}"), |e| e.to_string());
         return Err(Error::op(
             op,
             format!(
-                "Given groups={groups}, weight of size {:?}, expected input{:?} to have {} channels, but got {c} channels instead",
+                "Given groups={groups}, weight of size {:?}, expected input{:?} to have {expected} channels, but got {c} channels instead",
                 weight.shape(),
                 x.shape(),
-                cg * g
             ),
         ));
     }
@@ -129,15 +144,16 @@ fn conv(
     );
     let k = i64s(&weight.shape()[2..]);
     let out_size = blocks(op, &x, &k, &d, &p, &s)?;
-    let kk: i64 = k.iter().product();
+    // An empty weight may have dims whose product overflows.
+    let cgkk = product(op, "weight sizes", &i64s(&weight.shape()[1..]))?;
     let batch = x.shape()[0] as i64;
     let cols = crate::im2col(&x, &k, &d, &p, &s)?;
     let l = cols.shape()[cols.dim() - 1] as i64;
     let y = if g == 1 {
-        weight.reshape(&[o as i64, cg as i64 * kk])?.matmul(&cols)?
+        weight.reshape(&[o as i64, cgkk])?.matmul(&cols)?
     } else {
-        let w = weight.reshape(&[g as i64, (o / g) as i64, cg as i64 * kk])?;
-        w.matmul(&cols.reshape(&[batch, g as i64, cg as i64 * kk, l])?)?
+        let w = weight.reshape(&[g as i64, (o / g) as i64, cgkk])?;
+        w.matmul(&cols.reshape(&[batch, g as i64, cgkk, l])?)?
     };
     let mut shape = vec![batch, o as i64];
     shape.extend(&out_size);
@@ -250,27 +266,64 @@ fn conv_transpose(
             format!("output padding must be smaller than either stride or dilation, but got output_padding={op_:?}, stride={s:?}, dilation={d:?}"),
         ));
     }
+    if let Some(bad) = s.iter().chain(&d).find(|&&v| v <= 0) {
+        return Err(Error::op(
+            op,
+            format!("stride and dilation should be greater than zero, but got stride={s:?}, dilation={d:?} ({bad})"),
+        ));
+    }
+    if let Some(bad) = p.iter().find(|&&v| v < 0) {
+        return Err(Error::op(
+            op,
+            format!("negative padding is not supported, but got padding={p:?} ({bad})"),
+        ));
+    }
     let k = i64s(&weight.shape()[2..]);
-    let kk: i64 = k.iter().product();
+    let kk = product(op, "kernel sizes", &k)?;
     let spatial = &x.shape()[2..];
-    let out_size: Vec<i64> = (0..n)
-        .map(|i| (spatial[i] as i64 - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op_[i] + 1)
+    // In i128: each term may be near i64's limits.
+    let wide: Vec<i128> = (0..n)
+        .map(|i| {
+            let (s, p, d, k, o) = (
+                s[i] as i128,
+                p[i] as i128,
+                d[i] as i128,
+                k[i] as i128,
+                op_[i] as i128,
+            );
+            (spatial[i] as i128 - 1) * s - 2 * p + d * (k - 1) + o + 1
+        })
         .collect();
-    if out_size.iter().any(|&v| v <= 0) {
+    if wide.iter().any(|&v| v <= 0) {
         return Err(Error::op(
             op,
             format!(
-                "the output size {out_size:?} computed from input {:?} is too small",
+                "the output size {wide:?} computed from input {:?} is too small",
                 x.shape()
             ),
         ));
     }
+    let out_size = wide
+        .iter()
+        .map(|&v| i64::try_from(v).ok())
+        .collect::<Option<Vec<i64>>>()
+        .ok_or_else(|| {
+            Error::op(
+                op,
+                format!(
+                    "the output size {wide:?} computed from input {:?} overflows int64",
+                    x.shape()
+                ),
+            )
+        })?;
     let batch = x.shape()[0] as i64;
-    let lin: i64 = spatial.iter().product::<usize>() as i64;
+    let lin = product(op, "input spatial sizes", &i64s(spatial))?;
     // weight [Cin, Og, *k] as [G, Cin/G, Og*K], transposed to [G, Og*K, Cin/G].
-    let w = weight.reshape(&[g, cin / g, og * kk])?.transpose(-1, -2)?;
+    let ogkk = product(op, "weight sizes", &[og, kk])?;
+    let w = weight.reshape(&[g, cin / g, ogkk])?.transpose(-1, -2)?;
     let xs = x.reshape(&[batch, g, cin / g, lin])?;
-    let cols = w.matmul(&xs)?.reshape(&[batch, g * og * kk, lin])?;
+    let rows = product(op, "groups x weight sizes", &[g, ogkk])?;
+    let cols = w.matmul(&xs)?.reshape(&[batch, rows, lin])?;
     let mut y = crate::col2im(&cols, &out_size, &k, &d, &p, &s)?;
     if let Some(b) = bias {
         y = y.add(&channel_view(b, n)?)?;
@@ -375,7 +428,9 @@ impl Pool {
             ));
         }
         for i in 0..n {
-            if p[i] < 0 || p[i] > (d[i] * (k[i] - 1) + 1) / 2 {
+            // In i128: a huge kernel or dilation must not overflow the span.
+            let span = d[i] as i128 * (k[i] as i128 - 1) + 1;
+            if p[i] < 0 || p[i] as i128 > span / 2 {
                 return Err(Error::op(
                     op,
                     format!(
@@ -396,12 +451,13 @@ impl Pool {
                 if !ceil_mode {
                     return 0;
                 }
+                // In i128: the parameters may be anywhere in i64.
                 let (size, k, s, p, d) = (
-                    spatial[i] as i64,
-                    self.k[i],
-                    self.s[i],
-                    self.p[i],
-                    self.d[i],
+                    spatial[i] as i128,
+                    self.k[i] as i128,
+                    self.s[i] as i128,
+                    self.p[i] as i128,
+                    self.d[i] as i128,
                 );
                 let span = d * (k - 1) + 1;
                 let avail = size + 2 * p - span;
@@ -412,9 +468,38 @@ impl Pool {
                 if (out - 1) * s >= size + p {
                     out -= 1;
                 }
-                ((out - 1) * s + span - (size + 2 * p)).max(0)
+                // Less than one stride, so it fits in i64.
+                ((out - 1) * s + span - (size + 2 * p)).max(0) as i64
             })
             .collect()
+    }
+
+    /// The padding after each dim: `padding` plus the `ceil_mode` extra, or `op`'s error when
+    /// that overflows.
+    fn after(&self, op: &str, spatial: &[usize], ceil_mode: bool) -> Result<(Vec<i64>, Vec<i64>)> {
+        let extra = self.ceil_extra(spatial, ceil_mode);
+        let after = self
+            .p
+            .iter()
+            .zip(&extra)
+            .zip(spatial)
+            // The padded size, `size + padding + after`, must fit too.
+            .map(|((&p, &e), &n)| {
+                let after = p.checked_add(e)?;
+                (n as i64).checked_add(p)?.checked_add(after)?;
+                Some(after)
+            })
+            .collect::<Option<Vec<i64>>>()
+            .ok_or_else(|| {
+                Error::op(
+                    op,
+                    format!(
+                        "the input of spatial size {spatial:?} padded by {:?} (and the ceil_mode overhang {extra:?}) overflows int64",
+                        self.p
+                    ),
+                )
+            })?;
+        Ok((extra, after))
     }
 }
 
@@ -447,8 +532,7 @@ fn max_pool(
     let (x, was_batched) = batched(op, input, n)?;
     let pool = Pool::new(op, n, kernel_size, stride, padding, dilation)?;
     let spatial: Vec<usize> = x.shape()[2..].to_vec();
-    let extra = pool.ceil_extra(&spatial, ceil_mode);
-    let after: Vec<i64> = (0..n).map(|i| pool.p[i] + extra[i]).collect();
+    let (_, after) = pool.after(op, &spatial, ceil_mode)?;
     let xp = crate::pad_with(
         &x,
         &pad_list(&pool.p, &after),
@@ -458,7 +542,9 @@ fn max_pool(
     let zeros = vec![0i64; n];
     let out_size = blocks(op, &xp, &pool.k, &pool.d, &zeros, &pool.s)?;
     let (b, c) = (x.shape()[0] as i64, x.shape()[1] as i64);
-    let kk: i64 = pool.k.iter().product();
+    let kk = product(op, "kernel_size", &pool.k)?;
+    // Flat indices into a plane: its size must fit (an empty input may have huge dims).
+    product(op, "input spatial sizes", &i64s(&spatial))?;
     let cols = crate::im2col(&xp, &pool.k, &pool.d, &zeros, &pool.s)?;
     let l = cols.shape()[2] as i64;
     let (values, at) = cols.reshape(&[b, c, kk, l])?.max_dim(2)?;
@@ -578,13 +664,12 @@ fn avg_pool(
         return Err(Error::op(op, "divisor must be not zero"));
     }
     let spatial: Vec<usize> = x.shape()[2..].to_vec();
-    let extra = pool.ceil_extra(&spatial, ceil_mode);
-    let after: Vec<i64> = (0..n).map(|i| pool.p[i] + extra[i]).collect();
+    let (extra, after) = pool.after(op, &spatial, ceil_mode)?;
     let xp = crate::pad(&x, &pad_list(&pool.p, &after))?;
     let (ones, zeros) = (vec![1i64; n], vec![0i64; n]);
     let out_size = blocks(op, &xp, &pool.k, &ones, &zeros, &pool.s)?;
     let (b, c) = (x.shape()[0] as i64, x.shape()[1] as i64);
-    let kk: i64 = pool.k.iter().product();
+    let kk = product(op, "kernel_size", &pool.k)?;
     let cols = crate::im2col(&xp, &pool.k, &ones, &zeros, &pool.s)?;
     let l = cols.shape()[2] as i64;
     let sums = crate::sum_dim_with(&cols.reshape(&[b, c, kk, l])?, &[2], false, None)?;
@@ -666,8 +751,22 @@ pub fn avg_pool2d(
 
 /// The `[out, size]` matrix averaging each adaptive window: output `i` covers
 /// `floor(i * size / out) .. ceil((i + 1) * size / out)`.
-fn adaptive_matrix(out: usize, size: usize, dtype: DType, device: Device) -> Result<Tensor> {
-    let mut m = vec![0.0f64; out * size];
+fn adaptive_matrix(
+    op: &str,
+    out: usize,
+    size: usize,
+    dtype: DType,
+    device: Device,
+) -> Result<Tensor> {
+    // `i * size` and `(i + 1) * size` below are at most `out * size`.
+    let len = out.checked_mul(size).ok_or_else(|| {
+        Error::op(
+            op,
+            format!("{op}: an output size of {out} over an input of {size} overflows"),
+        )
+    })?;
+    let mut m = host_vec(op, len)?;
+    m.resize(len, 0.0f64);
     for i in 0..out {
         let (start, end) = (i * size / out, ((i + 1) * size).div_ceil(out));
         for j in start..end {
@@ -716,7 +815,7 @@ fn adaptive_avg_pool(op: &str, n: usize, t: &Tensor, output_size: &[i64]) -> Res
                 format!("{op}(): Expected input to have non-zero size for non-batch dimensions, but input has sizes {:?}", t.shape()),
             ));
         }
-        let m = adaptive_matrix(out as usize, size, t.dtype(), t.device())?;
+        let m = adaptive_matrix(op, out as usize, size, t.dtype(), t.device())?;
         // Contract dim `dim` with the matrix: move it last, multiply by mᵀ, move it back.
         y = y
             .movedim(&[dim], &[-1])?
@@ -917,20 +1016,28 @@ fn check_resize(op: &str, t: &Tensor, output_size: &[i64], n: usize) -> Result<(
             format!("{op}: output_size must be {n} positive values, but got {output_size:?}"),
         ));
     }
+    let spatial = &t.shape()[2..];
+    if spatial.contains(&0) {
+        return Err(Error::op(
+            op,
+            format!("{op}: Input and output sizes should be greater than 0, but got input {spatial:?} and output {output_size:?}"),
+        ));
+    }
     Ok(())
 }
 
+/// Nearest-neighbour resampling of the `scales.len()` spatial dims.
 fn nearest(op: &str, t: &Tensor, output_size: &[i64], scales: &[Option<f64>]) -> Result<Tensor> {
-    let n = output_size.len();
+    let n = scales.len();
     check_resize(op, t, output_size, n)?;
     let mut y = t.clone();
     for i in 0..n {
         let dim = 2 + i;
         let (size, out) = (t.shape()[dim], output_size[i] as usize);
         let r = ratio(size, out, scales[i]);
-        let src: Vec<i64> = (0..out)
-            .map(|o| ((o as f64 * r).floor() as i64).min(size as i64 - 1))
-            .collect();
+        // As long as the output dim: a huge size is an allocation error here.
+        let mut src = host_vec(op, out)?;
+        src.extend((0..out).map(|o| ((o as f64 * r).floor() as i64).min(size as i64 - 1)));
         let idx = Tensor::from_vec(src, &[out])?.to_device(t.device())?;
         y = y.index_select(dim as i64, &idx)?;
     }
@@ -954,8 +1061,22 @@ pub fn upsample_nearest2d(
 }
 
 /// The `[out, size]` linear-interpolation matrix of PyTorch's `area_pixel_compute_source_index`.
-fn linear_matrix(out: usize, size: usize, align_corners: bool, scale: Option<f64>) -> Vec<f64> {
-    let mut m = vec![0.0; out * size];
+/// `size` is positive ([`check_resize`]).
+fn linear_matrix(
+    op: &str,
+    out: usize,
+    size: usize,
+    align_corners: bool,
+    scale: Option<f64>,
+) -> Result<Vec<f64>> {
+    let len = out.checked_mul(size).ok_or_else(|| {
+        Error::op(
+            op,
+            format!("{op}: an output size of {out} over an input of {size} overflows"),
+        )
+    })?;
+    let mut m = host_vec(op, len)?;
+    m.resize(len, 0.0);
     for o in 0..out {
         let src = if align_corners {
             if out > 1 {
@@ -972,7 +1093,7 @@ fn linear_matrix(out: usize, size: usize, align_corners: bool, scale: Option<f64
         m[o * size + i0] += 1.0 - w1;
         m[o * size + i1] += w1;
     }
-    m
+    Ok(m)
 }
 
 /// `upsample_bilinear2d(output_size, align_corners, scales_h, scales_w)`: separable linear
@@ -999,7 +1120,7 @@ pub fn upsample_bilinear2d(
     for (i, scale) in [scales_h, scales_w].into_iter().enumerate() {
         let dim = (2 + i) as i64;
         let (size, out) = (t.shape()[dim as usize], output_size[i] as usize);
-        let m = linear_matrix(out, size, align_corners, scale);
+        let m = linear_matrix(op, out, size, align_corners, scale)?;
         let m = Tensor::from_vec(m, &[out, size])?
             .to_dtype(t.dtype())?
             .to_device(t.device())?;
@@ -1033,20 +1154,32 @@ pub fn pixel_shuffle(t: &Tensor, upscale_factor: i64) -> Result<Tensor> {
         t.shape()[nd - 2] as i64,
         t.shape()[nd - 1] as i64,
     );
-    if c % (r * r) != 0 {
+    // r² beyond int64 divides only an empty channel dim.
+    let rr = r.checked_mul(r);
+    if rr.map_or(c != 0, |rr| c % rr != 0) {
         return Err(Error::op(
             op,
-            format!("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={c} is not divisible by {}", r * r),
+            format!("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={c} is not divisible by {}", rr.map_or(format!("{r}^2"), |rr| rr.to_string())),
         ));
     }
+    let (hr, wr) = match (h.checked_mul(r), w.checked_mul(r)) {
+        (Some(hr), Some(wr)) => (hr, wr),
+        _ => {
+            return Err(Error::op(
+                op,
+                format!("pixel_shuffle: the output size [{h} x {r}, {w} x {r}] overflows int64"),
+            ))
+        }
+    };
+    let out_c = rr.map_or(0, |rr| c / rr);
     let lead = i64s(&t.shape()[..nd - 3]);
     let mut shape = lead.clone();
-    shape.extend([c / (r * r), r, r, h, w]);
+    shape.extend([out_c, r, r, h, w]);
     let b = lead.len() as i64;
     let mut perm: Vec<i64> = (0..b).collect();
     perm.extend([b, b + 3, b + 1, b + 4, b + 2]);
     let mut out = lead;
-    out.extend([c / (r * r), h * r, w * r]);
+    out.extend([out_c, hr, wr]);
     t.reshape(&shape)?.permute(&perm)?.reshape(&out)
 }
 
@@ -1084,8 +1217,17 @@ pub fn pixel_unshuffle(t: &Tensor, downscale_factor: i64) -> Result<Tensor> {
     let b = lead.len() as i64;
     let mut perm: Vec<i64> = (0..b).collect();
     perm.extend([b, b + 2, b + 4, b + 1, b + 3]);
+    let cr = c
+        .checked_mul(r)
+        .and_then(|v| v.checked_mul(r))
+        .ok_or_else(|| {
+            Error::op(
+                op,
+                format!("pixel_unshuffle: the output channels {c} x {r}^2 overflow int64"),
+            )
+        })?;
     let mut out = lead;
-    out.extend([c * r * r, h / r, w / r]);
+    out.extend([cr, h / r, w / r]);
     t.reshape(&shape)?.permute(&perm)?.reshape(&out)
 }
 

@@ -16,6 +16,38 @@ fn index(vals: Vec<i64>, device: Device) -> Result<Tensor> {
     Tensor::from_vec(vals, &[n])?.to_device(device)
 }
 
+/// An empty vector with room for `len` values, or PyTorch's out-of-memory error for `op`:
+/// host-side index lists sized by a user's argument (a repeat count, a padding amount, an
+/// output size) must fail like a tensor allocation rather than abort the process.
+pub(crate) fn host_vec<T>(op: &str, len: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        crate::tensor::storage::out_of_memory(
+            op,
+            len as u128 * std::mem::size_of::<T>().max(1) as u128,
+        )
+    })?;
+    Ok(v)
+}
+
+/// `n` as a host length, or `op`'s error when it does not fit this machine's `usize`.
+pub(crate) fn host_len(op: &str, n: i64) -> Result<usize> {
+    usize::try_from(n).map_err(|_| {
+        Error::op(
+            op,
+            format!("Trying to create tensor with negative dimension {n}"),
+        )
+    })
+}
+
+/// PyTorch's error for a result size that overflows int64.
+pub(crate) fn size_overflow(op: &str, what: impl std::fmt::Display) -> Error {
+    Error::op(
+        op,
+        format!("{what}: integer overflow computing the result's size (numel overflow)"),
+    )
+}
+
 /// Wrapped dims, or PyTorch's error when one is named twice.
 fn distinct_dims(op: &str, dims: &[i64], nd: usize) -> Result<Vec<usize>> {
     let mut out = Vec::with_capacity(dims.len());
@@ -60,7 +92,9 @@ pub fn flip(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
     for d in dims.into_iter().filter(|_| t.dim() > 0) {
         let n = t.shape()[d] as i64;
         if n > 1 {
-            r = r.index_select(d as i64, &index((0..n).rev().collect(), t.device())?)?;
+            // Built as a tensor, so a huge (expanded) dim is an allocation error.
+            let rev = Tensor::arange(n - 1, -1, -1, DType::I64)?.to_device(t.device())?;
+            r = r.index_select(d as i64, &rev)?;
         }
     }
     copied(t, r)
@@ -207,7 +241,13 @@ pub fn diag(t: &Tensor, diagonal_: i64) -> Result<Tensor> {
                 .unsqueeze(0)?
                 .expand(&[n as i64, n as i64])?
                 .where_cond(&on, &t.zeros_like()?.unsqueeze(0)?)?;
-            let k = diagonal_.abs();
+            // The result is `n + |diagonal|` square: that must fit an int64.
+            let k = diagonal_
+                .checked_abs()
+                .filter(|k| k.checked_add(n as i64).is_some())
+                .ok_or_else(|| {
+                    size_overflow("diag", format!("diagonal {diagonal_} of a {n}-vector"))
+                })?;
             let pad = if diagonal_ >= 0 {
                 [k, 0, 0, k]
             } else {
@@ -311,7 +351,8 @@ pub fn unfold(t: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor
     let mut strides = i64s(t.strides());
     let s = strides[d];
     sizes[d] = (n - size) / step + 1;
-    strides[d] = s * step;
+    // With one window the stride is never stepped; a huge `step` must not overflow it.
+    strides[d] = if sizes[d] > 1 { s * step } else { s };
     sizes.push(size);
     strides.push(s);
     t.as_strided_with(&sizes, &strides, Some(t.storage_offset() as i64))
@@ -372,17 +413,15 @@ pub fn split(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
             ),
         ));
     }
-    let pieces = if n == 0 {
-        1
-    } else {
-        (n + split_size - 1) / split_size
-    };
-    (0..pieces)
-        .map(|i| {
-            let start = i * split_size;
-            t.narrow(d as i64, start, split_size.min(n - start))
-        })
-        .collect()
+    // ceil(n / split_size) without forming `n + split_size`, which overflows for a huge
+    // split_size.
+    let pieces = if n == 0 { 1 } else { (n - 1) / split_size + 1 };
+    let mut out = host_vec("split", pieces as usize)?;
+    for i in 0..pieces {
+        let start = i * split_size;
+        out.push(t.narrow(d as i64, start, split_size.min(n - start))?);
+    }
+    Ok(out)
 }
 
 /// `split(split_sizes, dim)`: pieces of the given sizes, which must add up to the dim's size.
@@ -401,7 +440,10 @@ pub fn split_with_sizes(t: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec
             format!("split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={split_sizes:?}"),
         ));
     }
-    if split_sizes.iter().sum::<i64>() != n {
+    let total = split_sizes
+        .iter()
+        .try_fold(0i64, |acc, &s| acc.checked_add(s));
+    if total != Some(n) {
         return Err(Error::op(
             "split_with_sizes",
             format!("split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension {d}), but got split_sizes={split_sizes:?}"),
@@ -434,10 +476,16 @@ pub fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     }
     let d = wrap("chunk", dim, t.dim())?;
     let n = t.shape()[d] as i64;
-    let size = (n + chunks - 1) / chunks;
+    // ceil(n / chunks) without forming `n + chunks`, which overflows for a huge count.
+    let size = if n == 0 { 0 } else { (n - 1) / chunks + 1 };
     if size == 0 {
-        // An empty dim still gives `chunks` (empty) pieces, as PyTorch.
-        return (0..chunks).map(|_| t.narrow(d as i64, 0, 0)).collect();
+        // An empty dim still gives `chunks` (empty) pieces, as PyTorch: one tensor each,
+        // so a huge count is an allocation error, not a loop that never ends.
+        let mut pieces = host_vec::<Tensor>("chunk", host_len("chunk", chunks)?)?;
+        for _ in 0..chunks {
+            pieces.push(t.narrow(d as i64, 0, 0)?);
+        }
+        return Ok(pieces);
     }
     split(t, size, dim)
 }
@@ -451,9 +499,12 @@ pub fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
         ));
     }
     let d = wrap("unbind", dim, t.dim())?;
-    (0..t.shape()[d] as i64)
-        .map(|i| t.select(d as i64, i))
-        .collect()
+    // One tensor per slice: an expanded dim may be far longer than memory allows.
+    let mut out = host_vec("unbind", t.shape()[d])?;
+    for i in 0..t.shape()[d] as i64 {
+        out.push(t.select(d as i64, i)?);
+    }
+    Ok(out)
 }
 
 /// `meshgrid(tensors, indexing)`: coordinate grids from 0-d or 1-d tensors; `"ij"` indexes
@@ -601,7 +652,9 @@ pub fn one_hot(t: &Tensor, num_classes: i64) -> Result<Tensor> {
     let vals = t.to_vec::<i64>()?;
     let classes = if num_classes == -1 {
         match vals.iter().max() {
-            Some(&m) => m + 1,
+            Some(&m) => m.checked_add(1).ok_or_else(|| {
+                size_overflow(op, format!("the largest class value {m} plus one"))
+            })?,
             None => {
                 return Err(Error::op(
                     op,
@@ -621,7 +674,14 @@ pub fn one_hot(t: &Tensor, num_classes: i64) -> Result<Tensor> {
             "Class values must be smaller than num_classes.",
         ));
     }
-    let range = Tensor::arange(0, classes.max(0), 1, DType::I64)?.to_device(t.device())?;
+    if classes < 0 {
+        // Only reachable for an empty input (any value would be >= classes).
+        return Err(Error::op(
+            op,
+            format!("Trying to create tensor with negative dimension {classes}"),
+        ));
+    }
+    let range = Tensor::arange(0, classes, 1, DType::I64)?.to_device(t.device())?;
     t.unsqueeze(-1)?.eq(&range)?.to_dtype(DType::I64)
 }
 
@@ -758,7 +818,9 @@ pub fn repeat_interleave(
     }
     let (x, d) = interleave_input(t, dim)?;
     let n = size_at(&x, d);
-    interleave(&x, d, vec![repeats; n], output_size)
+    let mut counts = host_vec("repeat_interleave", n)?;
+    counts.resize(n, repeats);
+    interleave(&x, d, counts, output_size)
 }
 
 /// `repeat_interleave(repeats, dim)` with a 0-d or 1-d tensor of per-slice counts.
@@ -785,7 +847,9 @@ pub fn repeat_interleave_tensor(
     let n = size_at(&x, d);
     let counts = repeats.to_vec::<i64>()?;
     let counts = if repeats.dim() == 0 {
-        vec![counts[0]; n]
+        let mut all = host_vec(op, n)?;
+        all.resize(n, counts[0]);
+        all
     } else if counts.len() == n {
         counts
     } else {
@@ -812,19 +876,25 @@ fn interleave_input(t: &Tensor, dim: Option<i64>) -> Result<(Tensor, usize)> {
     }
 }
 
+/// Slice `i` of `x` along `d` repeated `counts[i]` (non-negative) times.
 fn interleave(x: &Tensor, d: usize, counts: Vec<i64>, output_size: Option<i64>) -> Result<Tensor> {
-    let idx: Vec<i64> = counts
+    let op = "repeat_interleave";
+    let total = counts
         .iter()
-        .enumerate()
-        .flat_map(|(i, &c)| std::iter::repeat(i as i64).take(c as usize))
-        .collect();
+        .try_fold(0i64, |acc, &c| acc.checked_add(c))
+        .ok_or_else(|| size_overflow(op, "the repeats' sum"))?;
     if let Some(o) = output_size {
-        if o != idx.len() as i64 {
+        if o != total {
             return Err(Error::op(
-                "repeat_interleave",
-                format!("allocated size does not match required size: output_size={o}, but the repeats add up to {}", idx.len()),
+                op,
+                format!("allocated size does not match required size: output_size={o}, but the repeats add up to {total}"),
             ));
         }
+    }
+    // The index list is as long as the result: a huge count is an allocation error here.
+    let mut idx = host_vec(op, host_len(op, total)?)?;
+    for (i, &c) in counts.iter().enumerate() {
+        idx.extend(std::iter::repeat(i as i64).take(c as usize));
     }
     if x.dim() == 0 {
         return x.reshape(&[1])?.index_select(0, &index(idx, x.device())?);
@@ -837,9 +907,10 @@ fn interleave(x: &Tensor, d: usize, counts: Vec<i64>, output_size: Option<i64>) 
 // ---------------------------------------------------------------------------------------
 
 /// Source index for output position `j` (from `-left`) of a dim of `n` in a non-constant
-/// padding mode.
-fn pad_source(mode: &str, j: i64, n: i64) -> i64 {
-    match mode {
+/// padding mode (`n > 0`). In i128: `j` runs from `-left`, which may be `-i64::MIN`.
+fn pad_source(mode: &str, j: i128, n: i64) -> i64 {
+    let n = n as i128;
+    let src = match mode {
         "reflect" => {
             let period = 2 * (n - 1);
             let m = j.rem_euclid(period.max(1));
@@ -851,7 +922,8 @@ fn pad_source(mode: &str, j: i64, n: i64) -> i64 {
         }
         "replicate" => j.clamp(0, n - 1),
         _ => j.rem_euclid(n), // circular
-    }
+    };
+    src as i64 // in 0..n
 }
 
 /// `pad(pad, mode, value)`: PyTorch's `F.pad`. `pad` lists (left, right) pairs from the last
@@ -901,7 +973,16 @@ pub fn pad(t: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Te
         if left == 0 && right == 0 {
             continue;
         }
-        if n + left + right < 0 {
+        let out = n
+            .checked_add(left)
+            .and_then(|v| v.checked_add(right))
+            .ok_or_else(|| {
+                size_overflow(
+                    op,
+                    format!("padding ({left}, {right}) of dimension {d} of size {n}"),
+                )
+            })?;
+        if out < 0 {
             return Err(Error::op(
                 op,
                 format!("The input size {n}, plus negative padding {left} and {right} resulted in a negative output size, which is invalid. Check dimension {d} of your input."),
@@ -925,7 +1006,9 @@ pub fn pad(t: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Te
                 },
             ));
         }
-        let src: Vec<i64> = (-left..n + right).map(|j| pad_source(mode, j, n)).collect();
+        // As long as the padded dim: a huge amount is an allocation error here.
+        let mut src = host_vec(op, out as usize)?;
+        src.extend((0..out).map(|i| pad_source(mode, i as i128 - left as i128, n)));
         r = r.index_select(d as i64, &index(src, t.device())?)?;
     }
     copied(t, r)
@@ -934,7 +1017,8 @@ pub fn pad(t: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Te
 /// Constant padding of one dim: crop negative amounts, then concatenate filled blocks.
 fn pad_constant(t: &Tensor, d: usize, left: i64, right: i64, value: f64) -> Result<Tensor> {
     let n = t.shape()[d] as i64;
-    let (lo, hi) = ((-left).max(0), (-right).max(0));
+    // Saturating: `-i64::MIN` only reaches `narrow`, which rejects it.
+    let (lo, hi) = (left.saturating_neg().max(0), right.saturating_neg().max(0));
     let core = t.narrow(d as i64, lo, (n - lo - hi).max(0))?;
     let core_shape = core.shape().to_vec();
     let fill = |k: i64| -> Result<Tensor> {

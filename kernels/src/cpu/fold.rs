@@ -95,14 +95,46 @@ impl Geometry {
         let spatial = &image[image.len() - n..];
         let mut blocks = Vec::with_capacity(n);
         for d in 0..n {
-            let span = dil[d] * (kernel[d] - 1) + 1;
-            let avail = spatial[d] + 2 * pad[d];
+            // Checked, and kept within i64 so `source` can subtract the padding.
+            let span = dil[d]
+                .checked_mul(kernel[d] - 1)
+                .and_then(|v| v.checked_add(1))
+                .filter(|&v| v <= i64::MAX as usize);
+            let avail = pad[d]
+                .checked_mul(2)
+                .and_then(|v| v.checked_add(spatial[d]))
+                .filter(|&v| v <= i64::MAX as usize);
+            let (Some(span), Some(avail)) = (span, avail) else {
+                return Err(format!(
+                    "Given input with spatial size {spatial:?}, kernel_size={kernel:?}, dilation={dil:?}, padding={pad:?}: the dilated kernel or the padded input overflows int64 along dim {d}"
+                ));
+            };
             if avail < span {
                 return Err(format!(
                     "Given input with spatial size {spatial:?}, kernel_size={kernel:?}, dilation={dil:?}, padding={pad:?}, calculated shape of the array of sliding blocks is non-positive along dim {d}: the padded input ({avail}) is smaller than the dilated kernel ({span})"
                 ));
             }
             blocks.push((avail - span) / st[d] + 1);
+        }
+        // The image's plane and the columns' shape `[B, C*K, L]`: S, K, L, C*K and the
+        // products must each fit an int64, even when B or C is 0.
+        let fits = |v: &[usize]| {
+            v.iter()
+                .try_fold(1usize, |acc, &x| acc.checked_mul(x))
+                .is_some_and(|p| p <= i64::MAX as usize)
+        };
+        let all: Vec<usize> = [batch, channels]
+            .iter()
+            .chain(&kernel)
+            .chain(&blocks)
+            .copied()
+            .collect();
+        let ck: Vec<usize> = [channels].iter().chain(&kernel).copied().collect();
+        let sizes_fit = fits(spatial) && fits(&kernel) && fits(&blocks) && fits(&ck);
+        if !(sizes_fit && fits(&all[1..]) && fits(&all)) {
+            return Err(format!(
+                "Given input of size {image:?}, kernel_size={kernel:?}, dilation={dil:?}, padding={pad:?}, stride={st:?}: the {blocks:?} sliding blocks' columns overflow int64"
+            ));
         }
         Ok(Geometry {
             dims: n,
@@ -251,8 +283,14 @@ fn col2im_geometry(
     }
     let batched = cols.len() == 3;
     let rows = cols[cols.len() - 2];
-    let k: usize = expand("kernel_size", kernel_size, n, 1)?.iter().product();
-    if (rows / k) * k != rows {
+    let kernel = expand("kernel_size", kernel_size, n, 1)?;
+    let k = kernel
+        .iter()
+        .try_fold(1usize, |acc, &v| acc.checked_mul(v))
+        .ok_or_else(|| {
+            format!("kernel_size={kernel_size:?} overflows: its product does not fit")
+        })?;
+    if !rows.is_multiple_of(k) {
         return Err(format!(
             "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)={rows} and kernel_size={kernel_size:?}"
         ));

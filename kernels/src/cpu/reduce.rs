@@ -81,7 +81,12 @@ fn grouped<'a, T: Element>(src: &Src<'a, T>, mask: &[bool]) -> (Cow<'a, [T]>, us
     let l = src.layout;
     let kept = (0..l.ndim()).filter(|&d| !mask[d]);
     let reduced = (0..l.ndim()).filter(|&d| mask[d]);
-    let group = reduced.clone().map(|d| l.sizes[d]).product();
+    // Saturating: an empty tensor's other dims may multiply past usize (then the group is 0
+    // if a reduced dim is, and otherwise there is no output element to use it).
+    let group = reduced
+        .clone()
+        .map(|d| l.sizes[d])
+        .fold(1usize, |n, s| n.saturating_mul(s));
     let mut perm = Layout {
         sizes: vec![],
         strides: vec![],

@@ -29,10 +29,15 @@ pub(crate) fn contiguous_out<'b, T: Copy>(out: &'b mut Dst<'_, T>) -> KResult<&'
 }
 
 /// Splits a row-major shape around `dim` into `(outer, size, inner)`: the element at
-/// `(o, i, j)` sits at `(o * size + i) * inner + j`. A 0-d shape is treated as `[1]`.
+/// `(o, i, j)` sits at `(o * size + i) * inner + j`. A 0-d shape is treated as `[1]`. An
+/// empty shape gives outer and inner 0: its other dims may multiply past `usize`, and there
+/// is no element to address.
 pub(crate) fn split_at_dim(sizes: &[usize], dim: usize) -> (usize, usize, usize) {
     if sizes.is_empty() {
         return (1, 1, 1);
+    }
+    if sizes.contains(&0) {
+        return (0, sizes[dim], 0);
     }
     (
         sizes[..dim].iter().product(),
