@@ -514,8 +514,7 @@ pub fn repeat(t: &Tensor, repeats: &[i64]) -> Result<Tensor> {
         ));
     }
     let pad = repeats.len() - t.dim();
-    let sizes: Vec<i64> = std::iter::repeat(1)
-        .take(pad)
+    let sizes: Vec<i64> = std::iter::repeat_n(1, pad)
         .chain(t.shape().iter().map(|&s| s as i64))
         .collect();
     let paired: Vec<i64> = sizes.iter().flat_map(|&s| [1, s]).collect();
@@ -544,8 +543,7 @@ pub fn repeat(t: &Tensor, repeats: &[i64]) -> Result<Tensor> {
 /// `tile(dims)`: `repeat` with `dims` padded with leading 1s to the tensor's rank.
 pub fn tile(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let pad = t.dim().saturating_sub(dims.len());
-    let full: Vec<i64> = std::iter::repeat(1)
-        .take(pad)
+    let full: Vec<i64> = std::iter::repeat_n(1, pad)
         .chain(dims.iter().copied())
         .collect();
     repeat(t, &full)

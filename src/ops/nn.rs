@@ -62,7 +62,7 @@ fn unbatched(t: Tensor, was_batched: bool) -> Result<Tensor> {
 /// `bias` shaped to broadcast over `[B, C, *S]` with `n` spatial dims.
 fn channel_view(bias: &Tensor, n: usize) -> Result<Tensor> {
     let mut shape = vec![1i64, -1];
-    shape.extend(std::iter::repeat(1).take(n));
+    shape.extend(std::iter::repeat_n(1, n));
     bias.reshape(&shape)
 }
 

@@ -894,7 +894,7 @@ fn interleave(x: &Tensor, d: usize, counts: Vec<i64>, output_size: Option<i64>) 
     // The index list is as long as the result: a huge count is an allocation error here.
     let mut idx = host_vec(op, host_len(op, total)?)?;
     for (i, &c) in counts.iter().enumerate() {
-        idx.extend(std::iter::repeat(i as i64).take(c as usize));
+        idx.extend(std::iter::repeat_n(i as i64, c as usize));
     }
     if x.dim() == 0 {
         return x.reshape(&[1])?.index_select(0, &index(idx, x.device())?);
@@ -931,7 +931,7 @@ fn pad_source(mode: &str, j: i128, n: i64) -> i64 {
 /// replicate, circular (those three on the last 1–3 dims of a batched or unbatched input).
 pub fn pad(t: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Tensor> {
     let op = "pad";
-    if pad.len() % 2 != 0 {
+    if !pad.len().is_multiple_of(2) {
         return Err(Error::op(op, "Padding length must be divisible by 2"));
     }
     if pad.len() > 2 * t.dim() {

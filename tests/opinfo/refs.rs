@@ -1110,8 +1110,7 @@ pub fn tile(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
     let dims = s.ints("dims").expect("dims");
     let pad = x.shape.len().saturating_sub(dims.len());
-    let reps: Vec<i64> = std::iter::repeat(1)
-        .take(pad)
+    let reps: Vec<i64> = std::iter::repeat_n(1, pad)
         .chain(dims.iter().copied())
         .collect();
     vec![repeat_by(&x, &reps)]

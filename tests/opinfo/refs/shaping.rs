@@ -530,7 +530,7 @@ fn interleaved(x: &RefTensor, dim: Option<usize>, counts: &[usize]) -> RefTensor
     let src: Vec<usize> = counts
         .iter()
         .enumerate()
-        .flat_map(|(i, &c)| std::iter::repeat(i).take(c))
+        .flat_map(|(i, &c)| std::iter::repeat_n(i, c))
         .collect();
     let mut shape = x.shape.clone();
     shape[d] = src.len();
