@@ -667,10 +667,12 @@ mod fuzz_findings {
 
     #[test]
     fn unfold_with_a_huge_step_has_one_window() {
-        let x = Tensor::from([[1f64, 2., 3., 4.], [5., 6., 7., 8.]]);
-        let w = x.unfold(1, 2, i64::MAX).unwrap();
-        assert_eq!(w.shape(), &[2, 1, 2]);
-        assert_eq!(v(&w), vec![1., 2., 5., 6.]);
+        // Along dim 0 (stride 2), `stride * step` overflowed.
+        let x = Tensor::from([[1f64, 2.], [3., 4.], [5., 6.], [7., 8.]]);
+        let w = x.unfold(0, 2, i64::MAX).unwrap();
+        assert_eq!(w.shape(), &[1, 2, 2]);
+        // Window 0 holds rows 0 and 1, as the last dim: w[0, c, k] = x[k, c].
+        assert_eq!(v(&w), vec![1., 3., 2., 4.]);
     }
 
     #[test]
