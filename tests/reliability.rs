@@ -851,13 +851,17 @@ mod fuzz_findings {
     }
 
     #[test]
-    fn var_over_a_repeated_dim_is_pytorchs_error() {
+    fn var_over_a_repeated_dim_is_pytorchs_error_and_over_huge_empty_dims_is_empty() {
         let x = Tensor::zeros(&[1], DType::F32)
             .unwrap()
             .expand(&[1 << 40])
             .unwrap();
         let e = op_err("var", kiln::var_with(&x, Some(&[0, 0]), None, false));
         assert!(e.contains("dim 0 appears multiple times"), "{e}");
+        // An empty tensor's reduced dims may multiply past usize (2^62 * 7).
+        let empty = Tensor::zeros(&[0, 4, 1 << 62, 7], DType::F32).unwrap();
+        let r = kiln::var_with(&empty, Some(&[2, 3]), None, false).unwrap();
+        assert_eq!(r.shape(), &[0, 4]);
     }
 
     #[test]
