@@ -667,10 +667,12 @@ mod fuzz_findings {
 
     #[test]
     fn unfold_with_a_huge_step_has_one_window() {
-        let x = Tensor::from([[1f64, 2., 3., 4.], [5., 6., 7., 8.]]);
-        let w = x.unfold(1, 2, i64::MAX).unwrap();
-        assert_eq!(w.shape(), &[2, 1, 2]);
-        assert_eq!(v(&w), vec![1., 2., 5., 6.]);
+        // Along dim 0 (stride 2), `stride * step` overflowed.
+        let x = Tensor::from([[1f64, 2.], [3., 4.], [5., 6.], [7., 8.]]);
+        let w = x.unfold(0, 2, i64::MAX).unwrap();
+        assert_eq!(w.shape(), &[1, 2, 2]);
+        // Window 0 holds rows 0 and 1, as the last dim: w[0, c, k] = x[k, c].
+        assert_eq!(v(&w), vec![1., 3., 2., 4.]);
     }
 
     #[test]
@@ -849,13 +851,17 @@ mod fuzz_findings {
     }
 
     #[test]
-    fn var_over_a_repeated_dim_is_pytorchs_error() {
+    fn var_over_a_repeated_dim_is_pytorchs_error_and_over_huge_empty_dims_is_empty() {
         let x = Tensor::zeros(&[1], DType::F32)
             .unwrap()
             .expand(&[1 << 40])
             .unwrap();
         let e = op_err("var", kiln::var_with(&x, Some(&[0, 0]), None, false));
         assert!(e.contains("dim 0 appears multiple times"), "{e}");
+        // An empty tensor's reduced dims may multiply past usize (2^62 * 7).
+        let empty = Tensor::zeros(&[0, 4, 1 << 62, 7], DType::F32).unwrap();
+        let r = kiln::var_with(&empty, Some(&[2, 3]), None, false).unwrap();
+        assert_eq!(r.shape(), &[0, 4]);
     }
 
     #[test]

@@ -311,12 +311,14 @@ fn reduced_count(op: &str, t: &Tensor, dims: &[i64]) -> Result<usize> {
     if dims.is_empty() {
         return Ok(t.numel());
     }
-    // Distinct dims (PyTorch's error for a repeated one), so the product is at most numel.
+    // Distinct dims (PyTorch's error for a repeated one), so a non-empty tensor's product is
+    // at most its numel. An empty tensor's other dims may multiply past usize: saturate (the
+    // count is then 0 if a reduced dim is, and otherwise no output element uses it).
     let dims = crate::ops::reducing::reduction_dims(op, t, dims)?;
     Ok(dims
         .iter()
         .map(|&w| if t.dim() == 0 { 1 } else { t.shape()[w] })
-        .product())
+        .fold(1usize, |n, s| n.saturating_mul(s)))
 }
 
 /// Half-precision inputs are reduced in float32 and cast back, as PyTorch's reduction
