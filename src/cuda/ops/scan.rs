@@ -25,7 +25,7 @@ fn lines(op: &str, t: &Tensor, dim: i64) -> Result<(Layout, usize, usize)> {
         offset: l.offset,
     };
     let n = l.sizes[d];
-    let count = if n == 0 { 0 } else { l.numel() / n };
+    let count = l.numel().checked_div(n).unwrap_or(0);
     Ok((layout, count, n))
 }
 
@@ -47,7 +47,7 @@ fn launch(
     let x = operand_with(op, input, &layout)?;
     let ks = outs
         .iter()
-        .map(|o| Ok(operand_with(op, o, &lines(op, o, dim)?.0)?))
+        .map(|o| operand_with(op, o, &lines(op, o, dim)?.0))
         .collect::<Result<Vec<_>>>()?;
     let f = gpu.function("scan", &format!("{kind}_{}", dtype.short_name()))?;
     let (c, nn) = (count as i64, n as i64);
