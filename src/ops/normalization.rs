@@ -27,6 +27,23 @@ fn check_float(op: &str, t: &Tensor) -> Result<()> {
     }
 }
 
+/// The trailing dims `normalized_shape` names, once `input` is known to end with that shape.
+fn trailing_dims(op: &str, input: &Tensor, normalized_shape: &[i64]) -> Result<Vec<i64>> {
+    let (k, nd) = (normalized_shape.len(), input.dim());
+    if k == 0 || k > nd || i64s(&input.shape()[nd - k..]) != normalized_shape {
+        let expected: Vec<String> = normalized_shape.iter().map(|v| v.to_string()).collect();
+        return Err(Error::op(
+            op,
+            format!(
+                "Given normalized_shape={normalized_shape:?}, expected input with shape [*, {}], but got input of size{:?}",
+                expected.join(", "),
+                input.shape()
+            ),
+        ));
+    }
+    Ok((nd - k..nd).map(|d| d as i64).collect())
+}
+
 /// `[1, C, 1, ...]` view of a per-channel vector for an input of `nd` dims.
 fn per_channel(v: &Tensor, nd: usize) -> Result<Tensor> {
     let mut shape = vec![1i64; nd.max(2)];
@@ -169,19 +186,7 @@ pub fn layer_norm(
     let _ = cudnn_enable;
     let op = "layer_norm";
     check_float(op, input)?;
-    let k = normalized_shape.len();
-    let nd = input.dim();
-    let tail = i64s(&input.shape()[nd.saturating_sub(k)..]);
-    if k == 0 || k > nd || tail != normalized_shape {
-        return Err(Error::op(
-            op,
-            format!(
-                "Given normalized_shape={normalized_shape:?}, expected input with shape [*, {}], but got input of size{:?}",
-                normalized_shape.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", "),
-                input.shape()
-            ),
-        ));
-    }
+    let dims = trailing_dims(op, input, normalized_shape)?;
     for (name, v) in [("weight", weight), ("bias", bias)] {
         if let Some(t) = v {
             if i64s(t.shape()) != normalized_shape {
@@ -193,7 +198,6 @@ pub fn layer_norm(
         }
     }
     let (x, dtype) = widened(input)?;
-    let dims: Vec<i64> = (nd - k..nd).map(|d| d as i64).collect();
     let mean = crate::mean_dim_with(&x, &dims, true, None)?;
     let var = crate::var_with(&x, Some(&dims), Some(crate::Scalar::Int(0)), true)?;
     let y = x.sub(&mean)?.mul(&var.add_scalar(eps)?.rsqrt()?)?;
@@ -318,18 +322,7 @@ pub fn rms_norm(
 ) -> Result<Tensor> {
     let op = "rms_norm";
     check_float(op, input)?;
-    let k = normalized_shape.len();
-    let nd = input.dim();
-    if k == 0 || k > nd || i64s(&input.shape()[nd - k..]) != normalized_shape {
-        return Err(Error::op(
-            op,
-            format!(
-                "Given normalized_shape={normalized_shape:?}, expected input with shape [*, {}], but got input of size{:?}",
-                normalized_shape.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", "),
-                input.shape()
-            ),
-        ));
-    }
+    let dims = trailing_dims(op, input, normalized_shape)?;
     let eps = eps.unwrap_or(match input.dtype() {
         DType::F16 => 0.0009765625,
         DType::BF16 => 0.0078125,
@@ -337,7 +330,6 @@ pub fn rms_norm(
         _ => f64::EPSILON,
     });
     let (x, dtype) = widened(input)?;
-    let dims: Vec<i64> = (nd - k..nd).map(|d| d as i64).collect();
     let ms = crate::mean_dim_with(&x.mul(&x)?, &dims, true, None)?;
     let y = x.mul(&ms.add_scalar(eps)?.rsqrt()?)?;
     affine(y, weight, None, |v| v.to_dtype(x.dtype()))?.to_dtype(dtype)

@@ -144,29 +144,24 @@ pub fn scatter_add(
     src: &Tensor,
     out: &Tensor,
 ) -> Result<()> {
-    let (d, size) = dim_size(op, self_, dim)?;
-    with_op(op, check(index, size, oob(d, size)))?;
-    copy(op, self_, out)?;
-    // `src` may be larger than `index` (PyTorch allows it): read it at the index's
-    // coordinates through a view with the index's sizes and `src`'s strides.
-    let mut l = at_least_1d(src.layout());
-    l.sizes = at_least_1d(index.layout()).sizes;
-    let src = src.with_layout(l);
-    launch(
-        op,
-        "scatter_add",
-        self_.dtype(),
-        out,
-        index,
-        &src,
-        d,
-        None,
-        index.numel(),
-    )
+    scatter_like(op, "scatter_add", self_, dim, index, src, out)
 }
 
 pub fn scatter(
     op: &str,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    out: &Tensor,
+) -> Result<()> {
+    scatter_like(op, "scatter", self_, dim, index, src, out)
+}
+
+/// `out = self`, then kernel `name` writes (or adds) `src` at the indexed positions.
+fn scatter_like(
+    op: &str,
+    name: &str,
     self_: &Tensor,
     dim: i64,
     index: &Tensor,
@@ -183,7 +178,7 @@ pub fn scatter(
     let src = src.with_layout(l);
     launch(
         op,
-        "scatter",
+        name,
         self_.dtype(),
         out,
         index,
