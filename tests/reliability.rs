@@ -906,3 +906,26 @@ mod fuzz_findings {
         assert!(kiln::slice_backward(&g0, &[-1], 0, 0, 0, 1).is_err());
     }
 }
+
+#[test]
+fn tensordot_of_a_0d_tensor_over_a_dim_is_an_error() {
+    // Found by the fuzzer: the wrapped dim indexed an empty shape.
+    let a = kiln::Tensor::from(1.0f32);
+    let b = kiln::Tensor::from(vec![1.0f32]);
+    let err = kiln::tensordot(&a, &b, &[-1], &[0])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("tensor has no dimensions"), "{err}");
+}
+
+#[test]
+fn vector_norm_of_a_0d_tensor_over_dim_0_has_a_0d_gradient() {
+    let x = kiln::Tensor::from(-3.0f64).requires_grad_(true).unwrap();
+    let n = kiln::linalg_vector_norm_with(&x, kiln::Scalar::Float(2.0), Some(&[0]), false, None)
+        .unwrap();
+    assert_eq!(n.item::<f64>().unwrap(), 3.0);
+    n.backward().unwrap();
+    let g = x.grad().unwrap();
+    assert_eq!(g.shape(), &[] as &[usize]);
+    assert_eq!(g.item::<f64>().unwrap(), -1.0);
+}

@@ -429,6 +429,17 @@ pub fn tensordot(
             "both dimension lists should have same length",
         ));
     }
+    for (x, dims) in [(t, dims_self), (other, dims_other)] {
+        if x.dim() == 0 && !dims.is_empty() {
+            return Err(Error::op(
+                op,
+                format!(
+                    "Dimension specified as {} but tensor has no dimensions",
+                    dims[0]
+                ),
+            ));
+        }
+    }
     let wrap =
         |d: i64, nd: usize| kiln_kernels::layout::wrap_dim(d, nd).map_err(|m| Error::op(op, m));
     let ca: Vec<usize> = dims_self

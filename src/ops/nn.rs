@@ -835,6 +835,92 @@ pub fn adaptive_avg_pool2d(t: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     adaptive_avg_pool("adaptive_avg_pool2d", 2, t, output_size)
 }
 
+/// `adaptive_max_pool2d(output_size)`: the maximum of each adaptive window (output `i` covers
+/// `floor(i·H/Oh) .. ceil((i+1)·H/Oh)`, likewise for width) and its flat index into the input
+/// plane. One window at a time: output sizes are small (7×7 and below in practice).
+pub fn adaptive_max_pool2d(t: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    let op = "adaptive_max_pool2d";
+    if output_size.len() != 2 || output_size.iter().any(|&o| o < 0) {
+        return Err(Error::op(
+            op,
+            format!("{op}: output_size must be 2 non-negative values, but got {output_size:?}"),
+        ));
+    }
+    let (x, was_batched) = batched(op, t, 2)?;
+    if !x.dtype().is_floating_point() {
+        return Err(Error::op(
+            op,
+            format!(
+                "\"{op}\" not implemented for '{}'",
+                x.dtype().scalar_type_name()
+            ),
+        ));
+    }
+    let (h, w) = (x.shape()[2], x.shape()[3]);
+    if h == 0 || w == 0 {
+        return Err(Error::op(
+            op,
+            format!("{op}(): Expected input to have non-zero size for non-batch dimensions, but input has sizes {:?}", t.shape()),
+        ));
+    }
+    let (oh, ow) = (output_size[0] as usize, output_size[1] as usize);
+    // One window at a time is meant for the small outputs of classifier heads.
+    const MAX_WINDOWS: usize = 1 << 16;
+    if oh.checked_mul(ow).is_none_or(|n| n > MAX_WINDOWS) {
+        return Err(Error::op(
+            op,
+            format!("{op}: output_size {output_size:?} has more than {MAX_WINDOWS} windows; kiln pools one window at a time"),
+        ));
+    }
+    if x.numel() == 0 || oh * ow == 0 {
+        let empty = Tensor::zeros(&[x.shape()[0], x.shape()[1], oh, ow], x.dtype())?
+            .to_device(x.device())?;
+        let idx = empty.to_dtype(DType::I64)?;
+        return Ok((unbatched(empty, was_batched)?, unbatched(idx, was_batched)?));
+    }
+    let window =
+        |i: usize, out: usize, size: usize| (i * size / out, ((i + 1) * size).div_ceil(out));
+    let (b, c) = (x.shape()[0] as i64, x.shape()[1] as i64);
+    let mut values = Vec::with_capacity(oh * ow);
+    let mut indices = Vec::with_capacity(oh * ow);
+    for i in 0..oh {
+        let (h0, h1) = window(i, oh, h);
+        for j in 0..ow {
+            let (w0, w1) = window(j, ow, w);
+            let cell = x
+                .narrow(2, h0 as i64, (h1 - h0) as i64)?
+                .narrow(3, w0 as i64, (w1 - w0) as i64)?
+                .reshape(&[b, c, ((h1 - h0) * (w1 - w0)) as i64])?;
+            let (v, k) = cell.max_dim(2)?;
+            // Local index k of the (h1-h0)×(w1-w0) window → flat index into the h×w plane.
+            let span = (w1 - w0) as i64;
+            let row = k.div_scalar(span)?.floor()?.to_dtype(DType::I64)?;
+            let col = k.sub(&row.mul_scalar(span)?)?;
+            let flat = row
+                .add_scalar(h0 as i64)?
+                .mul_scalar(w as i64)?
+                .add(&col.add_scalar(w0 as i64)?)?;
+            values.push(v);
+            indices.push(flat);
+        }
+    }
+    let shape = [b, c, oh as i64, ow as i64];
+    let stack = |parts: Vec<Tensor>| -> Result<Tensor> {
+        if parts.is_empty() {
+            return Tensor::zeros(&[b as usize, c as usize, oh, ow], x.dtype())?
+                .to_device(x.device());
+        }
+        crate::stack_with(&parts, -1)?.reshape(&shape)
+    };
+    let v = stack(values)?;
+    let ix = if indices.is_empty() {
+        Tensor::zeros(&[b as usize, c as usize, oh, ow], DType::I64)?.to_device(x.device())?
+    } else {
+        crate::stack_with(&indices, -1)?.reshape(&shape)?
+    };
+    Ok((unbatched(v, was_batched)?, unbatched(ix, was_batched)?))
+}
+
 // ---------------------------------------------------------------------------------------
 // Linear layers and batched products
 // ---------------------------------------------------------------------------------------

@@ -1151,3 +1151,38 @@ pub fn cdist(s: &Sample) -> Vec<RefTensor> {
     }
     vec![tensor(shape, data)]
 }
+
+pub fn adaptive_max_pool2d(s: &Sample) -> Vec<RefTensor> {
+    let out: Vec<usize> = s
+        .ints("output_size")
+        .expect("output_size")
+        .iter()
+        .map(|&v| v as usize)
+        .collect();
+    let x = input(s, 0);
+    let lead = x.shape.len() - 2;
+    let (h, w) = (x.shape[lead], x.shape[lead + 1]);
+    let mut shape = x.shape[..lead].to_vec();
+    shape.extend(&out);
+    let (mut vals, mut idx) = (Vec::new(), Vec::new());
+    for f in 0..numel(&shape) {
+        let ix = unravel(f, &shape);
+        let (i, j) = (ix[lead], ix[lead + 1]);
+        let (h0, h1) = (i * h / out[0], ((i + 1) * h).div_ceil(out[0]));
+        let (w0, w1) = (j * w / out[1], ((j + 1) * w).div_ceil(out[1]));
+        let mut best = (f64::NEG_INFINITY, 0usize);
+        for r in h0..h1 {
+            for c in w0..w1 {
+                let mut p = ix[..lead].to_vec();
+                p.extend([r, c]);
+                let v = x.data[x.ravel(&p)];
+                if v > best.0 {
+                    best = (v, r * w + c);
+                }
+            }
+        }
+        vals.push(best.0);
+        idx.push(best.1 as f64);
+    }
+    vec![tensor(shape.clone(), vals), tensor(shape, idx)]
+}

@@ -1703,3 +1703,29 @@ pub fn cdist_errors() -> Vec<ErrorSample> {
         "X1 and X2 must have the same number of columns. X1: 4 X2: 5",
     )]
 }
+
+/// Distinct values, so each window has one maximum (its gradient has one destination).
+pub fn adaptive_max_pool2d(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| super::distinct(s, dtype, seed);
+    vec![
+        Sample::new("[2,3,7,5] -> (3,2)", vec![x(&[2, 3, 7, 5], 1)])
+            .arg("output_size", ints(&[3, 2])),
+        Sample::new("[3,4,4] -> (4,4)", vec![x(&[3, 4, 4], 2)]).arg("output_size", ints(&[4, 4])),
+        Sample::new(
+            "[2,2,5,6] -> (2,4) overlapping windows",
+            vec![x(&[2, 2, 5, 6], 3)],
+        )
+        .arg("output_size", ints(&[2, 4])),
+        Sample::new("[0,2,4,4] empty batch", vec![x(&[0, 2, 4, 4], 4)])
+            .arg("output_size", ints(&[2, 2]))
+            .edge(),
+    ]
+}
+
+pub fn adaptive_max_pool2d_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("2-d input", vec![vals(&[4, 4], DType::F32, 190)])
+            .arg("output_size", ints(&[2, 2])),
+        "Expected 3D (unbatched) or 4D (batched) input to adaptive_max_pool2d",
+    )]
+}
