@@ -1359,7 +1359,8 @@ pub fn embedding(
     } else {
         padding_idx
     };
-    let rows = if padding_idx != -1 || (0..n).contains(&pad) && padding_idx >= 0 {
+    // -1 is aten's "no padding row" (F.embedding maps its negative indices before calling).
+    let rows = if padding_idx != -1 {
         if !(0..n).contains(&pad) {
             return Err(Error::op(op, "Padding_idx must be within num_embeddings"));
         }
