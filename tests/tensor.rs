@@ -1663,3 +1663,16 @@ fn integer_remainder_and_fmod_by_zero_give_zero() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn opmath_composites_keep_promotion_for_mixed_inputs() -> Result<()> {
+    // addcmul is computed in float32 for half inputs and rounded back once; with a float32
+    // operand the result is float32, as PyTorch promotes.
+    let h = Tensor::from(vec![1.0f32, 2.0]).to_dtype(DType::F16)?;
+    let f = Tensor::from(vec![0.5f32, 0.25]);
+    assert_eq!(kiln::addcmul(&h, &f, &f)?.dtype(), DType::F32);
+    let r = kiln::addcmul(&h, &h, &h)?;
+    assert_eq!(r.dtype(), DType::F16);
+    assert_eq!(r.to_vec::<f32>()?, vec![2.0, 6.0]);
+    Ok(())
+}

@@ -647,16 +647,22 @@ pub(crate) fn not_implemented(op: &str, dtype: DType) -> Error {
 pub(crate) struct Opmath;
 
 impl Opmath {
-    /// The half dtype of `t`, if it has one.
-    pub(crate) fn half_of(t: &Tensor) -> Option<DType> {
-        matches!(t.dtype(), DType::F16 | DType::BF16).then(|| t.dtype())
+    /// The half dtype every floating input shares, if they share one: mixed inputs (f16 with
+    /// f32) are left to the composite's own promotion, so the result dtype never changes.
+    pub(crate) fn common_half(inputs: &[&Tensor]) -> Option<DType> {
+        let mut floats = inputs
+            .iter()
+            .map(|t| t.dtype())
+            .filter(|d| d.is_floating_point());
+        let first = floats.next()?;
+        (matches!(first, DType::F16 | DType::BF16) && floats.all(|d| d == first)).then_some(first)
     }
 
     /// `t` in float32 when it is half, else itself.
     pub(crate) fn widen(t: &Tensor) -> Result<Tensor> {
-        match Opmath::half_of(t) {
-            Some(_) => t.to_dtype(DType::F32),
-            None => Ok(t.clone()),
+        match t.dtype() {
+            DType::F16 | DType::BF16 => t.to_dtype(DType::F32),
+            _ => Ok(t.clone()),
         }
     }
 

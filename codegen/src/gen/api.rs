@@ -248,9 +248,9 @@ fn compute_fn(op: &Op) -> TokenStream {
                 .map(|x| {
                     let id = ident(&x.name);
                     match x.kind {
-                        ArgKind::Tensor => quote!(launch::Opmath::half_of(#id)),
-                        ArgKind::OptTensor => quote!(#id.and_then(launch::Opmath::half_of)),
-                        _ => quote!(#id.iter().find_map(launch::Opmath::half_of)),
+                        ArgKind::Tensor => quote!(.chain(std::iter::once(#id))),
+                        ArgKind::OptTensor => quote!(.chain(#id.into_iter())),
+                        _ => quote!(.chain(#id.iter())),
                     }
                 })
                 .collect();
@@ -270,7 +270,8 @@ fn compute_fn(op: &Op) -> TokenStream {
             });
             quote! {
                 fn #name(#(#params),*) -> Result<#ret> {
-                    let half: Option<DType> = None #(.or(#tensors))*;
+                    let inputs: Vec<&Tensor> = std::iter::empty() #(#tensors)* .collect();
+                    let half: Option<DType> = launch::Opmath::common_half(&inputs);
                     let Some(half) = half else {
                         return #path(#(#a),*);
                     };
