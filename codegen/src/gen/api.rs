@@ -249,7 +249,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                     let id = ident(&x.name);
                     match x.kind {
                         ArgKind::Tensor => quote!(.chain(std::iter::once(#id))),
-                        ArgKind::OptTensor => quote!(.chain(#id.into_iter())),
+                        ArgKind::OptTensor => quote!(.chain(#id)),
                         _ => quote!(.chain(#id.iter())),
                     }
                 })
