@@ -905,19 +905,9 @@ pub fn adaptive_max_pool2d(t: &Tensor, output_size: &[i64]) -> Result<(Tensor, T
         }
     }
     let shape = [b, c, oh as i64, ow as i64];
-    let stack = |parts: Vec<Tensor>| -> Result<Tensor> {
-        if parts.is_empty() {
-            return Tensor::zeros(&[b as usize, c as usize, oh, ow], x.dtype())?
-                .to_device(x.device());
-        }
-        crate::stack_with(&parts, -1)?.reshape(&shape)
-    };
-    let v = stack(values)?;
-    let ix = if indices.is_empty() {
-        Tensor::zeros(&[b as usize, c as usize, oh, ow], DType::I64)?.to_device(x.device())?
-    } else {
-        crate::stack_with(&indices, -1)?.reshape(&shape)?
-    };
+    // Windows were visited row-major, so stacking them last gives [B, C, Oh*Ow].
+    let v = crate::stack_with(&values, -1)?.reshape(&shape)?;
+    let ix = crate::stack_with(&indices, -1)?.reshape(&shape)?;
     Ok((unbatched(v, was_batched)?, unbatched(ix, was_batched)?))
 }
 
