@@ -1676,3 +1676,43 @@ fn opmath_composites_keep_promotion_for_mixed_inputs() -> Result<()> {
     assert_eq!(r.to_vec::<f32>()?, vec![2.0, 6.0]);
     Ok(())
 }
+
+#[test]
+fn complete_qr_of_a_tall_matrix() -> Result<()> {
+    // Q's columns past n are any orthonormal completion, so check the properties that pin the
+    // factorization down: Q orthogonal, Q R = A, R upper triangular with zero rows past n, and
+    // the first n columns of Q equal to the reduced Q.
+    let a = Tensor::from_vec(
+        vec![
+            2.0f64, -1.0, 0.5, 1.0, 3.0, 2.0, -2.0, 1.0, 4.0, 0.0, 1.0, -3.0,
+        ],
+        &[4, 3],
+    )?;
+    let (q, r) = kiln::linalg_qr_with(&a, "complete")?;
+    assert_eq!((q.shape(), r.shape()), (&[4, 4][..], &[4, 3][..]));
+    let close = |x: &Tensor, y: &Tensor| -> Result<bool> {
+        let (x, y) = (x.to_vec::<f64>()?, y.to_vec::<f64>()?);
+        Ok(x.iter().zip(&y).all(|(a, b)| (a - b).abs() < 1e-12))
+    };
+    let eye = Tensor::eye(4, None, DType::F64)?;
+    assert!(close(&q.t()?.matmul(&q)?, &eye)?, "QᵀQ = I");
+    assert!(close(&q.matmul(&r)?, &a)?, "QR = A");
+    let rv = r.to_vec::<f64>()?;
+    assert!(rv[9..].iter().all(|&x| x == 0.0), "last row of R is zero");
+    assert!(
+        [3usize, 6, 7].iter().all(|&i| rv[i] == 0.0),
+        "R is upper triangular"
+    );
+    let (q_reduced, r_reduced) = kiln::linalg_qr(&a)?;
+    assert!(close(&q.narrow(1, 0, 3)?.contiguous()?, &q_reduced)?);
+    assert!(close(&r.narrow(0, 0, 3)?.contiguous()?, &r_reduced)?);
+    // PyTorch: not differentiable for tall inputs in complete mode.
+    let x = a.clone_tensor()?.requires_grad_(true)?;
+    let (q, _) = kiln::linalg_qr_with(&x, "complete")?;
+    let err = q.sum()?.backward().unwrap_err().to_string();
+    assert!(
+        err.contains("not differentiable when mode='complete' and nrows > ncols"),
+        "{err}"
+    );
+    Ok(())
+}

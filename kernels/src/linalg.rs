@@ -140,11 +140,15 @@ pub fn cholesky(a: &[f64], n: usize) -> Result<Vec<f64>, usize> {
     Ok(l)
 }
 
-/// Reduced QR of an `m × n` matrix by Householder reflections: `Q` is `m × k` with
-/// orthonormal columns, `R` is `k × n` upper triangular, `k = min(m, n)`. Signs are chosen so
-/// `R`'s diagonal is non-negative, which makes the factorization unique for full rank.
-pub fn qr(a: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
+/// QR of an `m × n` matrix by Householder reflections, `k = min(m, n)`. Reduced
+/// (`complete` false): `Q` is `m × k` with orthonormal columns, `R` is `k × n` upper
+/// triangular. Complete: `Q` is `m × m` orthogonal and `R` is `m × n` (rows past `k` zero).
+/// Signs are chosen so `R`'s diagonal is non-negative, which makes the factorization unique
+/// for full rank.
+pub fn qr(a: &[f64], m: usize, n: usize, complete: bool) -> (Vec<f64>, Vec<f64>) {
     let k = m.min(n);
+    // Columns of Q and rows of R.
+    let qc = if complete { m } else { k };
     let mut r = a.to_vec();
     // The reflectors v_j (unit length, zero above row j), applied as I - 2 v vᵀ.
     let mut vs: Vec<Vec<f64>> = Vec::with_capacity(k);
@@ -173,21 +177,21 @@ pub fn qr(a: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
         }
         vs.push(v);
     }
-    // Q = H_0 H_1 ... H_{k-1} applied to the first k columns of the identity.
-    let mut q = vec![0.0; m * k];
-    for i in 0..k {
-        q[i * k + i] = 1.0;
+    // Q = H_0 H_1 ... H_{k-1} applied to the first qc columns of the identity.
+    let mut q = vec![0.0; m * qc];
+    for i in 0..qc {
+        q[i * qc + i] = 1.0;
     }
     for v in vs.iter().rev() {
-        for c in 0..k {
-            let dot: f64 = (0..m).map(|i| v[i] * q[i * k + c]).sum();
+        for c in 0..qc {
+            let dot: f64 = (0..m).map(|i| v[i] * q[i * qc + c]).sum();
             for i in 0..m {
-                q[i * k + c] -= 2.0 * v[i] * dot;
+                q[i * qc + c] -= 2.0 * v[i] * dot;
             }
         }
     }
-    // R: the top k rows, zero below the diagonal; flip signs for a non-negative diagonal.
-    let mut rr = vec![0.0; k * n];
+    // R: the top qc rows, zero below the diagonal; flip signs for a non-negative diagonal.
+    let mut rr = vec![0.0; qc * n];
     for i in 0..k {
         for c in i..n {
             rr[i * n + c] = r[i * n + c];
@@ -199,7 +203,7 @@ pub fn qr(a: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
                 rr[i * n + c] = -rr[i * n + c];
             }
             for row in 0..m {
-                q[row * k + i] = -q[row * k + i];
+                q[row * qc + i] = -q[row * qc + i];
             }
         }
     }
@@ -255,7 +259,7 @@ mod tests {
     #[test]
     fn qr_is_orthonormal_times_upper() {
         let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, -1.0, 0.5, 2.0];
-        let (q, r) = qr(&a, 4, 3);
+        let (q, r) = qr(&a, 4, 3, false);
         let back = matmul(&q, &r, 4, 3, 3);
         assert!(back.iter().zip(a).all(|(x, y)| (x - y).abs() < 1e-12));
         for i in 0..3 {
@@ -263,6 +267,31 @@ mod tests {
             for j in 0..3 {
                 let dot: f64 = (0..4).map(|t| q[t * 3 + i] * q[t * 3 + j]).sum();
                 assert!((dot - if i == j { 1.0 } else { 0.0 }).abs() < 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn complete_qr_is_square_orthogonal_and_extends_the_reduced_one() {
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, -1.0, 0.5, 2.0];
+        let (q, r) = qr(&a, 4, 3, true);
+        assert_eq!((q.len(), r.len()), (16, 12));
+        let back = matmul(&q, &r, 4, 4, 3);
+        assert!(back.iter().zip(a).all(|(x, y)| (x - y).abs() < 1e-12));
+        assert!(
+            r[9..].iter().all(|&x| x == 0.0),
+            "rows past min(m, n) are zero"
+        );
+        for i in 0..4 {
+            for j in 0..4 {
+                let dot: f64 = (0..4).map(|t| q[t * 4 + i] * q[t * 4 + j]).sum();
+                assert!((dot - if i == j { 1.0 } else { 0.0 }).abs() < 1e-12);
+            }
+        }
+        let (qr_, _) = qr(&a, 4, 3, false);
+        for row in 0..4 {
+            for c in 0..3 {
+                assert!((q[row * 4 + c] - qr_[row * 3 + c]).abs() < 1e-12);
             }
         }
     }

@@ -98,6 +98,24 @@ pub fn value_selecting_reduction_backward(
     zeros_like_grad(grad, sizes)?.scatter_add(dim, &idx, &g)
 }
 
+/// Backward of `adaptive_max_pool2d`: each cell's gradient added at the flat `H × W` index
+/// its maximum came from (overlapping windows may pick one element twice).
+pub fn adaptive_max_pool2d_backward(
+    grad: &Tensor,
+    sizes: &[usize],
+    indices: &Tensor,
+) -> Result<Tensor> {
+    let lead = sizes.len() - 2;
+    let g_sizes = grad.shape();
+    let mut cells = i64s(&sizes[..lead]);
+    cells.push((g_sizes[lead] * g_sizes[lead + 1]) as i64);
+    let mut plane = sizes[..lead].to_vec();
+    plane.push(sizes[lead] * sizes[lead + 1]);
+    zeros_like_grad(grad, &plane)?
+        .scatter_add(-1, &indices.reshape(&cells)?, &grad.reshape(&cells)?)?
+        .reshape(&i64s(sizes))
+}
+
 /// Backward of `_softmax`: `(grad - sum(grad * y, dim)) * y`.
 pub fn softmax_backward(grad: &Tensor, result: &Tensor, dim: i64) -> Result<Tensor> {
     let dot = grad.mul(result)?.sum_dim_with(&[dim], true, None)?;

@@ -228,22 +228,23 @@ pub fn linalg_cholesky(a: &Tensor, upper: bool) -> Result<Tensor> {
 
 /// `linalg.qr(A, mode)`: `Q` with orthonormal columns and upper-triangular `R` with a
 /// non-negative diagonal. Modes: `"reduced"` (`Q` is `m × k`, `R` is `k × n`, `k = min(m,
-/// n)`) and `"r"` (`Q` empty).
+/// n)`), `"complete"` (`Q` is `m × m`, `R` is `m × n`) and `"r"` (`Q` empty, `R` reduced).
 pub fn linalg_qr(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     let op = "linalg_qr";
     let _g = crate::no_grad();
-    if mode != "reduced" && mode != "r" {
+    if !["reduced", "complete", "r"].contains(&mode) {
         return Err(Error::op(
             op,
-            format!("qr received unrecognized mode '{mode}' but expected one of 'reduced' (default) or 'r' (kiln does not compute mode='complete')"),
+            format!("qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or 'complete'"),
         ));
     }
     let m = Matrices::read(op, a, false)?;
     let (rows, cols) = (m.rows, m.cols);
-    let k = rows.min(cols);
+    let complete = mode == "complete";
+    let k = if complete { rows } else { rows.min(cols) };
     let (mut qs, mut rs) = (Vec::new(), Vec::new());
     for b in 0..m.count() {
-        let (q, r) = qr(m.matrix(b), rows, cols);
+        let (q, r) = qr(m.matrix(b), rows, cols, complete);
         qs.extend(q);
         rs.extend(r);
     }
@@ -344,6 +345,12 @@ pub fn qr_backward(
         return Err(Error::op(
             op,
             "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.",
+        ));
+    }
+    if mode == "complete" && m > n {
+        return Err(Error::op(
+            op,
+            "The QR decomposition is not differentiable when mode='complete' and nrows > ncols.",
         ));
     }
     if m < n {

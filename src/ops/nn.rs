@@ -209,6 +209,106 @@ pub fn conv3d(
     )
 }
 
+/// Convolution with PyTorch's string padding: `"valid"` is no padding; `"same"` pads so the
+/// output has the input's size (stride 1 only), `dilation·(k-1)` in all, the odd element on
+/// the right, as PyTorch's `_convolution_mode`.
+#[allow(clippy::too_many_arguments)]
+fn conv_mode(
+    op: &str,
+    n: usize,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let zero = vec![0i64; n];
+    match padding {
+        "valid" => conv(op, n, input, weight, bias, stride, &zero, dilation, groups),
+        "same" => {
+            let (s, d) = (
+                expand_param(op, "stride", stride, n)?,
+                expand_param(op, "dilation", dilation, n)?,
+            );
+            if s.iter().any(|&v| v != 1) {
+                return Err(Error::op(
+                    op,
+                    "padding='same' is not supported for strided convolutions",
+                ));
+            }
+            if weight.dim() != n + 2 {
+                // The unpadded call reports the weight's shape error.
+                return conv(op, n, input, weight, bias, stride, &zero, dilation, groups);
+            }
+            let k = &weight.shape()[2..];
+            let total: Vec<i64> = (0..n).map(|i| d[i] * (k[i] as i64 - 1)).collect();
+            let left: Vec<i64> = total.iter().map(|t| t / 2).collect();
+            // F.pad lists the last dim first: the extra element of an odd total goes right.
+            let extra: Vec<i64> = (0..n)
+                .rev()
+                .flat_map(|i| [0, total[i] - 2 * left[i]])
+                .collect();
+            let x = if extra.iter().any(|&e| e != 0) {
+                crate::pad_with(input, &extra, "constant", None)?
+            } else {
+                input.clone()
+            };
+            conv(op, n, &x, weight, bias, stride, &left, dilation, groups)
+        }
+        other => Err(Error::op(op, format!("Invalid padding string: '{other}'"))),
+    }
+}
+
+/// `conv1d(input, weight, bias, stride, padding: str, dilation, groups)`.
+#[allow(clippy::too_many_arguments)]
+pub fn conv1d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    conv_mode(
+        "conv1d", 1, input, weight, bias, stride, padding, dilation, groups,
+    )
+}
+
+/// `conv2d(input, weight, bias, stride, padding: str, dilation, groups)`.
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    conv_mode(
+        "conv2d", 2, input, weight, bias, stride, padding, dilation, groups,
+    )
+}
+
+/// `conv3d(input, weight, bias, stride, padding: str, dilation, groups)`.
+#[allow(clippy::too_many_arguments)]
+pub fn conv3d_padding(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    conv_mode(
+        "conv3d", 3, input, weight, bias, stride, padding, dilation, groups,
+    )
+}
+
 /// Transposed convolution: each input position scatters `weight` into the output, i.e.
 /// GEMM into columns, then `col2im`.
 #[allow(clippy::too_many_arguments)]
@@ -835,80 +935,30 @@ pub fn adaptive_avg_pool2d(t: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     adaptive_avg_pool("adaptive_avg_pool2d", 2, t, output_size)
 }
 
-/// `adaptive_max_pool2d(output_size)`: the maximum of each adaptive window (output `i` covers
-/// `floor(i·H/Oh) .. ceil((i+1)·H/Oh)`, likewise for width) and its flat index into the input
-/// plane. One window at a time: output sizes are small (7×7 and below in practice).
-pub fn adaptive_max_pool2d(t: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
-    let op = "adaptive_max_pool2d";
-    if output_size.len() != 2 || output_size.iter().any(|&o| o < 0) {
-        return Err(Error::op(
-            op,
-            format!("{op}: output_size must be 2 non-negative values, but got {output_size:?}"),
-        ));
-    }
-    let (x, was_batched) = batched(op, t, 2)?;
-    if !x.dtype().is_floating_point() {
+/// `adaptive_max_pool1d(output_size)`: `adaptive_max_pool2d` over a height-1 image, as
+/// PyTorch does; the indices are positions along the length.
+pub fn adaptive_max_pool1d(t: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    let op = "adaptive_max_pool1d";
+    if t.dim() != 2 && t.dim() != 3 {
         return Err(Error::op(
             op,
             format!(
-                "\"{op}\" not implemented for '{}'",
-                x.dtype().scalar_type_name()
+                "Expected 2 to 3 dimensions, but got {}-dimensional tensor for argument #1 'self' (while checking arguments for adaptive_max_pool1d)",
+                t.dim()
             ),
         ));
     }
-    let (h, w) = (x.shape()[2], x.shape()[3]);
-    if h == 0 || w == 0 {
+    if output_size.len() != 1 {
         return Err(Error::op(
             op,
-            format!("{op}(): Expected input to have non-zero size for non-batch dimensions, but input has sizes {:?}", t.shape()),
+            format!(
+                "adaptive_max_pool1d() argument 'output_size' should contain one int (got {})",
+                output_size.len()
+            ),
         ));
     }
-    let (oh, ow) = (output_size[0] as usize, output_size[1] as usize);
-    // One window at a time is meant for the small outputs of classifier heads.
-    const MAX_WINDOWS: usize = 1 << 16;
-    if oh.checked_mul(ow).is_none_or(|n| n > MAX_WINDOWS) {
-        return Err(Error::op(
-            op,
-            format!("{op}: output_size {output_size:?} has more than {MAX_WINDOWS} windows; kiln pools one window at a time"),
-        ));
-    }
-    if x.numel() == 0 || oh * ow == 0 {
-        let empty = Tensor::zeros(&[x.shape()[0], x.shape()[1], oh, ow], x.dtype())?
-            .to_device(x.device())?;
-        let idx = empty.to_dtype(DType::I64)?;
-        return Ok((unbatched(empty, was_batched)?, unbatched(idx, was_batched)?));
-    }
-    let window =
-        |i: usize, out: usize, size: usize| (i * size / out, ((i + 1) * size).div_ceil(out));
-    let (b, c) = (x.shape()[0] as i64, x.shape()[1] as i64);
-    let mut values = Vec::with_capacity(oh * ow);
-    let mut indices = Vec::with_capacity(oh * ow);
-    for i in 0..oh {
-        let (h0, h1) = window(i, oh, h);
-        for j in 0..ow {
-            let (w0, w1) = window(j, ow, w);
-            let cell = x
-                .narrow(2, h0 as i64, (h1 - h0) as i64)?
-                .narrow(3, w0 as i64, (w1 - w0) as i64)?
-                .reshape(&[b, c, ((h1 - h0) * (w1 - w0)) as i64])?;
-            let (v, k) = cell.max_dim(2)?;
-            // Local index k of the (h1-h0)×(w1-w0) window → flat index into the h×w plane.
-            let span = (w1 - w0) as i64;
-            let row = k.div_scalar(span)?.floor()?.to_dtype(DType::I64)?;
-            let col = k.sub(&row.mul_scalar(span)?)?;
-            let flat = row
-                .add_scalar(h0 as i64)?
-                .mul_scalar(w as i64)?
-                .add(&col.add_scalar(w0 as i64)?)?;
-            values.push(v);
-            indices.push(flat);
-        }
-    }
-    let shape = [b, c, oh as i64, ow as i64];
-    // Windows were visited row-major, so stacking them last gives [B, C, Oh*Ow].
-    let v = crate::stack_with(&values, -1)?.reshape(&shape)?;
-    let ix = crate::stack_with(&indices, -1)?.reshape(&shape)?;
-    Ok((unbatched(v, was_batched)?, unbatched(ix, was_batched)?))
+    let (v, i) = crate::adaptive_max_pool2d(&t.unsqueeze(-2)?, &[1, output_size[0]])?;
+    Ok((v.squeeze_dim(-2)?, i.squeeze_dim(-2)?))
 }
 
 // ---------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ pub mod fold;
 pub mod index;
 pub mod matmul;
 pub mod pointwise;
+pub mod pool;
 pub mod reduce;
 pub mod scan;
 pub mod shape;

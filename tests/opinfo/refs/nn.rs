@@ -194,18 +194,33 @@ pub fn conv(s: &Sample) -> Vec<RefTensor> {
     let n = w.shape.len() - 2;
     let (x, batched) = as_batched(input(s, 0), n);
     let bias = s.opt_t(2).map(RefTensor::of);
-    let (st, pd, dl) = (
+    let (st, dl) = (
         ints_or(s, "stride", &[1], n),
-        ints_or(s, "padding", &[0], n),
         ints_or(s, "dilation", &[1], n),
     );
     let groups = s.int("groups").unwrap_or(1) as usize;
     let (b, o, cg) = (x.shape[0], w.shape[0], w.shape[1]);
     let size = &x.shape[2..];
     let k: Vec<usize> = w.shape[2..].to_vec();
+    // Padding before and after each dim: the ints, or PyTorch's string modes ('same' puts
+    // the odd element of dilation·(k-1) after).
+    let (pd, pr): (Vec<i64>, Vec<i64>) = match s.string("padding") {
+        Some("valid") => (vec![0; n], vec![0; n]),
+        Some("same") => (0..n)
+            .map(|i| {
+                let total = dl[i] * (k[i] as i64 - 1);
+                (total / 2, total - total / 2)
+            })
+            .unzip(),
+        Some(other) => panic!("conv reference: unknown padding '{other}'"),
+        None => {
+            let pd = ints_or(s, "padding", &[0], n);
+            (pd.clone(), pd)
+        }
+    };
     let out: Vec<usize> = (0..n)
         .map(|i| {
-            ((size[i] as i64 + 2 * pd[i] - dl[i] * (k[i] as i64 - 1) - 1) / st[i] + 1) as usize
+            ((size[i] as i64 + pd[i] + pr[i] - dl[i] * (k[i] as i64 - 1) - 1) / st[i] + 1) as usize
         })
         .collect();
     let mut shape = vec![b, o];
@@ -1170,19 +1185,51 @@ pub fn adaptive_max_pool2d(s: &Sample) -> Vec<RefTensor> {
         let (i, j) = (ix[lead], ix[lead + 1]);
         let (h0, h1) = (i * h / out[0], ((i + 1) * h).div_ceil(out[0]));
         let (w0, w1) = (j * w / out[1], ((j + 1) * w).div_ceil(out[1]));
-        let mut best = (f64::NEG_INFINITY, 0usize);
+        let mut best: Option<(f64, usize)> = None;
         for r in h0..h1 {
             for c in w0..w1 {
                 let mut p = ix[..lead].to_vec();
                 p.extend([r, c]);
                 let v = x.data[x.ravel(&p)];
-                if v > best.0 {
-                    best = (v, r * w + c);
+                // A NaN wins its window: the first one, in row-major order.
+                let take = match best {
+                    None => true,
+                    Some((b, _)) => !b.is_nan() && (v.is_nan() || v > b),
+                };
+                if take {
+                    best = Some((v, r * w + c));
                 }
             }
         }
-        vals.push(best.0);
-        idx.push(best.1 as f64);
+        let (v, k) = best.expect("adaptive windows are never empty");
+        vals.push(v);
+        idx.push(k as f64);
     }
+    vec![tensor(shape.clone(), vals), tensor(shape, idx)]
+}
+
+/// `adaptive_max_pool1d`: the 2-d reference over a height-1 image.
+pub fn adaptive_max_pool1d(s: &Sample) -> Vec<RefTensor> {
+    let n = s.ints("output_size").expect("output_size")[0] as usize;
+    let x = input(s, 0);
+    let len = *x.shape.last().expect("1-d or more");
+    let lead: usize = x.shape[..x.shape.len() - 1].iter().product();
+    let (mut vals, mut idx) = (Vec::new(), Vec::new());
+    for p in 0..lead {
+        for i in 0..n {
+            let (a, b) = (i * len / n, ((i + 1) * len).div_ceil(n));
+            let mut best = (x.data[p * len + a], a);
+            for k in a..b {
+                let v = x.data[p * len + k];
+                if v > best.0 {
+                    best = (v, k);
+                }
+            }
+            vals.push(best.0);
+            idx.push(best.1 as f64);
+        }
+    }
+    let mut shape = x.shape[..x.shape.len() - 1].to_vec();
+    shape.push(n);
     vec![tensor(shape.clone(), vals), tensor(shape, idx)]
 }

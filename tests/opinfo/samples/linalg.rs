@@ -137,15 +137,20 @@ pub fn qr(dtype: DType) -> Vec<Sample> {
         Sample::new("[2,4,2] batch", vec![x(&[2, 4, 2], 3)]),
         Sample::new("[2,3] wide", vec![x(&[2, 3], 4)]),
         Sample::new("[4,3] mode r", vec![x(&[4, 3], 5)]).arg("mode", Arg::Str("r")),
+        // Complete Q of a tall matrix is not unique past column n: tests/tensor.rs checks it.
+        Sample::new("[3,3] mode complete", vec![dominant(&[], 3, dtype, 7)])
+            .arg("mode", Arg::Str("complete")),
+        Sample::new("[2,2,4] wide mode complete", vec![x(&[2, 2, 4], 8)])
+            .arg("mode", Arg::Str("complete")),
         Sample::new("[0,3,2] empty batch", vec![x(&[0, 3, 2], 6)]).edge(),
     ]
 }
 
 pub fn qr_errors() -> Vec<ErrorSample> {
     vec![err(
-        Sample::new("mode complete", vec![vals(&[3, 2], DType::F32, 175)])
-            .arg("mode", Arg::Str("complete")),
-        "qr received unrecognized mode 'complete'",
+        Sample::new("mode full", vec![vals(&[3, 2], DType::F32, 175)])
+            .arg("mode", Arg::Str("full")),
+        "qr received unrecognized mode 'full' but expected one of 'reduced' (default), 'r', or 'complete'",
     )]
 }
 

@@ -304,6 +304,128 @@ pub fn conv2d(dtype: DType) -> Vec<Sample> {
     ]
 }
 
+fn mode_args(s: Sample, padding: &'static str, dilation: &[i64], groups: i64) -> Sample {
+    s.arg("stride", ints(&[1]))
+        .arg("padding", Arg::Str(padding))
+        .arg("dilation", ints(dilation))
+        .arg("groups", Arg::Int(groups))
+}
+
+/// String padding: 'same' with odd and even kernels (the even ones pad one more on the
+/// right) and dilation, 'valid', and an empty batch.
+fn conv_padding(dtype: DType, n: usize) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    let shape = |lead: &[usize], spatial: &[usize]| {
+        let mut v = lead.to_vec();
+        v.extend(&spatial[3 - n..]);
+        v
+    };
+    let (k3, k2) = ([3, 3, 3], [2, 2, 2]);
+    let img = if n == 3 { [3, 4, 4] } else { [4, 5, 6] };
+    vec![
+        mode_args(
+            Sample::new(
+                "same, odd kernel, bias",
+                vec![
+                    x(&shape(&[2, 3], &img), 1),
+                    w(&shape(&[4, 3], &k3), 2),
+                    w(&[4], 3),
+                ],
+            ),
+            "same",
+            &[1],
+            1,
+        ),
+        mode_args(
+            Sample::new(
+                "same, even kernel, dilation 2, groups 2",
+                vec![x(&shape(&[2, 4], &img), 4), w(&shape(&[2, 2], &k2), 5)],
+            ),
+            "same",
+            &[2],
+            2,
+        ),
+        mode_args(
+            Sample::new(
+                "valid",
+                vec![x(&shape(&[2, 2], &img), 6), w(&shape(&[3, 2], &k2), 7)],
+            ),
+            "valid",
+            &[1],
+            1,
+        ),
+        mode_args(
+            Sample::new(
+                "same, even kernel, unbatched",
+                vec![x(&shape(&[3], &img), 8), w(&shape(&[2, 3], &k2), 9)],
+            ),
+            "same",
+            &[1],
+            1,
+        ),
+        mode_args(
+            Sample::new(
+                "same, empty batch",
+                vec![x(&shape(&[0, 2], &img), 10), w(&shape(&[3, 2], &k3), 11)],
+            ),
+            "same",
+            &[1],
+            1,
+        )
+        .edge(),
+    ]
+}
+
+pub fn conv1d_padding(dtype: DType) -> Vec<Sample> {
+    conv_padding(dtype, 1)
+}
+
+pub fn conv2d_padding(dtype: DType) -> Vec<Sample> {
+    conv_padding(dtype, 2)
+}
+
+pub fn conv3d_padding(dtype: DType) -> Vec<Sample> {
+    conv_padding(dtype, 3)
+}
+
+fn conv_padding_errors(n: usize) -> Vec<ErrorSample> {
+    let f = DType::F32;
+    let (mut xs, mut ws) = (vec![1, 2], vec![2, 2]);
+    xs.extend(std::iter::repeat_n(5, n));
+    ws.extend(std::iter::repeat_n(3, n));
+    vec![
+        err(
+            Sample::new("unknown string", vec![vals(&xs, f, 196), vals(&ws, f, 197)])
+                .arg("padding", Arg::Str("full")),
+            "Invalid padding string: 'full'",
+        ),
+        err(
+            Sample::new(
+                "same with stride 2",
+                vec![vals(&xs, f, 198), vals(&ws, f, 199)],
+            )
+            .arg("stride", ints(&[2]))
+            .arg("padding", Arg::Str("same")),
+            "padding='same' is not supported for strided convolutions",
+        ),
+    ]
+}
+
+pub fn conv1d_padding_errors() -> Vec<ErrorSample> {
+    conv_padding_errors(1)
+}
+
+pub fn conv2d_padding_errors() -> Vec<ErrorSample> {
+    conv_padding_errors(2)
+}
+
+pub fn conv3d_padding_errors() -> Vec<ErrorSample> {
+    conv_padding_errors(3)
+}
+
 pub fn conv2d_errors() -> Vec<ErrorSample> {
     let f = DType::F32;
     vec![
@@ -1719,13 +1841,87 @@ pub fn adaptive_max_pool2d(dtype: DType) -> Vec<Sample> {
         Sample::new("[0,2,4,4] empty batch", vec![x(&[0, 2, 4, 4], 4)])
             .arg("output_size", ints(&[2, 2]))
             .edge(),
+        Sample::new(
+            "[2,5,6] with NaN and ±inf",
+            vec![with_nan(&[2, 5, 6], dtype)],
+        )
+        .arg("output_size", ints(&[2, 3]))
+        .edge(),
+        Sample::new("[2,3,3] -> (0,2) no cells", vec![x(&[2, 3, 3], 5)])
+            .arg("output_size", ints(&[0, 2]))
+            .edge(),
     ]
 }
 
+/// Values `0..n` with NaN at every 7th element and ±inf at a few others, so some adaptive
+/// windows hold a NaN (which wins) and some an infinity.
+fn with_nan(shape: &[usize], dtype: DType) -> Tensor {
+    let n: usize = shape.iter().product();
+    let v: Vec<f64> = (0..n)
+        .map(|i| match i % 7 {
+            3 => f64::NAN,
+            5 => f64::INFINITY,
+            6 => f64::NEG_INFINITY,
+            _ => ((i * 5) % 11) as f64 - 5.0,
+        })
+        .collect();
+    Tensor::from_vec(v, shape)
+        .and_then(|t| t.to_dtype(dtype))
+        .expect("NaN sample")
+}
+
 pub fn adaptive_max_pool2d_errors() -> Vec<ErrorSample> {
-    vec![err(
-        Sample::new("2-d input", vec![vals(&[4, 4], DType::F32, 190)])
-            .arg("output_size", ints(&[2, 2])),
-        "Expected 3D (unbatched) or 4D (batched) input to adaptive_max_pool2d",
-    )]
+    vec![
+        err(
+            Sample::new("2-d input", vec![vals(&[4, 4], DType::F32, 190)])
+                .arg("output_size", ints(&[2, 2])),
+            "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: [4, 4]",
+        ),
+        err(
+            Sample::new("empty height", vec![vals(&[2, 0, 4], DType::F32, 191)])
+                .arg("output_size", ints(&[2, 2])),
+            "with dimension 1 being empty",
+        ),
+        err(
+            Sample::new(
+                "negative output size",
+                vec![vals(&[2, 3, 4], DType::F32, 192)],
+            )
+            .arg("output_size", ints(&[-1, 2])),
+            "elements of output_size must be greater than or equal to 0",
+        ),
+        err(
+            Sample::new("integer input", vec![index(&[1; 24], &[2, 3, 4])])
+                .arg("output_size", ints(&[2, 2])),
+            "not implemented for 'Long'",
+        ),
+    ]
+}
+
+pub fn adaptive_max_pool1d(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| super::distinct(s, dtype, seed);
+    vec![
+        Sample::new("[2,3,7] -> 3", vec![x(&[2, 3, 7], 11)]).arg("output_size", ints(&[3])),
+        Sample::new("[4,5] -> 5 (unbatched)", vec![x(&[4, 5], 12)]).arg("output_size", ints(&[5])),
+        Sample::new("[2,2,6] -> 4 overlapping", vec![x(&[2, 2, 6], 13)])
+            .arg("output_size", ints(&[4])),
+        Sample::new("[0,2,4] empty batch", vec![x(&[0, 2, 4], 14)])
+            .arg("output_size", ints(&[2]))
+            .edge(),
+    ]
+}
+
+pub fn adaptive_max_pool1d_errors() -> Vec<ErrorSample> {
+    vec![
+        err(
+            Sample::new("4-d input", vec![vals(&[1, 2, 3, 4], DType::F32, 194)])
+                .arg("output_size", ints(&[2])),
+            "Expected 2 to 3 dimensions, but got 4-dimensional tensor for argument #1 'self' (while checking arguments for adaptive_max_pool1d)",
+        ),
+        err(
+            Sample::new("two output sizes", vec![vals(&[2, 3, 4], DType::F32, 195)])
+                .arg("output_size", ints(&[2, 2])),
+            "adaptive_max_pool1d() argument 'output_size' should contain one int (got 2)",
+        ),
+    ]
 }

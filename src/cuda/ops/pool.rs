@@ -1,0 +1,54 @@
+//! Adaptive max pooling on CUDA (kernels/cuda/pool.cu.j2), one thread per output cell; the
+//! shapes were checked by the CPU module's meta function.
+
+use super::{gpu_of, grid, operand_with};
+use crate::cuda::runtime::driver_error;
+use crate::{Layout, Result, Tensor};
+use cudarc::driver::PushKernelArg;
+
+/// `t`'s layout as `[B, C, H, W]`: an unbatched image gets a size-1 batch.
+fn image_layout(t: &Tensor) -> Layout {
+    let l = t.layout();
+    if l.ndim() == 4 {
+        return l.clone();
+    }
+    let mut sizes = vec![1];
+    sizes.extend(&l.sizes);
+    let mut strides = vec![0];
+    strides.extend(&l.strides);
+    Layout {
+        sizes,
+        strides,
+        offset: l.offset,
+    }
+}
+
+pub fn adaptive_max_pool2d(
+    op: &str,
+    self_: &Tensor,
+    output_size: &[i64],
+    values: &Tensor,
+    indices: &Tensor,
+) -> Result<()> {
+    let n = values.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let gpu = gpu_of(op, self_)?;
+    let x = operand_with(op, self_, &image_layout(self_))?;
+    let v = operand_with(op, values, values.layout())?;
+    let ix = operand_with(op, indices, indices.layout())?;
+    let f = gpu.function(
+        "pool",
+        &format!("adaptive_max_pool2d_{}", self_.dtype().short_name()),
+    )?;
+    let (oh, ow, nn) = (output_size[0], output_size[1], n as i64);
+    let mut b = gpu.stream.launch_builder(&f);
+    b.arg(&v).arg(&ix).arg(&x).arg(&oh).arg(&ow).arg(&nn);
+    // SAFETY: matches `adaptive_max_pool2d_<T>(KilnTensor values, KilnTensor indices,
+    // KilnTensor in, long long oh, long long ow, long long n)`; the meta function checked that
+    // `in` has non-empty H and W and that the outputs are fresh `[.., oh, ow]` tensors of `n`
+    // elements, and every window lies inside the H × W plane.
+    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
+    Ok(())
+}
