@@ -106,7 +106,16 @@ pub fn modules(model: &Model, cuda_dir: &Path) -> Result<Vec<(String, String)>, 
     let prelude = read(cuda_dir, "prelude.cuh")?;
     let mut env = Environment::new();
     env.set_trim_blocks(true);
-    let templates = ["pointwise", "copy", "reduce", "softmax", "index", "random"];
+    let templates = [
+        "pointwise",
+        "copy",
+        "reduce",
+        "softmax",
+        "index",
+        "random",
+        "scan",
+        "fold",
+    ];
     let texts: Vec<(String, String)> = templates
         .iter()
         .map(|t| Ok((t.to_string(), read(cuda_dir, &format!("{t}.cu.j2"))?)))
@@ -123,7 +132,9 @@ pub fn modules(model: &Model, cuda_dir: &Path) -> Result<Vec<(String, String)>, 
     let mut out = Vec::new();
     let all: Vec<&str> = ALL_DTYPES.to_vec();
     let floating: Vec<&str> = vec!["f16", "bf16", "f32", "f64"];
-    for t in ["copy", "reduce", "softmax", "index", "random"] {
+    for t in [
+        "copy", "reduce", "softmax", "index", "random", "scan", "fold",
+    ] {
         let dtypes = if t == "softmax" { &floating } else { &all };
         let body = render(
             t,

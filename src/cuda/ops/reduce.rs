@@ -24,6 +24,9 @@ fn split(t: &Tensor, reduced: &[usize]) -> (Layout, usize, usize) {
 /// The reduced dims: `dim` wrapped, or every dim when `dim` is `None` or empty.
 fn dims(op: &str, t: &Tensor, dim: Option<&[i64]>) -> Result<Vec<usize>> {
     match dim {
+        // A 0-d tensor accepts dim 0 / -1 but has no dim to reduce: its one element is the
+        // whole reduction.
+        Some(_) if t.dim() == 0 => Ok(vec![]),
         Some(ds) if !ds.is_empty() => {
             let mut v = ds
                 .iter()
