@@ -35,6 +35,15 @@ fn acc_type(d: &str) -> &'static str {
     }
 }
 
+/// The type a kernel computes in (float for the 16-bit floats, as `kiln_compute` in the
+/// prelude): the C type of a scalar argument such as `index_add`'s `alpha`.
+fn compute_type(d: &str) -> &'static str {
+    match d {
+        "f16" | "bf16" => "float",
+        other => ctype(other),
+    }
+}
+
 fn dtype_values(dtypes: &[&str]) -> Vec<Value> {
     dtypes
         .iter()
@@ -43,7 +52,7 @@ fn dtype_values(dtypes: &[&str]) -> Vec<Value> {
                 name => d,
                 ctype => ctype(d),
                 acc => acc_type(d),
-                atomic => ["f32", "f64", "i32", "i64"].contains(d),
+                compute => compute_type(d),
             })
         })
         .collect()
