@@ -1251,7 +1251,7 @@ fn inplace_on_strided_view_passes_gradcheck() -> Result<()> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// scatter_reduce
+// scatter_reduce and mode
 // ---------------------------------------------------------------------------------------------
 
 /// `self` [3, 4] and `src` [rows, 4]: pairwise distinct, non-zero values (no ties for
@@ -1344,5 +1344,19 @@ fn scatter_with_reduce_argument_is_not_differentiable() -> Result<()> {
     let z = x.scatter_value_reduce(0, &index, 2.0, "add")?;
     assert_eq!(z.to_vec::<f64>()?, vec![5.0, 2.0, 5.0]);
     assert!(!z.requires_grad());
+    Ok(())
+}
+
+#[test]
+fn mode_values_gradient_goes_to_the_returned_index() -> Result<()> {
+    // The mode 2 occurs at 1 and 3; the index is its last occurrence, as PyTorch's CPU
+    // kernel returns, and the gradient goes there alone.
+    let x = Tensor::from([[5f64, 2., 7., 2.], [1., 1., 4., 4.]]).requires_grad_(true)?;
+    let (values, indices) = x.mode()?;
+    assert_eq!(values.to_vec::<f64>()?, vec![2.0, 1.0]);
+    assert_eq!(indices.to_vec::<i64>()?, vec![3, 1]);
+    assert_eq!(values.grad_fn().expect("recorded").name(), "ModeBackward0");
+    values.mul(&Tensor::from([10f64, 20.]))?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![0., 0., 0., 10., 0., 20., 0., 0.]);
     Ok(())
 }
