@@ -1333,6 +1333,35 @@ fn scatter_reduce_prod_gradient_with_several_zeros_in_one_slot() -> Result<()> {
 }
 
 #[test]
+fn scatter_reduce_prod_double_backward_through_two_zeros_is_an_error() -> Result<()> {
+    // The first gradient is right (above); its derivative would miss the two zeros' mixed
+    // term, so, as in PyTorch, a second backward through it fails rather than return it.
+    let x = Tensor::from([2f64, 3.]).requires_grad_(true)?;
+    let src = Tensor::from([0f64, 0., 5., 0., 7.]).requires_grad_(true)?;
+    let index = Tensor::from([0i64, 0, 0, 1, 1]);
+    let y = x.scatter_reduce(0, &index, &src, "prod")?.sum()?;
+    let opts = GradOptions {
+        create_graph: true,
+        ..Default::default()
+    };
+    let g = grad(&[y], std::slice::from_ref(&src), &[], opts)?;
+    let g = g[0].clone().expect("src's gradient");
+    assert_eq!(g.to_vec::<f64>()?, vec![0.0, 0.0, 0.0, 21.0, 0.0]);
+    assert_err_contains(
+        g.sum()?.backward(),
+        "scatter_reduce(): Double backward is unsupported for src when >1 zeros in src are scattered to the same position in self",
+    );
+    // One zero per slot: double backward works (gradgradcheck'd in the OpInfo samples).
+    let one = Tensor::from([0f64, 4., 5., 6., 7.]).requires_grad_(true)?;
+    let y = x.scatter_reduce(0, &index, &one, "prod")?.sum()?;
+    let g = grad(&[y], std::slice::from_ref(&one), &[], opts)?[0]
+        .clone()
+        .expect("gradient");
+    g.sum()?.backward()?;
+    Ok(())
+}
+
+#[test]
 fn scatter_with_reduce_argument_is_not_differentiable() -> Result<()> {
     // PyTorch has no derivative for scatter(..., reduce=): its result takes no gradient.
     let x = leaf([1., 2., 3.]);

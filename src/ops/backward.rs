@@ -2,7 +2,9 @@
 //! differentiable ops, so a backward pass run under `create_graph` is itself recorded and
 //! double backward works.
 
+use crate::autograd::{Node, NodeBase};
 use crate::{DType, Device, Result, Scalar, Tensor};
+use std::sync::Arc;
 
 /// A possibly negative dim as an index (the forward op already validated it).
 fn wrap(dim: i64, ndim: usize) -> Result<usize> {
@@ -145,6 +147,41 @@ pub fn index_select_backward(
 /// Backward of `gather`: scatter-add into zeros.
 pub fn gather_backward(grad: &Tensor, sizes: &[usize], dim: i64, index: &Tensor) -> Result<Tensor> {
     zeros_like_grad(grad, sizes)?.scatter_add(dim, index, grad)
+}
+
+/// PyTorch's `DelayedError` node: passes no gradient on, failing with its message instead.
+struct DelayedError {
+    base: NodeBase,
+    message: &'static str,
+}
+
+impl Node for DelayedError {
+    fn name(&self) -> &'static str {
+        "DelayedError"
+    }
+    fn base(&self) -> &NodeBase {
+        &self.base
+    }
+    fn apply(&self, _grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        Err(crate::Error::Autograd(self.message.to_string()))
+    }
+}
+
+/// `t`'s values, whose backward fails with `message`: for a gradient that is right but
+/// whose own derivative the formula that built it does not give.
+fn delayed_error(t: &Tensor, message: &'static str) -> Tensor {
+    if !t.requires_grad() {
+        return t.clone();
+    }
+    let out = t.detach();
+    out.set_grad_fn(
+        Arc::new(DelayedError {
+            base: NodeBase::new(&[Some(t)]),
+            message,
+        }),
+        0,
+    );
+    out
 }
 
 /// `src` cut down to the part `index` covers: scatter ops read no more of it.
@@ -298,7 +335,20 @@ pub fn scatter_reduce_backward_src(
                 .mul(result)?
                 .gather(dim, index)?
                 .div(&part.masked_fill(&zero, 1)?)?;
-            at_zero.where_cond(&single, &elsewhere)?
+            let g = at_zero.where_cond(&single, &elsewhere)?;
+            // With two zeros in a slot each one's gradient is 0 (right), but the formula's
+            // own derivative misses their mixed term: PyTorch's DelayedError, which fails
+            // only if a second backward reaches it.
+            if crate::autograd::is_grad_enabled()
+                && zeros_in_slot.gt_scalar(1)?.any()?.item::<bool>()?
+            {
+                delayed_error(
+                    &g,
+                    "scatter_reduce(): Double backward is unsupported for src when >1 zeros in src are scattered to the same position in self",
+                )
+            } else {
+                g
+            }
         }
         "mean" => {
             let n = scatter_mean_count(grad, dim, index, &part, include_self)?;
