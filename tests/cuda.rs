@@ -49,7 +49,9 @@ fn to_device_on_the_same_device_returns_self() -> Result<()> {
 #[test]
 fn every_module_the_launchers_use_is_generated() {
     let names = kiln::cuda::module_names();
-    for m in ["copy", "reduce", "softmax", "index", "random", "scan", "fold"] {
+    for m in [
+        "copy", "reduce", "softmax", "index", "random", "scan", "fold",
+    ] {
         assert!(names.contains(&m), "no CUDA module '{m}' in {names:?}");
     }
 }
