@@ -1249,3 +1249,143 @@ fn inplace_on_strided_view_passes_gradcheck() -> Result<()> {
     };
     gradcheck(&f, &[x, w], GradcheckOptions::default())
 }
+
+// ---------------------------------------------------------------------------------------------
+// scatter_reduce and mode
+// ---------------------------------------------------------------------------------------------
+
+/// `self` [3, 4] and `src` [rows, 4]: pairwise distinct, non-zero values (no ties for
+/// amax/amin anywhere), and an index [5, 4] into dim 0 with repeats.
+fn scatter_reduce_inputs(rows: usize) -> Result<(Tensor, Tensor, Tensor)> {
+    let n = 12 + rows * 4;
+    let v: Vec<f64> = (0..n)
+        .map(|k| ((k * 13) % n) as f64 * 0.1 + 0.05 - 0.05 * n as f64)
+        .collect();
+    let x = Tensor::from_vec(v[..12].to_vec(), &[3, 4])?.requires_grad_(true)?;
+    let src = Tensor::from_vec(v[12..].to_vec(), &[rows, 4])?.requires_grad_(true)?;
+    let idx: Vec<i64> = (0..20).map(|k| (k * 7 + k / 4) % 3).collect();
+    Ok((x, Tensor::from_vec(idx, &[5, 4])?, src))
+}
+
+#[test]
+fn scatter_reduce_gradients_pass_gradcheck_for_every_reduction() -> Result<()> {
+    let (x, index, src) = scatter_reduce_inputs(5)?;
+    for reduce in ["sum", "prod", "mean", "amax", "amin"] {
+        for include_self in [true, false] {
+            let f = |t: &[Tensor]| -> Result<Vec<Tensor>> {
+                Ok(vec![t[0].scatter_reduce_with(
+                    0,
+                    &index,
+                    &t[1],
+                    reduce,
+                    include_self,
+                )?])
+            };
+            let inputs = [x.clone(), src.clone()];
+            let opts = GradcheckOptions::default();
+            gradcheck(&f, &inputs, opts).map_err(|e| {
+                kiln::Error::op(reduce, format!("include_self={include_self}: {e}"))
+            })?;
+            gradgradcheck(&f, &inputs, opts).map_err(|e| {
+                kiln::Error::op(reduce, format!("include_self={include_self}: {e}"))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn scatter_reduce_src_larger_than_index_gets_zero_gradient_outside_it() -> Result<()> {
+    // src [6, 4] with an index [5, 4]: the last row of src is never read.
+    let (x, index, src) = scatter_reduce_inputs(6)?;
+    for reduce in ["sum", "prod", "mean", "amax"] {
+        let f = |t: &[Tensor]| -> Result<Vec<Tensor>> {
+            Ok(vec![t[0].scatter_reduce(0, &index, &t[1], reduce)?])
+        };
+        gradcheck(&f, &[x.clone(), src.clone()], GradcheckOptions::default())?;
+    }
+    let y = x.scatter_reduce(0, &index, &src, "prod")?;
+    y.sum()?.backward()?;
+    let g = src.grad().expect("src gets a gradient");
+    assert_eq!(g.shape(), &[6, 4]);
+    assert_eq!(g.narrow(0, 5, 1)?.to_vec::<f64>()?, vec![0.0; 4]);
+    Ok(())
+}
+
+#[test]
+fn scatter_reduce_prod_gradient_with_several_zeros_in_one_slot() -> Result<()> {
+    // Position 0 receives two zeros of src: every factor's gradient there is 0 except
+    // self's, which is the product of the rest (0 too). Position 1 receives one zero: its
+    // gradient is the product of the others.
+    let x = Tensor::from([2f64, 3.]).requires_grad_(true)?;
+    let src = Tensor::from([0f64, 0., 5., 0., 7.]).requires_grad_(true)?;
+    let index = Tensor::from([0i64, 0, 0, 1, 1]);
+    let y = x.scatter_reduce(0, &index, &src, "prod")?;
+    assert_eq!(y.to_vec::<f64>()?, vec![0.0, 0.0]);
+    assert_eq!(
+        y.grad_fn().expect("recorded").name(),
+        "ScatterReduceBackward0"
+    );
+    y.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![0.0, 0.0]);
+    assert_eq!(grad_of(&src), vec![0.0, 0.0, 0.0, 21.0, 0.0]);
+    Ok(())
+}
+
+#[test]
+fn scatter_reduce_prod_double_backward_through_two_zeros_is_an_error() -> Result<()> {
+    // The first gradient is right (above); its derivative would miss the two zeros' mixed
+    // term, so, as in PyTorch, a second backward through it fails rather than return it.
+    let x = Tensor::from([2f64, 3.]).requires_grad_(true)?;
+    let src = Tensor::from([0f64, 0., 5., 0., 7.]).requires_grad_(true)?;
+    let index = Tensor::from([0i64, 0, 0, 1, 1]);
+    let y = x.scatter_reduce(0, &index, &src, "prod")?.sum()?;
+    let opts = GradOptions {
+        create_graph: true,
+        ..Default::default()
+    };
+    let g = grad(&[y], std::slice::from_ref(&src), &[], opts)?;
+    let g = g[0].clone().expect("src's gradient");
+    assert_eq!(g.to_vec::<f64>()?, vec![0.0, 0.0, 0.0, 21.0, 0.0]);
+    assert_err_contains(
+        g.sum()?.backward(),
+        "scatter_reduce(): Double backward is unsupported for src when >1 zeros in src are scattered to the same position in self",
+    );
+    // One zero per slot: double backward works (gradgradcheck'd in the OpInfo samples).
+    let one = Tensor::from([0f64, 4., 5., 6., 7.]).requires_grad_(true)?;
+    let y = x.scatter_reduce(0, &index, &one, "prod")?.sum()?;
+    let g = grad(&[y], std::slice::from_ref(&one), &[], opts)?[0]
+        .clone()
+        .expect("gradient");
+    g.sum()?.backward()?;
+    Ok(())
+}
+
+#[test]
+fn scatter_with_reduce_argument_is_not_differentiable() -> Result<()> {
+    // PyTorch has no derivative for scatter(..., reduce=): its result takes no gradient.
+    let x = leaf([1., 2., 3.]);
+    let index = Tensor::from([0i64, 0, 2]);
+    let src = Tensor::from([2f64, 3., 4.]);
+    let y = x.scatter_src_reduce(0, &index, &src, "multiply")?;
+    assert_eq!(y.to_vec::<f64>()?, vec![6.0, 2.0, 12.0]);
+    assert!(!y.requires_grad());
+    let z = x.scatter_value_reduce(0, &index, 2.0, "add")?;
+    assert_eq!(z.to_vec::<f64>()?, vec![5.0, 2.0, 5.0]);
+    assert!(!z.requires_grad());
+    Ok(())
+}
+
+#[test]
+fn mode_values_gradient_goes_to_the_returned_index() -> Result<()> {
+    // The mode 2 occurs at 1 and 3; the index is its last occurrence, as PyTorch's CPU
+    // kernel returns, and the gradient goes there alone.
+    let x = Tensor::from([[5f64, 2., 7., 2.], [1., 1., 4., 4.]]).requires_grad_(true)?;
+    let (values, indices) = x.mode()?;
+    assert_eq!(values.to_vec::<f64>()?, vec![2.0, 1.0]);
+    assert_eq!(indices.to_vec::<i64>()?, vec![3, 1]);
+    assert_eq!(values.grad_fn().expect("recorded").name(), "ModeBackward0");
+    values.mul(&Tensor::from([10f64, 20.]))?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), vec![0., 0., 0., 10., 0., 20., 0., 0.]);
+    Ok(())
+}

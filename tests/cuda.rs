@@ -41,6 +41,21 @@ fn to_device_on_the_same_device_returns_self() -> Result<()> {
     Ok(())
 }
 
+/// Every module the launchers in src/cuda/ops load kernels from is generated: `scan` and
+/// `fold` once were not, so cumsum, sort and the convolutions failed on a GPU with "no
+/// generated CUDA module named 'scan'" while the PTX check below, which compiles only what
+/// exists, passed.
+#[cfg(feature = "cuda")]
+#[test]
+fn every_module_the_launchers_use_is_generated() {
+    let names = kiln::cuda::module_names();
+    for m in [
+        "copy", "reduce", "softmax", "index", "random", "scan", "fold",
+    ] {
+        assert!(names.contains(&m), "no CUDA module '{m}' in {names:?}");
+    }
+}
+
 /// Every generated module compiles with NVRTC. CI installs NVRTC from its PyPI wheel and sets
 /// KILN_REQUIRE_NVRTC=1, so there a missing library fails instead of skipping.
 #[cfg(feature = "cuda")]

@@ -1055,6 +1055,19 @@ pub fn scatter_value(t: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Res
     t.scatter(dim, index, &src)
 }
 
+/// `scatter(dim, index, value, reduce=)`: `value` added or multiplied in once per index
+/// position, as `scatter(dim, index, src, reduce=)` with a `src` full of `value`.
+pub fn scatter_value_reduce(
+    t: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: Scalar,
+    reduce: &str,
+) -> Result<Tensor> {
+    let src = Tensor::full_on(index.shape(), value, t.dtype(), t.device())?;
+    t.scatter_src_reduce(dim, index, &src, reduce)
+}
+
 /// `masked_scatter(mask, source)`: the positions where `mask` (broadcast to `self`) is true
 /// take `source`'s elements in order; elsewhere `self`.
 pub fn masked_scatter(t: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {

@@ -275,6 +275,47 @@ pub fn min_dim(s: &Sample) -> Vec<RefTensor> {
     extreme_dim(s, false)
 }
 
+/// mode(dim=-1, keepdim): per group, the value occurring most often (the smallest of the
+/// most frequent; a NaN equals nothing, so counts once, and ranks above every number) and
+/// its last position, counted pairwise.
+pub fn mode(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let dim = s.int("dim").unwrap_or(-1);
+    let (shape, gs) = groups(&x, &reduced_mask(&[dim], x.shape.len()), keepdim(s));
+    let mut values = vec![];
+    let mut indices = vec![];
+    for g in &gs {
+        // (count, value, position) of the best candidate so far.
+        let mut best: Option<(usize, f64, usize)> = None;
+        for (i, &v) in g.iter().enumerate() {
+            let count = g.iter().filter(|&&w| w == v).count(); // 0 for NaN
+            let count = count.max(1);
+            let better = match best {
+                None => true,
+                Some((bc, _, _)) if count != bc => count > bc,
+                Some((_, bv, _)) if bv.is_nan() => !v.is_nan(),
+                Some((_, bv, _)) => !v.is_nan() && v <= bv,
+            };
+            if better {
+                best = Some((count, v, i));
+            }
+        }
+        let (_, v, i) = best.expect("mode of a non-empty group");
+        values.push(v);
+        indices.push(i as f64);
+    }
+    vec![
+        RefTensor {
+            shape: shape.clone(),
+            data: values,
+        },
+        RefTensor {
+            shape,
+            data: indices,
+        },
+    ]
+}
+
 fn arg_extreme(s: &Sample, max: bool) -> Vec<RefTensor> {
     let x = input(s, 0);
     let nd = x.shape.len();

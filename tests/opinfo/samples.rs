@@ -102,6 +102,17 @@ fn vals(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
     ranged(shape, dtype, (-2.0, 2.0), (-4, 5), seed)
 }
 
+/// Like [`vals`], with floats on a grid of quarters in [-2, 2): sums of a few of them are
+/// exact in f16 and bf16, so a GPU's atomic adds, which round after every step (as PyTorch's
+/// do), still give the reference's once-rounded value.
+fn quarters(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
+    if dtype.is_floating_point() {
+        discrete(shape, dtype, -8, 8, 0.25, seed)
+    } else {
+        vals(shape, dtype, seed)
+    }
+}
+
 /// Strictly positive values: floats in [0.5, 3), integers in [1, 5).
 fn positive(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
     ranged(shape, dtype, (0.5, 3.0), (1, 5), seed)
@@ -1701,11 +1712,12 @@ pub fn gather_errors() -> Vec<ErrorSample> {
     ]
 }
 
-/// scatter_add(self, dim, index, src): repeated indices accumulate. The first three
+/// scatter_add(self, dim, index, src): repeated indices accumulate (float values on a grid
+/// of quarters, see [`quarters`]). The first three
 /// samples have `src` of the index's shape (their gradient is the index-shaped gather); a
 /// later one has a larger `src`, of which only the indexed part is read.
 pub fn scatter_add(dtype: DType) -> Vec<Sample> {
-    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let x = |s: &[usize], seed| quarters(s, dtype, seed);
     let dim = |d: i64| Arg::Int(d);
     vec![
         Sample::new(
@@ -1782,10 +1794,10 @@ pub fn scatter_add_errors() -> Vec<ErrorSample> {
     ]
 }
 
-/// index_add(self, dim, index, source, alpha): repeated indices accumulate; alpha given on
-/// some samples (default 1 otherwise).
+/// index_add(self, dim, index, source, alpha): repeated indices accumulate (float values on
+/// a grid of quarters, see [`quarters`]); alpha given on some samples (default 1 otherwise).
 pub fn index_add(dtype: DType) -> Vec<Sample> {
-    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let x = |s: &[usize], seed| quarters(s, dtype, seed);
     let dim = |d: i64| Arg::Int(d);
     let alpha = if dtype.is_floating_point() {
         float(-0.5)

@@ -35,6 +35,15 @@ fn acc_type(d: &str) -> &'static str {
     }
 }
 
+/// The type a kernel computes in (float for the 16-bit floats, as `kiln_compute` in the
+/// prelude): the C type of a scalar argument such as `index_add`'s `alpha`.
+fn compute_type(d: &str) -> &'static str {
+    match d {
+        "f16" | "bf16" => "float",
+        other => ctype(other),
+    }
+}
+
 fn dtype_values(dtypes: &[&str]) -> Vec<Value> {
     dtypes
         .iter()
@@ -43,7 +52,7 @@ fn dtype_values(dtypes: &[&str]) -> Vec<Value> {
                 name => d,
                 ctype => ctype(d),
                 acc => acc_type(d),
-                atomic => ["f32", "f64", "i32", "i64"].contains(d),
+                compute => compute_type(d),
             })
         })
         .collect()
@@ -106,7 +115,16 @@ pub fn modules(model: &Model, cuda_dir: &Path) -> Result<Vec<(String, String)>, 
     let prelude = read(cuda_dir, "prelude.cuh")?;
     let mut env = Environment::new();
     env.set_trim_blocks(true);
-    let templates = ["pointwise", "copy", "reduce", "softmax", "index", "random"];
+    let templates = [
+        "pointwise",
+        "copy",
+        "reduce",
+        "softmax",
+        "index",
+        "random",
+        "scan",
+        "fold",
+    ];
     let texts: Vec<(String, String)> = templates
         .iter()
         .map(|t| Ok((t.to_string(), read(cuda_dir, &format!("{t}.cu.j2"))?)))
@@ -123,7 +141,9 @@ pub fn modules(model: &Model, cuda_dir: &Path) -> Result<Vec<(String, String)>, 
     let mut out = Vec::new();
     let all: Vec<&str> = ALL_DTYPES.to_vec();
     let floating: Vec<&str> = vec!["f16", "bf16", "f32", "f64"];
-    for t in ["copy", "reduce", "softmax", "index", "random"] {
+    for t in [
+        "copy", "reduce", "softmax", "index", "random", "scan", "fold",
+    ] {
         let dtypes = if t == "softmax" { &floating } else { &all };
         let body = render(
             t,

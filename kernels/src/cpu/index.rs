@@ -1,16 +1,17 @@
-//! Indexing along one dim with an `i64` index tensor: `index_select`, `gather`,
-//! `scatter_add` and `index_add`.
+//! Indexing along one dim with an `i64` index tensor: `index_select`, `gather`, `scatter`,
+//! `scatter_add`, `scatter_reduce` (and `scatter`'s `reduce=` form) and `index_add`.
 //!
 //! Every kernel validates all indices before touching the output, so a bad index is an
 //! error (with PyTorch's wording), never a panic or a partial write. Accumulating kernels
-//! (`scatter_add`, `index_add`) add in `T::Compute` and round once at the end.
+//! (`scatter_add`, `scatter_reduce`, `index_add`) reduce in `T::Compute` and round once at
+//! the end.
 
 use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::cpu::shape::{contiguous_out, row_major, split_at_dim};
 use crate::cpu::strided::for_each_run;
 use crate::layout::{contiguous_strides, wrap_dim};
 use crate::parallel::{fan_out, par_chunks_mut};
-use crate::{Arith, Dst, Element, KResult, Layout, Src};
+use crate::{Arith, DType, Dst, Element, KResult, Layout, Src};
 
 /// PyTorch's `ensure_nonempty_*`: scatter/gather treat a 0-d tensor as shape `[1]`.
 fn nonempty(sizes: &[usize]) -> Vec<usize> {
@@ -275,6 +276,21 @@ fn scatter_with<T: Element>(
     mut out: Dst<'_, T>,
     combine: impl Fn(&mut T::Compute, T::Compute),
 ) -> KResult<()> {
+    let mut acc: Vec<T::Compute> = row_major(&self_).iter().map(|x| x.up()).collect();
+    scatter_walk(&self_, dim, &index, &src, |o, v| combine(&mut acc[o], v))?;
+    write_out(&mut out, &acc)
+}
+
+/// Checks `scatter`'s shapes and indices, then calls `visit(slot, src[p])` for every position
+/// `p` of the index in row-major order, where `slot` is the row-major offset in `self` of
+/// `p` with `p[dim]` replaced by `index[p]`. Only the part of `src` the index covers is read.
+fn scatter_walk<T: Element>(
+    self_: &Src<'_, T>,
+    dim: i64,
+    index: &Src<'_, i64>,
+    src: &Src<'_, T>,
+    mut visit: impl FnMut(usize, T::Compute),
+) -> KResult<()> {
     scatter_add_meta(
         &self_.layout.sizes,
         dim,
@@ -282,39 +298,41 @@ fn scatter_with<T: Element>(
         &src.layout.sizes,
     )?;
     let d = wrap_dim(dim, self_.layout.ndim())?;
-    let mut acc: Vec<T::Compute> = row_major(&self_).iter().map(|x| x.up()).collect();
-    let idx = row_major(&index);
-    if !idx.is_empty() {
-        let self_sizes = nonempty(&self_.layout.sizes);
-        let size = self_sizes[d];
-        let idx = check_indices(&idx, size, oob(d, size))?;
-        // Walk the index's positions in the (row-major) accumulator and in `src` together.
-        let mut acc_strides = contiguous_strides(&self_sizes);
-        let step = acc_strides[d];
-        acc_strides[d] = 0;
-        let sizes = nonempty(&index.layout.sizes);
-        let acc_view = Layout {
-            sizes: sizes.clone(),
-            strides: acc_strides,
-            offset: 0,
-        };
-        let src_view = Layout {
-            sizes,
-            strides: nonempty_strides(src.layout),
-            offset: src.layout.offset,
-        };
-        let mut k = 0;
-        for_each_run([&acc_view, &src_view], |[ao, so], len, [as_, ss]| {
-            for t in 0..len {
-                combine(
-                    &mut acc[ao + t * as_ + idx[k] * step],
-                    src.data[so + t * ss].up(),
-                );
-                k += 1;
-            }
-        });
+    let idx = row_major(index);
+    if idx.is_empty() {
+        return Ok(());
     }
-    let o = contiguous_out(&mut out)?;
+    let self_sizes = nonempty(&self_.layout.sizes);
+    let size = self_sizes[d];
+    let idx = check_indices(&idx, size, oob(d, size))?;
+    // Walk the index's positions in the (row-major) accumulator and in `src` together.
+    let mut acc_strides = contiguous_strides(&self_sizes);
+    let step = acc_strides[d];
+    acc_strides[d] = 0;
+    let sizes = nonempty(&index.layout.sizes);
+    let acc_view = Layout {
+        sizes: sizes.clone(),
+        strides: acc_strides,
+        offset: 0,
+    };
+    let src_view = Layout {
+        sizes,
+        strides: nonempty_strides(src.layout),
+        offset: src.layout.offset,
+    };
+    let mut k = 0;
+    for_each_run([&acc_view, &src_view], |[ao, so], len, [as_, ss]| {
+        for t in 0..len {
+            visit(ao + t * as_ + idx[k] * step, src.data[so + t * ss].up());
+            k += 1;
+        }
+    });
+    Ok(())
+}
+
+/// Rounds the compute-precision accumulator into `out` (row-major, `self`'s shape).
+fn write_out<T: Element>(out: &mut Dst<'_, T>, acc: &[T::Compute]) -> KResult<()> {
+    let o = contiguous_out(out)?;
     if o.len() != acc.len() {
         return Err(format!(
             "internal error: output has {} elements, expected {}",
@@ -322,8 +340,191 @@ fn scatter_with<T: Element>(
             acc.len()
         ));
     }
-    o.iter_mut().zip(&acc).for_each(|(o, &a)| *o = T::down(a));
+    o.iter_mut().zip(acc).for_each(|(o, &a)| *o = T::down(a));
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// scatter_reduce
+// ---------------------------------------------------------------------------------------
+
+/// The reductions of `scatter_reduce` (`"sum"`, `"prod"`, `"mean"`, `"amax"`, `"amin"`) and
+/// of `scatter(..., reduce=)` (`"add"`, `"multiply"`, which are sum and prod).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScatterReduce {
+    Sum,
+    Prod,
+    Mean,
+    Amax,
+    Amin,
+}
+
+impl ScatterReduce {
+    /// `scatter_reduce`'s names, with PyTorch's message for any other.
+    pub fn parse(reduce: &str) -> KResult<ScatterReduce> {
+        Ok(match reduce {
+            "sum" => ScatterReduce::Sum,
+            "prod" => ScatterReduce::Prod,
+            "mean" => ScatterReduce::Mean,
+            "amax" => ScatterReduce::Amax,
+            "amin" => ScatterReduce::Amin,
+            _ => {
+                return Err(format!(
+                    "reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
+                ))
+            }
+        })
+    }
+
+    /// `scatter(..., reduce=)`'s names, with PyTorch's message for any other.
+    pub fn parse_legacy(reduce: &str) -> KResult<ScatterReduce> {
+        match reduce {
+            "add" => Ok(ScatterReduce::Sum),
+            "multiply" => Ok(ScatterReduce::Prod),
+            _ => Err("reduce argument must be either add or multiply.".into()),
+        }
+    }
+
+    /// `acc` combined with one more value. `amax`/`amin` propagate NaN from either side, as
+    /// PyTorch's kernels do.
+    #[inline]
+    fn combine<C: Arith>(self, acc: C, v: C) -> C {
+        match self {
+            ScatterReduce::Sum | ScatterReduce::Mean => acc.add(v),
+            ScatterReduce::Prod => acc.mul(v),
+            ScatterReduce::Amax => {
+                if acc.is_nan() || !(v.is_nan() || v > acc) {
+                    acc
+                } else {
+                    v
+                }
+            }
+            ScatterReduce::Amin => {
+                if acc.is_nan() || !(v.is_nan() || v < acc) {
+                    acc
+                } else {
+                    v
+                }
+            }
+        }
+    }
+}
+
+/// PyTorch's `div(..., rounding_mode="floor")` for a mean of integers: the quotient rounded
+/// toward negative infinity, computed in i64 so a count never wraps.
+fn floor_div(sum: i64, count: i64) -> i64 {
+    let q = sum.wrapping_div(count);
+    if sum.wrapping_rem(count) != 0 && sum < 0 {
+        q - 1
+    } else {
+        q
+    }
+}
+
+/// Output shape of `scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str
+/// reduce, *, bool include_self=True)`: `self`'s. Checks as PyTorch's `scatter_meta_impl`:
+/// dim, shapes, then the reduction's name.
+pub fn scatter_reduce_meta(
+    self_: &[usize],
+    dim: i64,
+    index: &[usize],
+    src: &[usize],
+    reduce: &str,
+    include_self: bool,
+) -> KResult<Vec<Vec<usize>>> {
+    let _ = include_self; // only changes the values
+    let shape = scatter_add_meta(self_, dim, index, src)?;
+    ScatterReduce::parse(reduce)?;
+    Ok(shape)
+}
+
+/// `scatter_reduce(self, dim, index, src, reduce, include_self)`: a copy of `self` in which
+/// every position some index points at becomes the reduction of the `src` values sent
+/// there, together with `self`'s value when `include_self`. `mean` divides by the number of
+/// values reduced (floor division for integers, as PyTorch); positions no index points at
+/// keep `self`. Accumulates in compute precision, serially, and rounds once.
+pub fn scatter_reduce<T: Element>(
+    self_: Src<'_, T>,
+    dim: i64,
+    index: Src<'_, i64>,
+    src: Src<'_, T>,
+    reduce: &str,
+    include_self: bool,
+    out: Dst<'_, T>,
+) -> KResult<()> {
+    let op = ScatterReduce::parse(reduce)?;
+    scatter_reduce_with(self_, dim, index, src, op, include_self, out)
+}
+
+/// Output shape of `scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str
+/// reduce)`: `self`'s.
+pub fn scatter_src_reduce_meta(
+    self_: &[usize],
+    dim: i64,
+    index: &[usize],
+    src: &[usize],
+    reduce: &str,
+) -> KResult<Vec<Vec<usize>>> {
+    let shape = scatter_add_meta(self_, dim, index, src)?;
+    ScatterReduce::parse_legacy(reduce)?;
+    Ok(shape)
+}
+
+/// `scatter(self, dim, index, src, reduce=)`: `"add"` adds and `"multiply"` multiplies `src`
+/// into a copy of `self` at the indexed positions (`scatter_reduce` with `sum` / `prod` and
+/// `include_self`).
+pub fn scatter_src_reduce<T: Element>(
+    self_: Src<'_, T>,
+    dim: i64,
+    index: Src<'_, i64>,
+    src: Src<'_, T>,
+    reduce: &str,
+    out: Dst<'_, T>,
+) -> KResult<()> {
+    let op = ScatterReduce::parse_legacy(reduce)?;
+    scatter_reduce_with(self_, dim, index, src, op, true, out)
+}
+
+/// Both scatter reductions: each slot's first value (without `include_self`) replaces
+/// `self`'s, later ones combine; `mean` then divides by its count.
+fn scatter_reduce_with<T: Element>(
+    self_: Src<'_, T>,
+    dim: i64,
+    index: Src<'_, i64>,
+    src: Src<'_, T>,
+    op: ScatterReduce,
+    include_self: bool,
+    mut out: Dst<'_, T>,
+) -> KResult<()> {
+    if op == ScatterReduce::Mean && T::DTYPE == DType::Bool {
+        // PyTorch's mean ends in div(..., rounding_mode="floor"), which has no bool kernel.
+        return Err("\"div_floor_cpu\" not implemented for 'Bool'".into());
+    }
+    let mut acc: Vec<T::Compute> = row_major(&self_).iter().map(|x| x.up()).collect();
+    let mut count = vec![0i64; acc.len()];
+    scatter_walk(&self_, dim, &index, &src, |o, v| {
+        acc[o] = if count[o] == 0 && !include_self {
+            v
+        } else {
+            op.combine(acc[o], v)
+        };
+        count[o] += 1;
+    })?;
+    if op == ScatterReduce::Mean {
+        let floating = T::DTYPE.is_floating_point();
+        for (a, &c) in acc.iter_mut().zip(&count) {
+            if c == 0 {
+                continue;
+            }
+            let n = c + i64::from(include_self);
+            *a = if floating {
+                a.div(<T::Compute as Arith>::from_i64(n))
+            } else {
+                T::from_i64(floor_div(T::down(*a).to_i64(), n)).up()
+            };
+        }
+    }
+    write_out(&mut out, &acc)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -407,16 +608,7 @@ pub fn index_add<T: Element>(
                 .for_each(|(a, &s)| *a = a.add(alpha.mul(s.up())));
         }
     }
-    let o = contiguous_out(&mut out)?;
-    if o.len() != acc.len() {
-        return Err(format!(
-            "internal error: output has {} elements, expected {}",
-            o.len(),
-            acc.len()
-        ));
-    }
-    o.iter_mut().zip(&acc).for_each(|(o, &a)| *o = T::down(a));
-    Ok(())
+    write_out(&mut out, &acc)
 }
 
 #[cfg(test)]
@@ -900,5 +1092,84 @@ mod tests {
             index_add_meta(&[2, 2], 0, &[1], &[1, 3], 1.0).unwrap_err(),
             "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = [2, 2] source.shape = [1, 3]"
         );
+    }
+
+    #[test]
+    fn scatter_reduce_mean_of_integers_rounds_down() {
+        // Position 0: self 1 with -2 and -4 (sum -5, count 3), position 1 untouched,
+        // position 2: -7 alone without self.
+        let x = vec![1i32, 5, 9];
+        let xl = Layout::contiguous(&[3]);
+        let idx = vec![0i64, 0, 2];
+        let src = vec![-2i32, -4, -7];
+        let il = Layout::contiguous(&[3]);
+        let mean = |include_self| {
+            run::<i32>(&[3], |o| {
+                scatter_reduce(
+                    Src::new(&x, &xl),
+                    0,
+                    Src::new(&idx, &il),
+                    Src::new(&src, &il),
+                    "mean",
+                    include_self,
+                    o,
+                )
+            })
+            .unwrap()
+        };
+        assert_eq!(mean(true), vec![-2, 5, 1]);
+        assert_eq!(mean(false), vec![-3, 5, -7]);
+        assert_eq!(floor_div(-5, 3), -2);
+        assert_eq!(floor_div(5, 3), 1);
+        assert_eq!(floor_div(-6, 3), -2);
+    }
+
+    #[test]
+    fn scatter_reduce_amax_without_self_and_with_nan() {
+        let x = vec![10f32, 20., 30.];
+        let xl = Layout::contiguous(&[3]);
+        let idx = vec![0i64, 0, 1];
+        let src = vec![-1f32, -3., f32::NAN];
+        let il = Layout::contiguous(&[3]);
+        let got = run::<f32>(&[3], |o| {
+            scatter_reduce(
+                Src::new(&x, &xl),
+                0,
+                Src::new(&idx, &il),
+                Src::new(&src, &il),
+                "amax",
+                false,
+                o,
+            )
+        })
+        .unwrap();
+        assert_eq!(got[0], -1.0);
+        assert!(got[1].is_nan());
+        assert_eq!(got[2], 30.0);
+        assert_eq!(
+            scatter_reduce_meta(&[3], 0, &[3], &[3], "max", true).unwrap_err(),
+            "reduce argument must be either sum, prod, mean, amax or amin, got max"
+        );
+        assert_eq!(
+            scatter_src_reduce_meta(&[3], 0, &[3], &[3], "sum").unwrap_err(),
+            "reduce argument must be either add or multiply."
+        );
+        let b = vec![true, false];
+        let bl = Layout::contiguous(&[2]);
+        let bi = vec![0i64];
+        let bil = Layout::contiguous(&[1]);
+        let e = run::<bool>(&[2], |o| {
+            scatter_reduce(
+                Src::new(&b, &bl),
+                0,
+                Src::new(&bi, &bil),
+                Src::new(&b, &bl),
+                "mean",
+                true,
+                o,
+            )
+        })
+        .unwrap_err();
+        assert!(e.contains("not implemented for 'Bool'"), "{e}");
     }
 }

@@ -1,4 +1,5 @@
-//! Reductions: `sum`, `max`/`min` (over everything or along a dim) and `argmax`/`argmin`.
+//! Reductions: `sum`, `max`/`min` (over everything or along a dim), `argmax`/`argmin` and
+//! `mode`.
 //!
 //! Every kernel first orders its input as `[kept dims..., reduced dims...]`, row-major, so
 //! each output element reduces one contiguous run of `group` inputs. A contiguous input
@@ -494,6 +495,80 @@ pub fn min_dim<T: Element>(
     let _ = keepdim;
     let v = contiguous_out(&mut values)?;
     extreme_dim::<T, false>(self_, dim, "min()", Some(v), contiguous_out(&mut indices)?)
+}
+
+/// Output shapes of `mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values,
+/// Tensor indices)`; a zero-size `dim` has no mode (PyTorch's message).
+pub fn mode_meta(self_: &[usize], dim: i64, keepdim: bool) -> KResult<Vec<Vec<usize>>> {
+    check_nonzero_dim(self_, dim, "mode()")?;
+    let shape = reduced_shape(self_, &single_mask(dim, self_.len())?, keepdim);
+    Ok(vec![shape.clone(), shape])
+}
+
+/// `mode(self, dim, keepdim)`: the most frequent value along `dim` (the smallest of them on a
+/// tie in frequency) and the index of its last occurrence, as PyTorch's CPU kernel gives for
+/// short rows. Each row is sorted stably (NaN last); a NaN equals nothing, so it counts once.
+pub fn mode<T: Element>(
+    self_: Src<'_, T>,
+    dim: i64,
+    keepdim: bool,
+    mut values: Dst<'_, T>,
+    mut indices: Dst<'_, i64>,
+) -> KResult<()> {
+    let _ = keepdim; // only the outputs' shape depends on it
+    let sizes = &self_.layout.sizes;
+    check_nonzero_dim(sizes, dim, "mode()")?;
+    let mask = single_mask(dim, sizes.len())?;
+    let (data, group) = grouped(&self_, &mask);
+    if data.is_empty() {
+        return Ok(()); // no output elements (a kept dim has size 0)
+    }
+    let (vs, is) = (contiguous_out(&mut values)?, contiguous_out(&mut indices)?);
+    let pick = |(v, i): (&mut T, &mut i64), g: &[T]| {
+        let at = mode_of(g);
+        (*v, *i) = (g[at], at as i64);
+    };
+    if fan_out(data.len() >= PARALLEL_MIN && is.len() > 1) {
+        let per = (TASK_WORK / group).max(1);
+        par_chunks_mut2(vs, is, per, &|t, vs, is| {
+            let groups = data[t * per * group..].chunks(group);
+            vs.iter_mut()
+                .zip(is.iter_mut())
+                .zip(groups)
+                .for_each(|(o, g)| pick(o, g));
+        });
+    } else {
+        vs.iter_mut()
+            .zip(is.iter_mut())
+            .zip(data.chunks(group))
+            .for_each(|(o, g)| pick(o, g));
+    }
+    Ok(())
+}
+
+/// The position in a non-empty row of its mode's last occurrence: the row's positions sorted
+/// stably by value (NaN last), then the first run of equal values longer than every earlier
+/// one; the run's last entry is the value's last occurrence.
+fn mode_of<T: Element>(g: &[T]) -> usize {
+    let mut order: Vec<(T::Compute, usize)> = g.iter().map(|&x| x.up()).zip(0..).collect();
+    order.sort_by(|a, b| match (a.0.is_nan(), b.0.is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Greater,
+        (false, true) => std::cmp::Ordering::Less,
+        (false, false) => a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal),
+    });
+    let (mut best, mut best_len, mut run) = (0, 0, 0);
+    for k in 0..order.len() {
+        run += 1;
+        // NaN != NaN: every NaN ends its own run of one.
+        if k + 1 == order.len() || order[k].0 != order[k + 1].0 {
+            if run > best_len {
+                (best, best_len) = (order[k].1, run);
+            }
+            run = 0;
+        }
+    }
+    best
 }
 
 /// Shape checks shared by `argmax`/`argmin`.
@@ -1132,5 +1207,20 @@ mod tests {
             run1::<i64>(&[], |o| argmax(Src::new(&s, &sl), None, true, o)).unwrap(),
             vec![0]
         );
+    }
+
+    #[test]
+    fn mode_picks_the_smallest_most_frequent_value_at_its_last_occurrence() {
+        assert_eq!(mode_of(&[3i64, 1, 3, 1, 2]), 3); // 1 and 3 twice: 1, last at 3
+        assert_eq!(mode_of(&[4.0f64, 2.0, 9.0]), 1); // all once: the smallest
+        let n = f64::NAN;
+        assert_eq!(mode_of(&[n, 5.0, n, 5.0]), 3); // NaNs count once each
+        assert_eq!(mode_of(&[n, n, n]), 0); // all NaN: the first
+        assert_eq!(mode_of(&[true, false, true]), 2);
+        assert_eq!(
+            mode_meta(&[2, 0], 1, false).unwrap_err(),
+            "mode(): Expected reduction dim 1 to have non-zero size."
+        );
+        assert_eq!(mode_meta(&[0, 3], 1, true).unwrap(), vec![vec![0, 1]; 2]);
     }
 }

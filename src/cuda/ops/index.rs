@@ -1,11 +1,14 @@
-//! index_select, gather, scatter, scatter_add and index_add on CUDA (kernels/cuda/index.cu.j2).
-//! Indices are range-checked on the host first (one small device-to-host copy), so a bad
-//! index is kiln's error with PyTorch's message, not a device-side assert.
+//! index_select, gather, scatter, scatter_add, scatter_reduce (and scatter's `reduce=` form)
+//! and index_add on CUDA (kernels/cuda/index.cu.j2). Indices are range-checked on the host
+//! first (one small device-to-host copy), so a bad index is kiln's error with PyTorch's
+//! message, not a device-side assert. Values meeting at one position combine through
+//! atomics (native adds, compare-and-swap loops for the rest), in no fixed order.
 
-use super::{copy, gpu_of, grid, operand_with, KilnTensor};
+use super::{copy, gpu_of, grid, operand_with, KilnTensor, Param};
 use crate::cuda::runtime::driver_error;
-use crate::{Error, Layout, Result, Tensor};
+use crate::{DType, Error, Layout, Result, Tensor};
 use cudarc::driver::PushKernelArg;
+use kiln_kernels::cpu::index::ScatterReduce;
 
 /// A 0-d layout seen as one element along one dim, as PyTorch's indexing kernels treat it.
 fn at_least_1d(l: &Layout) -> Layout {
@@ -171,11 +174,7 @@ fn scatter_like(
     let (d, size) = dim_size(op, self_, dim)?;
     with_op(op, check(index, size, oob(d, size)))?;
     copy(op, self_, out)?;
-    // `src` may be larger than `index` (PyTorch allows it): read it at the index's
-    // coordinates through a view with the index's sizes and `src`'s strides.
-    let mut l = at_least_1d(src.layout());
-    l.sizes = at_least_1d(index.layout()).sizes;
-    let src = src.with_layout(l);
+    let src = index_view(src, index);
     launch(
         op,
         name,
@@ -215,4 +214,163 @@ pub fn index_add(
         Some(alpha),
         source.numel(),
     )
+}
+
+/// `src` read at the index's coordinates: it may be larger than `index` (PyTorch allows
+/// it), so a view with the index's sizes and `src`'s strides.
+fn index_view(src: &Tensor, index: &Tensor) -> Tensor {
+    let mut l = at_least_1d(src.layout());
+    l.sizes = at_least_1d(index.layout()).sizes;
+    src.with_layout(l)
+}
+
+/// Launches `name(params...)` of the index module over `n` elements, on `on`'s device.
+///
+/// # Safety
+///
+/// `params` must match the kernel's parameter list in kernels/cuda/index.cu.j2, and every
+/// address the kernel forms from them must lie inside its operand's storage.
+unsafe fn launch_params(
+    op: &str,
+    name: &str,
+    on: &Tensor,
+    params: &[Param],
+    n: usize,
+) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    let gpu = gpu_of(op, on)?;
+    let f = gpu.function("index", name)?;
+    let mut b = gpu.stream.launch_builder(&f);
+    for p in params {
+        super::push(&mut b, p);
+    }
+    // SAFETY: the caller's contract (parameters and addresses).
+    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
+    Ok(())
+}
+
+fn tensor_param(op: &str, t: &Tensor) -> Result<Param> {
+    Ok(Param::Tensor(Box::new(operand(op, t)?)))
+}
+
+// The launcher contract: `op`, the schema's six arguments, the output.
+#[allow(clippy::too_many_arguments)]
+pub fn scatter_reduce(
+    op: &str,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+    out: &Tensor,
+) -> Result<()> {
+    let r = ScatterReduce::parse(reduce).map_err(|m| Error::op(op, m))?;
+    reduce_into(op, self_, dim, index, src, r, include_self, out)
+}
+
+pub fn scatter_src_reduce(
+    op: &str,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    out: &Tensor,
+) -> Result<()> {
+    let r = ScatterReduce::parse_legacy(reduce).map_err(|m| Error::op(op, m))?;
+    reduce_into(op, self_, dim, index, src, r, true, out)
+}
+
+/// `out = self`; without `include_self` the scattered-to positions are reset to the
+/// reduction's identity; then every `src` value combines atomically into its position, and
+/// `mean` divides by per-position counts (gathered atomically too).
+#[allow(clippy::too_many_arguments)]
+fn reduce_into(
+    op: &str,
+    self_: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    r: ScatterReduce,
+    include_self: bool,
+    out: &Tensor,
+) -> Result<()> {
+    if r == ScatterReduce::Mean && self_.dtype() == DType::Bool {
+        // PyTorch's mean ends in div(..., rounding_mode="floor"), which has no bool kernel.
+        return Err(Error::op(
+            op,
+            "\"div_floor_cuda\" not implemented for 'Bool'",
+        ));
+    }
+    let (d, size) = dim_size(op, self_, dim)?;
+    with_op(op, check(index, size, oob(d, size)))?;
+    copy(op, self_, out)?;
+    let n = index.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let src = index_view(src, index);
+    let code: i32 = match r {
+        ScatterReduce::Sum | ScatterReduce::Mean => 0,
+        ScatterReduce::Prod => 1,
+        ScatterReduce::Amax => 2,
+        ScatterReduce::Amin => 3,
+    };
+    let dt = self_.dtype().short_name();
+    let dim_p = || Param::I32(d as i32);
+    if !include_self {
+        let params = [
+            tensor_param(op, out)?,
+            tensor_param(op, index)?,
+            dim_p(),
+            Param::I32(code),
+            Param::I64(n as i64),
+        ];
+        // SAFETY: `scatter_reduce_init_<T>(KilnTensor out, KilnTensor index, int dim, int op,
+        // long long n)`; every index was checked to lie in `out`'s dim `d`, and the meta
+        // function checked that `index` fits `out` outside it.
+        unsafe { launch_params(op, &format!("scatter_reduce_init_{dt}"), out, &params, n) }?;
+    }
+    let params = [
+        tensor_param(op, out)?,
+        tensor_param(op, index)?,
+        tensor_param(op, &src)?,
+        dim_p(),
+        Param::I32(code),
+        Param::I64(n as i64),
+    ];
+    // SAFETY: `scatter_reduce_<T>(KilnTensor out, KilnTensor index, KilnTensor src, int dim,
+    // int op, long long n)`; indices checked as above, and `src` is viewed with the index's
+    // sizes, which the meta function checked fit inside `src`.
+    unsafe { launch_params(op, &format!("scatter_reduce_{dt}"), out, &params, n) }?;
+    if r == ScatterReduce::Mean {
+        let count = Tensor::full_on(
+            out.shape(),
+            i64::from(include_self),
+            DType::I64,
+            out.device(),
+        )?;
+        let params = [
+            tensor_param(op, &count)?,
+            tensor_param(op, index)?,
+            dim_p(),
+            Param::I64(n as i64),
+        ];
+        // SAFETY: `scatter_count(KilnTensor count, KilnTensor index, int dim, long long n)`;
+        // `count` is a fresh int64 tensor of `out`'s shape, indices checked as above.
+        unsafe { launch_params(op, "scatter_count", out, &params, n) }?;
+        let m = out.numel();
+        let params = [
+            tensor_param(op, out)?,
+            tensor_param(op, &count)?,
+            Param::I64(m as i64),
+        ];
+        // SAFETY: `scatter_mean_<T>(KilnTensor out, KilnTensor count, long long n)` over the
+        // `m` elements of `out` and of `count`, which has its shape.
+        unsafe { launch_params(op, &format!("scatter_mean_{dt}"), out, &params, m) }?;
+    }
+    Ok(())
 }

@@ -233,3 +233,63 @@ pub fn norm_dim_errors() -> Vec<ErrorSample> {
         })
         .collect()
 }
+
+/// mode(dim=-1, keepdim): the first three have distinct values (the mode is the smallest
+/// element, a smooth choice for gradcheck); later ones repeat values, in rows shorter and
+/// longer than 16, and (floats) hold NaNs.
+pub fn mode(dtype: DType) -> Vec<Sample> {
+    let d = |s: &[usize], seed| distinct(s, dtype, seed);
+    let t = |s: &[usize], seed| super::ties(s, dtype, seed);
+    let mut v = vec![
+        Sample::new("[3,4] dim 1 distinct", vec![d(&[3, 4], 1)]).arg("dim", Arg::Int(1)),
+        Sample::new("[4,3] dim 0 keepdim distinct", vec![d(&[4, 3], 2)])
+            .arg("dim", Arg::Int(0))
+            .arg("keepdim", Arg::Bool(true)),
+        Sample::new("[2,3,4] default dim distinct", vec![d(&[2, 3, 4], 3)]),
+        Sample::new("[4,6] dim 1 repeats", vec![t(&[4, 6], 4)]).arg("dim", Arg::Int(1)),
+        Sample::new("[6,4] dim 0 keepdim repeats", vec![t(&[6, 4], 5)])
+            .arg("dim", Arg::Int(0))
+            .arg("keepdim", Arg::Bool(true)),
+        Sample::new("[3,5,2] dim 1 repeats", vec![t(&[3, 5, 2], 6)]).arg("dim", Arg::Int(1)),
+        Sample::new("[7] repeats", vec![t(&[7], 7)]),
+        Sample::new("[2,20] dim 1 repeats in long rows", vec![t(&[2, 20], 8)])
+            .arg("dim", Arg::Int(1)),
+        Sample::new("0-d", vec![d(&[], 9)]).edge(),
+        Sample::new("0-d dim 0 keepdim", vec![d(&[], 10)])
+            .arg("dim", Arg::Int(0))
+            .arg("keepdim", Arg::Bool(true))
+            .edge(),
+        Sample::new("[0,3] dim 1", vec![d(&[0, 3], 11)])
+            .arg("dim", Arg::Int(1))
+            .edge(),
+    ];
+    if dtype.is_floating_point() {
+        // A NaN counts once and ranks above every number; a row of NaNs gives its first.
+        let n = f64::NAN;
+        let x = Tensor::from(vec![n, 1.0, 1.0, n, n, n, 3.0, 2.0, n, n, n, n])
+            .reshape(&[3, 4])
+            .expect("shape")
+            .to_dtype(dtype)
+            .expect("cast");
+        v.push(Sample::new("[3,4] dim 1 with NaNs", vec![x]).arg("dim", Arg::Int(1)));
+    }
+    v
+}
+
+pub fn mode_errors() -> Vec<ErrorSample> {
+    vec![
+        err(
+            Sample::new(
+                "reducing a zero-size dim",
+                vec![vals(&[3, 0], DType::F32, 81)],
+            )
+            .arg("dim", Arg::Int(1)),
+            "mode(): Expected reduction dim 1 to have non-zero size.",
+        ),
+        err(
+            Sample::new("dim 2 of 2-d", vec![vals(&[2, 3], DType::F32, 82)])
+                .arg("dim", Arg::Int(2)),
+            "Dimension out of range",
+        ),
+    ]
+}

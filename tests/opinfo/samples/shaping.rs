@@ -935,3 +935,456 @@ pub fn masked_scatter_errors() -> Vec<ErrorSample> {
         "masked_scatter: expected source to have at least 3 elements",
     )]
 }
+
+/// Values for a scatter reduction whose `self` and `src` are pairwise distinct, one shuffled
+/// range split in two: no ties (kinks) for amax/amin, within or across the two.
+fn distinct_pair(a: &[usize], b: &[usize], dtype: DType, seed: u64) -> Vec<Tensor> {
+    let (na, nb): (usize, usize) = (a.iter().product(), b.iter().product());
+    let all = super::distinct(&[na + nb], dtype, seed);
+    let part = |start: usize, len: usize, shape: &[usize]| {
+        let shape: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+        all.narrow(0, start as i64, len as i64)
+            .and_then(|t| t.reshape(&shape))
+            .and_then(|t| t.contiguous())
+            .expect("split of a sample")
+    };
+    vec![part(0, na, a), part(na, nb, b)]
+}
+
+/// Small values for products: floats 0, ±0.5, ±1 and ±2 (products stay exact in f16/bf16,
+/// even rounded after every step as a GPU's atomics do), integers in [-2, 3) ([0, 3) for u8),
+/// so a product of a few never wraps.
+fn small(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
+    if !dtype.is_floating_point() {
+        return super::ranged(shape, dtype, (-2.0, 2.0), (-2, 3), seed);
+    }
+    let k = super::discrete(shape, DType::I64, -3, 4, 1.0, seed)
+        .to_vec::<i64>()
+        .expect("CPU");
+    let v: Vec<f64> = k
+        .iter()
+        .map(|&k| match k {
+            0 => 0.0,
+            k => f64::from(k.signum() as i32) * 2f64.powi(k.abs() as i32 - 2),
+        })
+        .collect();
+    super::from_f64(&v, shape, dtype)
+}
+
+fn reduce_args(s: Sample, dim: i64, reduce: &'static str, include_self: Option<bool>) -> Sample {
+    let s = s.arg("dim", Arg::Int(dim)).arg("reduce", Arg::Str(reduce));
+    match include_self {
+        Some(b) => s.arg("include_self", Arg::Bool(b)),
+        None => s,
+    }
+}
+
+/// scatter_reduce(dim, index, src, reduce, include_self): every reduction with and without
+/// `self`, repeated indices throughout, float values exact in f16/bf16 through sums
+/// ([`super::quarters`]) and products ([`small`]). The first three (the gradchecked ones) are PyTorch's
+/// prod sample with zeros in `self` and `src` (at most one zero of `src` per position),
+/// amax without self over distinct values, and mean. bool has no mean (PyTorch's floor
+/// division has no bool kernel).
+pub fn scatter_reduce(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| super::quarters(s, dtype, seed);
+    let sm = |s: &[usize], seed| small(s, dtype, seed);
+    let pair = |a: &[usize], b: &[usize], seed| distinct_pair(a, b, dtype, seed);
+    let mean = dtype != DType::Bool;
+    let t = |v: &[f64], shape: &[usize]| {
+        Tensor::from_vec(v.to_vec(), shape)
+            .and_then(|t| t.to_dtype(dtype))
+            .expect("sample")
+    };
+    let with = |mut ts: Vec<Tensor>, i: Tensor| {
+        ts.insert(1, i);
+        ts
+    };
+    let mut v = vec![reduce_args(
+        Sample::new(
+            "prod [3,2] dim 1, zeros in self and src",
+            vec![
+                t(&[0., 13., 0., 17., 0., 19.], &[3, 2]),
+                index(&[1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 1], &[3, 4]),
+                t(&[0., 1., 2., 3., 0., 4., 0., 1., 2., 3., 5., 6.], &[3, 4]),
+            ],
+        ),
+        1,
+        "prod",
+        Some(true),
+    )];
+    v.push(reduce_args(
+        Sample::new(
+            "amax without self, [3,4] dim 0 index [5,4]",
+            with(pair(&[3, 4], &[5, 4], 1), rand_index(&[5, 4], 3, 2)),
+        ),
+        0,
+        "amax",
+        Some(false),
+    ));
+    if mean {
+        v.push(reduce_args(
+            Sample::new(
+                "mean [2,3,4] dim -1 index [2,3,3]",
+                vec![
+                    x(&[2, 3, 4], 3),
+                    rand_index(&[2, 3, 3], 4, 4),
+                    x(&[2, 3, 3], 5),
+                ],
+            ),
+            -1,
+            "mean",
+            None,
+        ));
+    }
+    v.extend([
+        reduce_args(
+            Sample::new(
+                "sum [4,3] dim 0 index [6,3]",
+                vec![x(&[4, 3], 6), rand_index(&[6, 3], 4, 7), x(&[6, 3], 8)],
+            ),
+            0,
+            "sum",
+            None,
+        ),
+        reduce_args(
+            Sample::new(
+                "sum without self [3,4] dim 1 index [3,6]",
+                vec![x(&[3, 4], 9), rand_index(&[3, 6], 4, 10), x(&[3, 6], 11)],
+            ),
+            1,
+            "sum",
+            Some(false),
+        ),
+        reduce_args(
+            Sample::new(
+                "prod without self [4,3] dim 0 index [5,3]",
+                vec![sm(&[4, 3], 12), rand_index(&[5, 3], 4, 13), sm(&[5, 3], 14)],
+            ),
+            0,
+            "prod",
+            Some(false),
+        ),
+        reduce_args(
+            Sample::new(
+                "amin [3,4] dim 1 index [3,5]",
+                with(pair(&[3, 4], &[3, 5], 15), rand_index(&[3, 5], 4, 16)),
+            ),
+            1,
+            "amin",
+            Some(true),
+        ),
+        reduce_args(
+            Sample::new(
+                "amin without self [2,3,4] dim 0 index [3,3,4]",
+                with(
+                    pair(&[2, 3, 4], &[3, 3, 4], 17),
+                    rand_index(&[3, 3, 4], 2, 18),
+                ),
+            ),
+            0,
+            "amin",
+            Some(false),
+        ),
+        reduce_args(
+            Sample::new(
+                "amax with ties [4,3] dim 0 index [6,3]",
+                vec![x(&[4, 3], 19), rand_index(&[6, 3], 4, 20), x(&[6, 3], 21)],
+            ),
+            0,
+            "amax",
+            Some(true),
+        ),
+    ]);
+    if mean {
+        v.extend([
+            reduce_args(
+                Sample::new(
+                    "mean without self [4,3] dim 0 index [5,3]",
+                    vec![x(&[4, 3], 22), rand_index(&[5, 3], 4, 23), x(&[5, 3], 24)],
+                ),
+                0,
+                "mean",
+                Some(false),
+            ),
+            reduce_args(
+                Sample::new(
+                    "mean, src [3,5] larger than index [2,4]",
+                    vec![x(&[3, 4], 25), rand_index(&[2, 4], 3, 26), x(&[3, 5], 27)],
+                ),
+                0,
+                "mean",
+                Some(true),
+            ),
+        ]);
+    }
+    if dtype.is_floating_point() {
+        // NaN from src propagates through amax and amin, with or without self.
+        let n = f64::NAN;
+        let self_ = || t(&[1., 2., 3., 4., 5., 6.], &[2, 3]);
+        let src = || t(&[0., n, 7., -1., 2., n], &[2, 3]);
+        let idx = || index(&[0, 1, 0, 1, 0, 1], &[2, 3]);
+        v.push(reduce_args(
+            Sample::new("amax with NaN in src", vec![self_(), idx(), src()]),
+            0,
+            "amax",
+            Some(true),
+        ));
+        v.push(reduce_args(
+            Sample::new("amin without self, NaN in src", vec![self_(), idx(), src()]),
+            0,
+            "amin",
+            Some(false),
+        ));
+    }
+    v.extend([
+        reduce_args(
+            Sample::new(
+                "empty index [0,4]",
+                vec![x(&[3, 4], 28), index(&[], &[0, 4]), x(&[0, 4], 29)],
+            )
+            .edge(),
+            0,
+            "sum",
+            Some(false),
+        ),
+        reduce_args(
+            Sample::new(
+                "0-d self, index and src",
+                vec![x(&[], 30), index(&[0], &[]), x(&[], 31)],
+            )
+            .edge(),
+            0,
+            "amax",
+            Some(true),
+        ),
+    ]);
+    if mean {
+        v.push(reduce_args(
+            Sample::new(
+                "0-d mean without self",
+                vec![x(&[], 32), index(&[0], &[]), x(&[], 33)],
+            )
+            .edge(),
+            -1,
+            "mean",
+            Some(false),
+        ));
+    }
+    v
+}
+
+fn reduce_error_sample(desc: &str, tensors: Vec<Tensor>, reduce: &'static str) -> Sample {
+    Sample::new(desc, tensors)
+        .arg("dim", Arg::Int(0))
+        .arg("reduce", Arg::Str(reduce))
+}
+
+pub fn scatter_reduce_errors() -> Vec<ErrorSample> {
+    let i = || index(&[0, 1, 2, 0], &[1, 4]);
+    vec![
+        err(
+            reduce_error_sample(
+                "reduce 'max'",
+                vec![f32v(&[3, 4], 60), i(), f32v(&[1, 4], 61)],
+                "max",
+            ),
+            "reduce argument must be either sum, prod, mean, amax or amin, got max",
+        ),
+        err(
+            reduce_error_sample(
+                "index 3 along a dim of size 3",
+                vec![
+                    f32v(&[3, 4], 62),
+                    index(&[0, 3], &[1, 2]),
+                    f32v(&[1, 2], 63),
+                ],
+                "sum",
+            ),
+            "index 3 is out of bounds for dimension 0 with size 3",
+        ),
+        err(
+            reduce_error_sample(
+                "self float32, src float64",
+                vec![f32v(&[3, 4], 64), i(), vals(&[1, 4], DType::F64, 65)],
+                "amax",
+            ),
+            "scatter(): Expected self.dtype to be equal to src.dtype",
+        ),
+        err(
+            reduce_error_sample(
+                "1-d index for 2-d self",
+                vec![f32v(&[3, 4], 66), index(&[0, 1], &[2]), f32v(&[2], 67)],
+                "prod",
+            ),
+            "Index tensor must have the same number of dimensions as self tensor",
+        ),
+        err(
+            reduce_error_sample(
+                "mean of bools",
+                vec![
+                    vals(&[3, 4], DType::Bool, 68),
+                    i(),
+                    vals(&[1, 4], DType::Bool, 69),
+                ],
+                "mean",
+            ),
+            "not implemented for 'Bool'",
+        ),
+        err(
+            Sample::new(
+                "dim 2 of 2-d",
+                vec![f32v(&[3, 4], 70), i(), f32v(&[1, 4], 71)],
+            )
+            .arg("dim", Arg::Int(2))
+            .arg("reduce", Arg::Str("sum")),
+            "Dimension out of range",
+        ),
+    ]
+}
+
+/// scatter(dim, index, src, reduce=): "add" and "multiply" with repeated indices.
+pub fn scatter_src_reduce(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| super::quarters(s, dtype, seed);
+    let sm = |s: &[usize], seed| small(s, dtype, seed);
+    let r = |s: Sample, dim: i64, reduce: &'static str| {
+        s.arg("dim", Arg::Int(dim)).arg("reduce", Arg::Str(reduce))
+    };
+    vec![
+        r(
+            Sample::new(
+                "add [4,3] dim 0 index [6,3]",
+                vec![x(&[4, 3], 1), rand_index(&[6, 3], 4, 2), x(&[6, 3], 3)],
+            ),
+            0,
+            "add",
+        ),
+        r(
+            Sample::new(
+                "multiply [3,4] dim 1 index [3,5]",
+                vec![sm(&[3, 4], 4), rand_index(&[3, 5], 4, 5), sm(&[3, 5], 6)],
+            ),
+            1,
+            "multiply",
+        ),
+        r(
+            Sample::new(
+                "multiply [2,3,4] dim -1, src larger than index",
+                vec![
+                    sm(&[2, 3, 4], 7),
+                    rand_index(&[2, 3, 3], 4, 8),
+                    sm(&[2, 3, 5], 9),
+                ],
+            ),
+            -1,
+            "multiply",
+        ),
+        r(
+            Sample::new(
+                "empty index [0,4]",
+                vec![x(&[3, 4], 10), index(&[], &[0, 4]), x(&[0, 4], 11)],
+            )
+            .edge(),
+            0,
+            "multiply",
+        ),
+        r(
+            Sample::new(
+                "0-d self, index and src",
+                vec![x(&[], 12), index(&[0], &[]), x(&[], 13)],
+            )
+            .edge(),
+            0,
+            "add",
+        ),
+    ]
+}
+
+pub fn scatter_src_reduce_errors() -> Vec<ErrorSample> {
+    let i = || index(&[0, 1, 2, 0], &[1, 4]);
+    vec![
+        err(
+            reduce_error_sample(
+                "reduce 'sum'",
+                vec![f32v(&[3, 4], 72), i(), f32v(&[1, 4], 73)],
+                "sum",
+            ),
+            "reduce argument must be either add or multiply.",
+        ),
+        err(
+            reduce_error_sample(
+                "index -1",
+                vec![
+                    f32v(&[3, 4], 74),
+                    index(&[0, -1], &[1, 2]),
+                    f32v(&[1, 2], 75),
+                ],
+                "add",
+            ),
+            "index -1 is out of bounds for dimension 0 with size 3",
+        ),
+    ]
+}
+
+/// scatter(dim, index, value, reduce=): the value added or multiplied in once per index.
+pub fn scatter_value_reduce(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| super::quarters(s, dtype, seed);
+    let v = |f: f64| {
+        if dtype == DType::Bool {
+            Arg::Scalar(kiln::Scalar::Bool(f != 0.0))
+        } else if dtype.is_floating_point() {
+            super::float(f)
+        } else {
+            super::int(f as i64)
+        }
+    };
+    let r = |s: Sample, dim: i64, value: f64, reduce: &'static str| {
+        s.arg("dim", Arg::Int(dim))
+            .arg("value", v(value))
+            .arg("reduce", Arg::Str(reduce))
+    };
+    vec![
+        r(
+            Sample::new(
+                "add [4,3] dim 0 index [6,3]",
+                vec![x(&[4, 3], 1), rand_index(&[6, 3], 4, 2)],
+            ),
+            0,
+            if dtype.is_floating_point() { 1.5 } else { 2.0 },
+            "add",
+        ),
+        r(
+            Sample::new(
+                "multiply by -2 [3,4] dim 1 index [3,5]",
+                vec![small(&[3, 4], dtype, 3), rand_index(&[3, 5], 4, 4)],
+            ),
+            1,
+            if dtype == DType::U8 { 2.0 } else { -2.0 },
+            "multiply",
+        ),
+        r(
+            Sample::new(
+                "multiply by 0 [2,3,2] dim 1",
+                vec![x(&[2, 3, 2], 5), rand_index(&[2, 2, 2], 3, 6)],
+            ),
+            1,
+            0.0,
+            "multiply",
+        ),
+        r(
+            Sample::new("[3] dim 0 empty index", vec![x(&[3], 7), index(&[], &[0])]).edge(),
+            0,
+            1.0,
+            "add",
+        ),
+    ]
+}
+
+pub fn scatter_value_reduce_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("reduce 'mean'", vec![f32v(&[3], 76), index(&[0], &[1])])
+            .arg("dim", Arg::Int(0))
+            .arg("value", super::float(1.0))
+            .arg("reduce", Arg::Str("mean")),
+        "reduce argument must be either add or multiply.",
+    )]
+}
