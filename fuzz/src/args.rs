@@ -460,6 +460,29 @@ impl<'a> Args<'a> {
         }
         v
     }
+
+    /// A `Tensor?[]` (`index.Tensor`'s `indices`): 0–4 entries, each absent or drawn as an
+    /// index (mostly int64, values in [-2, 6)) or, a quarter of the time, as a mask (mostly
+    /// bool), so the list usually gets past the dtype checks.
+    pub fn opt_tensor_list(&mut self, name: &str) -> Vec<Option<Tensor>> {
+        let n = self.below(5);
+        let mut v = Vec::new();
+        for i in 0..n {
+            if self.chance(30) {
+                self.log.push(format!("{name}[{i}] = None"));
+                v.push(None);
+                continue;
+            }
+            let like = if self.chance(25) { "mask" } else { "index" };
+            let (t, d) = self.raw_tensor(like);
+            self.log.push(format!("{name}[{i}] = {d}"));
+            v.push(Some(t));
+        }
+        if n == 0 {
+            self.note(name, "[]");
+        }
+        v
+    }
 }
 
 /// A contiguous tensor with adversarial values.
