@@ -498,3 +498,4 @@ pub use crate::ops::indexing::{
 pub use crate::ops::linalg::{
     cholesky_backward, det_backward, inv_backward, qr_backward, solve_backward_a, solve_backward_b,
 };
+pub use crate::ops::nn::{embedding_bag_backward, embedding_bag_per_sample_weights_backward};
