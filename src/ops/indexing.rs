@@ -286,7 +286,8 @@ impl AdvancedIndex {
             .collect()
     }
 
-    /// `index_shape` followed by the other sizes: the result's dims before [`Self::to_result`].
+    /// `index_shape` followed by the other sizes: the result before
+    /// [`Self::index_dims_to_place`].
     fn rows_shape(&self) -> Vec<usize> {
         let mut s = self.index_shape.clone();
         s.extend(self.rest());
@@ -308,7 +309,7 @@ impl AdvancedIndex {
     }
 
     /// `t` (of the indexed tensor's shape) as `[rows, other sizes...]`.
-    fn rows_view(&self, t: &Tensor) -> Result<Tensor> {
+    fn as_rows(&self, t: &Tensor) -> Result<Tensor> {
         let m: usize = self.perm[..self.indexed]
             .iter()
             .map(|&d| self.work_shape[d])
@@ -320,8 +321,8 @@ impl AdvancedIndex {
             .reshape(&i64s(&shape))
     }
 
-    /// The inverse of [`Self::rows_view`]: `[rows, other sizes...]` back to `shape`.
-    fn from_rows_view(&self, r: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    /// The inverse of [`Self::as_rows`]: `[rows, other sizes...]` back to `shape`.
+    fn rows_back(&self, r: &Tensor, shape: &[usize]) -> Result<Tensor> {
         let permuted: Vec<usize> = self.perm.iter().map(|&d| self.work_shape[d]).collect();
         let mut inverse = vec![0; self.perm.len()];
         for (i, &d) in self.perm.iter().enumerate() {
@@ -334,7 +335,7 @@ impl AdvancedIndex {
     }
 
     /// `[index dims, other dims]` (of [`Self::rows_shape`]) to the result's dim order.
-    fn to_result(&self, r: Tensor) -> Result<Tensor> {
+    fn index_dims_to_place(&self, r: Tensor) -> Result<Tensor> {
         let (nb, p) = (self.index_shape.len(), self.insert_at);
         if p == 0 {
             return Ok(r);
@@ -343,8 +344,8 @@ impl AdvancedIndex {
         r.permute(&dims(&order))
     }
 
-    /// The inverse of [`Self::to_result`].
-    fn from_result(&self, r: Tensor) -> Result<Tensor> {
+    /// The inverse of [`Self::index_dims_to_place`].
+    fn index_dims_to_front(&self, r: Tensor) -> Result<Tensor> {
         let (nb, p) = (self.index_shape.len(), self.insert_at);
         if p == 0 {
             return Ok(r);
@@ -360,9 +361,9 @@ pub fn index(t: &Tensor, indices: &[Option<&Tensor>]) -> Result<Tensor> {
     let _no_grad = crate::no_grad(); // the generated wrapper records IndexBackward0
     let info = AdvancedIndex::new("index", t, indices)?;
     let picked = info
-        .rows_view(t)?
+        .as_rows(t)?
         .index_select(0, &info.rows_tensor(t.device())?)?;
-    info.to_result(picked.reshape(&i64s(&info.rows_shape()))?)
+    info.index_dims_to_place(picked.reshape(&i64s(&info.rows_shape()))?)
 }
 
 /// The dtype `index_put(accumulate=True)` sums in: float32 for half floats (one rounding, as
@@ -418,9 +419,9 @@ pub fn index_put(
     let mut flat = vec![info.rows.len()];
     flat.extend(info.rest());
     let vals = info
-        .from_result(values.expand(&i64s(&result_shape))?)?
+        .index_dims_to_front(values.expand(&i64s(&result_shape))?)?
         .reshape(&i64s(&flat))?;
-    let src = info.rows_view(t)?;
+    let src = info.as_rows(t)?;
     let rows = info.rows_tensor(t.device())?;
     let written = if accumulate {
         let acc = accumulate_dtype(t.dtype());
@@ -433,7 +434,7 @@ pub fn index_put(
         let idx = rows.reshape(&unit)?.expand(&i64s(vals.shape()))?;
         src.scatter(0, &idx, &vals)?
     };
-    info.from_rows_view(&written, t.shape())
+    info.rows_back(&written, t.shape())
 }
 
 /// A formula's `Tensor?[]` (saved as owned tensors) borrowed as the ops take it.
