@@ -395,7 +395,7 @@ impl<'a> Args<'a> {
     }
 
     fn dtype_for(&mut self, name: &str) -> DType {
-        let index_like = name.contains("index");
+        let index_like = index_like(name);
         let mask_like = name == "mask" || name == "condition";
         if index_like && self.chance(70) {
             DType::I64
@@ -485,10 +485,16 @@ impl<'a> Args<'a> {
     }
 }
 
+/// Arguments that hold indices (`index`, `indices`, `offsets`), drawn mostly as small int64
+/// values so calls get past the dtype checks.
+fn index_like(name: &str) -> bool {
+    name.contains("index") || name.contains("indices") || name == "offsets"
+}
+
 /// A contiguous tensor with adversarial values.
 fn leaf(a: &mut Args, shape: &[usize], dtype: DType, grad: bool, name: &str) -> Tensor {
     let n = shape.iter().product();
-    let vals = a.values(n, name.contains("index"));
+    let vals = a.values(n, index_like(name));
     let t = typed(&vals, shape, dtype);
     if grad {
         t.requires_grad_(true).expect("float leaf can require grad")
