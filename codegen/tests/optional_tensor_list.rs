@@ -146,7 +146,9 @@ fn opinfo_and_fuzz_pass_the_list_as_borrowed_options() {
         "{fuzz}"
     );
     assert!(
-        fuzz.contains("kiln::index(&self_,&indices.iter().map(Option::as_ref).collect::<Vec<_>>())"),
+        fuzz.contains(
+            "kiln::index(&self_,&indices.iter().map(Option::as_ref).collect::<Vec<_>>())"
+        ),
         "{fuzz}"
     );
 }
@@ -236,7 +238,8 @@ fn a_formula_reads_the_list_not_its_metadata() {
     let e = error(NATIVE, &derivs, INDEXING_RS);
     assert_eq!((e.file.as_str(), e.line), ("derivatives.yaml", 3));
     assert!(
-        e.message.contains("reads `indices.sizes()`, but `indices` is a `Tensor?[]`"),
+        e.message
+            .contains("reads `indices.sizes()`, but `indices` is a `Tensor?[]`"),
         "{e}"
     );
 }

@@ -37,31 +37,6 @@ struct AdvancedIndex {
 /// An index after mask expansion: its shape and int64 values (row-major).
 type HostIndex = (Vec<usize>, Vec<i64>);
 
-/// The row-major coordinates of the non-zero elements of a mask of `shape`, one column per
-/// dim (`nonzero().select(1, j)`).
-fn nonzero_columns(shape: &[usize], hits: &[i64]) -> Vec<Vec<i64>> {
-    let count = hits.iter().filter(|&&h| h != 0).count();
-    let mut cols: Vec<Vec<i64>> = vec![Vec::with_capacity(count); shape.len()];
-    let mut at = vec![0usize; shape.len()];
-    for (i, &h) in hits.iter().enumerate() {
-        if i > 0 {
-            for d in (0..shape.len()).rev() {
-                at[d] += 1;
-                if at[d] < shape[d] {
-                    break;
-                }
-                at[d] = 0;
-            }
-        }
-        if h != 0 {
-            for (col, &c) in cols.iter_mut().zip(&at) {
-                col.push(c as i64);
-            }
-        }
-    }
-    cols
-}
-
 /// Row-major strides of `shape` aligned to the right of `target` (which it broadcasts to),
 /// 0 where it broadcasts.
 fn broadcast_strides(shape: &[usize], target: &[usize]) -> Vec<usize> {
@@ -142,9 +117,12 @@ impl AdvancedIndex {
                             ),
                         ));
                     }
-                    for col in nonzero_columns(ix.shape(), &ix.to_vec::<i64>()?) {
-                        let n = col.len();
-                        expanded.push((false, Some((vec![n], col))));
+                    // `nonzero()` is `[hits, dims]`, row-major: one column per dim it covers.
+                    let hits = crate::ops::shaping::nonzero(ix)?.to_vec::<i64>()?;
+                    for j in 0..ix.dim() {
+                        let col: Vec<i64> =
+                            hits.iter().skip(j).step_by(ix.dim()).copied().collect();
+                        expanded.push((false, Some((vec![col.len()], col))));
                     }
                 }
                 _ => {
@@ -305,7 +283,7 @@ impl AdvancedIndex {
 
     /// The row numbers as an int64 tensor on `device`.
     fn rows_tensor(&self, device: Device) -> Result<Tensor> {
-        Tensor::from_vec(self.rows.clone(), &[self.rows.len()])?.to_device(device)
+        crate::ops::shaping::index(self.rows.clone(), device)
     }
 
     /// `t` (of the indexed tensor's shape) as `[rows, other sizes...]`.

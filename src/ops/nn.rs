@@ -4,7 +4,7 @@
 //! is explicit (its backward helpers are here too), over `index_select` and `index_add`.
 
 use crate::ops::backward::i64s;
-use crate::ops::shaping::host_vec;
+use crate::ops::shaping::{host_vec, index};
 use crate::{DType, Device, Error, Result, Scalar, Tensor};
 use kiln_kernels::cpu::fold::Geometry;
 
@@ -1384,11 +1384,6 @@ fn check_index_dtype(op: &str, name: &str, t: &Tensor) -> Result<()> {
     ))
 }
 
-/// An int64 vector as a tensor on `device`.
-fn i64_tensor(vals: Vec<i64>, shape: &[usize], device: Device) -> Result<Tensor> {
-    Tensor::from_vec(vals, shape)?.to_device(device)
-}
-
 /// `embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
 /// per_sample_weights, include_last_offset, padding_idx)`: PyTorch's `aten::embedding_bag`.
 /// Bag `b` holds `indices[offsets[b]..offsets[b + 1]]` (the last bag runs to the end, or with
@@ -1580,9 +1575,7 @@ pub fn embedding_bag(
     } else {
         DType::I64
     };
-    let as_index = |v: Vec<i64>, shape: &[usize]| -> Result<Tensor> {
-        i64_tensor(v, shape, device)?.to_dtype(out_index)
-    };
+    let as_index = |v: Vec<i64>| index(v, device)?.to_dtype(out_index);
     let bag_size = if mode == BAG_SUM {
         vec![0; bags]
     } else {
@@ -1596,9 +1589,7 @@ pub fn embedding_bag(
             DType::F16 | DType::BF16 => DType::F32,
             other => other,
         };
-        let pick = |f: &dyn Fn(usize) -> i64| {
-            i64_tensor(kept.iter().map(|&i| f(i)).collect(), &[kept.len()], device)
-        };
+        let pick = |f: &dyn Fn(usize) -> i64| index(kept.iter().map(|&i| f(i)).collect(), device);
         let mut rows = weight
             .to_dtype(compute)?
             .index_select(0, &pick(&|i| idx[i])?)?;
@@ -1620,15 +1611,12 @@ pub fn embedding_bag(
                 .to_dtype(compute)?;
             out = out.div(&counts)?;
         }
-        (
-            out.to_dtype(weight.dtype())?,
-            as_index(bag_size.clone(), &[bags])?,
-        )
+        (out.to_dtype(weight.dtype())?, as_index(bag_size.clone())?)
     };
     Ok((
         output,
-        as_index(offset2bag, &[n])?,
-        as_index(bag_size, &[bags])?,
+        as_index(offset2bag)?,
+        as_index(bag_size)?,
         max_indices,
     ))
 }
@@ -1669,13 +1657,15 @@ fn embedding_bag_max(
         fill[b] += 1;
     }
     let gathered = weight
-        .index_select(0, &i64_tensor(rows.clone(), &[slots], device)?)?
+        .index_select(0, &index(rows.clone(), device)?)?
         .reshape(&i64s(&[bags, longest, d]))?;
     let empty = Tensor::from_vec(empty, &[bags, longest, 1])?.to_device(device)?;
     let (values, at) = gathered
         .masked_fill(&empty, f64::NEG_INFINITY)?
         .max_dim(1)?;
-    let source = i64_tensor(rows, &[bags, longest], device)?.gather(1, &at)?;
+    let source = index(rows, device)?
+        .reshape(&i64s(&[bags, longest]))?
+        .gather(1, &at)?;
     let filled: Vec<bool> = sizes.iter().map(|&s| s > 0).collect();
     let filled = Tensor::from_vec(filled, &[bags, 1])?.to_device(device)?;
     let zero = Tensor::alloc_on(op, &[], weight.dtype(), device)?;
