@@ -1389,3 +1389,35 @@ fn mode_values_gradient_goes_to_the_returned_index() -> Result<()> {
     assert_eq!(grad_of(&x), vec![0., 0., 0., 10., 0., 20., 0., 0.]);
     Ok(())
 }
+
+// ---------------------------------------------------------------------------------------------
+// Advanced indexing: gradients through `Tensor?[]` index lists
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn index_gradient_sums_into_the_picked_positions() -> Result<()> {
+    let x = leaf([1., 2., 3., 4.]);
+    let i = Tensor::from(vec![3i64, 0, 3]);
+    let y = x.index(&[Some(&i)])?;
+    assert_eq!(y.grad_fn().unwrap().name(), "IndexBackward0");
+    y.mul(&Tensor::from([10., 20., 30.]))?.sum()?.backward()?;
+    // Position 3 is read twice: 10 + 30.
+    assert_close(&grad_of(&x), &[20., 0., 0., 40.]);
+    Ok(())
+}
+
+#[test]
+fn inplace_index_put_on_a_non_leaf_records_both_inputs() -> Result<()> {
+    let x = leaf([1., 2., 3., 4.]);
+    let v = leaf([7., 8.]);
+    let y = x.mul_scalar(1.0)?;
+    let i = Tensor::from(vec![1i64, 2]);
+    y.index_put_(&[Some(&i)], &v)?;
+    assert_eq!(y.grad_fn().unwrap().name(), "IndexPutBackward0");
+    assert_close(&y.to_vec::<f64>()?, &[1., 7., 8., 4.]);
+    y.mul(&Tensor::from([1., 2., 3., 4.]))?.sum()?.backward()?;
+    // The overwritten positions pass no gradient to x; v gets the upstream there.
+    assert_close(&grad_of(&x), &[1., 0., 0., 4.]);
+    assert_close(&grad_of(&v), &[2., 3.]);
+    Ok(())
+}

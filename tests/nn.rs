@@ -239,6 +239,115 @@ mod embedding {
     }
 }
 
+mod embedding_bag {
+    use super::*;
+
+    /// `embedding_bag(w, indices, offsets)` in `mode`, with `upstream` (`[bags, D]`)
+    /// backpropagated: (output, `w`'s gradient, max_indices).
+    fn weight_grad(
+        w: &Tensor,
+        indices: &[i64],
+        offsets: &[i64],
+        mode: i64,
+        scale_grad_by_freq: bool,
+        upstream: Vec<f64>,
+    ) -> (Vec<f64>, Vec<f64>, Tensor) {
+        let (out, _, _, max_indices) = kiln::embedding_bag_with(
+            w,
+            &Tensor::from(indices.to_vec()),
+            &Tensor::from(offsets.to_vec()),
+            scale_grad_by_freq,
+            mode,
+            false,
+            None,
+            false,
+            None,
+        )
+        .unwrap();
+        let g = tensor(upstream, out.shape());
+        out.mul(&g).unwrap().sum().unwrap().backward().unwrap();
+        (f64s(&out), f64s(&w.grad().unwrap()), max_indices)
+    }
+
+    #[test]
+    fn scale_grad_by_freq_divides_each_rows_gradient_by_its_count() {
+        // Bags [0, 0] and [1, 2, 0]: row 0 occurs 3 times, rows 1 and 2 once.
+        let w = tensor(vec![1., 2., 3., 4., 5., 6., 7., 8.], &[4, 2])
+            .requires_grad_(true)
+            .unwrap();
+        let (out, grad, _) = weight_grad(
+            &w,
+            &[0, 0, 1, 2, 0],
+            &[0, 2],
+            0,
+            true,
+            vec![1., 2., 10., 20.],
+        );
+        // The forward is the plain sum.
+        assert_eq!(out, vec![2., 4., 9., 12.]);
+        // Row 0: (g0 + g0 + g1) / 3 (each use scaled by 1/3); rows 1 and 2: g1; row 3: unused.
+        assert_close(&grad, &[4., 8., 10., 20., 10., 20., 0., 0.], 1e-12);
+    }
+
+    #[test]
+    fn max_mode_sends_each_gradient_to_the_row_its_maximum_came_from() {
+        // Bag 0 = rows [0, 1, 2]: column maxima 5 (row 1) and 8 (row 0). Bag 1 is empty: zeros,
+        // and its upstream gradient must not reach row 0 through its max index 0.
+        let w = tensor(vec![1., 8., 5., 2., 3., 3.], &[3, 2])
+            .requires_grad_(true)
+            .unwrap();
+        let (out, grad, max_indices) =
+            weight_grad(&w, &[0, 1, 2], &[0, 3], 2, false, vec![10., 20., 7., 7.]);
+        assert_eq!(out, vec![5., 8., 0., 0.]);
+        assert_eq!(max_indices.to_vec::<i64>().unwrap(), vec![1, 0, 0, 0]);
+        assert_eq!(grad, vec![0., 20., 10., 0., 0., 0.]);
+    }
+
+    #[test]
+    fn half_weights_are_summed_in_float32() {
+        // 2048 + 1 + 1: in float16 each addition of 1 rounds back to 2048 (ties to even);
+        // accumulated in float32 and rounded once, as PyTorch's CPU kernel does, it is 2050.
+        let w = Tensor::from_vec(vec![2048f32, 1.], &[2, 1])
+            .unwrap()
+            .to_dtype(DType::F16)
+            .unwrap();
+        let out = kiln::embedding_bag_with(
+            &w,
+            &Tensor::from(vec![0i64, 1, 1]),
+            &Tensor::from(vec![0i64]),
+            false,
+            0,
+            false,
+            None,
+            false,
+            None,
+        )
+        .unwrap()
+        .0;
+        assert_eq!(out.dtype(), DType::F16);
+        assert_eq!(out.to_vec::<f32>().unwrap(), vec![2050.]);
+    }
+
+    #[test]
+    fn the_functional_form_takes_a_2d_batch_as_equal_bags() {
+        // F.embedding_bag(input=[[0, 2], [1, 1]], weight, mode="sum").
+        let w = tensor(vec![1., 10., 100.], &[3, 1]);
+        let out = kiln::embedding_bag_functional_with(
+            &Tensor::from([[0i64, 2], [1, 1]]),
+            &w,
+            None,
+            false,
+            "sum",
+            false,
+            None,
+            false,
+            None,
+        )
+        .unwrap();
+        assert_eq!(f64s(&out), vec![101., 20.]);
+    }
+}
+
 mod normalization {
     use super::*;
 

@@ -1716,3 +1716,84 @@ fn complete_qr_of_a_tall_matrix() -> Result<()> {
     );
     Ok(())
 }
+
+// ---------------------------------------------------------------------------------------------
+// Advanced indexing (`index.Tensor`, `index_put`): PyTorch's `x[...]` spelled with a list
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn index_reads_like_pytorch_subscripts() -> Result<()> {
+    // x = torch.arange(12.).reshape(3, 4)
+    let x = iota(&[3, 4]);
+    let cols = Tensor::from(vec![0i64, -1]);
+    // x[:, [0, -1]]
+    let y = x.index(&[None, Some(&cols)])?;
+    assert_eq!(y.shape(), &[3, 2]);
+    assert_eq!(y.to_vec::<f32>()?, vec![0., 3., 4., 7., 8., 11.]);
+    // x[[0, 2], [1, 3]]: one element per pair.
+    let rows = Tensor::from(vec![0i64, 2]);
+    let picks = Tensor::from(vec![1i64, 3]);
+    assert_eq!(
+        x.index(&[Some(&rows), Some(&picks)])?.to_vec::<f32>()?,
+        vec![1., 11.]
+    );
+    // x[x > 5]
+    let mask = x.gt_scalar(5)?;
+    assert_eq!(
+        x.index(&[Some(&mask)])?.to_vec::<f32>()?,
+        vec![6., 7., 8., 9., 10., 11.]
+    );
+    Ok(())
+}
+
+#[test]
+fn separated_index_tensors_put_their_dims_first() -> Result<()> {
+    // x[i, :, j] with i, j of shape [2] on [3, 4, 5] is [2, 4], not [4, 2] (NumPy's rule).
+    let x = iota(&[3, 4, 5]);
+    let i = Tensor::from(vec![0i64, 2]);
+    let j = Tensor::from(vec![1i64, 4]);
+    let y = x.index(&[Some(&i), None, Some(&j)])?;
+    assert_eq!(y.shape(), &[2, 4]);
+    // y[k, c] = x[i[k], c, j[k]] = 20 i[k] + 5 c + j[k].
+    let want: Vec<f32> = [(0., 1.), (2., 4.)]
+        .iter()
+        .flat_map(|&(a, b)| (0..4).map(move |c| 20. * a + 5. * c as f32 + b))
+        .collect();
+    assert_eq!(y.to_vec::<f32>()?, want);
+    Ok(())
+}
+
+#[test]
+fn index_put_accumulates_repeated_positions() -> Result<()> {
+    let i = Tensor::from(vec![0i64, 0, 2, -1]);
+    let ones = Tensor::from(vec![1f32, 1., 1., 1.]);
+    let x = Tensor::zeros(&[3], DType::F32)?;
+    // x.index_put_((i,), ones, accumulate=True)
+    x.index_put_with_(&[Some(&i)], &ones, true)?;
+    assert_eq!(x.to_vec::<f32>()?, vec![2., 0., 2.]);
+    // Without accumulate every write lands on its position; x[mask] = 0-d value broadcasts.
+    let mask = Tensor::from(vec![true, false, true]);
+    x.index_put_(&[Some(&mask)], &Tensor::from(5f32))?;
+    assert_eq!(x.to_vec::<f32>()?, vec![5., 0., 5.]);
+    Ok(())
+}
+
+#[test]
+fn index_errors_use_pytorchs_messages() {
+    let x = iota(&[3, 4]);
+    let five = Tensor::from(vec![5i64]);
+    assert_err_contains(
+        x.index(&[Some(&five)]),
+        "index: index 5 is out of bounds for dimension 0 with size 3",
+    );
+    let f = Tensor::from(vec![1f32]);
+    assert_err_contains(
+        x.index(&[Some(&f)]),
+        "tensors used as indices must be long, int, byte or bool tensors",
+    );
+    let v = Tensor::from(vec![1f64; 4]);
+    assert_err_contains(
+        x.index_put(&[Some(&Tensor::from(vec![0i64]))], &v),
+        "Index put requires the source and destination dtypes match, got Float for the destination and Double for the source.",
+    );
+}

@@ -758,6 +758,15 @@ fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), Model
             }
         }
         Kind::Structured { module, kernel } => {
+            if let Some(a) = args.iter().find(|a| a.kind == ArgKind::OptTensorList) {
+                return Err(nerr(
+                    line,
+                    format!(
+                        "{func}: a structured kernel cannot take a list of optional tensors (`{}`): absent entries and bool masks change the output's shape with the data; write the op as CompositeExplicitAutograd over kernels (as `index.Tensor` is)",
+                        a.name
+                    ),
+                ));
+            }
             if let Some(a) = args.iter().find(|a| a.kind == ArgKind::OptTensor) {
                 return Err(nerr(
                     line,
@@ -1103,7 +1112,31 @@ fn attach_derivative(
                 format!("formula for '{key}', which is not a tensor argument"),
             ));
         }
-        formulas.push(formula::parse(key, &formula, at, &known).map_err(|m| derr(at, m))?);
+        if arg.kind == ArgKind::OptTensorList {
+            return Err(derr(
+                at,
+                format!("formula for '{key}', a `Tensor?[]` argument: kiln gives no gradient to lists of optional tensors (PyTorch's are integer indices); drop the formula"),
+            ));
+        }
+        let parsed = formula::parse(key, &formula, at, &known).map_err(|m| derr(at, m))?;
+        let opt_lists: Vec<String> = op
+            .args()
+            .into_iter()
+            .filter(|a| a.kind == ArgKind::OptTensorList)
+            .map(|a| a.name)
+            .collect();
+        if let Some((recv, method)) = parsed
+            .uses
+            .metas
+            .iter()
+            .find(|(r, _)| opt_lists.contains(r))
+        {
+            return Err(derr(
+                at,
+                format!("formula for '{key}' reads `{recv}.{method}()`, but `{recv}` is a `Tensor?[]`, whose metadata is not saved; read `{recv}` itself (a `Vec<Option<Tensor>>`)"),
+            ));
+        }
+        formulas.push(parsed);
     }
     if non_differentiable {
         op.non_differentiable = true;

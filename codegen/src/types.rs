@@ -11,6 +11,8 @@ pub enum ArgKind {
     Tensor,
     OptTensor,
     TensorList,
+    /// `Tensor?[]`: a list whose elements may be absent (`index.Tensor`'s `indices`).
+    OptTensorList,
     Scalar,
     OptScalar,
     Int,
@@ -44,6 +46,7 @@ impl ArgKind {
             T::Device => ArgKind::Device,
             T::List { elem, .. } => match &**elem {
                 T::Tensor { .. } => ArgKind::TensorList,
+                T::Optional(inner) if matches!(**inner, T::Tensor { .. }) => ArgKind::OptTensorList,
                 T::Int | T::SymInt => ArgKind::IntList,
                 other => {
                     return Err(format!(
@@ -71,7 +74,7 @@ impl ArgKind {
     pub fn is_tensor(self) -> bool {
         matches!(
             self,
-            ArgKind::Tensor | ArgKind::OptTensor | ArgKind::TensorList
+            ArgKind::Tensor | ArgKind::OptTensor | ArgKind::TensorList | ArgKind::OptTensorList
         )
     }
 
@@ -82,6 +85,8 @@ impl ArgKind {
             ArgKind::Tensor => quote!(&Tensor),
             ArgKind::OptTensor => quote!(Option<&Tensor>),
             ArgKind::TensorList => quote!(&[Tensor]),
+            // Borrowed like `Tensor?`, so a call reads `x.index(&[None, Some(&i)])`.
+            ArgKind::OptTensorList => quote!(&[Option<&Tensor>]),
             ArgKind::Scalar => quote!(impl Into<Scalar>),
             ArgKind::OptScalar => quote!(Option<Scalar>),
             ArgKind::Int => quote!(i64),

@@ -395,7 +395,7 @@ impl<'a> Args<'a> {
     }
 
     fn dtype_for(&mut self, name: &str) -> DType {
-        let index_like = name.contains("index");
+        let index_like = index_like(name);
         let mask_like = name == "mask" || name == "condition";
         if index_like && self.chance(70) {
             DType::I64
@@ -460,12 +460,41 @@ impl<'a> Args<'a> {
         }
         v
     }
+
+    /// A `Tensor?[]` (`index.Tensor`'s `indices`): 0–4 entries, each absent or drawn as an
+    /// index (mostly int64, values in [-2, 6)) or, a quarter of the time, as a mask (mostly
+    /// bool), so the list usually gets past the dtype checks.
+    pub fn opt_tensor_list(&mut self, name: &str) -> Vec<Option<Tensor>> {
+        let n = self.below(5);
+        let mut v = Vec::new();
+        for i in 0..n {
+            if self.chance(30) {
+                self.log.push(format!("{name}[{i}] = None"));
+                v.push(None);
+                continue;
+            }
+            let like = if self.chance(25) { "mask" } else { "index" };
+            let (t, d) = self.raw_tensor(like);
+            self.log.push(format!("{name}[{i}] = {d}"));
+            v.push(Some(t));
+        }
+        if n == 0 {
+            self.note(name, "[]");
+        }
+        v
+    }
+}
+
+/// Arguments that hold indices (`index`, `indices`, `offsets`), drawn mostly as small int64
+/// values so calls get past the dtype checks.
+fn index_like(name: &str) -> bool {
+    name.contains("index") || name.contains("indices") || name == "offsets"
 }
 
 /// A contiguous tensor with adversarial values.
 fn leaf(a: &mut Args, shape: &[usize], dtype: DType, grad: bool, name: &str) -> Tensor {
     let n = shape.iter().product();
-    let vals = a.values(n, name.contains("index"));
+    let vals = a.values(n, index_like(name));
     let t = typed(&vals, shape, dtype);
     if grad {
         t.requires_grad_(true).expect("float leaf can require grad")

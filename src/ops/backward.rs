@@ -727,6 +727,10 @@ pub fn full_kernel(kernel_size: &[i64], n: usize) -> Vec<i64> {
         kernel_size.to_vec()
     }
 }
+pub use crate::ops::indexing::{
+    index_backward, index_put_self_backward, index_put_values_backward,
+};
 pub use crate::ops::linalg::{
     cholesky_backward, det_backward, inv_backward, qr_backward, solve_backward_a, solve_backward_b,
 };
+pub use crate::ops::nn::{embedding_bag_backward, embedding_bag_per_sample_weights_backward};

@@ -5,6 +5,7 @@ pub(crate) mod backward;
 pub(crate) mod composite;
 pub(crate) mod elementwise;
 pub(crate) mod explicit;
+pub(crate) mod indexing;
 pub(crate) mod launch;
 pub(crate) mod linalg;
 pub(crate) mod losses;

@@ -11,7 +11,7 @@ fn wrap(op: &str, dim: i64, nd: usize) -> Result<usize> {
 }
 
 /// An int64 index vector on `device`.
-fn index(vals: Vec<i64>, device: Device) -> Result<Tensor> {
+pub(crate) fn index(vals: Vec<i64>, device: Device) -> Result<Tensor> {
     let n = vals.len();
     Tensor::from_vec(vals, &[n])?.to_device(device)
 }

@@ -28,11 +28,13 @@ pub enum Arg {
     OptDevice(Option<Device>),
 }
 
-/// One set of inputs for an op: tensors in schema order, tensor lists, named other arguments.
+/// One set of inputs for an op: tensors in schema order, tensor lists, lists of optional
+/// tensors (`Tensor?[]`, as `index.Tensor`'s `indices`), named other arguments.
 #[derive(Clone, Debug)]
 pub struct Sample {
     pub tensors: Vec<Tensor>,
     pub lists: Vec<Vec<Tensor>>,
+    pub opt_lists: Vec<Vec<Option<Tensor>>>,
     pub args: Vec<(&'static str, Arg)>,
     /// A 0-d or empty sample.
     pub edge: bool,
@@ -45,6 +47,7 @@ impl Sample {
         Sample {
             tensors,
             lists: vec![],
+            opt_lists: vec![],
             args: vec![],
             edge: false,
             desc: desc.into(),
@@ -55,10 +58,16 @@ impl Sample {
         Sample {
             tensors: vec![],
             lists,
+            opt_lists: vec![],
             args: vec![],
             edge: false,
             desc: desc.into(),
         }
+    }
+    /// Adds the next `Tensor?[]` argument.
+    pub fn with_opt_list(mut self, list: Vec<Option<Tensor>>) -> Sample {
+        self.opt_lists.push(list);
+        self
     }
     /// Adds a named argument.
     pub fn arg(mut self, name: &'static str, a: Arg) -> Sample {
@@ -82,6 +91,10 @@ impl Sample {
     }
     pub fn list(&self, i: usize) -> &[Tensor] {
         &self.lists[i]
+    }
+    /// The `i`-th `Tensor?[]` argument, as the op takes it.
+    pub fn opt_list(&self, i: usize) -> Vec<Option<&Tensor>> {
+        self.opt_lists[i].iter().map(Option::as_ref).collect()
     }
     pub fn scalar(&self, n: &str) -> Option<Scalar> {
         match self.get(n)? {
@@ -181,6 +194,11 @@ impl Sample {
             .lists
             .iter()
             .map(|l| l.iter().map(f).collect())
+            .collect();
+        s.opt_lists = self
+            .opt_lists
+            .iter()
+            .map(|l| l.iter().map(|t| t.as_ref().map(f)).collect())
             .collect();
         s
     }
@@ -371,6 +389,8 @@ pub struct OpInfo {
     pub tensor_args: &'static [&'static str],
     /// The schema's `Tensor[]` arguments, in the order a sample's `lists` fill them.
     pub list_args: &'static [&'static str],
+    /// The schema's `Tensor?[]` arguments, in the order a sample's `opt_lists` fill them.
+    pub opt_list_args: &'static [&'static str],
     /// The dtypes forward, edge, noncontiguous and variants run in.
     pub dtypes: &'static [DType],
     pub call: Variant,
@@ -631,7 +651,7 @@ fn grad_samples(info: &OpInfo) -> Vec<Sample> {
 }
 
 /// The schema name of each of a sample's tensors in `leaves` order: its tensors, then every
-/// element of its lists (`tensors[1]`).
+/// element of its lists (`tensors[1]`), then the present elements of its optional lists.
 fn input_names(info: &OpInfo, s: &Sample) -> Vec<String> {
     let named = |list: &[&str], i: usize| list.get(i).map_or(format!("#{i}"), |n| n.to_string());
     let mut names: Vec<String> = (0..s.tensors.len())
@@ -640,6 +660,15 @@ fn input_names(info: &OpInfo, s: &Sample) -> Vec<String> {
     for (j, l) in s.lists.iter().enumerate() {
         let list = named(info.list_args, j);
         names.extend((0..l.len()).map(|k| format!("{list}[{k}]")));
+    }
+    for (j, l) in s.opt_lists.iter().enumerate() {
+        let list = named(info.opt_list_args, j);
+        names.extend(
+            l.iter()
+                .enumerate()
+                .filter(|(_, t)| t.is_some())
+                .map(|(k, _)| format!("{list}[{k}]")),
+        );
     }
     names
 }
@@ -703,6 +732,9 @@ fn leaves(s: &Sample, device: Device) -> (Vec<Tensor>, impl Fn(&[Tensor]) -> Sam
     for l in &s.lists {
         flat.extend(l.iter().cloned());
     }
+    for l in &s.opt_lists {
+        flat.extend(l.iter().flatten().cloned());
+    }
     let inputs: Vec<Tensor> = flat
         .iter()
         .map(|t| {
@@ -727,6 +759,15 @@ fn leaves(s: &Sample, device: Device) -> (Vec<Tensor>, impl Fn(&[Tensor]) -> Sam
             .lists
             .iter()
             .map(|l| l.iter().map(|_| it.next().unwrap()).collect())
+            .collect();
+        out.opt_lists = s
+            .opt_lists
+            .iter()
+            .map(|l| {
+                l.iter()
+                    .map(|t| t.as_ref().map(|_| it.next().unwrap()))
+                    .collect()
+            })
             .collect();
         out
     };

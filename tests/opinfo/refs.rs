@@ -9,6 +9,8 @@ use crate::harness::{RefTensor, Sample};
 
 #[path = "refs/elementwise.rs"]
 mod elementwise;
+#[path = "refs/indexing.rs"]
+mod indexing;
 #[path = "refs/linalg.rs"]
 mod linalg;
 #[path = "refs/nn.rs"]
@@ -18,6 +20,7 @@ mod shaping;
 #[path = "refs/sorting.rs"]
 mod sorting;
 pub use elementwise::*;
+pub use indexing::*;
 use kiln::DType;
 pub use linalg::*;
 pub use nn::*;

@@ -24,6 +24,8 @@ use crate::harness::{noncontiguous, Arg, ErrorSample, Sample};
 
 #[path = "samples/elementwise.rs"]
 mod elementwise;
+#[path = "samples/indexing.rs"]
+mod indexing;
 #[path = "samples/linalg.rs"]
 mod linalg;
 #[path = "samples/nn.rs"]
@@ -35,6 +37,7 @@ mod shaping;
 #[path = "samples/sorting.rs"]
 mod sorting;
 pub use elementwise::*;
+pub use indexing::*;
 use kiln::{DType, Device, Generator, Scalar, Tensor};
 pub use linalg::*;
 pub use nn::*;

@@ -250,6 +250,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                     match x.kind {
                         ArgKind::Tensor => quote!(.chain(std::iter::once(#id))),
                         ArgKind::OptTensor => quote!(.chain(#id)),
+                        ArgKind::OptTensorList => quote!(.chain(#id.iter().flatten().copied())),
                         _ => quote!(.chain(#id.iter())),
                     }
                 })
@@ -261,6 +262,11 @@ fn compute_fn(op: &Op) -> TokenStream {
                     ArgKind::OptTensor => quote! {
                         let #id = #id.map(launch::Opmath::widen).transpose()?;
                         let #id = #id.as_ref();
+                    },
+                    ArgKind::OptTensorList => quote! {
+                        let #id = #id.iter().map(|t| t.map(launch::Opmath::widen).transpose()).collect::<Result<Vec<Option<Tensor>>>>()?;
+                        let #id = &#id.iter().map(Option::as_ref).collect::<Vec<Option<&Tensor>>>();
+                        let #id = #id.as_slice();
                     },
                     _ => quote! {
                         let #id = &#id.iter().map(launch::Opmath::widen).collect::<Result<Vec<Tensor>>>()?;
@@ -480,7 +486,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                         meta_args.push(quote!(&#id.iter().map(|t| t.shape()).collect::<Vec<_>>()));
                         src_args.push(quote!(&(0..#id.len()).map(|_| { let i = next(); launch::src::<T>(bufs[i], &inputs[i]) }).collect::<Vec<_>>()));
                     }
-                    ArgKind::OptTensor => {
+                    ArgKind::OptTensor | ArgKind::OptTensorList => {
                         unreachable!("model::build rejects optional tensors in structured kernels")
                     }
                     _ => {

@@ -20,6 +20,7 @@ fn draw(arg: &Arg) -> TokenStream {
             ArgKind::Tensor => "tensor",
             ArgKind::OptTensor => "opt_tensor",
             ArgKind::TensorList => "tensor_list",
+            ArgKind::OptTensorList => "opt_tensor_list",
             ArgKind::Scalar => "scalar",
             ArgKind::OptScalar => "opt_scalar",
             ArgKind::Int => "int",
@@ -50,6 +51,7 @@ fn pass(arg: &Arg) -> TokenStream {
         ArgKind::Tensor | ArgKind::TensorList | ArgKind::IntList | ArgKind::Str => quote!(&#id),
         ArgKind::OptIntList if arg.default.is_none() => quote!(&#id),
         ArgKind::OptTensor => quote!(#id.as_ref()),
+        ArgKind::OptTensorList => quote!(&#id.iter().map(Option::as_ref).collect::<Vec<_>>()),
         ArgKind::OptIntList | ArgKind::OptStr => quote!(#id.as_deref()),
         _ => quote!(#id),
     }

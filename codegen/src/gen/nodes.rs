@@ -12,8 +12,9 @@ pub struct Field {
     pub ty: TokenStream,
     /// Initialiser, evaluated in the op's record function.
     pub init: TokenStream,
-    /// Saved tensors are released after a backward pass without `retain_graph`.
-    pub saved: bool,
+    /// How a field holding saved tensors releases them after a backward pass without
+    /// `retain_graph`; `None` for values that hold no tensor.
+    pub release: Option<TokenStream>,
 }
 
 /// The fields of `op`'s node, in a stable order.
@@ -45,7 +46,7 @@ pub fn fields(op: &Op) -> Vec<Field> {
                         name: id.clone(),
                         ty: quote!(SavedTensor),
                         init,
-                        saved: true,
+                        release: Some(quote!(self.#id.release();)),
                     });
                 }
                 ArgKind::OptTensor | ArgKind::TensorList => {
@@ -53,7 +54,16 @@ pub fn fields(op: &Op) -> Vec<Field> {
                         name: id.clone(),
                         ty: quote!(Vec<SavedTensor>),
                         init: quote!(#id.iter().map(|t| SavedTensor::input(t, #n)).collect()),
-                        saved: true,
+                        release: Some(quote!(self.#id.iter().for_each(|s| s.release());)),
+                    });
+                }
+                // Absent entries stay `None`, so the formula sees the list as it was passed.
+                ArgKind::OptTensorList => {
+                    out.push(Field {
+                        name: id.clone(),
+                        ty: quote!(Vec<Option<SavedTensor>>),
+                        init: quote!(#id.iter().map(|t| t.map(|t| SavedTensor::input_beside(t, #n, inplace))).collect()),
+                        release: Some(quote!(self.#id.iter().flatten().for_each(|s| s.release());)),
                     });
                 }
                 k => {
@@ -63,7 +73,7 @@ pub fn fields(op: &Op) -> Vec<Field> {
                         name: id.clone(),
                         ty,
                         init,
-                        saved: false,
+                        release: None,
                     });
                 }
             }
@@ -101,7 +111,7 @@ pub fn fields(op: &Op) -> Vec<Field> {
                 name,
                 ty,
                 init,
-                saved: false,
+                release: None,
             });
         }
         if a.kind == ArgKind::TensorList && d.formulas.iter().any(|f| f.input == a.name) {
@@ -110,7 +120,7 @@ pub fn fields(op: &Op) -> Vec<Field> {
                 name,
                 ty: quote!(usize),
                 init: quote!(#id.len()),
-                saved: false,
+                release: None,
             });
         }
     }
@@ -118,10 +128,10 @@ pub fn fields(op: &Op) -> Vec<Field> {
         if names.contains(o) {
             let id = ident(o);
             out.push(Field {
-                name: id,
+                name: id.clone(),
                 ty: quote!(SavedTensor),
                 init: quote!(SavedTensor::output(outs[#i], weak.clone(), #i, #o)),
-                saved: true,
+                release: Some(quote!(self.#id.release();)),
             });
         }
     }
@@ -136,6 +146,9 @@ fn bindings(op: &Op, f: &crate::formula::Formula) -> Vec<TokenStream> {
         let id = ident(name);
         match args.iter().find(|a| &a.name == name) {
             Some(a) if a.kind == ArgKind::Tensor => out.push(quote!(let #id = self.#id.unpack(NAME)?;)),
+            Some(a) if a.kind == ArgKind::OptTensorList => out.push(quote! {
+                let #id: Vec<Option<Tensor>> = self.#id.iter().map(|s| s.as_ref().map(|s| s.unpack(NAME)).transpose()).collect::<Result<_>>()?;
+            }),
             Some(a) if a.kind.is_tensor() => {
                 out.push(quote!(let #id: Vec<Tensor> = self.#id.iter().map(|s| s.unpack(NAME)).collect::<Result<_>>()?;))
             }
@@ -173,14 +186,7 @@ pub fn node(op: &Op) -> TokenStream {
         let (n, t) = (&f.name, &f.ty);
         quote!(pub(crate) #n: #t,)
     });
-    let releases = fs.iter().filter(|f| f.saved).map(|f| {
-        let n = &f.name;
-        if f.ty.to_string().starts_with("Vec") {
-            quote!(self.#n.iter().for_each(|s| s.release());)
-        } else {
-            quote!(self.#n.release();)
-        }
-    });
+    let releases = fs.iter().filter_map(|f| f.release.as_ref());
     let mut slots = Vec::new();
     for a in op.differentiable_inputs() {
         let f = d

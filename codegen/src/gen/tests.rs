@@ -10,8 +10,17 @@ use crate::types::{ident, ArgKind};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-/// How a sample supplies argument `a` (the `ti`-th tensor / `li`-th list).
-fn sample_arg(a: &crate::model::Arg, ti: &mut usize, li: &mut usize) -> TokenStream {
+/// Which of a sample's tensors, tensor lists and optional-tensor lists the next argument of
+/// each kind reads.
+#[derive(Default)]
+struct SampleSlots {
+    tensor: usize,
+    list: usize,
+    opt_list: usize,
+}
+
+/// How a sample supplies argument `a`, taking the next slot of its kind from `slots`.
+fn sample_arg(a: &crate::model::Arg, slots: &mut SampleSlots) -> TokenStream {
     let n = &a.name;
     let dflt = |k: ArgKind| -> TokenStream {
         match &a.default {
@@ -26,19 +35,25 @@ fn sample_arg(a: &crate::model::Arg, ti: &mut usize, li: &mut usize) -> TokenStr
     };
     match a.kind {
         ArgKind::Tensor => {
-            let i = *ti;
-            *ti += 1;
+            let i = slots.tensor;
+            slots.tensor += 1;
             quote!(s.t(#i))
         }
         ArgKind::OptTensor => {
-            let i = *ti;
-            *ti += 1;
+            let i = slots.tensor;
+            slots.tensor += 1;
             quote!(s.opt_t(#i))
         }
         ArgKind::TensorList => {
-            let i = *li;
-            *li += 1;
+            let i = slots.list;
+            slots.list += 1;
             quote!(s.list(#i))
+        }
+        // `opt_list` gives a `Vec<Option<&Tensor>>`, borrowed for the call's duration.
+        ArgKind::OptTensorList => {
+            let i = slots.opt_list;
+            slots.opt_list += 1;
+            quote!(&s.opt_list(#i))
         }
         ArgKind::Scalar => {
             let d = dflt(a.kind);
@@ -320,6 +335,10 @@ fn table_entry(op: &Op, info: &OpInfo, m: &syn::Ident, a: &Adaptors) -> TokenStr
         .iter()
         .filter(|a| a.kind == ArgKind::TensorList)
         .map(|a| a.name.as_str());
+    let opt_list_args = args
+        .iter()
+        .filter(|a| a.kind == ArgKind::OptTensorList)
+        .map(|a| a.name.as_str());
     quote! {
         OpInfo {
             name: #name,
@@ -327,6 +346,7 @@ fn table_entry(op: &Op, info: &OpInfo, m: &syn::Ident, a: &Adaptors) -> TokenStr
             gradient: #gradient,
             tensor_args: &[#(#tensor_args),*],
             list_args: &[#(#list_args),*],
+            opt_list_args: &[#(#opt_list_args),*],
             dtypes: &[#(DType::#dtypes),*],
             call: #m::call,
             method: #method,
@@ -367,11 +387,11 @@ fn gradient_source(op: &Op) -> String {
 /// One op's adaptor module and its `OPINFOS` entry; `None` for an op with `skip_opinfo`.
 fn op_entry(op: &Op) -> Option<(TokenStream, TokenStream)> {
     let info = op.opinfo.as_ref()?;
-    let (mut ti, mut li) = (0, 0);
+    let mut slots = SampleSlots::default();
     let exprs: Vec<TokenStream> = op
         .args()
         .iter()
-        .map(|a| sample_arg(a, &mut ti, &mut li))
+        .map(|a| sample_arg(a, &mut slots))
         .collect();
     let adaptors = adaptors(op, &exprs);
     let m = format_ident!("op_{}", op.rust);

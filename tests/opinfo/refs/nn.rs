@@ -1233,3 +1233,119 @@ pub fn adaptive_max_pool1d(s: &Sample) -> Vec<RefTensor> {
     shape.push(n);
     vec![tensor(shape.clone(), vals), tensor(shape, idx)]
 }
+
+/// The four outputs of `embedding_bag` for weight `w` (`[num, D]`), indices `idx`, offsets
+/// `offs`, per-sample weights `psw`, mode 0/1/2 and a wrapped `padding`: bag by bag, the
+/// sum (weighted), mean or column maximum (first on ties) of the rows not equal to
+/// `padding`, zeros for an empty bag.
+fn bag_reduce(
+    w: &RefTensor,
+    idx: &[f64],
+    offs: &[f64],
+    psw: Option<&RefTensor>,
+    mode: i64,
+    include_last_offset: bool,
+    padding: Option<i64>,
+) -> Vec<RefTensor> {
+    let (n, d) = (idx.len(), w.shape[1]);
+    let bags = offs.len() - include_last_offset as usize;
+    let mut out = vec![0.0; bags * d];
+    let mut offset2bag = vec![0.0; n];
+    let mut counts = vec![0.0; bags];
+    let mut max_rows = vec![0.0; bags * d];
+    for b in 0..bags {
+        let start = offs[b] as usize;
+        let end = if b + 1 < offs.len() {
+            offs[b + 1] as usize
+        } else {
+            n
+        };
+        let mut first = true;
+        for i in start..end {
+            offset2bag[i] = b as f64;
+            let row = idx[i] as usize;
+            if Some(idx[i] as i64) == padding {
+                continue;
+            }
+            counts[b] += 1.0;
+            for c in 0..d {
+                let v = w.data[row * d + c];
+                let o = &mut out[b * d + c];
+                match mode {
+                    2 => {
+                        if first || v > *o {
+                            *o = v;
+                            max_rows[b * d + c] = row as f64;
+                        }
+                    }
+                    _ => *o += v * psw.map_or(1.0, |p| p.data[i]),
+                }
+            }
+            first = false;
+        }
+        if mode == 1 && counts[b] > 0.0 {
+            for c in 0..d {
+                out[b * d + c] /= counts[b];
+            }
+        }
+    }
+    let bag_size = if mode == 0 { vec![0.0; bags] } else { counts };
+    let max_indices = if mode == 2 {
+        tensor(vec![bags, d], max_rows)
+    } else {
+        tensor(vec![bags], bag_size.clone())
+    };
+    vec![
+        tensor(vec![bags, d], out),
+        tensor(vec![n], offset2bag),
+        tensor(vec![bags], bag_size),
+        max_indices,
+    ]
+}
+
+fn wrapped_padding(s: &Sample, num: usize) -> Option<i64> {
+    s.opt_int("padding_idx")
+        .flatten()
+        .map(|p| if p < 0 { p + num as i64 } else { p })
+}
+
+/// embedding_bag(weight, indices, offsets, ...): its four outputs.
+pub fn embedding_bag(s: &Sample) -> Vec<RefTensor> {
+    let (w, idx, offs) = (input(s, 0), input(s, 1), input(s, 2));
+    let psw = s.opt_t(3).map(RefTensor::of);
+    bag_reduce(
+        &w,
+        &idx.data,
+        &offs.data,
+        psw.as_ref(),
+        s.int("mode").unwrap_or(0),
+        s.flag("include_last_offset").unwrap_or(false),
+        wrapped_padding(s, w.shape[0]),
+    )
+}
+
+/// embedding_bag_functional(input, weight, offsets, ...): the bags' reduction alone; a 2-D
+/// input is one bag per row.
+pub fn embedding_bag_functional(s: &Sample) -> Vec<RefTensor> {
+    let (x, w) = (input(s, 0), input(s, 1));
+    let offs: Vec<f64> = match s.opt_t(2) {
+        Some(o) => RefTensor::of(o).data,
+        None => (0..x.shape[0]).map(|r| (r * x.shape[1]) as f64).collect(),
+    };
+    let psw = s.opt_t(3).map(RefTensor::of);
+    let mode = match s.string("mode").unwrap_or("mean") {
+        "sum" => 0,
+        "mean" => 1,
+        _ => 2,
+    };
+    let mut outs = bag_reduce(
+        &w,
+        &x.data,
+        &offs,
+        psw.as_ref(),
+        mode,
+        s.flag("include_last_offset").unwrap_or(false),
+        wrapped_padding(s, w.shape[0]),
+    );
+    vec![outs.remove(0)]
+}
