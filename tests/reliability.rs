@@ -295,6 +295,16 @@ mod out_of_memory {
     }
 
     #[test]
+    fn index_tensors_broadcasting_to_a_huge_shape_are_an_allocation_error() {
+        // x[i, j] with i [2^20, 1] and j [2^21]: 2^41 picks, numbered on the host first.
+        let x = Tensor::zeros(&[2, 2], DType::F32).unwrap();
+        let i = Tensor::zeros(&[1 << 20, 1], DType::I64).unwrap();
+        let j = Tensor::zeros(&[1 << 21], DType::I64).unwrap();
+        let e = err_text(x.index(&[Some(&i), Some(&j)]));
+        assert!(e.contains("not enough memory"), "{e}");
+    }
+
+    #[test]
     fn a_huge_arange_is_an_error() {
         let e = err_text(Tensor::arange(0, 1e15, 1, DType::F32));
         assert!(e.contains("not enough memory"), "{e}");

@@ -501,6 +501,14 @@ fn scatter_reduce_with<T: Element>(
         return Err("\"div_floor_cpu\" not implemented for 'Bool'".into());
     }
     let mut acc: Vec<T::Compute> = row_major(&self_).iter().map(|x| x.up()).collect();
+    if include_self && op != ScatterReduce::Mean {
+        scatter_walk(&self_, dim, &index, &src, |o, v| {
+            acc[o] = op.combine(acc[o], v)
+        })?;
+        return write_out(&mut out, &acc);
+    }
+    // How many values each position received: the first replaces `self`'s value when it
+    // is not included, and `mean` divides by the count.
     let mut count = vec![0i64; acc.len()];
     scatter_walk(&self_, dim, &index, &src, |o, v| {
         acc[o] = if count[o] == 0 && !include_self {
