@@ -80,7 +80,7 @@ impl Sample {
         self
     }
 
-    fn get(&self, name: &str) -> Option<&Arg> {
+    pub fn get(&self, name: &str) -> Option<&Arg> {
         self.args.iter().find(|(n, _)| *n == name).map(|(_, a)| a)
     }
     pub fn t(&self, i: usize) -> &Tensor {

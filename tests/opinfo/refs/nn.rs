@@ -2,7 +2,7 @@
 //! (a convolution is a sum over kernel offsets, pooling a max/mean over a window).
 
 use super::{input, RefTensor};
-use crate::harness::Sample;
+use crate::harness::{Arg, Sample};
 
 /// `v` written out for `n` dims (one value is repeated).
 fn full(v: &[i64], n: usize) -> Vec<i64> {
@@ -204,7 +204,11 @@ pub fn conv(s: &Sample) -> Vec<RefTensor> {
     let k: Vec<usize> = w.shape[2..].to_vec();
     // Padding before and after each dim: the ints, or PyTorch's string modes ('same' puts
     // the odd element of dilation·(k-1) after).
-    let (pd, pr): (Vec<i64>, Vec<i64>) = match s.string("padding") {
+    let mode = match s.get("padding") {
+        Some(Arg::Str(m)) => Some(*m),
+        _ => None,
+    };
+    let (pd, pr): (Vec<i64>, Vec<i64>) = match mode {
         Some("valid") => (vec![0; n], vec![0; n]),
         Some("same") => (0..n)
             .map(|i| {
