@@ -18,6 +18,8 @@ pub enum Arg {
     Ints(Vec<i64>),
     OptInts(Option<Vec<i64>>),
     Bool(bool),
+    /// A `bool[N]` such as a backward op's `output_mask`.
+    Bools(Vec<bool>),
     Float(f64),
     Scalar(Scalar),
     OptScalar(Option<Scalar>),
@@ -126,6 +128,12 @@ impl Sample {
         match self.get(n)? {
             Arg::Bool(b) => Some(*b),
             other => panic!("argument {n} is {other:?}, not a bool"),
+        }
+    }
+    pub fn bools(&self, n: &str) -> Option<&[bool]> {
+        match self.get(n)? {
+            Arg::Bools(v) => Some(v),
+            other => panic!("argument {n} is {other:?}, not a bool[]"),
         }
     }
     pub fn opt_flag(&self, n: &str) -> Option<Option<bool>> {

@@ -60,6 +60,10 @@ fn sample_arg(a: &crate::model::Arg, ti: &mut usize, li: &mut usize) -> TokenStr
             let d = dflt(a.kind);
             quote!(s.ints(#n)#d)
         }
+        ArgKind::BoolList => {
+            let d = dflt(a.kind);
+            quote!(s.bools(#n)#d)
+        }
         ArgKind::OptIntList => {
             if a.default.is_none() {
                 quote!(s.ints(#n).expect(concat!("sample provides ", #n)))
