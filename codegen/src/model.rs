@@ -650,11 +650,15 @@ fn op_entry(
     for o in operands.iter().chain(r.fixed.keys()) {
         // Outputs as `Op::outputs` names them: `result`, or `result0`, `result1`, ... for
         // unnamed returns of a tuple.
-        let is_output = schema.returns.iter().enumerate().any(|(i, ret)| match &ret.name {
-            Some(n) => n == o,
-            None if schema.returns.len() == 1 => o == "result",
-            None => *o == format!("result{i}"),
-        });
+        let is_output = schema
+            .returns
+            .iter()
+            .enumerate()
+            .any(|(i, ret)| match &ret.name {
+                Some(n) => n == o,
+                None if schema.returns.len() == 1 => o == "result",
+                None => *o == format!("result{i}"),
+            });
         if !is_output && !schema.arguments.iter().any(|a| &a.name == o) {
             return Err(nerr(
                 line,
@@ -774,9 +778,10 @@ fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), Model
             }
         }
         Kind::Structured { module, kernel } => {
-            if let Some(a) = args.iter().find(|a| {
-                a.kind == ArgKind::TensorList && op.fixed.contains_key(&a.name)
-            }) {
+            if let Some(a) = args
+                .iter()
+                .find(|a| a.kind == ArgKind::TensorList && op.fixed.contains_key(&a.name))
+            {
                 return Err(nerr(
                     line,
                     format!(
@@ -1127,11 +1132,15 @@ fn attach_derivative(
             if names.len() > 1 && arg.kind == ArgKind::TensorList {
                 return Err(derr(
                     at,
-                    format!("formula for '{key}': the tensor list '{name}' needs a formula of its own"),
+                    format!(
+                        "formula for '{key}': the tensor list '{name}' needs a formula of its own"
+                    ),
                 ));
             }
             let twice = names.iter().filter(|n| *n == name).count() > 1
-                || formulas.iter().any(|f: &Formula| f.inputs.iter().any(|i| i == name));
+                || formulas
+                    .iter()
+                    .any(|f: &Formula| f.inputs.iter().any(|i| i == name));
             if twice {
                 return Err(derr(
                     at,

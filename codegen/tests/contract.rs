@@ -377,7 +377,10 @@ fn structured_op_with_optional_and_opmath_tensors_and_a_bool_list() {
     );
     let m = build(&native, &derivs, &s.index()).unwrap();
     let t = m.ops.iter().find(|o| o.schema.name == "transpose").unwrap();
-    assert_eq!(t.derivative.as_ref().unwrap().formulas[0].inputs, ["self", "weight"]);
+    assert_eq!(
+        t.derivative.as_ref().unwrap().formulas[0].inputs,
+        ["self", "weight"]
+    );
     // The opmath tensor is `Src<T::Compute>`, not `Src<T>`.
     s.reduce_rs = s.reduce_rs.replace(
         "weight: Option<Src<'_, T::Compute>>",

@@ -86,15 +86,28 @@ fn one_formula_may_give_several_inputs_gradients() {
     assert_eq!(f[0].inputs, ["self", "other"]);
     let e = err(
         MUL,
-        &MUL_D.replace("  other: grad.mul(&self)?\n", "  other, self: (grad, grad)\n"),
+        &MUL_D.replace(
+            "  other: grad.mul(&self)?\n",
+            "  other, self: (grad, grad)\n",
+        ),
     );
     assert!(e.message.contains("'self' has another formula"), "{e}");
 }
 
 #[test]
 fn opmath_is_a_fixed_dtype_of_structured_kernels_only() {
-    let e = err(&MUL.replace("  dtypes: all\n", "  dtypes: all\n  fixed: {other: opmath}\n"), MUL_D);
-    assert!(e.message.contains("`other: opmath` needs a structured kernel"), "{e}");
+    let e = err(
+        &MUL.replace(
+            "  dtypes: all\n",
+            "  dtypes: all\n  fixed: {other: opmath}\n",
+        ),
+        MUL_D,
+    );
+    assert!(
+        e.message
+            .contains("`other: opmath` needs a structured kernel"),
+        "{e}"
+    );
 }
 
 #[test]

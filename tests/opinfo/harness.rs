@@ -21,6 +21,7 @@ pub enum Arg {
     /// A `bool[N]` such as a backward op's `output_mask`.
     Bools(Vec<bool>),
     Float(f64),
+    OptFloat(Option<f64>),
     Scalar(Scalar),
     OptScalar(Option<Scalar>),
     DType(DType),
@@ -146,7 +147,11 @@ impl Sample {
         }
     }
     pub fn opt_float(&self, n: &str) -> Option<Option<f64>> {
-        self.float(n).map(Some)
+        match self.get(n)? {
+            Arg::OptFloat(f) => Some(*f),
+            Arg::Float(f) => Some(Some(*f)),
+            other => panic!("argument {n} is {other:?}, not a float?"),
+        }
     }
     pub fn dtype(&self, n: &str) -> Option<DType> {
         match self.get(n)? {

@@ -13,6 +13,8 @@ mod elementwise;
 mod linalg;
 #[path = "refs/nn.rs"]
 mod nn;
+#[path = "refs/norm.rs"]
+mod norm;
 #[path = "refs/shaping.rs"]
 mod shaping;
 #[path = "refs/sorting.rs"]
@@ -21,6 +23,7 @@ pub use elementwise::*;
 use kiln::DType;
 pub use linalg::*;
 pub use nn::*;
+pub use norm::*;
 pub use shaping::*;
 pub use sorting::*;
 

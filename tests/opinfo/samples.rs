@@ -28,6 +28,8 @@ mod elementwise;
 mod linalg;
 #[path = "samples/nn.rs"]
 mod nn;
+#[path = "samples/norm.rs"]
+mod norm;
 #[path = "samples/reducing.rs"]
 mod reducing;
 #[path = "samples/shaping.rs"]
@@ -38,6 +40,7 @@ pub use elementwise::*;
 use kiln::{DType, Device, Generator, Scalar, Tensor};
 pub use linalg::*;
 pub use nn::*;
+pub use norm::*;
 pub use reducing::*;
 pub use shaping::*;
 pub use sorting::*;

@@ -480,7 +480,9 @@ fn compute_fn(op: &Op) -> TokenStream {
                             meta_args.push(quote!(#id.shape()));
                         } else {
                             // An absent tensor takes no place in `inputs`.
-                            prep.push(quote!(let #id: Option<Tensor> = #id.map(#prepare).transpose()?;));
+                            prep.push(
+                                quote!(let #id: Option<Tensor> = #id.map(#prepare).transpose()?;),
+                            );
                             src_args.push(quote!(#id.as_ref().map(|_| {
                                 let i = next();
                                 launch::src::<#t>(bufs[i], &inputs[i])

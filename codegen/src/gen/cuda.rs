@@ -106,7 +106,15 @@ pub fn modules(model: &Model, cuda_dir: &Path) -> Result<Vec<(String, String)>, 
     let prelude = read(cuda_dir, "prelude.cuh")?;
     let mut env = Environment::new();
     env.set_trim_blocks(true);
-    let templates = ["pointwise", "copy", "reduce", "softmax", "index", "random"];
+    let templates = [
+        "pointwise",
+        "copy",
+        "reduce",
+        "softmax",
+        "index",
+        "random",
+        "norm",
+    ];
     let texts: Vec<(String, String)> = templates
         .iter()
         .map(|t| Ok((t.to_string(), read(cuda_dir, &format!("{t}.cu.j2"))?)))
@@ -123,8 +131,12 @@ pub fn modules(model: &Model, cuda_dir: &Path) -> Result<Vec<(String, String)>, 
     let mut out = Vec::new();
     let all: Vec<&str> = ALL_DTYPES.to_vec();
     let floating: Vec<&str> = vec!["f16", "bf16", "f32", "f64"];
-    for t in ["copy", "reduce", "softmax", "index", "random"] {
-        let dtypes = if t == "softmax" { &floating } else { &all };
+    for t in ["copy", "reduce", "softmax", "index", "random", "norm"] {
+        let dtypes = if matches!(t, "softmax" | "norm") {
+            &floating
+        } else {
+            &all
+        };
         let body = render(
             t,
             Value::from_serialize(context! {
