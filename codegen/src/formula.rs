@@ -29,7 +29,8 @@ pub struct Uses {
 #[derive(Debug, Clone)]
 pub struct Formula {
     /// The key as written: the input this formula computes the gradient of, or several
-    /// (`input, weight, bias`) whose gradients it returns together as a tuple.
+    /// (`input, weight, bias`) whose gradients it returns together as a tuple of
+    /// `Option<Tensor>` (`None`: no gradient flows there).
     pub input: String,
     /// The inputs the key names, in its order.
     pub inputs: Vec<String>,

@@ -373,7 +373,7 @@ fn structured_op_with_optional_and_opmath_tensors_and_a_bool_list() {
     );
     let derivs = DERIVS.replace(
         "- name: transpose.int(Tensor self, int dim0, int dim1) -> Tensor\n  self: grad.transpose(dim0, dim1)?",
-        "- name: transpose.int(Tensor self, int dim0, int dim1, Tensor? weight, bool[2] mask) -> (Tensor, Tensor)\n  self, weight: (grad.clone(), grad_input_mask[1].then(|| grad.clone()))",
+        "- name: transpose.int(Tensor self, int dim0, int dim1, Tensor? weight, bool[2] mask) -> (Tensor, Tensor)\n  self, weight: (Some(grad.clone()), grad_input_mask[1].then(|| grad.clone()))",
     );
     let m = build(&native, &derivs, &s.index()).unwrap();
     let t = m.ops.iter().find(|o| o.schema.name == "transpose").unwrap();

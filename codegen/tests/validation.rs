@@ -78,7 +78,7 @@ fn formula_naming_a_missing_argument_is_an_error() {
 fn one_formula_may_give_several_inputs_gradients() {
     let d = MUL_D.replace(
         "  self: grad.mul(&other)?\n  other: grad.mul(&self)?\n",
-        "  self, other: (grad.mul(&other)?, grad.mul(&self)?)\n",
+        "  self, other: (Some(grad.mul(&other)?), Some(grad.mul(&self)?))\n",
     );
     let m = build(MUL, &d, &kernels()).unwrap();
     let f = &m.ops[0].derivative.as_ref().unwrap().formulas;
@@ -88,7 +88,7 @@ fn one_formula_may_give_several_inputs_gradients() {
         MUL,
         &MUL_D.replace(
             "  other: grad.mul(&self)?\n",
-            "  other, self: (grad, grad)\n",
+            "  other, self: (Some(grad.clone()), None)\n",
         ),
     );
     assert!(e.message.contains("'self' has another formula"), "{e}");

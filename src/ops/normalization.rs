@@ -533,7 +533,22 @@ fn grad_at(grads: &[Option<Tensor>], i: usize) -> Option<&Tensor> {
 }
 
 type Grads3 = (Option<Tensor>, Option<Tensor>, Option<Tensor>);
+type Grads4 = (
+    Option<Tensor>,
+    Option<Tensor>,
+    Option<Tensor>,
+    Option<Tensor>,
+);
 type Grads5 = (
+    Option<Tensor>,
+    Option<Tensor>,
+    Option<Tensor>,
+    Option<Tensor>,
+    Option<Tensor>,
+);
+type Grads7 = (
+    Option<Tensor>,
+    Option<Tensor>,
     Option<Tensor>,
     Option<Tensor>,
     Option<Tensor>,
@@ -648,12 +663,7 @@ pub fn rms_norm_double_backward(
     rstd: &Tensor,
     weight: Option<&Tensor>,
     output_mask: &[bool],
-) -> Result<(
-    Option<Tensor>,
-    Option<Tensor>,
-    Option<Tensor>,
-    Option<Tensor>,
-)> {
+) -> Result<Grads4> {
     let view = rows_view(input, normalized_shape, None, rstd, weight)?;
     let (m, n) = rows_of(input, normalized_shape);
     let u = masked_grad(grads, output_mask, 0, &[m, n])?;
@@ -946,15 +956,7 @@ pub fn batch_norm_double_backward(
     train: bool,
     eps: f64,
     output_mask: &[bool],
-) -> Result<(
-    Option<Tensor>,
-    Option<Tensor>,
-    Option<Tensor>,
-    Option<Tensor>,
-    Option<Tensor>,
-    Option<Tensor>,
-    Option<Tensor>,
-)> {
+) -> Result<Grads7> {
     let (n, c, hxw) = batch_dims(input);
     let missing = || Error::op("native_batch_norm_backward", "batch statistics missing");
     let (mean, rstd) = if train {

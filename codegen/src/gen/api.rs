@@ -456,22 +456,21 @@ fn compute_fn(op: &Op) -> TokenStream {
                     ArgKind::Tensor | ArgKind::OptTensor => {
                         // Cast to the compute dtype, or to the opmath dtype, or check a
                         // fixed dtype; the kernel sees the matching element type.
-                        let (prepare, t) = match op.fixed.get(&a.name).map(String::as_str) {
-                            Some(d) if d == OPMATH => (
-                                quote!(|t: &Tensor| launch::cast(t, launch::opmath_dtype(compute))),
-                                fixed_elem(d),
-                            ),
+                        let fixed = op.fixed.get(&a.name).map(String::as_str);
+                        let prepare = |x: TokenStream| match fixed {
+                            Some(d) if d == OPMATH => {
+                                quote!(launch::cast(#x, launch::opmath_dtype(compute)))
+                            }
                             Some(d) => {
                                 let v = dtype_variant(d);
-                                (
-                                    quote!(|t: &Tensor| launch::fixed_input(OP, #n, t, DType::#v)),
-                                    fixed_elem(d),
-                                )
+                                quote!(launch::fixed_input(OP, #n, #x, DType::#v))
                             }
-                            None => (quote!(|t: &Tensor| launch::cast(t, compute)), quote!(T)),
+                            None => quote!(launch::cast(#x, compute)),
                         };
+                        let t = fixed.map_or(quote!(T), fixed_elem);
                         if a.kind == ArgKind::Tensor {
-                            prep.push(quote!(let #id: Tensor = (#prepare)(#id)?;));
+                            let conv = prepare(quote!(#id));
+                            prep.push(quote!(let #id: Tensor = #conv?;));
                             src_args.push(quote!({
                                 let i = next();
                                 launch::src::<#t>(bufs[i], &inputs[i])
@@ -480,8 +479,9 @@ fn compute_fn(op: &Op) -> TokenStream {
                             meta_args.push(quote!(#id.shape()));
                         } else {
                             // An absent tensor takes no place in `inputs`.
+                            let conv = prepare(quote!(t));
                             prep.push(
-                                quote!(let #id: Option<Tensor> = #id.map(#prepare).transpose()?;),
+                                quote!(let #id: Option<Tensor> = #id.map(|t| #conv).transpose()?;),
                             );
                             src_args.push(quote!(#id.as_ref().map(|_| {
                                 let i = next();

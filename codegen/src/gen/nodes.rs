@@ -203,8 +203,8 @@ pub fn node(op: &Op) -> TokenStream {
         let expr = &f.expr;
         let binds = bindings(op, f);
         if f.inputs.len() > 1 {
-            // Several inputs' gradients from one call, returned as a tuple (each element a
-            // `Tensor` or an `Option<Tensor>`); `grad_input_mask` says which are needed.
+            // Several inputs' gradients from one call, returned as a tuple of
+            // `Option<Tensor>`; `grad_input_mask` says which are needed.
             let ss: Vec<syn::Ident> = f.inputs.iter().map(|n| slot_of(n)).collect();
             let gs: Vec<syn::Ident> = (0..ss.len()).map(|i| format_ident!("g{}", i)).collect();
             let n = ss.len();
@@ -215,7 +215,7 @@ pub fn node(op: &Op) -> TokenStream {
                         #(#binds)*
                         let gs: [Option<Tensor>; #n] = {
                             let (#(#gs),*) = #expr;
-                            [#(#gs.into()),*]
+                            [#(#gs),*]
                         };
                         for ((s, m), g) in [#(#ss),*].into_iter().zip(grad_input_mask).zip(gs) {
                             if m {

@@ -1097,6 +1097,9 @@ fn batch_transform<T: Element>(
     chunks1(fan_out(y.len() >= PARALLEL_MIN), y, per * hxw, &body);
 }
 
+/// The body of [`channel_sums`]: channel, one plane of each input, the channel's sums.
+type ChannelFn<'f, A, B, C> = &'f (dyn Fn(usize, &[A], &[B], &mut [C]) + Sync);
+
 /// Per channel `c`, `f(plane)` summed over the `N` planes of `c` (`xs` and `ys` row-major
 /// `[N, C, HxW]`), two slices at a time; one task per channel.
 fn channel_sums<A: Copy + Sync, B: Copy + Sync, C: Arith>(
@@ -1105,7 +1108,7 @@ fn channel_sums<A: Copy + Sync, B: Copy + Sync, C: Arith>(
     ys: &[B],
     out: &mut [C],
     k: usize,
-    f: &(dyn Fn(usize, &[A], &[B], &mut [C]) + Sync),
+    f: ChannelFn<'_, A, B, C>,
 ) {
     let body = |ch: usize, o: &mut [C]| {
         for b in 0..n {
