@@ -12,6 +12,11 @@
 use crate::ops::backward::i64s;
 use crate::{DType, Error, Result, Tensor};
 
+/// The product of `sizes`, saturating (an empty tensor may have huge other dims).
+fn prod(sizes: &[usize]) -> usize {
+    sizes.iter().fold(1usize, |a, &b| a.saturating_mul(b))
+}
+
 fn check_float(op: &str, t: &Tensor) -> Result<()> {
     if t.dtype().is_floating_point() {
         Ok(())
@@ -227,7 +232,7 @@ pub fn group_norm(
     for (name, v) in [("weight", weight), ("bias", bias)] {
         check_channels(op, name, v, c)?;
     }
-    let hxw: usize = input.shape()[2..].iter().product();
+    let hxw = prod(&input.shape()[2..]);
     // Any C-element parameter shape is accepted here, as before; the kernel takes vectors.
     let flat = |v: Option<&Tensor>| v.map(|t| t.reshape(&[-1])).transpose();
     let (w, b) = (flat(weight)?, flat(bias)?);
@@ -270,7 +275,7 @@ pub fn instance_norm(
         ));
     }
     let (n, c) = (input.shape()[0], input.shape()[1]);
-    let mut shape = vec![1i64, (n * c) as i64];
+    let mut shape = vec![1i64, n.saturating_mul(c) as i64];
     shape.extend(i64s(&input.shape()[2..]));
     let x = input.reshape(&shape)?;
     let repeat = |v: Option<&Tensor>| -> Result<Option<Tensor>> {
@@ -482,8 +487,7 @@ impl NormView {
 /// `(M, N)` of a layer / RMS norm input: rows before the normalized dims, elements in them.
 fn rows_of(input: &Tensor, normalized_shape: &[i64]) -> (i64, i64) {
     let axis = input.dim().saturating_sub(normalized_shape.len());
-    let m: usize = input.shape()[..axis].iter().product();
-    let n: usize = input.shape()[axis..].iter().product();
+    let (m, n) = (prod(&input.shape()[..axis]), prod(&input.shape()[axis..]));
     (m as i64, n as i64)
 }
 
@@ -702,7 +706,7 @@ fn group_view(
         w: weight.map(|t| t.reshape(&[1, group, cg, 1])).transpose()?,
         row_dims: vec![2, 3],
         w_dims: vec![0, 3],
-        n: (cg * hxw) as f64,
+        n: cg.saturating_mul(hxw) as f64,
     })
 }
 
@@ -784,7 +788,7 @@ pub fn group_norm_double_backward(
 /// `(N, C, HxW)` of a batch norm input.
 fn batch_dims(input: &Tensor) -> (i64, i64, i64) {
     let s = input.shape();
-    let hxw: usize = s.get(2..).map_or(1, |r| r.iter().product());
+    let hxw = s.get(2..).map_or(1, prod);
     (
         s.first().copied().unwrap_or(0) as i64,
         s.get(1).copied().unwrap_or(0) as i64,
@@ -808,7 +812,7 @@ fn batch_view(
         w: weight.map(|t| t.reshape(&ch)).transpose()?,
         row_dims: vec![0, 2],
         w_dims: vec![0, 2],
-        n: (n * hxw) as f64,
+        n: n.saturating_mul(hxw) as f64,
     })
 }
 
@@ -868,7 +872,7 @@ pub fn batch_norm_grads(
             dx = add_stats_grad(dx, &view, input, grad_at(grads, 1), grad_at(grads, 2))?;
             // The new running statistics: d mean / dx = 1 / n, d unbiased var / dx =
             // 2 (x - mean) / (n - 1).
-            let cnt = (n * hxw) as f64;
+            let cnt = n.saturating_mul(hxw) as f64;
             let mut extra = None;
             if let Some(gm) = gm_out {
                 let k = gm.reshape(&ch)?.mul_scalar(momentum / cnt)?;

@@ -746,14 +746,19 @@ fn check_group(
             }
         }
     }
-    let (n, c, hxw) = (n as usize, c as usize, hxw as usize);
+    let (n, c, hxw, g) = (n as usize, c as usize, hxw as usize, group as usize);
+    if n.checked_mul(g).is_none_or(|rows| rows > i64::MAX as usize) {
+        return Err(format!(
+            "Expected N * num_groups to fit the statistics, got N={n} and num_groups={g}"
+        ));
+    }
     let total = n.checked_mul(c).and_then(|v| v.checked_mul(hxw));
     if total != Some(numel(input)) {
         return Err(format!(
             "Expected an input of N * C * HxW = {n} * {c} * {hxw} elements, but got input of shape {input:?}"
         ));
     }
-    Ok((n, c, hxw, group as usize))
+    Ok((n, c, hxw, g))
 }
 
 /// Output shapes of `native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N,
@@ -1155,6 +1160,10 @@ where
         eps,
     )?;
     let (n, c, hxw) = batch_dims(sizes)?;
+    if c == 0 {
+        // No channel: every output is empty.
+        return Ok(());
+    }
     let zero = <Acc<T> as Arith>::zero();
     let one = <Acc<T> as Arith>::one();
     let epsc = <Acc<T> as Arith>::from_f64(eps);
@@ -1328,6 +1337,10 @@ where
     )?;
     let want = mask::<3>(output_mask)?;
     let (n, c, hxw) = batch_dims(sizes)?;
+    if c == 0 {
+        // No channel: every output is empty.
+        return Ok(());
+    }
     let zero = <Acc<T> as Arith>::zero();
     let one = <Acc<T> as Arith>::one();
     let epsc = <Acc<T> as Arith>::from_f64(eps);

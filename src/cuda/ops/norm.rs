@@ -41,13 +41,15 @@ fn column_tiles(n: usize) -> LaunchConfig {
     }
 }
 
+/// The product of `sizes`, saturating (an empty tensor may have huge other dims).
+fn prod(sizes: &[usize]) -> usize {
+    sizes.iter().fold(1usize, |a, &b| a.saturating_mul(b))
+}
+
 /// `(M, N)` of an input normalized over its trailing `k` dims.
 fn rows_cols(t: &Tensor, k: usize) -> (usize, usize) {
     let axis = t.dim() - k;
-    (
-        t.shape()[..axis].iter().product(),
-        t.shape()[axis..].iter().product(),
-    )
+    (prod(&t.shape()[..axis]), prod(&t.shape()[axis..]))
 }
 
 /// Layer norm (`mean` given) or RMS norm forward.
@@ -291,7 +293,7 @@ pub fn native_group_norm(
     mean: &Tensor,
     rstd: &Tensor,
 ) -> Result<()> {
-    let rows_n = (n * group) as usize;
+    let rows_n = n.saturating_mul(group) as usize;
     if rows_n == 0 {
         return Ok(());
     }
@@ -338,7 +340,7 @@ pub fn native_group_norm_backward(
     grad_weight: &Tensor,
     grad_bias: &Tensor,
 ) -> Result<()> {
-    let rows_n = (n * group) as usize;
+    let rows_n = n.saturating_mul(group) as usize;
     if rows_n == 0 || c == 0 || hxw == 0 {
         return Ok(());
     }
@@ -397,7 +399,7 @@ pub fn native_group_norm_backward(
 /// `(N, C, HxW)` of a batch norm input `[N, C, *]`.
 fn batch_dims(t: &Tensor) -> (usize, usize, usize) {
     let s = t.shape();
-    (s[0], s[1], s[2..].iter().product())
+    (s[0], s[1], prod(&s[2..]))
 }
 
 /// `_native_batch_norm_legit_functional` on CUDA.

@@ -240,6 +240,10 @@ pub fn native_group_norm_errors() -> Vec<ErrorSample> {
             s("N * C * HxW not the input's size", &[2, 6, 4], 2, 6, 5, 3),
             "Expected an input of N * C * HxW = 2 * 6 * 5 elements",
         ),
+        err(
+            s("no channels, 2^62 groups", &[2, 0, 3], 2, 0, 3, 1 << 62),
+            "Expected N * num_groups to fit the statistics",
+        ),
     ]
 }
 
