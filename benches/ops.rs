@@ -112,9 +112,39 @@ fn training_step(c: &mut Criterion) {
     });
 }
 
+fn normalization(c: &mut Criterion) {
+    // layer_norm over the last dim of a [4096, 1024] batch with affine weight and bias, as in
+    // a transformer block: forward alone, then forward + backward to all three inputs.
+    let x = Tensor::randn(&[4096, 1024], DType::F32).unwrap();
+    let w = Tensor::randn(&[1024], DType::F32).unwrap();
+    let b = Tensor::randn(&[1024], DType::F32).unwrap();
+    let mut g = c.benchmark_group("layer_norm_f32_4096x1024");
+    g.bench_function("forward", |bench| {
+        bench.iter(|| {
+            black_box(kiln::layer_norm_with(&x, &[1024], Some(&w), Some(&b), 1e-5, true).unwrap())
+        })
+    });
+    let (xg, wg, bg) = (
+        x.detach().requires_grad_(true).unwrap(),
+        w.detach().requires_grad_(true).unwrap(),
+        b.detach().requires_grad_(true).unwrap(),
+    );
+    let go = Tensor::randn(&[4096, 1024], DType::F32).unwrap();
+    g.bench_function("forward_backward", |bench| {
+        bench.iter(|| {
+            let y = kiln::layer_norm_with(&xg, &[1024], Some(&wg), Some(&bg), 1e-5, true).unwrap();
+            y.backward_with(Some(&go), false, false).unwrap();
+            xg.zero_grad();
+            wg.zero_grad();
+            bg.zero_grad();
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20).measurement_time(std::time::Duration::from_secs(2)).warm_up_time(std::time::Duration::from_millis(500));
-    targets = elementwise, matmul, training_step
+    targets = elementwise, matmul, training_step, normalization
 }
 criterion_main!(benches);

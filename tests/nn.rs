@@ -539,6 +539,220 @@ mod normalization {
         assert_close(&f64s(&rm), &rm0, 1e-15);
         assert_close(&f64s(&rv), &rv0, 1e-15);
     }
+
+    /// Elements sharing statistics: `group[i]` and the parameter index `param[i]` of
+    /// element i, `count` groups.
+    struct Grouping {
+        group: Vec<usize>,
+        param: Vec<usize>,
+        count: usize,
+    }
+
+    /// Loop reference of a normalization: `y`, and the gradients of `Σ go * y` with
+    /// respect to x, w, b, for statistics over each group (biased variance; `center`: mean
+    /// subtracted) or, when `running` is given, those fixed statistics (mean, variance).
+    #[allow(clippy::too_many_arguments)]
+    fn reference(
+        gr: &Grouping,
+        x: &[f64],
+        w: &[f64],
+        b: &[f64],
+        go: &[f64],
+        eps: f64,
+        center: bool,
+        running: Option<(&[f64], &[f64])>,
+    ) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
+        let mut k = vec![0.0; gr.count];
+        let mut mean = vec![0.0; gr.count];
+        for (i, &g) in gr.group.iter().enumerate() {
+            k[g] += 1.0;
+            mean[g] += x[i];
+        }
+        for g in 0..gr.count {
+            mean[g] = if center { mean[g] / k[g] } else { 0.0 };
+        }
+        let mut var = vec![0.0; gr.count];
+        for (i, &g) in gr.group.iter().enumerate() {
+            var[g] += (x[i] - mean[g]).powi(2) / k[g];
+        }
+        if let Some((rm, rv)) = running {
+            mean = rm.to_vec();
+            var = rv.to_vec();
+        }
+        let rstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+        let xhat: Vec<f64> = (0..x.len())
+            .map(|i| (x[i] - mean[gr.group[i]]) * rstd[gr.group[i]])
+            .collect();
+        let y = (0..x.len())
+            .map(|i| xhat[i] * w[gr.param[i]] + b[gr.param[i]])
+            .collect();
+        let a: Vec<f64> = (0..x.len()).map(|i| go[i] * w[gr.param[i]]).collect();
+        let (mut s1, mut s2) = (vec![0.0; gr.count], vec![0.0; gr.count]);
+        for (i, &g) in gr.group.iter().enumerate() {
+            s1[g] += a[i] / k[g];
+            s2[g] += a[i] * xhat[i] / k[g];
+        }
+        let dx = (0..x.len())
+            .map(|i| {
+                let g = gr.group[i];
+                let v = match (running, center) {
+                    (Some(_), _) => a[i],
+                    (None, true) => a[i] - s1[g] - xhat[i] * s2[g],
+                    (None, false) => a[i] - xhat[i] * s2[g],
+                };
+                rstd[g] * v
+            })
+            .collect();
+        let (mut dw, mut db) = (vec![0.0; w.len()], vec![0.0; w.len()]);
+        for i in 0..x.len() {
+            dw[gr.param[i]] += go[i] * xhat[i];
+            db[gr.param[i]] += go[i];
+        }
+        (y, dx, dw, db)
+    }
+
+    fn leaf(data: Vec<f64>, shape: &[usize]) -> Tensor {
+        tensor(data, shape).requires_grad_(true).unwrap()
+    }
+
+    /// Runs `f(x, w, b)` forward and backward with output gradient `go`.
+    fn run(
+        x: &Tensor,
+        w: &Tensor,
+        b: &Tensor,
+        go: &[f64],
+        f: impl Fn(&Tensor, &Tensor, &Tensor) -> Tensor,
+    ) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
+        let y = f(x, w, b);
+        y.backward_with(Some(&tensor(go.to_vec(), y.shape())), false, false)
+            .unwrap();
+        let grad = |t: &Tensor| t.grad().map_or(vec![0.0; t.numel()], |g| f64s(&g));
+        (f64s(&y), grad(x), grad(w), grad(b))
+    }
+
+    #[track_caller]
+    fn check(
+        got: (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>),
+        want: (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>),
+    ) {
+        assert_close(&got.0, &want.0, 1e-10);
+        assert_close(&got.1, &want.1, 1e-9);
+        assert_close(&got.2, &want.2, 1e-9);
+        assert_close(&got.3, &want.3, 1e-9);
+    }
+
+    #[test]
+    fn fused_kernels_split_over_threads_match_loops() {
+        // Every input is past the size at which the kernels fan out over threads, and the
+        // row counts exceed the 64 partial sums of the parameter gradients.
+        let (m, n) = (130, 257);
+        let rows = Grouping {
+            group: (0..m * n).map(|i| i / n).collect(),
+            param: (0..m * n).map(|i| i % n).collect(),
+            count: m,
+        };
+        let (x, go) = (wave(m * n, 11), wave(m * n, 12));
+        let (w, b) = (wave(n, 13), wave(n, 14));
+        let no_bias = vec![0.0; n];
+        let (xt, wt, bt) = (
+            leaf(x.clone(), &[m, n]),
+            leaf(w.clone(), &[n]),
+            leaf(b.clone(), &[n]),
+        );
+        let got = run(&xt, &wt, &bt, &go, |x, w, b| {
+            kiln::layer_norm_with(x, &[n as i64], Some(w), Some(b), 1e-5, true).unwrap()
+        });
+        check(got, reference(&rows, &x, &w, &b, &go, 1e-5, true, None));
+
+        let (xt, wt, bt) = (
+            leaf(x.clone(), &[m, n]),
+            leaf(w.clone(), &[n]),
+            leaf(no_bias.clone(), &[n]),
+        );
+        let got = run(&xt, &wt, &bt, &go, |x, w, _| {
+            kiln::rms_norm_with(x, &[n as i64], Some(w), Some(1e-6)).unwrap()
+        });
+        let want = reference(&rows, &x, &w, &no_bias, &go, 1e-6, false, None);
+        check(got, (want.0, want.1, want.2, vec![0.0; n]));
+
+        // Group norm: [3, 8, 1400] in 4 groups.
+        let (nb, c, hxw, groups) = (3, 8, 1400, 4);
+        let total = nb * c * hxw;
+        let gr = Grouping {
+            group: (0..total)
+                .map(|i| (i / (c * hxw)) * groups + (i / hxw % c) / (c / groups))
+                .collect(),
+            param: (0..total).map(|i| i / hxw % c).collect(),
+            count: nb * groups,
+        };
+        let (x, go) = (wave(total, 21), wave(total, 22));
+        let (w, b) = (wave(c, 23), wave(c, 24));
+        let (xt, wt, bt) = (
+            leaf(x.clone(), &[nb, c, hxw]),
+            leaf(w.clone(), &[c]),
+            leaf(b.clone(), &[c]),
+        );
+        let got = run(&xt, &wt, &bt, &go, |x, w, b| {
+            kiln::group_norm_with(x, groups as i64, Some(w), Some(b), 1e-5, true).unwrap()
+        });
+        check(got, reference(&gr, &x, &w, &b, &go, 1e-5, true, None));
+
+        // Batch norm: [40, 3, 300], training and evaluation.
+        let (nb, c, hxw) = (40, 3, 300);
+        let total = nb * c * hxw;
+        let gr = Grouping {
+            group: (0..total).map(|i| i / hxw % c).collect(),
+            param: (0..total).map(|i| i / hxw % c).collect(),
+            count: c,
+        };
+        let (x, go) = (wave(total, 31), wave(total, 32));
+        let (w, b) = (wave(c, 33), wave(c, 34));
+        let (rm, rv) = (vec![0.1, -0.2, 0.3], vec![0.5, 1.5, 2.0]);
+        for training in [true, false] {
+            let (xt, wt, bt) = (
+                leaf(x.clone(), &[nb, c, hxw]),
+                leaf(w.clone(), &[c]),
+                leaf(b.clone(), &[c]),
+            );
+            let (rmt, rvt) = (tensor(rm.clone(), &[c]), tensor(rv.clone(), &[c]));
+            let got = run(&xt, &wt, &bt, &go, |x, w, b| {
+                kiln::batch_norm(
+                    x,
+                    Some(w),
+                    Some(b),
+                    Some(&rmt),
+                    Some(&rvt),
+                    training,
+                    0.1,
+                    1e-5,
+                    false,
+                )
+                .unwrap()
+            });
+            let running = (!training).then_some((&rm[..], &rv[..]));
+            check(got, reference(&gr, &x, &w, &b, &go, 1e-5, true, running));
+        }
+    }
+
+    #[test]
+    fn half_precision_layers_keep_float32_statistics() {
+        // PyTorch's opmath type: an f16 layer computes in f32 and returns f32 mean / rstd.
+        let x = tensor(wave(24, 41), &[4, 6]).to_dtype(DType::F16).unwrap();
+        let (y, mean, rstd) = kiln::native_layer_norm(&x, &[6], None, None, 1e-5).unwrap();
+        assert_eq!(
+            (y.dtype(), mean.dtype(), rstd.dtype()),
+            (DType::F16, DType::F32, DType::F32)
+        );
+        assert_eq!((mean.shape(), rstd.shape()), (&[4, 1][..], &[4, 1][..]));
+        let xs = f64s(&x);
+        for r in 0..4 {
+            let row = &xs[r * 6..(r + 1) * 6];
+            let m = row.iter().sum::<f64>() / 6.0;
+            let v = row.iter().map(|a| (a - m).powi(2)).sum::<f64>() / 6.0;
+            assert_close(&f64s(&mean)[r..r + 1], &[m], 1e-6);
+            assert_close(&f64s(&rstd)[r..r + 1], &[1.0 / (v + 1e-5).sqrt()], 1e-5);
+        }
+    }
 }
 
 mod pooling_and_convolution {

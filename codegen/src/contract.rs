@@ -9,7 +9,7 @@
 
 use crate::gen::api::elem_type;
 use crate::kernels_index::{canonical_type, FnSig};
-use crate::model::{Op, Promote};
+use crate::model::{Op, Promote, OPMATH};
 use crate::types::{ident_str, ArgKind};
 use proc_macro2::TokenStream;
 
@@ -81,7 +81,7 @@ fn outputs(op: &Op) -> Vec<(String, String)> {
         .enumerate()
         .map(|(i, name)| {
             let elem = match op.output_fixed_dtype(i) {
-                Some(d) => canon(elem_type(&d)),
+                Some(d) => fixed_canon(&d),
                 None => "T".to_string(),
             };
             (name, elem)
@@ -92,8 +92,17 @@ fn outputs(op: &Op) -> Vec<(String, String)> {
 /// The element type a structured kernel's `Src<_>` has for tensor argument `name`.
 fn src_elem(op: &Op, name: &str) -> String {
     match op.fixed.get(name) {
-        Some(d) => canon(elem_type(d)),
+        Some(d) => fixed_canon(d),
         None => "T".to_string(),
+    }
+}
+
+/// The canonical element type of a `fixed:` dtype: `i64`, or `T::Compute` for `opmath`.
+fn fixed_canon(d: &str) -> String {
+    if d == OPMATH {
+        "T::Compute".to_string()
+    } else {
+        canon(elem_type(d))
     }
 }
 
@@ -162,6 +171,11 @@ pub fn structured_kernel(op: &Op, module: &str, kernel: &str) -> Call {
             let name = ident_str(&a.name);
             match a.kind {
                 ArgKind::Tensor => expected(&name, format!("Src<{}>", src_elem(op, &a.name)), what),
+                ArgKind::OptTensor => expected(
+                    &name,
+                    format!("Option<Src<{}>>", src_elem(op, &a.name)),
+                    what,
+                ),
                 ArgKind::TensorList => Expected {
                     also: vec!["&Vec<Src<T>>".into()],
                     ..expected(&name, "&[Src<T>]".into(), what)
@@ -195,6 +209,7 @@ pub fn structured_meta(op: &Op, module: &str, kernel: &str) -> Call {
             let name = ident_str(&a.name);
             match a.kind {
                 ArgKind::Tensor => expected(&name, "&[usize]".into(), what),
+                ArgKind::OptTensor => expected(&name, "Option<&[usize]>".into(), what),
                 ArgKind::TensorList => Expected {
                     also: vec!["&Vec<&[usize]>".into()],
                     ..expected(&name, "&[&[usize]]".into(), what)
@@ -225,6 +240,7 @@ pub fn cuda_launcher(op: &Op, module: &str, name: &str) -> Call {
         let pname = ident_str(&a.name);
         match a.kind {
             ArgKind::Tensor => expected(&pname, "&Tensor".into(), what),
+            ArgKind::OptTensor => expected(&pname, "Option<&Tensor>".into(), what),
             ArgKind::TensorList => Expected {
                 also: vec!["&Vec<Tensor>".into()],
                 ..expected(&pname, "&[Tensor]".into(), what)

@@ -28,8 +28,12 @@ pub struct Uses {
 /// A parsed, rewritten formula.
 #[derive(Debug, Clone)]
 pub struct Formula {
-    /// The input this formula computes the gradient of.
+    /// The key as written: the input this formula computes the gradient of, or several
+    /// (`input, weight, bias`) whose gradients it returns together as a tuple of
+    /// `Option<Tensor>` (`None`: no gradient flows there).
     pub input: String,
+    /// The inputs the key names, in its order.
+    pub inputs: Vec<String>,
     /// The formula as written.
     pub text: String,
     /// Its line in derivatives.yaml.
@@ -42,9 +46,20 @@ pub struct Formula {
 impl Formula {
     /// Whether the formula reads `grads` (every output's gradient) rather than `grad`.
     pub fn uses_grads(&self) -> bool {
+        self.mentions("grads")
+    }
+
+    /// Whether the formula reads `grad_input_mask`: which of its inputs need a gradient, as
+    /// PyTorch's formulas pass it to backward kernels as their `output_mask`.
+    pub fn uses_grad_input_mask(&self) -> bool {
+        self.mentions("grad_input_mask")
+    }
+
+    /// Whether the plain name `name` appears in the formula.
+    fn mentions(&self, name: &str) -> bool {
         let mut found = false;
         let mut check = |e: &syn::Expr| {
-            if single_ident(e).as_deref() == Some("grads") {
+            if single_ident(e).as_deref() == Some(name) {
                 found = true;
             }
         };
@@ -108,7 +123,7 @@ impl<'ast> Visit<'ast> for Collect<'_> {
                 .is_some_and(|c| c.is_lowercase() || c == '_');
             if self.known.contains(&name) {
                 self.uses.names.insert(name);
-            } else if lowercase && name != "grad" && name != "grads" {
+            } else if lowercase && !["grad", "grads", "grad_input_mask"].contains(&name.as_str()) {
                 self.unknown.push(name);
             }
         }
@@ -169,6 +184,7 @@ pub fn parse(
     Rewrite { known }.visit_expr_mut(&mut rewritten);
     Ok(Formula {
         input: input.to_string(),
+        inputs: input.split(',').map(|n| n.trim().to_string()).collect(),
         text: text.to_string(),
         line,
         expr: rewritten,

@@ -306,6 +306,13 @@ pub fn canonical_type(ty: &syn::Type, generics: &[String]) -> String {
             if p.path.segments.len() == 1 && generics.contains(&name) {
                 return "T".to_string();
             }
+            // `T::Compute`: an associated type of the element type parameter.
+            if p.path.segments.len() == 2
+                && generics.contains(&p.path.segments[0].ident.to_string())
+                && last.arguments.is_none()
+            {
+                return format!("T::{name}");
+            }
             match &last.arguments {
                 syn::PathArguments::AngleBracketed(a) => {
                     let args: Vec<String> = a

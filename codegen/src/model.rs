@@ -125,6 +125,12 @@ pub struct Op {
     pub opmath: bool,
 }
 
+/// The `fixed:` value naming the opmath dtype of the computation (PyTorch's `opmath_type`:
+/// float32 for f16/bf16, the compute dtype otherwise). A structured kernel sees such an
+/// argument or output as `Src<T::Compute>` / `Dst<T::Compute>`: statistics and parameters of
+/// the normalization kernels stay in float32 for half inputs.
+pub const OPMATH: &str = "opmath";
+
 /// Argument info used everywhere.
 #[derive(Debug, Clone)]
 pub struct Arg {
@@ -182,7 +188,7 @@ impl Op {
         };
         self.args()
             .into_iter()
-            .filter(|a| d.formulas.iter().any(|f| f.input == a.name))
+            .filter(|a| d.formulas.iter().any(|f| f.inputs.contains(&a.name)))
             .collect()
     }
 
@@ -197,7 +203,7 @@ impl Op {
     /// True when some output can be floating point, so gradients can flow.
     pub fn has_float_output(&self) -> bool {
         (0..self.outputs().len()).any(|i| match self.output_fixed_dtype(i) {
-            Some(d) => d.starts_with('f') || d == "bf16",
+            Some(d) => d.starts_with('f') || d == "bf16" || d == OPMATH,
             None => true,
         })
     }
@@ -642,11 +648,17 @@ fn op_entry(
             .collect()
     });
     for o in operands.iter().chain(r.fixed.keys()) {
+        // Outputs as `Op::outputs` names them: `result`, or `result0`, `result1`, ... for
+        // unnamed returns of a tuple.
         let is_output = schema
             .returns
             .iter()
-            .any(|ret| ret.name.as_deref() == Some(o.as_str()))
-            || (o == "result" && schema.returns.len() == 1);
+            .enumerate()
+            .any(|(i, ret)| match &ret.name {
+                Some(n) => n == o,
+                None if schema.returns.len() == 1 => o == "result",
+                None => *o == format!("result{i}"),
+            });
         if !is_output && !schema.arguments.iter().any(|a| &a.name == o) {
             return Err(nerr(
                 line,
@@ -655,11 +667,11 @@ fn op_entry(
         }
     }
     for d in r.fixed.values() {
-        if !ALL_DTYPES.contains(&d.as_str()) {
+        if !ALL_DTYPES.contains(&d.as_str()) && d != OPMATH {
             return Err(nerr(
                 line,
                 format!(
-                    "{}: unknown dtype '{d}' in fixed: (expected one of {})",
+                    "{}: unknown dtype '{d}' in fixed: (expected one of {}, or {OPMATH})",
                     r.func,
                     ALL_DTYPES.join(", ")
                 ),
@@ -741,6 +753,14 @@ fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), Model
                 ));
             }
             let outputs = op.outputs();
+            if let Some((a, _)) = op.fixed.iter().find(|(_, d)| d.as_str() == OPMATH) {
+                return Err(nerr(
+                    line,
+                    format!(
+                        "{func}: `{a}: opmath` needs a structured kernel; a pointwise kernel computes every operand in `T`'s compute type already"
+                    ),
+                ));
+            }
             if let Some(o) = op.fixed.keys().find(|k| outputs.contains(k)) {
                 return Err(nerr(
                     line,
@@ -767,11 +787,14 @@ fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), Model
                     ),
                 ));
             }
-            if let Some(a) = args.iter().find(|a| a.kind == ArgKind::OptTensor) {
+            if let Some(a) = args
+                .iter()
+                .find(|a| a.kind == ArgKind::TensorList && op.fixed.contains_key(&a.name))
+            {
                 return Err(nerr(
                     line,
                     format!(
-                        "{func}: a structured kernel cannot take an optional tensor (`{}`); write the op as a composite, or split it into overloads",
+                        "{func}: `fixed:` applies to tensors and outputs, not to the tensor list `{}`",
                         a.name
                     ),
                 ));
@@ -1097,26 +1120,48 @@ fn attach_derivative(
             serde_yaml_ng::Value::String(s) => s.clone(),
             _ => return Err(derr(at, format!("formula for '{key}' must be a string"))),
         };
-        let Some(arg) = op.args().into_iter().find(|a| &a.name == key) else {
-            return Err(derr(
-                at,
-                format!(
-                    "formula for '{key}', but {} has no argument named '{key}'",
-                    d.name
-                ),
-            ));
-        };
-        if !arg.kind.is_tensor() {
-            return Err(derr(
-                at,
-                format!("formula for '{key}', which is not a tensor argument"),
-            ));
-        }
-        if arg.kind == ArgKind::OptTensorList {
-            return Err(derr(
-                at,
-                format!("formula for '{key}', a `Tensor?[]` argument: kiln gives no gradient to lists of optional tensors (PyTorch's are integer indices); drop the formula"),
-            ));
+        // `input, weight, bias: f(...)` gives several inputs' gradients as one tuple.
+        let names: Vec<&str> = key.split(',').map(str::trim).collect();
+        for name in &names {
+            let Some(arg) = op.args().into_iter().find(|a| a.name == *name) else {
+                return Err(derr(
+                    at,
+                    format!(
+                        "formula for '{key}', but {} has no argument named '{name}'",
+                        d.name
+                    ),
+                ));
+            };
+            if !arg.kind.is_tensor() {
+                return Err(derr(
+                    at,
+                    format!("formula for '{key}': '{name}' is not a tensor argument"),
+                ));
+            }
+            if names.len() > 1 && arg.kind == ArgKind::TensorList {
+                return Err(derr(
+                    at,
+                    format!(
+                        "formula for '{key}': the tensor list '{name}' needs a formula of its own"
+                    ),
+                ));
+            }
+            let twice = names.iter().filter(|n| *n == name).count() > 1
+                || formulas
+                    .iter()
+                    .any(|f: &Formula| f.inputs.iter().any(|i| i == name));
+            if twice {
+                return Err(derr(
+                    at,
+                    format!("formula for '{key}': '{name}' has another formula"),
+                ));
+            }
+            if arg.kind == ArgKind::OptTensorList {
+                return Err(derr(
+                    at,
+                    format!("formula for '{name}', a `Tensor?[]` argument: kiln gives no gradient to lists of optional tensors (PyTorch's are integer indices); drop the formula"),
+                ));
+            }
         }
         let parsed = formula::parse(key, &formula, at, &known).map_err(|m| derr(at, m))?;
         let opt_lists: Vec<String> = op

@@ -19,6 +19,8 @@ pub enum ArgKind {
     OptInt,
     IntList,
     OptIntList,
+    /// `bool[N]`: PyTorch's `output_mask` of backward ops, a `&[bool]` in Rust.
+    BoolList,
     Bool,
     OptBool,
     Float,
@@ -48,6 +50,7 @@ impl ArgKind {
                 T::Tensor { .. } => ArgKind::TensorList,
                 T::Optional(inner) if matches!(**inner, T::Tensor { .. }) => ArgKind::OptTensorList,
                 T::Int | T::SymInt => ArgKind::IntList,
+                T::Bool => ArgKind::BoolList,
                 other => {
                     return Err(format!(
                         "lists of {other} are not supported by kiln's generator"
@@ -94,6 +97,7 @@ impl ArgKind {
             ArgKind::IntList => quote!(&[i64]),
             ArgKind::OptIntList if required_opt_list => quote!(&[i64]),
             ArgKind::OptIntList => quote!(Option<&[i64]>),
+            ArgKind::BoolList => quote!(&[bool]),
             ArgKind::Bool => quote!(bool),
             ArgKind::OptBool => quote!(Option<bool>),
             ArgKind::Float => quote!(f64),
@@ -121,6 +125,7 @@ impl ArgKind {
         match self {
             ArgKind::IntList => quote!(Vec<i64>),
             ArgKind::OptIntList => quote!(Option<Vec<i64>>),
+            ArgKind::BoolList => quote!(Vec<bool>),
             ArgKind::Str => quote!(String),
             ArgKind::OptStr => quote!(Option<String>),
             other => other.inner_type(),
@@ -130,7 +135,7 @@ impl ArgKind {
     /// Converts a normalised local `name` into the owned field value.
     pub fn to_owned(self, name: &syn::Ident) -> TokenStream {
         match self {
-            ArgKind::IntList => quote!(#name.to_vec()),
+            ArgKind::IntList | ArgKind::BoolList => quote!(#name.to_vec()),
             ArgKind::OptIntList => quote!(#name.map(|d| d.to_vec())),
             ArgKind::Str => quote!(#name.to_string()),
             ArgKind::OptStr => quote!(#name.map(|s| s.to_string())),
@@ -141,7 +146,7 @@ impl ArgKind {
     /// Borrows the node's field `self.name` as the formula-visible local type.
     pub fn from_field(self, name: &syn::Ident) -> TokenStream {
         match self {
-            ArgKind::IntList => quote!(self.#name.as_slice()),
+            ArgKind::IntList | ArgKind::BoolList => quote!(self.#name.as_slice()),
             ArgKind::OptIntList => quote!(self.#name.as_deref()),
             ArgKind::Str => quote!(self.#name.as_str()),
             ArgKind::OptStr => quote!(self.#name.as_deref()),
@@ -251,6 +256,21 @@ impl ArgKind {
                 } else {
                     quote!(Some(&[#(#vals),*]))
                 }
+            }
+            ArgKind::BoolList => {
+                let inner = default.trim_start_matches('[').trim_end_matches(']');
+                let vals: Result<Vec<bool>, _> = inner
+                    .split(',')
+                    .filter(|s| !s.trim().is_empty())
+                    .map(|s| match s.trim() {
+                        "True" => Ok(true),
+                        "False" => Ok(false),
+                        _ => Err(()),
+                    })
+                    .collect();
+                let vals =
+                    vals.map_err(|_| bad("expected a list of booleans such as [True,False]"))?;
+                quote!(&[#(#vals),*])
             }
             ArgKind::Str => {
                 let s = default.trim_matches(|c| c == '\'' || c == '"');

@@ -337,7 +337,7 @@ fn meta_function_of_the_wrong_shape() {
 }
 
 #[test]
-fn structured_op_cannot_take_an_optional_tensor() {
+fn structured_op_takes_an_optional_tensor_as_an_option() {
     let e = yaml_error(
         "transpose.int(Tensor self, int dim0, int dim1) -> Tensor",
         "transpose.int(Tensor self, int dim0, int dim1, Tensor? weight=None) -> Tensor",
@@ -345,7 +345,53 @@ fn structured_op_cannot_take_an_optional_tensor() {
     assert_eq!(e.line, 29);
     assert_contains(
         &e,
-        &["a structured kernel cannot take an optional tensor (`weight`)"],
+        &["expected: fn transpose<T>(self_: Src<T>, dim0: i64, dim1: i64, weight: Option<Src<T>>, result: Dst<T>)"],
+    );
+}
+
+#[test]
+fn structured_op_with_optional_and_opmath_tensors_and_a_bool_list() {
+    let native = NATIVE.replacen(
+        "transpose.int(Tensor self, int dim0, int dim1) -> Tensor\n",
+        "transpose.int(Tensor self, int dim0, int dim1, Tensor? weight, bool[2] mask) -> (Tensor, Tensor)\n  fixed: {weight: opmath, result1: opmath}\n",
+        1,
+    );
+    let mut s = Sources::default();
+    s.reduce_rs = s
+        .reduce_rs
+        .replace(
+            "transpose_meta(self_: &[usize], dim0: i64, dim1: i64)",
+            "transpose_meta(self_: &[usize], dim0: i64, dim1: i64, weight: Option<&[usize]>, mask: &[bool])",
+        )
+        .replace(
+            "dim1: i64, out: Dst<'_, T>)",
+            "dim1: i64, weight: Option<Src<'_, T::Compute>>, mask: &[bool], out: Dst<'_, T>, stat: Dst<'_, T::Compute>)",
+        );
+    s.reduce_launchers_rs = s.reduce_launchers_rs.replace(
+        "dim1: i64, out: &Tensor)",
+        "dim1: i64, weight: Option<&Tensor>, mask: &[bool], out: &Tensor, stat: &Tensor)",
+    );
+    let derivs = DERIVS.replace(
+        "- name: transpose.int(Tensor self, int dim0, int dim1) -> Tensor\n  self: grad.transpose(dim0, dim1)?",
+        "- name: transpose.int(Tensor self, int dim0, int dim1, Tensor? weight, bool[2] mask) -> (Tensor, Tensor)\n  self, weight: (Some(grad.clone()), grad_input_mask[1].then(|| grad.clone()))",
+    );
+    let m = build(&native, &derivs, &s.index()).unwrap();
+    let t = m.ops.iter().find(|o| o.schema.name == "transpose").unwrap();
+    assert_eq!(
+        t.derivative.as_ref().unwrap().formulas[0].inputs,
+        ["self", "weight"]
+    );
+    // The opmath tensor is `Src<T::Compute>`, not `Src<T>`.
+    s.reduce_rs = s.reduce_rs.replace(
+        "weight: Option<Src<'_, T::Compute>>",
+        "weight: Option<Src<'_, T>>",
+    );
+    let mut errors = build(&native, &derivs, &s.index()).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    let e = errors.remove(0);
+    assert_contains(
+        &e,
+        &["parameter 4 `weight: Option<Src<T>>` should be `weight: Option<Src<T::Compute>>`"],
     );
 }
 

@@ -75,6 +75,42 @@ fn formula_naming_a_missing_argument_is_an_error() {
 }
 
 #[test]
+fn one_formula_may_give_several_inputs_gradients() {
+    let d = MUL_D.replace(
+        "  self: grad.mul(&other)?\n  other: grad.mul(&self)?\n",
+        "  self, other: (Some(grad.mul(&other)?), Some(grad.mul(&self)?))\n",
+    );
+    let m = build(MUL, &d, &kernels()).unwrap();
+    let f = &m.ops[0].derivative.as_ref().unwrap().formulas;
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].inputs, ["self", "other"]);
+    let e = err(
+        MUL,
+        &MUL_D.replace(
+            "  other: grad.mul(&self)?\n",
+            "  other, self: (Some(grad.clone()), None)\n",
+        ),
+    );
+    assert!(e.message.contains("'self' has another formula"), "{e}");
+}
+
+#[test]
+fn opmath_is_a_fixed_dtype_of_structured_kernels_only() {
+    let e = err(
+        &MUL.replace(
+            "  dtypes: all\n",
+            "  dtypes: all\n  fixed: {other: opmath}\n",
+        ),
+        MUL_D,
+    );
+    assert!(
+        e.message
+            .contains("`other: opmath` needs a structured kernel"),
+        "{e}"
+    );
+}
+
+#[test]
 fn formula_for_an_input_the_schema_lacks_is_an_error() {
     let e = err(MUL, &format!("{MUL_D}  input: grad.clone()\n"));
     assert!(e.message.contains("has no argument named 'input'"), "{e}");

@@ -200,6 +200,15 @@ impl<'a> Args<'a> {
         v
     }
 
+    /// A `bool[N]` (a backward op's `output_mask`): usually three flags, sometimes another
+    /// length, which the op must reject.
+    pub fn bool_list(&mut self, name: &str) -> Vec<bool> {
+        let n = if self.chance(85) { 3 } else { self.below(5) };
+        let v: Vec<bool> = (0..n).map(|_| self.chance(70)).collect();
+        self.note(name, &v);
+        v
+    }
+
     pub fn opt_bool(&mut self, name: &str) -> Option<bool> {
         let v = (!self.chance(30)).then(|| self.chance(50));
         self.note(name, v);

@@ -129,6 +129,25 @@ pub fn par_chunks_mut2<A: Send, B: Send>(
     });
 }
 
+/// As [`par_chunks_mut2`] with a chunk length per output: piece `i` of `a` (`chunk_a`
+/// elements) goes with piece `i` of `b` (`chunk_b` elements), e.g. rows of a normalized
+/// output with the statistics of those rows. Both must split into the same number of pieces;
+/// both chunks must be non-zero.
+pub fn par_chunks_mut2_by<A: Send, B: Send>(
+    a: &mut [A],
+    chunk_a: usize,
+    b: &mut [B],
+    chunk_b: usize,
+    f: Chunks2Fn<'_, A, B>,
+) {
+    install(|| {
+        a.par_chunks_mut(chunk_a)
+            .zip(b.par_chunks_mut(chunk_b))
+            .enumerate()
+            .for_each(|(i, (pa, pb))| f(i, pa, pb))
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

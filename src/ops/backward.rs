@@ -671,6 +671,10 @@ pub fn mish_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
     let dt = t.mul(&t)?.neg()?.add_scalar(1)?;
     grad.mul(&t.add(&x.mul(&x.sigmoid()?)?.mul(&dt)?)?)
 }
+pub use crate::ops::normalization::{
+    batch_norm_double_backward, batch_norm_grads, group_norm_double_backward, group_norm_grads,
+    layer_norm_double_backward, layer_norm_grads, rms_norm_double_backward, rms_norm_grads,
+};
 pub use crate::ops::reducing::{extreme_backward, norm_backward};
 
 /// `t` summed from the end of `dim` backwards: the backward of `cumsum`.

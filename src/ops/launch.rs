@@ -24,6 +24,15 @@ pub(crate) fn int_to_float(d: DType) -> DType {
     }
 }
 
+/// PyTorch's opmath type of a compute dtype: float32 for the 16-bit floats, the dtype itself
+/// otherwise. `fixed: {x: opmath}` arguments and outputs of a structured kernel have it.
+pub(crate) fn opmath_dtype(d: DType) -> DType {
+    match d {
+        DType::F16 | DType::BF16 => DType::F32,
+        other => other,
+    }
+}
+
 /// The one dtype all tensor operands share, or PyTorch's error: the op's own `message` when
 /// the YAML gives one, else `mm`'s.
 pub(crate) fn same_dtype(

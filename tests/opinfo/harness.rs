@@ -18,7 +18,10 @@ pub enum Arg {
     Ints(Vec<i64>),
     OptInts(Option<Vec<i64>>),
     Bool(bool),
+    /// A `bool[N]` such as a backward op's `output_mask`.
+    Bools(Vec<bool>),
     Float(f64),
+    OptFloat(Option<f64>),
     Scalar(Scalar),
     OptScalar(Option<Scalar>),
     DType(DType),
@@ -141,6 +144,12 @@ impl Sample {
             other => panic!("argument {n} is {other:?}, not a bool"),
         }
     }
+    pub fn bools(&self, n: &str) -> Option<&[bool]> {
+        match self.get(n)? {
+            Arg::Bools(v) => Some(v),
+            other => panic!("argument {n} is {other:?}, not a bool[]"),
+        }
+    }
     pub fn opt_flag(&self, n: &str) -> Option<Option<bool>> {
         self.flag(n).map(Some)
     }
@@ -151,7 +160,11 @@ impl Sample {
         }
     }
     pub fn opt_float(&self, n: &str) -> Option<Option<f64>> {
-        self.float(n).map(Some)
+        match self.get(n)? {
+            Arg::OptFloat(f) => Some(*f),
+            Arg::Float(f) => Some(Some(*f)),
+            other => panic!("argument {n} is {other:?}, not a float?"),
+        }
     }
     pub fn dtype(&self, n: &str) -> Option<DType> {
         match self.get(n)? {

@@ -15,6 +15,8 @@ mod indexing;
 mod linalg;
 #[path = "refs/nn.rs"]
 mod nn;
+#[path = "refs/norm.rs"]
+mod norm;
 #[path = "refs/shaping.rs"]
 mod shaping;
 #[path = "refs/sorting.rs"]
@@ -24,6 +26,7 @@ pub use indexing::*;
 use kiln::DType;
 pub use linalg::*;
 pub use nn::*;
+pub use norm::*;
 pub use shaping::*;
 pub use sorting::*;
 

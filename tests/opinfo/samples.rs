@@ -30,6 +30,8 @@ mod indexing;
 mod linalg;
 #[path = "samples/nn.rs"]
 mod nn;
+#[path = "samples/norm.rs"]
+mod norm;
 #[path = "samples/reducing.rs"]
 mod reducing;
 #[path = "samples/shaping.rs"]
@@ -41,6 +43,7 @@ pub use indexing::*;
 use kiln::{DType, Device, Generator, Scalar, Tensor};
 pub use linalg::*;
 pub use nn::*;
+pub use norm::*;
 pub use reducing::*;
 pub use shaping::*;
 pub use sorting::*;

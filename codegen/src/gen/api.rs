@@ -2,7 +2,7 @@
 //! the dtype dispatch around the kernel, and the autograd recording.
 
 use super::dtype_variant;
-use crate::model::{Arg, Kind, Op, Promote};
+use crate::model::{Arg, Kind, Op, Promote, OPMATH};
 use crate::types::{ident, ArgKind};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -459,26 +459,43 @@ fn compute_fn(op: &Op) -> TokenStream {
                 let id = ident(&a.name);
                 let n = &a.name;
                 match a.kind {
-                    ArgKind::Tensor => {
-                        match op.fixed.get(&a.name) {
+                    ArgKind::Tensor | ArgKind::OptTensor => {
+                        // Cast to the compute dtype, or to the opmath dtype, or check a
+                        // fixed dtype; the kernel sees the matching element type.
+                        let fixed = op.fixed.get(&a.name).map(String::as_str);
+                        let prepare = |x: TokenStream| match fixed {
+                            Some(d) if d == OPMATH => {
+                                quote!(launch::cast(#x, launch::opmath_dtype(compute)))
+                            }
                             Some(d) => {
                                 let v = dtype_variant(d);
-                                let t = elem_type(d);
-                                prep.push(
-                                    quote!(let #id = launch::fixed_input(OP, #n, #id, DType::#v)?;),
-                                );
-                                src_args.push(quote!({ let i = next(); launch::src::<#t>(bufs[i], &inputs[i]) }));
+                                quote!(launch::fixed_input(OP, #n, #x, DType::#v))
                             }
-                            None => {
-                                prep.push(quote!(let #id = launch::cast(#id, compute)?;));
-                                src_args.push(quote!({
-                                    let i = next();
-                                    launch::src::<T>(bufs[i], &inputs[i])
-                                }));
-                            }
+                            None => quote!(launch::cast(#x, compute)),
+                        };
+                        let t = fixed.map_or(quote!(T), fixed_elem);
+                        if a.kind == ArgKind::Tensor {
+                            let conv = prepare(quote!(#id));
+                            prep.push(quote!(let #id: Tensor = #conv?;));
+                            src_args.push(quote!({
+                                let i = next();
+                                launch::src::<#t>(bufs[i], &inputs[i])
+                            }));
+                            inputs.push((false, quote!(#id.clone())));
+                            meta_args.push(quote!(#id.shape()));
+                        } else {
+                            // An absent tensor takes no place in `inputs`.
+                            let conv = prepare(quote!(t));
+                            prep.push(
+                                quote!(let #id: Option<Tensor> = #id.map(|t| #conv).transpose()?;),
+                            );
+                            src_args.push(quote!(#id.as_ref().map(|_| {
+                                let i = next();
+                                launch::src::<#t>(bufs[i], &inputs[i])
+                            })));
+                            inputs.push((true, quote!(#id.iter().cloned())));
+                            meta_args.push(quote!(#id.as_ref().map(|t| t.shape())));
                         }
-                        inputs.push((false, quote!(#id.clone())));
-                        meta_args.push(quote!(#id.shape()));
                     }
                     ArgKind::TensorList => {
                         prep.push(quote!(let #id: Vec<Tensor> = #id.iter().map(|t| launch::cast(t, compute)).collect::<Result<_>>()?;));
@@ -486,8 +503,8 @@ fn compute_fn(op: &Op) -> TokenStream {
                         meta_args.push(quote!(&#id.iter().map(|t| t.shape()).collect::<Vec<_>>()));
                         src_args.push(quote!(&(0..#id.len()).map(|_| { let i = next(); launch::src::<T>(bufs[i], &inputs[i]) }).collect::<Vec<_>>()));
                     }
-                    ArgKind::OptTensor | ArgKind::OptTensorList => {
-                        unreachable!("model::build rejects optional tensors in structured kernels")
+                    ArgKind::OptTensorList => {
+                        unreachable!("model::build rejects lists of optional tensors in structured kernels")
                     }
                     _ => {
                         let v = kernel_value(a);
@@ -499,8 +516,8 @@ fn compute_fn(op: &Op) -> TokenStream {
             let outs = op.outputs();
             let out_allocs = (0..outs.len()).map(|i| match op.output_fixed_dtype(i) {
                 Some(d) => {
-                    let v = dtype_variant(&d);
-                    quote!(Tensor::alloc_on(OP, &shapes[#i], DType::#v, device)?)
+                    let dt = fixed_dtype_expr(&d);
+                    quote!(Tensor::alloc_on(OP, &shapes[#i], #dt, device)?)
                 }
                 None => quote!(Tensor::alloc_on(OP, &shapes[#i], compute, device)?),
             });
@@ -557,6 +574,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                         let id = ident(&a.name);
                         match a.kind {
                             ArgKind::Tensor | ArgKind::TensorList => quote!(&#id),
+                            ArgKind::OptTensor => quote!(#id.as_ref()),
                             _ => kernel_value(a),
                         }
                     });
@@ -575,7 +593,7 @@ fn compute_fn(op: &Op) -> TokenStream {
             };
             let dst_args = (0..outs.len()).map(|i| {
                 let t = match op.output_fixed_dtype(i) {
-                    Some(d) => elem_type(&d),
+                    Some(d) => fixed_elem(&d),
                     None => quote!(T),
                 };
                 quote!(launch::dst::<#t>(obufs.next().expect("one buffer per output"), &outs[#i]))
@@ -612,6 +630,26 @@ fn compute_fn(op: &Op) -> TokenStream {
                 }
             }
         }
+    }
+}
+
+/// The element type a kernel sees for a `fixed:` dtype: its Rust type, or for `opmath` the
+/// compute type of `T` (`f32` for the 16-bit floats, `T` otherwise).
+pub fn fixed_elem(d: &str) -> TokenStream {
+    if d == OPMATH {
+        quote!(<T as Element>::Compute)
+    } else {
+        elem_type(d)
+    }
+}
+
+/// The `DType` of a `fixed:` dtype, given `compute: DType` in scope.
+fn fixed_dtype_expr(d: &str) -> TokenStream {
+    if d == OPMATH {
+        quote!(launch::opmath_dtype(compute))
+    } else {
+        let v = dtype_variant(d);
+        quote!(DType::#v)
     }
 }
 

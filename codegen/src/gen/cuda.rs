@@ -124,6 +124,8 @@ pub fn modules(model: &Model, cuda_dir: &Path) -> Result<Vec<(String, String)>, 
         "random",
         "scan",
         "fold",
+        "norm",
+        "pool",
     ];
     let texts: Vec<(String, String)> = templates
         .iter()
@@ -142,9 +144,13 @@ pub fn modules(model: &Model, cuda_dir: &Path) -> Result<Vec<(String, String)>, 
     let all: Vec<&str> = ALL_DTYPES.to_vec();
     let floating: Vec<&str> = vec!["f16", "bf16", "f32", "f64"];
     for t in [
-        "copy", "reduce", "softmax", "index", "random", "scan", "fold",
+        "copy", "reduce", "softmax", "index", "random", "scan", "fold", "norm", "pool",
     ] {
-        let dtypes = if t == "softmax" { &floating } else { &all };
+        let dtypes = if matches!(t, "softmax" | "norm" | "pool") {
+            &floating
+        } else {
+            &all
+        };
         let body = render(
             t,
             Value::from_serialize(context! {

@@ -29,6 +29,7 @@ fn draw(arg: &Arg) -> TokenStream {
             // A required `int[]?` is a plain slice in the public API (see `ArgKind::param_type`).
             ArgKind::OptIntList if arg.default.is_none() => "int_list",
             ArgKind::OptIntList => "opt_int_list",
+            ArgKind::BoolList => "bool_list",
             ArgKind::Bool => "bool",
             ArgKind::OptBool => "opt_bool",
             ArgKind::Float => "float",
@@ -48,7 +49,11 @@ fn draw(arg: &Arg) -> TokenStream {
 fn pass(arg: &Arg) -> TokenStream {
     let id = ident(&arg.name);
     match arg.kind {
-        ArgKind::Tensor | ArgKind::TensorList | ArgKind::IntList | ArgKind::Str => quote!(&#id),
+        ArgKind::Tensor
+        | ArgKind::TensorList
+        | ArgKind::IntList
+        | ArgKind::BoolList
+        | ArgKind::Str => quote!(&#id),
         ArgKind::OptIntList if arg.default.is_none() => quote!(&#id),
         ArgKind::OptTensor => quote!(#id.as_ref()),
         ArgKind::OptTensorList => quote!(&#id.iter().map(Option::as_ref).collect::<Vec<_>>()),

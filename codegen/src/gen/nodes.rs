@@ -114,7 +114,7 @@ pub fn fields(op: &Op) -> Vec<Field> {
                 release: None,
             });
         }
-        if a.kind == ArgKind::TensorList && d.formulas.iter().any(|f| f.input == a.name) {
+        if a.kind == ArgKind::TensorList && d.formulas.iter().any(|f| f.inputs.contains(&a.name)) {
             let name = format_ident!("{}_len", a.name);
             out.push(Field {
                 name,
@@ -187,15 +187,58 @@ pub fn node(op: &Op) -> TokenStream {
         quote!(pub(crate) #n: #t,)
     });
     let releases = fs.iter().filter_map(|f| f.release.as_ref());
-    let mut slots = Vec::new();
+    // Each differentiable input's first slot among the node's edges (a list takes one slot
+    // per tensor), then one block per formula.
+    let slot_of = |name: &str| format_ident!("slot_{}", name);
+    let mut offsets = Vec::new();
     for a in op.differentiable_inputs() {
-        let f = d
-            .formulas
-            .iter()
-            .find(|f| f.input == a.name)
-            .expect("differentiable inputs have formulas");
+        let s = slot_of(&a.name);
+        let width = if a.kind == ArgKind::TensorList {
+            let len = format_ident!("{}_len", a.name);
+            quote!(self.#len)
+        } else {
+            quote!(1)
+        };
+        offsets.push(quote! {
+            let #s = slot;
+            slot += #width;
+        });
+    }
+    let mut slots = Vec::new();
+    for f in &d.formulas {
         let expr = &f.expr;
         let binds = bindings(op, f);
+        if f.inputs.len() > 1 {
+            // Several inputs' gradients from one call, returned as a tuple of
+            // `Option<Tensor>`; `grad_input_mask` says which are needed.
+            let ss: Vec<syn::Ident> = f.inputs.iter().map(|n| slot_of(n)).collect();
+            let gs: Vec<syn::Ident> = (0..ss.len()).map(|i| format_ident!("g{}", i)).collect();
+            let n = ss.len();
+            slots.push(quote! {
+                {
+                    let grad_input_mask: [bool; #n] = [#(self.base.needs_input_grad(#ss)),*];
+                    if grad_input_mask.iter().any(|&m| m) {
+                        #(#binds)*
+                        let gs: [Option<Tensor>; #n] = {
+                            let (#(#gs),*) = #expr;
+                            [#(#gs),*]
+                        };
+                        for ((s, m), g) in [#(#ss),*].into_iter().zip(grad_input_mask).zip(gs) {
+                            if m {
+                                out[s] = g;
+                            }
+                        }
+                    }
+                }
+            });
+            continue;
+        }
+        let a = op
+            .args()
+            .into_iter()
+            .find(|a| a.name == f.input)
+            .expect("model::build checked the formula's input");
+        let s = slot_of(&a.name);
         let list = a.kind == ArgKind::TensorList;
         let width = if list {
             let len = format_ident!("{}_len", a.name);
@@ -214,11 +257,16 @@ pub fn node(op: &Op) -> TokenStream {
                 out[range.start] = Some(g);
             }
         };
+        let mask = if f.uses_grad_input_mask() {
+            quote!(let grad_input_mask: [bool; 1] = [true];)
+        } else {
+            quote!()
+        };
         slots.push(quote! {
             {
-                let range = slot..slot + #width;
-                slot += #width;
+                let range = #s..#s + #width;
                 if range.clone().any(|i| self.base.needs_input_grad(i)) {
+                    #mask
                     #(#binds)*
                     #store
                 }
@@ -256,6 +304,7 @@ pub fn node(op: &Op) -> TokenStream {
                 let mut out: Vec<Option<Tensor>> = vec![None; self.base.next_edges.len()];
                 #preamble
                 let mut slot = 0usize;
+                #(#offsets)*
                 #(#slots)*
                 Ok(out)
             }

@@ -75,6 +75,10 @@ fn sample_arg(a: &crate::model::Arg, slots: &mut SampleSlots) -> TokenStream {
             let d = dflt(a.kind);
             quote!(s.ints(#n)#d)
         }
+        ArgKind::BoolList => {
+            let d = dflt(a.kind);
+            quote!(s.bools(#n)#d)
+        }
         ArgKind::OptIntList => {
             if a.default.is_none() {
                 quote!(s.ints(#n).expect(concat!("sample provides ", #n)))

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod fold;
 pub mod index;
 pub mod matmul;
+pub mod norm;
 pub mod pointwise;
 pub mod pool;
 pub mod reduce;

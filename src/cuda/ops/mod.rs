@@ -6,6 +6,7 @@
 pub(crate) mod fold;
 pub(crate) mod index;
 pub(crate) mod matmul;
+pub(crate) mod norm;
 pub(crate) mod pool;
 pub(crate) mod random;
 pub(crate) mod reduce;
