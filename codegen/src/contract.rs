@@ -151,8 +151,8 @@ pub fn pointwise_check(op: &Op, module: &str, kernel: &str) -> Call {
     }
 }
 
-/// A structured kernel: `kernel::<T>(<arguments>, <outputs>)`, tensors as `Src<T>` views,
-/// outputs as `Dst<T>` (or their fixed dtype).
+/// A structured kernel: `kernel::<T>(<arguments>, <outputs>)`, tensors as `Src<T>` views
+/// (`Option<Src<T>>` for a `Tensor?`), outputs as `Dst<T>` (or their fixed dtype).
 pub fn structured_kernel(op: &Op, module: &str, kernel: &str) -> Call {
     let mut params: Vec<Expected> = op
         .args()
@@ -162,6 +162,11 @@ pub fn structured_kernel(op: &Op, module: &str, kernel: &str) -> Call {
             let name = ident_str(&a.name);
             match a.kind {
                 ArgKind::Tensor => expected(&name, format!("Src<{}>", src_elem(op, &a.name)), what),
+                ArgKind::OptTensor => expected(
+                    &name,
+                    format!("Option<Src<{}>>", src_elem(op, &a.name)),
+                    what,
+                ),
                 ArgKind::TensorList => Expected {
                     also: vec!["&Vec<Src<T>>".into()],
                     ..expected(&name, "&[Src<T>]".into(), what)
@@ -195,6 +200,7 @@ pub fn structured_meta(op: &Op, module: &str, kernel: &str) -> Call {
             let name = ident_str(&a.name);
             match a.kind {
                 ArgKind::Tensor => expected(&name, "&[usize]".into(), what),
+                ArgKind::OptTensor => expected(&name, "Option<&[usize]>".into(), what),
                 ArgKind::TensorList => Expected {
                     also: vec!["&Vec<&[usize]>".into()],
                     ..expected(&name, "&[&[usize]]".into(), what)
@@ -225,6 +231,7 @@ pub fn cuda_launcher(op: &Op, module: &str, name: &str) -> Call {
         let pname = ident_str(&a.name);
         match a.kind {
             ArgKind::Tensor => expected(&pname, "&Tensor".into(), what),
+            ArgKind::OptTensor => expected(&pname, "Option<&Tensor>".into(), what),
             ArgKind::TensorList => Expected {
                 also: vec!["&Vec<Tensor>".into()],
                 ..expected(&pname, "&[Tensor]".into(), what)

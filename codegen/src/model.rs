@@ -758,15 +758,6 @@ fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), Model
             }
         }
         Kind::Structured { module, kernel } => {
-            if let Some(a) = args.iter().find(|a| a.kind == ArgKind::OptTensor) {
-                return Err(nerr(
-                    line,
-                    format!(
-                        "{func}: a structured kernel cannot take an optional tensor (`{}`); write the op as a composite, or split it into overloads",
-                        a.name
-                    ),
-                ));
-            }
             let call = contract::structured_kernel(op, module, kernel);
             check_call(line, func, &call, kernels.cpu_signature(module, kernel))?;
             let meta = format!("{kernel}_meta");

@@ -336,16 +336,50 @@ fn meta_function_of_the_wrong_shape() {
     );
 }
 
-#[test]
-fn structured_op_cannot_take_an_optional_tensor() {
-    let e = yaml_error(
+/// `transpose` with an optional `weight` in its schema, and its kernel, meta function and
+/// launcher taking `weight` as `kernel`, `meta` and `cuda` write it.
+fn with_optional_weight(kernel: &str, meta: &str, cuda: &str) -> Result<Model, Vec<ModelError>> {
+    let (plain, weighted) = (
         "transpose.int(Tensor self, int dim0, int dim1) -> Tensor",
         "transpose.int(Tensor self, int dim0, int dim1, Tensor? weight=None) -> Tensor",
     );
+    let native = NATIVE.replacen(plain, weighted, 1);
+    let derivs = DERIVS.replacen(plain, weighted, 1);
+    let s = Sources {
+        reduce_rs: REDUCE_RS
+            .replace(
+                "dim1: i64, out: Dst<'_, T>",
+                &format!("dim1: i64, weight: {kernel}, out: Dst<'_, T>"),
+            )
+            .replace(
+                "dim0: i64, dim1: i64) -> KResult<Vec<Vec<usize>>>",
+                &format!("dim0: i64, dim1: i64, weight: {meta}) -> KResult<Vec<Vec<usize>>>"),
+            ),
+        reduce_launchers_rs: REDUCE_LAUNCHERS_RS.replace(
+            "dim1: i64, out: &Tensor",
+            &format!("dim1: i64, weight: {cuda}, out: &Tensor"),
+        ),
+        ..Sources::default()
+    };
+    build(&native, &derivs, &s.index())
+}
+
+#[test]
+fn structured_kernel_takes_an_optional_tensor_as_an_option() {
+    with_optional_weight("Option<Src<'_, T>>", "Option<&[usize]>", "Option<&Tensor>")
+        .expect("an optional tensor is an Option in all three");
+}
+
+#[test]
+fn structured_kernel_taking_an_optional_tensor_as_a_plain_one() {
+    let mut errors = with_optional_weight("Src<'_, T>", "Option<&[usize]>", "Option<&Tensor>")
+        .expect_err("the kernel does not fit");
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    let e = errors.remove(0);
     assert_eq!(e.line, 29);
     assert_contains(
         &e,
-        &["a structured kernel cannot take an optional tensor (`weight`)"],
+        &["parameter 4 `weight: Src<T>` should be `weight: Option<Src<T>>` (schema argument `Tensor? weight=None`)"],
     );
 }
 
