@@ -5,12 +5,14 @@
 
 pub(crate) mod fold;
 pub(crate) mod index;
+pub(crate) mod loss;
 pub(crate) mod matmul;
 pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod scan;
 pub(crate) mod shape;
 pub(crate) mod softmax;
+pub(crate) mod upsample;
 
 use super::runtime::{driver_error, Gpu};
 use crate::tensor::storage::Buffer;
