@@ -1282,13 +1282,13 @@ fn at_broadcast(x: &RefTensor, idx: &[usize]) -> f64 {
 
 /// A pointwise loss's backward: `norm * slope(x, t, weight) * grad_output` over the shape
 /// all operands broadcast to (sample tensors: grad_output, self, target[, weight]); `norm` is
-/// `1 / n` for a mean over the `n` terms of `self` and `target` broadcast.
+/// `1 / n` for a mean (the default) over the `n` terms of `self` and `target` broadcast.
 fn loss_backward_ref(s: &Sample, slope: impl Fn(f64, f64) -> f64) -> Vec<RefTensor> {
     let (g, x, t) = (input(s, 0), input(s, 1), input(s, 2));
     let w = opt(s, 3);
     let terms = numel(&broadcast_shape(&[&x.shape, &t.shape]));
     let shape = broadcast_shape(&[&g.shape, &x.shape, &t.shape]);
-    let norm = if s.int("reduction").expect("reduction") == 1 {
+    let norm = if s.int("reduction").unwrap_or(1) == 1 {
         1.0 / terms as f64
     } else {
         1.0
