@@ -996,10 +996,11 @@ mod tests {
             )
         })
         .unwrap();
+        // -w[t] * g / total_weight at (0, 0, 0), (0, 2, 1) and (1, 1, 1).
         let mut want = vec![0.0; 12];
-        want[0] = -1.0 * 2.0 / 6.0;
-        want[5] = -3.0 * 2.0 / 6.0;
-        want[9] = -2.0 * 2.0 / 6.0;
+        for (at, w) in [(0, 1.0), (5, 3.0), (9, 2.0)] {
+            want[at] = -w * 2.0 / 6.0;
+        }
         close(&got, &want, 1e-15);
     }
 
