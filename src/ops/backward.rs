@@ -670,15 +670,6 @@ pub fn binary_cross_entropy_double_backward_target(
     mean_scaled(g, reduction, input.numel())
 }
 
-/// The class dim of an nll input (0 for an unbatched `[C]`).
-fn nll_class_dim(input: &Tensor) -> i64 {
-    if input.dim() == 1 {
-        0
-    } else {
-        1
-    }
-}
-
 /// The targets with `ignore_index` replaced by class 0, and a float mask (in `dtype`) of
 /// the targets kept.
 fn nll_kept(target: &Tensor, ignore_index: i64, dtype: DType) -> Result<(Tensor, Tensor)> {
@@ -689,7 +680,7 @@ fn nll_kept(target: &Tensor, ignore_index: i64, dtype: DType) -> Result<(Tensor,
 
 /// `t`'s entry at each target's class: target-shaped.
 fn nll_pick(t: &Tensor, safe: &Tensor) -> Result<Tensor> {
-    let cd = nll_class_dim(t);
+    let cd = crate::ops::losses::class_dim(t);
     t.gather(cd, &safe.unsqueeze(cd)?)?.squeeze_dim(cd)
 }
 

@@ -130,7 +130,7 @@ fn check_class_target(op: &str, input: &Tensor, target: &Tensor) -> Result<()> {
 }
 
 /// The class dim of an input (1, or 0 for an unbatched `[C]`).
-fn class_dim(input: &Tensor) -> i64 {
+pub(crate) fn class_dim(input: &Tensor) -> i64 {
     if input.dim() == 1 {
         0
     } else {

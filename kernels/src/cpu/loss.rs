@@ -619,7 +619,7 @@ impl NllShape {
                 "size mismatch (got input: {self_:?}, target: {target:?})"
             ));
         }
-        let classes = self_[if batched { 1 } else { 0 }];
+        let (classes, inner) = nll_geometry(self_);
         if let Some(w) = weight {
             if w.len() != 1 || w[0] != classes {
                 return Err(format!(
@@ -629,7 +629,7 @@ impl NllShape {
         }
         Ok(NllShape {
             classes,
-            inner: element_count(&self_[self_.len().min(2)..]),
+            inner,
             batched,
         })
     }
@@ -642,8 +642,17 @@ impl NllShape {
     }
 }
 
+/// `(classes, inner)` of an nll input of `sizes` (1-d or more): its class count and the
+/// element count of its trailing dims (1 for `[C]` and `[N, C]`).
+pub fn nll_geometry(sizes: &[usize]) -> (usize, usize) {
+    if sizes.len() == 1 {
+        return (sizes[0], 1);
+    }
+    (sizes[1], element_count(&sizes[2..]))
+}
+
 /// Every target is `ignore_index` or a class index, else PyTorch's error.
-fn check_targets(targets: &[i64], classes: usize, ignore_index: i64) -> KResult<()> {
+pub fn check_targets(targets: &[i64], classes: usize, ignore_index: i64) -> KResult<()> {
     match targets
         .iter()
         .find(|&&t| t != ignore_index && usize::try_from(t).map_or(true, |c| c >= classes))

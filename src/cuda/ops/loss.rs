@@ -9,7 +9,7 @@ use super::{alloc, gpu_of, grid, operand_with, KilnTensor};
 use crate::cuda::runtime::driver_error;
 use crate::{DType, Error, Layout, Result, Tensor};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
-use kiln_kernels::cpu::loss::{MEAN, NONE};
+use kiln_kernels::cpu::loss::{nll_geometry, MEAN, NONE};
 
 /// `kind` of kernels/cuda/loss.cu.j2.
 #[derive(Clone, Copy)]
@@ -347,25 +347,10 @@ pub fn binary_cross_entropy_backward(
     )
 }
 
-/// An nll input's `(classes, inner)`: its class count and the product of its trailing dims.
-fn nll_geometry(input: &Tensor) -> (usize, usize) {
-    let s = input.shape();
-    if s.len() == 1 {
-        return (s[0], 1);
-    }
-    (s[1], kiln_kernels::cpu::loss::element_count(&s[2..]))
-}
-
 /// Every target is `ignore_index` or a class, else PyTorch's error (one device-to-host copy).
 fn check_targets(op: &str, target: &Tensor, classes: usize, ignore_index: i64) -> Result<()> {
-    let bad = target
-        .to_vec::<i64>()?
-        .into_iter()
-        .find(|&t| t != ignore_index && usize::try_from(t).map_or(true, |c| c >= classes));
-    match bad {
-        Some(t) => Err(Error::op(op, format!("Target {t} is out of bounds."))),
-        None => Ok(()),
-    }
+    kiln_kernels::cpu::loss::check_targets(&target.to_vec::<i64>()?, classes, ignore_index)
+        .map_err(kernel_error(op))
 }
 
 fn contiguous(op: &str, t: &Tensor) -> Result<KilnTensor> {
@@ -383,7 +368,7 @@ pub fn nll_loss_forward(
     output: &Tensor,
     total_weight: &Tensor,
 ) -> Result<()> {
-    let (classes, inner) = nll_geometry(self_);
+    let (classes, inner) = nll_geometry(self_.shape());
     check_targets(op, target, classes, ignore_index)?;
     let gpu = gpu_of(op, output)?;
     let (kx, kt) = (
@@ -443,7 +428,7 @@ pub fn nll_loss_backward(
     total_weight: &Tensor,
     out: &Tensor,
 ) -> Result<()> {
-    let (classes, inner) = nll_geometry(self_);
+    let (classes, inner) = nll_geometry(self_.shape());
     check_targets(op, target, classes, ignore_index)?;
     let n = out.numel();
     if n == 0 {
