@@ -12,7 +12,7 @@
 //! trailing dims, target `(b, j)` picks input `(b, t, j)`.
 
 use crate::cpu::pointwise::PARALLEL_MIN;
-use crate::cpu::shape::{contiguous_out, row_major};
+use crate::cpu::shape::{contiguous_out, for_each_block, row_major};
 use crate::layout::broadcast_shapes;
 use crate::parallel::{fan_out, par_chunks_mut};
 use crate::{Arith, Dst, Element, FloatMath, KResult, Src};
@@ -825,18 +825,7 @@ pub fn nll_loss_backward<T: Element>(
             }
         }
     };
-    if fan_out(o.len() >= PARALLEL_MIN) {
-        let per = (CHUNK / block).max(1);
-        par_chunks_mut(o, per * block, &|k, blocks| {
-            for (q, ob) in blocks.chunks_mut(block).enumerate() {
-                one_block(k * per + q, ob);
-            }
-        });
-    } else {
-        o.chunks_mut(block)
-            .enumerate()
-            .for_each(|(b, ob)| one_block(b, ob));
-    }
+    for_each_block(o, block, &one_block);
     Ok(())
 }
 

@@ -12,7 +12,7 @@
 //! parallelise over slices.
 
 use crate::cpu::pointwise::PARALLEL_MIN;
-use crate::cpu::shape::{contiguous_out, row_major, split_at_dim};
+use crate::cpu::shape::{contiguous_out, for_each_block, row_major, split_at_dim};
 use crate::layout::wrap_dim;
 use crate::parallel::{fan_out, par_chunks_mut};
 use crate::{Arith, DType, Dst, Element, FloatMath, KResult, Src};
@@ -274,19 +274,7 @@ where
             }
         }
     };
-    if fan_out(o.len() >= PARALLEL_MIN) {
-        // Several blocks per task when blocks are small.
-        let per = (TASK_WORK / block).max(1);
-        par_chunks_mut(o, per * block, &|t, blocks| {
-            for (k, ob) in blocks.chunks_mut(block).enumerate() {
-                one_block(t * per + k, ob);
-            }
-        });
-    } else {
-        o.chunks_mut(block)
-            .enumerate()
-            .for_each(|(b, ob)| one_block(b, ob));
-    }
+    for_each_block(o, block, &one_block);
     Ok(())
 }
 

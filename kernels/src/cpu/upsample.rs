@@ -8,13 +8,8 @@
 //! computed in float64 (ATen uses the op's accumulate type); values are combined in
 //! `T::Compute`. A 1-d image is a 2-d one of height 1.
 
-use crate::cpu::pointwise::PARALLEL_MIN;
-use crate::cpu::shape::{contiguous_out, row_major};
-use crate::parallel::{fan_out, par_chunks_mut};
+use crate::cpu::shape::{contiguous_out, for_each_block, row_major};
 use crate::{Arith, Dst, Element, KResult, Src};
-
-/// Output elements per parallel task.
-const TASK_WORK: usize = 1 << 12;
 
 /// PyTorch's `compute_scales_value`: `1 / scale` when a positive scale factor was given,
 /// else `input / output`.
@@ -182,7 +177,7 @@ fn backward_shape(
 // The plane loops
 // ---------------------------------------------------------------------------------------
 
-/// Fills `out` plane by plane: `f(plane input, plane output)`, in parallel when large.
+/// Fills `out` plane by plane: `f(plane input, plane output)`.
 fn per_plane<T: Element>(
     x: &[T],
     in_len: usize,
@@ -193,18 +188,7 @@ fn per_plane<T: Element>(
     if out.is_empty() {
         return;
     }
-    if fan_out(out.len() >= PARALLEL_MIN) {
-        let per = (TASK_WORK / out_len).max(1);
-        par_chunks_mut(out, per * out_len, &|t, planes| {
-            for (k, o) in planes.chunks_mut(out_len).enumerate() {
-                f(&x[(t * per + k) * in_len..][..in_len], o);
-            }
-        });
-    } else {
-        for (o, xp) in out.chunks_mut(out_len).zip(x.chunks(in_len)) {
-            f(xp, o);
-        }
-    }
+    for_each_block(out, out_len, &|p, o| f(&x[p * in_len..][..in_len], o));
 }
 
 /// Nearest source indices along each spatial dim.
