@@ -142,9 +142,31 @@ fn normalization(c: &mut Criterion) {
     g.finish();
 }
 
+fn cross_entropy(c: &mut Criterion) {
+    // F.cross_entropy on [4096, 1000] float32 logits with class-index targets: the forward
+    // alone, and forward + backward down to the logits' gradient.
+    let logits = Tensor::randn(&[4096, 1000], DType::F32)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let target = Tensor::randint(0, 1000, &[4096], DType::I64).unwrap();
+    let mut g = c.benchmark_group("cross_entropy_f32_4096x1000");
+    g.bench_function("forward", |bench| {
+        bench.iter(|| black_box(kiln::cross_entropy_loss(&logits, &target).unwrap()))
+    });
+    g.bench_function("forward_backward", |bench| {
+        bench.iter(|| {
+            let loss = kiln::cross_entropy_loss(&logits, &target).unwrap();
+            loss.backward().unwrap();
+            logits.zero_grad();
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20).measurement_time(std::time::Duration::from_secs(2)).warm_up_time(std::time::Duration::from_millis(500));
-    targets = elementwise, matmul, training_step, normalization
+    targets = elementwise, matmul, training_step, normalization, cross_entropy
 }
 criterion_main!(benches);

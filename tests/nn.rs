@@ -993,6 +993,59 @@ mod losses {
         let mean = kiln::cross_entropy_loss_with(&logits(), &t, None, 1, 1, 0.0).unwrap();
         assert_close(&[mean.item::<f64>().unwrap()], &[per_row[0]], 1e-12);
     }
+
+    #[test]
+    fn cross_entropy_runs_the_nll_and_softmax_backward_kernels() {
+        // As PyTorch: log_softmax, then nll_loss_forward; backward nll_loss_backward, then
+        // _log_softmax_backward_data, giving (softmax - onehot) / N.
+        let x = logits().requires_grad_(true).unwrap();
+        let loss = kiln::cross_entropy_loss(&x, &Tensor::from(TARGET)).unwrap();
+        assert_eq!(loss.grad_fn().unwrap().name(), "NllLossForwardBackward0");
+        loss.backward().unwrap();
+        let want: Vec<f64> = (0..2)
+            .flat_map(|i| {
+                let l = lse(&LOGITS[i]);
+                (0..3).map(move |k| {
+                    let one = if k == TARGET[i] as usize { 1.0 } else { 0.0 };
+                    ((LOGITS[i][k] - l).exp() - one) / 2.0
+                })
+            })
+            .collect();
+        assert_close(&f64s(&x.grad().unwrap()), &want, 1e-12);
+    }
+
+    #[test]
+    fn nll_loss_of_a_4d_input_is_the_mean_over_pixels_in_one_kernel() {
+        // [N=1, C=2, 2, 2]: each pixel picks its class; a weighted mean over total weight.
+        let x = tensor(
+            (0..8).map(|v| v as f64 * 0.5 - 1.0).collect(),
+            &[1, 2, 2, 2],
+        );
+        let t = Tensor::from_vec(vec![0i64, 1, 1, 0], &[1, 2, 2]).unwrap();
+        let w = Tensor::from([2.0f64, 3.0]);
+        // Picked (weight × input): 2 × x[0,0,0,0] = 2 × -1, 3 × x[0,1,0,1] = 3 × 1.5,
+        // 3 × x[0,1,1,0] = 3 × 2, 2 × x[0,0,1,1] = 2 × 0.5.
+        let picked = [(2.0, -1.0), (3.0, 1.5), (3.0, 2.0), (2.0, 0.5)];
+        let loss = -picked.iter().map(|(w, x)| w * x).sum::<f64>();
+        let total = 10.0;
+        let (out, tw) = kiln::nll_loss_forward(&x, &t, Some(&w), 1, -100).unwrap();
+        assert_close(&f64s(&out), &[loss / total], 1e-12);
+        assert_close(&f64s(&tw), &[total], 1e-12);
+        let got = kiln::nll_loss_with(&x, &t, Some(&w), 1, -100).unwrap();
+        assert_close(&f64s(&got), &[loss / total], 1e-12);
+    }
+
+    #[test]
+    fn nll_loss_gives_its_class_weight_a_gradient() {
+        // PyTorch does not differentiate `weight`; kiln does. For a sum, d/dw_c is minus the
+        // sum of the inputs picked by targets of class c.
+        let x = tensor(vec![0.5, -1.0, 2.0, 1.5], &[2, 2]);
+        let t = Tensor::from([1i64, 1]);
+        let w = Tensor::from([2.0f64, 3.0]).requires_grad_(true).unwrap();
+        let loss = kiln::nll_loss_with(&x, &t, Some(&w), 2, -100).unwrap();
+        loss.backward().unwrap();
+        assert_close(&f64s(&w.grad().unwrap()), &[0.0, -(-1.0 + 1.5)], 1e-12);
+    }
 }
 
 mod attention {

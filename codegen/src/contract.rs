@@ -160,8 +160,8 @@ pub fn pointwise_check(op: &Op, module: &str, kernel: &str) -> Call {
     }
 }
 
-/// A structured kernel: `kernel::<T>(<arguments>, <outputs>)`, tensors as `Src<T>` views,
-/// outputs as `Dst<T>` (or their fixed dtype).
+/// A structured kernel: `kernel::<T>(<arguments>, <outputs>)`, tensors as `Src<T>` views
+/// (`Option<Src<T>>` for a `Tensor?`), outputs as `Dst<T>` (or their fixed dtype).
 pub fn structured_kernel(op: &Op, module: &str, kernel: &str) -> Call {
     let mut params: Vec<Expected> = op
         .args()

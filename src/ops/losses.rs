@@ -1,7 +1,8 @@
-//! Losses and distances (PyTorch's CompositeImplicitAutograd): `reduction` is PyTorch's
-//! `at::Reduction`, 0 none, 1 mean, 2 sum.
+//! Losses and distances that PyTorch writes as CompositeImplicitAutograd: `reduction` is
+//! PyTorch's `at::Reduction`, 0 none, 1 mean, 2 sum. The losses with kernels of their own
+//! (mse, smooth L1, Huber, binary cross entropy, nll) are in kernels/src/cpu/loss.rs;
+//! `nll_loss` and `cross_entropy_loss` here check their arguments and call them.
 
-use crate::ops::backward::i64s;
 use crate::{DType, Error, Result, Scalar, Tensor};
 
 // ---------------------------------------------------------------------------------------
@@ -20,55 +21,9 @@ fn reduce_loss(op: &str, loss: Tensor, reduction: i64) -> Result<Tensor> {
     }
 }
 
-/// The elementwise difference of a loss's input and target, which must broadcast.
-fn loss_diff(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    input.sub(target)
-}
-
-/// `mse_loss(target, reduction)`: `(input - target)^2`.
-pub fn mse_loss(t: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
-    let d = loss_diff(t, target)?;
-    reduce_loss("mse_loss", d.mul(&d)?, reduction)
-}
-
-/// `l1_loss(target, reduction)`: `|input - target|`.
+/// `l1_loss(target, reduction)`: `|input - target|`, the two broadcast.
 pub fn l1_loss(t: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
-    reduce_loss("l1_loss", loss_diff(t, target)?.abs()?, reduction)
-}
-
-/// `smooth_l1_loss(target, reduction, beta)`: `0.5 d^2 / beta` where `|d| < beta`, else
-/// `|d| - 0.5 beta`; `beta = 0` is the L1 loss.
-pub fn smooth_l1_loss(t: &Tensor, target: &Tensor, reduction: i64, beta: f64) -> Result<Tensor> {
-    if beta < 0.0 {
-        return Err(Error::op(
-            "smooth_l1_loss",
-            "smooth_l1_loss does not support negative values for beta.",
-        ));
-    }
-    let a = loss_diff(t, target)?.abs()?;
-    if beta == 0.0 {
-        return reduce_loss("smooth_l1_loss", a, reduction);
-    }
-    let quadratic = a.mul(&a)?.mul_scalar(0.5 / beta)?;
-    let linear = a.sub_scalar(0.5 * beta)?;
-    let loss = quadratic.where_cond(&a.lt_scalar(beta)?, &linear)?;
-    reduce_loss("smooth_l1_loss", loss, reduction)
-}
-
-/// `huber_loss(target, reduction, delta)`: `0.5 d^2` where `|d| <= delta`, else
-/// `delta (|d| - 0.5 delta)`.
-pub fn huber_loss(t: &Tensor, target: &Tensor, reduction: i64, delta: f64) -> Result<Tensor> {
-    if delta <= 0.0 {
-        return Err(Error::op(
-            "huber_loss",
-            "huber_loss does not support non-positive values for delta.",
-        ));
-    }
-    let a = loss_diff(t, target)?.abs()?;
-    let quadratic = a.mul(&a)?.mul_scalar(0.5)?;
-    let linear = a.sub_scalar(0.5 * delta)?.mul_scalar(delta)?;
-    let loss = quadratic.where_cond(&a.le_scalar(delta)?, &linear)?;
-    reduce_loss("huber_loss", loss, reduction)
+    reduce_loss("l1_loss", t.sub(target)?.abs()?, reduction)
 }
 
 /// `kl_div(target, reduction, log_target)` with `self` holding log-probabilities:
@@ -175,7 +130,7 @@ fn check_class_target(op: &str, input: &Tensor, target: &Tensor) -> Result<()> {
 }
 
 /// The class dim of an input (1, or 0 for an unbatched `[C]`).
-fn class_dim(input: &Tensor) -> i64 {
+pub(crate) fn class_dim(input: &Tensor) -> i64 {
     if input.dim() == 1 {
         0
     } else {
@@ -183,8 +138,9 @@ fn class_dim(input: &Tensor) -> i64 {
     }
 }
 
-/// `nll_loss(target, weight, reduction, ignore_index)`: `-weight[t] * input[t]` per element;
-/// the mean divides by the total weight of the non-ignored targets.
+/// `nll_loss(target, weight, reduction, ignore_index)`: PyTorch's `nll_loss_nd`, the
+/// checks of the public op and then the `nll_loss_forward` kernel: `-weight[t] * input[t]`
+/// per element; the mean divides by the total weight of the targets not ignored.
 pub fn nll_loss(
     input: &Tensor,
     target: &Tensor,
@@ -197,43 +153,7 @@ pub fn nll_loss(
         return Err(Error::op(op, "input tensor should be 1D or more"));
     }
     check_class_target(op, input, target)?;
-    let cd = class_dim(input);
-    let c = input.shape()[cd as usize] as i64;
-    if let Some(w) = weight {
-        if w.dim() != 1 || w.numel() as i64 != c {
-            return Err(Error::op(
-                op,
-                format!("weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}", w.shape()),
-            ));
-        }
-    }
-    let keep = target.ne_scalar(ignore_index)?;
-    if target.numel() > 0 {
-        let t = target.to_vec::<i64>()?;
-        if let Some(&bad) = t.iter().find(|&&v| v != ignore_index && (v < 0 || v >= c)) {
-            return Err(Error::op(op, format!("Target {bad} is out of bounds.")));
-        }
-    }
-    let safe = target.where_cond(&keep, &target.zeros_like()?)?;
-    let picked = input.gather(cd, &safe.unsqueeze(cd)?)?.squeeze_dim(cd)?;
-    let w = match weight {
-        Some(w) => w
-            .to_dtype(input.dtype())?
-            .index_select(0, &safe.reshape(&[-1])?)?
-            .reshape(&i64s(target.shape()))?,
-        None => picked.ones_like()?,
-    };
-    let w = w.mul(&keep.to_dtype(input.dtype())?)?;
-    let loss = picked.mul(&w)?.neg()?;
-    match reduction {
-        0 => Ok(loss),
-        1 => loss.sum()?.div(&w.sum()?),
-        2 => loss.sum(),
-        r => Err(Error::op(
-            op,
-            format!("{r} is not a valid value for reduction"),
-        )),
-    }
+    Ok(crate::nll_loss_forward(input, target, weight, reduction, ignore_index)?.0)
 }
 
 /// `cross_entropy_loss(target, weight, reduction, ignore_index, label_smoothing)`: class
@@ -346,42 +266,6 @@ fn check_same_shape(op: &str, input: &Tensor, target: &Tensor) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// `binary_cross_entropy(target, weight, reduction)`: `-w (t log x + (1 - t) log(1 - x))`,
-/// each log clamped at -100 as PyTorch does.
-pub fn binary_cross_entropy(
-    input: &Tensor,
-    target: &Tensor,
-    weight: Option<&Tensor>,
-    reduction: i64,
-) -> Result<Tensor> {
-    let op = "binary_cross_entropy";
-    check_same_shape(op, input, target)?;
-    if input.numel() > 0 {
-        let outside = input
-            .lt_scalar(0)?
-            .logical_or(&input.gt_scalar(1)?)?
-            .any()?
-            .item::<bool>()?;
-        if outside {
-            return Err(Error::op(
-                op,
-                "all elements of input should be between 0 and 1",
-            ));
-        }
-    }
-    let log = |x: &Tensor| x.log()?.clamp_with(Some(Scalar::Float(-100.0)), None);
-    let one_minus = input.neg()?.add_scalar(1)?;
-    let loss = target
-        .mul(&log(input)?)?
-        .add(&target.neg()?.add_scalar(1)?.mul(&log(&one_minus)?)?)?
-        .neg()?;
-    let loss = match weight {
-        Some(w) => loss.mul(w)?,
-        None => loss,
-    };
-    reduce_loss(op, loss, reduction)
 }
 
 /// `binary_cross_entropy_with_logits(target, weight, pos_weight, reduction)`: BCE of

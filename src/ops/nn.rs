@@ -1,6 +1,6 @@
 //! `torch.nn.functional` ops as composites (PyTorch's CompositeImplicitAutograd):
 //! convolutions and pooling as `im2col` + GEMM (the backward is `col2im` + GEMM, through
-//! autograd), linear layers, resampling, embedding, dropout and attention. `embedding_bag`
+//! autograd), linear layers, pixel shuffling, embedding, dropout and attention. `embedding_bag`
 //! is explicit (its backward helpers are here too), over `index_select` and `index_add`.
 
 use crate::ops::backward::i64s;
@@ -1114,150 +1114,8 @@ pub fn addbmm(
 }
 
 // ---------------------------------------------------------------------------------------
-// Resampling
+// Pixel shuffling (resampling proper is kernels/src/cpu/upsample.rs)
 // ---------------------------------------------------------------------------------------
-
-/// `(in / out)` or `1 / scale` when a scale factor was given, as PyTorch's
-/// `compute_scales_value`.
-fn ratio(input: usize, output: usize, scale: Option<f64>) -> f64 {
-    match scale {
-        Some(s) if s > 0.0 => 1.0 / s,
-        _ => input as f64 / output as f64,
-    }
-}
-
-fn check_resize(op: &str, t: &Tensor, output_size: &[i64], n: usize) -> Result<()> {
-    if t.dim() != n + 2 {
-        return Err(Error::op(
-            op,
-            format!(
-                "{op}: expected a {}D input [N, C, *spatial], but got {:?}",
-                n + 2,
-                t.shape()
-            ),
-        ));
-    }
-    if output_size.len() != n || output_size.iter().any(|&o| o <= 0) {
-        return Err(Error::op(
-            op,
-            format!("{op}: output_size must be {n} positive values, but got {output_size:?}"),
-        ));
-    }
-    let spatial = &t.shape()[2..];
-    if spatial.contains(&0) {
-        return Err(Error::op(
-            op,
-            format!("{op}: Input and output sizes should be greater than 0, but got input {spatial:?} and output {output_size:?}"),
-        ));
-    }
-    Ok(())
-}
-
-/// Nearest-neighbour resampling of the `scales.len()` spatial dims.
-fn nearest(op: &str, t: &Tensor, output_size: &[i64], scales: &[Option<f64>]) -> Result<Tensor> {
-    let n = scales.len();
-    check_resize(op, t, output_size, n)?;
-    let mut y = t.clone();
-    for i in 0..n {
-        let dim = 2 + i;
-        let (size, out) = (t.shape()[dim], output_size[i] as usize);
-        let r = ratio(size, out, scales[i]);
-        // As long as the output dim: a huge size is an allocation error here.
-        let mut src = host_vec(op, out)?;
-        src.extend((0..out).map(|o| ((o as f64 * r).floor() as i64).min(size as i64 - 1)));
-        let idx = Tensor::from_vec(src, &[out])?.to_device(t.device())?;
-        y = y.index_select(dim as i64, &idx)?;
-    }
-    Ok(y)
-}
-
-/// `upsample_nearest1d(output_size, scales)`: each output takes the input at
-/// `floor(dst * in / out)`.
-pub fn upsample_nearest1d(t: &Tensor, output_size: &[i64], scales: Option<f64>) -> Result<Tensor> {
-    nearest("upsample_nearest1d", t, output_size, &[scales])
-}
-
-/// `upsample_nearest2d(output_size, scales_h, scales_w)`.
-pub fn upsample_nearest2d(
-    t: &Tensor,
-    output_size: &[i64],
-    scales_h: Option<f64>,
-    scales_w: Option<f64>,
-) -> Result<Tensor> {
-    nearest("upsample_nearest2d", t, output_size, &[scales_h, scales_w])
-}
-
-/// The `[out, size]` linear-interpolation matrix of PyTorch's `area_pixel_compute_source_index`.
-/// `size` is positive ([`check_resize`]).
-fn linear_matrix(
-    op: &str,
-    out: usize,
-    size: usize,
-    align_corners: bool,
-    scale: Option<f64>,
-) -> Result<Vec<f64>> {
-    let len = out.checked_mul(size).ok_or_else(|| {
-        Error::op(
-            op,
-            format!("{op}: an output size of {out} over an input of {size} overflows"),
-        )
-    })?;
-    let mut m = host_vec(op, len)?;
-    m.resize(len, 0.0);
-    for o in 0..out {
-        let src = if align_corners {
-            if out > 1 {
-                o as f64 * (size as f64 - 1.0) / (out as f64 - 1.0)
-            } else {
-                0.0
-            }
-        } else {
-            ((o as f64 + 0.5) * ratio(size, out, scale) - 0.5).max(0.0)
-        };
-        let i0 = (src.floor() as usize).min(size - 1);
-        let i1 = (i0 + 1).min(size - 1);
-        let w1 = src - i0 as f64;
-        m[o * size + i0] += 1.0 - w1;
-        m[o * size + i1] += w1;
-    }
-    Ok(m)
-}
-
-/// `upsample_bilinear2d(output_size, align_corners, scales_h, scales_w)`: separable linear
-/// interpolation, as a matrix product per spatial dim.
-pub fn upsample_bilinear2d(
-    t: &Tensor,
-    output_size: &[i64],
-    align_corners: bool,
-    scales_h: Option<f64>,
-    scales_w: Option<f64>,
-) -> Result<Tensor> {
-    let op = "upsample_bilinear2d";
-    check_resize(op, t, output_size, 2)?;
-    if !t.dtype().is_floating_point() {
-        return Err(Error::op(
-            op,
-            format!(
-                "\"{op}\" not implemented for '{}'",
-                t.dtype().scalar_type_name()
-            ),
-        ));
-    }
-    let mut y = t.clone();
-    for (i, scale) in [scales_h, scales_w].into_iter().enumerate() {
-        let dim = (2 + i) as i64;
-        let (size, out) = (t.shape()[dim as usize], output_size[i] as usize);
-        let m = linear_matrix(op, out, size, align_corners, scale)?;
-        let m = Tensor::from_vec(m, &[out, size])?
-            .to_dtype(t.dtype())?
-            .to_device(t.device())?;
-        y = y
-            .movedim(&[dim], &[-1])?
-            .matmul(&m.t()?)?
-            .movedim(&[-1], &[dim])?;
-    }
-    Ok(y)
-}
 
 /// `pixel_shuffle(upscale_factor)`: `[*, C·r², H, W]` → `[*, C, H·r, W·r]`.
 pub fn pixel_shuffle(t: &Tensor, upscale_factor: i64) -> Result<Tensor> {

@@ -35,7 +35,11 @@ pub enum Arg {
 /// tensors (`Tensor?[]`, as `index.Tensor`'s `indices`), named other arguments.
 #[derive(Clone, Debug)]
 pub struct Sample {
+    /// The tensors given, in schema order; a `Tensor?` left out is in `absent`.
     pub tensors: Vec<Tensor>,
+    /// Schema positions (among the `Tensor` and `Tensor?` arguments) of the optional tensors
+    /// given as None when a later tensor follows them; trailing ones are simply not given.
+    pub absent: Vec<usize>,
     pub lists: Vec<Vec<Tensor>>,
     pub opt_lists: Vec<Vec<Option<Tensor>>>,
     pub args: Vec<(&'static str, Arg)>,
@@ -49,6 +53,7 @@ impl Sample {
     pub fn new(desc: impl Into<String>, tensors: Vec<Tensor>) -> Sample {
         Sample {
             tensors,
+            absent: vec![],
             lists: vec![],
             opt_lists: vec![],
             args: vec![],
@@ -60,6 +65,7 @@ impl Sample {
     pub fn with_lists(desc: impl Into<String>, lists: Vec<Vec<Tensor>>) -> Sample {
         Sample {
             tensors: vec![],
+            absent: vec![],
             lists,
             opt_lists: vec![],
             args: vec![],
@@ -77,6 +83,12 @@ impl Sample {
         self.args.push((name, a));
         self
     }
+    /// Gives the `Tensor?` argument at schema tensor position `i` as None (the sample's
+    /// `tensors` skip it).
+    pub fn absent(mut self, i: usize) -> Sample {
+        self.absent.push(i);
+        self
+    }
     /// Marks as a 0-d / empty sample.
     pub fn edge(mut self) -> Sample {
         self.edge = true;
@@ -86,11 +98,24 @@ impl Sample {
     pub fn get(&self, name: &str) -> Option<&Arg> {
         self.args.iter().find(|(n, _)| *n == name).map(|(_, a)| a)
     }
+    /// Where schema tensor `i` is in `tensors` (`None`: given as None).
+    fn slot(&self, i: usize) -> Option<usize> {
+        if self.absent.contains(&i) {
+            return None;
+        }
+        Some(i - self.absent.iter().filter(|&&a| a < i).count())
+    }
     pub fn t(&self, i: usize) -> &Tensor {
-        &self.tensors[i]
+        let k = self.slot(i).unwrap_or_else(|| {
+            panic!(
+                "{}: tensor argument {i} is required but given as None",
+                self.desc
+            )
+        });
+        &self.tensors[k]
     }
     pub fn opt_t(&self, i: usize) -> Option<&Tensor> {
-        self.tensors.get(i)
+        self.slot(i).and_then(|k| self.tensors.get(k))
     }
     pub fn list(&self, i: usize) -> &[Tensor] {
         &self.lists[i]
@@ -667,7 +692,9 @@ fn grad_samples(info: &OpInfo) -> Vec<Sample> {
 /// element of its lists (`tensors[1]`), then the present elements of its optional lists.
 fn input_names(info: &OpInfo, s: &Sample) -> Vec<String> {
     let named = |list: &[&str], i: usize| list.get(i).map_or(format!("#{i}"), |n| n.to_string());
-    let mut names: Vec<String> = (0..s.tensors.len())
+    let mut names: Vec<String> = (0..)
+        .filter(|i| !s.absent.contains(i))
+        .take(s.tensors.len())
         .map(|i| named(info.tensor_args, i))
         .collect();
     for (j, l) in s.lists.iter().enumerate() {

@@ -451,7 +451,8 @@ fn compute_fn(op: &Op) -> TokenStream {
             let meta = format_ident!("{}_meta", kernel);
             let promote = promote_expr(op);
             let mut prep = Vec::new();
-            // `inputs: Vec<Tensor>` in argument order: `(is_list, expression)`.
+            // `inputs: Vec<Tensor>` in argument order: `(extends, expression)`, where a list
+            // or an optional tensor extends it by an iterator.
             let mut inputs: Vec<(bool, TokenStream)> = Vec::new();
             let mut meta_args = Vec::new();
             let mut src_args = Vec::new();
@@ -521,7 +522,6 @@ fn compute_fn(op: &Op) -> TokenStream {
                 }
                 None => quote!(Tensor::alloc_on(OP, &shapes[#i], compute, device)?),
             });
-            // Every tensor operand, for the device check.
             // Every tensor operand, for the device check.
             let dev_plain: Vec<TokenStream> = args
                 .iter()
@@ -682,30 +682,34 @@ fn record_fn(op: &Op) -> TokenStream {
             _ => quote!(#id.iter().any(|t| t.requires_grad())),
         }
     });
-    // The edges: a `vec![..]` of the plain tensors, then optional ones and lists.
-    let plain: Vec<TokenStream> = diff
+    // The edges, in the order the node's formulas fill their slots (schema order): a
+    // `vec![..]` up to the first list, which (and what follows it) extends it.
+    let lead = diff
         .iter()
-        .filter(|a| a.kind == ArgKind::Tensor)
-        .map(|a| {
-            let id = ident(&a.name);
-            quote!(Some(#id))
-        })
-        .collect();
-    let extra: Vec<TokenStream> = diff
+        .take_while(|a| a.kind != ArgKind::TensorList)
+        .count();
+    let first = diff[..lead].iter().map(|a| {
+        let id = ident(&a.name);
+        match a.kind {
+            ArgKind::OptTensor => quote!(#id),
+            _ => quote!(Some(#id)),
+        }
+    });
+    let rest: Vec<TokenStream> = diff[lead..]
         .iter()
-        .filter(|a| a.kind != ArgKind::Tensor)
         .map(|a| {
             let id = ident(&a.name);
             match a.kind {
+                ArgKind::Tensor => quote!(edges.push(Some(#id));),
                 ArgKind::OptTensor => quote!(edges.push(#id);),
                 _ => quote!(edges.extend(#id.iter().map(Some));),
             }
         })
         .collect();
-    let edges = if extra.is_empty() {
-        quote!(let edges: Vec<Option<&Tensor>> = vec![#(#plain),*];)
+    let edges = if rest.is_empty() {
+        quote!(let edges: Vec<Option<&Tensor>> = vec![#(#first),*];)
     } else {
-        quote!(let mut edges: Vec<Option<&Tensor>> = vec![#(#plain),*]; #(#extra)*)
+        quote!(let mut edges: Vec<Option<&Tensor>> = vec![#(#first),*]; #(#rest)*)
     };
     let fs = super::nodes::fields(op);
     let inits = fs.iter().map(|f| {

@@ -110,26 +110,33 @@ fn read(dir: &Path, name: &str) -> Result<String, String> {
         .map_err(|e| format!("cannot read kernels/cuda/{name}: {e}"))
 }
 
-/// Every CUDA module as `(name, full source)`, prelude included.
+/// The names of the `<name>.cu.j2` templates in `cuda_dir`, sorted.
+fn template_names(cuda_dir: &Path) -> Result<Vec<String>, String> {
+    let entries = std::fs::read_dir(cuda_dir)
+        .map_err(|e| format!("cannot list {}: {e}", cuda_dir.display()))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("cannot list {}: {e}", cuda_dir.display()))?;
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if let Some(name) = file.strip_suffix(".cu.j2") {
+            names.push(name.to_string());
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Every CUDA module as `(name, full source)`, prelude included: one per template but
+/// `pointwise.cu.j2` (rendered with `dtypes`, every dtype, and `floating`, the float ones;
+/// a template loops over the set its kernels take), then one per pointwise op.
 pub fn modules(model: &Model, cuda_dir: &Path) -> Result<Vec<(String, String)>, String> {
     let prelude = read(cuda_dir, "prelude.cuh")?;
     let mut env = Environment::new();
     env.set_trim_blocks(true);
-    let templates = [
-        "pointwise",
-        "copy",
-        "reduce",
-        "softmax",
-        "index",
-        "random",
-        "scan",
-        "fold",
-        "norm",
-        "pool",
-    ];
+    let templates = template_names(cuda_dir)?;
     let texts: Vec<(String, String)> = templates
         .iter()
-        .map(|t| Ok((t.to_string(), read(cuda_dir, &format!("{t}.cu.j2"))?)))
+        .map(|t| Ok((t.clone(), read(cuda_dir, &format!("{t}.cu.j2"))?)))
         .collect::<Result<_, String>>()?;
     for (name, text) in &texts {
         env.add_template(name, text)
@@ -143,22 +150,15 @@ pub fn modules(model: &Model, cuda_dir: &Path) -> Result<Vec<(String, String)>, 
     let mut out = Vec::new();
     let all: Vec<&str> = ALL_DTYPES.to_vec();
     let floating: Vec<&str> = vec!["f16", "bf16", "f32", "f64"];
-    for t in [
-        "copy", "reduce", "softmax", "index", "random", "scan", "fold", "norm", "pool",
-    ] {
-        let dtypes = if matches!(t, "softmax" | "norm" | "pool") {
-            &floating
-        } else {
-            &all
-        };
+    for t in templates.iter().filter(|t| *t != "pointwise") {
         let body = render(
             t,
             Value::from_serialize(context! {
-                dtypes => dtype_values(dtypes),
+                dtypes => dtype_values(&all),
                 floating => dtype_values(&floating),
             }),
         )?;
-        out.push((t.to_string(), format!("{prelude}\n{body}")));
+        out.push((t.clone(), format!("{prelude}\n{body}")));
     }
     for op in &model.ops {
         let (Kind::Pointwise { .. }, Some((module, func))) = (&op.kind, &op.cuda) else {

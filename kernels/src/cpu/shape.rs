@@ -1,6 +1,6 @@
 //! Ops that rearrange whole tensors (`cat`), plus the small layout helpers the other
-//! structured kernels share: a row-major view of any input, the contiguous output slice, and
-//! the `[outer, dim, inner]` split of a shape.
+//! structured kernels share: a row-major view of any input, the contiguous output slice, the
+//! `[outer, dim, inner]` split of a shape, and a parallel loop over output blocks.
 
 use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::layout::wrap_dim;
@@ -26,6 +26,29 @@ pub(crate) fn row_major<'a, T: Copy>(src: &Src<'a, T>) -> Cow<'a, [T]> {
 pub(crate) fn contiguous_out<'b, T: Copy>(out: &'b mut Dst<'_, T>) -> KResult<&'b mut [T]> {
     out.as_contiguous_mut()
         .ok_or_else(|| "internal error: output tensor must be contiguous".to_string())
+}
+
+/// Calls `f(b, block)` for each consecutive `block`-element block of `out` (the last may be
+/// shorter), spread over kiln's pool when `out` is large, several blocks per task when they
+/// are small. `block` must be non-zero.
+pub(crate) fn for_each_block<T: Send>(
+    out: &mut [T],
+    block: usize,
+    f: &(dyn Fn(usize, &mut [T]) + Sync),
+) {
+    const TASK_WORK: usize = 1 << 12;
+    if fan_out(out.len() >= PARALLEL_MIN) {
+        let per = (TASK_WORK / block).max(1);
+        par_chunks_mut(out, per * block, &|t, blocks| {
+            for (k, b) in blocks.chunks_mut(block).enumerate() {
+                f(t * per + k, b);
+            }
+        });
+    } else {
+        out.chunks_mut(block)
+            .enumerate()
+            .for_each(|(b, piece)| f(b, piece));
+    }
 }
 
 /// Splits a row-major shape around `dim` into `(outer, size, inner)`: the element at

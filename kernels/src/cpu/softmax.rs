@@ -1,4 +1,6 @@
-//! `_softmax` and `_log_softmax` along one dim, computed in `T::Compute` (f32 for half types).
+//! `_softmax` and `_log_softmax` along one dim, and their backward kernels
+//! `_softmax_backward_data` / `_log_softmax_backward_data`, computed in `T::Compute` (f32
+//! for half types).
 //!
 //! Both subtract the slice's maximum before exponentiating so that large inputs cannot
 //! overflow `exp`: `softmax(x) = exp(x - m) / Σ exp(x - m)` and
@@ -10,10 +12,10 @@
 //! parallelise over slices.
 
 use crate::cpu::pointwise::PARALLEL_MIN;
-use crate::cpu::shape::{contiguous_out, row_major, split_at_dim};
+use crate::cpu::shape::{contiguous_out, for_each_block, row_major, split_at_dim};
 use crate::layout::wrap_dim;
 use crate::parallel::{fan_out, par_chunks_mut};
-use crate::{Arith, Dst, Element, FloatMath, KResult, Src};
+use crate::{Arith, DType, Dst, Element, FloatMath, KResult, Src};
 
 /// Input elements per parallel task when a task covers several rows.
 const TASK_WORK: usize = 1 << 12;
@@ -170,6 +172,166 @@ where
     run::<T, true>(self_, dim, out)
 }
 
+// ---------------------------------------------------------------------------------------
+// Backward: `_softmax_backward_data` and `_log_softmax_backward_data`
+// ---------------------------------------------------------------------------------------
+
+/// Shape checks shared by both backward ops (PyTorch's `checkSameSize` and dim check).
+fn backward_meta(
+    grad_output: &[usize],
+    output: &[usize],
+    dim: i64,
+    name: &str,
+) -> KResult<Vec<Vec<usize>>> {
+    if grad_output != output {
+        return Err(format!(
+            "Expected tensor for argument #1 'grad_output' to have the same size as tensor for argument #2 'output'; but {grad_output:?} does not equal {output:?} (while checking arguments for {name})"
+        ));
+    }
+    wrap_dim(dim, output.len())?;
+    Ok(vec![output.to_vec()])
+}
+
+/// `input_dtype` must be the gradient's own dtype: kiln's softmax never widens half to float
+/// (the forward rejects `half_to_float`), so the backward has no narrowing to do either.
+pub fn check_backward_input_dtype(grad: DType, input_dtype: DType, name: &str) -> KResult<()> {
+    if grad != input_dtype {
+        return Err(format!(
+            "{name} with half to float conversion is not supported: input_dtype is {} but grad_output is {}",
+            input_dtype.scalar_type_name(),
+            grad.scalar_type_name()
+        ));
+    }
+    Ok(())
+}
+
+/// One slice's input gradient from its output `y` and output gradient `g` (`LOG`: of
+/// log-softmax), with `sum` the slice's `Σ g·y` (softmax) or `Σ g` (log-softmax).
+#[inline(always)]
+fn backward_term<C: FloatMath, const LOG: bool>(g: C, y: C, sum: C) -> C {
+    if LOG {
+        g.sub(y.exp().mul(sum))
+    } else {
+        y.mul(g.sub(sum))
+    }
+}
+
+/// What a slice sums: `g·y` for softmax, `g` for log-softmax.
+#[inline(always)]
+fn backward_summand<C: FloatMath, const LOG: bool>(g: C, y: C) -> C {
+    if LOG {
+        g
+    } else {
+        g.mul(y)
+    }
+}
+
+/// Shared body of both backward ops: each `[n]` slice along `dim` (an `[n, inner]` block per
+/// outer index, rows of `inner` adjacent slices) sums, then writes, in `T::Compute`.
+fn run_backward<T: Element, const LOG: bool>(
+    grad_output: Src<'_, T>,
+    output: Src<'_, T>,
+    dim: i64,
+    mut out: Dst<'_, T>,
+) -> KResult<()>
+where
+    T::Compute: FloatMath,
+{
+    let sizes = grad_output.layout.sizes.clone();
+    let d = wrap_dim(dim, sizes.len())?;
+    let (_, n, inner) = split_at_dim(&sizes, d);
+    let (g, y) = (row_major(&grad_output), row_major(&output));
+    let o = contiguous_out(&mut out)?;
+    if o.is_empty() {
+        return Ok(());
+    }
+    let block = n * inner;
+    let zero = <T::Compute as Arith>::zero();
+    let one_block = |b: usize, ob: &mut [T]| {
+        let (gb, yb) = (&g[b * block..][..block], &y[b * block..][..block]);
+        if inner == 1 {
+            let sum = gb.iter().zip(yb).fold(zero, |s, (&g, &y)| {
+                s.add(backward_summand::<_, LOG>(g.up(), y.up()))
+            });
+            for ((o, &g), &y) in ob.iter_mut().zip(gb).zip(yb) {
+                *o = T::down(backward_term::<_, LOG>(g.up(), y.up(), sum));
+            }
+            return;
+        }
+        let mut sums = vec![zero; inner];
+        for (gr, yr) in gb.chunks(inner).zip(yb.chunks(inner)) {
+            for ((s, &g), &y) in sums.iter_mut().zip(gr).zip(yr) {
+                *s = s.add(backward_summand::<_, LOG>(g.up(), y.up()));
+            }
+        }
+        for ((or, gr), yr) in ob
+            .chunks_mut(inner)
+            .zip(gb.chunks(inner))
+            .zip(yb.chunks(inner))
+        {
+            for (((o, &g), &y), &s) in or.iter_mut().zip(gr).zip(yr).zip(&sums) {
+                *o = T::down(backward_term::<_, LOG>(g.up(), y.up(), s));
+            }
+        }
+    };
+    for_each_block(o, block, &one_block);
+    Ok(())
+}
+
+/// Output shape of `_softmax_backward_data(Tensor grad_output, Tensor output, int dim,
+/// ScalarType input_dtype)`: `output`'s, which `grad_output` must share.
+pub fn softmax_backward_data_meta(
+    grad_output: &[usize],
+    output: &[usize],
+    dim: i64,
+    _input_dtype: DType,
+) -> KResult<Vec<Vec<usize>>> {
+    backward_meta(grad_output, output, dim, "softmax_backward")
+}
+
+/// `_softmax_backward_data`: the input gradient of `softmax` from its output `y` and the
+/// output gradient `g`, `y * (g - Σ g·y)` along `dim`, in `T::Compute`.
+pub fn softmax_backward_data<T: Element>(
+    grad_output: Src<'_, T>,
+    output: Src<'_, T>,
+    dim: i64,
+    input_dtype: DType,
+    out: Dst<'_, T>,
+) -> KResult<()>
+where
+    T::Compute: FloatMath,
+{
+    check_backward_input_dtype(T::DTYPE, input_dtype, "softmax backward")?;
+    run_backward::<T, false>(grad_output, output, dim, out)
+}
+
+/// Output shape of `_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim,
+/// ScalarType input_dtype)`: `output`'s, which `grad_output` must share.
+pub fn log_softmax_backward_data_meta(
+    grad_output: &[usize],
+    output: &[usize],
+    dim: i64,
+    _input_dtype: DType,
+) -> KResult<Vec<Vec<usize>>> {
+    backward_meta(grad_output, output, dim, "log_softmax_backward")
+}
+
+/// `_log_softmax_backward_data`: the input gradient of `log_softmax` from its output `y`
+/// and the output gradient `g`, `g - exp(y) * Σ g` along `dim`, in `T::Compute`.
+pub fn log_softmax_backward_data<T: Element>(
+    grad_output: Src<'_, T>,
+    output: Src<'_, T>,
+    dim: i64,
+    input_dtype: DType,
+    out: Dst<'_, T>,
+) -> KResult<()>
+where
+    T::Compute: FloatMath,
+{
+    check_backward_input_dtype(T::DTYPE, input_dtype, "log_softmax backward")?;
+    run_backward::<T, true>(grad_output, output, dim, out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,6 +480,72 @@ mod tests {
         let got = run_op(&nan, &Layout::contiguous(&[2, 2]), 1, false).unwrap();
         assert!(got[0].is_nan() && got[1].is_nan());
         close(&got[2..], &naive(&[2], &[0.0, 2.0], 0, false), 1e-6);
+    }
+
+    /// The backward ops on `g` and `y` (logical row-major `shape`), against the formulas
+    /// looped directly: `y (g - Σ g y)` and `g - exp(y) Σ g` along `dim`.
+    fn check_backward(shape: &[usize], g: &[f64], y: &[f64], layout: &Layout, dim: usize) {
+        let stride: usize = shape[dim + 1..].iter().product();
+        let n = shape[dim];
+        let slice = |p: usize| {
+            let first = p - ((p / stride) % n) * stride;
+            (0..n).map(move |i| first + i * stride)
+        };
+        let soft: Vec<f64> = (0..g.len())
+            .map(|p| y[p] * (g[p] - slice(p).map(|q| g[q] * y[q]).sum::<f64>()))
+            .collect();
+        let log: Vec<f64> = (0..g.len())
+            .map(|p| g[p] - y[p].exp() * slice(p).map(|q| g[q]).sum::<f64>())
+            .collect();
+        for (want, lg) in [(soft, false), (log, true)] {
+            let ol = Layout::contiguous(shape);
+            let mut buf = vec![0.0f64; ol.numel()];
+            let (gs, ys) = (Src::new(g, layout), Src::new(y, layout));
+            let o = Dst::new(&mut buf, &ol);
+            if lg {
+                log_softmax_backward_data(gs, ys, dim as i64, DType::F64, o).unwrap();
+            } else {
+                softmax_backward_data(gs, ys, dim as i64, DType::F64, o).unwrap();
+            }
+            close(&buf, &want, 1e-12);
+        }
+    }
+
+    #[test]
+    fn backward_along_every_dim() {
+        let shape = [3, 4, 2];
+        let g: Vec<f64> = (0..24).map(|v| ((v * 7) % 11) as f64 * 0.2 - 1.0).collect();
+        let y: Vec<f64> = (0..24).map(|v| ((v * 5) % 13) as f64 * 0.05).collect();
+        for dim in 0..3 {
+            check_backward(&shape, &g, &y, &Layout::contiguous(&shape), dim);
+        }
+        // A large input takes the parallel path.
+        let shape = [300, 200];
+        let g: Vec<f64> = (0..60_000).map(|v| ((v * 7) % 11) as f64 * 0.1).collect();
+        let y: Vec<f64> = (0..60_000).map(|v| ((v * 3) % 5) as f64 * 0.01).collect();
+        check_backward(&shape, &g, &y, &Layout::contiguous(&shape), 1);
+    }
+
+    #[test]
+    fn backward_checks_shapes_and_input_dtype() {
+        assert_eq!(
+            softmax_backward_data_meta(&[2, 3], &[3, 2], 0, DType::F32).unwrap_err(),
+            "Expected tensor for argument #1 'grad_output' to have the same size as tensor for argument #2 'output'; but [2, 3] does not equal [3, 2] (while checking arguments for softmax_backward)"
+        );
+        let (g, l) = (vec![0.5f32; 2], Layout::contiguous(&[2]));
+        let mut o = vec![0f32; 2];
+        let e = softmax_backward_data(
+            Src::new(&g, &l),
+            Src::new(&g, &l),
+            0,
+            DType::F16,
+            Dst::new(&mut o, &l),
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("input_dtype is Half but grad_output is Float"),
+            "{e}"
+        );
     }
 
     #[test]

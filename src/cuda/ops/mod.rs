@@ -5,6 +5,7 @@
 
 pub(crate) mod fold;
 pub(crate) mod index;
+pub(crate) mod loss;
 pub(crate) mod matmul;
 pub(crate) mod norm;
 pub(crate) mod pool;
@@ -13,6 +14,7 @@ pub(crate) mod reduce;
 pub(crate) mod scan;
 pub(crate) mod shape;
 pub(crate) mod softmax;
+pub(crate) mod upsample;
 
 use super::runtime::{driver_error, Gpu};
 use crate::tensor::storage::Buffer;

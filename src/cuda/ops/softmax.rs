@@ -1,9 +1,9 @@
-//! softmax and log_softmax on CUDA: input and output viewed with the softmax dim last,
-//! one block per row (kernels/cuda/softmax.cu.j2).
+//! softmax and log_softmax and their backward kernels on CUDA: every tensor viewed with the
+//! softmax dim last, one block per row (kernels/cuda/softmax.cu.j2).
 
-use super::{gpu_of, operand_with, rows};
+use super::{gpu_of, operand_with, rows, KilnTensor};
 use crate::cuda::runtime::driver_error;
-use crate::{Error, Layout, Result, Tensor};
+use crate::{DType, Error, Layout, Result, Tensor};
 use cudarc::driver::PushKernelArg;
 
 /// `l` with dim `d` moved last.
@@ -16,32 +16,72 @@ fn dim_last(l: &Layout, d: usize) -> Layout {
     }
 }
 
-fn run(op: &str, t: &Tensor, dim: i64, log: bool, out: &Tensor) -> Result<()> {
-    let n = t.numel();
-    if n == 0 {
-        return Ok(());
+/// `t` as an operand with dim `d` last (a 0-d tensor as it is).
+fn rows_operand(op: &str, t: &Tensor, d: usize) -> Result<KilnTensor> {
+    if t.dim() == 0 {
+        operand_with(op, t, t.layout())
+    } else {
+        operand_with(op, t, &dim_last(t.layout(), d))
     }
+}
+
+/// The wrapped dim and the `(rows, R)` split of `t` around it.
+fn split(op: &str, t: &Tensor, dim: i64) -> Result<(usize, usize, usize)> {
     let d = kiln_kernels::layout::wrap_dim(dim, t.dim()).map_err(|m| Error::op(op, m))?;
     let r = if t.dim() == 0 { 1 } else { t.shape()[d] };
-    let outer = n / r;
+    Ok((d, t.numel() / r, r))
+}
+
+fn run(op: &str, t: &Tensor, dim: i64, log: bool, out: &Tensor) -> Result<()> {
+    if t.numel() == 0 {
+        return Ok(());
+    }
+    let (d, outer, r) = split(op, t, dim)?;
     let gpu = gpu_of(op, out)?;
-    let (input, output) = if t.dim() == 0 {
-        (
-            operand_with(op, t, t.layout())?,
-            operand_with(op, out, out.layout())?,
-        )
-    } else {
-        (
-            operand_with(op, t, &dim_last(t.layout(), d))?,
-            operand_with(op, out, &dim_last(out.layout(), d))?,
-        )
-    };
+    let (input, output) = (rows_operand(op, t, d)?, rows_operand(op, out, d)?);
     let f = gpu.function("softmax", &format!("softmax_{}", t.dtype().short_name()))?;
     let (outer_i, r_i) = (outer as i64, r as i64);
     let mut b = gpu.stream.launch_builder(&f);
     b.arg(&output).arg(&input).arg(&outer_i).arg(&r_i).arg(&log);
     // SAFETY: `softmax_<T>(KilnTensor out, KilnTensor in, long long rows, long long R, bool
     // log_out)`; both views hold rows*R elements of T, `out` is fresh storage.
+    unsafe { b.launch(rows(outer)) }.map_err(|e| driver_error(op, e))?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_backward(
+    op: &str,
+    name: &str,
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: DType,
+    log: bool,
+    out: &Tensor,
+) -> Result<()> {
+    kiln_kernels::cpu::softmax::check_backward_input_dtype(grad_output.dtype(), input_dtype, name)
+        .map_err(|m| Error::op(op, m))?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    let (d, outer, r) = split(op, out, dim)?;
+    let gpu = gpu_of(op, out)?;
+    let (o, g, y) = (
+        rows_operand(op, out, d)?,
+        rows_operand(op, grad_output, d)?,
+        rows_operand(op, output, d)?,
+    );
+    let f = gpu.function(
+        "softmax",
+        &format!("softmax_backward_{}", out.dtype().short_name()),
+    )?;
+    let (outer_i, r_i) = (outer as i64, r as i64);
+    let mut b = gpu.stream.launch_builder(&f);
+    b.arg(&o).arg(&g).arg(&y).arg(&outer_i).arg(&r_i).arg(&log);
+    // SAFETY: `softmax_backward_<T>(KilnTensor out, KilnTensor grad, KilnTensor output, long
+    // long rows, long long R, bool log_out)`; the three views hold rows*R elements of T (the
+    // meta function checked grad_output and output share the shape), `out` is fresh storage.
     unsafe { b.launch(rows(outer)) }.map_err(|e| driver_error(op, e))?;
     Ok(())
 }
@@ -64,4 +104,28 @@ pub fn log_softmax(
     out: &Tensor,
 ) -> Result<()> {
     run(op, self_, dim, true, out)
+}
+
+pub fn softmax_backward_data(
+    op: &str,
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: DType,
+    out: &Tensor,
+) -> Result<()> {
+    let name = "softmax backward";
+    run_backward(op, name, grad_output, output, dim, input_dtype, false, out)
+}
+
+pub fn log_softmax_backward_data(
+    op: &str,
+    grad_output: &Tensor,
+    output: &Tensor,
+    dim: i64,
+    input_dtype: DType,
+    out: &Tensor,
+) -> Result<()> {
+    let name = "log_softmax backward";
+    run_backward(op, name, grad_output, output, dim, input_dtype, true, out)
 }

@@ -702,6 +702,100 @@ pub fn upsample_bilinear2d(s: &Sample) -> Vec<RefTensor> {
     vec![tensor(shape, data)]
 }
 
+/// The `(input index, weight)` pairs output `o` of a resampled dim reads: the input
+/// `floor(o * ratio)` (nearest), or the two around PyTorch's source position (linear).
+fn taps(
+    o: usize,
+    size: usize,
+    out: usize,
+    scale: Option<f64>,
+    linear: Option<bool>,
+) -> Vec<(usize, f64)> {
+    let ratio = |align: bool| {
+        if align {
+            if out > 1 {
+                (size - 1) as f64 / (out - 1) as f64
+            } else {
+                0.0
+            }
+        } else {
+            match scale {
+                Some(sc) if sc > 0.0 => 1.0 / sc,
+                _ => size as f64 / out as f64,
+            }
+        }
+    };
+    match linear {
+        None => vec![(
+            ((o as f64 * ratio(false)).floor() as usize).min(size - 1),
+            1.0,
+        )],
+        Some(align) => {
+            let v = if align {
+                ratio(true) * o as f64
+            } else {
+                (ratio(false) * (o as f64 + 0.5) - 0.5).max(0.0)
+            };
+            let i0 = (v.floor() as usize).min(size - 1);
+            let l = v - i0 as f64;
+            vec![(i0, 1.0 - l), ((i0 + 1).min(size - 1), l)]
+        }
+    }
+}
+
+/// The gradient of a resampling: each element of `grad_output` (sample tensor 0) added, with
+/// the weights of the taps it read along each spatial dim, into a zero tensor of
+/// `input_size`.
+fn resample_backward(s: &Sample, scales: &[Option<f64>], linear: Option<bool>) -> Vec<RefTensor> {
+    let g = input(s, 0);
+    let shape: Vec<usize> = s
+        .ints("input_size")
+        .expect("input_size")
+        .iter()
+        .map(|&v| v as usize)
+        .collect();
+    let mut out = tensor(shape.clone(), vec![0.0; numel(&shape)]);
+    let n = shape.len() - 2;
+    for f in 0..g.data.len() {
+        let ix = unravel(f, &g.shape);
+        let per_dim: Vec<Vec<(usize, f64)>> = (0..n)
+            .map(|d| taps(ix[2 + d], shape[2 + d], g.shape[2 + d], scales[d], linear))
+            .collect();
+        let mut combos: Vec<(Vec<usize>, f64)> = vec![(ix[..2].to_vec(), 1.0)];
+        for dim_taps in &per_dim {
+            combos = combos
+                .iter()
+                .flat_map(|(j, w)| {
+                    dim_taps.iter().map(move |&(i, tw)| {
+                        let mut j = j.clone();
+                        j.push(i);
+                        (j, w * tw)
+                    })
+                })
+                .collect();
+        }
+        for (j, w) in combos {
+            let p = out.ravel(&j);
+            out.data[p] += w * g.data[f];
+        }
+    }
+    vec![out]
+}
+
+/// upsample_nearest1d_backward / upsample_nearest2d_backward.
+pub fn upsample_nearest_backward(s: &Sample) -> Vec<RefTensor> {
+    let scales = match s.ints("output_size").expect("output_size").len() {
+        1 => vec![s.float("scales")],
+        _ => vec![s.float("scales_h"), s.float("scales_w")],
+    };
+    resample_backward(s, &scales, None)
+}
+
+pub fn upsample_bilinear2d_backward(s: &Sample) -> Vec<RefTensor> {
+    let align = s.flag("align_corners").expect("align_corners");
+    resample_backward(s, &[s.float("scales_h"), s.float("scales_w")], Some(align))
+}
+
 pub fn pixel_shuffle(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
     let r = s.int("upscale_factor").expect("upscale_factor") as usize;
@@ -1045,6 +1139,59 @@ pub fn nll_loss(s: &Sample) -> Vec<RefTensor> {
     vec![reduce(loss, t.shape.clone(), reduction, total)]
 }
 
+pub fn nll_loss_forward(s: &Sample) -> Vec<RefTensor> {
+    let (x, t) = (input(s, 0), input(s, 1));
+    let w = opt(s, 2);
+    let ignore = s.int("ignore_index").expect("ignore_index");
+    let reduction = s.int("reduction").expect("reduction");
+    let (mut loss, mut total) = (Vec::new(), 0.0);
+    for (pos, c) in per_target(&t) {
+        if c == ignore {
+            loss.push(0.0);
+            continue;
+        }
+        let wc = w.as_ref().map_or(1.0, |w| w.data[c as usize]);
+        loss.push(-wc * class_at(&x, &pos, c as usize));
+        total += wc;
+    }
+    if reduction == 0 && x.shape.len() >= 2 {
+        return vec![tensor(t.shape.clone(), loss), tensor(vec![], vec![0.0])];
+    }
+    let sum: f64 = loss.iter().sum();
+    let out = if reduction == 1 { sum / total } else { sum };
+    vec![tensor(vec![], vec![out]), tensor(vec![], vec![total])]
+}
+
+pub fn nll_loss_backward(s: &Sample) -> Vec<RefTensor> {
+    let (go, x, t, tw) = (input(s, 0), input(s, 1), input(s, 2), input(s, 4));
+    let w = opt(s, 3);
+    let ignore = s.int("ignore_index").expect("ignore_index");
+    let reduction = s.int("reduction").expect("reduction");
+    let per_target_grad = reduction == 0 && x.shape.len() >= 2;
+    let mut out = tensor(x.shape.clone(), vec![0.0; x.data.len()]);
+    for (i, (pos, c)) in per_target(&t).into_iter().enumerate() {
+        if c == ignore {
+            continue;
+        }
+        let wc = w.as_ref().map_or(1.0, |w| w.data[c as usize]);
+        let g = if per_target_grad {
+            go.data[i]
+        } else {
+            go.data[0]
+        };
+        let scale = if reduction == 1 {
+            1.0 / tw.data[0]
+        } else {
+            1.0
+        };
+        let mut ix = pos.clone();
+        ix.insert(if x.shape.len() == 1 { 0 } else { 1 }, c as usize);
+        let p = out.ravel(&ix);
+        out.data[p] = -wc * g * scale;
+    }
+    vec![out]
+}
+
 /// log_softmax over the class dim at a target position.
 fn log_probs(x: &RefTensor, pos: &[usize]) -> Vec<f64> {
     let c = if x.shape.len() == 1 {
@@ -1126,6 +1273,81 @@ pub fn bce(s: &Sample) -> Vec<RefTensor> {
         .collect();
     let n = loss.len() as f64;
     vec![reduce(loss, x.shape.clone(), reduction, n)]
+}
+
+/// The shape `shapes` broadcast to.
+fn broadcast_shape(shapes: &[&[usize]]) -> Vec<usize> {
+    let n = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut out = vec![1; n];
+    for sh in shapes {
+        for (k, &v) in sh.iter().enumerate() {
+            let d = n - sh.len() + k;
+            if v != 1 {
+                out[d] = v;
+            }
+        }
+    }
+    out
+}
+
+/// `x` at multi-index `idx` of a shape it broadcasts to.
+fn at_broadcast(x: &RefTensor, idx: &[usize]) -> f64 {
+    let lead = idx.len() - x.shape.len();
+    let j: Vec<usize> = (0..x.shape.len())
+        .map(|d| if x.shape[d] == 1 { 0 } else { idx[lead + d] })
+        .collect();
+    x.data[x.ravel(&j)]
+}
+
+/// A pointwise loss's backward: `norm * slope(x, t, weight) * grad_output` over the shape
+/// all operands broadcast to (sample tensors: grad_output, self, target[, weight]); `norm` is
+/// `1 / n` for a mean (the default) over the `n` terms of `self` and `target` broadcast.
+fn loss_backward_ref(s: &Sample, slope: impl Fn(f64, f64) -> f64) -> Vec<RefTensor> {
+    let (g, x, t) = (input(s, 0), input(s, 1), input(s, 2));
+    let w = opt(s, 3);
+    let terms = numel(&broadcast_shape(&[&x.shape, &t.shape]));
+    let shape = broadcast_shape(&[&g.shape, &x.shape, &t.shape]);
+    let norm = if s.int("reduction").unwrap_or(1) == 1 {
+        1.0 / terms as f64
+    } else {
+        1.0
+    };
+    let data = (0..numel(&shape))
+        .map(|f| {
+            let ix = unravel(f, &shape);
+            let v =
+                norm * slope(at_broadcast(&x, &ix), at_broadcast(&t, &ix)) * at_broadcast(&g, &ix);
+            w.as_ref().map_or(v, |w| v * at_broadcast(w, &ix))
+        })
+        .collect();
+    vec![tensor(shape, data)]
+}
+
+pub fn mse_loss_backward(s: &Sample) -> Vec<RefTensor> {
+    loss_backward_ref(s, |x, t| 2.0 * (x - t))
+}
+
+pub fn smooth_l1_loss_backward(s: &Sample) -> Vec<RefTensor> {
+    let beta = s.float("beta").expect("beta");
+    loss_backward_ref(s, |x, t| {
+        let d = x - t;
+        if d.abs() < beta {
+            d / beta
+        } else if d == 0.0 {
+            0.0
+        } else {
+            d.signum()
+        }
+    })
+}
+
+pub fn huber_loss_backward(s: &Sample) -> Vec<RefTensor> {
+    let delta = s.float("delta").expect("delta");
+    loss_backward_ref(s, |x, t| (x - t).clamp(-delta, delta))
+}
+
+pub fn bce_backward(s: &Sample) -> Vec<RefTensor> {
+    loss_backward_ref(s, |x, t| (x - t) / (x * (1.0 - x)).max(1e-12))
 }
 
 pub fn bce_logits(s: &Sample) -> Vec<RefTensor> {
@@ -1352,4 +1574,49 @@ pub fn embedding_bag_functional(s: &Sample) -> Vec<RefTensor> {
         wrapped_padding(s, w.shape[0]),
     );
     vec![outs.remove(0)]
+}
+
+// ---------------------------------------------------------------------------------------
+// Softmax backward
+// ---------------------------------------------------------------------------------------
+
+/// The input gradient of softmax (`log`: log-softmax) from `(grad_output, output)` along
+/// `dim`: `y (g - Σ g y)`, or `g - exp(y) Σ g`, each sum over the line through the element.
+fn softmax_backward_ref(s: &Sample, log: bool) -> Vec<RefTensor> {
+    let (g, y) = (input(s, 0), input(s, 1));
+    let nd = g.shape.len();
+    let dim = s.int("dim").expect("dim");
+    let d = if dim < 0 { dim + nd.max(1) as i64 } else { dim } as usize;
+    let data = (0..g.data.len())
+        .map(|f| {
+            let ix = unravel(f, &g.shape);
+            let line: Vec<usize> = if nd == 0 {
+                vec![0]
+            } else {
+                (0..g.shape[d])
+                    .map(|k| {
+                        let mut j = ix.clone();
+                        j[d] = k;
+                        g.ravel(&j)
+                    })
+                    .collect()
+            };
+            if log {
+                let sum: f64 = line.iter().map(|&p| g.data[p]).sum();
+                g.data[f] - y.data[f].exp() * sum
+            } else {
+                let sum: f64 = line.iter().map(|&p| g.data[p] * y.data[p]).sum();
+                y.data[f] * (g.data[f] - sum)
+            }
+        })
+        .collect();
+    vec![tensor(g.shape.clone(), data)]
+}
+
+pub fn softmax_backward_data(s: &Sample) -> Vec<RefTensor> {
+    softmax_backward_ref(s, false)
+}
+
+pub fn log_softmax_backward_data(s: &Sample) -> Vec<RefTensor> {
+    softmax_backward_ref(s, true)
 }

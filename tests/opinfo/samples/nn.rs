@@ -1232,6 +1232,137 @@ pub fn upsample_bilinear2d_errors() -> Vec<ErrorSample> {
     )]
 }
 
+/// The gradient of an upsampling to `output_size` of an input of `input_size`.
+fn resize_backward(desc: &str, dtype: DType, input: &[i64], output: &[i64], seed: u64) -> Sample {
+    let mut shape: Vec<usize> = input[..2].iter().map(|&v| v as usize).collect();
+    shape.extend(output.iter().map(|&v| v as usize));
+    Sample::new(desc, vec![vals(&shape, dtype, seed)])
+        .arg("output_size", ints(output))
+        .arg("input_size", ints(input))
+}
+
+pub fn upsample_nearest1d_backward(dtype: DType) -> Vec<Sample> {
+    vec![
+        resize_backward("[2,3,7] to [2,3,4]", dtype, &[2, 3, 4], &[7], 1),
+        resize_backward("[2,2,3] to [2,2,5]", dtype, &[2, 2, 5], &[3], 2),
+        resize_backward("[1,2,6] to [1,2,3] scale 2", dtype, &[1, 2, 3], &[6], 3)
+            .arg("scales", Arg::Float(2.0)),
+        resize_backward("[0,2,5] empty batch", dtype, &[0, 2, 3], &[5], 4).edge(),
+    ]
+}
+
+/// A gradient of `shape` with the given `output_size` and `input_size`.
+fn resize_error(desc: &str, shape: &[usize], output: &[i64], input: &[i64], seed: u64) -> Sample {
+    Sample::new(desc, vec![vals(shape, DType::F32, seed)])
+        .arg("output_size", ints(output))
+        .arg("input_size", ints(input))
+}
+
+pub fn upsample_nearest1d_backward_errors() -> Vec<ErrorSample> {
+    vec![
+        err(
+            resize_error("grad_output [1,1,5] for output 4", &[1, 1, 5], &[4], &[1, 1, 2], 138),
+            "Expected grad_output to have the same shape as output; output.size(2) = 4 but got grad_output.size(2) = 5",
+        ),
+        err(
+            resize_error("input_size of 2 dims", &[1, 1, 4], &[4], &[1, 2], 139),
+            "It is expected input_size equals to 3, but got size 2",
+        ),
+    ]
+}
+
+pub fn upsample_nearest2d_backward(dtype: DType) -> Vec<Sample> {
+    vec![
+        resize_backward("[2,3,5,8] to [2,3,3,4]", dtype, &[2, 3, 3, 4], &[5, 8], 1),
+        resize_backward("[1,2,2,3] to [1,2,5,6]", dtype, &[1, 2, 5, 6], &[2, 3], 2),
+        resize_backward("[2,2,4,6] to [2,2,2,3]", dtype, &[2, 2, 2, 3], &[4, 6], 3),
+        resize_backward(
+            "[1,2,6,6] to [1,2,3,2] scales 2, 3",
+            dtype,
+            &[1, 2, 3, 2],
+            &[6, 6],
+            4,
+        )
+        .arg("scales_h", Arg::Float(2.0))
+        .arg("scales_w", Arg::Float(3.0)),
+        resize_backward("[0,2,3,3] empty batch", dtype, &[0, 2, 2, 2], &[3, 3], 5).edge(),
+    ]
+}
+
+pub fn upsample_nearest2d_backward_errors() -> Vec<ErrorSample> {
+    vec![err(
+        resize_error(
+            "grad_output [1,1,4,5] for output (4,4)",
+            &[1, 1, 4, 5],
+            &[4, 4],
+            &[1, 1, 2, 2],
+            140,
+        ),
+        "output.size(3) = 4 but got grad_output.size(3) = 5",
+    )]
+}
+
+pub fn upsample_bilinear2d_backward(dtype: DType) -> Vec<Sample> {
+    let align = |s: Sample, a: bool| s.arg("align_corners", Arg::Bool(a));
+    vec![
+        align(
+            resize_backward("[2,3,5,7] to [2,3,3,4]", dtype, &[2, 3, 3, 4], &[5, 7], 1),
+            false,
+        ),
+        align(
+            resize_backward(
+                "[1,2,7,5] to [1,2,4,3] align_corners",
+                dtype,
+                &[1, 2, 4, 3],
+                &[7, 5],
+                2,
+            ),
+            true,
+        ),
+        align(
+            resize_backward(
+                "[2,2,3,2] to [2,2,6,5] downsampling",
+                dtype,
+                &[2, 2, 6, 5],
+                &[3, 2],
+                3,
+            ),
+            false,
+        ),
+        align(
+            resize_backward(
+                "[1,2,6,6] to [1,2,3,2] scales 2, 3",
+                dtype,
+                &[1, 2, 3, 2],
+                &[6, 6],
+                4,
+            ),
+            false,
+        )
+        .arg("scales_h", Arg::Float(2.0))
+        .arg("scales_w", Arg::Float(3.0)),
+        align(
+            resize_backward("[0,2,3,3] empty batch", dtype, &[0, 2, 2, 2], &[3, 3], 5),
+            false,
+        )
+        .edge(),
+    ]
+}
+
+pub fn upsample_bilinear2d_backward_errors() -> Vec<ErrorSample> {
+    vec![err(
+        resize_error(
+            "grad_output of 3 dims",
+            &[1, 1, 4],
+            &[4, 4],
+            &[1, 1, 2, 2],
+            141,
+        )
+        .arg("align_corners", Arg::Bool(false)),
+        "Expected grad_output to be a tensor of dimension 4 but got: dimension 3",
+    )]
+}
+
 pub fn pixel_shuffle(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     vec![
@@ -1628,6 +1759,258 @@ fn reduction(r: i64) -> Arg {
     Arg::Int(r)
 }
 
+/// `reduction` and `ignore_index` given explicitly (nll_loss_forward/backward have no
+/// defaults).
+fn nll_args(s: Sample, reduction: i64, ignore_index: i64) -> Sample {
+    s.arg("reduction", Arg::Int(reduction))
+        .arg("ignore_index", Arg::Int(ignore_index))
+}
+
+pub fn nll_loss_forward(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let w = |c: usize, seed| super::make(&[c], dtype, 0.5, 2.0, seed);
+    vec![
+        nll_args(
+            Sample::new(
+                "[4,5] mean",
+                vec![x(&[4, 5], 1), index(&[0, 4, 2, 2], &[4])],
+            ),
+            1,
+            -100,
+        ),
+        nll_args(
+            Sample::new(
+                "[4,3] weight, ignore 1, sum",
+                vec![x(&[4, 3], 2), index(&[1, 0, 2, 1], &[4]), w(3, 3)],
+            ),
+            2,
+            1,
+        ),
+        nll_args(
+            Sample::new(
+                "[2,3,4] weight none",
+                vec![
+                    x(&[2, 3, 4], 4),
+                    index(&[0, 2, 1, 1, 2, 0, 0, 1], &[2, 4]),
+                    w(3, 5),
+                ],
+            ),
+            0,
+            -100,
+        ),
+        nll_args(
+            Sample::new(
+                "[5] unbatched weighted mean",
+                vec![x(&[5], 6), Tensor::from(3i64), w(5, 7)],
+            ),
+            1,
+            -100,
+        ),
+        nll_args(
+            Sample::new(
+                "[2,3,2,2] weight mean, ignore 0",
+                vec![
+                    x(&[2, 3, 2, 2], 8),
+                    index(&[1, 0, 2, 2, 0, 1, 1, 2], &[2, 2, 2]),
+                    w(3, 9),
+                ],
+            ),
+            1,
+            0,
+        ),
+        nll_args(
+            Sample::new("[3] unbatched none", vec![x(&[3], 10), Tensor::from(1i64)]),
+            0,
+            -100,
+        ),
+        nll_args(
+            Sample::new(
+                "[0,3] empty batch sum",
+                vec![x(&[0, 3], 11), index(&[], &[0])],
+            ),
+            2,
+            -100,
+        )
+        .edge(),
+    ]
+}
+
+pub fn nll_loss_forward_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![
+        err(
+            nll_args(
+                Sample::new(
+                    "target 5 of 5 classes",
+                    vec![vals(&[2, 5], f, 151), index(&[0, 5], &[2])],
+                ),
+                1,
+                -100,
+            ),
+            "Target 5 is out of bounds.",
+        ),
+        err(
+            nll_args(
+                Sample::new(
+                    "batch mismatch",
+                    vec![vals(&[3, 5], f, 152), index(&[0, 1], &[2])],
+                ),
+                1,
+                -100,
+            ),
+            "size mismatch (got input: [3, 5], target: [2])",
+        ),
+        err(
+            nll_args(
+                Sample::new(
+                    "weight of 4 for 5 classes",
+                    vec![
+                        vals(&[2, 5], f, 153),
+                        index(&[0, 1], &[2]),
+                        vals(&[4], f, 154),
+                    ],
+                ),
+                1,
+                -100,
+            ),
+            "weight tensor should be defined either for all 5 classes or no classes but got weight tensor of shape: [4]",
+        ),
+        err(
+            nll_args(
+                Sample::new(
+                    "reduction 3",
+                    vec![vals(&[2, 5], f, 155), index(&[0, 1], &[2])],
+                ),
+                3,
+                -100,
+            ),
+            "3 is not a valid value for reduction",
+        ),
+    ]
+}
+
+pub fn nll_loss_backward(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let w = |c: usize, seed| super::make(&[c], dtype, 0.5, 2.0, seed);
+    let total = |seed| super::make(&[], dtype, 1.0, 3.0, seed);
+    vec![
+        nll_args(
+            Sample::new(
+                "[4,5] mean",
+                vec![
+                    x(&[], 1),
+                    x(&[4, 5], 2),
+                    index(&[0, 4, 2, 2], &[4]),
+                    total(3),
+                ],
+            )
+            .absent(3),
+            1,
+            -100,
+        ),
+        nll_args(
+            Sample::new(
+                "[4,3] weight, ignore 1, sum",
+                vec![
+                    x(&[], 4),
+                    x(&[4, 3], 5),
+                    index(&[1, 0, 2, 1], &[4]),
+                    w(3, 6),
+                    total(7),
+                ],
+            ),
+            2,
+            1,
+        ),
+        nll_args(
+            Sample::new(
+                "[2,3,4] weight none",
+                vec![
+                    x(&[2, 4], 8),
+                    x(&[2, 3, 4], 9),
+                    index(&[0, 2, 1, 1, 2, 0, 0, 1], &[2, 4]),
+                    w(3, 10),
+                    total(11),
+                ],
+            ),
+            0,
+            -100,
+        ),
+        nll_args(
+            Sample::new(
+                "[5] unbatched weighted mean",
+                vec![
+                    x(&[], 12),
+                    x(&[5], 13),
+                    Tensor::from(3i64),
+                    w(5, 14),
+                    total(15),
+                ],
+            ),
+            1,
+            -100,
+        ),
+        nll_args(
+            Sample::new(
+                "[2,3,2,2] none, ignore 0",
+                vec![
+                    x(&[2, 2, 2], 16),
+                    x(&[2, 3, 2, 2], 17),
+                    index(&[1, 0, 2, 2, 0, 1, 1, 2], &[2, 2, 2]),
+                    total(18),
+                ],
+            )
+            .absent(3),
+            0,
+            0,
+        ),
+        nll_args(
+            Sample::new(
+                "[0,3] empty batch sum",
+                vec![x(&[], 19), x(&[0, 3], 20), index(&[], &[0]), total(21)],
+            )
+            .absent(3)
+            .edge(),
+            2,
+            -100,
+        ),
+    ]
+}
+
+pub fn nll_loss_backward_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    let case = |desc: &str, go: &[usize], tw: &[usize], t: &[i64]| {
+        Sample::new(
+            desc,
+            vec![
+                vals(go, f, 156),
+                vals(&[2, 5], f, 157),
+                index(t, &[2]),
+                vals(tw, f, 158),
+            ],
+        )
+        .absent(3)
+    };
+    vec![
+        err(
+            nll_args(
+                case("grad_output [2] for a mean", &[2], &[], &[0, 1]),
+                1,
+                -100,
+            ),
+            "Expected a single element grad_output tensor, but got: [2]",
+        ),
+        err(
+            nll_args(case("total_weight [2]", &[], &[2], &[0, 1]), 2, -100),
+            "expected total_weight to be a single element tensor, got: [2] (2 elements)",
+        ),
+        err(
+            nll_args(case("target 7 of 5 classes", &[], &[], &[0, 7]), 2, -100),
+            "Target 7 is out of bounds.",
+        ),
+    ]
+}
+
 pub fn nll_loss(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     let w = |c: usize, seed| super::make(&[c], dtype, 0.5, 2.0, seed);
@@ -1771,6 +2154,56 @@ pub fn bce_errors() -> Vec<ErrorSample> {
             "Please ensure they have the same size.",
         ),
     ]
+}
+
+pub fn bce_backward(dtype: DType) -> Vec<Sample> {
+    let g = |s: &[usize], seed| vals(s, dtype, seed);
+    let p = |s: &[usize], seed| super::make(s, dtype, 0.05, 0.95, seed);
+    let t = |s: &[usize], seed| super::make(s, dtype, 0.0, 1.0, seed);
+    vec![
+        Sample::new("[3,4] mean", vec![g(&[], 1), p(&[3, 4], 2), t(&[3, 4], 3)]),
+        Sample::new(
+            "[5] weight sum",
+            vec![
+                g(&[], 4),
+                p(&[5], 5),
+                t(&[5], 6),
+                super::make(&[5], dtype, 0.5, 2.0, 7),
+            ],
+        )
+        .arg("reduction", reduction(2)),
+        Sample::new(
+            "[2,3] none, weight [3]",
+            vec![
+                g(&[2, 3], 8),
+                p(&[2, 3], 9),
+                t(&[2, 3], 10),
+                super::make(&[3], dtype, 0.5, 2.0, 11),
+            ],
+        )
+        .arg("reduction", reduction(0)),
+        Sample::new(
+            "[0] sum of nothing",
+            vec![g(&[], 12), p(&[0], 13), t(&[0], 14)],
+        )
+        .arg("reduction", reduction(2))
+        .edge(),
+    ]
+}
+
+pub fn bce_backward_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        Sample::new(
+            "shape mismatch",
+            vec![
+                vals(&[], f, 159),
+                super::make(&[2, 3], f, 0.1, 0.9, 160),
+                vals(&[3], f, 161),
+            ],
+        ),
+        "Please ensure they have the same size.",
+    )]
 }
 
 pub fn bce_logits(dtype: DType) -> Vec<Sample> {
@@ -2195,6 +2628,75 @@ pub fn embedding_bag_functional_errors() -> Vec<ErrorSample> {
                 ],
             ),
             "per_sample_weights is only supported for mode='sum' (got mode='mean')",
+        ),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------
+// Softmax backward
+// ---------------------------------------------------------------------------------------
+
+/// `_softmax_backward_data` / `_log_softmax_backward_data(grad_output, output, dim,
+/// input_dtype)`: a random gradient and a softmax output along `dim`.
+pub fn softmax_backward_data(dtype: DType) -> Vec<Sample> {
+    let case = |desc: &str, shape: &[usize], dim: i64, seed| {
+        let y = vals(shape, dtype, seed + 100)
+            .softmax(dim)
+            .expect("softmax of a sample");
+        Sample::new(desc, vec![vals(shape, dtype, seed), y])
+            .arg("dim", Arg::Int(dim))
+            .arg("input_dtype", Arg::DType(dtype))
+    };
+    vec![
+        case("[3,4] dim 1", &[3, 4], 1, 1),
+        case("[3,4] dim 0", &[3, 4], 0, 2),
+        case("[2,3,4] dim -1", &[2, 3, 4], -1, 3),
+        case("[2,3,4] dim 1", &[2, 3, 4], 1, 4),
+        case("[7] dim 0", &[7], 0, 5),
+        case("0-d dim 0", &[], 0, 6).edge(),
+        case("empty [0,3] dim 1", &[0, 3], 1, 7).edge(),
+    ]
+}
+
+pub fn softmax_backward_data_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    let args = |s: Sample, dim: i64, input_dtype: DType| {
+        s.arg("dim", Arg::Int(dim))
+            .arg("input_dtype", Arg::DType(input_dtype))
+    };
+    vec![
+        err(
+            args(
+                Sample::new(
+                    "shapes differ",
+                    vec![vals(&[2, 3], f, 124), vals(&[3, 2], f, 125)],
+                ),
+                0,
+                f,
+            ),
+            "but [2, 3] does not equal [3, 2]",
+        ),
+        err(
+            args(
+                Sample::new(
+                    "dim 2 of a 2-d tensor",
+                    vec![vals(&[2, 3], f, 126), vals(&[2, 3], f, 127)],
+                ),
+                2,
+                f,
+            ),
+            "Dimension out of range",
+        ),
+        err(
+            args(
+                Sample::new(
+                    "input_dtype half",
+                    vec![vals(&[2, 3], f, 128), vals(&[2, 3], f, 129)],
+                ),
+                1,
+                DType::F16,
+            ),
+            "with half to float conversion is not supported",
         ),
     ]
 }
