@@ -142,6 +142,29 @@ pub fn logit(t: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     p.div(&p.rsub_one()?)?.log()
 }
 
+/// `round(decimals)`: `nearbyint(x·10^d) / 10^d`, or `nearbyint(x / 10^-d)·10^-d` for
+/// negative `d`, in the compute type (PyTorch's `round_decimals_kernel`).
+pub fn round_decimals(t: &Tensor, decimals: i64) -> Result<Tensor> {
+    if decimals == 0 {
+        return t.round();
+    }
+    if !t.dtype().is_floating_point() {
+        return Err(Error::op(
+            "round",
+            format!(
+                "\"round_cpu\" not implemented for '{}'",
+                t.dtype().scalar_type_name()
+            ),
+        ));
+    }
+    let p = 10f64.powi(decimals.unsigned_abs().min(400) as i32);
+    if decimals > 0 {
+        t.mul_scalar(p)?.round()?.div_scalar(p)
+    } else {
+        t.div_scalar(p)?.round()?.mul_scalar(p)
+    }
+}
+
 /// The largest finite value of a floating dtype.
 fn finite_max(dtype: DType) -> f64 {
     match dtype {

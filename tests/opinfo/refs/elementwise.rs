@@ -61,6 +61,18 @@ pub fn logit(s: &Sample) -> Vec<RefTensor> {
     })
 }
 
+pub fn round_decimals(s: &Sample) -> Vec<RefTensor> {
+    let d = s.int("decimals").expect("decimals");
+    let p = 10f64.powi(d.unsigned_abs() as i32);
+    map1(s, |a| {
+        if d >= 0 {
+            (a * p).round_ties_even() / p
+        } else {
+            (a / p).round_ties_even() * p
+        }
+    })
+}
+
 pub fn nan_to_num(s: &Sample) -> Vec<RefTensor> {
     let big = match s.t(0).dtype() {
         kiln::DType::F16 => 65504.0,

@@ -178,6 +178,38 @@ pub fn logit_errors() -> Vec<ErrorSample> {
     vec![]
 }
 
+/// Values away from the rounding ties of their scale (gradcheck's finite differences must
+/// not cross one): `k + 0.3` steps of the scaled grid.
+pub fn round_decimals(dtype: DType) -> Vec<Sample> {
+    let grid = |shape: &[usize], step: f64, seed: u64| {
+        let n: usize = shape.iter().product();
+        let v: Vec<f64> = super::uniform(n, seed)
+            .iter()
+            .map(|&r| ((r * 40.0).floor() - 20.0 + 0.3) * step)
+            .collect();
+        Tensor::from_vec(v, shape)
+            .and_then(|t| t.to_dtype(dtype))
+            .expect("round sample")
+    };
+    vec![
+        Sample::new("[3,4] decimals 1", vec![grid(&[3, 4], 0.1, 1)]).arg("decimals", Arg::Int(1)),
+        Sample::new("[2,3] decimals 2", vec![grid(&[2, 3], 0.01, 2)]).arg("decimals", Arg::Int(2)),
+        Sample::new("[5] decimals -1", vec![grid(&[5], 10.0, 3)]).arg("decimals", Arg::Int(-1)),
+        Sample::new("[4] decimals 0", vec![grid(&[4], 1.0, 4)]).arg("decimals", Arg::Int(0)),
+        Sample::new("0-d decimals 3", vec![grid(&[], 0.001, 5)])
+            .arg("decimals", Arg::Int(3))
+            .edge(),
+    ]
+}
+
+pub fn round_decimals_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("int64 with decimals", vec![Tensor::from(vec![15i64, 26])])
+            .arg("decimals", Arg::Int(-1)),
+        "\"round_cpu\" not implemented for 'Long'",
+    )]
+}
+
 pub fn nan_to_num(dtype: DType) -> Vec<Sample> {
     let mut v = vec![
         Sample::new("[3,4] finite", vec![vals(&[3, 4], dtype, 1)]),
