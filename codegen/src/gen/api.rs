@@ -505,7 +505,9 @@ fn compute_fn(op: &Op) -> TokenStream {
                         src_args.push(quote!(&(0..#id.len()).map(|_| { let i = next(); launch::src::<T>(bufs[i], &inputs[i]) }).collect::<Vec<_>>()));
                     }
                     ArgKind::OptTensorList => {
-                        unreachable!("model::build rejects lists of optional tensors in structured kernels")
+                        unreachable!(
+                            "model::build rejects lists of optional tensors in structured kernels"
+                        )
                     }
                     _ => {
                         let v = kernel_value(a);
