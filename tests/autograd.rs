@@ -1421,3 +1421,76 @@ fn inplace_index_put_on_a_non_leaf_records_both_inputs() -> Result<()> {
     assert_close(&grad_of(&v), &[2., 3.]);
     Ok(())
 }
+
+/// `copy_`, `fill_`, `uniform_`: in-place writes follow the autograd rules of the generated
+/// in-place ops, and a copy's gradient flows to `src` only.
+#[test]
+fn copy_and_fill_are_recorded_like_inplace_ops() {
+    use kiln::{no_grad, DType, Tensor};
+    let leaf = Tensor::zeros(&[3], DType::F64)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let err = leaf
+        .copy_(&Tensor::ones(&[3], DType::F64).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "copy_: a leaf Variable that requires grad is being used in an in-place operation."
+        ),
+        "{err}"
+    );
+    let err = leaf.fill_(1.0).unwrap_err().to_string();
+    assert!(err.starts_with("fill_: a leaf Variable"), "{err}");
+    {
+        let _g = no_grad();
+        leaf.fill_(2.5).unwrap();
+    }
+    assert_eq!(leaf.to_vec::<f64>().unwrap(), [2.5; 3]);
+
+    // y = 3x, then y ← src (broadcast, cast): dL/dx = 0, dL/dsrc = sum over the broadcast.
+    let x = Tensor::from([1f64, 2., 3.]).requires_grad_(true).unwrap();
+    let src = Tensor::from([7f32]).requires_grad_(true).unwrap();
+    let y = x.mul_scalar(3.0).unwrap();
+    y.copy_(&src).unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), [7.0; 3]);
+    y.mul(&Tensor::from([1f64, 2., 3.]))
+        .unwrap()
+        .sum()
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [0.0; 3]);
+    assert_eq!(src.grad().unwrap().to_vec::<f32>().unwrap(), [6.0]);
+
+    // Writing a constant over a view: the overwritten slots get no gradient.
+    let x = Tensor::from([1f64, 2., 3., 4.])
+        .requires_grad_(true)
+        .unwrap();
+    let y = x.mul_scalar(1.0).unwrap();
+    y.narrow(0, 1, 2).unwrap().zero_().unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), [1., 0., 0., 4.]);
+    y.sum().unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [1., 0., 0., 1.]);
+
+    // Shapes and devices are checked.
+    let err = Tensor::zeros(&[2, 3], DType::F32)
+        .unwrap()
+        .copy_(&Tensor::zeros(&[4], DType::F32).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("copy_:"), "{err}");
+    let err = Tensor::zeros(&[2], DType::I64)
+        .unwrap()
+        .uniform_(0.0, 1.0)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("uniform_"), "{err}");
+    let t = Tensor::zeros(&[1000], DType::F32).unwrap();
+    t.uniform_(-2.0, 3.0).unwrap();
+    let v = t.to_vec::<f32>().unwrap();
+    assert!(v.iter().all(|&a| (-2.0..3.0).contains(&a)));
+    let mean = v.iter().map(|&a| a as f64).sum::<f64>() / 1000.0;
+    assert!((mean - 0.5).abs() < 0.2, "{mean}");
+}

@@ -12,14 +12,16 @@ impl Tensor {
         m.requires_grad || m.grad_fn.is_some()
     }
 
-    /// Marks a leaf as requiring grad (PyTorch's `requires_grad_`); returns the same tensor.
+    /// Marks a leaf as requiring grad (PyTorch's `requires_grad_`); returns a handle to the
+    /// same tensor, so it chains (`Tensor::randn(..)?.requires_grad_(true)?`) and works on a
+    /// tensor held by reference (a parameter inside a module).
     ///
     /// ```
     /// let w = kiln::Tensor::from([1f64, 2.]).requires_grad_(true)?;
     /// assert!(w.requires_grad() && w.is_leaf());
     /// # Ok::<(), kiln::Error>(())
     /// ```
-    pub fn requires_grad_(self, requires_grad: bool) -> Result<Tensor> {
+    pub fn requires_grad_(&self, requires_grad: bool) -> Result<Tensor> {
         {
             let mut m = self.meta();
             if m.grad_fn.is_some() {
@@ -38,7 +40,7 @@ impl Tensor {
             }
             m.requires_grad = requires_grad;
         }
-        Ok(self)
+        Ok(self.clone())
     }
 
     /// True for tensors not produced by a recorded op.

@@ -5,6 +5,7 @@ pub(crate) use access::{dst, src, with_buffers};
 mod create;
 mod device;
 mod display;
+mod inplace;
 pub mod promotion;
 pub(crate) mod random;
 mod scalar;

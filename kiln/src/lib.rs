@@ -1,0 +1,10 @@
+//! kiln: a tensor library with PyTorch's semantics, whose operators are declared in YAML.
+//!
+//! This crate is the one to depend on. It re-exports the tensor core (`Tensor`, the
+//! operators, autograd) and adds the training stack under PyTorch's names:
+//! [`nn`] (`torch.nn`), [`optim`] (`torch.optim`) and [`data`] (`torch.utils.data`).
+
+pub use kiln_core::*;
+pub use kiln_data as data;
+pub use kiln_nn as nn;
+pub use kiln_optim as optim;

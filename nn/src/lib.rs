@@ -1,0 +1,24 @@
+//! kiln's `nn` (PyTorch's `torch.nn`): the [`Module`] trait and its derive, containers,
+//! layers, losses, initialisation and the functional API. Used as `kiln::nn`.
+//!
+//! ```
+//! use kiln_nn::{Forward, Linear, Module};
+//! let fc = Linear::new(4, 2)?;
+//! let y = fc.forward(&kiln::Tensor::ones(&[3, 4], kiln::DType::F32)?)?;
+//! assert_eq!(y.shape(), &[3, 2]);
+//! assert_eq!(fc.state_dict().keys().collect::<Vec<_>>(), ["weight", "bias"]);
+//! # Ok::<(), kiln::Error>(())
+//! ```
+
+pub mod container;
+pub mod init;
+pub mod linear;
+pub mod module;
+pub mod state_dict;
+
+pub use container::{Layer, ModuleDict, ModuleList, Sequential};
+pub use kiln::Result;
+pub use kiln_macros::Module;
+pub use linear::Linear;
+pub use module::{BufferField, Forward, Module, ModuleField, TensorKind, Visitor, VisitorMut};
+pub use state_dict::{IncompatibleKeys, StateDict};

@@ -1,0 +1,321 @@
+//! The `Module` trait: a tree of named parameters, buffers and child modules, walked by
+//! visitors. A layer (or `#[derive(Module)]`) writes the two `visit` methods; everything a
+//! PyTorch user calls on a module (`named_parameters`, `state_dict`, `train`, `to`, …) is
+//! built on them.
+
+use crate::state_dict::{IncompatibleKeys, StateDict};
+use kiln::{no_grad, DType, Device, Error, Result, Tensor};
+
+/// What a tensor in a module is: trained by an optimizer, or state that travels with the
+/// module (running statistics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TensorKind {
+    Parameter,
+    Buffer,
+}
+
+/// Reads a module tree. `enter`/`leave` bracket a child's tensors so visitors can build
+/// PyTorch's dotted names (`layers.0.weight`).
+pub trait Visitor {
+    fn tensor(&mut self, name: &str, kind: TensorKind, t: &Tensor);
+    /// The module's `training` flag, when it has one.
+    fn training(&mut self, _training: bool) {}
+    fn enter(&mut self, _name: &str) {}
+    fn leave(&mut self) {}
+}
+
+/// Rewrites a module tree: replaces tensors (`to`), flips `training`.
+pub trait VisitorMut {
+    fn tensor(&mut self, name: &str, kind: TensorKind, t: &mut Tensor) -> Result<()>;
+    fn training(&mut self, _training: &mut bool) {}
+    fn enter(&mut self, _name: &str) {}
+    fn leave(&mut self) {}
+}
+
+/// A module's forward pass for the common one-tensor-in, one-tensor-out case (what
+/// `Sequential` chains). Layers with other signatures (LSTM, attention) have inherent
+/// `forward` methods too.
+pub trait Forward {
+    fn forward(&self, input: &Tensor) -> Result<Tensor>;
+}
+
+/// PyTorch's `nn.Module`: the structure of a model. Derive it (`#[derive(Module)]`) or write
+/// the two visit methods; the rest are provided.
+pub trait Module {
+    /// Calls `v` on every parameter, buffer and child, in declaration order.
+    fn visit(&self, v: &mut dyn Visitor);
+    /// As [`Module::visit`], with mutable access.
+    fn visit_mut(&mut self, v: &mut dyn VisitorMut) -> Result<()>;
+
+    /// `(dotted name, parameter)` pairs, as `named_parameters()`.
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        collect(self, Some(TensorKind::Parameter))
+    }
+    /// The parameters, as `parameters()` (clones share storage and `.grad`).
+    fn parameters(&self) -> Vec<Tensor> {
+        self.named_parameters()
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect()
+    }
+    /// `(dotted name, buffer)` pairs, as `named_buffers()`.
+    fn named_buffers(&self) -> Vec<(String, Tensor)> {
+        collect(self, Some(TensorKind::Buffer))
+    }
+    /// Parameters and buffers by dotted name (PyTorch's `state_dict()`), sharing storage with
+    /// the module.
+    fn state_dict(&self) -> StateDict {
+        collect(self, None).into_iter().collect()
+    }
+    /// Copies `state` into the module's tensors in place (PyTorch's `load_state_dict`): shapes
+    /// must match; dtypes are cast to the module's. With `strict`, missing or unexpected keys
+    /// are an error; without, they are returned.
+    fn load_state_dict(&mut self, state: &StateDict, strict: bool) -> Result<IncompatibleKeys> {
+        crate::state_dict::load_into(self, state, strict)
+    }
+    /// Sets training mode on this module and every child (`train(mode)`).
+    fn train(&mut self, mode: bool) {
+        struct SetMode(bool);
+        impl VisitorMut for SetMode {
+            fn tensor(&mut self, _: &str, _: TensorKind, _: &mut Tensor) -> Result<()> {
+                Ok(())
+            }
+            fn training(&mut self, t: &mut bool) {
+                *t = self.0;
+            }
+        }
+        // Flipping flags cannot fail.
+        let _ = self.visit_mut(&mut SetMode(mode));
+    }
+    /// `train(false)`.
+    fn eval(&mut self) {
+        self.train(false)
+    }
+    /// Whether the module is in training mode: true unless a layer in it says otherwise
+    /// (modules start in training mode, as in PyTorch).
+    fn is_training(&self) -> bool {
+        struct Mode(bool);
+        impl Visitor for Mode {
+            fn tensor(&mut self, _: &str, _: TensorKind, _: &Tensor) {}
+            fn training(&mut self, t: bool) {
+                self.0 &= t;
+            }
+        }
+        let mut m = Mode(true);
+        self.visit(&mut m);
+        m.0
+    }
+    /// Clears every parameter's `.grad` (`zero_grad(set_to_none=True)`).
+    fn zero_grad(&self) {
+        for p in self.parameters() {
+            let _ = p.set_grad(None);
+        }
+    }
+    /// Moves every parameter and buffer to `device` (`module.to(device)`). Parameters stay
+    /// leaves that require grad. Build optimizers after moving: they hold the old tensors.
+    fn to_device(&mut self, device: Device) -> Result<()> {
+        convert(self, |t| t.to_device(device))
+    }
+    /// Casts floating-point parameters and buffers to `dtype` (`module.to(dtype)`); integer
+    /// buffers (`num_batches_tracked`) keep theirs, as in PyTorch.
+    fn to_dtype(&mut self, dtype: DType) -> Result<()> {
+        if !dtype.is_floating_point() {
+            return Err(Error::op(
+                "Module.to",
+                format!("nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}"),
+            ));
+        }
+        convert(self, |t| {
+            if t.is_floating_point() {
+                t.to_dtype(dtype)
+            } else {
+                Ok(t.clone())
+            }
+        })
+    }
+    /// The number of parameter elements.
+    fn num_parameters(&self) -> usize {
+        self.parameters().iter().map(|p| p.numel()).sum()
+    }
+}
+
+/// A dotted-name builder shared by the visitors here.
+#[derive(Default)]
+pub(crate) struct Path(Vec<String>);
+
+impl Path {
+    pub(crate) fn push(&mut self, name: &str) {
+        self.0.push(name.to_string());
+    }
+    pub(crate) fn pop(&mut self) {
+        self.0.pop();
+    }
+    pub(crate) fn join(&self, leaf: &str) -> String {
+        let mut s = String::new();
+        for p in &self.0 {
+            s.push_str(p);
+            s.push('.');
+        }
+        s.push_str(leaf);
+        s
+    }
+}
+
+fn collect<M: Module + ?Sized>(m: &M, kind: Option<TensorKind>) -> Vec<(String, Tensor)> {
+    struct Collect {
+        path: Path,
+        kind: Option<TensorKind>,
+        out: Vec<(String, Tensor)>,
+    }
+    impl Visitor for Collect {
+        fn tensor(&mut self, name: &str, kind: TensorKind, t: &Tensor) {
+            if self.kind.is_none_or(|k| k == kind) {
+                self.out.push((self.path.join(name), t.clone()));
+            }
+        }
+        fn enter(&mut self, name: &str) {
+            self.path.push(name);
+        }
+        fn leave(&mut self) {
+            self.path.pop();
+        }
+    }
+    let mut c = Collect {
+        path: Path::default(),
+        kind,
+        out: Vec::new(),
+    };
+    m.visit(&mut c);
+    c.out
+}
+
+/// Replaces every tensor with `f(tensor)`, keeping parameters leaves with their
+/// `requires_grad`.
+fn convert<M: Module + ?Sized>(m: &mut M, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<()> {
+    struct Convert<F>(F);
+    impl<F: Fn(&Tensor) -> Result<Tensor>> VisitorMut for Convert<F> {
+        fn tensor(&mut self, _: &str, _: TensorKind, t: &mut Tensor) -> Result<()> {
+            let _g = no_grad();
+            let new = (self.0)(t)?.detach();
+            if !new.is_same(t) {
+                let rg = t.requires_grad();
+                *t = new;
+                if rg {
+                    t.requires_grad_(true)?;
+                }
+            }
+            Ok(())
+        }
+    }
+    m.visit_mut(&mut Convert(f))
+}
+
+/// How a field of a derived module is visited: tensors are parameters, modules are children,
+/// `Option`s and `Vec`s of either are walked, plain data (`usize`, `f64`, `bool`, …) is
+/// skipped. `#[module(skip)]` skips any other field; `#[module(buffer)]` makes a tensor a buffer.
+pub trait ModuleField {
+    fn visit_field(&self, name: &str, v: &mut dyn Visitor);
+    fn visit_field_mut(&mut self, name: &str, v: &mut dyn VisitorMut) -> Result<()>;
+}
+
+impl<M: Module> ModuleField for M {
+    fn visit_field(&self, name: &str, v: &mut dyn Visitor) {
+        v.enter(name);
+        self.visit(v);
+        v.leave();
+    }
+    fn visit_field_mut(&mut self, name: &str, v: &mut dyn VisitorMut) -> Result<()> {
+        v.enter(name);
+        let r = self.visit_mut(v);
+        v.leave();
+        r
+    }
+}
+
+impl ModuleField for Tensor {
+    fn visit_field(&self, name: &str, v: &mut dyn Visitor) {
+        v.tensor(name, TensorKind::Parameter, self)
+    }
+    fn visit_field_mut(&mut self, name: &str, v: &mut dyn VisitorMut) -> Result<()> {
+        v.tensor(name, TensorKind::Parameter, self)
+    }
+}
+
+impl<T: ModuleField> ModuleField for Option<T> {
+    fn visit_field(&self, name: &str, v: &mut dyn Visitor) {
+        if let Some(x) = self {
+            x.visit_field(name, v)
+        }
+    }
+    fn visit_field_mut(&mut self, name: &str, v: &mut dyn VisitorMut) -> Result<()> {
+        match self {
+            Some(x) => x.visit_field_mut(name, v),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<T: ModuleField> ModuleField for Vec<T> {
+    fn visit_field(&self, name: &str, v: &mut dyn Visitor) {
+        v.enter(name);
+        for (i, x) in self.iter().enumerate() {
+            x.visit_field(&i.to_string(), v);
+        }
+        v.leave();
+    }
+    fn visit_field_mut(&mut self, name: &str, v: &mut dyn VisitorMut) -> Result<()> {
+        v.enter(name);
+        let mut r = Ok(());
+        for (i, x) in self.iter_mut().enumerate() {
+            r = x.visit_field_mut(&i.to_string(), v);
+            if r.is_err() {
+                break;
+            }
+        }
+        v.leave();
+        r
+    }
+}
+
+macro_rules! plain_fields {
+    ($($t:ty),*) => {$(
+        impl ModuleField for $t {
+            fn visit_field(&self, _: &str, _: &mut dyn Visitor) {}
+            fn visit_field_mut(&mut self, _: &str, _: &mut dyn VisitorMut) -> Result<()> {
+                Ok(())
+            }
+        }
+    )*};
+}
+plain_fields!(
+    bool, u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64, String, DType, Device
+);
+
+/// Visits a buffer field (`#[module(buffer)]`): a `Tensor` or `Option<Tensor>`.
+pub trait BufferField {
+    fn visit_buffer(&self, name: &str, v: &mut dyn Visitor);
+    fn visit_buffer_mut(&mut self, name: &str, v: &mut dyn VisitorMut) -> Result<()>;
+}
+
+impl BufferField for Tensor {
+    fn visit_buffer(&self, name: &str, v: &mut dyn Visitor) {
+        v.tensor(name, TensorKind::Buffer, self)
+    }
+    fn visit_buffer_mut(&mut self, name: &str, v: &mut dyn VisitorMut) -> Result<()> {
+        v.tensor(name, TensorKind::Buffer, self)
+    }
+}
+
+impl BufferField for Option<Tensor> {
+    fn visit_buffer(&self, name: &str, v: &mut dyn Visitor) {
+        if let Some(t) = self {
+            v.tensor(name, TensorKind::Buffer, t)
+        }
+    }
+    fn visit_buffer_mut(&mut self, name: &str, v: &mut dyn VisitorMut) -> Result<()> {
+        match self {
+            Some(t) => v.tensor(name, TensorKind::Buffer, t),
+            None => Ok(()),
+        }
+    }
+}
