@@ -1,0 +1,106 @@
+//! What the examples share: the digits data, the `--device` flag, and a progress bar.
+#![allow(dead_code)] // each example uses part of this
+
+use flate2::read::GzDecoder;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use kiln::{Device, Result, Tensor};
+use std::io::{IsTerminal, Read};
+use std::time::Instant;
+
+const DIGITS: &[u8] = include_bytes!("../data/digits.csv.gz");
+
+/// The UCI handwritten digits: pixels scaled to [0, 1] as float32 `[n, 64]` (8×8 images),
+/// labels as int64 `[n]`.
+pub fn load_digits() -> Result<(Tensor, Tensor)> {
+    let mut text = String::new();
+    GzDecoder::new(DIGITS)
+        .read_to_string(&mut text)
+        .map_err(|e| kiln::Error::Io {
+            context: "reading digits.csv.gz".into(),
+            source: e,
+        })?;
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let vals: Vec<f32> = line
+            .split(',')
+            .map(|v| v.trim().parse::<f32>().unwrap_or(0.0))
+            .collect();
+        xs.extend(vals[..64].iter().map(|v| v / 16.0));
+        ys.push(vals[64] as i64);
+    }
+    let n = ys.len();
+    Ok((Tensor::from_vec(xs, &[n, 64])?, Tensor::from_vec(ys, &[n])?))
+}
+
+/// `--device cpu` (default) or `--device cuda[:i]`.
+pub fn device_arg() -> Result<Device> {
+    let args: Vec<String> = std::env::args().collect();
+    let value = match args.iter().position(|a| a == "--device") {
+        Some(i) => args.get(i + 1).map(String::as_str).unwrap_or(""),
+        None => "cpu",
+    };
+    match value {
+        "cpu" => Ok(Device::Cpu),
+        "cuda" => Ok(Device::Cuda(0)),
+        v => match v.strip_prefix("cuda:").and_then(|i| i.parse().ok()) {
+            Some(i) => Ok(Device::Cuda(i)),
+            None => Err(kiln::Error::Device(format!(
+                "--device: expected cpu, cuda or cuda:<index>, got '{v}'"
+            ))),
+        },
+    }
+}
+
+/// A training progress bar: epoch, batch, running loss and samples/s. Drawn only when
+/// stdout is a terminal, so logs and CI output stay clean.
+pub struct Progress {
+    bar: ProgressBar,
+    epochs: usize,
+    start: Instant,
+    samples: usize,
+}
+
+impl Progress {
+    pub fn new(epochs: usize, batches_per_epoch: usize) -> Self {
+        let bar = ProgressBar::new((epochs * batches_per_epoch) as u64);
+        if std::io::stdout().is_terminal() {
+            bar.set_draw_target(ProgressDrawTarget::stdout());
+            bar.set_style(
+                ProgressStyle::with_template("{bar:30} {pos}/{len} batches  {msg}")
+                    .expect("valid template"),
+            );
+        } else {
+            bar.set_draw_target(ProgressDrawTarget::hidden());
+        }
+        Progress {
+            bar,
+            epochs,
+            start: Instant::now(),
+            samples: 0,
+        }
+    }
+
+    /// One batch of `samples` done with loss `loss` in epoch `epoch` (1-based).
+    pub fn batch(&mut self, epoch: usize, batch: usize, samples: usize, loss: f64) {
+        self.samples += samples;
+        let rate = self.samples as f64 / self.start.elapsed().as_secs_f64().max(1e-9);
+        self.bar.set_message(format!(
+            "epoch {epoch}/{}  batch {batch}  loss {loss:.4}  {rate:.0} samples/s",
+            self.epochs
+        ));
+        self.bar.inc(1);
+    }
+
+    /// Prints a line above the bar (or plainly when there is no bar).
+    pub fn println(&self, line: impl AsRef<str>) {
+        if self.bar.is_hidden() {
+            println!("{}", line.as_ref());
+        } else {
+            self.bar.println(line);
+        }
+    }
+
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
