@@ -10,14 +10,20 @@
 //! # Ok::<(), kiln::Error>(())
 //! ```
 
+pub mod attention;
 pub mod container;
+pub mod dropout;
 pub mod init;
+pub mod layer_norm;
 pub mod linear;
 pub mod module;
 pub mod state_dict;
 
+pub use attention::{AttentionArgs, MultiheadAttention, MultiheadAttentionOptions};
 pub use container::{Layer, ModuleDict, ModuleList, Sequential};
+pub use dropout::{Dropout, Dropout1d, Dropout2d, Dropout3d};
 pub use kiln::Result;
+pub use layer_norm::LayerNorm;
 pub use kiln_macros::Module;
 pub use linear::Linear;
 pub use module::{BufferField, Forward, Module, ModuleField, TensorKind, Visitor, VisitorMut};
