@@ -17,7 +17,9 @@ pub mod init;
 pub mod layer_norm;
 pub mod linear;
 pub mod module;
+pub mod rnn;
 pub mod state_dict;
+pub mod transformer;
 
 pub use attention::{AttentionArgs, MultiheadAttention, MultiheadAttentionOptions};
 pub use container::{Layer, ModuleDict, ModuleList, Sequential};
@@ -27,4 +29,11 @@ pub use layer_norm::LayerNorm;
 pub use kiln_macros::Module;
 pub use linear::Linear;
 pub use module::{BufferField, Forward, Module, ModuleField, TensorKind, Visitor, VisitorMut};
+pub use rnn::{
+    GRUCell, LSTMCell, RNNCell, RnnNonlinearity, RnnOptions, GRU, LSTM, RNN,
+};
 pub use state_dict::{IncompatibleKeys, StateDict};
+pub use transformer::{
+    generate_square_subsequent_mask, Activation, DecoderArgs, TransformerDecoder,
+    TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, TransformerLayerOptions,
+};
