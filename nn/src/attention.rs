@@ -113,7 +113,7 @@ impl MultiheadAttention {
                 format!("embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and num_heads={num_heads} instead"),
             ));
         }
-        if embed_dim % num_heads != 0 {
+        if !embed_dim.is_multiple_of(num_heads) {
             return Err(Error::op(NAME, "embed_dim must be divisible by num_heads"));
         }
         if !(0.0..=1.0).contains(&o.dropout) {
@@ -190,7 +190,11 @@ impl MultiheadAttention {
     fn proj_weights(&self) -> Result<[Tensor; 3]> {
         let e = self.embed_dim as i64;
         match &self.in_proj_weight {
-            Some(w) => Ok([w.narrow(0, 0, e)?, w.narrow(0, e, e)?, w.narrow(0, 2 * e, e)?]),
+            Some(w) => Ok([
+                w.narrow(0, 0, e)?,
+                w.narrow(0, e, e)?,
+                w.narrow(0, 2 * e, e)?,
+            ]),
             None => Ok([
                 self.q_proj_weight.clone().expect("q_proj_weight"),
                 self.k_proj_weight.clone().expect("k_proj_weight"),
@@ -221,7 +225,11 @@ impl MultiheadAttention {
             }
         };
         let want = query.dim();
-        let kind = if batched { "batched (3-D)" } else { "unbatched (2-D)" };
+        let kind = if batched {
+            "batched (3-D)"
+        } else {
+            "unbatched (2-D)"
+        };
         if key.dim() != want || value.dim() != want {
             return Err(Error::op(
                 NAME,

@@ -328,15 +328,13 @@ impl RnnBase {
         let batched = match input.dim() {
             3 => true,
             2 => false,
-            d => {
-                return Err(Error::op(
-                    name,
-                    format!(
-                        "{name}: Expected input to be 2D or 3D, got {d}D instead (input of shape {:?})",
-                        input.shape()
-                    ),
-                ))
-            }
+            d => return Err(Error::op(
+                name,
+                format!(
+                    "{name}: Expected input to be 2D or 3D, got {d}D instead (input of shape {:?})",
+                    input.shape()
+                ),
+            )),
         };
         let in_size = input.shape()[input.dim() - 1];
         if in_size != self.input_size {
@@ -365,7 +363,10 @@ impl RnnBase {
         let zeros =
             |size: usize| Tensor::full_on(&[n_states, batch, size], 0.0, x.dtype(), x.device());
         let (h0, c0) = match hx {
-            None => (zeros(real_hidden)?, lstm.then(|| zeros(self.hidden_size)).transpose()?),
+            None => (
+                zeros(real_hidden)?,
+                lstm.then(|| zeros(self.hidden_size)).transpose()?,
+            ),
             Some((h, c)) => {
                 let (hw, cw) = if lstm {
                     ("hidden[0]", "hidden[1]")
@@ -404,7 +405,8 @@ impl RnnBase {
                     Box::new((0..seq).rev())
                 };
                 for t in steps {
-                    let (h2, c2) = step(self.mode, &xw.select(0, t as i64)?, &h, c.as_ref(), &cell)?;
+                    let (h2, c2) =
+                        step(self.mode, &xw.select(0, t as i64)?, &h, c.as_ref(), &cell)?;
                     h = h2;
                     c = c2;
                     outs.push(h.clone());
@@ -434,11 +436,7 @@ impl RnnBase {
         }
         let mut out = layer_input;
         let mut h_n = kiln::stack(&h_n)?;
-        let mut c_n = if lstm {
-            Some(kiln::stack(&c_n)?)
-        } else {
-            None
-        };
+        let mut c_n = if lstm { Some(kiln::stack(&c_n)?) } else { None };
         if !batched {
             out = out.squeeze_dim(1)?;
             h_n = h_n.squeeze_dim(1)?;
@@ -678,7 +676,11 @@ fn cell_inputs(
                         ),
                     ));
                 }
-                Some(if batched { (*s).clone() } else { s.unsqueeze(0)? })
+                Some(if batched {
+                    (*s).clone()
+                } else {
+                    s.unsqueeze(0)?
+                })
             }
         });
     }
@@ -765,7 +767,13 @@ cell_layer!(
 
 impl RNNCell {
     pub fn new(input_size: usize, hidden_size: usize) -> Result<Self> {
-        Self::with_options(input_size, hidden_size, true, RnnNonlinearity::Tanh, DType::F32)
+        Self::with_options(
+            input_size,
+            hidden_size,
+            true,
+            RnnNonlinearity::Tanh,
+            DType::F32,
+        )
     }
     pub fn with_options(
         input_size: usize,

@@ -7,9 +7,7 @@ mod reference;
 
 use kiln::autograd::{gradcheck, GradcheckOptions};
 use kiln::{DType, Tensor};
-use kiln_nn::{
-    GRUCell, LSTMCell, Module, RNNCell, RnnNonlinearity, RnnOptions, GRU, LSTM, RNN,
-};
+use kiln_nn::{GRUCell, LSTMCell, Module, RNNCell, RnnNonlinearity, RnnOptions, GRU, LSTM, RNN};
 use reference::{assert_close, run_case, values, Reference};
 
 fn f64_opts() -> RnnOptions {
@@ -299,9 +297,8 @@ fn gru_cell_follows_documented_equations() {
     let w_hh = values(&cell.weight_hh);
     let b_ih = values(cell.bias_ih.as_ref().unwrap());
     let b_hh = values(cell.bias_hh.as_ref().unwrap());
-    let row = |w: &[f64], b: &[f64], v: &[f64; 2], r: usize| {
-        b[r] + w[2 * r] * v[0] + w[2 * r + 1] * v[1]
-    };
+    let row =
+        |w: &[f64], b: &[f64], v: &[f64; 2], r: usize| b[r] + w[2 * r] * v[0] + w[2 * r + 1] * v[1];
     let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
     let mut want = [0.0; 2];
     for j in 0..2 {
@@ -399,7 +396,10 @@ fn wrong_shapes_are_errors_naming_the_layer() {
     assert!(e.contains("GRU") && e.contains("3-D"), "{e}");
     let cell = LSTMCell::new(3, 4).unwrap();
     let e = err(cell.forward(&Tensor::zeros(&[2, 5], DType::F32).unwrap(), None));
-    assert!(e.contains("LSTMCell") && e.contains("got 5 expected 3"), "{e}");
+    assert!(
+        e.contains("LSTMCell") && e.contains("got 5 expected 3"),
+        "{e}"
+    );
     let e = err(RNN::with_options(
         3,
         4,

@@ -18,7 +18,10 @@ impl Reference {
         let text = include_str!("../data/seq_reference.txt");
         let mut map = HashMap::new();
         let mut order = Vec::new();
-        for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        for line in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+        {
             let mut parts = line.split('\t');
             let key = parts.next().unwrap().to_string();
             let shape: Vec<usize> = parts
@@ -130,9 +133,7 @@ pub fn run_case<M: Module>(
     for (i, (name, o)) in outs.iter().enumerate() {
         let want = r.tensor(case, "output", name);
         assert_close(&format!("{case} output {name}"), o, &want, 1e-9);
-        let w: Vec<f64> = (0..o.numel())
-            .map(|j| ((j + 1 + i) as f64).sin())
-            .collect();
+        let w: Vec<f64> = (0..o.numel()).map(|j| ((j + 1 + i) as f64).sin()).collect();
         let w = Tensor::from_vec(w, o.shape()).unwrap();
         let l = o.mul(&w).unwrap().sum().unwrap();
         loss = Some(match loss {
@@ -145,7 +146,9 @@ pub fn run_case<M: Module>(
         if t.dtype() == DType::Bool {
             continue;
         }
-        let g = t.grad().unwrap_or_else(|| panic!("{case}: no grad for input {n}"));
+        let g = t
+            .grad()
+            .unwrap_or_else(|| panic!("{case}: no grad for input {n}"));
         assert_close(
             &format!("{case} grad of input {n}"),
             &g,
