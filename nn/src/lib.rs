@@ -32,6 +32,7 @@ pub use module::{BufferField, Forward, Module, ModuleField, TensorKind, Visitor,
 pub use rnn::{GRUCell, LSTMCell, RNNCell, RnnNonlinearity, RnnOptions, GRU, LSTM, RNN};
 pub use state_dict::{IncompatibleKeys, StateDict};
 pub use transformer::{
-    generate_square_subsequent_mask, Activation, DecoderArgs, TransformerDecoder,
-    TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, TransformerLayerOptions,
+    generate_square_subsequent_mask, Activation, DecoderArgs, Transformer, TransformerArgs,
+    TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+    TransformerLayerOptions,
 };

@@ -328,13 +328,15 @@ impl RnnBase {
         let batched = match input.dim() {
             3 => true,
             2 => false,
-            d => return Err(Error::op(
-                name,
-                format!(
+            d => {
+                return Err(Error::op(
+                    name,
+                    format!(
                     "{name}: Expected input to be 2D or 3D, got {d}D instead (input of shape {:?})",
                     input.shape()
                 ),
-            )),
+                ))
+            }
         };
         let in_size = input.shape()[input.dim() - 1];
         if in_size != self.input_size {

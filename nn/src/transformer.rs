@@ -375,3 +375,123 @@ impl TransformerDecoder {
         }
     }
 }
+
+/// The optional arguments of [`Transformer::forward`], all off by default.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TransformerArgs<'a> {
+    pub src_mask: Option<&'a Tensor>,
+    pub tgt_mask: Option<&'a Tensor>,
+    pub memory_mask: Option<&'a Tensor>,
+    pub src_key_padding_mask: Option<&'a Tensor>,
+    pub tgt_key_padding_mask: Option<&'a Tensor>,
+    pub memory_key_padding_mask: Option<&'a Tensor>,
+    pub src_is_causal: bool,
+    pub tgt_is_causal: bool,
+    pub memory_is_causal: bool,
+}
+
+/// `nn.Transformer(d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6,
+/// dim_feedforward=2048, dropout=0.1, activation=relu, layer_norm_eps=1e-5,
+/// batch_first=False, norm_first=False, bias=True)`: an encoder and a decoder stack, each
+/// with a final LayerNorm (`encoder.norm`, `decoder.norm`). As PyTorch, every parameter with
+/// more than one dimension is re-initialised with xavier_uniform.
+#[derive(Module)]
+#[module(crate = crate)]
+pub struct Transformer {
+    pub encoder: TransformerEncoder,
+    pub decoder: TransformerDecoder,
+    pub d_model: usize,
+    pub nhead: usize,
+    pub batch_first: bool,
+}
+
+impl Transformer {
+    /// PyTorch's defaults (512, 8 heads, 6 + 6 layers), float32.
+    pub fn new() -> Result<Self> {
+        Self::with_options(512, 8, 6, 6, TransformerLayerOptions::default())
+    }
+
+    pub fn with_options(
+        d_model: usize,
+        nhead: usize,
+        num_encoder_layers: usize,
+        num_decoder_layers: usize,
+        o: TransformerLayerOptions,
+    ) -> Result<Self> {
+        let enc_layer = TransformerEncoderLayer::with_options(d_model, nhead, o)?;
+        let encoder =
+            TransformerEncoder::new(enc_layer, num_encoder_layers, Some(norm(d_model, &o)?))?;
+        let dec_layer = TransformerDecoderLayer::with_options(d_model, nhead, o)?;
+        let decoder =
+            TransformerDecoder::new(dec_layer, num_decoder_layers, Some(norm(d_model, &o)?))?;
+        let t = Transformer {
+            encoder,
+            decoder,
+            d_model,
+            nhead,
+            batch_first: o.batch_first,
+        };
+        for p in t.parameters() {
+            if p.dim() > 1 {
+                let _g = kiln::no_grad();
+                crate::init::xavier_uniform_(&p, 1.0)?;
+            }
+        }
+        Ok(t)
+    }
+
+    /// `forward(src, tgt, src_mask, tgt_mask, memory_mask, src_key_padding_mask,
+    /// tgt_key_padding_mask, memory_key_padding_mask, src_is_causal, tgt_is_causal,
+    /// memory_is_causal)`: encodes `src`, decodes `tgt` against it.
+    pub fn forward(&self, src: &Tensor, tgt: &Tensor, a: TransformerArgs<'_>) -> Result<Tensor> {
+        let batched = src.dim() == 3;
+        let bdim = if self.batch_first { 0 } else { 1 };
+        if batched && tgt.dim() == 3 && src.shape()[bdim] != tgt.shape()[bdim] {
+            return Err(kiln::Error::op(
+                "Transformer",
+                format!(
+                    "the batch number of src and tgt must be equal (src of shape {:?}, tgt of shape {:?})",
+                    src.shape(),
+                    tgt.shape()
+                ),
+            ));
+        }
+        if !batched && src.dim() != tgt.dim() {
+            return Err(kiln::Error::op(
+                "Transformer",
+                format!(
+                    "the batch number of src and tgt must be equal (src of shape {:?}, tgt of shape {:?})",
+                    src.shape(),
+                    tgt.shape()
+                ),
+            ));
+        }
+        let last = |t: &Tensor| t.shape().last().copied();
+        if last(src) != Some(self.d_model) || last(tgt) != Some(self.d_model) {
+            return Err(kiln::Error::op(
+                "Transformer",
+                format!(
+                    "the feature number of src and tgt must be equal to d_model ({}), got src of shape {:?} and tgt of shape {:?}",
+                    self.d_model,
+                    src.shape(),
+                    tgt.shape()
+                ),
+            ));
+        }
+        let memory =
+            self.encoder
+                .forward_with(src, a.src_mask, a.src_key_padding_mask, a.src_is_causal)?;
+        self.decoder.forward(
+            tgt,
+            &memory,
+            DecoderArgs {
+                tgt_mask: a.tgt_mask,
+                memory_mask: a.memory_mask,
+                tgt_key_padding_mask: a.tgt_key_padding_mask,
+                memory_key_padding_mask: a.memory_key_padding_mask,
+                tgt_is_causal: a.tgt_is_causal,
+                memory_is_causal: a.memory_is_causal,
+            },
+        )
+    }
+}

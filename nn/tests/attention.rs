@@ -8,9 +8,10 @@ mod reference;
 use kiln::autograd::{gradcheck, GradcheckOptions};
 use kiln::{DType, Tensor};
 use kiln_nn::{
-    generate_square_subsequent_mask, Activation, AttentionArgs, DecoderArgs, Dropout, Dropout2d,
-    Forward, LayerNorm, Module, MultiheadAttention, MultiheadAttentionOptions, TransformerDecoder,
-    TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, TransformerLayerOptions,
+    generate_square_subsequent_mask, Activation, AttentionArgs, DecoderArgs, Dropout, Dropout1d,
+    Dropout2d, Forward, LayerNorm, Module, MultiheadAttention, MultiheadAttentionOptions,
+    Transformer, TransformerArgs, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+    TransformerEncoderLayer, TransformerLayerOptions,
 };
 use reference::{assert_close, run_case, values, Reference};
 
@@ -582,4 +583,88 @@ fn dropout_layers_train_and_eval() {
     assert!((4..28).contains(&dropped), "{dropped}");
     let e = err(d2.forward(&Tensor::ones(&[2, 3], DType::F32).unwrap()));
     assert!(e.contains("Dropout2d") && e.contains("[2, 3]"), "{e}");
+}
+
+#[test]
+fn full_transformer_matches_pytorch() {
+    let r = Reference::load();
+    let mut m = Transformer::with_options(8, 2, 1, 2, layer_opts()).unwrap();
+    run_case(&r, "transformer", &mut m, |m, x| {
+        Ok(vec![(
+            "y",
+            m.forward(
+                &x["src"],
+                &x["tgt"],
+                TransformerArgs {
+                    tgt_mask: Some(&x["tmask"]),
+                    src_key_padding_mask: Some(&x["skpm"]),
+                    memory_key_padding_mask: Some(&x["skpm"]),
+                    ..Default::default()
+                },
+            )?,
+        )])
+    });
+}
+
+#[test]
+fn full_transformer_keys_init_and_errors() {
+    let r = Reference::load();
+    let m = Transformer::with_options(
+        8,
+        2,
+        2,
+        1,
+        TransformerLayerOptions {
+            dim_feedforward: 16,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let got: Vec<(String, Vec<usize>)> = m
+        .state_dict()
+        .iter()
+        .map(|(k, t)| (k.to_string(), t.shape().to_vec()))
+        .collect();
+    assert_eq!(got, r.keys("keys_transformer"));
+    // Every matrix re-initialised with xavier_uniform: linear1 [16, 8] has bound √(6/24).
+    let w = values(&m.encoder.layers[1].linear1.weight);
+    assert!(w.iter().all(|v| v.abs() <= 0.5 + 1e-7));
+    assert!(w.iter().any(|v| v.abs() > 0.4));
+    // Layers of a stack are re-drawn independently.
+    assert_ne!(w, values(&m.encoder.layers[0].linear1.weight));
+    // Vectors keep their init: LayerNorm ones, attention biases zeros.
+    assert_eq!(
+        values(m.decoder.norm.as_ref().unwrap().weight.as_ref().unwrap()),
+        vec![1.0; 8]
+    );
+    let src = Tensor::zeros(&[5, 2, 8], DType::F32).unwrap();
+    let e = err(m.forward(
+        &src,
+        &Tensor::zeros(&[3, 3, 8], DType::F32).unwrap(),
+        TransformerArgs::default(),
+    ));
+    assert!(
+        e.contains("Transformer") && e.contains("batch number"),
+        "{e}"
+    );
+    let e = err(m.forward(
+        &src,
+        &Tensor::zeros(&[3, 2, 6], DType::F32).unwrap(),
+        TransformerArgs::default(),
+    ));
+    assert!(e.contains("d_model (8)") && e.contains("[3, 2, 6]"), "{e}");
+}
+
+#[test]
+fn dropout1d_drops_whole_channels_of_unbatched_input() {
+    kiln::manual_seed(12);
+    let d = Dropout1d::new(0.5).unwrap();
+    let x = Tensor::ones(&[16, 5], DType::F64).unwrap();
+    let y = values(&d.forward(&x).unwrap());
+    let mut kinds = std::collections::HashSet::new();
+    for ch in y.chunks(5) {
+        assert!(ch.iter().all(|&v| v == ch[0]));
+        kinds.insert(ch[0].to_bits());
+    }
+    assert_eq!(kinds.len(), 2, "some channels dropped, some kept (×2)");
 }

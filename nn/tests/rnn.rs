@@ -5,7 +5,7 @@
 #[path = "common/reference.rs"]
 mod reference;
 
-use kiln::autograd::{gradcheck, GradcheckOptions};
+use kiln::autograd::{gradcheck, gradgradcheck, GradcheckOptions};
 use kiln::{DType, Tensor};
 use kiln_nn::{GRUCell, LSTMCell, Module, RNNCell, RnnNonlinearity, RnnOptions, GRU, LSTM, RNN};
 use reference::{assert_close, run_case, values, Reference};
@@ -418,4 +418,22 @@ fn wrong_shapes_are_errors_naming_the_layer() {
         },
     ));
     assert!(e.contains("proj_size"), "{e}");
+}
+
+#[test]
+fn double_backward_through_lstm_cell() {
+    kiln::manual_seed(6);
+    let cell = LSTMCell::with_options(2, 2, true, DType::F64).unwrap();
+    let x = Tensor::rand(&[2, 2], DType::F64).unwrap();
+    let h = Tensor::rand(&[2, 2], DType::F64).unwrap();
+    let c = Tensor::rand(&[2, 2], DType::F64).unwrap();
+    gradgradcheck(
+        &|t| {
+            let (h, c) = cell.forward(&t[0], Some((&t[1], &t[2])))?;
+            Ok(vec![h, c])
+        },
+        &[x, h, c],
+        GradcheckOptions::default(),
+    )
+    .unwrap();
 }

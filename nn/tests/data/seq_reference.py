@@ -192,12 +192,24 @@ randomize(m)
 x = inputs("decoder", t=torch.randn(3, 2, 8), mem=torch.randn(4, 2, 8))
 finish("decoder", m, {"y": m(x["t"], x["mem"])}, x)
 
+m = nn.Transformer(8, 2, num_encoder_layers=1, num_decoder_layers=2, dim_feedforward=16,
+                   dropout=0.0)
+randomize(m)
+x = inputs("transformer", src=torch.randn(5, 2, 8), tgt=torch.randn(3, 2, 8),
+           tmask=torch.triu(torch.ones(3, 3, dtype=torch.bool), 1),
+           skpm=torch.tensor([[False] * 5, [False] * 4 + [True]]))
+finish("transformer", m, {"y": m(x["src"], x["tgt"], tgt_mask=x["tmask"],
+                                 src_key_padding_mask=x["skpm"],
+                                 memory_key_padding_mask=x["skpm"])}, x)
+
 # ---- state_dict key lists of default-constructed layers (no values needed: shape only)
 for case, m in [
     ("keys_mha_kv", nn.MultiheadAttention(8, 2, kdim=5, vdim=6, add_bias_kv=True)),
     ("keys_lstm", nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2)),
     ("keys_gru", nn.GRU(3, 4, num_layers=2, bias=False)),
     ("keys_enc", nn.TransformerEncoderLayer(8, 2, bias=False)),
+    ("keys_transformer", nn.Transformer(8, 2, num_encoder_layers=2, num_decoder_layers=1,
+                                        dim_feedforward=16)),
 ]:
     for k, v in m.state_dict().items():
         lines.append(f"{case}/key/{k}\t{','.join(str(d) for d in v.shape)}\t")
