@@ -195,11 +195,17 @@ impl MultiheadAttention {
                 w.narrow(0, e, e)?,
                 w.narrow(0, 2 * e, e)?,
             ]),
-            None => Ok([
-                self.q_proj_weight.clone().expect("q_proj_weight"),
-                self.k_proj_weight.clone().expect("k_proj_weight"),
-                self.v_proj_weight.clone().expect("v_proj_weight"),
-            ]),
+            None => match (
+                &self.q_proj_weight,
+                &self.k_proj_weight,
+                &self.v_proj_weight,
+            ) {
+                (Some(q), Some(k), Some(v)) => Ok([q.clone(), k.clone(), v.clone()]),
+                _ => Err(Error::op(
+                    NAME,
+                    "needs in_proj_weight or all of q_proj_weight, k_proj_weight, v_proj_weight",
+                )),
+            },
         }
     }
 

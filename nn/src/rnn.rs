@@ -329,13 +329,11 @@ impl RnnBase {
             3 => true,
             2 => false,
             d => {
-                return Err(Error::op(
-                    name,
-                    format!(
-                    "{name}: Expected input to be 2D or 3D, got {d}D instead (input of shape {:?})",
-                    input.shape()
-                ),
-                ))
+                let shape = input.shape();
+                let msg = format!(
+                    "{name}: Expected input to be 2D or 3D, got {d}D instead (input of shape {shape:?})"
+                );
+                return Err(Error::op(name, msg));
             }
         };
         let in_size = input.shape()[input.dim() - 1];

@@ -668,3 +668,30 @@ fn dropout1d_drops_whole_channels_of_unbatched_input() {
     }
     assert_eq!(kinds.len(), 2, "some channels dropped, some kept (×2)");
 }
+
+#[test]
+fn float32_encoder_layer_agrees_with_pytorch_to_1e5() {
+    let r = Reference::load();
+    let mut m = TransformerEncoderLayer::with_options(
+        8,
+        2,
+        TransformerLayerOptions {
+            dim_feedforward: 16,
+            dropout: 0.0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    m.load_state_dict(&r.state("enc_layer"), true).unwrap();
+    let x = r.inputs("enc_layer");
+    let y = m
+        .forward_with(
+            &x["x"].detach().to_dtype(DType::F32).unwrap(),
+            Some(&x["mask"]),
+            Some(&x["kpm"]),
+            false,
+        )
+        .unwrap();
+    assert_eq!(y.dtype(), DType::F32);
+    assert_close("y", &y, &r.tensor("enc_layer", "output", "y"), 1e-5);
+}

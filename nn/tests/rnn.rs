@@ -437,3 +437,28 @@ fn double_backward_through_lstm_cell() {
     )
     .unwrap();
 }
+
+#[test]
+fn float32_lstm_agrees_with_pytorch_to_1e5() {
+    let r = Reference::load();
+    let mut m = LSTM::with_options(
+        3,
+        4,
+        RnnOptions {
+            num_layers: 2,
+            bidirectional: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // load_state_dict casts PyTorch's float64 values to the layer's float32.
+    m.load_state_dict(&r.state("lstm"), true).unwrap();
+    let f32_of = |n: &str| r.tensor("lstm", "input", n).to_dtype(DType::F32).unwrap();
+    let (o, (h, c)) = m
+        .forward(&f32_of("x"), Some((&f32_of("h0"), &f32_of("c0"))))
+        .unwrap();
+    assert_eq!(o.dtype(), DType::F32);
+    assert_close("output", &o, &r.tensor("lstm", "output", "output"), 1e-5);
+    assert_close("h_n", &h, &r.tensor("lstm", "output", "h_n"), 1e-5);
+    assert_close("c_n", &c, &r.tensor("lstm", "output", "c_n"), 1e-5);
+}
