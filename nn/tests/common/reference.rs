@@ -132,7 +132,7 @@ pub fn run_case<M: Module>(
     let mut loss: Option<Tensor> = None;
     for (i, (name, o)) in outs.iter().enumerate() {
         let want = r.tensor(case, "output", name);
-        assert_close(&format!("{case} output {name}"), o, &want, 1e-9);
+        assert_close(&format!("{case} output {name}"), o, &want, 1e-10);
         let w: Vec<f64> = (0..o.numel()).map(|j| ((j + 1 + i) as f64).sin()).collect();
         let w = Tensor::from_vec(w, o.shape()).unwrap();
         let l = o.mul(&w).unwrap().sum().unwrap();
@@ -153,7 +153,7 @@ pub fn run_case<M: Module>(
             &format!("{case} grad of input {n}"),
             &g,
             &r.tensor(case, "grad", n),
-            1e-9,
+            1e-10,
         );
     }
     for (n, p) in m.named_parameters() {
@@ -164,7 +164,7 @@ pub fn run_case<M: Module>(
             &format!("{case} grad of {n}"),
             &g,
             &r.tensor(case, "grad", &n),
-            1e-9,
+            1e-10,
         );
     }
 }

@@ -1,10 +1,13 @@
-"""Reference numbers for kiln-nn's sequence layers (nn/tests/seq_layers.rs), from PyTorch.
+"""Reference numbers for kiln-nn's sequence layers (nn/tests/rnn.rs, nn/tests/attention.rs),
+from PyTorch.
 
 Run with a torch install: `python nn/tests/data/seq_reference.py` (writes seq_reference.txt
 next to this file). Everything is float64 with dropout 0 / eval mode, so the Rust side can
-compare tightly. Each line is `case/kind/name<TAB>shape<TAB>values`, where kind is `param`
-(the layer's state_dict, in its order), `input`, `mask` (bool, as 0/1), `output` or `grad`
-(the gradient of the case's loss with respect to an input or a parameter).
+compare tightly. Values are written with 12 significant digits; inputs and parameters are
+rounded to that before use, so they are exactly what the Rust side loads. Each line is
+`case/kind/name<TAB>shape<TAB>values`, where kind is `param` (the layer's state_dict, in its
+order), `input`, `mask` (bool, as 0/1), `output` or `grad` (the gradient of the case's loss
+with respect to an input or a parameter), or `key` (a state_dict key and shape, no values).
 """
 
 import os
@@ -21,8 +24,13 @@ def emit(case, kind, name, t):
     if t.dtype == torch.bool:
         t = t.to(torch.float64)
     shape = ",".join(str(d) for d in t.shape)
-    vals = " ".join(repr(float(v)) for v in t.reshape(-1).tolist())
+    vals = " ".join("%.12g" % v for v in t.reshape(-1).tolist())
     lines.append(f"{case}/{kind}/{name}\t{shape}\t{vals}")
+
+
+def round12(t):
+    return torch.tensor([float("%.12g" % v) for v in t.reshape(-1).tolist()],
+                        dtype=t.dtype).reshape(t.shape)
 
 
 def randomize(m):
@@ -30,7 +38,7 @@ def randomize(m):
     # exercised too).
     with torch.no_grad():
         for p in m.parameters():
-            p.uniform_(-0.6, 0.6)
+            p.copy_(round12(p.uniform_(-0.6, 0.6)))
 
 
 def inputs(case, **ts):
@@ -40,7 +48,7 @@ def inputs(case, **ts):
             emit(case, "mask", k, t)
             out[k] = t
         else:
-            t = t.clone().requires_grad_(True)
+            t = round12(t).requires_grad_(True)
             emit(case, "input", k, t)
             out[k] = t
     return out
