@@ -695,3 +695,34 @@ fn float32_encoder_layer_agrees_with_pytorch_to_1e5() {
     assert_eq!(y.dtype(), DType::F32);
     assert_close("y", &y, &r.tensor("enc_layer", "output", "y"), 1e-5);
 }
+
+#[test]
+fn mha_attention_dropout_follows_train_and_eval() {
+    kiln::manual_seed(14);
+    let mut m = MultiheadAttention::with_options(
+        8,
+        2,
+        MultiheadAttentionOptions {
+            dropout: 0.5,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let x = Tensor::rand(&[6, 2, 8], DType::F32).unwrap();
+    let run = |m: &MultiheadAttention| {
+        let (o, w) = m.forward(&x, &x, &x, AttentionArgs::default()).unwrap();
+        (values(&o), values(&w.unwrap()))
+    };
+    let (o1, w1) = run(&m);
+    let (o2, _) = run(&m);
+    assert_ne!(o1, o2);
+    // Dropout acts on the returned weights: some are zero (dropped in both heads).
+    assert!(w1.iter().any(|&v| v == 0.0));
+    m.eval();
+    let (e1, ew) = run(&m);
+    let (e2, _) = run(&m);
+    assert_eq!(e1, e2);
+    for row in ew.chunks(6) {
+        assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-5);
+    }
+}

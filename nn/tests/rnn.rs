@@ -462,3 +462,29 @@ fn float32_lstm_agrees_with_pytorch_to_1e5() {
     assert_close("h_n", &h, &r.tensor("lstm", "output", "h_n"), 1e-5);
     assert_close("c_n", &c, &r.tensor("lstm", "output", "c_n"), 1e-5);
 }
+
+#[test]
+fn unbatched_input_and_state_equal_a_batch_of_one() {
+    kiln::manual_seed(13);
+    let m = LSTM::with_options(
+        3,
+        4,
+        RnnOptions {
+            num_layers: 2,
+            bidirectional: true,
+            ..f64_opts()
+        },
+    )
+    .unwrap();
+    let x = Tensor::rand(&[5, 3], DType::F64).unwrap();
+    let h = Tensor::rand(&[4, 4], DType::F64).unwrap();
+    let c = Tensor::rand(&[4, 4], DType::F64).unwrap();
+    let (o, (hn, cn)) = m.forward(&x, Some((&h, &c))).unwrap();
+    assert_eq!(o.shape(), &[5, 8]);
+    assert_eq!(hn.shape(), &[4, 4]);
+    let b = |t: &Tensor| t.unsqueeze(1).unwrap();
+    let (ob, (hb, cb)) = m.forward(&b(&x), Some((&b(&h), &b(&c)))).unwrap();
+    assert_close("output", &o, &ob.squeeze_dim(1).unwrap(), 1e-12);
+    assert_close("h_n", &hn, &hb.squeeze_dim(1).unwrap(), 1e-12);
+    assert_close("c_n", &cn, &cb.squeeze_dim(1).unwrap(), 1e-12);
+}
