@@ -717,7 +717,7 @@ fn mha_attention_dropout_follows_train_and_eval() {
     let (o2, _) = run(&m);
     assert_ne!(o1, o2);
     // Dropout acts on the returned weights: some are zero (dropped in both heads).
-    assert!(w1.iter().any(|&v| v == 0.0));
+    assert!(w1.contains(&0.0));
     m.eval();
     let (e1, ew) = run(&m);
     let (e2, _) = run(&m);
