@@ -10,15 +10,29 @@
 //! # Ok::<(), kiln::Error>(())
 //! ```
 
+pub mod attention;
 pub mod container;
+pub mod dropout;
 pub mod init;
+pub mod layer_norm;
 pub mod linear;
 pub mod module;
+pub mod rnn;
 pub mod state_dict;
+pub mod transformer;
 
+pub use attention::{AttentionArgs, MultiheadAttention, MultiheadAttentionOptions};
 pub use container::{Layer, ModuleDict, ModuleList, Sequential};
+pub use dropout::{Dropout, Dropout1d, Dropout2d, Dropout3d};
 pub use kiln::Result;
 pub use kiln_macros::Module;
+pub use layer_norm::LayerNorm;
 pub use linear::Linear;
 pub use module::{BufferField, Forward, Module, ModuleField, TensorKind, Visitor, VisitorMut};
+pub use rnn::{GRUCell, LSTMCell, RNNCell, RnnNonlinearity, RnnOptions, GRU, LSTM, RNN};
 pub use state_dict::{IncompatibleKeys, StateDict};
+pub use transformer::{
+    generate_square_subsequent_mask, Activation, DecoderArgs, Transformer, TransformerArgs,
+    TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+    TransformerLayerOptions,
+};
