@@ -29,7 +29,7 @@ pub trait Collate: Sized + Send + 'static {
 ///
 /// ```
 /// use kiln::Tensor;
-/// let batch = kiln::data::default_collate(vec![
+/// let batch = kiln_data::default_collate(vec![
 ///     (Tensor::from([1f32, 2.]), 0i64),
 ///     (Tensor::from([3f32, 4.]), 1i64),
 /// ])?;

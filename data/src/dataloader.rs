@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 /// Batches of a map-style [`Dataset`].
 ///
 /// ```
-/// use kiln::data::{DataLoader, TensorDataset};
+/// use kiln_data::{DataLoader, TensorDataset};
 /// use kiln::{DType, Tensor};
 /// let x = Tensor::arange(0.0, 10.0, 1.0, DType::F32)?.reshape(&[5, 2])?;
 /// let y = Tensor::arange(0.0, 5.0, 1.0, DType::I64)?;
@@ -66,9 +66,9 @@ pub struct DataLoaderBuilder<D, C = DefaultCollate> {
 
 impl<D: Dataset + 'static> DataLoader<D, DefaultCollate> {
     /// A loader with the default options (batches of one sample, in order).
-    pub fn new(dataset: impl Into<Arc<D>>) -> Self {
+    pub fn new(dataset: D) -> Self {
         DataLoader {
-            dataset: dataset.into(),
+            dataset: Arc::new(dataset),
             collate: Arc::new(DefaultCollate),
             batch_size: 1,
             shuffle: false,
@@ -80,9 +80,9 @@ impl<D: Dataset + 'static> DataLoader<D, DefaultCollate> {
     }
 
     /// Options to set before [`DataLoaderBuilder::build`].
-    pub fn builder(dataset: impl Into<Arc<D>>) -> DataLoaderBuilder<D, DefaultCollate> {
+    pub fn builder(dataset: D) -> DataLoaderBuilder<D, DefaultCollate> {
         DataLoaderBuilder {
-            dataset: dataset.into(),
+            dataset: Arc::new(dataset),
             collate: DefaultCollate,
             batch_size: 1,
             shuffle: false,
@@ -457,7 +457,7 @@ impl<D: Dataset, C: CollateFn<D::Item>> Drop for DataLoaderIter<D, C> {
 /// (PyTorch's `DataLoader` over an `IterableDataset` with `num_workers=0`).
 ///
 /// ```
-/// use kiln::data::{IterableDataLoader, IterableDataset};
+/// use kiln_data::{IterableDataLoader, IterableDataset};
 /// struct Count(i64);
 /// impl IterableDataset for Count {
 ///     type Item = i64;

@@ -127,7 +127,7 @@ tensors_tuple!(A, B, C, D);
 /// sample `i` of `TensorDataset::new((x, y))?` is `(x[i], y[i])`.
 ///
 /// ```
-/// use kiln::data::{Dataset, TensorDataset};
+/// use kiln_data::{Dataset, TensorDataset};
 /// use kiln::{DType, Tensor};
 /// let x = Tensor::arange(0.0, 6.0, 1.0, DType::F32)?.reshape(&[3, 2])?;
 /// let y = Tensor::from([10i64, 11, 12]);
@@ -244,9 +244,13 @@ impl<D: ?Sized> Clone for Subset<D> {
 }
 
 impl<D: Dataset + ?Sized> Subset<D> {
-    /// Checks every index against `dataset.len()`.
-    pub fn new(dataset: impl Into<Arc<D>>, indices: Vec<usize>) -> Result<Self> {
-        let dataset = dataset.into();
+    /// Checks every index against `dataset.len()`. To share a dataset between subsets,
+    /// pass an `Arc` of it (an `Arc<D>` is a dataset too).
+    pub fn new(dataset: D, indices: Vec<usize>) -> Result<Self>
+    where
+        D: Sized,
+    {
+        let dataset = Arc::new(dataset);
         let n = dataset.len();
         if let Some(&bad) = indices.iter().find(|&&i| i >= n) {
             return Err(Error::op(
@@ -339,18 +343,18 @@ impl<const N: usize> From<[f64; N]> for Lengths {
 /// permutation comes from `generator`, so a seed gives the same split.
 ///
 /// ```
-/// use kiln::data::{random_split, Dataset, TensorDataset};
+/// use kiln_data::{random_split, Dataset, TensorDataset};
 /// let ds = TensorDataset::new(kiln::Tensor::zeros(&[10, 2], kiln::DType::F32)?)?;
 /// let parts = random_split(ds, [0.7, 0.3], &mut kiln::Generator::new(42))?;
 /// assert_eq!((parts[0].len(), parts[1].len()), (7, 3));
 /// # Ok::<(), kiln::Error>(())
 /// ```
-pub fn random_split<D: Dataset + ?Sized>(
-    dataset: impl Into<Arc<D>>,
+pub fn random_split<D: Dataset>(
+    dataset: D,
     lengths: impl Into<Lengths>,
     generator: &mut Generator,
 ) -> Result<Vec<Subset<D>>> {
-    let dataset = dataset.into();
+    let dataset = Arc::new(dataset);
     let n = dataset.len();
     let counts = match lengths.into() {
         Lengths::Counts(c) => c,

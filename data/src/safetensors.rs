@@ -2,8 +2,8 @@
 //! [`save_file`] / [`load_file`] for files, [`save`] / [`load`] for bytes.
 //!
 //! ```
-//! use kiln::data::safetensors;
-//! use kiln::nn::{Linear, Module};
+//! use kiln_data::safetensors;
+//! use kiln_nn::{Linear, Module};
 //! let fc = Linear::new(3, 2)?;
 //! let bytes = safetensors::save(&fc.state_dict(), None)?;
 //! let mut other = Linear::new(3, 2)?;
