@@ -161,7 +161,11 @@ impl<T: Collate> CollateFn<T> for DefaultCollate {
         default_collate(items)
     }
 
-    fn fetch<D: Dataset<Item = T> + ?Sized>(&self, dataset: &D, indices: &[usize]) -> Result<T::Batch> {
+    fn fetch<D: Dataset<Item = T> + ?Sized>(
+        &self,
+        dataset: &D,
+        indices: &[usize],
+    ) -> Result<T::Batch> {
         if let Some(batch) = dataset.get_batch(indices) {
             if let Some(batch) = T::item_as_batch(batch?) {
                 return Ok(batch);

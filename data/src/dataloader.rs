@@ -354,7 +354,7 @@ fn build_batch<D: Dataset + ?Sized, C: CollateFn<D::Item>>(
     })
 }
 
-impl<'a, D: Dataset + 'static, C: CollateFn<D::Item>> IntoIterator for &'a DataLoader<D, C> {
+impl<D: Dataset + 'static, C: CollateFn<D::Item>> IntoIterator for &DataLoader<D, C> {
     type Item = Result<C::Batch>;
     type IntoIter = DataLoaderIter<D, C>;
     fn into_iter(self) -> Self::IntoIter {

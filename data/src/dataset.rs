@@ -166,7 +166,9 @@ impl<T: Tensors> TensorDataset<T> {
             let shapes: Vec<_> = ts.iter().map(|t| t.shape().to_vec()).collect();
             return Err(Error::op(
                 "TensorDataset",
-                format!("Size mismatch between tensors: first dimensions differ in shapes {shapes:?}"),
+                format!(
+                    "Size mismatch between tensors: first dimensions differ in shapes {shapes:?}"
+                ),
             ));
         }
         Ok(TensorDataset { tensors, len })
@@ -403,8 +405,8 @@ pub(crate) fn randperm(n: usize, generator: &mut Generator) -> Result<Vec<usize>
     if n < 2 {
         return Ok(perm);
     }
-    let words = Tensor::randint_with(i64::MIN, i64::MAX, &[n], DType::I64, generator)?
-        .to_vec::<i64>()?;
+    let words =
+        Tensor::randint_with(i64::MIN, i64::MAX, &[n], DType::I64, generator)?.to_vec::<i64>()?;
     for i in (1..n).rev() {
         let x = words[i] as u64;
         let j = ((u128::from(x) * (i as u128 + 1)) >> 64) as usize;

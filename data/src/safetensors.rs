@@ -115,8 +115,11 @@ fn serialize(op: &str, state: &StateDict, metadata: Option<&Metadata>) -> Result
             },
         ));
     }
-    ::safetensors::serialize(views.iter().map(|(n, b)| (n.as_str(), b)), metadata.cloned())
-        .map_err(|e| Error::op(op, e.to_string()))
+    ::safetensors::serialize(
+        views.iter().map(|(n, b)| (n.as_str(), b)),
+        metadata.cloned(),
+    )
+    .map_err(|e| Error::op(op, e.to_string()))
 }
 
 /// The file's bytes for `state` and optional `__metadata__` (PyTorch's

@@ -64,7 +64,10 @@ fn drop_last() -> R {
         .drop_last(true)
         .build()?;
     assert_eq!(loader.len(), 3);
-    assert_eq!(epoch(&loader)?, [vec![0, 1, 2], vec![3, 4, 5], vec![6, 7, 8]]);
+    assert_eq!(
+        epoch(&loader)?,
+        [vec![0, 1, 2], vec![3, 4, 5], vec![6, 7, 8]]
+    );
     let loader = DataLoader::builder(xy(2)?)
         .batch_size(3)
         .drop_last(true)
@@ -233,7 +236,10 @@ fn dropping_mid_epoch_stops_the_workers() -> R {
         for _ in 0..3 {
             it.next().unwrap()?;
         }
-        assert!(Arc::strong_count(loader.dataset()) > 1, "workers hold the dataset");
+        assert!(
+            Arc::strong_count(loader.dataset()) > 1,
+            "workers hold the dataset"
+        );
         let start = Instant::now();
         drop(it);
         assert!(start.elapsed() < Duration::from_secs(5));
@@ -241,7 +247,11 @@ fn dropping_mid_epoch_stops_the_workers() -> R {
         assert_eq!(Arc::strong_count(loader.dataset()), 1);
         let after_drop = calls.load(Ordering::SeqCst);
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(calls.load(Ordering::SeqCst), after_drop, "no work after drop");
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            after_drop,
+            "no work after drop"
+        );
     }
     // A whole epoch also ends with the workers joined.
     let small = DataLoader::builder(Probe::new(9))
@@ -269,7 +279,10 @@ fn errors_are_items_not_panics() -> R {
         let e = results[1].as_ref().unwrap_err().to_string();
         assert!(e.contains("cannot read sample 4"), "{e}");
         let e = results[2].as_ref().unwrap_err().to_string();
-        assert!(e.contains("Caught a panic") && e.contains("sample 7 is cursed"), "{e}");
+        assert!(
+            e.contains("Caught a panic") && e.contains("sample 7 is cursed"),
+            "{e}"
+        );
         assert_eq!(results[3].as_ref().unwrap().to_vec::<i64>()?, [9]);
     }
     Ok(())
@@ -289,7 +302,10 @@ impl Dataset for Ragged {
 
 #[test]
 fn collate_errors_and_custom_collate_fn() -> R {
-    let loader = DataLoader::builder(Ragged).batch_size(2).num_workers(1).build()?;
+    let loader = DataLoader::builder(Ragged)
+        .batch_size(2)
+        .num_workers(1)
+        .build()?;
     for batch in &loader {
         let e = batch.unwrap_err().to_string();
         assert!(e.contains("default_collate") && e.contains("stack"), "{e}");
@@ -313,17 +329,36 @@ fn collate_errors_and_custom_collate_fn() -> R {
     let batches: Vec<_> = loader.iter().collect::<Result<_>>()?;
     assert_eq!(batches.len(), 2);
     assert_eq!(batches[0].1, [1, 2, 3]);
-    assert_eq!(batches[0].0.to_vec::<f32>()?, [1., 0., 0., 1., 1., 0., 1., 1., 1.]);
+    assert_eq!(
+        batches[0].0.to_vec::<f32>()?,
+        [1., 0., 0., 1., 1., 0., 1., 1., 1.]
+    );
     assert_eq!(batches[1].1, [4]);
     Ok(())
 }
 
 #[test]
 fn invalid_options() -> R {
-    let e = DataLoader::builder(xy(3)?).batch_size(0).build().err().unwrap().to_string();
-    assert!(e.contains("batch_size should be a positive integer value"), "{e}");
-    let e = DataLoader::builder(xy(3)?).prefetch_factor(2).build().err().unwrap().to_string();
-    assert!(e.contains("prefetch_factor option could only be specified in multiprocessing"), "{e}");
+    let e = DataLoader::builder(xy(3)?)
+        .batch_size(0)
+        .build()
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("batch_size should be a positive integer value"),
+        "{e}"
+    );
+    let e = DataLoader::builder(xy(3)?)
+        .prefetch_factor(2)
+        .build()
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("prefetch_factor option could only be specified in multiprocessing"),
+        "{e}"
+    );
     assert!(DataLoader::builder(xy(3)?)
         .num_workers(1)
         .prefetch_factor(0)
@@ -385,7 +420,12 @@ fn iterable_dataset_batches() -> R {
     let loader = IterableDataLoader::new(Stream { n: 8, bad: Some(4) }).batch_size(3)?;
     let results: Vec<_> = loader.iter().collect();
     assert_eq!(results.len(), 3);
-    assert!(results[1].as_ref().err().unwrap().to_string().contains("bad record 4"));
+    assert!(results[1]
+        .as_ref()
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("bad record 4"));
     assert_eq!(results[2].as_ref().unwrap().1.to_vec::<i64>()?, [6, 7]);
     let loader = IterableDataLoader::new(Stream { n: 4, bad: None })
         .batch_size(2)?
@@ -393,6 +433,8 @@ fn iterable_dataset_batches() -> R {
             Ok(items.iter().map(|(_, i)| i).sum())
         });
     assert_eq!(loader.iter().collect::<Result<Vec<_>>>()?, [1, 5]);
-    assert!(IterableDataLoader::new(Stream { n: 1, bad: None }).batch_size(0).is_err());
+    assert!(IterableDataLoader::new(Stream { n: 1, bad: None })
+        .batch_size(0)
+        .is_err());
     Ok(())
 }

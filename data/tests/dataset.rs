@@ -1,9 +1,7 @@
 //! TensorDataset, Subset, random_split and default_collate against hand-computed values.
 
-use kiln_data::{
-    default_collate, random_split, Dataset, Lengths, Subset, TensorDataset,
-};
 use kiln::{DType, Generator, Tensor};
+use kiln_data::{default_collate, random_split, Dataset, Lengths, Subset, TensorDataset};
 use std::collections::HashSet;
 
 type R = kiln::Result<()>;
@@ -25,7 +23,10 @@ fn tensor_dataset_get() -> R {
     assert_eq!(y.shape(), &[] as &[usize]);
     assert_eq!(y.item::<i64>()?, 103);
     let e = ds.get(5).unwrap_err().to_string();
-    assert!(e.contains("index 5 is out of bounds for dimension 0 with size 5"), "{e}");
+    assert!(
+        e.contains("index 5 is out of bounds for dimension 0 with size 5"),
+        "{e}"
+    );
     Ok(())
 }
 
@@ -46,9 +47,12 @@ fn tensor_dataset_single_and_vec() -> R {
 
 #[test]
 fn tensor_dataset_size_mismatch() -> R {
-    let e = TensorDataset::new((Tensor::zeros(&[4, 2], DType::F32)?, Tensor::zeros(&[3], DType::I64)?))
-        .unwrap_err()
-        .to_string();
+    let e = TensorDataset::new((
+        Tensor::zeros(&[4, 2], DType::F32)?,
+        Tensor::zeros(&[3], DType::I64)?,
+    ))
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("Size mismatch between tensors"), "{e}");
     let e = TensorDataset::new(Tensor::scalar_tensor(1.0, DType::F32)?)
         .unwrap_err()
@@ -61,7 +65,9 @@ fn tensor_dataset_size_mismatch() -> R {
 #[test]
 fn tensor_dataset_get_batch_is_index_select() -> R {
     let ds = xy(6)?;
-    let (x, y) = ds.get_batch(&[4, 0, 4, 2]).expect("TensorDataset has a fast path")?;
+    let (x, y) = ds
+        .get_batch(&[4, 0, 4, 2])
+        .expect("TensorDataset has a fast path")?;
     assert_eq!(x.shape(), &[4, 2]);
     assert_eq!(x.to_vec::<f32>()?, [8.0, 9.0, 0.0, 1.0, 8.0, 9.0, 4.0, 5.0]);
     assert_eq!(y.to_vec::<i64>()?, [104, 100, 104, 102]);
@@ -81,12 +87,17 @@ fn subset_maps_indices() -> R {
     assert_eq!(y.to_vec::<i64>()?, [103, 105]);
     assert!(sub.get_batch(&[3]).unwrap().is_err());
     let e = Subset::new(ds, vec![0, 6]).unwrap_err().to_string();
-    assert!(e.contains("index 6 is out of range for a dataset of length 6"), "{e}");
+    assert!(
+        e.contains("index 6 is out of range for a dataset of length 6"),
+        "{e}"
+    );
     Ok(())
 }
 
 fn labels(sub: &Subset<TensorDataset<(Tensor, Tensor)>>) -> Vec<i64> {
-    (0..sub.len()).map(|i| sub.get(i).unwrap().1.item::<i64>().unwrap()).collect()
+    (0..sub.len())
+        .map(|i| sub.get(i).unwrap().1.item::<i64>().unwrap())
+        .collect()
 }
 
 #[test]
@@ -106,8 +117,14 @@ fn random_split_counts_are_disjoint_and_cover() -> R {
     assert_eq!(parts[0].indices(), again[0].indices());
     assert_eq!(parts[1].indices(), again[1].indices());
     assert_ne!(
-        parts.iter().map(|p| p.indices().to_vec()).collect::<Vec<_>>(),
-        other.iter().map(|p| p.indices().to_vec()).collect::<Vec<_>>()
+        parts
+            .iter()
+            .map(|p| p.indices().to_vec())
+            .collect::<Vec<_>>(),
+        other
+            .iter()
+            .map(|p| p.indices().to_vec())
+            .collect::<Vec<_>>()
     );
     // Not the identity order (20! permutations; a fixed seed that gave 0..20 would be a bug).
     let all: Vec<usize> = parts.iter().flat_map(|p| p.indices().to_vec()).collect();
@@ -157,7 +174,10 @@ fn default_collate_structures() -> R {
     assert_eq!(a.shape(), &[3, 1]);
     assert_eq!(a.to_vec::<i64>()?, [1, 2, 3]);
     assert_eq!((n.dtype(), n.to_vec::<i64>()?), (DType::I64, vec![7, 8, 9]));
-    assert_eq!((f.dtype(), f.to_vec::<f64>()?), (DType::F64, vec![0.5, 1.5, 2.5]));
+    assert_eq!(
+        (f.dtype(), f.to_vec::<f64>()?),
+        (DType::F64, vec![0.5, 1.5, 2.5])
+    );
     assert_eq!(s, ["a", "b", "c"]);
 
     let v = default_collate(vec![
@@ -171,7 +191,10 @@ fn default_collate_structures() -> R {
     let e = default_collate(vec![vec![1i64, 2], vec![3]])
         .unwrap_err()
         .to_string();
-    assert!(e.contains("each element in list of batch should be of equal size"), "{e}");
+    assert!(
+        e.contains("each element in list of batch should be of equal size"),
+        "{e}"
+    );
     assert!(default_collate(vec![Tensor::from([1f32]), Tensor::from([1f32, 2.])]).is_err());
     assert!(default_collate(Vec::<Tensor>::new()).is_err());
     Ok(())
