@@ -224,14 +224,16 @@ fn prefetch_is_bounded() -> R {
 
 #[test]
 fn dropping_mid_epoch_stops_the_workers() -> R {
-    let mut probe = Probe::new(10_000);
-    probe.delay = Duration::from_millis(2);
-    let calls = Arc::clone(&probe.calls);
-    let loader = DataLoader::builder(probe)
-        .batch_size(4)
-        .num_workers(4)
-        .build()?;
-    for _ in 0..3 {
+    // prefetch_factor 1 makes each worker's queue a rendezvous channel.
+    for prefetch in [1, 2, 3] {
+        let mut probe = Probe::new(10_000);
+        probe.delay = Duration::from_millis(2);
+        let calls = Arc::clone(&probe.calls);
+        let loader = DataLoader::builder(probe)
+            .batch_size(4)
+            .num_workers(4)
+            .prefetch_factor(prefetch)
+            .build()?;
         let mut it = loader.iter();
         for _ in 0..3 {
             it.next().unwrap()?;
@@ -436,5 +438,57 @@ fn iterable_dataset_batches() -> R {
     assert!(IterableDataLoader::new(Stream { n: 1, bad: None })
         .batch_size(0)
         .is_err());
+    Ok(())
+}
+
+/// Forwards to a TensorDataset, counting `get` and `get_batch` calls.
+struct Counted {
+    inner: TensorDataset<(Tensor, Tensor)>,
+    gets: AtomicUsize,
+    batches: AtomicUsize,
+}
+impl Dataset for Counted {
+    type Item = (Tensor, Tensor);
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn get(&self, index: usize) -> Result<(Tensor, Tensor)> {
+        self.gets.fetch_add(1, Ordering::SeqCst);
+        self.inner.get(index)
+    }
+    fn get_batch(&self, indices: &[usize]) -> Option<Result<(Tensor, Tensor)>> {
+        self.batches.fetch_add(1, Ordering::SeqCst);
+        self.inner.get_batch(indices)
+    }
+}
+
+#[test]
+fn default_collate_takes_the_gather_fast_path() -> R {
+    let counted = || -> Result<Counted> {
+        Ok(Counted {
+            inner: xy(10)?,
+            gets: AtomicUsize::new(0),
+            batches: AtomicUsize::new(0),
+        })
+    };
+    let fast = DataLoader::builder(counted()?)
+        .batch_size(4)
+        .shuffle(true)
+        .seed(5)
+        .build()?;
+    let fast_batches = epoch(&fast)?;
+    assert_eq!(fast.dataset().batches.load(Ordering::SeqCst), 3);
+    assert_eq!(fast.dataset().gets.load(Ordering::SeqCst), 0);
+    // A collate_fn gets the samples one by one; default_collate over them stacks, and the
+    // batches are the same as the gathered ones.
+    let slow = DataLoader::builder(counted()?)
+        .batch_size(4)
+        .shuffle(true)
+        .seed(5)
+        .collate_fn(kiln_data::default_collate::<(Tensor, Tensor)>)
+        .build()?;
+    assert_eq!(epoch(&slow)?, fast_batches);
+    assert_eq!(slow.dataset().batches.load(Ordering::SeqCst), 0);
+    assert_eq!(slow.dataset().gets.load(Ordering::SeqCst), 10);
     Ok(())
 }
