@@ -1,2 +1,21 @@
-//! kiln's `data` (PyTorch's `torch.utils.data`): datasets and the `DataLoader`. Used as
-//! `kiln::data`.
+//! kiln's `data` (PyTorch's `torch.utils.data`): datasets, the `DataLoader`, and
+//! safetensors checkpoints. Used as `kiln::data`.
+//!
+//! - [`Dataset`] (map-style, `len` + `get`) and [`IterableDataset`] (a stream);
+//!   [`TensorDataset`], [`Subset`], [`random_split`].
+//! - [`DataLoader`]: batches, shuffling from a seeded [`kiln::Generator`], `drop_last`,
+//!   a `collate_fn`, and worker threads with a bounded prefetch queue.
+//! - [`safetensors`]: `save_file`/`load_file` of a [`kiln_nn::StateDict`], as
+//!   `safetensors.torch` does, readable by PyTorch and from files it wrote.
+
+pub mod collate;
+pub mod dataloader;
+pub mod dataset;
+pub mod safetensors;
+
+pub use collate::{default_collate, Collate, CollateFn, DefaultCollate};
+pub use dataloader::{DataLoader, DataLoaderBuilder, DataLoaderIter, IterableDataLoader};
+pub use dataset::{
+    random_split, Dataset, IterableDataset, Lengths, Subset, TensorDataset, Tensors,
+};
+pub use kiln::Result;

@@ -1,0 +1,558 @@
+//! `DataLoader`: batches of a dataset, in order or shuffled, built on the calling thread or
+//! by worker threads that prefetch ahead (PyTorch's `torch.utils.data.DataLoader`).
+
+use crate::collate::{CollateFn, DefaultCollate};
+use crate::dataset::{randperm, Dataset, IterableDataset};
+use kiln::{DType, Error, Generator, Result, Tensor};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// Batches of a map-style [`Dataset`].
+///
+/// ```
+/// use kiln_data::{DataLoader, TensorDataset};
+/// use kiln::{DType, Tensor};
+/// let x = Tensor::arange(0.0, 10.0, 1.0, DType::F32)?.reshape(&[5, 2])?;
+/// let y = Tensor::arange(0.0, 5.0, 1.0, DType::I64)?;
+/// let loader = DataLoader::builder(TensorDataset::new((x, y))?)
+///     .batch_size(2)
+///     .shuffle(true)
+///     .generator(kiln::Generator::new(0))
+///     .build()?;
+/// assert_eq!(loader.len(), 3); // 2 + 2 + 1
+/// for batch in &loader {
+///     let (xb, yb) = batch?;
+///     assert_eq!(xb.shape()[1], 2);
+///     assert_eq!(xb.shape()[0], yb.shape()[0]);
+/// }
+/// # Ok::<(), kiln::Error>(())
+/// ```
+///
+/// Each call to [`DataLoader::iter`] (each `for` loop) is one epoch; with `shuffle` every
+/// epoch draws a new order from the loader's generator, so the same seed gives the same
+/// sequence of epochs. Without a generator each epoch seeds a fresh one from kiln's global
+/// generator (as PyTorch's `RandomSampler`), so `kiln::manual_seed` makes runs repeatable.
+///
+/// With `num_workers > 0`, batch `b` is built by worker thread `b % num_workers`, each worker
+/// running at most `prefetch_factor` batches ahead of the consumer; batches still arrive in
+/// order. Dropping the iterator mid-epoch stops and joins the workers. An error while
+/// building a batch (a failing `get`, a mismatched `collate`, even a panic in user code) is
+/// that batch's `Err`; later batches still come.
+pub struct DataLoader<D, C = DefaultCollate> {
+    dataset: Arc<D>,
+    collate: Arc<C>,
+    batch_size: usize,
+    shuffle: bool,
+    drop_last: bool,
+    num_workers: usize,
+    prefetch_factor: usize,
+    generator: Option<Mutex<Generator>>,
+}
+
+/// Options for a [`DataLoader`], with PyTorch's defaults: `batch_size` 1, no shuffle, keep the
+/// last partial batch, no workers, `prefetch_factor` 2 (allowed only with workers).
+pub struct DataLoaderBuilder<D, C = DefaultCollate> {
+    dataset: Arc<D>,
+    collate: C,
+    batch_size: usize,
+    shuffle: bool,
+    drop_last: bool,
+    num_workers: usize,
+    prefetch_factor: Option<usize>,
+    generator: Option<Generator>,
+}
+
+impl<D: Dataset + 'static> DataLoader<D, DefaultCollate> {
+    /// A loader with the default options (batches of one sample, in order).
+    pub fn new(dataset: D) -> Self {
+        DataLoader {
+            dataset: Arc::new(dataset),
+            collate: Arc::new(DefaultCollate),
+            batch_size: 1,
+            shuffle: false,
+            drop_last: false,
+            num_workers: 0,
+            prefetch_factor: 2,
+            generator: None,
+        }
+    }
+
+    /// Options to set before [`DataLoaderBuilder::build`].
+    pub fn builder(dataset: D) -> DataLoaderBuilder<D, DefaultCollate> {
+        DataLoaderBuilder {
+            dataset: Arc::new(dataset),
+            collate: DefaultCollate,
+            batch_size: 1,
+            shuffle: false,
+            drop_last: false,
+            num_workers: 0,
+            prefetch_factor: None,
+            generator: None,
+        }
+    }
+}
+
+impl<D: Dataset + 'static, C> DataLoaderBuilder<D, C> {
+    /// Samples per batch (default 1).
+    pub fn batch_size(mut self, batch_size: usize) -> Self {
+        self.batch_size = batch_size;
+        self
+    }
+    /// Whether each epoch visits the samples in a new random order (default `false`).
+    pub fn shuffle(mut self, shuffle: bool) -> Self {
+        self.shuffle = shuffle;
+        self
+    }
+    /// Whether to skip the last batch when it is smaller than `batch_size`.
+    pub fn drop_last(mut self, drop_last: bool) -> Self {
+        self.drop_last = drop_last;
+        self
+    }
+    /// Worker threads building batches in the background (default 0: built on the
+    /// calling thread as they are asked for).
+    pub fn num_workers(mut self, num_workers: usize) -> Self {
+        self.num_workers = num_workers;
+        self
+    }
+    /// Batches each worker builds ahead (default 2; only with `num_workers > 0`).
+    pub fn prefetch_factor(mut self, prefetch_factor: usize) -> Self {
+        self.prefetch_factor = Some(prefetch_factor);
+        self
+    }
+    /// The generator `shuffle` draws each epoch's order from.
+    pub fn generator(mut self, generator: Generator) -> Self {
+        self.generator = Some(generator);
+        self
+    }
+    /// Shorthand for `generator(Generator::new(seed))`.
+    pub fn seed(self, seed: u64) -> Self {
+        self.generator(Generator::new(seed))
+    }
+    /// Builds batches with `collate` instead of [`crate::default_collate`]: any
+    /// `Fn(Vec<Item>) -> Result<Batch>` (PyTorch's `collate_fn`).
+    pub fn collate_fn<C2: CollateFn<D::Item>>(self, collate: C2) -> DataLoaderBuilder<D, C2> {
+        DataLoaderBuilder {
+            dataset: self.dataset,
+            collate,
+            batch_size: self.batch_size,
+            shuffle: self.shuffle,
+            drop_last: self.drop_last,
+            num_workers: self.num_workers,
+            prefetch_factor: self.prefetch_factor,
+            generator: self.generator,
+        }
+    }
+
+    /// Checks the options as PyTorch does.
+    pub fn build(self) -> Result<DataLoader<D, C>>
+    where
+        C: CollateFn<D::Item>,
+    {
+        if self.batch_size == 0 {
+            return Err(Error::op(
+                "DataLoader",
+                "batch_size should be a positive integer value, but got batch_size=0",
+            ));
+        }
+        if self.num_workers == 0 && self.prefetch_factor.is_some() {
+            return Err(Error::op(
+                "DataLoader",
+                "prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.",
+            ));
+        }
+        if self.prefetch_factor == Some(0) {
+            return Err(Error::op(
+                "DataLoader",
+                "prefetch_factor should be a positive integer value, but got prefetch_factor=0",
+            ));
+        }
+        Ok(DataLoader {
+            dataset: self.dataset,
+            collate: Arc::new(self.collate),
+            batch_size: self.batch_size,
+            shuffle: self.shuffle,
+            drop_last: self.drop_last,
+            num_workers: self.num_workers,
+            prefetch_factor: self.prefetch_factor.unwrap_or(2),
+            generator: self.generator.map(Mutex::new),
+        })
+    }
+}
+
+/// One epoch's order, cut into batches.
+struct Batches {
+    order: Vec<usize>,
+    batch_size: usize,
+    count: usize,
+}
+
+impl Batches {
+    fn get(&self, b: usize) -> &[usize] {
+        let start = b * self.batch_size;
+        let end = (start + self.batch_size).min(self.order.len());
+        &self.order[start..end]
+    }
+}
+
+fn batch_count(n: usize, batch_size: usize, drop_last: bool) -> usize {
+    if drop_last {
+        n / batch_size
+    } else {
+        n.div_ceil(batch_size)
+    }
+}
+
+impl<D: Dataset + 'static, C: CollateFn<D::Item>> DataLoader<D, C> {
+    /// The number of batches in an epoch (PyTorch's `len(loader)`).
+    pub fn len(&self) -> usize {
+        batch_count(self.dataset.len(), self.batch_size, self.drop_last)
+    }
+
+    /// Whether an epoch has no batches.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The dataset.
+    pub fn dataset(&self) -> &Arc<D> {
+        &self.dataset
+    }
+
+    pub fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    /// The order of one epoch: `0..len` or a fresh permutation.
+    fn order(&self) -> Result<Vec<usize>> {
+        let n = self.dataset.len();
+        if !self.shuffle {
+            return Ok((0..n).collect());
+        }
+        match &self.generator {
+            Some(g) => {
+                let mut g = g.lock().unwrap_or_else(|e| e.into_inner());
+                randperm(n, &mut g)
+            }
+            None => {
+                let seed = Tensor::randint(i64::MIN, i64::MAX, &[], DType::I64)?.item::<i64>()?;
+                randperm(n, &mut Generator::new(seed as u64))
+            }
+        }
+    }
+
+    /// One epoch of batches.
+    pub fn iter(&self) -> DataLoaderIter<D, C> {
+        let order = match self.order() {
+            Ok(o) => o,
+            Err(e) => {
+                return DataLoaderIter {
+                    state: State::Failed(Some(e)),
+                    next: 0,
+                    count: 1,
+                }
+            }
+        };
+        let count = batch_count(order.len(), self.batch_size, self.drop_last);
+        let batches = Arc::new(Batches {
+            order,
+            batch_size: self.batch_size,
+            count,
+        });
+        let state = if self.num_workers == 0 {
+            State::Inline {
+                dataset: Arc::clone(&self.dataset),
+                collate: Arc::clone(&self.collate),
+                batches,
+            }
+        } else {
+            let workers = self.num_workers.min(count.max(1));
+            let stop = Arc::new(AtomicBool::new(false));
+            let mut receivers = Vec::with_capacity(workers);
+            let mut handles = Vec::with_capacity(workers);
+            for w in 0..workers {
+                let (tx, rx) = sync_channel(self.prefetch_factor - 1);
+                let dataset = Arc::clone(&self.dataset);
+                let collate = Arc::clone(&self.collate);
+                let batches = Arc::clone(&batches);
+                let worker_stop = Arc::clone(&stop);
+                let spawned = std::thread::Builder::new()
+                    .name(format!("kiln-data-worker-{w}"))
+                    .spawn(move || {
+                        for b in (w..batches.count).step_by(workers) {
+                            if worker_stop.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            let r = build_batch(&*dataset, &*collate, batches.get(b), Some(w));
+                            if tx.send(r).is_err() {
+                                break;
+                            }
+                        }
+                    });
+                match spawned {
+                    Ok(h) => {
+                        receivers.push(rx);
+                        handles.push(h);
+                    }
+                    Err(e) => {
+                        let mut started = Workers {
+                            receivers,
+                            handles,
+                            stop,
+                        };
+                        started.shut_down();
+                        return DataLoaderIter {
+                            state: State::Failed(Some(Error::op(
+                                "DataLoader",
+                                format!("could not start worker thread {w}: {e}"),
+                            ))),
+                            next: 0,
+                            count: 1,
+                        };
+                    }
+                }
+            }
+            State::Workers(Workers {
+                receivers,
+                handles,
+                stop,
+            })
+        };
+        DataLoaderIter {
+            state,
+            next: 0,
+            count,
+        }
+    }
+}
+
+/// Fetches and collates one batch, turning a panic in user code into an `Err`.
+fn build_batch<D: Dataset + ?Sized, C: CollateFn<D::Item>>(
+    dataset: &D,
+    collate: &C,
+    indices: &[usize],
+    worker: Option<usize>,
+) -> Result<C::Batch> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        collate.fetch(dataset, indices)
+    }))
+    .unwrap_or_else(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic with a non-string payload".into());
+        let place = match worker {
+            Some(w) => format!("DataLoader worker {w}"),
+            None => "the DataLoader".to_string(),
+        };
+        Err(Error::op(
+            "DataLoader",
+            format!("Caught a panic in {place}: {msg}"),
+        ))
+    })
+}
+
+impl<D: Dataset + 'static, C: CollateFn<D::Item>> IntoIterator for &DataLoader<D, C> {
+    type Item = Result<C::Batch>;
+    type IntoIter = DataLoaderIter<D, C>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+struct Workers<B> {
+    receivers: Vec<Receiver<Result<B>>>,
+    handles: Vec<JoinHandle<()>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl<B> Workers<B> {
+    /// Tells the workers to stop, unblocks any waiting to send (by dropping the receivers)
+    /// and joins them. A worker in the middle of a batch finishes that batch first.
+    fn shut_down(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.receivers.clear();
+        for h in self.handles.drain(..) {
+            // Workers catch panics from user code, so a join error cannot carry one.
+            let _ = h.join();
+        }
+    }
+}
+
+enum State<D, C: CollateFn<<D as Dataset>::Item>>
+where
+    D: Dataset,
+{
+    Inline {
+        dataset: Arc<D>,
+        collate: Arc<C>,
+        batches: Arc<Batches>,
+    },
+    Workers(Workers<C::Batch>),
+    Failed(Option<Error>),
+}
+
+/// One epoch of a [`DataLoader`]: yields `Result<Batch>` in order.
+pub struct DataLoaderIter<D: Dataset, C: CollateFn<D::Item>> {
+    state: State<D, C>,
+    next: usize,
+    count: usize,
+}
+
+impl<D: Dataset, C: CollateFn<D::Item>> Iterator for DataLoaderIter<D, C> {
+    type Item = Result<C::Batch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.count {
+            if let State::Workers(w) = &mut self.state {
+                w.shut_down();
+            }
+            return None;
+        }
+        let b = self.next;
+        self.next += 1;
+        match &mut self.state {
+            State::Inline {
+                dataset,
+                collate,
+                batches,
+            } => Some(build_batch(&**dataset, &**collate, batches.get(b), None)),
+            State::Workers(w) => {
+                let k = w.receivers.len();
+                match w.receivers[b % k].recv() {
+                    Ok(r) => Some(r),
+                    Err(_) => {
+                        self.next = self.count;
+                        Some(Err(Error::op(
+                            "DataLoader",
+                            format!("DataLoader worker {} exited unexpectedly", b % k),
+                        )))
+                    }
+                }
+            }
+            State::Failed(e) => {
+                self.next = self.count;
+                e.take().map(Err)
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.count - self.next;
+        (left, Some(left))
+    }
+}
+
+impl<D: Dataset, C: CollateFn<D::Item>> Drop for DataLoaderIter<D, C> {
+    fn drop(&mut self) {
+        if let State::Workers(w) = &mut self.state {
+            w.shut_down();
+        }
+    }
+}
+
+/// Batches of an [`IterableDataset`], read in the dataset's order on the calling thread
+/// (PyTorch's `DataLoader` over an `IterableDataset` with `num_workers=0`).
+///
+/// ```
+/// use kiln_data::{IterableDataLoader, IterableDataset};
+/// struct Count(i64);
+/// impl IterableDataset for Count {
+///     type Item = i64;
+///     fn iter(&self) -> Box<dyn Iterator<Item = kiln::Result<i64>> + Send + '_> {
+///         Box::new((0..self.0).map(Ok))
+///     }
+/// }
+/// let loader = IterableDataLoader::new(Count(5)).batch_size(2)?;
+/// let batches: Vec<_> = loader.iter().collect::<kiln::Result<_>>()?;
+/// assert_eq!(batches.len(), 3);
+/// assert_eq!(batches[2].to_vec::<i64>()?, [4]);
+/// # Ok::<(), kiln::Error>(())
+/// ```
+pub struct IterableDataLoader<D, C = DefaultCollate> {
+    dataset: D,
+    collate: C,
+    batch_size: usize,
+    drop_last: bool,
+}
+
+impl<D: IterableDataset> IterableDataLoader<D, DefaultCollate> {
+    /// Batches of one sample, collated with [`crate::default_collate`].
+    pub fn new(dataset: D) -> Self {
+        IterableDataLoader {
+            dataset,
+            collate: DefaultCollate,
+            batch_size: 1,
+            drop_last: false,
+        }
+    }
+}
+
+impl<D: IterableDataset, C> IterableDataLoader<D, C> {
+    /// Samples per batch (positive).
+    pub fn batch_size(mut self, batch_size: usize) -> Result<Self> {
+        if batch_size == 0 {
+            return Err(Error::op(
+                "DataLoader",
+                "batch_size should be a positive integer value, but got batch_size=0",
+            ));
+        }
+        self.batch_size = batch_size;
+        Ok(self)
+    }
+    /// Whether to skip a last batch smaller than `batch_size`.
+    pub fn drop_last(mut self, drop_last: bool) -> Self {
+        self.drop_last = drop_last;
+        self
+    }
+    /// Builds batches with `collate` (PyTorch's `collate_fn`).
+    pub fn collate_fn<C2: CollateFn<D::Item>>(self, collate: C2) -> IterableDataLoader<D, C2> {
+        IterableDataLoader {
+            dataset: self.dataset,
+            collate,
+            batch_size: self.batch_size,
+            drop_last: self.drop_last,
+        }
+    }
+
+    /// One pass over the dataset, in batches. A sample's `Err` becomes its batch's `Err`
+    /// (the rest of that batch is skipped).
+    pub fn iter(&self) -> impl Iterator<Item = Result<C::Batch>> + '_
+    where
+        C: CollateFn<D::Item>,
+    {
+        let mut items = self.dataset.iter();
+        let mut done = false;
+        std::iter::from_fn(move || {
+            if done {
+                return None;
+            }
+            let mut batch = Vec::with_capacity(self.batch_size);
+            while batch.len() < self.batch_size {
+                match items.next() {
+                    Some(Ok(x)) => batch.push(x),
+                    Some(Err(e)) => {
+                        // Skip what is left of this batch so the next one starts aligned.
+                        for _ in batch.len() + 1..self.batch_size {
+                            if items.next().is_none() {
+                                done = true;
+                                break;
+                            }
+                        }
+                        return Some(Err(e));
+                    }
+                    None => {
+                        done = true;
+                        break;
+                    }
+                }
+            }
+            if batch.is_empty() || (self.drop_last && batch.len() < self.batch_size) {
+                return None;
+            }
+            Some(self.collate.collate(batch))
+        })
+    }
+}
