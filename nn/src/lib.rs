@@ -10,15 +10,47 @@
 //! # Ok::<(), kiln::Error>(())
 //! ```
 
+pub mod activation;
+pub mod bilinear;
 pub mod container;
+pub mod conv;
+pub mod embedding;
+pub mod functional;
 pub mod init;
 pub mod linear;
+pub mod loss;
 pub mod module;
+pub mod normalization;
+pub mod pooling;
+pub mod shape;
 pub mod state_dict;
 
+pub use activation::{
+    GeluApproximate, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid,
+    LogSoftmax, Mish, PReLU, ReLU, ReLU6, SiLU, Sigmoid, Softmax, Softmin, Softplus, Softshrink,
+    Softsign, Tanh, Tanhshrink, Threshold, CELU, ELU, GELU, GLU, SELU,
+};
+pub use bilinear::Bilinear;
 pub use container::{Layer, ModuleDict, ModuleList, Sequential};
+pub use conv::{
+    Conv, Conv1d, Conv2d, Conv3d, ConvOptions, ConvTranspose, ConvTranspose1d, ConvTranspose2d,
+    ConvTransposeOptions, IntoSize, Padding, PaddingMode,
+};
+pub use embedding::Embedding;
 pub use kiln::Result;
 pub use kiln_macros::Module;
 pub use linear::Linear;
+pub use loss::{
+    BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, KLDivReduction, L1Loss,
+    MSELoss, NLLLoss, Reduction, SmoothL1Loss,
+};
 pub use module::{BufferField, Forward, Module, ModuleField, TensorKind, Visitor, VisitorMut};
+pub use normalization::{
+    BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormOptions, GroupNorm, RMSNorm,
+};
+pub use pooling::{
+    AdaptiveAvgPool, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool, AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d, AvgPool, AvgPool1d, AvgPool2d, MaxPool, MaxPool1d, MaxPool2d,
+};
+pub use shape::{Flatten, Identity, Unflatten};
 pub use state_dict::{IncompatibleKeys, StateDict};

@@ -1,0 +1,110 @@
+//! `Embedding`: a lookup table of `num_embeddings` vectors.
+
+use crate::module::Forward;
+use crate::Module;
+use kiln::{no_grad, DType, Error, Result, Tensor};
+
+/// `nn.Embedding(num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
+/// norm_type=2.0, scale_grad_by_freq=False, sparse=False)`: `weight`
+/// `[num_embeddings, embedding_dim]`, N(0, 1) with the `padding_idx` row zeroed. The padding
+/// row gets no gradient. `max_norm` and `sparse=True` are not supported (errors).
+#[derive(Module)]
+#[module(crate = crate)]
+pub struct Embedding {
+    pub weight: Tensor,
+    pub num_embeddings: usize,
+    pub embedding_dim: usize,
+    /// Non-negative after construction (a negative index counts from the end, as PyTorch).
+    #[module(skip)]
+    pub padding_idx: Option<usize>,
+    pub scale_grad_by_freq: bool,
+}
+
+fn norm_padding_idx(num_embeddings: usize, padding_idx: Option<i64>) -> Result<Option<usize>> {
+    match padding_idx {
+        None => Ok(None),
+        Some(p) => {
+            let n = num_embeddings as i64;
+            if p >= n || p < -n {
+                return Err(Error::op(
+                    "Embedding",
+                    format!("Padding_idx must be within num_embeddings (got padding_idx={p}, num_embeddings={n})"),
+                ));
+            }
+            Ok(Some(if p < 0 { (p + n) as usize } else { p as usize }))
+        }
+    }
+}
+
+impl Embedding {
+    /// float32, no padding index.
+    pub fn new(num_embeddings: usize, embedding_dim: usize) -> Result<Self> {
+        Self::with_options(num_embeddings, embedding_dim, None, false, DType::F32)
+    }
+
+    /// `padding_idx` (negative counts from the end) and `scale_grad_by_freq`.
+    pub fn with_options(
+        num_embeddings: usize,
+        embedding_dim: usize,
+        padding_idx: Option<i64>,
+        scale_grad_by_freq: bool,
+        dtype: DType,
+    ) -> Result<Self> {
+        let padding_idx = norm_padding_idx(num_embeddings, padding_idx)?;
+        let weight = Tensor::empty(&[num_embeddings, embedding_dim], dtype)?;
+        crate::init::normal_(&weight, 0.0, 1.0)?;
+        if let Some(p) = padding_idx {
+            let _g = no_grad();
+            weight.select(0, p as i64)?.zero_()?;
+        }
+        Ok(Embedding {
+            weight: weight.requires_grad_(true)?,
+            num_embeddings,
+            embedding_dim,
+            padding_idx,
+            scale_grad_by_freq,
+        })
+    }
+
+    /// `Embedding.from_pretrained(embeddings, freeze=True, padding_idx=None)`: the layer
+    /// holds `embeddings` itself (no copy); with `freeze` it does not require grad.
+    pub fn from_pretrained(
+        embeddings: &Tensor,
+        freeze: bool,
+        padding_idx: Option<i64>,
+    ) -> Result<Self> {
+        if embeddings.dim() != 2 {
+            return Err(Error::op(
+                "Embedding",
+                "Embeddings parameter is expected to be 2-dimensional",
+            ));
+        }
+        let (n, d) = (embeddings.shape()[0], embeddings.shape()[1]);
+        let padding_idx = norm_padding_idx(n, padding_idx)?;
+        let weight = embeddings.detach().requires_grad_(!freeze)?;
+        Ok(Embedding {
+            weight,
+            num_embeddings: n,
+            embedding_dim: d,
+            padding_idx,
+            scale_grad_by_freq: false,
+        })
+    }
+}
+
+impl Forward for Embedding {
+    /// `input`: integer indices of any shape; output `[*input.shape, embedding_dim]`.
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        if input.is_floating_point() || input.dtype() == DType::Bool {
+            return Err(Error::op(
+                "Embedding",
+                format!(
+                    "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {} instead",
+                    input.dtype()
+                ),
+            ));
+        }
+        let pad = self.padding_idx.map_or(-1, |p| p as i64);
+        kiln::embedding_with(&self.weight, input, pad, self.scale_grad_by_freq, false)
+    }
+}
