@@ -105,6 +105,33 @@ impl Forward for Embedding {
             ));
         }
         let pad = self.padding_idx.map_or(-1, |p| p as i64);
-        kiln::embedding_with(&self.weight, input, pad, self.scale_grad_by_freq, false)
+        embedding_scaled(&self.weight, input, pad, self.scale_grad_by_freq)
     }
+}
+
+/// `embedding` with PyTorch's `scale_grad_by_freq`: each looked-up row's gradient is divided
+/// by how often its index occurs in `indices`. The core op has no such flag, so the scaling
+/// rides on a zero-valued term: `out + (s·out − detach(s·out))` is exactly `out`, and its
+/// gradient is `s·grad`.
+pub(crate) fn embedding_scaled(
+    weight: &Tensor,
+    indices: &Tensor,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+) -> Result<Tensor> {
+    let out = kiln::embedding_with(weight, indices, padding_idx, false, false)?;
+    if !scale_grad_by_freq || !out.requires_grad() {
+        return Ok(out);
+    }
+    let flat = indices.reshape(&[-1])?;
+    let n = weight.shape().first().copied().unwrap_or(0) as i64;
+    let counts = kiln::one_hot_with(&flat, n)?.sum_dim(&[0])?;
+    let scale = counts
+        .to_dtype(out.dtype())?
+        .reciprocal()?
+        .index_select(0, &flat)?;
+    let mut shape: Vec<i64> = indices.shape().iter().map(|&d| d as i64).collect();
+    shape.push(1);
+    let scaled = out.mul(&scale.reshape(&shape)?)?;
+    out.detach().add(&scaled.sub(&scaled.detach())?)
 }

@@ -197,7 +197,8 @@ pub fn embedding(input: &Tensor, weight: &Tensor) -> Result<Tensor> {
 }
 
 /// `F.embedding(input, weight, padding_idx, max_norm=None, norm_type=2.0,
-/// scale_grad_by_freq)`; `max_norm` and `sparse` are not supported.
+/// scale_grad_by_freq)`; `max_norm` and `sparse` are not supported (there is no
+/// `max_norm` argument).
 pub fn embedding_with(
     input: &Tensor,
     weight: &Tensor,
@@ -221,7 +222,7 @@ pub fn embedding_with(
             }
         }
     };
-    kiln::embedding_with(weight, input, pad, scale_grad_by_freq, false)
+    crate::embedding::embedding_scaled(weight, input, pad, scale_grad_by_freq)
 }
 
 /// `F.cross_entropy(input, target)`.
