@@ -196,13 +196,15 @@ pub fn embedding(input: &Tensor, weight: &Tensor) -> Result<Tensor> {
     kiln::embedding(weight, input)
 }
 
-/// `F.embedding(input, weight, padding_idx, max_norm=None, norm_type=2.0,
-/// scale_grad_by_freq)`; `max_norm` and `sparse` are not supported (there is no
-/// `max_norm` argument).
+/// `F.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)`
+/// (`sparse` is not offered). With `max_norm`, the rows read are renormalised in `weight`
+/// in place first, as PyTorch.
 pub fn embedding_with(
     input: &Tensor,
     weight: &Tensor,
     padding_idx: Option<i64>,
+    max_norm: Option<f64>,
+    norm_type: f64,
     scale_grad_by_freq: bool,
 ) -> Result<Tensor> {
     let pad = match padding_idx {
@@ -222,6 +224,9 @@ pub fn embedding_with(
             }
         }
     };
+    if let Some(m) = max_norm {
+        crate::embedding::embedding_renorm_(weight, input, m, norm_type)?;
+    }
     crate::embedding::embedding_scaled(weight, input, pad, scale_grad_by_freq)
 }
 

@@ -36,7 +36,7 @@ pub use conv::{
     Conv, Conv1d, Conv2d, Conv3d, ConvOptions, ConvTranspose, ConvTranspose1d, ConvTranspose2d,
     ConvTransposeOptions, IntoSize, Padding, PaddingMode,
 };
-pub use embedding::Embedding;
+pub use embedding::{Embedding, EmbeddingOptions};
 pub use kiln::Result;
 pub use kiln_macros::Module;
 pub use linear::Linear;

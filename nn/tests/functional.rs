@@ -158,13 +158,21 @@ fn normalization_wrappers_match_pytorch() {
 #[test]
 fn embedding_wrapper_takes_input_first() {
     let c = case("embedding_padding");
-    let y = F::embedding_with(t(&c, "in0"), t(&c, "state.weight"), Some(2), false).unwrap();
+    let y = F::embedding_with(
+        t(&c, "in0"),
+        t(&c, "state.weight"),
+        Some(2),
+        None,
+        2.0,
+        false,
+    )
+    .unwrap();
     assert_close("F::embedding_with", &y, t(&c, "out"));
     let y = F::embedding(t(&c, "in0"), t(&c, "state.weight")).unwrap();
     assert_close("F::embedding", &y, t(&c, "out"));
     let c = case("embedding_freq");
     let w = t(&c, "state.weight").detach().requires_grad_(true).unwrap();
-    let y = F::embedding_with(t(&c, "in0"), &w, None, true).unwrap();
+    let y = F::embedding_with(t(&c, "in0"), &w, None, None, 2.0, true).unwrap();
     y.mul(t(&c, "cot"))
         .unwrap()
         .sum()
@@ -176,7 +184,17 @@ fn embedding_wrapper_takes_input_first() {
         &w.grad().unwrap(),
         t(&c, "grad.weight"),
     );
-    assert!(F::embedding_with(t(&c, "in0"), &w, Some(6), false).is_err());
+    assert!(F::embedding_with(t(&c, "in0"), &w, Some(6), None, 2.0, false).is_err());
+    // max_norm renormalises the given weight in place, as PyTorch's F.embedding.
+    let c = case("embedding_max_norm");
+    let w = t(&c, "state.weight").detach();
+    let y = F::embedding_with(t(&c, "in0"), &w, None, Some(1.0), 2.0, false).unwrap();
+    assert_close("F::embedding_with max_norm", &y, t(&c, "out"));
+    assert_close(
+        "F::embedding_with max_norm weight",
+        &w,
+        t(&c, "after.weight"),
+    );
 }
 
 #[test]

@@ -301,7 +301,11 @@ fn embedding_matches_pytorch() {
         ("embedding_padding_neg", Some(-1), false),
         ("embedding_freq", None, true),
     ] {
-        let m = Embedding::with_options(6, 3, pad, freq, F64).unwrap();
+        let opts = EmbeddingOptions::default()
+            .padding_idx(pad)
+            .scale_grad_by_freq(freq)
+            .dtype(F64);
+        let m = Embedding::with_options(6, 3, opts).unwrap();
         if let Some(p) = m.padding_idx {
             let row = m
                 .weight
@@ -321,16 +325,38 @@ fn embedding_matches_pytorch() {
             full(name, m);
         }
     }
+    // max_norm: the rows read are renormalised in the weight itself before the lookup.
+    for (name, pad, max_norm, p) in [
+        ("embedding_max_norm", None, 1.0, 2.0),
+        ("embedding_max_norm_l1_pad", Some(1), 0.8, 1.0),
+    ] {
+        let opts = EmbeddingOptions::default()
+            .padding_idx(pad)
+            .max_norm(Some(max_norm))
+            .norm_type(p)
+            .dtype(F64);
+        let mut m = Embedding::with_options(6, 3, opts).unwrap();
+        let c = check(name, &mut m, fwd);
+        assert_close(
+            &format!("{name}: renormalised weight"),
+            &m.weight,
+            get(&c, "after.weight").unwrap(),
+        );
+    }
     // from_pretrained: the given table, frozen by default.
     let w = Tensor::from_vec((0..12).map(|v| v as f64).collect(), &[4, 3]).unwrap();
-    let e = Embedding::from_pretrained(&w, true, None).unwrap();
+    let e = Embedding::from_pretrained(&w, true, EmbeddingOptions::default()).unwrap();
     assert!(!e.weight.requires_grad());
     let y = e.forward(&Tensor::from([3i64, 0])).unwrap();
     assert_eq!(y.to_vec::<f64>().unwrap(), [9.0, 10.0, 11.0, 0.0, 1.0, 2.0]);
-    assert!(Embedding::from_pretrained(&w, false, Some(1))
-        .unwrap()
-        .weight
-        .requires_grad());
+    assert!(Embedding::from_pretrained(
+        &w,
+        false,
+        EmbeddingOptions::default().padding_idx(Some(1))
+    )
+    .unwrap()
+    .weight
+    .requires_grad());
 }
 
 // ---- activations, shape ---------------------------------------------------------------
@@ -585,7 +611,11 @@ fn bad_shapes_and_arguments_name_the_layer() {
         e.contains("RMSNorm") && e.contains("normalized_shape=[4]"),
         "{e}"
     );
-    let e = err(Embedding::with_options(4, 2, Some(4), false, F64));
+    let e = err(Embedding::with_options(
+        4,
+        2,
+        EmbeddingOptions::default().padding_idx(Some(4)),
+    ));
     assert!(
         e.contains("Padding_idx must be within num_embeddings"),
         "{e}"

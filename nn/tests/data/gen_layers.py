@@ -169,6 +169,10 @@ run("embedding", nn.Embedding(6, 3), [idx])
 run("embedding_padding", nn.Embedding(6, 3, padding_idx=2), [idx])
 run("embedding_padding_neg", nn.Embedding(6, 3, padding_idx=-1), [idx])
 run("embedding_freq", nn.Embedding(6, 3, scale_grad_by_freq=True), [idx])
+m, _ = run("embedding_max_norm", nn.Embedding(6, 3, max_norm=1.0), [idx])
+emit("embedding_max_norm", "after.weight", m.weight)
+m, _ = run("embedding_max_norm_l1_pad", nn.Embedding(6, 3, padding_idx=1, max_norm=0.8, norm_type=1.0), [idx])
+emit("embedding_max_norm_l1_pad", "after.weight", m.weight)
 
 # --- activations -------------------------------------------------------------------------
 a = lambda: [det((3, 5), 3, 4.0)]
