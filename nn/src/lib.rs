@@ -9,6 +9,17 @@
 //! assert_eq!(fc.state_dict().keys().collect::<Vec<_>>(), ["weight", "bias"]);
 //! # Ok::<(), kiln::Error>(())
 //! ```
+//!
+//! Layers carry PyTorch's names, parameter and buffer names (so `state_dict` keys match
+//! PyTorch's) and default initialisation. Constructors: `Layer::new(required…)` builds
+//! PyTorch's default float32 layer. Layers that allocate parameters take the rest through
+//! `with_options`: a few positional arguments for small layers (`Linear`, `Bilinear`,
+//! `GroupNorm`, `RMSNorm`, `PReLU`), or an options struct with chainable setters named after
+//! PyTorch's keyword arguments where there are many (`ConvOptions`, `ConvTransposeOptions`,
+//! `BatchNormOptions`, `EmbeddingOptions`). Parameterless layers (pooling, losses) take
+//! setters on the layer itself: `MaxPool2d::new(3).stride(2)`,
+//! `CrossEntropyLoss::new().label_smoothing(0.1)`. Layers with one tensor in and out
+//! implement [`Forward`]; `Bilinear` and the losses have an inherent two-argument `forward`.
 
 pub mod activation;
 pub mod bilinear;

@@ -114,6 +114,10 @@ fn conv_transpose_matches_pytorch() {
         )
         .unwrap(),
     );
+    full(
+        "conv_transpose1d_unbatched",
+        ConvTranspose1d::with_options(2, 3, 4, t1.stride(3).bias(false)).unwrap(),
+    );
     let sized = |m: &ConvTranspose2d, x: &[Tensor]| m.forward_with_output_size(&x[0], &[6, 8]);
     let mut m = ConvTranspose2d::with_options(2, 3, 3, t2.stride(2).padding(1)).unwrap();
     let c = check("conv_transpose2d_output_size", &mut m, sized);
