@@ -520,6 +520,13 @@ fn default_init_follows_pytorch() {
     );
     assert_eq!(bn.named_parameters().len(), 2);
     assert_eq!(bn.named_buffers().len(), 3);
+    // module.to(float64) casts the float buffers, not num_batches_tracked.
+    let mut bn = bn;
+    bn.to_dtype(F64).unwrap();
+    assert_eq!(bn.running_var.as_ref().unwrap().dtype(), F64);
+    assert_eq!(bn.weight.as_ref().unwrap().dtype(), F64);
+    assert!(bn.weight.as_ref().unwrap().requires_grad());
+    assert_eq!(bn.num_batches_tracked.as_ref().unwrap().dtype(), DType::I64);
     let g = GroupNorm::new(2, 4).unwrap();
     assert_eq!(
         g.weight.as_ref().unwrap().to_vec::<f32>().unwrap(),
