@@ -1,0 +1,338 @@
+//! `BatchNorm1d/2d/3d`, `GroupNorm`, `RMSNorm`.
+
+use crate::module::Forward;
+use crate::Module;
+use kiln::{no_grad, DType, Error, Result, Tensor};
+
+/// The keyword arguments of `nn.BatchNorm{1,2,3}d` after `num_features`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BatchNormOptions {
+    pub eps: f64,
+    /// `None` is PyTorch's `momentum=None`: a cumulative moving average
+    /// (factor `1 / num_batches_tracked`).
+    pub momentum: Option<f64>,
+    pub affine: bool,
+    pub track_running_stats: bool,
+    pub dtype: DType,
+}
+
+impl Default for BatchNormOptions {
+    /// eps 1e-5, momentum 0.1, affine, tracking running stats, float32.
+    fn default() -> Self {
+        BatchNormOptions {
+            eps: 1e-5,
+            momentum: Some(0.1),
+            affine: true,
+            track_running_stats: true,
+            dtype: DType::F32,
+        }
+    }
+}
+
+impl BatchNormOptions {
+    pub fn eps(mut self, e: f64) -> Self {
+        self.eps = e;
+        self
+    }
+    pub fn momentum(mut self, m: Option<f64>) -> Self {
+        self.momentum = m;
+        self
+    }
+    pub fn affine(mut self, a: bool) -> Self {
+        self.affine = a;
+        self
+    }
+    pub fn track_running_stats(mut self, t: bool) -> Self {
+        self.track_running_stats = t;
+        self
+    }
+    pub fn dtype(mut self, d: DType) -> Self {
+        self.dtype = d;
+        self
+    }
+}
+
+/// `nn.BatchNorm1d` / `2d` / `3d` (`D`): parameters `weight` (ones) and `bias` (zeros) when
+/// affine; buffers `running_mean` (zeros), `running_var` (ones) and `num_batches_tracked`
+/// (int64 0) when tracking running stats. In training the batch's statistics normalize and
+/// the running ones are updated in place (`running = (1 - m)·running + m·batch`, the variance
+/// unbiased); in evaluation the running ones normalize.
+#[derive(Module)]
+#[module(crate = crate)]
+pub struct BatchNorm<const D: usize> {
+    pub weight: Option<Tensor>,
+    pub bias: Option<Tensor>,
+    #[module(buffer)]
+    pub running_mean: Option<Tensor>,
+    #[module(buffer)]
+    pub running_var: Option<Tensor>,
+    #[module(buffer)]
+    pub num_batches_tracked: Option<Tensor>,
+    pub num_features: usize,
+    #[module(skip)]
+    pub options: BatchNormOptions,
+    pub training: bool,
+}
+
+pub type BatchNorm1d = BatchNorm<1>;
+pub type BatchNorm2d = BatchNorm<2>;
+pub type BatchNorm3d = BatchNorm<3>;
+
+impl<const D: usize> BatchNorm<D> {
+    fn name() -> &'static str {
+        ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"][D - 1]
+    }
+
+    pub fn new(num_features: usize) -> Result<Self> {
+        Self::with_options(num_features, BatchNormOptions::default())
+    }
+
+    pub fn with_options(num_features: usize, options: BatchNormOptions) -> Result<Self> {
+        let dt = options.dtype;
+        if !dt.is_floating_point() {
+            return Err(Error::op(
+                Self::name(),
+                format!("dtype must be floating point, got {dt}"),
+            ));
+        }
+        let param = |v: f64| -> Result<Tensor> {
+            Tensor::full(&[num_features], v, dt)?.requires_grad_(true)
+        };
+        let (weight, bias) = if options.affine {
+            (Some(param(1.0)?), Some(param(0.0)?))
+        } else {
+            (None, None)
+        };
+        let (running_mean, running_var, num_batches_tracked) = if options.track_running_stats {
+            (
+                Some(Tensor::zeros(&[num_features], dt)?),
+                Some(Tensor::ones(&[num_features], dt)?),
+                Some(Tensor::zeros(&[], DType::I64)?),
+            )
+        } else {
+            (None, None, None)
+        };
+        Ok(BatchNorm {
+            weight,
+            bias,
+            running_mean,
+            running_var,
+            num_batches_tracked,
+            num_features,
+            options,
+            training: true,
+        })
+    }
+
+    /// `reset_running_stats()`: zeros / ones / 0.
+    pub fn reset_running_stats(&self) -> Result<()> {
+        let _g = no_grad();
+        if let Some(m) = &self.running_mean {
+            m.zero_()?;
+        }
+        if let Some(v) = &self.running_var {
+            v.fill_(1.0)?;
+        }
+        if let Some(n) = &self.num_batches_tracked {
+            n.zero_()?;
+        }
+        Ok(())
+    }
+
+    fn check_input(&self, input: &Tensor) -> Result<()> {
+        let d = input.dim();
+        let ok = match D {
+            1 => d == 2 || d == 3,
+            2 => d == 4,
+            _ => d == 5,
+        };
+        if !ok {
+            let want = match D {
+                1 => "2D or 3D",
+                2 => "4D",
+                _ => "5D",
+            };
+            return Err(Error::op(
+                Self::name(),
+                format!("expected {want} input (got {d}D input)"),
+            ));
+        }
+        if input.shape()[1] != self.num_features {
+            return Err(Error::op(
+                Self::name(),
+                format!(
+                    "expected input with {} channels (num_features) in dim 1, got input of size {:?}",
+                    self.num_features,
+                    input.shape()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl<const D: usize> Forward for BatchNorm<D> {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        self.check_input(input)?;
+        let o = &self.options;
+        let mut factor = o.momentum.unwrap_or(0.0);
+        if self.training && o.track_running_stats {
+            if let Some(n) = &self.num_batches_tracked {
+                let _g = no_grad();
+                let count = n.item::<i64>()? + 1;
+                n.fill_(count)?;
+                factor = o.momentum.unwrap_or(1.0 / count as f64);
+            }
+        }
+        let bn_training =
+            self.training || (self.running_mean.is_none() && self.running_var.is_none());
+        // Running stats are used in eval, and updated in training when tracked.
+        let use_stats = !self.training || o.track_running_stats;
+        let (rm, rv) = if use_stats {
+            (self.running_mean.as_ref(), self.running_var.as_ref())
+        } else {
+            (None, None)
+        };
+        kiln::batch_norm(
+            input,
+            self.weight.as_ref(),
+            self.bias.as_ref(),
+            rm,
+            rv,
+            bn_training,
+            factor,
+            o.eps,
+            true,
+        )
+    }
+}
+
+/// `nn.GroupNorm(num_groups, num_channels, eps=1e-5, affine=True)`: `weight` (ones) and
+/// `bias` (zeros) of `[num_channels]`.
+#[derive(Module)]
+#[module(crate = crate)]
+pub struct GroupNorm {
+    pub weight: Option<Tensor>,
+    pub bias: Option<Tensor>,
+    pub num_groups: usize,
+    pub num_channels: usize,
+    pub eps: f64,
+}
+
+impl GroupNorm {
+    pub fn new(num_groups: usize, num_channels: usize) -> Result<Self> {
+        Self::with_options(num_groups, num_channels, 1e-5, true, DType::F32)
+    }
+
+    pub fn with_options(
+        num_groups: usize,
+        num_channels: usize,
+        eps: f64,
+        affine: bool,
+        dtype: DType,
+    ) -> Result<Self> {
+        if num_groups == 0 || !num_channels.is_multiple_of(num_groups) {
+            return Err(Error::op(
+                "GroupNorm",
+                format!("num_channels must be divisible by num_groups (got num_channels={num_channels}, num_groups={num_groups})"),
+            ));
+        }
+        let (weight, bias) = if affine {
+            (
+                Some(Tensor::ones(&[num_channels], dtype)?.requires_grad_(true)?),
+                Some(Tensor::zeros(&[num_channels], dtype)?.requires_grad_(true)?),
+            )
+        } else {
+            (None, None)
+        };
+        Ok(GroupNorm {
+            weight,
+            bias,
+            num_groups,
+            num_channels,
+            eps,
+        })
+    }
+}
+
+impl Forward for GroupNorm {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        if input.dim() < 2 || input.shape()[1] != self.num_channels {
+            return Err(Error::op(
+                "GroupNorm",
+                format!(
+                    "expected input of shape [N, {}, *], got {:?}",
+                    self.num_channels,
+                    input.shape()
+                ),
+            ));
+        }
+        kiln::group_norm_with(
+            input,
+            self.num_groups as i64,
+            self.weight.as_ref(),
+            self.bias.as_ref(),
+            self.eps,
+            true,
+        )
+    }
+}
+
+/// `nn.RMSNorm(normalized_shape, eps=None, elementwise_affine=True)`: `weight` (ones) of
+/// `normalized_shape`; `eps=None` uses the dtype's machine epsilon, as PyTorch.
+#[derive(Module)]
+#[module(crate = crate)]
+pub struct RMSNorm {
+    pub weight: Option<Tensor>,
+    pub normalized_shape: Vec<usize>,
+    #[module(skip)]
+    pub eps: Option<f64>,
+}
+
+impl RMSNorm {
+    pub fn new(normalized_shape: &[usize]) -> Result<Self> {
+        Self::with_options(normalized_shape, None, true, DType::F32)
+    }
+
+    pub fn with_options(
+        normalized_shape: &[usize],
+        eps: Option<f64>,
+        elementwise_affine: bool,
+        dtype: DType,
+    ) -> Result<Self> {
+        let weight = if elementwise_affine {
+            Some(Tensor::ones(normalized_shape, dtype)?.requires_grad_(true)?)
+        } else {
+            None
+        };
+        Ok(RMSNorm {
+            weight,
+            normalized_shape: normalized_shape.to_vec(),
+            eps,
+        })
+    }
+}
+
+impl Forward for RMSNorm {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        let n = self.normalized_shape.len();
+        let s = input.shape();
+        if s.len() < n || s[s.len() - n..] != self.normalized_shape[..] {
+            return Err(Error::op(
+                "RMSNorm",
+                format!(
+                    "Given normalized_shape={:?}, expected input with shape [*, {}], but got input of size {:?}",
+                    self.normalized_shape,
+                    self.normalized_shape
+                        .iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    s
+                ),
+            ));
+        }
+        let shape: Vec<i64> = self.normalized_shape.iter().map(|&x| x as i64).collect();
+        kiln::rms_norm_with(input, &shape, self.weight.as_ref(), self.eps)
+    }
+}
