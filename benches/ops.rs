@@ -9,14 +9,14 @@ const N: usize = 1 << 20;
 
 fn elementwise(c: &mut Criterion) {
     let mut g = c.benchmark_group("add_f32_1M");
-    let a = Tensor::rand(&[N], DType::F32).unwrap();
-    let b = Tensor::rand(&[N], DType::F32).unwrap();
+    let a = Tensor::rand([N], DType::F32).unwrap();
+    let b = Tensor::rand([N], DType::F32).unwrap();
     g.bench_function("kiln", |bench| bench.iter(|| black_box(a.add(&b).unwrap())));
     let (va, vb) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
     g.bench_function("plain_loop", |bench| {
         bench.iter(|| black_box(va.iter().zip(&vb).map(|(x, y)| x + y).collect::<Vec<f32>>()))
     });
-    let m = Tensor::rand(&[1024, 1024], DType::F32).unwrap();
+    let m = Tensor::rand([1024, 1024], DType::F32).unwrap();
     let mt = m.t().unwrap();
     g.bench_function("kiln_transposed", |bench| {
         bench.iter(|| black_box(mt.add(&mt).unwrap()))
@@ -25,7 +25,7 @@ fn elementwise(c: &mut Criterion) {
     g.bench_function("kiln_mixed_transposed", |bench| {
         bench.iter(|| black_box(m.add(&mt).unwrap()))
     });
-    let p = Tensor::rand(&[N], DType::F32).unwrap();
+    let p = Tensor::rand([N], DType::F32).unwrap();
     g.bench_function("kiln_inplace", |bench| {
         bench.iter(|| black_box(p.add_(&b).unwrap()))
     });
@@ -49,8 +49,8 @@ fn elementwise(c: &mut Criterion) {
 fn matmul(c: &mut Criterion) {
     let n = 256;
     let mut g = c.benchmark_group("mm_f32_256");
-    let a = Tensor::rand(&[n, n], DType::F32).unwrap();
-    let b = Tensor::rand(&[n, n], DType::F32).unwrap();
+    let a = Tensor::rand([n, n], DType::F32).unwrap();
+    let b = Tensor::rand([n, n], DType::F32).unwrap();
     g.bench_function("kiln", |bench| bench.iter(|| black_box(a.mm(&b).unwrap())));
     let (va, vb) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
     g.bench_function("matrixmultiply", |bench| {
@@ -83,13 +83,13 @@ fn matmul(c: &mut Criterion) {
 
 fn training_step(c: &mut Criterion) {
     // One forward + backward of the digits MLP on a batch of 64: the main job's inner loop.
-    let x = Tensor::rand(&[64, 64], DType::F32).unwrap();
-    let y = Tensor::randint(0, 10, &[64], DType::I64).unwrap();
-    let w1 = Tensor::rand(&[64, 128], DType::F32)
+    let x = Tensor::rand([64, 64], DType::F32).unwrap();
+    let y = Tensor::randint(0, 10, [64], DType::I64).unwrap();
+    let w1 = Tensor::rand([64, 128], DType::F32)
         .unwrap()
         .requires_grad_(true)
         .unwrap();
-    let w2 = Tensor::rand(&[128, 10], DType::F32)
+    let w2 = Tensor::rand([128, 10], DType::F32)
         .unwrap()
         .requires_grad_(true)
         .unwrap();
@@ -115,13 +115,13 @@ fn training_step(c: &mut Criterion) {
 fn normalization(c: &mut Criterion) {
     // layer_norm over the last dim of a [4096, 1024] batch with affine weight and bias, as in
     // a transformer block: forward alone, then forward + backward to all three inputs.
-    let x = Tensor::randn(&[4096, 1024], DType::F32).unwrap();
-    let w = Tensor::randn(&[1024], DType::F32).unwrap();
-    let b = Tensor::randn(&[1024], DType::F32).unwrap();
+    let x = Tensor::randn([4096, 1024], DType::F32).unwrap();
+    let w = Tensor::randn([1024], DType::F32).unwrap();
+    let b = Tensor::randn([1024], DType::F32).unwrap();
     let mut g = c.benchmark_group("layer_norm_f32_4096x1024");
     g.bench_function("forward", |bench| {
         bench.iter(|| {
-            black_box(kiln::layer_norm_with(&x, &[1024], Some(&w), Some(&b), 1e-5, true).unwrap())
+            black_box(kiln::layer_norm_with(&x, [1024], Some(&w), Some(&b), 1e-5, true).unwrap())
         })
     });
     let (xg, wg, bg) = (
@@ -129,10 +129,10 @@ fn normalization(c: &mut Criterion) {
         w.detach().requires_grad_(true).unwrap(),
         b.detach().requires_grad_(true).unwrap(),
     );
-    let go = Tensor::randn(&[4096, 1024], DType::F32).unwrap();
+    let go = Tensor::randn([4096, 1024], DType::F32).unwrap();
     g.bench_function("forward_backward", |bench| {
         bench.iter(|| {
-            let y = kiln::layer_norm_with(&xg, &[1024], Some(&wg), Some(&bg), 1e-5, true).unwrap();
+            let y = kiln::layer_norm_with(&xg, [1024], Some(&wg), Some(&bg), 1e-5, true).unwrap();
             y.backward_with(Some(&go), false, false).unwrap();
             xg.zero_grad();
             wg.zero_grad();
@@ -145,11 +145,11 @@ fn normalization(c: &mut Criterion) {
 fn cross_entropy(c: &mut Criterion) {
     // F.cross_entropy on [4096, 1000] float32 logits with class-index targets: the forward
     // alone, and forward + backward down to the logits' gradient.
-    let logits = Tensor::randn(&[4096, 1000], DType::F32)
+    let logits = Tensor::randn([4096, 1000], DType::F32)
         .unwrap()
         .requires_grad_(true)
         .unwrap();
-    let target = Tensor::randint(0, 1000, &[4096], DType::I64).unwrap();
+    let target = Tensor::randint(0, 1000, [4096], DType::I64).unwrap();
     let mut g = c.benchmark_group("cross_entropy_f32_4096x1000");
     g.bench_function("forward", |bench| {
         bench.iter(|| black_box(kiln::cross_entropy_loss(&logits, &target).unwrap()))

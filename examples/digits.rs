@@ -37,11 +37,11 @@ fn load() -> Result<(Tensor, Tensor)> {
 /// A linear layer initialised like PyTorch's `nn.Linear`: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
 fn linear(fan_in: usize, fan_out: usize, device: Device) -> Result<(Tensor, Tensor)> {
     let bound = 1.0 / (fan_in as f64).sqrt();
-    let w = Tensor::rand(&[fan_in, fan_out], DType::F32)?
+    let w = Tensor::rand([fan_in, fan_out], DType::F32)?
         .mul_scalar(2.0 * bound)?
         .sub_scalar(bound)?
         .to_device(device)?;
-    let b = Tensor::rand(&[fan_out], DType::F32)?
+    let b = Tensor::rand([fan_out], DType::F32)?
         .mul_scalar(2.0 * bound)?
         .sub_scalar(bound)?
         .to_device(device)?;

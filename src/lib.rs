@@ -19,7 +19,8 @@ pub use autograd::{enable_grad, no_grad};
 pub use error::{Error, Result};
 pub use ops::*;
 pub use tensor::{
-    manual_seed, BufferElement, DType, Device, Generator, Layout, Scalar, Tensor, TensorData,
+    manual_seed, BufferElement, DType, Device, DimElem, Ellipsis, Generator, IntoDims, IntoIndices,
+    Layout, NewAxis, Scalar, ScalarOperand, SliceRange, Tensor, TensorData, TensorIndexer,
 };
 
 /// Sets how many threads kiln's kernels use (PyTorch's `torch.set_num_threads`); the

@@ -697,8 +697,8 @@ fn hook_on_tensor_without_grad_errors() {
 
 #[test]
 fn broadcast_input_gradients_are_reduced_to_input_shapes() -> Result<()> {
-    let x = Tensor::ones(&[3, 1], DType::F64)?.requires_grad_(true)?;
-    let y = Tensor::ones(&[4], DType::F64)?.requires_grad_(true)?;
+    let x = Tensor::ones([3, 1], DType::F64)?.requires_grad_(true)?;
+    let y = Tensor::ones([4], DType::F64)?.requires_grad_(true)?;
     x.add(&y)?.sum()?.backward()?;
     let (gx, gy) = (x.grad().unwrap(), y.grad().unwrap());
     assert_eq!(
@@ -944,7 +944,7 @@ fn gather_backward_scatters_gradient() -> Result<()> {
 fn view_backward_reshapes_gradient() -> Result<()> {
     let x = Tensor::from([[1f64, 2.], [3., 4.]]).requires_grad_(true)?;
     x.t()?
-        .reshape(&[4])?
+        .reshape([4])?
         .mul(&Tensor::from([1f64, 2., 3., 4.]))?
         .sum()?
         .backward()?;
@@ -1021,7 +1021,7 @@ fn sum_dim_backward_broadcasts_gradient_back() -> Result<()> {
 #[test]
 fn expand_backward_sums_gradient() -> Result<()> {
     let x = Tensor::from([[1f64], [2.], [3.]]).requires_grad_(true)?;
-    x.expand(&[3, 4])?.sum()?.backward()?;
+    x.expand([3, 4])?.sum()?.backward()?;
     assert_eq!(grad_of(&x), vec![4.; 3]);
     Ok(())
 }
@@ -1427,12 +1427,12 @@ fn inplace_index_put_on_a_non_leaf_records_both_inputs() -> Result<()> {
 #[test]
 fn copy_and_fill_are_recorded_like_inplace_ops() {
     use kiln::{no_grad, DType, Tensor};
-    let leaf = Tensor::zeros(&[3], DType::F64)
+    let leaf = Tensor::zeros([3], DType::F64)
         .unwrap()
         .requires_grad_(true)
         .unwrap();
     let err = leaf
-        .copy_(&Tensor::ones(&[3], DType::F64).unwrap())
+        .copy_(&Tensor::ones([3], DType::F64).unwrap())
         .unwrap_err()
         .to_string();
     assert!(
@@ -1475,19 +1475,19 @@ fn copy_and_fill_are_recorded_like_inplace_ops() {
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), [1., 0., 0., 1.]);
 
     // Shapes and devices are checked.
-    let err = Tensor::zeros(&[2, 3], DType::F32)
+    let err = Tensor::zeros([2, 3], DType::F32)
         .unwrap()
-        .copy_(&Tensor::zeros(&[4], DType::F32).unwrap())
+        .copy_(&Tensor::zeros([4], DType::F32).unwrap())
         .unwrap_err()
         .to_string();
     assert!(err.starts_with("copy_:"), "{err}");
-    let err = Tensor::zeros(&[2], DType::I64)
+    let err = Tensor::zeros([2], DType::I64)
         .unwrap()
         .uniform_(0.0, 1.0)
         .unwrap_err()
         .to_string();
     assert!(err.contains("uniform_"), "{err}");
-    let t = Tensor::zeros(&[1000], DType::F32).unwrap();
+    let t = Tensor::zeros([1000], DType::F32).unwrap();
     t.uniform_(-2.0, 3.0).unwrap();
     let v = t.to_vec::<f32>().unwrap();
     assert!(v.iter().all(|&a| (-2.0..3.0).contains(&a)));

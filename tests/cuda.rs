@@ -19,7 +19,7 @@ fn cuda_without_a_usable_device_is_a_clear_error() {
         e.contains("NVIDIA driver") || e.contains("no CUDA-capable device"),
         "{e}"
     );
-    let e = Tensor::full_on(&[2], 1.0, DType::F32, Device::Cuda(0))
+    let e = Tensor::full_on([2], 1.0, DType::F32, Device::Cuda(0))
         .unwrap_err()
         .to_string();
     assert!(e.contains("cannot use device cuda:0"), "{e}");
@@ -96,8 +96,8 @@ fn cuda_matches_cpu_where_a_gpu_exists() -> Result<()> {
     let gpu = Device::Cuda(0);
     // Own generators: the random-stream test below reseeds the global one.
     let mut g = kiln::Generator::new(1);
-    let a = Tensor::randn_with(&[33, 17], DType::F32, &mut g)?;
-    let b = Tensor::randn_with(&[17, 9], DType::F32, &mut g)?;
+    let a = Tensor::randn_with([33, 17], DType::F32, &mut g)?;
+    let b = Tensor::randn_with([17, 9], DType::F32, &mut g)?;
     let (ga, gb) = (a.to_device(gpu)?, b.to_device(gpu)?);
     let close = |x: &Tensor, y: &Tensor, tol: f64| -> Result<()> {
         let (x, y) = (x.to_vec::<f64>()?, y.to_vec::<f64>()?);
@@ -140,7 +140,7 @@ fn cuda_matches_cpu_where_a_gpu_exists() -> Result<()> {
         e.contains("Expected all tensors to be on the same device"),
         "{e}"
     );
-    assert!(ga.mm(&Tensor::ones(&[], DType::F32)?).is_err());
+    assert!(ga.mm(&Tensor::ones((), DType::F32)?).is_err());
     // Autograd through CUDA ops leaves the gradient on the device.
     let x = ga.detach().requires_grad_(true)?;
     x.exp()?.sum()?.backward()?;
@@ -160,16 +160,16 @@ fn cuda_random_streams_match_the_cpu_where_a_gpu_exists() -> Result<()> {
     let gpu = Device::Cuda(0);
     for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
         kiln::manual_seed(11);
-        let cpu = Tensor::rand(&[1000, 3], dtype)?.to_vec::<f64>()?;
+        let cpu = Tensor::rand([1000, 3], dtype)?.to_vec::<f64>()?;
         kiln::manual_seed(11);
-        let dev = Tensor::rand_on(&[1000, 3], dtype, gpu)?;
+        let dev = Tensor::rand_on([1000, 3], dtype, gpu)?;
         assert_eq!(dev.device(), gpu);
         assert_eq!(dev.to_vec::<f64>()?, cpu, "rand {dtype:?}");
 
         kiln::manual_seed(12);
-        let cpu = Tensor::randn(&[4096], dtype)?.to_vec::<f64>()?;
+        let cpu = Tensor::randn([4096], dtype)?.to_vec::<f64>()?;
         kiln::manual_seed(12);
-        let dev = Tensor::randn_on(&[4096], dtype, gpu)?.to_vec::<f64>()?;
+        let dev = Tensor::randn_on([4096], dtype, gpu)?.to_vec::<f64>()?;
         for (d, c) in dev.iter().zip(&cpu) {
             assert!(
                 (d - c).abs() <= 1e-5 * (1.0 + c.abs()),
@@ -185,15 +185,15 @@ fn cuda_random_streams_match_the_cpu_where_a_gpu_exists() -> Result<()> {
         };
         let low = if dtype == DType::U8 { 0 } else { low };
         kiln::manual_seed(13);
-        let cpu = Tensor::randint(low, high, &[999], dtype)?.to_vec::<f64>()?;
+        let cpu = Tensor::randint(low, high, [999], dtype)?.to_vec::<f64>()?;
         kiln::manual_seed(13);
-        let dev = Tensor::randint_on(low, high, &[999], dtype, gpu)?.to_vec::<f64>()?;
+        let dev = Tensor::randint_on(low, high, [999], dtype, gpu)?.to_vec::<f64>()?;
         assert_eq!(dev, cpu, "randint {dtype:?}");
     }
     kiln::manual_seed(14);
-    let cpu = Tensor::randint(i64::MIN, i64::MAX, &[64], DType::I64)?.to_vec::<i64>()?;
+    let cpu = Tensor::randint(i64::MIN, i64::MAX, [64], DType::I64)?.to_vec::<i64>()?;
     kiln::manual_seed(14);
-    let dev = Tensor::randint_on(i64::MIN, i64::MAX, &[64], DType::I64, gpu)?;
+    let dev = Tensor::randint_on(i64::MIN, i64::MAX, [64], DType::I64, gpu)?;
     assert_eq!(dev.to_vec::<i64>()?, cpu);
     Ok(())
 }
@@ -204,9 +204,9 @@ fn random_tensors_on_a_missing_cuda_device_are_errors() {
         return;
     }
     for r in [
-        Tensor::rand_on(&[2], DType::F32, Device::Cuda(0)),
-        Tensor::randn_on(&[2], DType::F32, Device::Cuda(0)),
-        Tensor::randint_on(0, 5, &[2], DType::I64, Device::Cuda(0)),
+        Tensor::rand_on([2], DType::F32, Device::Cuda(0)),
+        Tensor::randn_on([2], DType::F32, Device::Cuda(0)),
+        Tensor::randint_on(0, 5, [2], DType::I64, Device::Cuda(0)),
     ] {
         let e = r.unwrap_err().to_string();
         assert!(e.contains("cannot use device cuda:0"), "{e}");

@@ -660,7 +660,7 @@ mod normalization {
             leaf(b.clone(), &[n]),
         );
         let got = run(&xt, &wt, &bt, &go, |x, w, b| {
-            kiln::layer_norm_with(x, &[n as i64], Some(w), Some(b), 1e-5, true).unwrap()
+            kiln::layer_norm_with(x, [n as i64], Some(w), Some(b), 1e-5, true).unwrap()
         });
         check(got, reference(&rows, &x, &w, &b, &go, 1e-5, true, None));
 
@@ -670,7 +670,7 @@ mod normalization {
             leaf(no_bias.clone(), &[n]),
         );
         let got = run(&xt, &wt, &bt, &go, |x, w, _| {
-            kiln::rms_norm_with(x, &[n as i64], Some(w), Some(1e-6)).unwrap()
+            kiln::rms_norm_with(x, [n as i64], Some(w), Some(1e-6)).unwrap()
         });
         let want = reference(&rows, &x, &w, &no_bias, &go, 1e-6, false, None);
         check(got, (want.0, want.1, want.2, vec![0.0; n]));
@@ -738,7 +738,7 @@ mod normalization {
     fn half_precision_layers_keep_float32_statistics() {
         // PyTorch's opmath type: an f16 layer computes in f32 and returns f32 mean / rstd.
         let x = tensor(wave(24, 41), &[4, 6]).to_dtype(DType::F16).unwrap();
-        let (y, mean, rstd) = kiln::native_layer_norm(&x, &[6], None, None, 1e-5).unwrap();
+        let (y, mean, rstd) = kiln::native_layer_norm(&x, [6], None, None, 1e-5).unwrap();
         assert_eq!(
             (y.dtype(), mean.dtype(), rstd.dtype()),
             (DType::F16, DType::F32, DType::F32)
@@ -804,16 +804,8 @@ mod pooling_and_convolution {
     fn conv2d_with_the_identity_kernel_is_the_identity() {
         let mut k = vec![0.0; 9];
         k[4] = 1.0;
-        let y = kiln::conv2d_with(
-            &image(),
-            &tensor(k, &[1, 1, 3, 3]),
-            None,
-            &[1],
-            &[1],
-            &[1],
-            1,
-        )
-        .unwrap();
+        let y =
+            kiln::conv2d_with(&image(), &tensor(k, &[1, 1, 3, 3]), None, [1], [1], [1], 1).unwrap();
         assert_eq!(y.shape(), &[1, 1, 3, 3]);
         assert_eq!(f64s(&y), f64s(&image()));
     }
@@ -821,13 +813,13 @@ mod pooling_and_convolution {
     #[test]
     fn conv2d_with_a_laplacian_kernel_and_zero_padding() {
         let lap = tensor(vec![0., 1., 0., 1., -4., 1., 0., 1., 0.], &[1, 1, 3, 3]);
-        let y = kiln::conv2d_with(&image(), &lap, None, &[1], &[1], &[1], 1).unwrap();
+        let y = kiln::conv2d_with(&image(), &lap, None, [1], [1], [1], 1).unwrap();
         // out(i, j) = up + down + left + right - 4 centre, outside the image 0.
         let want = vec![2., 1., -4., -3., 0., -7., -16., -11., -22.];
         assert_eq!(f64s(&y), want);
         // Stride 2 keeps the corners; a bias is added to every output.
         let bias = tensor(vec![0.5], &[1]);
-        let y = kiln::conv2d_with(&image(), &lap, Some(&bias), &[2], &[1], &[1], 1).unwrap();
+        let y = kiln::conv2d_with(&image(), &lap, Some(&bias), [2], [1], [1], 1).unwrap();
         assert_eq!(f64s(&y), vec![2.5, -3.5, -15.5, -21.5]);
     }
 
@@ -1094,7 +1086,7 @@ mod attention {
         let causal =
             kiln::scaled_dot_product_attention_with(&q, &k, &v, None, 0.0, true, None, false)
                 .unwrap();
-        let keep = Tensor::ones(&[l, s], DType::Bool).unwrap().tril().unwrap();
+        let keep = Tensor::ones([l, s], DType::Bool).unwrap().tril().unwrap();
         let masked = kiln::scaled_dot_product_attention_with(
             &q,
             &k,
@@ -1143,7 +1135,7 @@ mod attention {
     #[test]
     fn is_causal_with_an_explicit_mask_is_an_error() {
         let q = tensor(wave(8, 4), &[1, 2, 4]);
-        let keep = Tensor::ones(&[2, 2], DType::Bool).unwrap();
+        let keep = Tensor::ones([2, 2], DType::Bool).unwrap();
         let e = kiln::scaled_dot_product_attention_with(
             &q,
             &q,

@@ -45,11 +45,11 @@ mod threads {
     }
 
     fn leaves(n: usize) -> (Tensor, Tensor) {
-        let w = Tensor::ones(&[n], DType::F32)
+        let w = Tensor::ones([n], DType::F32)
             .unwrap()
             .requires_grad_(true)
             .unwrap();
-        let b = Tensor::zeros(&[n], DType::F32)
+        let b = Tensor::zeros([n], DType::F32)
             .unwrap()
             .requires_grad_(true)
             .unwrap();
@@ -92,8 +92,8 @@ mod threads {
     fn rayon_tasks_running_inplace_ops_on_shared_tensors_finish() {
         // Before kiln had its own pool this deadlocked every time: `add_` held the write lock
         // while its kernel's `join` stole another queued `add_` of the same tensor.
-        let a = Tensor::zeros(&[1 << 20], DType::F32).unwrap();
-        let one = Tensor::ones(&[1 << 20], DType::F32).unwrap();
+        let a = Tensor::zeros([1 << 20], DType::F32).unwrap();
+        let one = Tensor::ones([1 << 20], DType::F32).unwrap();
         let (a2, one2) = (a.clone(), one.clone());
         within(600, move || {
             for _ in 0..4 {
@@ -185,13 +185,13 @@ mod sizes {
 
     #[test]
     fn zeros_whose_element_count_overflows_is_an_error() {
-        let e = err_text(Tensor::zeros(&[BIG, BIG], DType::F32));
+        let e = err_text(Tensor::zeros([BIG, BIG], DType::F32));
         assert!(
             e.contains("Storage size calculation overflowed with sizes=[4294967296, 4294967296]"),
             "{e}"
         );
         // Elements fit but bytes do not.
-        assert!(err_text(Tensor::zeros(&[1 << 62], DType::F32)).contains("overflowed"));
+        assert!(err_text(Tensor::zeros([1i64 << 62], DType::F32)).contains("overflowed"));
     }
 
     #[test]
@@ -202,20 +202,20 @@ mod sizes {
 
     #[test]
     fn view_reshape_and_expand_to_overflowing_shapes_are_errors() {
-        let x = Tensor::zeros(&[4], DType::F32).unwrap();
+        let x = Tensor::zeros([4], DType::F32).unwrap();
         let huge = (1i64 << 62) + 1;
         for e in [
-            err_text(x.view(&[huge, 4])),
-            err_text(x.reshape(&[huge, 4])),
-            err_text(x.reshape(&[huge, -1])),
+            err_text(x.view([huge, 4])),
+            err_text(x.reshape([huge, 4])),
+            err_text(x.reshape([huge, -1])),
         ] {
             assert!(e.contains("is invalid for input of size 4"), "{e}");
         }
-        let one = Tensor::zeros(&[1], DType::F32).unwrap();
-        let e = err_text(one.expand(&[1 << 62, 1 << 62]));
+        let one = Tensor::zeros([1], DType::F32).unwrap();
+        let e = err_text(one.expand([1i64 << 62, 1i64 << 62]));
         assert!(e.contains("numel: integer multiplication overflow"), "{e}");
         // A huge expanded view is fine (no memory); computing on it is an allocation error.
-        let wide = one.expand(&[1 << 40]).unwrap();
+        let wide = one.expand([1i64 << 40]).unwrap();
         assert_eq!(wide.shape(), &[1 << 40]);
         assert!(err_text(wide.neg()).contains("not enough memory"));
     }
@@ -228,7 +228,7 @@ mod sizes {
 
     #[test]
     fn narrow_with_a_huge_length_is_pytorchs_error() {
-        let x = Tensor::zeros(&[4], DType::F32).unwrap();
+        let x = Tensor::zeros([4], DType::F32).unwrap();
         let e = err_text(x.narrow(0, 1, i64::MAX));
         assert!(
             e.contains("start (1) + length (9223372036854775807) exceeds dimension size (4)."),
@@ -252,7 +252,7 @@ mod sizes {
 
     #[test]
     fn as_strided_outside_the_storage_is_an_error() {
-        let x = Tensor::zeros(&[8], DType::F32).unwrap();
+        let x = Tensor::zeros([8], DType::F32).unwrap();
         for (size, stride, offset) in [
             (vec![2i64, 2], vec![1i64 << 62, 1], None),
             (vec![8], vec![i64::MAX], None),
@@ -262,12 +262,12 @@ mod sizes {
             let e = err_text(x.as_strided_with(&size, &stride, offset));
             assert!(e.contains("out of bounds for storage of size 8"), "{e}");
         }
-        let e = err_text(x.as_strided_with(&[2], &[1], Some(-1)));
+        let e = err_text(x.as_strided_with([2], [1], Some(-1)));
         assert!(e.contains("invalid storage offset -1"), "{e}");
-        let e = err_text(x.as_strided(&[2], &[-1]));
+        let e = err_text(x.as_strided([2], [-1]));
         assert!(e.contains("Negative strides are not supported"), "{e}");
         // Empty views may reach anywhere; they address no element.
-        assert_eq!(x.as_strided(&[0, 3], &[1 << 62, 1]).unwrap().numel(), 0);
+        assert_eq!(x.as_strided([0, 3], [1i64 << 62, 1]).unwrap().numel(), 0);
     }
 }
 
@@ -276,20 +276,20 @@ mod out_of_memory {
 
     #[test]
     fn zeros_too_large_for_memory_is_an_error() {
-        let e = err_text(Tensor::zeros(&[1 << 40], DType::F32));
+        let e = err_text(Tensor::zeros([1i64 << 40], DType::F32));
         assert!(
             e.contains("not enough memory: you tried to allocate 4398046511104 bytes"),
             "{e}"
         );
-        assert!(err_text(Tensor::ones(&[1 << 40], DType::F64)).contains("not enough memory"));
-        assert!(err_text(Tensor::randn(&[1 << 40], DType::F32)).contains("not enough memory"));
+        assert!(err_text(Tensor::ones([1i64 << 40], DType::F64)).contains("not enough memory"));
+        assert!(err_text(Tensor::randn([1i64 << 40], DType::F32)).contains("not enough memory"));
     }
 
     #[test]
     fn reading_out_a_huge_expanded_view_is_an_error() {
-        let wide = Tensor::zeros(&[1], DType::F32)
+        let wide = Tensor::zeros([1], DType::F32)
             .unwrap()
-            .expand(&[1 << 40])
+            .expand([1i64 << 40])
             .unwrap();
         assert!(err_text(wide.to_vec::<f32>()).contains("not enough memory"));
     }
@@ -297,9 +297,9 @@ mod out_of_memory {
     #[test]
     fn index_tensors_broadcasting_to_a_huge_shape_are_an_allocation_error() {
         // x[i, j] with i [2^20, 1] and j [2^21]: 2^41 picks, numbered on the host first.
-        let x = Tensor::zeros(&[2, 2], DType::F32).unwrap();
-        let i = Tensor::zeros(&[1 << 20, 1], DType::I64).unwrap();
-        let j = Tensor::zeros(&[1 << 21], DType::I64).unwrap();
+        let x = Tensor::zeros([2, 2], DType::F32).unwrap();
+        let i = Tensor::zeros([1 << 20, 1], DType::I64).unwrap();
+        let j = Tensor::zeros([1 << 21], DType::I64).unwrap();
         let e = err_text(x.index(&[Some(&i), Some(&j)]));
         assert!(e.contains("not enough memory"), "{e}");
     }
@@ -351,12 +351,12 @@ mod wrong_results {
     #[test]
     fn randint_beyond_2_pow_53_stays_in_range() {
         let (lo, hi) = (i64::MAX - 10, i64::MAX);
-        let v = Tensor::randint(lo, hi, &[2000], DType::I64)
+        let v = Tensor::randint(lo, hi, [2000], DType::I64)
             .unwrap()
             .to_vec::<i64>()
             .unwrap();
         assert!(v.iter().all(|&x| (lo..hi).contains(&x)), "{v:?}");
-        let v = Tensor::randint(i64::MIN, i64::MIN + 3, &[200], DType::I64)
+        let v = Tensor::randint(i64::MIN, i64::MIN + 3, [200], DType::I64)
             .unwrap()
             .to_vec::<i64>()
             .unwrap();
@@ -365,29 +365,29 @@ mod wrong_results {
 
     #[test]
     fn randint_and_full_outside_the_dtype_are_errors() {
-        let e = err_text(Tensor::randint(0, 300, &[2], DType::U8));
+        let e = err_text(Tensor::randint(0, 300, [2], DType::U8));
         assert!(e.contains("to - 1 is out of bounds for Byte"), "{e}");
-        let e = err_text(Tensor::randint(-1, 5, &[2], DType::U8));
+        let e = err_text(Tensor::randint(-1, 5, [2], DType::U8));
         assert!(e.contains("from is out of bounds for Byte"), "{e}");
-        assert!(Tensor::randint(0, 256, &[2], DType::U8).is_ok());
-        let e = err_text(Tensor::full(&[2], 300, DType::U8));
+        assert!(Tensor::randint(0, 256, [2], DType::U8).is_ok());
+        let e = err_text(Tensor::full([2], 300, DType::U8));
         assert!(
             e.contains("value cannot be converted to type uint8_t without overflow"),
             "{e}"
         );
-        assert!(err_text(Tensor::full(&[2], 1e6, DType::F16)).contains("at::Half"));
-        assert!(err_text(Tensor::full(&[2], f64::NAN, DType::I32)).contains("type int "));
-        assert!(err_text(Tensor::full(&[2], 1e19, DType::I64)).contains("int64_t"));
+        assert!(err_text(Tensor::full([2], 1e6, DType::F16)).contains("at::Half"));
+        assert!(err_text(Tensor::full([2], f64::NAN, DType::I32)).contains("type int "));
+        assert!(err_text(Tensor::full([2], 1e19, DType::I64)).contains("int64_t"));
         // PyTorch lets a negative integer wrap into an unsigned dtype once, and infinities
         // into float dtypes.
         assert_eq!(
-            Tensor::full(&[1], -1, DType::U8)
+            Tensor::full([1], -1, DType::U8)
                 .unwrap()
                 .to_vec::<u8>()
                 .unwrap(),
             vec![255]
         );
-        assert!(Tensor::full(&[1], f64::INFINITY, DType::F16).is_ok());
+        assert!(Tensor::full([1], f64::INFINITY, DType::F16).is_ok());
     }
 
     #[test]
@@ -409,15 +409,15 @@ mod wrong_results {
 
     #[test]
     fn set_grad_of_the_wrong_shape_or_dtype_is_an_error() {
-        let x = Tensor::zeros(&[2], DType::F32).unwrap();
-        let e = err_text(x.set_grad(Some(Tensor::zeros(&[3], DType::F32).unwrap())));
+        let x = Tensor::zeros([2], DType::F32).unwrap();
+        let e = err_text(x.set_grad(Some(Tensor::zeros([3], DType::F32).unwrap())));
         assert!(
             e.contains("assign a gradient of size '[3]' to a tensor of size '[2]'"),
             "{e}"
         );
-        let e = err_text(x.set_grad(Some(Tensor::zeros(&[2], DType::F64).unwrap())));
+        let e = err_text(x.set_grad(Some(Tensor::zeros([2], DType::F64).unwrap())));
         assert!(e.contains("with dtype 'torch.float64'"), "{e}");
-        x.set_grad(Some(Tensor::ones(&[2], DType::F32).unwrap()))
+        x.set_grad(Some(Tensor::ones([2], DType::F32).unwrap()))
             .unwrap();
         assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![1., 1.]);
     }
@@ -425,7 +425,7 @@ mod wrong_results {
     #[test]
     fn hooks_returning_the_wrong_shape_are_errors() {
         let x = Tensor::from([1f64, 2.]).requires_grad_(true).unwrap();
-        x.register_hook(|_| Some(Tensor::zeros(&[3], DType::F64).unwrap()))
+        x.register_hook(|_| Some(Tensor::zeros([3], DType::F64).unwrap()))
             .unwrap();
         let e = err_text(x.mul_scalar(2).unwrap().sum().unwrap().backward());
         assert!(
@@ -435,7 +435,7 @@ mod wrong_results {
 
         let x = Tensor::from([1f64, 2.]).requires_grad_(true).unwrap();
         let y = x.mul_scalar(2).unwrap();
-        y.register_hook(|_| Some(Tensor::zeros(&[2], DType::F32).unwrap()))
+        y.register_hook(|_| Some(Tensor::zeros([2], DType::F32).unwrap()))
             .unwrap();
         let e = err_text(y.sum().unwrap().backward());
         assert!(e.contains("hook has changed the type of value"), "{e}");
@@ -476,7 +476,7 @@ mod index_dtypes {
             x.gather(1, &g).unwrap().to_vec::<f32>().unwrap(),
             vec![2., 1., 3., 4.]
         );
-        let z = Tensor::zeros(&[3], DType::F32).unwrap();
+        let z = Tensor::zeros([3], DType::F32).unwrap();
         let s = z
             .scatter_add(
                 0,
@@ -511,14 +511,14 @@ mod index_dtypes {
 
     #[test]
     fn scatter_add_and_gather_reject_mismatched_dtypes() {
-        let z = Tensor::zeros(&[3], DType::F32).unwrap();
+        let z = Tensor::zeros([3], DType::F32).unwrap();
         let e = err_text(z.scatter_add(0, &Tensor::from([0i64]), &Tensor::from([1f64])));
         assert!(
             e.contains("Expected self.dtype to be equal to src.dtype"),
             "{e}"
         );
         let x = Tensor::from([1f32, 2.]);
-        let out = Tensor::zeros(&[1], DType::F64).unwrap();
+        let out = Tensor::zeros([1], DType::F64).unwrap();
         let e = err_text(kiln::gather_out(&x, 0, &Tensor::from([1i64]), false, &out));
         assert!(
             e.contains("Expected self.dtype to be equal to src.dtype"),
@@ -542,7 +542,7 @@ mod fuzz_findings {
     #[test]
     fn cat_of_legacy_empty_tensors_with_any_dim_backpropagates() {
         for dim in [1, -2, 1 << 32] {
-            let a = Tensor::zeros(&[0], DType::F32)
+            let a = Tensor::zeros([0], DType::F32)
                 .unwrap()
                 .requires_grad_(true)
                 .unwrap();
@@ -552,7 +552,7 @@ mod fuzz_findings {
             assert_eq!(a.grad().unwrap().shape(), &[0]);
         }
         // Mixed with a real tensor, the empty one is skipped and gets an empty gradient.
-        let e = Tensor::zeros(&[0], DType::F64)
+        let e = Tensor::zeros([0], DType::F64)
             .unwrap()
             .requires_grad_(true)
             .unwrap();
@@ -570,8 +570,8 @@ mod fuzz_findings {
     #[test]
     fn unflatten_of_a_0d_tensor_or_empty_sizes_is_an_error() {
         let s = Tensor::from(1f32);
-        assert!(err_text(s.unflatten(-1, &[])).contains("sizes must be non-empty"));
-        assert!(err_text(s.unflatten(-1, &[1])).contains("has no dimensions"));
+        assert!(err_text(s.unflatten(-1, ())).contains("sizes must be non-empty"));
+        assert!(err_text(s.unflatten(-1, [1])).contains("has no dimensions"));
     }
 
     /// `err_text`, also checking that the message names `op`.
@@ -596,13 +596,13 @@ mod fuzz_findings {
         let pieces = y.chunk(i64::MAX).unwrap();
         assert_eq!(pieces.len(), 5);
         assert_eq!(v(&pieces[4]), vec![5.]);
-        let e = op_err("split_with_sizes", y.split_with_sizes(&[i64::MAX, 2, 1]));
+        let e = op_err("split_with_sizes", y.split_with_sizes([i64::MAX, 2, 1]));
         assert!(e.contains("to sum exactly to 5"), "{e}");
     }
 
     #[test]
     fn chunk_of_an_empty_dim_into_a_huge_count_is_an_allocation_error() {
-        let x = Tensor::zeros(&[0, 5], DType::F32).unwrap();
+        let x = Tensor::zeros([0, 5], DType::F32).unwrap();
         assert_eq!(x.chunk(3).unwrap().len(), 3);
         let e = within(60, move || err_text(x.chunk(i64::MAX)));
         assert!(e.contains("not enough memory"), "{e}");
@@ -610,9 +610,9 @@ mod fuzz_findings {
 
     #[test]
     fn unbind_and_flip_of_a_huge_expanded_dim_are_allocation_errors() {
-        let wide = Tensor::zeros(&[1], DType::F32)
+        let wide = Tensor::zeros([1], DType::F32)
             .unwrap()
-            .expand(&[1 << 50])
+            .expand([1i64 << 50])
             .unwrap();
         let w2 = wide.clone();
         let e = within(60, move || err_text(w2.unbind()));
@@ -623,10 +623,10 @@ mod fuzz_findings {
 
     #[test]
     fn repeat_and_tile_whose_size_overflows_are_errors() {
-        let x = Tensor::zeros(&[2, 3], DType::F32).unwrap();
-        let e = op_err("repeat", x.repeat(&[2, 1 << 62]));
+        let x = Tensor::zeros([2, 3], DType::F32).unwrap();
+        let e = op_err("repeat", x.repeat([2, 1i64 << 62]));
         assert!(e.contains("overflow"), "{e}");
-        let e = op_err("repeat", x.tile(&[i64::MAX, 3]));
+        let e = op_err("repeat", x.tile([i64::MAX, 3]));
         assert!(e.contains("overflow"), "{e}");
     }
 
@@ -634,7 +634,7 @@ mod fuzz_findings {
     fn tile_to_an_empty_tensor_with_huge_dims_backpropagates() {
         // [3] tiled by [MAX, 0] is [MAX, 0]: empty, but its dims multiply past usize.
         let x = Tensor::from([1f32, 2., 3.]).requires_grad_(true).unwrap();
-        let y = x.tile(&[i64::MAX, 0]).unwrap();
+        let y = x.tile([i64::MAX, 0]).unwrap();
         assert_eq!(y.shape(), &[i64::MAX as usize, 0]);
         y.sum().unwrap().backward().unwrap();
         assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![0., 0., 0.]);
@@ -642,26 +642,26 @@ mod fuzz_findings {
 
     #[test]
     fn pad_amounts_that_overflow_are_errors() {
-        let x = Tensor::zeros(&[1, 3], DType::F32).unwrap();
-        let e = op_err("pad", kiln::pad(&x, &[i64::MAX, 1]));
+        let x = Tensor::zeros([1, 3], DType::F32).unwrap();
+        let e = op_err("pad", kiln::pad(&x, [i64::MAX, 1]));
         assert!(e.contains("overflow"), "{e}");
         let e = op_err(
             "pad",
-            kiln::pad_with(&x, &[i64::MIN, i64::MIN], "constant", None),
+            kiln::pad_with(&x, [i64::MIN, i64::MIN], "constant", None),
         );
         assert!(e.contains("overflow"), "{e}");
         // A crop of -i64::MIN with a matching pad: narrow rejects the start.
-        assert!(kiln::pad(&x, &[i64::MIN, i64::MAX]).is_err());
+        assert!(kiln::pad(&x, [i64::MIN, i64::MAX]).is_err());
         let e = within(60, move || {
-            err_text(kiln::pad_with(&x, &[1 << 40, 0], "replicate", None))
+            err_text(kiln::pad_with(&x, [1i64 << 40, 0], "replicate", None))
         });
         assert!(e.contains("not enough memory"), "{e}");
     }
 
     #[test]
     fn pad_of_an_empty_tensor_by_a_huge_amount_is_empty() {
-        let x = Tensor::zeros(&[0, 4, 0, 3], DType::F32).unwrap();
-        let y = kiln::pad(&x, &[0, 4, 0, 1 << 62]).unwrap();
+        let x = Tensor::zeros([0, 4, 0, 3], DType::F32).unwrap();
+        let y = kiln::pad(&x, [0, 4, 0, 1i64 << 62]).unwrap();
         assert_eq!(y.shape(), &[0, 4, 1 << 62, 7]);
     }
 
@@ -690,7 +690,7 @@ mod fuzz_findings {
         let x = Tensor::from([0i64, i64::MAX]);
         let e = op_err("one_hot", kiln::one_hot(&x));
         assert!(e.contains("overflow"), "{e}");
-        let empty = Tensor::zeros(&[0], DType::I64).unwrap();
+        let empty = Tensor::zeros([0], DType::I64).unwrap();
         let e = op_err("one_hot", kiln::one_hot_with(&empty, -5));
         assert!(e.contains("negative dimension -5"), "{e}");
         assert_eq!(kiln::one_hot_with(&empty, 3).unwrap().shape(), &[0, 3]);
@@ -728,8 +728,8 @@ mod fuzz_findings {
         );
         let e = op_err("prelu", Tensor::from(-1f32).prelu(&w2));
         assert!(e.contains("Not allow zero-dim input tensor."), "{e}");
-        let empty = Tensor::zeros(&[0], DType::F32).unwrap();
-        assert!(Tensor::zeros(&[0], DType::F32)
+        let empty = Tensor::zeros([0], DType::F32).unwrap();
+        assert!(Tensor::zeros([0], DType::F32)
             .unwrap()
             .prelu(&empty)
             .is_err());
@@ -746,7 +746,7 @@ mod fuzz_findings {
         let y = Tensor::from([[-4f32, -4.]]).prelu(&w2).unwrap();
         assert_eq!(y.to_vec::<f32>().unwrap(), vec![-2., -1.]);
         assert_eq!(
-            Tensor::zeros(&[3, 0], DType::F32)
+            Tensor::zeros([3, 0], DType::F32)
                 .unwrap()
                 .prelu(&empty)
                 .unwrap()
@@ -757,18 +757,18 @@ mod fuzz_findings {
 
     #[test]
     fn convolution_with_huge_groups_or_strides_is_an_error() {
-        let x = Tensor::zeros(&[4, 3], DType::F32).unwrap();
-        let w = Tensor::zeros(&[0, 4, 5], DType::F32).unwrap();
+        let x = Tensor::zeros([4, 3], DType::F32).unwrap();
+        let w = Tensor::zeros([0, 4, 5], DType::F32).unwrap();
         let e = op_err(
             "conv1d",
-            kiln::conv1d_with(&x, &w, None, &[1], &[0], &[1], 1 << 62),
+            kiln::conv1d_with(&x, &w, None, [1], [0], [1], 1 << 62),
         );
         assert!(e.contains("channels"), "{e}");
-        let x = Tensor::zeros(&[1, 1, 2, 2], DType::F32).unwrap();
-        let w = Tensor::zeros(&[1, 1, 2, 2], DType::F32).unwrap();
+        let x = Tensor::zeros([1, 1, 2, 2], DType::F32).unwrap();
+        let w = Tensor::zeros([1, 1, 2, 2], DType::F32).unwrap();
         let e = op_err(
             "conv_transpose2d",
-            kiln::conv_transpose2d_with(&x, &w, None, &[i64::MAX], &[0], &[0], 1, &[1]),
+            kiln::conv_transpose2d_with(&x, &w, None, [i64::MAX], [0], [0], 1, [1]),
         );
         assert!(e.contains("overflows int64"), "{e}");
         let e = op_err(
@@ -780,39 +780,39 @@ mod fuzz_findings {
 
     #[test]
     fn col2im_with_a_kernel_whose_product_overflows_is_an_error() {
-        let cols = Tensor::zeros(&[2, 3, 1], DType::F32).unwrap();
+        let cols = Tensor::zeros([2, 3, 1], DType::F32).unwrap();
         let e = op_err(
             "col2im",
-            kiln::col2im(&cols, &[1, 3], &[1 << 62], &[1], &[0], &[1]),
+            kiln::col2im(&cols, [1, 3], [1i64 << 62], [1], [0], [1]),
         );
         assert!(e.contains("overflow"), "{e}");
-        let img = Tensor::zeros(&[0, 2, 3], DType::F32).unwrap();
+        let img = Tensor::zeros([0, 2, 3], DType::F32).unwrap();
         let e = op_err(
             "im2col",
-            kiln::im2col(&img, &[1 << 40, 1 << 40], &[1], &[1 << 40], &[1]),
+            kiln::im2col(&img, [1i64 << 40, 1i64 << 40], [1], [1i64 << 40], [1]),
         );
         assert!(e.contains("overflow int64"), "{e}");
     }
 
     #[test]
     fn resampling_to_huge_sizes_is_an_error_not_an_abort() {
-        let x = Tensor::zeros(&[2, 3, 4], DType::F32).unwrap();
+        let x = Tensor::zeros([2, 3, 4], DType::F32).unwrap();
         let (a, b) = (x.clone(), x.clone());
         let e = within(60, move || {
             err_text(kiln::adaptive_avg_pool1d(&a, &[i64::MAX]))
         });
         assert!(e.contains("overflow"), "{e}");
         let e = within(60, move || {
-            err_text(kiln::upsample_nearest1d(&b, &[1 << 40]))
+            err_text(kiln::upsample_nearest1d(&b, [1i64 << 40]))
         });
         assert!(e.contains("not enough memory"), "{e}");
         // Two output sizes for one spatial dim.
-        let e = op_err("upsample_nearest1d", kiln::upsample_nearest1d(&x, &[2, 5]));
+        let e = op_err("upsample_nearest1d", kiln::upsample_nearest1d(&x, [2, 5]));
         assert!(e.contains("output_size must be 1 positive values"), "{e}");
-        let empty = Tensor::zeros(&[1, 5, 3, 0], DType::F32).unwrap();
+        let empty = Tensor::zeros([1, 5, 3, 0], DType::F32).unwrap();
         let e = op_err(
             "upsample_bilinear2d",
-            kiln::upsample_bilinear2d(&empty, &[3, 4], false),
+            kiln::upsample_bilinear2d(&empty, [3, 4], false),
         );
         assert!(
             e.contains("Input and output sizes should be greater than 0"),
@@ -822,23 +822,23 @@ mod fuzz_findings {
 
     #[test]
     fn pixel_shuffle_with_a_huge_factor_is_an_error() {
-        let x = Tensor::zeros(&[5, 5, 3], DType::F32).unwrap();
+        let x = Tensor::zeros([5, 5, 3], DType::F32).unwrap();
         let e = op_err("pixel_shuffle", kiln::pixel_shuffle(&x, 1 << 62));
         assert!(e.contains("not divisible by 4611686018427387904^2"), "{e}");
-        let empty = Tensor::zeros(&[2, 0, 0], DType::F32).unwrap();
+        let empty = Tensor::zeros([2, 0, 0], DType::F32).unwrap();
         let e = op_err("pixel_unshuffle", kiln::pixel_unshuffle(&empty, 1 << 32));
         assert!(e.contains("overflow"), "{e}");
         // r² overflows, but divides 0 channels: [0, 1, 0] becomes [0, r, 0].
-        let y = kiln::pixel_shuffle(&Tensor::zeros(&[0, 1, 0], DType::F32).unwrap(), 1 << 62);
+        let y = kiln::pixel_shuffle(&Tensor::zeros([0, 1, 0], DType::F32).unwrap(), 1 << 62);
         assert_eq!(y.unwrap().shape(), &[0, 1 << 62, 0]);
     }
 
     #[test]
     fn cross_entropy_with_zero_classes_and_probability_targets() {
-        let x = Tensor::zeros(&[1, 0], DType::F32).unwrap();
+        let x = Tensor::zeros([1, 0], DType::F32).unwrap();
         let y = kiln::cross_entropy_loss(&x, &x).unwrap();
         assert_eq!(y.item::<f32>().unwrap(), 0.0);
-        let x = Tensor::zeros(&[0, 3], DType::F32).unwrap();
+        let x = Tensor::zeros([0, 3], DType::F32).unwrap();
         assert!(kiln::cross_entropy_loss(&x, &x)
             .unwrap()
             .item::<f32>()
@@ -848,13 +848,13 @@ mod fuzz_findings {
 
     #[test]
     fn matmul_of_batches_broadcasting_past_int64_is_an_error() {
-        let a = Tensor::zeros(&[1, 1, 0, 2], DType::F32)
+        let a = Tensor::zeros([1, 1, 0, 2], DType::F32)
             .unwrap()
-            .expand(&[1 << 40, 1, 0, 2])
+            .expand([1i64 << 40, 1, 0, 2])
             .unwrap();
-        let b = Tensor::zeros(&[1, 1, 2, 0], DType::F32)
+        let b = Tensor::zeros([1, 1, 2, 0], DType::F32)
             .unwrap()
-            .expand(&[1, 1 << 40, 2, 0])
+            .expand([1, 1i64 << 40, 2, 0])
             .unwrap();
         let e = op_err("matmul", a.matmul(&b));
         assert!(e.contains("overflow"), "{e}");
@@ -862,14 +862,14 @@ mod fuzz_findings {
 
     #[test]
     fn var_over_a_repeated_dim_is_pytorchs_error_and_over_huge_empty_dims_is_empty() {
-        let x = Tensor::zeros(&[1], DType::F32)
+        let x = Tensor::zeros([1], DType::F32)
             .unwrap()
-            .expand(&[1 << 40])
+            .expand([1i64 << 40])
             .unwrap();
         let e = op_err("var", kiln::var_with(&x, Some(&[0, 0]), None, false));
         assert!(e.contains("dim 0 appears multiple times"), "{e}");
         // An empty tensor's reduced dims may multiply past usize (2^62 * 7).
-        let empty = Tensor::zeros(&[0, 4, 1 << 62, 7], DType::F32).unwrap();
+        let empty = Tensor::zeros([0, 4, 1i64 << 62, 7], DType::F32).unwrap();
         let r = kiln::var_with(&empty, Some(&[2, 3]), None, false).unwrap();
         assert_eq!(r.shape(), &[0, 4]);
     }
@@ -909,11 +909,11 @@ mod fuzz_findings {
 
     #[test]
     fn backward_helpers_with_huge_or_negative_sizes_are_errors() {
-        let g = Tensor::zeros(&[1, 5], DType::F32).unwrap();
-        assert!(kiln::select_backward(&g, &[5, 1 << 31, 1 << 31], 2, 2).is_err());
-        let g0 = Tensor::zeros(&[0], DType::F32).unwrap();
-        assert!(kiln::select_backward(&g0, &[i64::MAX], -1, -1).is_err());
-        assert!(kiln::slice_backward(&g0, &[-1], 0, 0, 0, 1).is_err());
+        let g = Tensor::zeros([1, 5], DType::F32).unwrap();
+        assert!(kiln::select_backward(&g, [5, 1 << 31, 1 << 31], 2, 2).is_err());
+        let g0 = Tensor::zeros([0], DType::F32).unwrap();
+        assert!(kiln::select_backward(&g0, [i64::MAX], -1, -1).is_err());
+        assert!(kiln::slice_backward(&g0, [-1], 0, 0, 0, 1).is_err());
     }
 }
 

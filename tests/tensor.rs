@@ -50,14 +50,14 @@ fn iota(shape: &[usize]) -> Tensor {
 #[test]
 fn view_shares_storage_with_base() -> Result<()> {
     let a = iota(&[2, 3]);
-    assert!(a.view(&[3, 2])?.shares_storage_with(&a));
+    assert!(a.view([3, 2])?.shares_storage_with(&a));
     Ok(())
 }
 
 #[test]
 fn reshape_of_contiguous_shares_storage_with_base() -> Result<()> {
     let a = iota(&[2, 3]);
-    assert!(a.reshape(&[6])?.shares_storage_with(&a));
+    assert!(a.reshape([6])?.shares_storage_with(&a));
     Ok(())
 }
 
@@ -99,7 +99,7 @@ fn squeeze_shares_storage_with_base() -> Result<()> {
 #[test]
 fn expand_shares_storage_with_base() -> Result<()> {
     let a = iota(&[3, 1]);
-    assert!(a.expand(&[3, 4])?.shares_storage_with(&a));
+    assert!(a.expand([3, 4])?.shares_storage_with(&a));
     Ok(())
 }
 
@@ -134,14 +134,14 @@ fn flatten_of_contiguous_shares_storage_with_base() -> Result<()> {
 #[test]
 fn unflatten_shares_storage_with_base() -> Result<()> {
     let a = iota(&[6]);
-    assert!(a.unflatten(0, &[2, 3])?.shares_storage_with(&a));
+    assert!(a.unflatten(0, [2, 3])?.shares_storage_with(&a));
     Ok(())
 }
 
 #[test]
 fn as_strided_shares_storage_with_base() -> Result<()> {
     let a = iota(&[4]);
-    assert!(a.as_strided(&[2, 2], &[1, 2])?.shares_storage_with(&a));
+    assert!(a.as_strided([2, 2], [1, 2])?.shares_storage_with(&a));
     Ok(())
 }
 
@@ -160,7 +160,7 @@ fn as_strided_reads_the_requested_geometry() -> Result<()> {
     // size [2, 2], stride [1, 2] over [0, 1, 2, 3]: element (i, j) is storage[i + 2j].
     let a = iota(&[4]);
     assert_eq!(
-        a.as_strided(&[2, 2], &[1, 2])?.to_vec::<f32>()?,
+        a.as_strided([2, 2], [1, 2])?.to_vec::<f32>()?,
         vec![0., 2., 1., 3.]
     );
     Ok(())
@@ -169,7 +169,7 @@ fn as_strided_reads_the_requested_geometry() -> Result<()> {
 #[test]
 fn reshape_of_transposed_tensor_does_not_share_storage() -> Result<()> {
     let a = iota(&[2, 3]);
-    let r = a.t()?.reshape(&[6])?;
+    let r = a.t()?.reshape([6])?;
     assert!(!r.shares_storage_with(&a));
     Ok(())
 }
@@ -179,7 +179,7 @@ fn reshape_of_transposed_tensor_gives_transposed_values() -> Result<()> {
     // a = [[0, 1, 2], [3, 4, 5]]; a.t() = [[0, 3], [1, 4], [2, 5]].
     let a = iota(&[2, 3]);
     assert_eq!(
-        a.t()?.reshape(&[6])?.to_vec::<f32>()?,
+        a.t()?.reshape([6])?.to_vec::<f32>()?,
         vec![0., 3., 1., 4., 2., 5.]
     );
     Ok(())
@@ -265,7 +265,7 @@ fn inplace_add_of_transposed_self_uses_original_values() -> Result<()> {
 
 #[test]
 fn inplace_write_into_expanded_tensor_errors() -> Result<()> {
-    let e = Tensor::zeros(&[1], DType::F32)?.expand(&[3])?;
+    let e = Tensor::zeros([1], DType::F32)?.expand([3])?;
     assert_err_contains(
         e.add_scalar_(1),
         "more than one element of the written-to tensor refers to a single memory location",
@@ -275,7 +275,7 @@ fn inplace_write_into_expanded_tensor_errors() -> Result<()> {
 
 #[test]
 fn out_variant_into_expanded_tensor_errors() -> Result<()> {
-    let out = Tensor::zeros(&[1], DType::F32)?.expand(&[3])?;
+    let out = Tensor::zeros([1], DType::F32)?.expand([3])?;
     let a = Tensor::from([1f32, 2., 3.]);
     assert_err_contains(
         kiln::add_out(&a, &a, 1, &out),
@@ -288,7 +288,7 @@ fn out_variant_into_expanded_tensor_errors() -> Result<()> {
 fn add_out_writes_into_out_tensor() -> Result<()> {
     let a = Tensor::from([1f32, 2.]);
     let b = Tensor::from([10f32, 20.]);
-    let out = Tensor::zeros(&[2], DType::F32)?;
+    let out = Tensor::zeros([2], DType::F32)?;
     kiln::add_out(&a, &b, 2, &out)?;
     assert_eq!(out.to_vec::<f32>()?, vec![21., 42.]);
     Ok(())
@@ -483,15 +483,15 @@ fn broadcasting_column_and_row_gives_outer_sum_values() -> Result<()> {
 
 #[test]
 fn broadcasting_prepends_leading_dims() -> Result<()> {
-    let r = Tensor::zeros(&[2, 1, 3], DType::F32)?.mul(&Tensor::zeros(&[4, 1], DType::F32)?)?;
+    let r = Tensor::zeros([2, 1, 3], DType::F32)?.mul(&Tensor::zeros([4, 1], DType::F32)?)?;
     assert_eq!(r.shape(), &[2, 4, 3]);
     Ok(())
 }
 
 #[test]
 fn broadcasting_mismatch_errors_with_pytorch_message() -> Result<()> {
-    let a = Tensor::zeros(&[2, 3], DType::F32)?;
-    let b = Tensor::zeros(&[2, 4], DType::F32)?;
+    let a = Tensor::zeros([2, 3], DType::F32)?;
+    let b = Tensor::zeros([2, 4], DType::F32)?;
     assert_err_contains(
         a.add(&b),
         "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1",
@@ -545,7 +545,7 @@ fn from_vec_with_wrong_shape_errors() {
 #[test]
 fn zeros_are_all_zero() -> Result<()> {
     assert_eq!(
-        Tensor::zeros(&[2, 2], DType::I32)?.to_vec::<i64>()?,
+        Tensor::zeros([2, 2], DType::I32)?.to_vec::<i64>()?,
         vec![0; 4]
     );
     Ok(())
@@ -554,7 +554,7 @@ fn zeros_are_all_zero() -> Result<()> {
 #[test]
 fn ones_are_all_one() -> Result<()> {
     assert_eq!(
-        Tensor::ones(&[3], DType::F64)?.to_vec::<f64>()?,
+        Tensor::ones([3], DType::F64)?.to_vec::<f64>()?,
         vec![1.0; 3]
     );
     Ok(())
@@ -562,7 +562,7 @@ fn ones_are_all_one() -> Result<()> {
 
 #[test]
 fn full_fills_value_and_dtype() -> Result<()> {
-    let t = Tensor::full(&[2, 3], 7.5, DType::F64)?;
+    let t = Tensor::full([2, 3], 7.5, DType::F64)?;
     assert_eq!((t.dtype(), t.to_vec::<f64>()?), (DType::F64, vec![7.5; 6]));
     Ok(())
 }
@@ -670,7 +670,7 @@ fn full_like_keeps_shape_and_dtype() -> Result<()> {
 #[test]
 fn rand_values_lie_in_zero_one() -> Result<()> {
     let mut g = Generator::new(1);
-    let v = Tensor::rand_with(&[10_000], DType::F64, &mut g)?.to_vec::<f64>()?;
+    let v = Tensor::rand_with([10_000], DType::F64, &mut g)?.to_vec::<f64>()?;
     assert!(v.iter().all(|&x| (0.0..1.0).contains(&x)));
     Ok(())
 }
@@ -678,7 +678,7 @@ fn rand_values_lie_in_zero_one() -> Result<()> {
 #[test]
 fn rand_from_global_generator_lies_in_zero_one() -> Result<()> {
     let _l = global_rng_lock();
-    let v = Tensor::rand(&[10_000], DType::F32)?.to_vec::<f32>()?;
+    let v = Tensor::rand([10_000], DType::F32)?.to_vec::<f32>()?;
     assert!(v.iter().all(|&x| (0.0..1.0).contains(&x)));
     Ok(())
 }
@@ -687,39 +687,39 @@ fn rand_from_global_generator_lies_in_zero_one() -> Result<()> {
 fn rand_is_reproducible_with_manual_seed() -> Result<()> {
     let _l = global_rng_lock();
     kiln::manual_seed(1234);
-    let a = Tensor::rand(&[16], DType::F32)?.to_vec::<f32>()?;
+    let a = Tensor::rand([16], DType::F32)?.to_vec::<f32>()?;
     kiln::manual_seed(1234);
-    let b = Tensor::rand(&[16], DType::F32)?.to_vec::<f32>()?;
+    let b = Tensor::rand([16], DType::F32)?.to_vec::<f32>()?;
     assert_eq!(a, b);
     Ok(())
 }
 
 #[test]
 fn rand_is_reproducible_with_generator_seed() -> Result<()> {
-    let a = Tensor::rand_with(&[16], DType::F32, &mut Generator::new(99))?.to_vec::<f32>()?;
-    let b = Tensor::rand_with(&[16], DType::F32, &mut Generator::new(99))?.to_vec::<f32>()?;
+    let a = Tensor::rand_with([16], DType::F32, &mut Generator::new(99))?.to_vec::<f32>()?;
+    let b = Tensor::rand_with([16], DType::F32, &mut Generator::new(99))?.to_vec::<f32>()?;
     assert_eq!(a, b);
     Ok(())
 }
 
 #[test]
 fn rand_differs_between_seeds() -> Result<()> {
-    let a = Tensor::rand_with(&[16], DType::F32, &mut Generator::new(1))?.to_vec::<f32>()?;
-    let b = Tensor::rand_with(&[16], DType::F32, &mut Generator::new(2))?.to_vec::<f32>()?;
+    let a = Tensor::rand_with([16], DType::F32, &mut Generator::new(1))?.to_vec::<f32>()?;
+    let b = Tensor::rand_with([16], DType::F32, &mut Generator::new(2))?.to_vec::<f32>()?;
     assert_ne!(a, b);
     Ok(())
 }
 
 #[test]
 fn rand_of_int_dtype_errors() {
-    assert_err_contains(Tensor::rand(&[2], DType::I64), "not implemented for 'Long'");
+    assert_err_contains(Tensor::rand([2], DType::I64), "not implemented for 'Long'");
 }
 
 #[test]
 fn randn_has_mean_near_zero_and_std_near_one() -> Result<()> {
     let _l = global_rng_lock();
     kiln::manual_seed(7);
-    let v = Tensor::randn(&[10_000], DType::F64)?.to_vec::<f64>()?;
+    let v = Tensor::randn([10_000], DType::F64)?.to_vec::<f64>()?;
     let n = v.len() as f64;
     let mean = v.iter().sum::<f64>() / n;
     let std = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
@@ -733,7 +733,7 @@ fn randn_has_mean_near_zero_and_std_near_one() -> Result<()> {
 #[test]
 fn randint_values_lie_in_low_high_and_cover_it() -> Result<()> {
     let mut g = Generator::new(5);
-    let v = Tensor::randint_with(3, 7, &[1000], DType::I64, &mut g)?.to_vec::<i64>()?;
+    let v = Tensor::randint_with(3, 7, [1000], DType::I64, &mut g)?.to_vec::<i64>()?;
     let mut seen: Vec<i64> = v.clone();
     seen.sort();
     seen.dedup();
@@ -746,7 +746,7 @@ fn half_precision_rand_never_rounds_up_to_one() -> Result<()> {
     // Drawing in f64 and rounding would give 1.0 about once in 4096 f16 samples.
     let mut g = Generator::new(3);
     for dtype in [DType::F16, DType::BF16] {
-        let v = Tensor::rand_with(&[1 << 20], dtype, &mut g)?.to_vec::<f64>()?;
+        let v = Tensor::rand_with([1 << 20], dtype, &mut g)?.to_vec::<f64>()?;
         assert!(v.iter().all(|&x| (0.0..1.0).contains(&x)), "{dtype:?}");
         assert!(v.iter().any(|&x| x > 0.99), "{dtype:?}");
     }
@@ -756,7 +756,7 @@ fn half_precision_rand_never_rounds_up_to_one() -> Result<()> {
 #[test]
 fn rand_fills_sixteen_bins_evenly() -> Result<()> {
     let n = 160_000;
-    let v = Tensor::rand_with(&[n], DType::F32, &mut Generator::new(4))?.to_vec::<f32>()?;
+    let v = Tensor::rand_with([n], DType::F32, &mut Generator::new(4))?.to_vec::<f32>()?;
     let mut bins = [0usize; 16];
     v.iter().for_each(|&x| bins[(x * 16.0) as usize] += 1);
     let expected = n as f64 / 16.0;
@@ -773,7 +773,7 @@ fn rand_fills_sixteen_bins_evenly() -> Result<()> {
 fn randn_f32_and_f16_have_normal_moments() -> Result<()> {
     let mut g = Generator::new(8);
     for dtype in [DType::F32, DType::F16] {
-        let v = Tensor::randn_with(&[200_000], dtype, &mut g)?.to_vec::<f64>()?;
+        let v = Tensor::randn_with([200_000], dtype, &mut g)?.to_vec::<f64>()?;
         let n = v.len() as f64;
         let mean = v.iter().sum::<f64>() / n;
         let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
@@ -788,8 +788,8 @@ fn randn_f32_and_f16_have_normal_moments() -> Result<()> {
 #[test]
 fn successive_draws_from_one_generator_differ() -> Result<()> {
     let mut g = Generator::new(9);
-    let a = Tensor::rand_with(&[16], DType::F32, &mut g)?.to_vec::<f32>()?;
-    let b = Tensor::rand_with(&[16], DType::F32, &mut g)?.to_vec::<f32>()?;
+    let a = Tensor::rand_with([16], DType::F32, &mut g)?.to_vec::<f32>()?;
+    let b = Tensor::rand_with([16], DType::F32, &mut g)?.to_vec::<f32>()?;
     assert_ne!(a, b);
     assert_eq!(g.initial_seed(), 9);
     Ok(())
@@ -799,9 +799,9 @@ fn successive_draws_from_one_generator_differ() -> Result<()> {
 fn rand_on_cpu_is_rand() -> Result<()> {
     let _l = global_rng_lock();
     kiln::manual_seed(21);
-    let a = Tensor::rand(&[8], DType::F64)?.to_vec::<f64>()?;
+    let a = Tensor::rand([8], DType::F64)?.to_vec::<f64>()?;
     kiln::manual_seed(21);
-    let b = Tensor::rand_on(&[8], DType::F64, Device::Cpu)?.to_vec::<f64>()?;
+    let b = Tensor::rand_on([8], DType::F64, Device::Cpu)?.to_vec::<f64>()?;
     assert_eq!(a, b);
     Ok(())
 }
@@ -810,9 +810,9 @@ fn rand_on_cpu_is_rand() -> Result<()> {
 fn randint_spans_all_of_int64_and_both_bools() -> Result<()> {
     let mut g = Generator::new(10);
     let v =
-        Tensor::randint_with(i64::MIN, i64::MAX, &[1000], DType::I64, &mut g)?.to_vec::<i64>()?;
+        Tensor::randint_with(i64::MIN, i64::MAX, [1000], DType::I64, &mut g)?.to_vec::<i64>()?;
     assert!(v.iter().any(|&x| x < i64::MIN / 2) && v.iter().any(|&x| x > i64::MAX / 2));
-    let b = Tensor::randint_with(0, 2, &[64], DType::Bool, &mut g)?.to_vec::<bool>()?;
+    let b = Tensor::randint_with(0, 2, [64], DType::Bool, &mut g)?.to_vec::<bool>()?;
     assert!(b.contains(&true) && b.contains(&false));
     Ok(())
 }
@@ -833,7 +833,7 @@ fn randperm_is_a_permutation() -> Result<()> {
 #[test]
 fn randint_with_low_not_below_high_errors() {
     assert_err_contains(
-        Tensor::randint(5, 5, &[3], DType::I64),
+        Tensor::randint(5, 5, [3], DType::I64),
         "random_ expects 'from' to be less than 'to', but got from=5 >= to=5",
     );
 }
@@ -861,8 +861,8 @@ fn pointwise_results_of_transposed_inputs_are_transposed() -> Result<()> {
     let want: Vec<f32> = m.t()?.to_vec::<f32>()?.iter().map(|v| 2.0 * v).collect();
     assert_eq!(s.to_vec::<f32>()?, want);
     // Like PyTorch, such a result needs `reshape` (a copy), not `view`, to flatten.
-    assert!(s.view(&[12]).is_err());
-    assert_eq!(s.reshape(&[12])?.to_vec::<f32>()?, want);
+    assert!(s.view([12]).is_err());
+    assert_eq!(s.reshape([12])?.to_vec::<f32>()?, want);
     Ok(())
 }
 
@@ -1029,14 +1029,14 @@ fn cuda_request_is_a_clean_error() {
         return; // tests/cuda.rs covers machines with a GPU
     }
     assert_err_contains(
-        Tensor::full_on(&[2], 1.0, DType::F32, Device::Cuda(0)),
+        Tensor::full_on([2], 1.0, DType::F32, Device::Cuda(0)),
         "cannot use device cuda:0",
     );
 }
 
 #[test]
 fn cpu_request_via_full_on_works() -> Result<()> {
-    let t = Tensor::full_on(&[2], 1.0, DType::F32, Device::Cpu)?;
+    let t = Tensor::full_on([2], 1.0, DType::F32, Device::Cpu)?;
     assert_eq!(t.to_vec::<f32>()?, vec![1.0, 1.0]);
     Ok(())
 }
@@ -1057,8 +1057,8 @@ fn tensor_moved_into_thread_is_usable_there() -> Result<()> {
 
 #[test]
 fn concurrent_inplace_adds_into_each_others_inputs_do_not_deadlock() -> Result<()> {
-    let a = Tensor::zeros(&[64], DType::F32)?;
-    let b = Tensor::ones(&[64], DType::F32)?;
+    let a = Tensor::zeros([64], DType::F32)?;
+    let b = Tensor::ones([64], DType::F32)?;
     let (tx, rx) = mpsc::channel();
     for flip in [false, true] {
         let (x, y, tx) = (a.clone(), b.clone(), tx.clone());
@@ -1120,13 +1120,13 @@ fn unsqueeze_at_last_new_position_is_allowed() -> Result<()> {
 #[test]
 fn view_incompatible_with_strides_errors() -> Result<()> {
     let a = iota(&[2, 3]);
-    assert_err_contains(a.t()?.view(&[6]), "view size is not compatible");
+    assert_err_contains(a.t()?.view([6]), "view size is not compatible");
     Ok(())
 }
 
 #[test]
 fn view_with_wrong_numel_errors() {
-    assert_err_contains(iota(&[2, 3]).view(&[4]), "invalid");
+    assert_err_contains(iota(&[2, 3]).view([4]), "invalid");
 }
 
 #[test]
@@ -1184,7 +1184,7 @@ fn index_select_with_out_of_range_index_errors() {
 
 #[test]
 fn expand_to_incompatible_size_errors() {
-    assert!(iota(&[3]).expand(&[4]).is_err());
+    assert!(iota(&[3]).expand([4]).is_err());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1240,7 +1240,7 @@ fn matmul_batched_3d_by_2d_broadcasts_the_matrix() -> Result<()> {
 
 #[test]
 fn matmul_4d_by_3d_broadcasts_batch_shape() -> Result<()> {
-    let a = Tensor::ones(&[2, 1, 3, 4], DType::F32)?;
+    let a = Tensor::ones([2, 1, 3, 4], DType::F32)?;
     let b = iota(&[5, 4, 6]);
     assert_eq!(a.matmul(&b)?.shape(), &[2, 5, 3, 6]);
     Ok(())
@@ -1249,7 +1249,7 @@ fn matmul_4d_by_3d_broadcasts_batch_shape() -> Result<()> {
 #[test]
 fn matmul_4d_by_3d_broadcast_values() -> Result<()> {
     // out[i, j, r, c] = Σ_k b[j, k, c] = Σ_k (24j + 6k + c) = 96j + 36 + 4c.
-    let a = Tensor::ones(&[2, 1, 3, 4], DType::F32)?;
+    let a = Tensor::ones([2, 1, 3, 4], DType::F32)?;
     let b = iota(&[5, 4, 6]);
     let got = a.matmul(&b)?.to_vec::<f32>()?;
     let mut want = Vec::new();
@@ -1362,7 +1362,7 @@ fn sum_of_bool_counts_trues_as_int64() -> Result<()> {
 fn sum_of_float16_ones_accumulates_beyond_2048() -> Result<()> {
     // Accumulating in f16 would stall at 2048 (2048 + 1 rounds back to 2048); PyTorch
     // accumulates in float and gives exactly 4096.
-    let s = Tensor::ones(&[4096], DType::F16)?.sum()?;
+    let s = Tensor::ones([4096], DType::F16)?.sum()?;
     assert_eq!(s.item::<f64>()?, 4096.0);
     Ok(())
 }
@@ -1445,8 +1445,8 @@ fn softmax_rows_sum_to_one() -> Result<()> {
 
 #[test]
 fn inplace_add_with_broadcast_that_grows_self_errors() -> Result<()> {
-    let a = Tensor::zeros(&[3], DType::F32)?;
-    let b = Tensor::zeros(&[2, 3], DType::F32)?;
+    let a = Tensor::zeros([3], DType::F32)?;
+    let b = Tensor::zeros([2, 3], DType::F32)?;
     assert_err_contains(
         a.add_(&b),
         "output with shape [3] doesn't match the broadcast shape [2, 3]",
@@ -1456,7 +1456,7 @@ fn inplace_add_with_broadcast_that_grows_self_errors() -> Result<()> {
 
 #[test]
 fn inplace_add_broadcasts_smaller_other() -> Result<()> {
-    let a = Tensor::zeros(&[2, 2], DType::F32)?;
+    let a = Tensor::zeros([2, 2], DType::F32)?;
     a.add_(&Tensor::from([1f32, 2.]))?;
     assert_eq!(a.to_vec::<f32>()?, vec![1., 2., 1., 2.]);
     Ok(())
@@ -1490,13 +1490,13 @@ fn select_with_negative_index_counts_from_end() -> Result<()> {
 
 #[test]
 fn view_infers_minus_one() -> Result<()> {
-    assert_eq!(iota(&[2, 3, 4]).view(&[-1, 4])?.shape(), &[6, 4]);
+    assert_eq!(iota(&[2, 3, 4]).view([-1, 4])?.shape(), &[6, 4]);
     Ok(())
 }
 
 #[test]
 fn expand_with_minus_one_keeps_size() -> Result<()> {
-    assert_eq!(iota(&[3, 1]).expand(&[-1, 5])?.shape(), &[3, 5]);
+    assert_eq!(iota(&[3, 1]).expand([-1, 5])?.shape(), &[3, 5]);
     Ok(())
 }
 
@@ -1545,7 +1545,7 @@ fn transpose_swaps_strides() -> Result<()> {
 
 #[test]
 fn expand_gives_zero_stride() -> Result<()> {
-    assert_eq!(iota(&[3, 1]).expand(&[3, 4])?.strides(), &[1, 0]);
+    assert_eq!(iota(&[3, 1]).expand([3, 4])?.strides(), &[1, 0]);
     Ok(())
 }
 
@@ -1593,7 +1593,7 @@ fn display_of_leaf_requiring_grad() -> Result<()> {
 #[test]
 fn out_variant_bumps_version_of_out() -> Result<()> {
     let a = Tensor::from([1f32, 2.]);
-    let out = Tensor::zeros(&[2], DType::F32)?;
+    let out = Tensor::zeros([2], DType::F32)?;
     kiln::mul_out(&a, &a, &out)?;
     assert_eq!(out.version(), 1);
     Ok(())
@@ -1629,7 +1629,7 @@ fn display_uses_scientific_notation_for_wide_ranges() {
 #[test]
 fn as_strided_beyond_storage_errors() {
     assert_err_contains(
-        iota(&[4]).as_strided(&[3, 2], &[2, 1]),
+        iota(&[4]).as_strided([3, 2], [2, 1]),
         "out of bounds for storage of size 4",
     );
 }
@@ -1767,7 +1767,7 @@ fn separated_index_tensors_put_their_dims_first() -> Result<()> {
 fn index_put_accumulates_repeated_positions() -> Result<()> {
     let i = Tensor::from(vec![0i64, 0, 2, -1]);
     let ones = Tensor::from(vec![1f32, 1., 1., 1.]);
-    let x = Tensor::zeros(&[3], DType::F32)?;
+    let x = Tensor::zeros([3], DType::F32)?;
     // x.index_put_((i,), ones, accumulate=True)
     x.index_put_with_(&[Some(&i)], &ones, true)?;
     assert_eq!(x.to_vec::<f32>()?, vec![2., 0., 2.]);

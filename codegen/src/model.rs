@@ -137,6 +137,8 @@ pub struct Arg {
     pub name: String,
     pub kind: ArgKind,
     pub default: Option<String>,
+    /// A `SymInt[]` (a size list): the public API takes `impl IntoDims` for it.
+    pub dims: bool,
 }
 
 impl Op {
@@ -150,6 +152,8 @@ impl Op {
                 name: a.name.clone(),
                 kind: ArgKind::of(&a.ty).expect("validated in model::build"),
                 default: a.default.clone(),
+                dims: matches!(&a.ty, crate::schema::Type::List { elem, .. }
+                    if matches!(**elem, crate::schema::Type::SymInt)),
             })
             .collect()
     }

@@ -31,11 +31,11 @@ pub fn entries() -> Vec<(&'static str, FuzzFn)> {
 /// Entry points that are not in `native_functions.yaml`: constructors, random tensors,
 /// element access and autograd.
 pub static EXTRA: &[(&str, FuzzFn)] = &[
-    ("Tensor::zeros", |a| sized(a, Tensor::zeros)),
-    ("Tensor::ones", |a| sized(a, Tensor::ones)),
-    ("Tensor::empty", |a| sized(a, Tensor::empty)),
-    ("Tensor::rand", |a| sized(a, Tensor::rand)),
-    ("Tensor::randn", |a| sized(a, Tensor::randn)),
+    ("Tensor::zeros", |a| sized(a, |s, d| Tensor::zeros(s, d))),
+    ("Tensor::ones", |a| sized(a, |s, d| Tensor::ones(s, d))),
+    ("Tensor::empty", |a| sized(a, |s, d| Tensor::empty(s, d))),
+    ("Tensor::rand", |a| sized(a, |s, d| Tensor::rand(s, d))),
+    ("Tensor::randn", |a| sized(a, |s, d| Tensor::randn(s, d))),
     ("Tensor::full", full),
     ("Tensor::randint", randint),
     ("Tensor::arange", arange),

@@ -147,7 +147,7 @@ pub fn orthogonal_(t: &Tensor, gain: f64) -> Result<Tensor> {
     let _g = no_grad();
     let rows = t.shape()[0];
     let cols = t.numel() / rows;
-    let flat = Tensor::randn_on(&[rows, cols], kiln::DType::F64, kiln::Device::Cpu)?;
+    let flat = Tensor::randn_on([rows, cols], kiln::DType::F64, kiln::Device::Cpu)?;
     let flat = if rows < cols { flat.t()? } else { flat };
     let (q, r) = kiln::linalg_qr(&flat)?;
     // QR's R already has a non-negative diagonal in kiln, so Q is the uniformly distributed
@@ -156,6 +156,6 @@ pub fn orthogonal_(t: &Tensor, gain: f64) -> Result<Tensor> {
     let q = if rows < cols { q.t()? } else { q };
     let q = q
         .mul_scalar(gain)?
-        .reshape(&t.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())?;
+        .reshape(t.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())?;
     t.copy_(&q.to_device(t.device())?)
 }

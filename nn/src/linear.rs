@@ -27,7 +27,7 @@ impl Linear {
         bias: bool,
         dtype: DType,
     ) -> Result<Self> {
-        let weight = Tensor::empty(&[out_features, in_features], dtype)?;
+        let weight = Tensor::empty([out_features, in_features], dtype)?;
         init::kaiming_uniform_(
             &weight,
             5f64.sqrt(),
@@ -35,7 +35,7 @@ impl Linear {
             Nonlinearity::LeakyRelu(0.0),
         )?;
         let bias = if bias {
-            let b = Tensor::empty(&[out_features], dtype)?;
+            let b = Tensor::empty([out_features], dtype)?;
             let bound = if in_features > 0 {
                 1.0 / (in_features as f64).sqrt()
             } else {

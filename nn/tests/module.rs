@@ -28,11 +28,11 @@ struct Net {
 fn block(n: usize) -> Block {
     Block {
         fc: Linear::new(n, n).unwrap(),
-        scale: Tensor::ones(&[n], DType::F32)
+        scale: Tensor::ones([n], DType::F32)
             .unwrap()
             .requires_grad_(true)
             .unwrap(),
-        count: Tensor::zeros(&[], DType::I64).unwrap(),
+        count: Tensor::zeros((), DType::I64).unwrap(),
         width: n,
         training: true,
     }
@@ -102,7 +102,7 @@ fn state_dict_round_trip_and_strictness() {
 
     let mut partial = a.state_dict();
     partial.remove("head.weight");
-    partial.insert("extra.bias", Tensor::zeros(&[2], DType::F32).unwrap());
+    partial.insert("extra.bias", Tensor::zeros([2], DType::F32).unwrap());
     let err = b.load_state_dict(&partial, true).unwrap_err().to_string();
     assert!(
         err.contains("Missing key(s) in state_dict: \"head.weight\".")
@@ -114,7 +114,7 @@ fn state_dict_round_trip_and_strictness() {
     assert_eq!(keys.unexpected_keys, ["extra.bias"]);
 
     let mut wrong: StateDict = a.state_dict();
-    wrong.insert("stem.bias", Tensor::zeros(&[5], DType::F32).unwrap());
+    wrong.insert("stem.bias", Tensor::zeros([5], DType::F32).unwrap());
     let before = b.stem.weight.to_vec::<f32>().unwrap();
     let err = b.load_state_dict(&wrong, false).unwrap_err().to_string();
     assert!(err.contains("size mismatch for stem.bias: copying a param with shape [5] from checkpoint, the shape in current model is [4]."), "{err}");
@@ -163,7 +163,7 @@ fn zero_grad_clears_and_containers_name_children() {
         .add(Linear::new(3, 5).unwrap())
         .add(Linear::new(5, 1).unwrap());
     let y = seq
-        .forward(&Tensor::ones(&[2, 3], DType::F32).unwrap())
+        .forward(&Tensor::ones([2, 3], DType::F32).unwrap())
         .unwrap();
     y.sum().unwrap().backward().unwrap();
     assert!(seq.parameters().iter().all(|p| p.grad().is_some()));
@@ -194,7 +194,7 @@ fn linear_matches_a_float64_loop_and_pytorch_init_bounds() {
     let w = fc.weight.to_vec::<f32>().unwrap();
     assert!(w.iter().all(|&v| (v as f64).abs() <= bound));
     assert!(w.iter().any(|&v| (v as f64).abs() > 0.8 * bound));
-    let x = Tensor::randn(&[3, 50], DType::F32).unwrap();
+    let x = Tensor::randn([3, 50], DType::F32).unwrap();
     let y = fc.forward(&x).unwrap().to_vec::<f32>().unwrap();
     let (xs, b) = (
         x.to_vec::<f32>().unwrap(),

@@ -30,7 +30,7 @@ fn accumulate(buf: &mut Vec<Option<Tensor>>, nr: usize, g: Tensor) -> Result<()>
 /// moved there, as PyTorch's engine does; any other device mismatch is an error.
 fn conform(g: Tensor, meta: &InputMeta, index: usize) -> Result<Tensor> {
     let g = if g.shape() != meta.shape.as_slice() {
-        g.sum_to_size(&crate::ops::backward::i64s(&meta.shape))?
+        g.sum_to_size(crate::ops::backward::i64s(&meta.shape))?
     } else {
         g
     };

@@ -18,12 +18,12 @@ pub fn i64s(sizes: &[usize]) -> Vec<i64> {
 
 /// `grad` reshaped to `sizes` (backward of any reshaping view).
 pub fn reshape_to(grad: &Tensor, sizes: &[usize]) -> Result<Tensor> {
-    grad.reshape(&i64s(sizes))
+    grad.reshape(i64s(sizes))
 }
 
 /// `grad` summed down to `sizes` (backward of `expand`).
 pub fn sum_to(grad: &Tensor, sizes: &[usize]) -> Result<Tensor> {
-    grad.sum_to_size(&i64s(sizes))
+    grad.sum_to_size(i64s(sizes))
 }
 
 /// Backward of `permute(dims)`: permute by the inverse permutation.
@@ -70,7 +70,7 @@ pub fn sum_backward(
             g = g.unsqueeze(d as i64)?;
         }
     }
-    g.expand(&i64s(sizes))
+    g.expand(i64s(sizes))
 }
 
 /// Backward of `max()`/`min()` over all elements: the gradient is shared evenly among the
@@ -115,7 +115,7 @@ pub fn adaptive_max_pool2d_backward(
     plane.push(sizes[lead] * sizes[lead + 1]);
     zeros_like_grad(grad, &plane)?
         .scatter_add(-1, &indices.reshape(&cells)?, &grad.reshape(&cells)?)?
-        .reshape(&i64s(sizes))
+        .reshape(i64s(sizes))
 }
 
 /// `_softmax_backward_data`'s derivative in `output`: its result is `y (go - Σ go y)`, so
@@ -592,14 +592,14 @@ pub fn as_strided_backward(
     let storage = zeros_like_grad(grad, &[extent])?.index_add(
         0,
         &Tensor::from_vec(out_idx, &[n_out])?.to_device(grad.device())?,
-        &grad.reshape(&[-1])?,
+        &grad.reshape([-1])?,
     )?;
     storage
         .index_select(
             0,
             &Tensor::from_vec(in_idx, &[n_in])?.to_device(grad.device())?,
         )?
-        .reshape(&i64s(input_sizes))
+        .reshape(i64s(input_sizes))
 }
 
 /// Backward of `narrow`: zeros with `grad` in the narrowed part.
@@ -616,7 +616,7 @@ pub fn narrow_backward(
     } else {
         start
     };
-    crate::slice_backward(grad, &i64s(sizes), dim, start, start + length, 1)
+    crate::slice_backward(grad, i64s(sizes), dim, start, start + length, 1)
 }
 
 /// Backward of `slice`: normalises the bounds as the view did, then `slice_backward`.
@@ -639,7 +639,7 @@ pub fn slice_view_backward(
     };
     let s = clamp(start.unwrap_or(0));
     let e = clamp(end.unwrap_or(size)).max(s);
-    crate::slice_backward(grad, &i64s(sizes), dim, s, e, step)
+    crate::slice_backward(grad, i64s(sizes), dim, s, e, step)
 }
 
 /// `grad` where `lo < x < hi`, else 0 (`hardtanh`'s gradient).
@@ -931,8 +931,8 @@ fn nll_pick(t: &Tensor, safe: &Tensor) -> Result<Tensor> {
 fn nll_per_class(weight: &Tensor, safe: &Tensor, coef: &Tensor) -> Result<Tensor> {
     weight.zeros_like()?.to_dtype(coef.dtype())?.index_add(
         0,
-        &safe.reshape(&[-1])?,
-        &coef.reshape(&[-1])?,
+        &safe.reshape([-1])?,
+        &coef.reshape([-1])?,
     )
 }
 
@@ -1041,11 +1041,11 @@ pub fn nll_loss_backward_weight_backward(
     let go = if reduction == 0 && grad.dim() >= 2 {
         grad_output.clone()
     } else {
-        grad_output.reshape(&[])?
+        grad_output.reshape(())?
     };
     let mut coef = nll_pick(grad, &safe)?.mul(&go)?.neg()?.mul(&keep)?;
     if reduction == 1 {
-        coef = coef.div(&total_weight.reshape(&[])?)?;
+        coef = coef.div(&total_weight.reshape(())?)?;
     }
     nll_per_class(weight, &safe, &coef)
 }
@@ -1065,6 +1065,6 @@ pub fn nll_loss_backward_total_weight_backward(
         .mul(result)?
         .sum()?
         .neg()?
-        .div(&total_weight.reshape(&[])?)?;
+        .div(&total_weight.reshape(())?)?;
     reshape_to(&g, total_weight.shape())
 }

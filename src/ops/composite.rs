@@ -27,7 +27,7 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                     ),
                 ));
             }
-            a.unsqueeze(0)?.mm(&b.unsqueeze(1)?)?.reshape(&[])
+            a.unsqueeze(0)?.mm(&b.unsqueeze(1)?)?.reshape(())
         }
         (2, 1) => a.mm(&b.unsqueeze(1)?)?.squeeze_dim(1),
         (1, 2) => a.unsqueeze(0)?.mm(b)?.squeeze_dim(0),
@@ -56,8 +56,8 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             ea.extend([n as i64, k as i64]);
             let mut eb = i64s(&batch);
             eb.extend([k2 as i64, m as i64]);
-            let a3 = a2.expand(&ea)?.reshape(&[nb as i64, n as i64, k as i64])?;
-            let b3 = b2.expand(&eb)?.reshape(&[nb as i64, k as i64, m as i64])?;
+            let a3 = a2.expand(&ea)?.reshape([nb as i64, n as i64, k as i64])?;
+            let b3 = b2.expand(&eb)?.reshape([nb as i64, k as i64, m as i64])?;
             let mut out_shape = i64s(&batch);
             out_shape.extend([n as i64, m as i64]);
             let mut out = a3.bmm(&b3)?.reshape(&out_shape)?;
@@ -240,7 +240,7 @@ pub fn to_device(t: &Tensor, device: Device) -> Result<Tensor> {
 /// `flatten(start_dim, end_dim)` as a reshape.
 pub fn flatten(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
     if t.dim() == 0 {
-        return t.reshape(&[1]);
+        return t.reshape([1]);
     }
     let wrap = |d| kiln_kernels::layout::wrap_dim(d, t.dim()).map_err(|m| Error::op("flatten", m));
     let (s, e) = (wrap(start_dim)?, wrap(end_dim)?);
@@ -407,7 +407,7 @@ pub fn logsumexp(t: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
     let r = if keepdim {
         r
     } else {
-        r.reshape(&crate::ops::backward::i64s(&reduced_shape(t, dim)))?
+        r.reshape(crate::ops::backward::i64s(&reduced_shape(t, dim)))?
     };
     narrowed(r, back)
 }
@@ -458,8 +458,8 @@ fn triangle(op: &str, t: &Tensor, diagonal: i64, lower: bool) -> Result<Tensor> 
         ));
     }
     let (r, c) = (t.shape()[t.dim() - 2], t.shape()[t.dim() - 1]);
-    let rows = Tensor::arange(0, r as i64, 1, DType::I64)?.reshape(&[r as i64, 1])?;
-    let cols = Tensor::arange(0, c as i64, 1, DType::I64)?.reshape(&[1, c as i64])?;
+    let rows = Tensor::arange(0, r as i64, 1, DType::I64)?.reshape([r as i64, 1])?;
+    let cols = Tensor::arange(0, c as i64, 1, DType::I64)?.reshape([1, c as i64])?;
     let offset = cols.sub(&rows)?;
     let keep = if lower {
         offset.le_scalar(diagonal)?
@@ -492,7 +492,7 @@ pub fn min_other(t: &Tensor, other: &Tensor) -> Result<Tensor> {
 
 /// `expand_as(other)`: `expand(other.shape())`.
 pub fn expand_as(t: &Tensor, other: &Tensor) -> Result<Tensor> {
-    t.expand(&i64s(other.shape()))
+    t.expand(i64s(other.shape()))
 }
 
 /// `swapaxes(axis0, axis1)`: NumPy's name for `transpose`.
@@ -616,7 +616,7 @@ pub fn addmm(
     } else {
         p.mul_scalar(alpha)?
     };
-    let base = t.expand(&i64s(p.shape()))?;
+    let base = t.expand(i64s(p.shape()))?;
     if beta.to::<f64>() == 0.0 {
         return p.add(&base.zeros_like()?);
     }

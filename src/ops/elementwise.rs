@@ -16,7 +16,7 @@ fn floating(t: &Tensor) -> Result<Tensor> {
 
 /// A 0-d tensor of `v` with `t`'s dtype and device, to combine without changing its dtype.
 fn constant(t: &Tensor, v: f64) -> Result<Tensor> {
-    Tensor::full_on(&[], v, t.dtype(), t.device())
+    Tensor::full_on((), v, t.dtype(), t.device())
 }
 
 fn check_float(op: &str, kernel: &str, t: &Tensor) -> Result<()> {
@@ -243,7 +243,7 @@ pub fn prelu(t: &Tensor, weight: &Tensor) -> Result<Tensor> {
     }
     let n = weight.numel();
     let w = if n == 1 {
-        weight.reshape(&[])?
+        weight.reshape(())?
     } else {
         if t.dim() == 0 {
             return Err(Error::op(op, "Not allow zero-dim input tensor."));

@@ -294,9 +294,9 @@ impl AdvancedIndex {
             .product();
         let mut shape = vec![m];
         shape.extend(self.rest());
-        t.reshape(&i64s(&self.work_shape))?
+        t.reshape(i64s(&self.work_shape))?
             .permute(&dims(&self.perm))?
-            .reshape(&i64s(&shape))
+            .reshape(i64s(&shape))
     }
 
     /// The inverse of [`Self::as_rows`]: `[rows, other sizes...]` back to `shape`.
@@ -306,9 +306,9 @@ impl AdvancedIndex {
         for (i, &d) in self.perm.iter().enumerate() {
             inverse[d] = i;
         }
-        r.reshape(&i64s(&permuted))?
+        r.reshape(i64s(&permuted))?
             .permute(&dims(&inverse))?
-            .reshape(&i64s(shape))?
+            .reshape(i64s(shape))?
             .contiguous()
     }
 
@@ -341,7 +341,7 @@ pub fn index(t: &Tensor, indices: &[Option<&Tensor>]) -> Result<Tensor> {
     let picked = info
         .as_rows(t)?
         .index_select(0, &info.rows_tensor(t.device())?)?;
-    info.index_dims_to_place(picked.reshape(&i64s(&info.rows_shape()))?)
+    info.index_dims_to_place(picked.reshape(i64s(&info.rows_shape()))?)
 }
 
 /// The dtype `index_put(accumulate=True)` sums in: float32 for half floats (one rounding, as
@@ -397,8 +397,8 @@ pub fn index_put(
     let mut flat = vec![info.rows.len()];
     flat.extend(info.rest());
     let vals = info
-        .index_dims_to_front(values.expand(&i64s(&result_shape))?)?
-        .reshape(&i64s(&flat))?;
+        .index_dims_to_front(values.expand(i64s(&result_shape))?)?
+        .reshape(i64s(&flat))?;
     let src = info.as_rows(t)?;
     let rows = info.rows_tensor(t.device())?;
     let written = if accumulate {
@@ -409,7 +409,7 @@ pub fn index_put(
     } else {
         let mut unit = vec![1i64; vals.dim()];
         unit[0] = info.rows.len() as i64;
-        let idx = rows.reshape(&unit)?.expand(&i64s(vals.shape()))?;
+        let idx = rows.reshape(&unit)?.expand(i64s(vals.shape()))?;
         src.scatter(0, &idx, &vals)?
     };
     info.rows_back(&written, t.shape())
@@ -462,5 +462,5 @@ pub fn index_put_values_backward(
     values_sizes: &[usize],
 ) -> Result<Tensor> {
     grad.index(&borrowed(indices))?
-        .sum_to_size(&i64s(values_sizes))
+        .sum_to_size(i64s(values_sizes))
 }

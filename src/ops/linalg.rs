@@ -165,8 +165,8 @@ pub fn linalg_solve(a: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
         &bm.shape()[..bm.dim() - 2],
     )
     .map_err(|m| Error::op(op, m))?;
-    let ae = a.expand(&i64s(&with_batch(&batch, &[n, n])))?;
-    let be = bm.expand(&i64s(&with_batch(&batch, &[n, k])))?;
+    let ae = a.expand(i64s(&with_batch(&batch, &[n, n])))?;
+    let be = bm.expand(i64s(&with_batch(&batch, &[n, k])))?;
     let am = Matrices::read(op, &ae, true)?;
     let rhs = be.to_vec::<f64>()?;
     let mut out = Vec::with_capacity(rhs.len());
@@ -250,7 +250,7 @@ pub fn linalg_qr(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     }
     let r = output(rs, &with_batch(&m.batch, &[k, cols]), a)?;
     let q = if mode == "r" {
-        Tensor::zeros(&[0], a.dtype())?.to_device(a.device())?
+        Tensor::zeros([0], a.dtype())?.to_device(a.device())?
     } else {
         output(qs, &with_batch(&m.batch, &[rows, k]), a)?
     };
@@ -475,8 +475,8 @@ pub fn tensordot(
     let pa: Vec<i64> = fa.iter().chain(&ca).map(|&d| d as i64).collect();
     let pb: Vec<i64> = cb.iter().chain(&fb).map(|&d| d as i64).collect();
     let k = size(t, &ca);
-    let a2 = t.permute(&pa)?.reshape(&[size(t, &fa), k])?;
-    let b2 = other.permute(&pb)?.reshape(&[k, size(other, &fb)])?;
+    let a2 = t.permute(&pa)?.reshape([size(t, &fa), k])?;
+    let b2 = other.permute(&pb)?.reshape([k, size(other, &fb)])?;
     let mut shape: Vec<i64> = fa.iter().map(|&d| t.shape()[d] as i64).collect();
     shape.extend(fb.iter().map(|&d| other.shape()[d] as i64));
     a2.mm(&b2)?.reshape(&shape)

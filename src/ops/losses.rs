@@ -241,8 +241,8 @@ pub fn cross_entropy_loss(
                     let safe = target
                         .where_cond(&target.ne_scalar(ignore_index)?, &target.zeros_like()?)?;
                     w.to_dtype(input.dtype())?
-                        .index_select(0, &safe.reshape(&[-1])?)?
-                        .mul(&keep.reshape(&[-1])?)?
+                        .index_select(0, &safe.reshape([-1])?)?
+                        .mul(&keep.reshape([-1])?)?
                         .sum()?
                 }
                 None => keep.sum()?,

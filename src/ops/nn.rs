@@ -151,10 +151,10 @@ fn conv(
     let cols = crate::im2col(&x, &k, &d, &p, &s)?;
     let l = cols.shape()[cols.dim() - 1] as i64;
     let y = if g == 1 {
-        weight.reshape(&[o as i64, cgkk])?.matmul(&cols)?
+        weight.reshape([o as i64, cgkk])?.matmul(&cols)?
     } else {
-        let w = weight.reshape(&[g as i64, (o / g) as i64, cgkk])?;
-        w.matmul(&cols.reshape(&[batch, g as i64, cgkk, l])?)?
+        let w = weight.reshape([g as i64, (o / g) as i64, cgkk])?;
+        w.matmul(&cols.reshape([batch, g as i64, cgkk, l])?)?
     };
     let mut shape = vec![batch, o as i64];
     shape.extend(&out_size);
@@ -421,10 +421,10 @@ fn conv_transpose(
     let lin = product(op, "input spatial sizes", &i64s(spatial))?;
     // weight [Cin, Og, *k] as [G, Cin/G, Og*K], transposed to [G, Og*K, Cin/G].
     let ogkk = product(op, "weight sizes", &[og, kk])?;
-    let w = weight.reshape(&[g, cin / g, ogkk])?.transpose(-1, -2)?;
-    let xs = x.reshape(&[batch, g, cin / g, lin])?;
+    let w = weight.reshape([g, cin / g, ogkk])?.transpose(-1, -2)?;
+    let xs = x.reshape([batch, g, cin / g, lin])?;
     let rows = product(op, "groups x weight sizes", &[g, ogkk])?;
-    let cols = w.matmul(&xs)?.reshape(&[batch, rows, lin])?;
+    let cols = w.matmul(&xs)?.reshape([batch, rows, lin])?;
     let mut y = crate::col2im(&cols, &out_size, &k, &d, &p, &s)?;
     if let Some(b) = bias {
         y = y.add(&channel_view(b, n)?)?;
@@ -636,7 +636,7 @@ fn max_pool(
     let (_, after) = pool.after(op, &spatial, ceil_mode)?;
     let xp = crate::pad_with(
         &x,
-        &pad_list(&pool.p, &after),
+        pad_list(&pool.p, &after),
         "constant",
         Some(lowest(x.dtype())),
     )?;
@@ -648,10 +648,10 @@ fn max_pool(
     product(op, "input spatial sizes", &i64s(&spatial))?;
     let cols = crate::im2col(&xp, &pool.k, &pool.d, &zeros, &pool.s)?;
     let l = cols.shape()[2] as i64;
-    let (values, at) = cols.reshape(&[b, c, kk, l])?.max_dim(2)?;
+    let (values, at) = cols.reshape([b, c, kk, l])?.max_dim(2)?;
     // Flat input index of each winner: the block's origin plus the kernel offset, per dim.
     let dev = x.device();
-    let mut flat = Tensor::zeros(&[1], DType::I64)?.to_device(dev)?;
+    let mut flat = Tensor::zeros([1], DType::I64)?.to_device(dev)?;
     let mut k_rest = at;
     let mut l_rest = Tensor::arange(0, l, 1, DType::I64)?.to_device(dev)?;
     let mut scale = 1i64;
@@ -766,14 +766,14 @@ fn avg_pool(
     }
     let spatial: Vec<usize> = x.shape()[2..].to_vec();
     let (extra, after) = pool.after(op, &spatial, ceil_mode)?;
-    let xp = crate::pad(&x, &pad_list(&pool.p, &after))?;
+    let xp = crate::pad(&x, pad_list(&pool.p, &after))?;
     let (ones, zeros) = (vec![1i64; n], vec![0i64; n]);
     let out_size = blocks(op, &xp, &pool.k, &ones, &zeros, &pool.s)?;
     let (b, c) = (x.shape()[0] as i64, x.shape()[1] as i64);
     let kk = product(op, "kernel_size", &pool.k)?;
     let cols = crate::im2col(&xp, &pool.k, &ones, &zeros, &pool.s)?;
     let l = cols.shape()[2] as i64;
-    let sums = crate::sum_dim_with(&cols.reshape(&[b, c, kk, l])?, &[2], false, None)?;
+    let sums = crate::sum_dim_with(&cols.reshape([b, c, kk, l])?, &[2], false, None)?;
     let avg = match divisor_override {
         Some(dv) => sums.div_scalar(dv)?,
         None => {
@@ -793,9 +793,9 @@ fn avg_pool(
                 (pool.p.clone(), after.clone())
             };
             let region = Tensor::ones(&region_shape, x.dtype())?.to_device(x.device())?;
-            let region = crate::pad(&region, &pad_list(&lo, &hi))?;
+            let region = crate::pad(&region, pad_list(&lo, &hi))?;
             let counts = crate::im2col(&region, &pool.k, &ones, &zeros, &pool.s)?;
-            let counts = crate::sum_dim_with(&counts.reshape(&[1, 1, kk, l])?, &[2], false, None)?;
+            let counts = crate::sum_dim_with(&counts.reshape([1, 1, kk, l])?, &[2], false, None)?;
             sums.div(&counts)?
         }
     };
@@ -1019,7 +1019,7 @@ pub fn bilinear(
         ));
     }
     // x1 @ W viewed as [I1, O*I2], then a dot with x2 per output feature.
-    let w = weight.permute(&[1, 0, 2])?.reshape(&[i1 as i64, o * i2])?;
+    let w = weight.permute(&[1, 0, 2])?.reshape([i1 as i64, o * i2])?;
     let mut lead = i64s(&input1.shape()[..d1 - 1]);
     lead.extend([o, i2]);
     let t = input1.matmul(&w)?.reshape(&lead)?;
@@ -1041,7 +1041,7 @@ fn scaled(t: Tensor, by: Scalar) -> Result<Tensor> {
 /// `beta * base + alpha * product`, where `beta = 0` ignores `base` (NaN included).
 fn blend(base: &Tensor, product: Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
     let p = scaled(product, alpha)?;
-    let base = base.expand(&i64s(p.shape()))?;
+    let base = base.expand(i64s(p.shape()))?;
     if beta.to::<f64>() == 0.0 {
         return p.add(&base.zeros_like()?);
     }
@@ -1248,7 +1248,7 @@ pub fn embedding(
             ),
         ));
     }
-    let idx = indices.to_dtype(DType::I64)?.reshape(&[-1])?;
+    let idx = indices.to_dtype(DType::I64)?.reshape([-1])?;
     let mut shape = i64s(indices.shape());
     shape.push(weight.shape()[1] as i64);
     let rows = weight.index_select(0, &idx)?;
@@ -1566,13 +1566,13 @@ fn embedding_bag_max(
     }
     let gathered = weight
         .index_select(0, &index(rows.clone(), device)?)?
-        .reshape(&i64s(&[bags, longest, d]))?;
+        .reshape(i64s(&[bags, longest, d]))?;
     let empty = Tensor::from_vec(empty, &[bags, longest, 1])?.to_device(device)?;
     let (values, at) = gathered
         .masked_fill(&empty, f64::NEG_INFINITY)?
         .max_dim(1)?;
     let source = index(rows, device)?
-        .reshape(&i64s(&[bags, longest]))?
+        .reshape(i64s(&[bags, longest]))?
         .gather(1, &at)?;
     let filled: Vec<bool> = sizes.iter().map(|&s| s > 0).collect();
     let filled = Tensor::from_vec(filled, &[bags, 1])?.to_device(device)?;
@@ -1617,10 +1617,10 @@ pub fn embedding_bag_backward(
         Tensor::alloc_on(op, &[num * d], g.dtype(), device)?
             .index_add(
                 0,
-                &target.reshape(&[-1])?,
-                &g.where_cond(&filled, &zero)?.reshape(&[-1])?,
+                &target.reshape([-1])?,
+                &g.where_cond(&filled, &zero)?.reshape([-1])?,
             )?
-            .reshape(&i64s(weight_sizes))?
+            .reshape(i64s(weight_sizes))?
     } else {
         let idx = indices.to_dtype(DType::I64)?;
         let bags = offset2bag.to_dtype(DType::I64)?;
@@ -1643,7 +1643,7 @@ pub fn embedding_bag_backward(
             scale = times(scale, inv)?;
         }
         if scale_grad_by_freq {
-            let ones = Tensor::ones(&[idx.numel()], g.dtype())?.to_device(device)?;
+            let ones = Tensor::ones([idx.numel()], g.dtype())?.to_device(device)?;
             let counts = Tensor::alloc_on(op, &[num], g.dtype(), device)?
                 .index_add(0, &idx, &ones)?
                 .index_select(0, &idx)?;
@@ -1740,8 +1740,8 @@ pub fn embedding_bag_functional(
             let offsets = Tensor::from_vec(starts, &[rows])?
                 .to_dtype(input.dtype())?
                 .to_device(input.device())?;
-            let psw = per_sample_weights.map(|p| p.reshape(&[-1])).transpose()?;
-            (input.reshape(&[-1])?, offsets, psw)
+            let psw = per_sample_weights.map(|p| p.reshape([-1])).transpose()?;
+            (input.reshape([-1])?, offsets, psw)
         }
         1 => {
             let Some(offsets) = offsets else {
@@ -1877,10 +1877,10 @@ pub fn scaled_dot_product_attention(
         scores.shape()[scores.dim() - 1],
     );
     let neg_inf = |like: &Tensor| -> Result<Tensor> {
-        Tensor::full_on(&[], f64::NEG_INFINITY, like.dtype(), like.device())
+        Tensor::full_on((), f64::NEG_INFINITY, like.dtype(), like.device())
     };
     if is_causal {
-        let keep = Tensor::ones(&[l, sl], DType::Bool)?
+        let keep = Tensor::ones([l, sl], DType::Bool)?
             .tril()?
             .to_device(scores.device())?;
         scores = scores.where_cond(&keep, &neg_inf(&scores)?)?;

@@ -61,7 +61,7 @@ fn check_channels(op: &str, name: &str, v: Option<&Tensor>, c: usize) -> Result<
 /// Writes `value` (any shape with the same elements) into `stat`, outside autograd.
 fn write_stat(stat: &Tensor, value: &Tensor) -> Result<()> {
     let _g = crate::no_grad();
-    stat.copy_data_from(&value.detach().reshape(&i64s(stat.shape()))?)
+    stat.copy_data_from(&value.detach().reshape(i64s(stat.shape()))?)
 }
 
 /// `batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
@@ -234,7 +234,7 @@ pub fn group_norm(
     }
     let hxw = prod(&input.shape()[2..]);
     // Any C-element parameter shape is accepted here, as before; the kernel takes vectors.
-    let flat = |v: Option<&Tensor>| v.map(|t| t.reshape(&[-1])).transpose();
+    let flat = |v: Option<&Tensor>| v.map(|t| t.reshape([-1])).transpose();
     let (w, b) = (flat(weight)?, flat(bias)?);
     let (y, _, _) = crate::native_group_norm(
         input,
@@ -279,7 +279,7 @@ pub fn instance_norm(
     shape.extend(i64s(&input.shape()[2..]));
     let x = input.reshape(&shape)?;
     let repeat = |v: Option<&Tensor>| -> Result<Option<Tensor>> {
-        v.map(|t| t.repeat(&[n as i64])).transpose()
+        v.map(|t| t.repeat([n as i64])).transpose()
     };
     let (rm, rv) = (repeat(running_mean)?, repeat(running_var)?);
     let y = batch_norm(
@@ -297,11 +297,11 @@ pub fn instance_norm(
     for (stat, rep) in [(running_mean, &rm), (running_var, &rv)] {
         if let (Some(s), Some(r)) = (stat, rep) {
             let _g = crate::no_grad();
-            let mean = crate::mean_dim_with(&r.reshape(&[n as i64, c as i64])?, &[0], false, None)?;
+            let mean = crate::mean_dim_with(&r.reshape([n as i64, c as i64])?, &[0], false, None)?;
             s.copy_data_from(&mean)?;
         }
     }
-    let y = y.reshape(&i64s(input.shape()))?;
+    let y = y.reshape(i64s(input.shape()))?;
     let nd = input.dim();
     let per_channel = |v: &Tensor| -> Result<Tensor> {
         let mut shape = vec![1i64; nd];
@@ -372,7 +372,7 @@ fn add_into(slot: &mut Option<Tensor>, t: Tensor) -> Result<()> {
 }
 
 fn reshaped(t: Option<Tensor>, like: &[usize]) -> Result<Option<Tensor>> {
-    t.map(|t| t.reshape(&i64s(like))).transpose()
+    t.map(|t| t.reshape(i64s(like))).transpose()
 }
 
 /// `grads[i]` of a backward op, when that op computed output `i` (`output_mask`), viewed as
@@ -500,10 +500,10 @@ fn rows_view(
 ) -> Result<NormView> {
     let (m, n) = rows_of(input, normalized_shape);
     Ok(NormView {
-        x: input.reshape(&[m, n])?,
-        mean: mean.map(|t| t.reshape(&[m, 1])).transpose()?,
-        rstd: rstd.reshape(&[m, 1])?,
-        w: weight.map(|t| t.reshape(&[1, n])).transpose()?,
+        x: input.reshape([m, n])?,
+        mean: mean.map(|t| t.reshape([m, 1])).transpose()?,
+        rstd: rstd.reshape([m, 1])?,
+        w: weight.map(|t| t.reshape([1, n])).transpose()?,
         row_dims: vec![1],
         w_dims: vec![0],
         n: n as f64,
@@ -525,7 +525,7 @@ fn add_stats_grad(
     let Some(extra) = view.stats_input_grad(gm.as_ref(), gr.as_ref())? else {
         return Ok(dx);
     };
-    let extra = extra.reshape(&i64s(input.shape()))?;
+    let extra = extra.reshape(i64s(input.shape()))?;
     Ok(Some(match dx {
         Some(d) => d.add(&extra)?,
         None => extra,
@@ -615,7 +615,7 @@ pub fn layer_norm_double_backward(
     let u = masked_grad(grads, output_mask, 0, &[m, n])?;
     let v = masked_grad(grads, output_mask, 1, &[1, n])?;
     let z = masked_grad(grads, output_mask, 2, &[1, n])?;
-    let g = grad_out.reshape(&[m, n])?;
+    let g = grad_out.reshape([m, n])?;
     let [dg, dx, dm, dr, dw] = view.backward_vjp(&g, true, u.as_ref(), v.as_ref(), z.as_ref())?;
     Ok((
         reshaped(dg, grad_out.shape())?,
@@ -672,7 +672,7 @@ pub fn rms_norm_double_backward(
     let (m, n) = rows_of(input, normalized_shape);
     let u = masked_grad(grads, output_mask, 0, &[m, n])?;
     let v = masked_grad(grads, output_mask, 1, &[1, n])?;
-    let g = grad_out.reshape(&[m, n])?;
+    let g = grad_out.reshape([m, n])?;
     let [dg, dx, _, dr, dw] = view.backward_vjp(&g, true, u.as_ref(), v.as_ref(), None)?;
     Ok((
         reshaped(dg, grad_out.shape())?,
@@ -700,10 +700,10 @@ fn group_view(
 ) -> Result<NormView> {
     let cg = c / group.max(1);
     Ok(NormView {
-        x: input.reshape(&[n, group, cg, hxw])?,
-        mean: Some(mean.reshape(&[n, group, 1, 1])?),
-        rstd: rstd.reshape(&[n, group, 1, 1])?,
-        w: weight.map(|t| t.reshape(&[1, group, cg, 1])).transpose()?,
+        x: input.reshape([n, group, cg, hxw])?,
+        mean: Some(mean.reshape([n, group, 1, 1])?),
+        rstd: rstd.reshape([n, group, 1, 1])?,
+        w: weight.map(|t| t.reshape([1, group, cg, 1])).transpose()?,
         row_dims: vec![2, 3],
         w_dims: vec![0, 3],
         n: cg.saturating_mul(hxw) as f64,
@@ -771,7 +771,7 @@ pub fn group_norm_double_backward(
     let u = masked_grad(grads, output_mask, 0, &x4)?;
     let v = masked_grad(grads, output_mask, 1, &w4)?;
     let z = masked_grad(grads, output_mask, 2, &w4)?;
-    let g = grad_out.reshape(&x4)?;
+    let g = grad_out.reshape(x4)?;
     let [dg, dx, dm, dr, dw] = view.backward_vjp(&g, true, u.as_ref(), v.as_ref(), z.as_ref())?;
     Ok((
         reshaped(dg, grad_out.shape())?,
@@ -806,10 +806,10 @@ fn batch_view(
     let (n, c, hxw) = batch_dims(input);
     let ch = [1, c, 1];
     Ok(NormView {
-        x: input.reshape(&[n, c, hxw])?,
-        mean: Some(mean.reshape(&ch)?),
-        rstd: rstd.reshape(&ch)?,
-        w: weight.map(|t| t.reshape(&ch)).transpose()?,
+        x: input.reshape([n, c, hxw])?,
+        mean: Some(mean.reshape(ch)?),
+        rstd: rstd.reshape(ch)?,
+        w: weight.map(|t| t.reshape(ch)).transpose()?,
         row_dims: vec![0, 2],
         w_dims: vec![0, 2],
         n: n.saturating_mul(hxw) as f64,
@@ -875,15 +875,15 @@ pub fn batch_norm_grads(
             let cnt = n.saturating_mul(hxw) as f64;
             let mut extra = None;
             if let Some(gm) = gm_out {
-                let k = gm.reshape(&ch)?.mul_scalar(momentum / cnt)?;
+                let k = gm.reshape(ch)?.mul_scalar(momentum / cnt)?;
                 add_into(&mut extra, k.expand_as(&view.x)?)?;
             }
             if let Some(gv) = gv_out {
-                let k = gv.reshape(&ch)?.mul_scalar(2.0 * momentum / (cnt - 1.0))?;
+                let k = gv.reshape(ch)?.mul_scalar(2.0 * momentum / (cnt - 1.0))?;
                 add_into(&mut extra, view.centred()?.mul(&k)?)?;
             }
             if let Some(e) = extra {
-                let e = e.reshape(&i64s(input.shape()))?;
+                let e = e.reshape(i64s(input.shape()))?;
                 dx = Some(match dx {
                     Some(d) => d.add(&e)?,
                     None => e,
@@ -899,25 +899,25 @@ pub fn batch_norm_grads(
     } else {
         if let (Some(g), Some(rm), Some(rv)) = (g0, running_mean, running_var) {
             if grad_input_mask[3] || grad_input_mask[4] {
-                let inv = running_invstd(rv, eps)?.reshape(&ch)?;
-                let g3 = g.reshape(&[n, c, hxw])?;
+                let inv = running_invstd(rv, eps)?.reshape(ch)?;
+                let g3 = g.reshape([n, c, hxw])?;
                 let a = match weight {
-                    Some(w) => g3.mul(&w.reshape(&ch)?)?,
+                    Some(w) => g3.mul(&w.reshape(ch)?)?,
                     None => g3,
                 };
                 let dims = [0i64, 2];
                 if grad_input_mask[3] {
                     let t = a.sum_dim_with(&dims, true, None)?.mul(&inv)?.neg()?;
-                    drm = Some(t.reshape(&i64s(rm.shape()))?);
+                    drm = Some(t.reshape(i64s(rm.shape()))?);
                 }
                 if grad_input_mask[4] {
-                    let xc = input.reshape(&[n, c, hxw])?.sub(&rm.reshape(&ch)?)?;
+                    let xc = input.reshape([n, c, hxw])?.sub(&rm.reshape(ch)?)?;
                     let t = a
                         .mul(&xc)?
                         .sum_dim_with(&dims, true, None)?
                         .mul(&inv.pow_scalar(3)?)?
                         .mul_scalar(-0.5)?;
-                    drv = Some(t.reshape(&i64s(rv.shape()))?);
+                    drv = Some(t.reshape(i64s(rv.shape()))?);
                 }
             }
         }
@@ -931,7 +931,7 @@ pub fn batch_norm_grads(
     }
     let keep = |t: Option<Tensor>, like: Option<&Tensor>, i: usize| -> Result<Option<Tensor>> {
         match (t, like) {
-            (Some(t), Some(l)) if grad_input_mask[i] => t.reshape(&i64s(l.shape())).map(Some),
+            (Some(t), Some(l)) if grad_input_mask[i] => t.reshape(i64s(l.shape())).map(Some),
             _ => Ok(None),
         }
     };
@@ -980,7 +980,7 @@ pub fn batch_norm_double_backward(
     let u = masked_grad(grads, output_mask, 0, &x3)?;
     let v = masked_grad(grads, output_mask, 1, &ch)?;
     let z = masked_grad(grads, output_mask, 2, &ch)?;
-    let g = grad_out.reshape(&x3)?;
+    let g = grad_out.reshape(x3)?;
     let [dg, dx, dm, dr, dw] = view.backward_vjp(&g, train, u.as_ref(), v.as_ref(), z.as_ref())?;
     let like = |t: Option<Tensor>, l: Option<&Tensor>| -> Result<Option<Tensor>> {
         match l {

@@ -57,7 +57,7 @@ fn extreme(op: &str, t: &Tensor, dim: &[i64], keepdim: bool, max: bool) -> Resul
     if keepdim {
         Ok(r)
     } else {
-        r.reshape(&without(t, &dims))
+        r.reshape(without(t, &dims))
     }
 }
 

@@ -124,7 +124,7 @@ pub fn roll(t: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     }
     if dims.is_empty() && shifts.len() == 1 {
         let flat = roll(&t.flatten()?, shifts, &[0])?;
-        return flat.view(&i64s(t.shape()));
+        return flat.view(i64s(t.shape()));
     }
     if shifts.len() != dims.len() {
         return Err(Error::op(
@@ -239,7 +239,7 @@ pub fn diag(t: &Tensor, diagonal_: i64) -> Result<Tensor> {
             let on = Tensor::eye(n, None, DType::Bool)?.to_device(t.device())?;
             let square = t
                 .unsqueeze(0)?
-                .expand(&[n as i64, n as i64])?
+                .expand([n as i64, n as i64])?
                 .where_cond(&on, &t.zeros_like()?.unsqueeze(0)?)?;
             // The result is `n + |diagonal|` square: that must fit an int64.
             let k = diagonal_
@@ -253,7 +253,7 @@ pub fn diag(t: &Tensor, diagonal_: i64) -> Result<Tensor> {
             } else {
                 [0, k, k, 0]
             };
-            crate::pad(&square, &pad)
+            crate::pad(&square, pad)
         }
         2 => diagonal(t, diagonal_, 0, 1)?.clone_tensor(),
         d => Err(Error::op(
@@ -324,7 +324,7 @@ pub fn broadcast_to(t: &Tensor, size: &[i64]) -> Result<Tensor> {
 /// `dimension`, `step` apart, as a new last dim.
 pub fn unfold(t: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor> {
     if t.dim() == 0 {
-        let one = t.reshape(&[1])?;
+        let one = t.reshape([1])?;
         return unfold(&one, dimension, size, step)?.squeeze_dim(0);
     }
     let d = wrap("unfold", dimension, t.dim())?;
@@ -368,7 +368,7 @@ pub fn squeeze_dims(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
     }
     if r.shares_storage_with(t) && r.shape() == t.shape() {
         // Like every view op, hand back a new tensor object, not `t` itself.
-        return t.view(&i64s(t.shape()));
+        return t.view(i64s(t.shape()));
     }
     Ok(r)
 }
@@ -596,11 +596,11 @@ pub fn take(t: &Tensor, index: &Tensor) -> Result<Tensor> {
             ));
         }
     }
-    let flat = index.reshape(&[-1])?;
+    let flat = index.reshape([-1])?;
     let wrapped = flat.add(&flat.lt_scalar(0)?.to_dtype(DType::I64)?.mul_scalar(n)?)?;
-    t.reshape(&[-1])?
+    t.reshape([-1])?
         .index_select(0, &wrapped)?
-        .reshape(&i64s(index.shape()))
+        .reshape(i64s(index.shape()))
 }
 
 /// `take_along_dim(indices, dim)`: `gather` with `self` and `indices` broadcast against each
@@ -613,7 +613,7 @@ pub fn take_along_dim(t: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<
         indices,
     )?;
     let Some(dim) = dim else {
-        return t.reshape(&[-1])?.gather(0, &indices.reshape(&[-1])?);
+        return t.reshape([-1])?.gather(0, &indices.reshape([-1])?);
     };
     if t.dim() != indices.dim() {
         return Err(Error::op(
@@ -633,10 +633,10 @@ pub fn take_along_dim(t: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<
     self_sizes[d] = indices.shape()[d];
     let shape = kiln_kernels::layout::broadcast_shapes(&self_sizes, indices.shape())
         .map_err(|m| Error::op(op, m))?;
-    let idx = indices.expand(&i64s(&shape))?;
+    let idx = indices.expand(i64s(&shape))?;
     let mut src_shape = shape.clone();
     src_shape[d] = t.shape()[d];
-    t.expand(&i64s(&src_shape))?.gather(d as i64, &idx)
+    t.expand(i64s(&src_shape))?.gather(d as i64, &idx)
 }
 
 /// `one_hot(num_classes)`: int64 one-hot vectors of the class indices in `self` (a new last
@@ -741,11 +741,9 @@ fn check_bool_mask(op: &str, mask: &Tensor) -> Result<()> {
 pub fn masked_select(t: &Tensor, mask: &Tensor) -> Result<Tensor> {
     check_bool_mask("masked_select", mask)?;
     let shape = crate::ops::launch::broadcast_shapes("masked_select", &[t, mask])?;
-    let m = mask.expand(&i64s(&shape))?.reshape(&[-1])?;
-    let idx = nonzero(&m)?.reshape(&[-1])?;
-    t.expand(&i64s(&shape))?
-        .reshape(&[-1])?
-        .index_select(0, &idx)
+    let m = mask.expand(i64s(&shape))?.reshape([-1])?;
+    let idx = nonzero(&m)?.reshape([-1])?;
+    t.expand(i64s(&shape))?.reshape([-1])?.index_select(0, &idx)
 }
 
 /// `masked_fill(mask, value)` with a 0-d tensor `value` (which receives the gradient of the
@@ -769,7 +767,7 @@ pub fn masked_fill_tensor(t: &Tensor, mask: &Tensor, value: &Tensor) -> Result<T
             ),
         ));
     }
-    let mask = mask.expand(&i64s(t.shape()))?;
+    let mask = mask.expand(i64s(t.shape()))?;
     let v = value.to_dtype(t.dtype())?.to_device(t.device())?;
     v.where_cond(&mask, t)
 }
@@ -871,7 +869,7 @@ pub fn repeat_interleave_tensor(
 /// The tensor and wrapped dim `repeat_interleave` works on (flattened when `dim` is None).
 fn interleave_input(t: &Tensor, dim: Option<i64>) -> Result<(Tensor, usize)> {
     match dim {
-        None => Ok((t.reshape(&[-1])?, 0)),
+        None => Ok((t.reshape([-1])?, 0)),
         Some(d) => Ok((t.clone(), wrap("repeat_interleave", d, t.dim())?)),
     }
 }
@@ -897,7 +895,7 @@ fn interleave(x: &Tensor, d: usize, counts: Vec<i64>, output_size: Option<i64>) 
         idx.extend(std::iter::repeat_n(i as i64, c as usize));
     }
     if x.dim() == 0 {
-        return x.reshape(&[1])?.index_select(0, &index(idx, x.device())?);
+        return x.reshape([1])?.index_select(0, &index(idx, x.device())?);
     }
     x.index_select(d as i64, &index(idx, x.device())?)
 }
@@ -1083,7 +1081,7 @@ pub fn masked_scatter(t: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tens
             ),
         ));
     }
-    let m = mask.expand(&i64s(t.shape()))?.reshape(&[-1])?;
+    let m = mask.expand(i64s(t.shape()))?.reshape([-1])?;
     let hits = m.to_dtype(DType::I64)?.sum()?.item::<i64>()?;
     if hits as usize > source.numel() {
         return Err(Error::op(
@@ -1100,15 +1098,15 @@ pub fn masked_scatter(t: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tens
         .cumsum(0)?
         .sub_scalar(1)?
         .clamp_with(Some(Scalar::Int(0)), None)?;
-    let flat_src = source.reshape(&[-1])?;
+    let flat_src = source.reshape([-1])?;
     let picked = if flat_src.numel() == 0 {
-        t.reshape(&[-1])?
+        t.reshape([-1])?
     } else {
         flat_src.index_select(0, &rank)?
     };
     picked
-        .where_cond(&m, &t.reshape(&[-1])?)?
-        .reshape(&i64s(t.shape()))
+        .where_cond(&m, &t.reshape([-1])?)?
+        .reshape(i64s(t.shape()))
 }
 
 /// `where(condition)`: `nonzero(condition)` as one index tensor per dim.

@@ -79,7 +79,7 @@ pub fn median(t: &Tensor) -> Result<Tensor> {
     if t.numel() == 0 {
         return Err(Error::op("median", "median() input tensor cannot be empty"));
     }
-    Ok(median_dim(&t.reshape(&[-1])?, 0, false)?.0)
+    Ok(median_dim(&t.reshape([-1])?, 0, false)?.0)
 }
 
 /// The dtype products accumulate in: `dtype`, else int64 for integers and bools.
@@ -114,6 +114,6 @@ pub fn prod_dim(t: &Tensor, dim: i64, keepdim: bool, dtype: Option<DType>) -> Re
 
 /// `prod(dtype)`: the product of all elements.
 pub fn prod(t: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
-    let flat = t.reshape(&[-1])?;
-    prod_dim(&flat, 0, false, dtype)?.reshape(&i64s(&[]))
+    let flat = t.reshape([-1])?;
+    prod_dim(&flat, 0, false, dtype)?.reshape(i64s(&[]))
 }

@@ -1,5 +1,6 @@
 //! Making tensors: from Rust data, filled, ranges, identity.
 
+use super::dims::{new_shape, IntoDims};
 use super::{storage_numel, with_buffers, BufferElement, CpuBuffer, Tensor};
 use crate::{DType, Device, Error, Result, Scalar};
 use kiln_kernels::{with_dtype, Element};
@@ -90,29 +91,30 @@ impl Tensor {
     /// A 0-d tensor holding `value` as `dtype`; like `full`, an error when the value does
     /// not fit the dtype.
     pub fn scalar_tensor(value: impl Into<Scalar>, dtype: DType) -> Result<Tensor> {
-        Tensor::full(&[], value, dtype).map_err(|e| match e {
+        Tensor::full((), value, dtype).map_err(|e| match e {
             Error::Op { msg, .. } => Error::op("scalar_tensor", msg),
             other => other,
         })
     }
 
     /// Uninitialised in PyTorch; zero-filled here, since kiln never exposes uninitialised memory.
-    pub fn empty(shape: &[usize], dtype: DType) -> Result<Tensor> {
-        Tensor::alloc("empty", shape, dtype)
+    pub fn empty(shape: impl IntoDims, dtype: DType) -> Result<Tensor> {
+        Tensor::alloc("empty", &new_shape("empty", shape)?, dtype)
     }
 
     /// A tensor of zeros.
-    pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
-        Tensor::alloc("zeros", shape, dtype)
+    pub fn zeros(shape: impl IntoDims, dtype: DType) -> Result<Tensor> {
+        Tensor::alloc("zeros", &new_shape("zeros", shape)?, dtype)
     }
 
     /// A tensor of ones.
-    pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
-        Tensor::full(shape, 1, dtype)
+    pub fn ones(shape: impl IntoDims, dtype: DType) -> Result<Tensor> {
+        Tensor::full(new_shape("ones", shape)?, 1, dtype)
     }
 
     /// A tensor filled with `value`.
-    pub fn full(shape: &[usize], value: impl Into<Scalar>, dtype: DType) -> Result<Tensor> {
+    pub fn full(shape: impl IntoDims, value: impl Into<Scalar>, dtype: DType) -> Result<Tensor> {
+        let shape = &new_shape("full", shape)?;
         let value = value.into();
         value.check_fits(dtype).map_err(|m| Error::op("full", m))?;
         let t = Tensor::alloc("full", shape, dtype)?;
@@ -131,7 +133,7 @@ impl Tensor {
 
     /// Like [`Tensor::full`], on the given device.
     pub fn full_on(
-        shape: &[usize],
+        shape: impl IntoDims,
         value: impl Into<Scalar>,
         dtype: DType,
         device: Device,

@@ -530,11 +530,11 @@ mod tests {
             "tensor([1., 2.], dtype=torch.float64)"
         );
         assert_eq!(
-            show(&Tensor::full(&[2], 1.5, DType::F16)?),
+            show(&Tensor::full([2], 1.5, DType::F16)?),
             "tensor([1.5000, 1.5000], dtype=torch.float16)"
         );
         assert_eq!(
-            show(&Tensor::full(&[2], 1, DType::BF16)?),
+            show(&Tensor::full([2], 1, DType::BF16)?),
             "tensor([1., 1.], dtype=torch.bfloat16)"
         );
         Ok(())

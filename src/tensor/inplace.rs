@@ -61,7 +61,7 @@ impl Tensor {
     /// Fills `self` with `value` (PyTorch's `fill_`). Returns `self`.
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
         let value = value.into();
-        let v = Tensor::full_on(&[], value, self.dtype(), self.device())?;
+        let v = Tensor::full_on((), value, self.dtype(), self.device())?;
         self.copy_(&v).map_err(|e| rename(e, "fill_"))
     }
 
@@ -116,7 +116,7 @@ fn recorded_copy(target: &Tensor, src: &Tensor) -> Result<Tensor> {
     if !target.requires_grad() {
         return Ok(src);
     }
-    let all = Tensor::full_on(&[], true, crate::DType::Bool, target.device())?;
+    let all = Tensor::full_on((), true, crate::DType::Bool, target.device())?;
     crate::where_cond(&all, &src, target)
 }
 

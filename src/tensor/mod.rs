@@ -4,8 +4,11 @@ mod access;
 pub(crate) use access::{dst, src, with_buffers};
 mod create;
 mod device;
+mod dims;
 mod display;
+pub mod indexing;
 mod inplace;
+pub mod operators;
 pub mod promotion;
 pub(crate) mod random;
 mod scalar;
@@ -13,7 +16,10 @@ pub(crate) mod storage;
 
 pub use create::TensorData;
 pub use device::Device;
+pub use dims::{DimElem, IntoDims};
+pub use indexing::{Ellipsis, IntoIndices, NewAxis, SliceRange, TensorIndexer};
 pub use kiln_kernels::{DType, Layout};
+pub use operators::ScalarOperand;
 pub use random::{manual_seed, Generator};
 pub use scalar::Scalar;
 pub use storage::{BufferElement, CpuBuffer, Storage};
@@ -24,8 +30,26 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// An n-dimensional array with PyTorch's semantics.
 ///
-/// Cloning a `Tensor` clones a handle: both handles see the same data, `.grad` and
-/// `grad_fn`. Views (`transpose`, `narrow`, …) are new tensors sharing the storage.
+/// # `clone()` is not PyTorch's `x.clone()`
+///
+/// Rust's [`Clone::clone`] (`y = x.clone()`) makes a new *handle* to the same tensor, like
+/// Python's `y = x`: both handles see the same data, `.grad`, `requires_grad` and `grad_fn`,
+/// and an in-place op through one is seen through the other. It is cheap (a reference count).
+///
+/// PyTorch's `y = x.clone()` is [`Tensor::clone_tensor`] here (the `clone` op of
+/// `native_functions.yaml`, renamed because `clone` is taken by Rust's trait): a new tensor with
+/// its own copy of the data, recorded by autograd, so gradients flow from `y` back into `x`.
+/// [`Tensor::detach`] is PyTorch's `x.detach()` (the same data, no history); PyTorch's
+/// `x.detach().clone()` is `x.detach().clone_tensor()`.
+///
+/// Views (`transpose`, `narrow`, [`Tensor::i`], …) are new tensors sharing the storage.
+///
+/// # Operators
+///
+/// `+ - * / %` and unary `-` work on tensors (owned or borrowed) and on `f64`/`f32`/`i64`/`i32`
+/// scalars on either side, with PyTorch's promotion and autograd; they panic on an error
+/// (see [`tensor::operators`](crate::tensor::operators)), where the methods (`a.add(&b)?`)
+/// return it.
 ///
 /// ```
 /// use kiln::Tensor;

@@ -7,6 +7,7 @@
 //! `rand_on(shape, dtype, cuda)` equals `rand(shape, dtype).to_device(cuda)`; PyTorch uses two
 //! unrelated generators there (mt19937 and Philox).
 
+use super::dims::{new_shape, IntoDims};
 use super::{storage_numel, BufferElement, CpuBuffer, Tensor};
 use crate::{DType, Device, Error, Result};
 use kiln_kernels::philox;
@@ -177,18 +178,20 @@ fn int_range(low: i64, high: i64, dtype: DType) -> Result<Distribution> {
 
 impl Tensor {
     /// Uniform samples from `[0, 1)`, from the global generator.
-    pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    pub fn rand(shape: impl IntoDims, dtype: DType) -> Result<Tensor> {
         Tensor::rand_on(shape, dtype, Device::Cpu)
     }
 
     /// Uniform samples from `[0, 1)` on `device`, from the global generator.
-    pub fn rand_on(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+    pub fn rand_on(shape: impl IntoDims, dtype: DType, device: Device) -> Result<Tensor> {
+        let shape = &new_shape("rand", shape)?;
         float_only("uniform_", dtype)?;
         with_default(|g| sample("rand", shape, dtype, device, Distribution::Uniform, g))
     }
 
     /// Uniform samples from `[0, 1)`, from `gen`.
-    pub fn rand_with(shape: &[usize], dtype: DType, gen: &mut Generator) -> Result<Tensor> {
+    pub fn rand_with(shape: impl IntoDims, dtype: DType, gen: &mut Generator) -> Result<Tensor> {
+        let shape = &new_shape("rand", shape)?;
         float_only("uniform_", dtype)?;
         sample(
             "rand",
@@ -201,18 +204,20 @@ impl Tensor {
     }
 
     /// Standard normal samples, from the global generator.
-    pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    pub fn randn(shape: impl IntoDims, dtype: DType) -> Result<Tensor> {
         Tensor::randn_on(shape, dtype, Device::Cpu)
     }
 
     /// Standard normal samples on `device`, from the global generator.
-    pub fn randn_on(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+    pub fn randn_on(shape: impl IntoDims, dtype: DType, device: Device) -> Result<Tensor> {
+        let shape = &new_shape("randn", shape)?;
         float_only("normal_", dtype)?;
         with_default(|g| sample("randn", shape, dtype, device, Distribution::Normal, g))
     }
 
     /// Standard normal samples, from `gen`.
-    pub fn randn_with(shape: &[usize], dtype: DType, gen: &mut Generator) -> Result<Tensor> {
+    pub fn randn_with(shape: impl IntoDims, dtype: DType, gen: &mut Generator) -> Result<Tensor> {
+        let shape = &new_shape("randn", shape)?;
         float_only("normal_", dtype)?;
         sample(
             "randn",
@@ -225,7 +230,7 @@ impl Tensor {
     }
 
     /// Integers uniform in `[low, high)`, from the global generator.
-    pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    pub fn randint(low: i64, high: i64, shape: impl IntoDims, dtype: DType) -> Result<Tensor> {
         Tensor::randint_on(low, high, shape, dtype, Device::Cpu)
     }
 
@@ -233,10 +238,11 @@ impl Tensor {
     pub fn randint_on(
         low: i64,
         high: i64,
-        shape: &[usize],
+        shape: impl IntoDims,
         dtype: DType,
         device: Device,
     ) -> Result<Tensor> {
+        let shape = &new_shape("randint", shape)?;
         let dist = int_range(low, high, dtype)?;
         with_default(|g| sample("randint", shape, dtype, device, dist, g))
     }
@@ -245,10 +251,11 @@ impl Tensor {
     pub fn randint_with(
         low: i64,
         high: i64,
-        shape: &[usize],
+        shape: impl IntoDims,
         dtype: DType,
         gen: &mut Generator,
     ) -> Result<Tensor> {
+        let shape = &new_shape("randint", shape)?;
         let dist = int_range(low, high, dtype)?;
         sample("randint", shape, dtype, Device::Cpu, dist, gen)
     }

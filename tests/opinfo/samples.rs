@@ -63,7 +63,7 @@ fn from_f64(vals: &[f64], shape: &[usize], dtype: DType) -> Tensor {
 /// `n` uniform samples from [0, 1).
 fn uniform(n: usize, seed: u64) -> Vec<f64> {
     let mut g = Generator::new(seed);
-    Tensor::rand_with(&[n], DType::F64, &mut g)
+    Tensor::rand_with([n], DType::F64, &mut g)
         .expect("rand")
         .to_vec::<f64>()
         .expect("CPU")

@@ -54,7 +54,11 @@ fn params(args: &[Arg], include_defaulted: bool, skip_self: bool) -> Vec<TokenSt
         .filter(|a| !(skip_self && a.name == "self"))
         .map(|a| {
             let id = ident(&a.name);
-            let ty = a.kind.param_type(a.default.is_none());
+            let ty = if a.dims {
+                quote!(impl crate::IntoDims)
+            } else {
+                a.kind.param_type(a.default.is_none())
+            };
             quote!(#id: #ty)
         })
         .collect()
@@ -72,6 +76,14 @@ fn normalise(args: &[Arg], include_defaulted: bool) -> Vec<TokenStream> {
                     .default_expr(a.default.as_deref().unwrap_or_default())
                     .expect("model::build checked every default");
                 return quote!(let #id: #ty = #d;);
+            }
+            if a.dims {
+                // The size list is owned by a local the normalised slice borrows.
+                let owned = format_ident!("{}_dims", a.name);
+                return quote! {
+                    let #owned: Vec<i64> = crate::IntoDims::into_dims(#id);
+                    let #id: &[i64] = &#owned;
+                };
             }
             match a.kind {
                 ArgKind::Scalar => quote!(let #id: Scalar = #id.into();),

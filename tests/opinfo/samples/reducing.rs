@@ -25,7 +25,7 @@ pub fn amax(dtype: DType) -> Vec<Sample> {
     if dtype.is_floating_point() {
         // Ties: the gradient is split evenly among them.
         let t = Tensor::from(vec![1.0f64, 3.0, 3.0, 2.0, -1.0, -1.0])
-            .reshape(&[2, 3])
+            .reshape([2, 3])
             .expect("shape")
             .to_dtype(dtype)
             .expect("cast");
@@ -80,7 +80,7 @@ pub fn nan_reduce(dtype: DType) -> Vec<Sample> {
     ];
     if dtype.is_floating_point() {
         let t = Tensor::from(vec![1.0f64, f64::NAN, 2.5, f64::NAN, -1.0, 0.5])
-            .reshape(&[2, 3])
+            .reshape([2, 3])
             .expect("shape")
             .to_dtype(dtype)
             .expect("cast");
@@ -160,7 +160,7 @@ pub fn vector_norm(dtype: DType) -> Vec<Sample> {
         Sample::new("[4] ord 0", vec![x(&[4], 7)]).arg("ord", ord(0.0)),
         Sample::new(
             "[3] zeros ord 2",
-            vec![Tensor::zeros(&[3], dtype).expect("zeros")],
+            vec![Tensor::zeros([3], dtype).expect("zeros")],
         ),
         Sample::new("0-d", vec![x(&[], 8)]).edge(),
         Sample::new("[0,3] dim [1]", vec![x(&[0, 3], 9)])
@@ -267,7 +267,7 @@ pub fn mode(dtype: DType) -> Vec<Sample> {
         // A NaN counts once and ranks above every number; a row of NaNs gives its first.
         let n = f64::NAN;
         let x = Tensor::from(vec![n, 1.0, 1.0, n, n, n, 3.0, 2.0, n, n, n, n])
-            .reshape(&[3, 4])
+            .reshape([3, 4])
             .expect("shape")
             .to_dtype(dtype)
             .expect("cast");

@@ -48,7 +48,7 @@ pub fn scan_product(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| super::nonzero(s, dtype, seed);
     let mut v = dim_cases(&x);
     let z = Tensor::from(vec![1.5f64, 0.0, -2.0, 0.5, 0.0, 1.25, 0.75, -1.0])
-        .reshape(&[2, 4])
+        .reshape([2, 4])
         .expect("shape")
         .to_dtype(dtype)
         .expect("cast");
