@@ -67,7 +67,7 @@ impl Tiny {
                 bias: z(&[2])?,
                 running_mean: z(&[2])?,
                 running_var: z(&[2])?,
-                num_batches_tracked: Tensor::zeros(&[], DType::I64)?,
+                num_batches_tracked: Tensor::zeros((), DType::I64)?,
             },
             fc1: Linear::new(32, 4)?,
             fc2: Linear::new(4, 3)?,

@@ -107,7 +107,7 @@ impl<const D: usize> BatchNorm<D> {
             (
                 Some(Tensor::zeros(&[num_features], dt)?),
                 Some(Tensor::ones(&[num_features], dt)?),
-                Some(Tensor::zeros(&[], DType::I64)?),
+                Some(Tensor::zeros((), DType::I64)?),
             )
         } else {
             (None, None, None)
