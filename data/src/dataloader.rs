@@ -236,7 +236,7 @@ impl<D: Dataset + 'static, C: CollateFn<D::Item>> DataLoader<D, C> {
                 randperm(n, &mut g)
             }
             None => {
-                let seed = Tensor::randint(i64::MIN, i64::MAX, &[], DType::I64)?.item::<i64>()?;
+                let seed = Tensor::randint(i64::MIN, i64::MAX, (), DType::I64)?.item::<i64>()?;
                 randperm(n, &mut Generator::new(seed as u64))
             }
         }

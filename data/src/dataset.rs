@@ -406,7 +406,7 @@ pub(crate) fn randperm(n: usize, generator: &mut Generator) -> Result<Vec<usize>
         return Ok(perm);
     }
     let words =
-        Tensor::randint_with(i64::MIN, i64::MAX, &[n], DType::I64, generator)?.to_vec::<i64>()?;
+        Tensor::randint_with(i64::MIN, i64::MAX, [n], DType::I64, generator)?.to_vec::<i64>()?;
     for i in (1..n).rev() {
         let x = words[i] as u64;
         let j = ((u128::from(x) * (i as u128 + 1)) >> 64) as usize;

@@ -13,7 +13,7 @@ type R = Result<()>;
 
 /// x[i] = [2i, 2i + 1] (float32), y[i] = i (int64).
 fn xy(n: usize) -> Result<TensorDataset<(Tensor, Tensor)>> {
-    let x = Tensor::arange(0.0, (2 * n) as f64, 1.0, DType::F32)?.reshape(&[n as i64, 2])?;
+    let x = Tensor::arange(0.0, (2 * n) as f64, 1.0, DType::F32)?.reshape([n as i64, 2])?;
     let y = Tensor::arange(0.0, n as f64, 1.0, DType::I64)?;
     TensorDataset::new((x, y))
 }
@@ -298,7 +298,7 @@ impl Dataset for Ragged {
         4
     }
     fn get(&self, index: usize) -> Result<Tensor> {
-        Tensor::zeros(&[index + 1], DType::F32)
+        Tensor::zeros([index + 1], DType::F32)
     }
 }
 

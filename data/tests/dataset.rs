@@ -8,7 +8,7 @@ type R = kiln::Result<()>;
 
 /// x[i] = [2i, 2i + 1] (float32), y[i] = 100 + i (int64).
 fn xy(n: usize) -> kiln::Result<TensorDataset<(Tensor, Tensor)>> {
-    let x = Tensor::arange(0.0, (2 * n) as f64, 1.0, DType::F32)?.reshape(&[n as i64, 2])?;
+    let x = Tensor::arange(0.0, (2 * n) as f64, 1.0, DType::F32)?.reshape([n as i64, 2])?;
     let y = Tensor::arange(100.0, (100 + n) as f64, 1.0, DType::I64)?;
     TensorDataset::new((x, y))
 }
@@ -48,8 +48,8 @@ fn tensor_dataset_single_and_vec() -> R {
 #[test]
 fn tensor_dataset_size_mismatch() -> R {
     let e = TensorDataset::new((
-        Tensor::zeros(&[4, 2], DType::F32)?,
-        Tensor::zeros(&[3], DType::I64)?,
+        Tensor::zeros([4, 2], DType::F32)?,
+        Tensor::zeros([3], DType::I64)?,
     ))
     .unwrap_err()
     .to_string();

@@ -81,9 +81,9 @@ impl Forward for Tiny {
             x,
             &self.conv.weight,
             Some(&self.conv.bias),
-            &[1, 1],
-            &[1, 1],
-            &[1, 1],
+            [1, 1],
+            [1, 1],
+            [1, 1],
             1,
         )?;
         let bn = &self.bn;
@@ -100,7 +100,7 @@ impl Forward for Tiny {
         )?
         .relu()?;
         let n = h.shape()[0] as i64;
-        let h = self.fc1.forward(&h.reshape(&[n, -1])?)?.relu()?;
+        let h = self.fc1.forward(&h.reshape([n, -1])?)?.relu()?;
         self.fc2.forward(&h)
     }
 }
@@ -269,7 +269,7 @@ fn all_dtypes() -> Result<StateDict> {
         DType::U8,
         DType::Bool,
     ] {
-        let base = Tensor::arange(0.0, 6.0, 1.0, DType::I64)?.reshape(&[3, 2])?;
+        let base = Tensor::arange(0.0, 6.0, 1.0, DType::I64)?.reshape([3, 2])?;
         let base = if d == DType::Bool {
             Tensor::from_vec(vec![false, true, false, true, false, true], &[3, 2])?
         } else {
@@ -280,7 +280,7 @@ fn all_dtypes() -> Result<StateDict> {
         s.insert(format!("t_{}", dtype_name(d)), t);
     }
     s.insert("scalar", Tensor::scalar_tensor(-1.25, DType::F32)?);
-    s.insert("empty", Tensor::zeros(&[0, 4], DType::F16)?);
+    s.insert("empty", Tensor::zeros([0, 4], DType::F16)?);
     Ok(s)
 }
 

@@ -358,7 +358,7 @@ impl PReLU {
 
     pub fn with_options(num_parameters: usize, init: f64, dtype: DType) -> Result<Self> {
         Ok(PReLU {
-            weight: Tensor::full(&[num_parameters], init, dtype)?.requires_grad_(true)?,
+            weight: Tensor::full([num_parameters], init, dtype)?.requires_grad_(true)?,
             num_parameters,
         })
     }

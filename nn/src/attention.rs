@@ -390,10 +390,10 @@ impl MultiheadAttention {
         v = kiln::linear_with(&v, &wv, bv.as_ref())?;
 
         // One column of masks for each key appended below.
-        let pad_col = |m: Option<Tensor>| m.map(|m| kiln::pad(&m, &[0, 1])).transpose();
+        let pad_col = |m: Option<Tensor>| m.map(|m| kiln::pad(&m, [0, 1])).transpose();
         if let (Some(bias_k), Some(bias_v)) = (&self.bias_k, &self.bias_v) {
-            k = kiln::cat_with(&[k, bias_k.repeat(&[1, bsz as i64, 1])?], 0)?;
-            v = kiln::cat_with(&[v, bias_v.repeat(&[1, bsz as i64, 1])?], 0)?;
+            k = kiln::cat_with(&[k, bias_k.repeat([1, bsz as i64, 1])?], 0)?;
+            v = kiln::cat_with(&[v, bias_v.repeat([1, bsz as i64, 1])?], 0)?;
             attn_mask = pad_col(attn_mask)?;
             kpm = pad_col(kpm)?;
         }
@@ -402,13 +402,13 @@ impl MultiheadAttention {
         let hd = self.head_dim as i64;
         let bh = (bsz * heads) as i64;
         let split = |t: &Tensor| -> Result<Tensor> {
-            t.reshape(&[t.shape()[0] as i64, bh, hd])?.transpose(0, 1)
+            t.reshape([t.shape()[0] as i64, bh, hd])?.transpose(0, 1)
         };
         q = split(&q)?;
         k = split(&k)?;
         v = split(&v)?;
         if self.add_zero_attn {
-            let z = Tensor::full_on(&[bsz * heads, 1, self.head_dim], 0.0, dtype, k.device())?;
+            let z = Tensor::full_on([bsz * heads, 1, self.head_dim], 0.0, dtype, k.device())?;
             k = kiln::cat_with(&[k, z.clone()], 1)?;
             v = kiln::cat_with(&[v, z], 1)?;
             attn_mask = pad_col(attn_mask)?;
@@ -427,9 +427,9 @@ impl MultiheadAttention {
                 ));
             }
             let m = m
-                .reshape(&[bsz as i64, 1, 1, src_len as i64])?
-                .expand(&[-1, heads as i64, -1, -1])?
-                .reshape(&[bh, 1, src_len as i64])?;
+                .reshape([bsz as i64, 1, 1, src_len as i64])?
+                .expand([-1, heads as i64, -1, -1])?
+                .reshape([bh, 1, src_len as i64])?;
             attn_mask = Some(match attn_mask {
                 None => m,
                 Some(a) => a.add(&m)?,
@@ -442,7 +442,7 @@ impl MultiheadAttention {
             let kt = k.transpose(-2, -1)?;
             let mut w = match &attn_mask {
                 Some(m) => m
-                    .expand(&[bh, tgt_len as i64, src_len as i64])?
+                    .expand([bh, tgt_len as i64, src_len as i64])?
                     .baddbmm(&q_scaled, &kt)?,
                 None => q_scaled.bmm(&kt)?,
             };
@@ -451,7 +451,7 @@ impl MultiheadAttention {
                 w = kiln::dropout(&w, dropout_p, true)?;
             }
             let out = w.bmm(&v)?.transpose(0, 1)?;
-            let mut w = w.reshape(&[bsz as i64, heads as i64, tgt_len as i64, src_len as i64])?;
+            let mut w = w.reshape([bsz as i64, heads as i64, tgt_len as i64, src_len as i64])?;
             if args.average_attn_weights {
                 w = w.mean_dim(&[1])?;
             }
@@ -459,10 +459,10 @@ impl MultiheadAttention {
         } else {
             let m = match &attn_mask {
                 Some(m) if m.shape()[0] == 1 => Some(m.unsqueeze(0)?),
-                Some(m) => Some(m.reshape(&[bsz as i64, heads as i64, -1, src_len as i64])?),
+                Some(m) => Some(m.reshape([bsz as i64, heads as i64, -1, src_len as i64])?),
                 None => None,
             };
-            let four = |t: &Tensor| t.reshape(&[bsz as i64, heads as i64, -1, hd]);
+            let four = |t: &Tensor| t.reshape([bsz as i64, heads as i64, -1, hd]);
             let o = kiln::scaled_dot_product_attention_with(
                 &four(&q)?,
                 &four(&k)?,
@@ -476,7 +476,7 @@ impl MultiheadAttention {
             // (N, heads, L, hd) -> (L, N, heads, hd)
             (o.permute(&[2, 0, 1, 3])?, None)
         };
-        let out = out.reshape(&[tgt_len as i64, bsz as i64, ed])?;
+        let out = out.reshape([tgt_len as i64, bsz as i64, ed])?;
         let mut out = self.out_proj_forward(&out)?;
         let mut weights = weights;
         if batched {

@@ -30,10 +30,10 @@ impl Bilinear {
         } else {
             0.0
         };
-        let weight = Tensor::empty(&[out_features, in1_features, in2_features], dtype)?;
+        let weight = Tensor::empty([out_features, in1_features, in2_features], dtype)?;
         crate::init::uniform_(&weight, -bound, bound)?;
         let bias = if bias {
-            let b = Tensor::empty(&[out_features], dtype)?;
+            let b = Tensor::empty([out_features], dtype)?;
             crate::init::uniform_(&b, -bound, bound)?;
             Some(b.requires_grad_(true)?)
         } else {

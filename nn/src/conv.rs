@@ -160,7 +160,7 @@ fn init_conv(
     )?;
     let bias = match bias_len {
         Some(n) => {
-            let b = Tensor::empty(&[n], dtype)?;
+            let b = Tensor::empty([n], dtype)?;
             let (fan_in, _) = init::calculate_fan_in_and_fan_out(&weight)?;
             let bound = if fan_in > 0 {
                 1.0 / (fan_in as f64).sqrt()
@@ -350,7 +350,7 @@ impl<const N: usize> Forward for Conv<N> {
         if o.padding_mode != PaddingMode::Zeros {
             let padded = kiln::pad_with(
                 input,
-                &self.reversed_padding(),
+                self.reversed_padding(),
                 o.padding_mode.pad_mode(),
                 None,
             )?;

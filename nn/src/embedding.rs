@@ -100,7 +100,7 @@ impl Embedding {
         options: EmbeddingOptions,
     ) -> Result<Self> {
         let padding_idx = norm_padding_idx(num_embeddings, options.padding_idx)?;
-        let weight = Tensor::empty(&[num_embeddings, embedding_dim], options.dtype)?;
+        let weight = Tensor::empty([num_embeddings, embedding_dim], options.dtype)?;
         crate::init::normal_(&weight, 0.0, 1.0)?;
         if let Some(p) = padding_idx {
             let _g = no_grad();
@@ -158,7 +158,7 @@ pub(crate) fn embedding_renorm_(
 ) -> Result<()> {
     let _g = no_grad();
     let n = weight.shape().first().copied().unwrap_or(0) as i64;
-    let flat = indices.reshape(&[-1])?;
+    let flat = indices.reshape([-1])?;
     let used = kiln::one_hot_with(&flat, n)?.sum_dim(&[0])?.gt_scalar(0)?;
     let norms = kiln::linalg_vector_norm_with(weight, norm_type, Some(&[1]), false, None)?;
     let ones = norms.ones_like()?;
@@ -203,7 +203,7 @@ pub(crate) fn embedding_scaled(
     if !scale_grad_by_freq || !out.requires_grad() {
         return Ok(out);
     }
-    let flat = indices.reshape(&[-1])?;
+    let flat = indices.reshape([-1])?;
     let n = weight.shape().first().copied().unwrap_or(0) as i64;
     let counts = kiln::one_hot_with(&flat, n)?.sum_dim(&[0])?;
     let scale = counts

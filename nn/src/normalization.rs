@@ -96,7 +96,7 @@ impl<const D: usize> BatchNorm<D> {
             ));
         }
         let param = |v: f64| -> Result<Tensor> {
-            Tensor::full(&[num_features], v, dt)?.requires_grad_(true)
+            Tensor::full([num_features], v, dt)?.requires_grad_(true)
         };
         let (weight, bias) = if options.affine {
             (Some(param(1.0)?), Some(param(0.0)?))
@@ -105,8 +105,8 @@ impl<const D: usize> BatchNorm<D> {
         };
         let (running_mean, running_var, num_batches_tracked) = if options.track_running_stats {
             (
-                Some(Tensor::zeros(&[num_features], dt)?),
-                Some(Tensor::ones(&[num_features], dt)?),
+                Some(Tensor::zeros([num_features], dt)?),
+                Some(Tensor::ones([num_features], dt)?),
                 Some(Tensor::zeros((), DType::I64)?),
             )
         } else {
@@ -239,8 +239,8 @@ impl GroupNorm {
         }
         let (weight, bias) = if affine {
             (
-                Some(Tensor::ones(&[num_channels], dtype)?.requires_grad_(true)?),
-                Some(Tensor::zeros(&[num_channels], dtype)?.requires_grad_(true)?),
+                Some(Tensor::ones([num_channels], dtype)?.requires_grad_(true)?),
+                Some(Tensor::zeros([num_channels], dtype)?.requires_grad_(true)?),
             )
         } else {
             (None, None)

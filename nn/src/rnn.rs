@@ -361,7 +361,7 @@ impl RnnBase {
         let real_hidden = self.real_hidden();
         let lstm = self.mode == Mode::Lstm;
         let zeros =
-            |size: usize| Tensor::full_on(&[n_states, batch, size], 0.0, x.dtype(), x.device());
+            |size: usize| Tensor::full_on([n_states, batch, size], 0.0, x.dtype(), x.device());
         let (h0, c0) = match hx {
             None => (
                 zeros(real_hidden)?,
@@ -415,7 +415,7 @@ impl RnnBase {
                     outs.reverse();
                 }
                 let out = if seq == 0 {
-                    Tensor::full_on(&[0, batch, real_hidden], 0.0, h.dtype(), h.device())?
+                    Tensor::full_on([0, batch, real_hidden], 0.0, h.dtype(), h.device())?
                 } else {
                     kiln::stack(&outs)?
                 };

@@ -60,7 +60,7 @@ impl Default for TransformerLayerOptions {
 /// `Transformer.generate_square_subsequent_mask(sz)`: a float `[sz, sz]` mask with `-inf`
 /// above the diagonal and `0` elsewhere.
 pub fn generate_square_subsequent_mask(sz: usize, dtype: DType) -> Result<Tensor> {
-    Tensor::full(&[sz, sz], f64::NEG_INFINITY, dtype)?.triu_with(1)
+    Tensor::full([sz, sz], f64::NEG_INFINITY, dtype)?.triu_with(1)
 }
 
 fn mha(d_model: usize, nhead: usize, o: &TransformerLayerOptions) -> Result<MultiheadAttention> {

@@ -58,7 +58,7 @@ fn layer_norm_init_and_errors() {
     assert_eq!(values(m.bias.as_ref().unwrap()), vec![0.0; 5]);
     let plain = LayerNorm::with_options(&[5], 1e-5, false, true, DType::F32).unwrap();
     assert!(plain.state_dict().is_empty());
-    let e = err(m.forward(&Tensor::zeros(&[2, 4], DType::F32).unwrap()));
+    let e = err(m.forward(&Tensor::zeros([2, 4], DType::F32).unwrap()));
     assert!(
         e.contains("LayerNorm") && e.contains("[*, 5]") && e.contains("[2, 4]"),
         "{e}"
@@ -210,8 +210,8 @@ fn mha_state_dict_keys_and_init_follow_pytorch() {
 fn mha_bool_masks_equal_their_float_forms() {
     kiln::manual_seed(7);
     let m = MultiheadAttention::with_options(8, 2, mha_opts()).unwrap();
-    let x = Tensor::rand(&[4, 2, 8], DType::F64).unwrap();
-    let bool_mask = Tensor::ones(&[4, 4], DType::Bool)
+    let x = Tensor::rand([4, 2, 8], DType::F64).unwrap();
+    let bool_mask = Tensor::ones([4, 4], DType::Bool)
         .unwrap()
         .triu_with(1)
         .unwrap();
@@ -279,9 +279,9 @@ fn mha_bool_masks_equal_their_float_forms() {
 fn mha_key_padding_mask_hides_keys_entirely() {
     kiln::manual_seed(8);
     let m = MultiheadAttention::with_options(4, 2, mha_opts()).unwrap();
-    let q = Tensor::rand(&[3, 1, 4], DType::F64).unwrap();
-    let k = Tensor::rand(&[5, 1, 4], DType::F64).unwrap();
-    let v = Tensor::rand(&[5, 1, 4], DType::F64).unwrap();
+    let q = Tensor::rand([3, 1, 4], DType::F64).unwrap();
+    let k = Tensor::rand([5, 1, 4], DType::F64).unwrap();
+    let v = Tensor::rand([5, 1, 4], DType::F64).unwrap();
     let kpm = Tensor::from_vec(vec![false, false, true, false, true], &[1, 5]).unwrap();
     let args = AttentionArgs {
         key_padding_mask: Some(&kpm),
@@ -318,10 +318,10 @@ fn gradcheck_mha() {
         },
     )
     .unwrap();
-    let q = Tensor::rand(&[2, 3, 4], DType::F64).unwrap();
-    let k = Tensor::rand(&[2, 2, 4], DType::F64).unwrap();
-    let v = Tensor::rand(&[2, 2, 4], DType::F64).unwrap();
-    let mask = Tensor::rand(&[3, 2], DType::F64).unwrap();
+    let q = Tensor::rand([2, 3, 4], DType::F64).unwrap();
+    let k = Tensor::rand([2, 2, 4], DType::F64).unwrap();
+    let v = Tensor::rand([2, 2, 4], DType::F64).unwrap();
+    let mask = Tensor::rand([3, 2], DType::F64).unwrap();
     gradcheck(
         &|t| {
             let (o, w) = m.forward(
@@ -344,9 +344,9 @@ fn gradcheck_mha() {
 #[test]
 fn mha_wrong_shapes_are_errors() {
     let m = MultiheadAttention::new(8, 2).unwrap();
-    let x = Tensor::zeros(&[4, 2, 8], DType::F32).unwrap();
+    let x = Tensor::zeros([4, 2, 8], DType::F32).unwrap();
     let e = err(m.forward(
-        &Tensor::zeros(&[4, 2, 6], DType::F32).unwrap(),
+        &Tensor::zeros([4, 2, 6], DType::F32).unwrap(),
         &x,
         &x,
         AttentionArgs::default(),
@@ -357,12 +357,12 @@ fn mha_wrong_shapes_are_errors() {
     );
     let e = err(m.forward(
         &x,
-        &Tensor::zeros(&[4, 8], DType::F32).unwrap(),
+        &Tensor::zeros([4, 8], DType::F32).unwrap(),
         &x,
         AttentionArgs::default(),
     ));
     assert!(e.contains("expected `key` and `value` to be 3-D"), "{e}");
-    let bad = Tensor::zeros(&[4, 5], DType::Bool).unwrap();
+    let bad = Tensor::zeros([4, 5], DType::Bool).unwrap();
     let e = err(m.forward(
         &x,
         &x,
@@ -376,7 +376,7 @@ fn mha_wrong_shapes_are_errors() {
         e.contains("The shape of the 2D attn_mask is [4, 5], but should be [4, 4]"),
         "{e}"
     );
-    let bad = Tensor::zeros(&[2, 3], DType::Bool).unwrap();
+    let bad = Tensor::zeros([2, 3], DType::Bool).unwrap();
     let e = err(m.forward(
         &x,
         &x,
@@ -543,7 +543,7 @@ fn transformer_dropout_only_in_training() {
     .unwrap();
     plain.load_state_dict(&enc.state_dict(), true).unwrap();
     plain.eval();
-    let x = Tensor::rand(&[5, 3, 8], DType::F32).unwrap();
+    let x = Tensor::rand([5, 3, 8], DType::F32).unwrap();
     assert!(enc.is_training() && enc.layers[1].dropout2.training);
     let a = enc.forward(&x).unwrap();
     let b = enc.forward(&x).unwrap();
@@ -562,7 +562,7 @@ fn transformer_dropout_only_in_training() {
 fn dropout_layers_train_and_eval() {
     kiln::manual_seed(11);
     let mut d = Dropout::new(0.25).unwrap();
-    let x = Tensor::ones(&[1000], DType::F32).unwrap();
+    let x = Tensor::ones([1000], DType::F32).unwrap();
     let y = values(&d.forward(&x).unwrap());
     let zeros = y.iter().filter(|&&v| v == 0.0).count();
     assert!(y.iter().all(|&v| v == 0.0 || (v - 1.0 / 0.75).abs() < 1e-6));
@@ -572,7 +572,7 @@ fn dropout_layers_train_and_eval() {
     assert!(err(Dropout::new(1.5)).contains("between 0 and 1"));
 
     let d2 = Dropout2d::new(0.5).unwrap();
-    let x = Tensor::ones(&[4, 8, 3, 3], DType::F32).unwrap();
+    let x = Tensor::ones([4, 8, 3, 3], DType::F32).unwrap();
     let y = values(&d2.forward(&x).unwrap());
     let mut dropped = 0;
     for ch in y.chunks(9) {
@@ -581,7 +581,7 @@ fn dropout_layers_train_and_eval() {
         dropped += usize::from(ch[0] == 0.0);
     }
     assert!((4..28).contains(&dropped), "{dropped}");
-    let e = err(d2.forward(&Tensor::ones(&[2, 3], DType::F32).unwrap()));
+    let e = err(d2.forward(&Tensor::ones([2, 3], DType::F32).unwrap()));
     assert!(e.contains("Dropout2d") && e.contains("[2, 3]"), "{e}");
 }
 
@@ -637,10 +637,10 @@ fn full_transformer_keys_init_and_errors() {
         values(m.decoder.norm.as_ref().unwrap().weight.as_ref().unwrap()),
         vec![1.0; 8]
     );
-    let src = Tensor::zeros(&[5, 2, 8], DType::F32).unwrap();
+    let src = Tensor::zeros([5, 2, 8], DType::F32).unwrap();
     let e = err(m.forward(
         &src,
-        &Tensor::zeros(&[3, 3, 8], DType::F32).unwrap(),
+        &Tensor::zeros([3, 3, 8], DType::F32).unwrap(),
         TransformerArgs::default(),
     ));
     assert!(
@@ -649,7 +649,7 @@ fn full_transformer_keys_init_and_errors() {
     );
     let e = err(m.forward(
         &src,
-        &Tensor::zeros(&[3, 2, 6], DType::F32).unwrap(),
+        &Tensor::zeros([3, 2, 6], DType::F32).unwrap(),
         TransformerArgs::default(),
     ));
     assert!(e.contains("d_model (8)") && e.contains("[3, 2, 6]"), "{e}");
@@ -659,7 +659,7 @@ fn full_transformer_keys_init_and_errors() {
 fn dropout1d_drops_whole_channels_of_unbatched_input() {
     kiln::manual_seed(12);
     let d = Dropout1d::new(0.5).unwrap();
-    let x = Tensor::ones(&[16, 5], DType::F64).unwrap();
+    let x = Tensor::ones([16, 5], DType::F64).unwrap();
     let y = values(&d.forward(&x).unwrap());
     let mut kinds = std::collections::HashSet::new();
     for ch in y.chunks(5) {
@@ -708,7 +708,7 @@ fn mha_attention_dropout_follows_train_and_eval() {
         },
     )
     .unwrap();
-    let x = Tensor::rand(&[6, 2, 8], DType::F32).unwrap();
+    let x = Tensor::rand([6, 2, 8], DType::F32).unwrap();
     let run = |m: &MultiheadAttention| {
         let (o, w) = m.forward(&x, &x, &x, AttentionArgs::default()).unwrap();
         (values(&o), values(&w.unwrap()))

@@ -24,9 +24,9 @@ fn conv_and_pool_wrappers_match_pytorch() {
         t(&c, "in0"),
         t(&c, "state.weight"),
         Some(t(&c, "state.bias")),
-        &[2, 1],
-        &[1, 0],
-        &[1, 1],
+        [2, 1],
+        [1, 0],
+        [1, 1],
         1,
     )
     .unwrap();
@@ -36,9 +36,9 @@ fn conv_and_pool_wrappers_match_pytorch() {
         t(&c, "in0"),
         t(&c, "state.weight"),
         Some(t(&c, "state.bias")),
-        &[1],
+        [1],
         "same",
-        &[2],
+        [2],
         1,
     )
     .unwrap();
@@ -124,7 +124,7 @@ fn normalization_wrappers_match_pytorch() {
     assert_close("F::group_norm_with", &y, t(&c, "out"));
 
     let c = case("rms_norm");
-    let y = F::rms_norm_with(t(&c, "in0"), &[3, 4], Some(t(&c, "state.weight")), None).unwrap();
+    let y = F::rms_norm_with(t(&c, "in0"), [3, 4], Some(t(&c, "state.weight")), None).unwrap();
     assert_close("F::rms_norm_with", &y, t(&c, "out"));
 
     // layer_norm and instance_norm against float64 loops.
@@ -329,8 +329,8 @@ fn shape_helpers() {
         oh.to_vec::<i64>().unwrap(),
         [1, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0]
     );
-    let x = Tensor::ones(&[1, 2], DType::F64).unwrap();
-    let p = F::pad_with(&x, &[1, 2], "constant", Some(5.0)).unwrap();
+    let x = Tensor::ones([1, 2], DType::F64).unwrap();
+    let p = F::pad_with(&x, [1, 2], "constant", Some(5.0)).unwrap();
     assert_eq!(p.to_vec::<f64>().unwrap(), [5.0, 1.0, 1.0, 5.0, 5.0]);
     // dropout outside training is the identity; p = 0 in training too.
     let x = Tensor::from([1.0f64, 2.0, 3.0]);

@@ -439,7 +439,7 @@ fn layers_chain_in_sequential() {
         ]
     );
     let y = net
-        .forward(&Tensor::ones(&[2, 1, 6, 6], DType::F32).unwrap())
+        .forward(&Tensor::ones([2, 1, 6, 6], DType::F32).unwrap())
         .unwrap();
     assert_eq!(y.shape(), &[2, 3]);
     net.eval();
@@ -557,7 +557,7 @@ fn err<T>(r: Result<T>) -> String {
 fn bad_shapes_and_arguments_name_the_layer() {
     let c = Conv2d::new(3, 4, 3).unwrap();
     let e = err(c.forward(
-        &Tensor::ones(&[2, 3, 5], DType::F32)
+        &Tensor::ones([2, 3, 5], DType::F32)
             .unwrap()
             .unsqueeze(0)
             .unwrap()
@@ -569,7 +569,7 @@ fn bad_shapes_and_arguments_name_the_layer() {
             && e.contains("Expected 3D (unbatched) or 4D (batched) input to conv2d"),
         "{e}"
     );
-    let e = err(c.forward(&Tensor::ones(&[1, 2, 5, 5], DType::F32).unwrap()));
+    let e = err(c.forward(&Tensor::ones([1, 2, 5, 5], DType::F32).unwrap()));
     assert!(
         e.contains("Conv2d") && e.contains("to have 3 channels, but got 2 channels instead"),
         "{e}"
@@ -593,18 +593,18 @@ fn bad_shapes_and_arguments_name_the_layer() {
     );
     let e = err(ConvTranspose1d::new(3, 2, 3)
         .unwrap()
-        .forward(&Tensor::ones(&[1, 2, 5], DType::F32).unwrap()));
+        .forward(&Tensor::ones([1, 2, 5], DType::F32).unwrap()));
     assert!(e.contains("ConvTranspose1d"), "{e}");
     let e = err(BatchNorm2d::new(3)
         .unwrap()
-        .forward(&Tensor::ones(&[2, 3, 4], DType::F32).unwrap()));
+        .forward(&Tensor::ones([2, 3, 4], DType::F32).unwrap()));
     assert!(
         e.contains("BatchNorm2d") && e.contains("expected 4D input (got 3D input)"),
         "{e}"
     );
     let e = err(BatchNorm1d::new(3)
         .unwrap()
-        .forward(&Tensor::ones(&[2, 4], DType::F32).unwrap()));
+        .forward(&Tensor::ones([2, 4], DType::F32).unwrap()));
     assert!(e.contains("BatchNorm1d") && e.contains("3 channels"), "{e}");
     let e = err(GroupNorm::new(3, 4));
     assert!(
@@ -613,11 +613,11 @@ fn bad_shapes_and_arguments_name_the_layer() {
     );
     let e = err(GroupNorm::new(2, 4)
         .unwrap()
-        .forward(&Tensor::ones(&[2, 6], DType::F32).unwrap()));
+        .forward(&Tensor::ones([2, 6], DType::F32).unwrap()));
     assert!(e.contains("GroupNorm"), "{e}");
     let e = err(RMSNorm::new(&[4])
         .unwrap()
-        .forward(&Tensor::ones(&[2, 3], DType::F32).unwrap()));
+        .forward(&Tensor::ones([2, 3], DType::F32).unwrap()));
     assert!(
         e.contains("RMSNorm") && e.contains("normalized_shape=[4]"),
         "{e}"
@@ -633,20 +633,20 @@ fn bad_shapes_and_arguments_name_the_layer() {
     );
     let e = err(Embedding::new(4, 2)
         .unwrap()
-        .forward(&Tensor::ones(&[2], DType::F32).unwrap()));
+        .forward(&Tensor::ones([2], DType::F32).unwrap()));
     assert!(e.contains("Embedding") && e.contains("indices"), "{e}");
-    let e = err(MaxPool2d::new(2).forward(&Tensor::ones(&[4], DType::F32).unwrap()));
+    let e = err(MaxPool2d::new(2).forward(&Tensor::ones([4], DType::F32).unwrap()));
     assert!(e.contains("MaxPool2d"), "{e}");
     let e =
-        err(AdaptiveAvgPool1d::new(2).forward(&Tensor::ones(&[1, 2, 3, 4], DType::F32).unwrap()));
+        err(AdaptiveAvgPool1d::new(2).forward(&Tensor::ones([1, 2, 3, 4], DType::F32).unwrap()));
     assert!(e.contains("AdaptiveAvgPool1d"), "{e}");
     let e = err(PReLU::with_options(3, 0.25, DType::F32)
         .unwrap()
-        .forward(&Tensor::ones(&[2, 4], DType::F32).unwrap()));
+        .forward(&Tensor::ones([2, 4], DType::F32).unwrap()));
     assert!(e.contains("PReLU") && e.contains("channel size = 4"), "{e}");
     let e = err(Bilinear::new(2, 3, 1).unwrap().forward(
-        &Tensor::ones(&[2, 2], DType::F32).unwrap(),
-        &Tensor::ones(&[2, 2], DType::F32).unwrap(),
+        &Tensor::ones([2, 2], DType::F32).unwrap(),
+        &Tensor::ones([2, 2], DType::F32).unwrap(),
     ));
     assert!(e.contains("Bilinear"), "{e}");
     assert!(err(Hardtanh::new(1.0, 0.0)).contains("max_val must be greater than min_val"));

@@ -48,7 +48,7 @@ fn call<L: Loss>(m: &L, x: &[Tensor]) -> Result<Tensor> {
 }
 
 fn w5() -> Option<Tensor> {
-    Some(Tensor::zeros(&[5], DType::F64).unwrap())
+    Some(Tensor::zeros([5], DType::F64).unwrap())
 }
 
 #[test]
@@ -165,14 +165,14 @@ fn losses_are_modules() {
     }
     let m = Model {
         fc: Linear::new(3, 5).unwrap(),
-        criterion: CrossEntropyLoss::new().weight(Some(Tensor::ones(&[5], DType::F32).unwrap())),
+        criterion: CrossEntropyLoss::new().weight(Some(Tensor::ones([5], DType::F32).unwrap())),
     };
     assert_eq!(
         m.state_dict().keys().collect::<Vec<_>>(),
         ["fc.weight", "fc.bias", "criterion.weight"]
     );
     let y =
-        m.fc.forward(&Tensor::ones(&[2, 3], DType::F32).unwrap())
+        m.fc.forward(&Tensor::ones([2, 3], DType::F32).unwrap())
             .unwrap();
     let loss = m.criterion.forward(&y, &Tensor::from([1i64, 4])).unwrap();
     loss.backward().unwrap();
@@ -188,8 +188,8 @@ fn err<T>(r: Result<T>) -> String {
 
 #[test]
 fn bad_shapes_name_the_loss() {
-    let a = Tensor::ones(&[2, 3], DType::F32).unwrap();
-    let b = Tensor::ones(&[3, 2], DType::F32).unwrap();
+    let a = Tensor::ones([2, 3], DType::F32).unwrap();
+    let b = Tensor::ones([3, 2], DType::F32).unwrap();
     for (name, e) in [
         ("MSELoss", err(MSELoss::new().forward(&a, &b))),
         ("L1Loss", err(L1Loss::new().forward(&a, &b))),

@@ -216,9 +216,9 @@ fn gradcheck_lstm_bidirectional() {
         },
     )
     .unwrap();
-    let x = Tensor::rand(&[3, 2, 2], DType::F64).unwrap();
-    let h = Tensor::rand(&[2, 2, 3], DType::F64).unwrap();
-    let c = Tensor::rand(&[2, 2, 3], DType::F64).unwrap();
+    let x = Tensor::rand([3, 2, 2], DType::F64).unwrap();
+    let h = Tensor::rand([2, 2, 3], DType::F64).unwrap();
+    let c = Tensor::rand([2, 2, 3], DType::F64).unwrap();
     gradcheck(
         &|t| {
             let (o, (h, c)) = m.forward(&t[0], Some((&t[1], &t[2])))?;
@@ -243,8 +243,8 @@ fn gradcheck_gru_and_cells() {
         },
     )
     .unwrap();
-    let x = Tensor::rand(&[2, 3, 2], DType::F64).unwrap();
-    let h = Tensor::rand(&[2, 2, 3], DType::F64).unwrap();
+    let x = Tensor::rand([2, 3, 2], DType::F64).unwrap();
+    let h = Tensor::rand([2, 2, 3], DType::F64).unwrap();
     gradcheck(
         &|t| {
             let (o, h) = m.forward(&t[0], Some(&t[1]))?;
@@ -255,8 +255,8 @@ fn gradcheck_gru_and_cells() {
     )
     .unwrap();
     let cell = GRUCell::with_options(2, 3, true, DType::F64).unwrap();
-    let x = Tensor::rand(&[2, 2], DType::F64).unwrap();
-    let h = Tensor::rand(&[2, 3], DType::F64).unwrap();
+    let x = Tensor::rand([2, 2], DType::F64).unwrap();
+    let h = Tensor::rand([2, 3], DType::F64).unwrap();
     gradcheck(
         &|t| Ok(vec![cell.forward(&t[0], Some(&t[1]))?]),
         &[x, h],
@@ -279,7 +279,7 @@ fn batch_first_is_a_transpose_of_seq_first() {
     )
     .unwrap();
     b.load_state_dict(&a.state_dict(), true).unwrap();
-    let x = Tensor::rand(&[5, 2, 3], DType::F64).unwrap();
+    let x = Tensor::rand([5, 2, 3], DType::F64).unwrap();
     let (oa, (ha, _)) = a.forward(&x, None).unwrap();
     let (ob, (hb, _)) = b.forward(&x.transpose(0, 1).unwrap(), None).unwrap();
     assert_close("output", &ob.transpose(0, 1).unwrap(), &oa, 1e-12);
@@ -342,7 +342,7 @@ fn dropout_between_layers_only_in_training() {
     )
     .unwrap();
     plain.load_state_dict(&m.state_dict(), true).unwrap();
-    let x = Tensor::rand(&[6, 2, 3], DType::F32).unwrap();
+    let x = Tensor::rand([6, 2, 3], DType::F32).unwrap();
     assert!(m.is_training());
     let (train_a, _) = m.forward(&x, None).unwrap();
     let (train_b, _) = m.forward(&x, None).unwrap();
@@ -373,29 +373,29 @@ fn wrong_shapes_are_errors_naming_the_layer() {
         },
     )
     .unwrap();
-    let e = err(m.forward(&Tensor::zeros(&[1, 2, 3, 4], DType::F32).unwrap(), None));
+    let e = err(m.forward(&Tensor::zeros([1, 2, 3, 4], DType::F32).unwrap(), None));
     assert!(
         e.contains("LSTM") && e.contains("Expected input to be 2D or 3D, got 4D"),
         "{e}"
     );
-    let e = err(m.forward(&Tensor::zeros(&[5, 2, 7], DType::F32).unwrap(), None));
+    let e = err(m.forward(&Tensor::zeros([5, 2, 7], DType::F32).unwrap(), None));
     assert!(
         e.contains("LSTM") && e.contains("Expected 3, got 7") && e.contains("[5, 2, 7]"),
         "{e}"
     );
-    let x = Tensor::zeros(&[5, 2, 3], DType::F32).unwrap();
-    let h = Tensor::zeros(&[2, 2, 5], DType::F32).unwrap();
-    let c = Tensor::zeros(&[2, 2, 4], DType::F32).unwrap();
+    let x = Tensor::zeros([5, 2, 3], DType::F32).unwrap();
+    let h = Tensor::zeros([2, 2, 5], DType::F32).unwrap();
+    let c = Tensor::zeros([2, 2, 4], DType::F32).unwrap();
     let e = err(m.forward(&x, Some((&h, &c))));
     assert!(
         e.contains("LSTM") && e.contains("Expected hidden[0] size (2, 2, 4), got [2, 2, 5]"),
         "{e}"
     );
     let g = GRU::new(3, 4).unwrap();
-    let e = err(g.forward(&x, Some(&Tensor::zeros(&[1, 4], DType::F32).unwrap())));
+    let e = err(g.forward(&x, Some(&Tensor::zeros([1, 4], DType::F32).unwrap())));
     assert!(e.contains("GRU") && e.contains("3-D"), "{e}");
     let cell = LSTMCell::new(3, 4).unwrap();
-    let e = err(cell.forward(&Tensor::zeros(&[2, 5], DType::F32).unwrap(), None));
+    let e = err(cell.forward(&Tensor::zeros([2, 5], DType::F32).unwrap(), None));
     assert!(
         e.contains("LSTMCell") && e.contains("got 5 expected 3"),
         "{e}"
@@ -424,9 +424,9 @@ fn wrong_shapes_are_errors_naming_the_layer() {
 fn double_backward_through_lstm_cell() {
     kiln::manual_seed(6);
     let cell = LSTMCell::with_options(2, 2, true, DType::F64).unwrap();
-    let x = Tensor::rand(&[2, 2], DType::F64).unwrap();
-    let h = Tensor::rand(&[2, 2], DType::F64).unwrap();
-    let c = Tensor::rand(&[2, 2], DType::F64).unwrap();
+    let x = Tensor::rand([2, 2], DType::F64).unwrap();
+    let h = Tensor::rand([2, 2], DType::F64).unwrap();
+    let c = Tensor::rand([2, 2], DType::F64).unwrap();
     gradgradcheck(
         &|t| {
             let (h, c) = cell.forward(&t[0], Some((&t[1], &t[2])))?;
@@ -476,9 +476,9 @@ fn unbatched_input_and_state_equal_a_batch_of_one() {
         },
     )
     .unwrap();
-    let x = Tensor::rand(&[5, 3], DType::F64).unwrap();
-    let h = Tensor::rand(&[4, 4], DType::F64).unwrap();
-    let c = Tensor::rand(&[4, 4], DType::F64).unwrap();
+    let x = Tensor::rand([5, 3], DType::F64).unwrap();
+    let h = Tensor::rand([4, 4], DType::F64).unwrap();
+    let c = Tensor::rand([4, 4], DType::F64).unwrap();
     let (o, (hn, cn)) = m.forward(&x, Some((&h, &c))).unwrap();
     assert_eq!(o.shape(), &[5, 8]);
     assert_eq!(hn.shape(), &[4, 4]);
