@@ -1550,7 +1550,12 @@ fn layout_contract_keeps_create_graph_differentiable() -> Result<()> {
     }
     assert_close(&g.to_vec::<f64>()?, &want);
     // Second order: d(sum(w.grad))/dw[j,k] = 2 sum_i x[i,k] * sum_m x[i,m].
-    let gg = grad(&[g.sum()?], &[w.clone()], &[], GradOptions::default())?;
+    let gg = grad(
+        &[g.sum()?],
+        std::slice::from_ref(&w),
+        &[],
+        GradOptions::default(),
+    )?;
     let gg = gg[0].as_ref().unwrap().to_vec::<f64>()?;
     let mut want2 = [0.0; 4];
     for j in 0..2 {

@@ -43,11 +43,14 @@ impl GroupOptions for AdagradOptions {
             (self.lr, "Invalid learning rate"),
             (self.lr_decay, "Invalid lr_decay value"),
             (self.weight_decay, "Invalid weight_decay value"),
-            (self.initial_accumulator_value, "Invalid initial_accumulator_value value"),
+            (
+                self.initial_accumulator_value,
+                "Invalid initial_accumulator_value value",
+            ),
             (self.eps, "Invalid epsilon value"),
         ];
         for (v, msg) in checks {
-            if !(v >= 0.0) {
+            if crate::negative_or_nan(v) {
                 return Err(Error::op("Adagrad", format!("{msg}: {v}")));
             }
         }
@@ -58,17 +61,22 @@ impl GroupOptions for AdagradOptions {
             ("lr", fmt_f64(self.lr)),
             ("lr_decay", fmt_f64(self.lr_decay)),
             ("weight_decay", fmt_f64(self.weight_decay)),
-            ("initial_accumulator_value", fmt_f64(self.initial_accumulator_value)),
+            (
+                "initial_accumulator_value",
+                fmt_f64(self.initial_accumulator_value),
+            ),
             ("eps", fmt_f64(self.eps)),
             ("maximize", self.maximize.to_string()),
         ]
     }
-    fn from_metadata(&mut self, get: &dyn Fn(&str) -> Result<String>) -> Result<()> {
+    fn read_metadata(&mut self, get: &dyn Fn(&str) -> Result<String>) -> Result<()> {
         self.lr = parse_f64("lr", &get("lr")?)?;
         self.lr_decay = parse_f64("lr_decay", &get("lr_decay")?)?;
         self.weight_decay = parse_f64("weight_decay", &get("weight_decay")?)?;
-        self.initial_accumulator_value =
-            parse_f64("initial_accumulator_value", &get("initial_accumulator_value")?)?;
+        self.initial_accumulator_value = parse_f64(
+            "initial_accumulator_value",
+            &get("initial_accumulator_value")?,
+        )?;
         self.eps = parse_f64("eps", &get("eps")?)?;
         self.maximize = parse_bool("maximize", &get("maximize")?)?;
         Ok(())
@@ -134,7 +142,11 @@ impl Optimizer for Adagrad {
                 }
                 let step = st.step.unwrap_or(0.0) + 1.0;
                 st.step = Some(step);
-                let mut g = if o.maximize { grad.neg()? } else { grad.clone() };
+                let mut g = if o.maximize {
+                    grad.neg()?
+                } else {
+                    grad.clone()
+                };
                 if o.weight_decay != 0.0 {
                     g = g.add_with(p, o.weight_decay)?;
                 }

@@ -67,10 +67,10 @@ impl<const W: bool> GroupOptions for Named<W> {
     fn validate(&self) -> Result<()> {
         let o = &self.0;
         let name = Self::NAME;
-        if !(o.lr >= 0.0) {
+        if crate::negative_or_nan(o.lr) {
             return Err(Error::op(name, format!("Invalid learning rate: {}", o.lr)));
         }
-        if !(o.eps >= 0.0) {
+        if crate::negative_or_nan(o.eps) {
             return Err(Error::op(name, format!("Invalid epsilon value: {}", o.eps)));
         }
         if !(0.0..1.0).contains(&o.betas.0) {
@@ -85,7 +85,7 @@ impl<const W: bool> GroupOptions for Named<W> {
                 format!("Invalid beta parameter at index 1: {}", o.betas.1),
             ));
         }
-        if !(o.weight_decay >= 0.0) {
+        if crate::negative_or_nan(o.weight_decay) {
             return Err(Error::op(
                 name,
                 format!("Invalid weight_decay value: {}", o.weight_decay),
@@ -97,7 +97,10 @@ impl<const W: bool> GroupOptions for Named<W> {
         let o = &self.0;
         vec![
             ("lr", fmt_f64(o.lr)),
-            ("betas", format!("{},{}", fmt_f64(o.betas.0), fmt_f64(o.betas.1))),
+            (
+                "betas",
+                format!("{},{}", fmt_f64(o.betas.0), fmt_f64(o.betas.1)),
+            ),
             ("eps", fmt_f64(o.eps)),
             ("weight_decay", fmt_f64(o.weight_decay)),
             ("amsgrad", o.amsgrad.to_string()),
@@ -105,7 +108,7 @@ impl<const W: bool> GroupOptions for Named<W> {
             ("fused", o.fused.to_string()),
         ]
     }
-    fn from_metadata(&mut self, get: &dyn Fn(&str) -> Result<String>) -> Result<()> {
+    fn read_metadata(&mut self, get: &dyn Fn(&str) -> Result<String>) -> Result<()> {
         let o = &mut self.0;
         o.lr = parse_f64("lr", &get("lr")?)?;
         let betas = get("betas")?;
@@ -139,7 +142,8 @@ fn adam_step<const W: bool>(core: &mut Core<Named<W>>) -> Result<()> {
                 st.bufs.insert("exp_avg_sq".into(), zeros_like_param(p)?);
             }
             if o.amsgrad && !st.bufs.contains_key("max_exp_avg_sq") {
-                st.bufs.insert("max_exp_avg_sq".into(), zeros_like_param(p)?);
+                st.bufs
+                    .insert("max_exp_avg_sq".into(), zeros_like_param(p)?);
             }
             let step = st.step.unwrap_or(0.0) + 1.0;
             st.step = Some(step);
@@ -176,7 +180,11 @@ fn adam_step<const W: bool>(core: &mut Core<Named<W>>) -> Result<()> {
                 continue;
             }
             // PyTorch's _single_tensor_adam.
-            let mut g = if o.maximize { grad.neg()? } else { grad.clone() };
+            let mut g = if o.maximize {
+                grad.neg()?
+            } else {
+                grad.clone()
+            };
             if o.weight_decay != 0.0 {
                 if W {
                     p.mul_scalar_(1.0 - o.lr * o.weight_decay)?;

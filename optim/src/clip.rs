@@ -36,7 +36,10 @@ pub fn clip_grad_norm_with(
         .collect::<Result<Vec<_>>>()?;
     let total = linalg_vector_norm_with(&stack(&norms)?, norm_type, None, false, None)?;
     if error_if_nonfinite {
-        let t = total.to_dtype(DType::F64)?.to_device(kiln::Device::Cpu)?.item::<f64>()?;
+        let t = total
+            .to_dtype(DType::F64)?
+            .to_device(kiln::Device::Cpu)?
+            .item::<f64>()?;
         if !t.is_finite() {
             return Err(Error::op(
                 "clip_grad_norm_",

@@ -2,7 +2,7 @@
 //! gradient clipping. Used as `kiln::optim`.
 //!
 //! ```
-//! use kiln::optim::{Adam, AdamOptions, Optimizer};
+//! use kiln_optim::{Adam, AdamOptions, Optimizer};
 //! use kiln::Tensor;
 //! let w = Tensor::from([1.0f32, -2.0]).requires_grad_(true)?;
 //! let mut opt = Adam::new(vec![w.clone()], AdamOptions { lr: 0.1, ..Default::default() })?;
@@ -64,7 +64,10 @@ pub(crate) fn fusable(p: &Tensor, grad: &Tensor, state: &[&Tensor]) -> bool {
                 .all(|(&s, (a, b))| s == 1 || a == b)
     };
     p.device() == Device::Cpu
-        && matches!(p.dtype(), DType::F32 | DType::F64 | DType::F16 | DType::BF16)
+        && matches!(
+            p.dtype(),
+            DType::F32 | DType::F64 | DType::F16 | DType::BF16
+        )
         && p.layout().is_non_overlapping_and_dense()
         && same(grad)
         && state.iter().all(|t| same(t))
@@ -74,4 +77,9 @@ pub(crate) fn fusable(p: &Tensor, grad: &Tensor, state: &[&Tensor]) -> bool {
 /// Formats a float so it parses back to the same value.
 pub(crate) fn fmt_f64(v: f64) -> String {
     format!("{v:?}")
+}
+
+/// True for a hyper-parameter PyTorch's `not 0.0 <= v` refuses.
+pub(crate) fn negative_or_nan(v: f64) -> bool {
+    v < 0.0 || v.is_nan()
 }

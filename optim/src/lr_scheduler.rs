@@ -7,7 +7,7 @@
 //! instead of a field:
 //!
 //! ```
-//! use kiln::optim::{lr_scheduler::{LRScheduler, StepLR}, Optimizer, SGD, SGDOptions};
+//! use kiln_optim::{lr_scheduler::{LRScheduler, StepLR}, Optimizer, SGD, SGDOptions};
 //! let w = kiln::Tensor::from([1.0f32]).requires_grad_(true)?;
 //! let mut opt = SGD::new(vec![w], SGDOptions { lr: 0.1, ..Default::default() })?;
 //! let mut sched = StepLR::new(&mut opt, 2, 0.5)?;
@@ -139,7 +139,10 @@ pub struct StepLR {
 impl StepLR {
     pub fn new(opt: &mut dyn Optimizer, step_size: i64, gamma: f64) -> Result<StepLR> {
         if step_size <= 0 {
-            return Err(Error::op("StepLR", format!("step_size must be positive, got {step_size}")));
+            return Err(Error::op(
+                "StepLR",
+                format!("step_size must be positive, got {step_size}"),
+            ));
         }
         init(
             StepLR {
@@ -233,7 +236,10 @@ pub struct CosineAnnealingLR {
 impl CosineAnnealingLR {
     pub fn new(opt: &mut dyn Optimizer, t_max: i64, eta_min: f64) -> Result<CosineAnnealingLR> {
         if t_max <= 0 {
-            return Err(Error::op("CosineAnnealingLR", format!("T_max must be positive, got {t_max}")));
+            return Err(Error::op(
+                "CosineAnnealingLR",
+                format!("T_max must be positive, got {t_max}"),
+            ));
         }
         init(
             CosineAnnealingLR {
@@ -449,16 +455,25 @@ impl OneCycleLR {
         let total_steps = match (opts.total_steps, opts.epochs, opts.steps_per_epoch) {
             (Some(t), _, _) => {
                 if t <= 0 {
-                    return Err(Error::op(name, format!("Expected positive integer total_steps, but got {t}")));
+                    return Err(Error::op(
+                        name,
+                        format!("Expected positive integer total_steps, but got {t}"),
+                    ));
                 }
                 t
             }
             (None, Some(e), Some(s)) => {
                 if e <= 0 {
-                    return Err(Error::op(name, format!("Expected positive integer epochs, but got {e}")));
+                    return Err(Error::op(
+                        name,
+                        format!("Expected positive integer epochs, but got {e}"),
+                    ));
                 }
                 if s <= 0 {
-                    return Err(Error::op(name, format!("Expected positive integer steps_per_epoch, but got {s}")));
+                    return Err(Error::op(
+                        name,
+                        format!("Expected positive integer steps_per_epoch, but got {s}"),
+                    ));
                 }
                 e * s
             }
@@ -472,7 +487,10 @@ impl OneCycleLR {
         if !(0.0..=1.0).contains(&opts.pct_start) {
             return Err(Error::op(
                 name,
-                format!("Expected float between 0 and 1 pct_start, but got {}", opts.pct_start),
+                format!(
+                    "Expected float between 0 and 1 pct_start, but got {}",
+                    opts.pct_start
+                ),
             ));
         }
         // Indices into [initial_lr, max_lr, min_lr] and [max_momentum, base_momentum].
@@ -481,14 +499,34 @@ impl OneCycleLR {
         let t = total_steps as f64;
         let phases = if opts.three_phase {
             vec![
-                Phase { end_step: opts.pct_start * t - 1.0, lr: (init, max), momentum: (mmax, mbase) },
-                Phase { end_step: 2.0 * opts.pct_start * t - 2.0, lr: (max, init), momentum: (mbase, mmax) },
-                Phase { end_step: t - 1.0, lr: (init, min), momentum: (mmax, mmax) },
+                Phase {
+                    end_step: opts.pct_start * t - 1.0,
+                    lr: (init, max),
+                    momentum: (mmax, mbase),
+                },
+                Phase {
+                    end_step: 2.0 * opts.pct_start * t - 2.0,
+                    lr: (max, init),
+                    momentum: (mbase, mmax),
+                },
+                Phase {
+                    end_step: t - 1.0,
+                    lr: (init, min),
+                    momentum: (mmax, mmax),
+                },
             ]
         } else {
             vec![
-                Phase { end_step: opts.pct_start * t - 1.0, lr: (init, max), momentum: (mmax, mbase) },
-                Phase { end_step: t - 1.0, lr: (max, min), momentum: (mbase, mmax) },
+                Phase {
+                    end_step: opts.pct_start * t - 1.0,
+                    lr: (init, max),
+                    momentum: (mmax, mbase),
+                },
+                Phase {
+                    end_step: t - 1.0,
+                    lr: (max, min),
+                    momentum: (mbase, mmax),
+                },
             ]
         };
         if opts.cycle_momentum {

@@ -111,7 +111,7 @@ pub trait GroupOptions: Clone {
     /// `(name, value)` for every hyper-parameter.
     fn to_metadata(&self) -> Vec<(&'static str, String)>;
     /// Reads every hyper-parameter back from `get(name)`.
-    fn from_metadata(&mut self, get: &dyn Fn(&str) -> Result<String>) -> Result<()>;
+    fn read_metadata(&mut self, get: &dyn Fn(&str) -> Result<String>) -> Result<()>;
 }
 
 /// The state of one parameter: its step count (for optimizers that count steps) and named
@@ -168,10 +168,7 @@ impl<O: GroupOptions> Core<O> {
     pub fn new(groups: Vec<ParamGroup<O>>, defaults: O) -> Result<Self> {
         defaults.validate()?;
         if groups.is_empty() {
-            return Err(Error::op(
-                O::NAME,
-                "optimizer got an empty parameter list",
-            ));
+            return Err(Error::op(O::NAME, "optimizer got an empty parameter list"));
         }
         let mut core = Core {
             groups: Vec::new(),
@@ -260,19 +257,25 @@ impl<O: GroupOptions> Core<O> {
         let meta = &state.metadata;
         let get = |k: &str| -> Result<String> {
             meta.get(k).cloned().ok_or_else(|| {
-                Error::op(op, format!("loaded state dict has no '{k}' entry in its metadata"))
+                Error::op(
+                    op,
+                    format!("loaded state dict has no '{k}' entry in its metadata"),
+                )
             })
         };
         let name = get("optimizer")?;
         if name != O::NAME {
             return Err(Error::op(
                 op,
-                format!("loaded state dict is for a {name} optimizer, this one is {}", O::NAME),
+                format!(
+                    "loaded state dict is for a {name} optimizer, this one is {}",
+                    O::NAME
+                ),
             ));
         }
-        let ngroups: usize = get("param_groups")?.parse().map_err(|_| {
-            Error::op(op, "metadata entry 'param_groups' is not a group count")
-        })?;
+        let ngroups: usize = get("param_groups")?
+            .parse()
+            .map_err(|_| Error::op(op, "metadata entry 'param_groups' is not a group count"))?;
         if ngroups != self.groups.len() {
             return Err(Error::op(
                 op,
@@ -286,7 +289,11 @@ impl<O: GroupOptions> Core<O> {
         let mut index = 0usize;
         for (g, group) in self.groups.iter().enumerate() {
             let ids = get(&format!("param_groups.{g}.params"))?;
-            let count = if ids.is_empty() { 0 } else { ids.split(',').count() };
+            let count = if ids.is_empty() {
+                0
+            } else {
+                ids.split(',').count()
+            };
             if count != group.params.len() {
                 return Err(Error::op(
                     op,
@@ -295,7 +302,7 @@ impl<O: GroupOptions> Core<O> {
             }
             let mut opts = group.options.clone();
             let prefix = format!("param_groups.{g}.");
-            opts.from_metadata(&|k| get(&format!("{prefix}{k}")))?;
+            opts.read_metadata(&|k| get(&format!("{prefix}{k}")))?;
             opts.validate()?;
             new_options.push(opts);
             let mut states = Vec::with_capacity(group.params.len());
@@ -314,7 +321,10 @@ impl<O: GroupOptions> Core<O> {
                         if t.numel() != 1 {
                             return Err(Error::op(
                                 op,
-                                format!("{k}: expected a single step count, got shape {:?}", t.shape()),
+                                format!(
+                                    "{k}: expected a single step count, got shape {:?}",
+                                    t.shape()
+                                ),
                             ));
                         }
                         st.step = Some(t.to_dtype(DType::F64)?.item::<f64>()?);
@@ -372,7 +382,10 @@ macro_rules! common_optimizer_impl {
             }
             /// Adds a group (PyTorch's `add_param_group`); its parameters must not be in
             /// another group.
-            pub fn add_param_group(&mut self, group: $crate::ParamGroup<$opts>) -> kiln::Result<()> {
+            pub fn add_param_group(
+                &mut self,
+                group: $crate::ParamGroup<$opts>,
+            ) -> kiln::Result<()> {
                 self.core.add_param_group(group)
             }
             /// The defaults the optimizer was built with.

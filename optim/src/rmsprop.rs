@@ -56,7 +56,7 @@ impl GroupOptions for RMSpropOptions {
             (self.alpha, "Invalid alpha value"),
         ];
         for (v, msg) in checks {
-            if !(v >= 0.0) {
+            if crate::negative_or_nan(v) {
                 return Err(Error::op("RMSprop", format!("{msg}: {v}")));
             }
         }
@@ -73,7 +73,7 @@ impl GroupOptions for RMSpropOptions {
             ("maximize", self.maximize.to_string()),
         ]
     }
-    fn from_metadata(&mut self, get: &dyn Fn(&str) -> Result<String>) -> Result<()> {
+    fn read_metadata(&mut self, get: &dyn Fn(&str) -> Result<String>) -> Result<()> {
         self.lr = parse_f64("lr", &get("lr")?)?;
         self.alpha = parse_f64("alpha", &get("alpha")?)?;
         self.eps = parse_f64("eps", &get("eps")?)?;
@@ -123,14 +123,19 @@ impl Optimizer for RMSprop {
                     st.step = Some(0.0);
                     st.bufs.insert("square_avg".into(), zeros_like_param(p)?);
                     if o.momentum > 0.0 {
-                        st.bufs.insert("momentum_buffer".into(), zeros_like_param(p)?);
+                        st.bufs
+                            .insert("momentum_buffer".into(), zeros_like_param(p)?);
                     }
                     if o.centered {
                         st.bufs.insert("grad_avg".into(), zeros_like_param(p)?);
                     }
                 }
                 st.step = Some(st.step.unwrap_or(0.0) + 1.0);
-                let mut g = if o.maximize { grad.neg()? } else { grad.clone() };
+                let mut g = if o.maximize {
+                    grad.neg()?
+                } else {
+                    grad.clone()
+                };
                 if o.weight_decay != 0.0 {
                     g = g.add_with(p, o.weight_decay)?;
                 }

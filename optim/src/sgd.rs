@@ -52,10 +52,16 @@ impl GroupOptions for SGDOptions {
     }
     fn validate(&self) -> Result<()> {
         if self.lr < 0.0 || self.lr.is_nan() {
-            return Err(Error::op("SGD", format!("Invalid learning rate: {}", self.lr)));
+            return Err(Error::op(
+                "SGD",
+                format!("Invalid learning rate: {}", self.lr),
+            ));
         }
         if self.momentum < 0.0 || self.momentum.is_nan() {
-            return Err(Error::op("SGD", format!("Invalid momentum value: {}", self.momentum)));
+            return Err(Error::op(
+                "SGD",
+                format!("Invalid momentum value: {}", self.momentum),
+            ));
         }
         if self.weight_decay < 0.0 || self.weight_decay.is_nan() {
             return Err(Error::op(
@@ -82,7 +88,7 @@ impl GroupOptions for SGDOptions {
             ("fused", self.fused.to_string()),
         ]
     }
-    fn from_metadata(&mut self, get: &dyn Fn(&str) -> Result<String>) -> Result<()> {
+    fn read_metadata(&mut self, get: &dyn Fn(&str) -> Result<String>) -> Result<()> {
         self.lr = parse_f64("lr", &get("lr")?)?;
         self.momentum = parse_f64("momentum", &get("momentum")?)?;
         self.dampening = parse_f64("dampening", &get("dampening")?)?;
@@ -149,7 +155,11 @@ impl Optimizer for SGD {
                     continue;
                 }
                 // PyTorch's _single_tensor_sgd.
-                let mut g = if o.maximize { grad.neg()? } else { grad.clone() };
+                let mut g = if o.maximize {
+                    grad.neg()?
+                } else {
+                    grad.clone()
+                };
                 if o.weight_decay != 0.0 {
                     g = g.add_with(p, o.weight_decay)?;
                 }

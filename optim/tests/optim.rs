@@ -1,9 +1,9 @@
 //! kiln-optim against real PyTorch (numbers from `tests/data/make_reference.py`, committed
 //! in `tests/data/reference.txt`) and against float64 reference loops written here.
 
+use kiln::{no_grad, DType, Result, Tensor};
 use kiln_optim::lr_scheduler::*;
 use kiln_optim::*;
-use kiln::{no_grad, DType, Result, Tensor};
 use std::collections::HashMap;
 
 fn reference() -> HashMap<String, Vec<f64>> {
@@ -49,8 +49,14 @@ fn problem() -> Problem {
     let x: Vec<f64> = (0..20).map(|k| (0.7 * k as f64).cos()).collect();
     let y: Vec<f64> = (0..15).map(|k| (0.3 * k as f64).sin()).collect();
     Problem {
-        w: Tensor::from_vec(w, &[3, 4]).unwrap().requires_grad_(true).unwrap(),
-        b: Tensor::from_vec(b, &[3]).unwrap().requires_grad_(true).unwrap(),
+        w: Tensor::from_vec(w, &[3, 4])
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap(),
+        b: Tensor::from_vec(b, &[3])
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap(),
         x: Tensor::from_vec(x, &[5, 4]).unwrap(),
         y: Tensor::from_vec(y, &[5, 3]).unwrap(),
     }
@@ -281,7 +287,10 @@ fn group_options_are_readable_and_writable() -> Result<()> {
     let err = opt
         .add_param_group(ParamGroup::new(vec![p.w.clone()], SGDOptions::default()))
         .unwrap_err();
-    assert!(err.to_string().contains("more than one parameter group"), "{err}");
+    assert!(
+        err.to_string().contains("more than one parameter group"),
+        "{err}"
+    );
     let err = SGD::new(
         vec![p.b.clone()],
         SGDOptions {
@@ -290,7 +299,10 @@ fn group_options_are_readable_and_writable() -> Result<()> {
         },
     )
     .unwrap_err();
-    assert!(err.to_string().contains("Nesterov momentum requires"), "{err}");
+    assert!(
+        err.to_string().contains("Nesterov momentum requires"),
+        "{err}"
+    );
     let err = Adam::new(
         vec![p.b.clone()],
         AdamOptions {
@@ -299,7 +311,11 @@ fn group_options_are_readable_and_writable() -> Result<()> {
         },
     )
     .unwrap_err();
-    assert!(err.to_string().contains("Invalid beta parameter at index 0"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("Invalid beta parameter at index 0"),
+        "{err}"
+    );
     Ok(())
 }
 
@@ -328,7 +344,11 @@ fn params_without_grad_are_skipped_and_zero_grad_works() -> Result<()> {
 // ---------------------------------------------------------------------------------------
 
 fn clone_leaf(t: &Tensor) -> Tensor {
-    t.detach().clone_tensor().unwrap().requires_grad_(true).unwrap()
+    t.detach()
+        .clone_tensor()
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap()
 }
 
 fn round_trip(make: &dyn Fn(Vec<Tensor>) -> Result<Box<dyn Optimizer>>, names: &[&str]) {
@@ -341,8 +361,14 @@ fn round_trip(make: &dyn Fn(Vec<Tensor>) -> Result<Box<dyn Optimizer>>, names: &
     }
     let state = opt.state_dict().unwrap();
     for n in names {
-        assert!(state.tensors.contains_key(&format!("state.0.{n}")), "missing {n}");
-        assert!(state.tensors.contains_key(&format!("state.1.{n}")), "missing {n}");
+        assert!(
+            state.tensors.contains_key(&format!("state.0.{n}")),
+            "missing {n}"
+        );
+        assert!(
+            state.tensors.contains_key(&format!("state.1.{n}")),
+            "missing {n}"
+        );
     }
     assert_eq!(state.tensors.len(), 2 * names.len());
     assert_eq!(state.metadata["param_groups"], "1");
@@ -386,7 +412,10 @@ fn state_dict_round_trip_continues_identically() {
         }),
         &["step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"],
     );
-    round_trip(&adamw(AdamOptions::adamw()), &["step", "exp_avg", "exp_avg_sq"]);
+    round_trip(
+        &adamw(AdamOptions::adamw()),
+        &["step", "exp_avg", "exp_avg_sq"],
+    );
     round_trip(
         &|p| {
             Ok(Box::new(RMSprop::new(
@@ -418,10 +447,16 @@ fn state_dict_layout_and_load_errors() -> Result<()> {
     assert_eq!(step.shape(), &[] as &[usize]);
     assert_eq!(state.metadata["optimizer"], "Adam");
     assert_eq!(state.metadata["param_groups.0.betas"], "0.9,0.999");
-    assert_eq!(state.metadata["param_groups.0.lr"].parse::<f64>().unwrap(), 1e-3);
+    assert_eq!(
+        state.metadata["param_groups.0.lr"].parse::<f64>().unwrap(),
+        1e-3
+    );
 
     // Wrong kind of optimizer.
-    let mut sgd = SGD::new(vec![clone_leaf(&p.w), clone_leaf(&p.b)], SGDOptions::default())?;
+    let mut sgd = SGD::new(
+        vec![clone_leaf(&p.w), clone_leaf(&p.b)],
+        SGDOptions::default(),
+    )?;
     let e = sgd.load_state_dict(&state).unwrap_err().to_string();
     assert!(e.contains("for a Adam optimizer"), "{e}");
     // Wrong shapes.
@@ -434,7 +469,10 @@ fn state_dict_layout_and_load_errors() -> Result<()> {
     // Wrong group sizes.
     let mut fewer = Adam::new(vec![clone_leaf(&p.w)], AdamOptions::default())?;
     let e = fewer.load_state_dict(&state).unwrap_err().to_string();
-    assert!(e.contains("doesn't match the size of optimizer's group"), "{e}");
+    assert!(
+        e.contains("doesn't match the size of optimizer's group"),
+        "{e}"
+    );
     // Wrong group count.
     let mut two = Adam::with_groups(
         vec![
@@ -447,8 +485,13 @@ fn state_dict_layout_and_load_errors() -> Result<()> {
     assert!(e.contains("different number of parameter groups"), "{e}");
     // A key naming no parameter.
     let mut extra = state.clone();
-    extra.tensors.insert("state.7.exp_avg", Tensor::zeros(&[3], DType::F64)?);
-    let mut ok = Adam::new(vec![clone_leaf(&p.w), clone_leaf(&p.b)], AdamOptions::default())?;
+    extra
+        .tensors
+        .insert("state.7.exp_avg", Tensor::zeros(&[3], DType::F64)?);
+    let mut ok = Adam::new(
+        vec![clone_leaf(&p.w), clone_leaf(&p.b)],
+        AdamOptions::default(),
+    )?;
     let e = ok.load_state_dict(&extra).unwrap_err().to_string();
     assert!(e.contains("unexpected key"), "{e}");
     ok.load_state_dict(&state)?;
@@ -540,10 +583,14 @@ fn sgd_reference(
 
 /// Deterministic pseudo-random values in [-1, 1).
 fn pseudo(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
         })
         .collect()
@@ -559,11 +606,17 @@ fn run_with_grads(
     grads: &[Vec<f64>],
     make: &dyn Fn(Vec<Tensor>) -> Result<Box<dyn Optimizer>>,
 ) -> Vec<f64> {
-    let base = Tensor::from_vec(p0.to_vec(), shape).unwrap().to_dtype(dtype).unwrap();
+    let base = Tensor::from_vec(p0.to_vec(), shape)
+        .unwrap()
+        .to_dtype(dtype)
+        .unwrap();
     let p = layout(base).detach().requires_grad_(true).unwrap();
     let mut opt = make(vec![p.clone()]).unwrap();
     for g in grads {
-        let gt = Tensor::from_vec(g.clone(), shape).unwrap().to_dtype(dtype).unwrap();
+        let gt = Tensor::from_vec(g.clone(), shape)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
         // The gradient takes the parameter's layout, as the layout contract gives it.
         let gl = {
             let _g = no_grad();
@@ -601,7 +654,16 @@ fn fused_equals_composite_equals_f64_loop() {
                 amsgrad,
                 ..Default::default()
             };
-            let want = adam_reference(&p0, &grads, 0.01, (0.85, 0.995), 1e-6, 0.05, amsgrad, decoupled);
+            let want = adam_reference(
+                &p0,
+                &grads,
+                0.01,
+                (0.85, 0.995),
+                1e-6,
+                0.05,
+                amsgrad,
+                decoupled,
+            );
             for dtype in [DType::F64, DType::F32] {
                 let tol = if dtype == DType::F64 { 1e-12 } else { 2e-6 };
                 let mut results = Vec::new();
@@ -612,16 +674,26 @@ fn fused_equals_composite_equals_f64_loop() {
                     } else {
                         run_with_grads(&p0, &shape, dtype, &id, &grads, &adam(o))
                     };
-                    assert_close(&got, &want, tol, tol, &format!("adam {dtype:?} fused={fused} amsgrad={amsgrad} decoupled={decoupled}"));
+                    assert_close(
+                        &got,
+                        &want,
+                        tol,
+                        tol,
+                        &format!(
+                            "adam {dtype:?} fused={fused} amsgrad={amsgrad} decoupled={decoupled}"
+                        ),
+                    );
                     results.push(got);
                 }
                 assert_close(&results[0], &results[1], tol, tol, "fused vs composite");
             }
         }
     }
-    for (momentum, dampening, wd, nesterov) in
-        [(0.0, 0.0, 0.0, false), (0.9, 0.1, 0.01, false), (0.9, 0.0, 0.01, true)]
-    {
+    for (momentum, dampening, wd, nesterov) in [
+        (0.0, 0.0, 0.0, false),
+        (0.9, 0.1, 0.01, false),
+        (0.9, 0.0, 0.01, true),
+    ] {
         let want = sgd_reference(&p0, &grads, 0.1, momentum, dampening, wd, nesterov);
         for dtype in [DType::F64, DType::F32] {
             let tol = if dtype == DType::F64 { 1e-12 } else { 2e-6 };
@@ -636,7 +708,13 @@ fn fused_equals_composite_equals_f64_loop() {
                     fused,
                 };
                 let got = run_with_grads(&p0, &shape, dtype, &id, &grads, &sgd(o));
-                assert_close(&got, &want, tol, tol, &format!("sgd {dtype:?} fused={fused} m={momentum}"));
+                assert_close(
+                    &got,
+                    &want,
+                    tol,
+                    tol,
+                    &format!("sgd {dtype:?} fused={fused} m={momentum}"),
+                );
             }
         }
     }
@@ -655,19 +733,39 @@ fn fused_half_types_compute_in_f32() {
         // rounds every intermediate to the half type, where `eps = 1e-8` and small
         // `exp_avg_sq` values flush to zero and the step divides by zero (as PyTorch's
         // single-tensor path does); the fused kernel computes in f32.
-        let got = run_with_grads(&p0, &shape, dtype, &|t| t, &grads, &adam(AdamOptions {
-            lr: 0.01,
-            ..Default::default()
-        }));
+        let got = run_with_grads(
+            &p0,
+            &shape,
+            dtype,
+            &|t| t,
+            &grads,
+            &adam(AdamOptions {
+                lr: 0.01,
+                ..Default::default()
+            }),
+        );
         assert_close(&got, &want, tol, tol, &format!("adam {dtype:?} fused"));
         for fused in [true, false] {
-            let got = run_with_grads(&p0, &shape, dtype, &|t| t, &grads, &sgd(SGDOptions {
-                lr: 0.1,
-                momentum: 0.9,
-                fused,
-                ..Default::default()
-            }));
-            assert_close(&got, &want_sgd, tol, tol, &format!("sgd {dtype:?} fused={fused}"));
+            let got = run_with_grads(
+                &p0,
+                &shape,
+                dtype,
+                &|t| t,
+                &grads,
+                &sgd(SGDOptions {
+                    lr: 0.1,
+                    momentum: 0.9,
+                    fused,
+                    ..Default::default()
+                }),
+            );
+            assert_close(
+                &got,
+                &want_sgd,
+                tol,
+                tol,
+                &format!("sgd {dtype:?} fused={fused}"),
+            );
         }
     }
 }
@@ -687,10 +785,17 @@ fn permuted_and_strided_params_take_the_right_path() {
         let c = t.t().unwrap().contiguous().unwrap();
         c.t().unwrap()
     };
-    let got = run_with_grads(&p0, &shape, DType::F64, &transposed, &grads, &adam(AdamOptions {
-        lr: 0.01,
-        ..Default::default()
-    }));
+    let got = run_with_grads(
+        &p0,
+        &shape,
+        DType::F64,
+        &transposed,
+        &grads,
+        &adam(AdamOptions {
+            lr: 0.01,
+            ..Default::default()
+        }),
+    );
     assert_close(&got, &want, 1e-12, 1e-12, "transposed param");
     // Strided: every other column of a [6, 20] buffer.
     let strided = |t: Tensor| {
@@ -699,10 +804,17 @@ fn permuted_and_strided_params_take_the_right_path() {
         view.copy_(&t).unwrap();
         view
     };
-    let got = run_with_grads(&p0, &shape, DType::F64, &strided, &grads, &adam(AdamOptions {
-        lr: 0.01,
-        ..Default::default()
-    }));
+    let got = run_with_grads(
+        &p0,
+        &shape,
+        DType::F64,
+        &strided,
+        &grads,
+        &adam(AdamOptions {
+            lr: 0.01,
+            ..Default::default()
+        }),
+    );
     assert_close(&got, &want, 1e-12, 1e-12, "strided param");
 }
 
@@ -712,33 +824,102 @@ fn fused_ops_check_their_arguments() -> Result<()> {
     let g = Tensor::ones(&[3], DType::F32)?;
     let m = Tensor::zeros(&[3], DType::F32)?;
     let v = Tensor::zeros(&[4], DType::F32)?;
-    let e = kiln::_fused_adam_(&[p.clone()], &[g.clone()], &[m.clone()], &[v], &[], &[1.0], 0.1, 0.9, 0.999, 0.0, 1e-8, false, false)
-        .unwrap_err()
-        .to_string();
+    let e = kiln::_fused_adam_(
+        std::slice::from_ref(&p),
+        std::slice::from_ref(&g),
+        std::slice::from_ref(&m),
+        &[v],
+        &[],
+        &[1.0],
+        0.1,
+        0.9,
+        0.999,
+        0.0,
+        1e-8,
+        false,
+        false,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("exp_avg_sqs[0] must match params[0]"), "{e}");
-    let e = kiln::_fused_sgd_(&[p.clone()], &[], &[], 0.0, 0.0, 0.1, 0.0, false, false, false)
-        .unwrap_err()
-        .to_string();
+    let e = kiln::_fused_sgd_(
+        std::slice::from_ref(&p),
+        &[],
+        &[],
+        0.0,
+        0.0,
+        0.1,
+        0.0,
+        false,
+        false,
+        false,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("same number of elements"), "{e}");
-    let e = kiln::_fused_sgd_(&[p.clone()], &[p.clone()], &[], 0.0, 0.0, 0.1, 0.0, false, false, false)
-        .unwrap_err()
-        .to_string();
+    let e = kiln::_fused_sgd_(
+        std::slice::from_ref(&p),
+        std::slice::from_ref(&p),
+        &[],
+        0.0,
+        0.0,
+        0.1,
+        0.0,
+        false,
+        false,
+        false,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("share memory"), "{e}");
     let leaf = Tensor::zeros(&[3], DType::F32)?.requires_grad_(true)?;
-    let e = kiln::_fused_sgd_(&[leaf.clone()], &[g.clone()], &[], 0.0, 0.0, 0.1, 0.0, false, false, false)
-        .unwrap_err()
-        .to_string();
+    let e = kiln::_fused_sgd_(
+        std::slice::from_ref(&leaf),
+        std::slice::from_ref(&g),
+        &[],
+        0.0,
+        0.0,
+        0.1,
+        0.0,
+        false,
+        false,
+        false,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("leaf Variable that requires grad"), "{e}");
     // Under no_grad it runs: p -= 0.1 * 1.
     {
         let _g = no_grad();
-        kiln::_fused_sgd_(&[leaf.clone()], &[g.clone()], &[], 0.0, 0.0, 0.1, 0.0, false, false, false)?;
+        kiln::_fused_sgd_(
+            std::slice::from_ref(&leaf),
+            std::slice::from_ref(&g),
+            &[],
+            0.0,
+            0.0,
+            0.1,
+            0.0,
+            false,
+            false,
+            false,
+        )?;
     }
     assert_close(&vals(&leaf), &[-0.1; 3], 1e-7, 0.0, "fused sgd");
     let ints = Tensor::zeros(&[3], DType::I64)?;
-    let e = kiln::_fused_sgd_(&[ints.clone()], &[ints.clone()], &[], 0.0, 0.0, 0.1, 0.0, false, false, false)
-        .unwrap_err()
-        .to_string();
+    let e = kiln::_fused_sgd_(
+        std::slice::from_ref(&ints),
+        std::slice::from_ref(&ints),
+        &[],
+        0.0,
+        0.0,
+        0.1,
+        0.0,
+        false,
+        false,
+        false,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("floating-point"), "{e}");
     Ok(())
 }
@@ -748,7 +929,10 @@ fn fused_ops_check_their_arguments() -> Result<()> {
 // ---------------------------------------------------------------------------------------
 
 fn one_param_sgd() -> SGD {
-    let w = Tensor::zeros(&[1], DType::F64).unwrap().requires_grad_(true).unwrap();
+    let w = Tensor::zeros(&[1], DType::F64)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
     SGD::new(
         vec![w],
         SGDOptions {
@@ -761,7 +945,10 @@ fn one_param_sgd() -> SGD {
 }
 
 fn one_param_adam() -> Adam {
-    let w = Tensor::zeros(&[1], DType::F64).unwrap().requires_grad_(true).unwrap();
+    let w = Tensor::zeros(&[1], DType::F64)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
     Adam::new(
         vec![w],
         AdamOptions {
@@ -797,22 +984,42 @@ fn check_sched<O: Optimizer>(
 
 #[test]
 fn schedulers_match_torch() {
-    check_sched("step", one_param_sgd(), &|o| Box::new(StepLR::new(o, 3, 0.5).unwrap()), 12);
+    check_sched(
+        "step",
+        one_param_sgd(),
+        &|o| Box::new(StepLR::new(o, 3, 0.5).unwrap()),
+        12,
+    );
     check_sched(
         "multistep",
         one_param_sgd(),
         &|o| Box::new(MultiStepLR::new(o, &[2, 5, 5, 8], 0.3).unwrap()),
         12,
     );
-    check_sched("exponential", one_param_sgd(), &|o| Box::new(ExponentialLR::new(o, 0.9).unwrap()), 12);
+    check_sched(
+        "exponential",
+        one_param_sgd(),
+        &|o| Box::new(ExponentialLR::new(o, 0.9).unwrap()),
+        12,
+    );
     check_sched(
         "cosine",
         one_param_sgd(),
         &|o| Box::new(CosineAnnealingLR::new(o, 5, 0.01).unwrap()),
         12,
     );
-    check_sched("linear", one_param_sgd(), &|o| Box::new(LinearLR::new(o, 0.25, 1.0, 4).unwrap()), 12);
-    check_sched("linear_default", one_param_sgd(), &|o| Box::new(LinearLR::with_defaults(o).unwrap()), 12);
+    check_sched(
+        "linear",
+        one_param_sgd(),
+        &|o| Box::new(LinearLR::new(o, 0.25, 1.0, 4).unwrap()),
+        12,
+    );
+    check_sched(
+        "linear_default",
+        one_param_sgd(),
+        &|o| Box::new(LinearLR::with_defaults(o).unwrap()),
+        12,
+    );
     check_sched(
         "onecycle_cos",
         one_param_sgd(),
@@ -932,12 +1139,25 @@ fn one_cycle_refuses_steps_past_the_end() {
         s.step(&mut opt).unwrap();
     }
     let e = s.step(&mut opt).unwrap_err().to_string();
-    assert!(e.contains("Tried to step 4 times. The specified number of total steps is 3"), "{e}");
-    let mut ada = Adagrad::new(vec![Tensor::zeros(&[1], DType::F64).unwrap()], AdagradOptions::default()).unwrap();
-    let e = OneCycleLR::new(&mut ada, OneCycleOptions { total_steps: Some(3), ..Default::default() })
-        .err()
-        .unwrap()
-        .to_string();
+    assert!(
+        e.contains("Tried to step 4 times. The specified number of total steps is 3"),
+        "{e}"
+    );
+    let mut ada = Adagrad::new(
+        vec![Tensor::zeros(&[1], DType::F64).unwrap()],
+        AdagradOptions::default(),
+    )
+    .unwrap();
+    let e = OneCycleLR::new(
+        &mut ada,
+        OneCycleOptions {
+            total_steps: Some(3),
+            ..Default::default()
+        },
+    )
+    .err()
+    .unwrap()
+    .to_string();
     assert!(e.contains("must support momentum or beta1"), "{e}");
 }
 
@@ -989,8 +1209,12 @@ fn reduce_on_plateau_matches_torch() {
 fn with_grads(gs: &[Vec<f64>]) -> Vec<Tensor> {
     gs.iter()
         .map(|g| {
-            let p = Tensor::zeros(&[g.len()], DType::F64).unwrap().requires_grad_(true).unwrap();
-            p.set_grad(Some(Tensor::from_vec(g.clone(), &[g.len()]).unwrap())).unwrap();
+            let p = Tensor::zeros(&[g.len()], DType::F64)
+                .unwrap()
+                .requires_grad_(true)
+                .unwrap();
+            p.set_grad(Some(Tensor::from_vec(g.clone(), &[g.len()]).unwrap()))
+                .unwrap();
             p
         })
         .collect()
@@ -1004,12 +1228,20 @@ fn clip_grad_norm_matches_a_reference_loop() {
         let total = if norm_type.is_infinite() {
             all.iter().fold(0.0f64, |m, v| m.max(v.abs()))
         } else {
-            all.iter().map(|v| v.abs().powf(norm_type)).sum::<f64>().powf(1.0 / norm_type)
+            all.iter()
+                .map(|v| v.abs().powf(norm_type))
+                .sum::<f64>()
+                .powf(1.0 / norm_type)
         };
         for max_norm in [1.0, 100.0] {
             let mut params = with_grads(&gs);
             // A parameter without grad is skipped.
-            params.push(Tensor::zeros(&[2], DType::F64).unwrap().requires_grad_(true).unwrap());
+            params.push(
+                Tensor::zeros(&[2], DType::F64)
+                    .unwrap()
+                    .requires_grad_(true)
+                    .unwrap(),
+            );
             let got = clip_grad_norm_(&params, max_norm, norm_type).unwrap();
             assert_close(&vals(&got), &[total], 1e-12, 0.0, "total norm");
             let coef = (max_norm / (total + 1e-6)).min(1.0);
@@ -1020,7 +1252,9 @@ fn clip_grad_norm_matches_a_reference_loop() {
         }
     }
     let params = with_grads(&[vec![1.0, f64::NAN]]);
-    let e = clip_grad_norm_with(&params, 1.0, 2.0, true).unwrap_err().to_string();
+    let e = clip_grad_norm_with(&params, 1.0, 2.0, true)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("is non-finite, so it cannot be clipped"), "{e}");
     assert_eq!(vals(&params[0].grad().unwrap())[0], 1.0);
     assert_eq!(vals(&clip_grad_norm_(&[], 1.0, 2.0).unwrap()), vec![0.0]);

@@ -30,7 +30,10 @@ fn same_strides(p: &Tensor, t: &Tensor) -> bool {
 /// the rest its state.
 fn check_group(op: &str, index: usize, names: &[&str], group: &[&Tensor]) -> Result<()> {
     let p = group[0];
-    if !matches!(p.dtype(), DType::F32 | DType::F64 | DType::F16 | DType::BF16) {
+    if !matches!(
+        p.dtype(),
+        DType::F32 | DType::F64 | DType::F16 | DType::BF16
+    ) {
         return Err(Error::op(
             op,
             format!(
@@ -144,7 +147,9 @@ where
     T::Compute: kiln_kernels::FloatMath,
 {
     let (param, grad) = (group[0], group[1]);
-    let outs: Vec<&Tensor> = std::iter::once(param).chain(group[2..].iter().copied()).collect();
+    let outs: Vec<&Tensor> = std::iter::once(param)
+        .chain(group[2..].iter().copied())
+        .collect();
     with_buffers(&[grad], &outs, |ins, bufs| {
         let g = block(T::slice(ins[0]).expect("checked dtype"), grad);
         let mut it = bufs.into_iter().zip(outs.iter());
@@ -165,7 +170,9 @@ where
     T::Compute: kiln_kernels::FloatMath,
 {
     let (param, grad) = (group[0], group[1]);
-    let outs: Vec<&Tensor> = std::iter::once(param).chain(group[2..].iter().copied()).collect();
+    let outs: Vec<&Tensor> = std::iter::once(param)
+        .chain(group[2..].iter().copied())
+        .collect();
     with_buffers(&[grad], &outs, |ins, bufs| {
         let g = block(T::slice(ins[0]).expect("checked dtype"), grad);
         let mut it = bufs.into_iter().zip(outs.iter());
@@ -199,7 +206,13 @@ fn adam_impl(
         lists.push(("max_exp_avg_sqs", max_exp_avg_sqs.len()));
     }
     check_lens(op, params, &lists)?;
-    let names = ["params", "grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs"];
+    let names = [
+        "params",
+        "grads",
+        "exp_avgs",
+        "exp_avg_sqs",
+        "max_exp_avg_sqs",
+    ];
     let group = |i: usize| {
         let mut g = vec![&params[i], &grads[i], &exp_avgs[i], &exp_avg_sqs[i]];
         if h.amsgrad {
@@ -208,22 +221,20 @@ fn adam_impl(
         g
     };
     // Check everything before writing anything.
-    for i in 0..params.len() {
+    for (i, &step) in state_steps.iter().enumerate() {
         check_group(op, i, &names, &group(i))?;
-        if !(state_steps[i] >= 1.0) {
+        // Also refuses NaN.
+        if step.partial_cmp(&1.0).is_none_or(|o| o.is_lt()) {
             return Err(Error::op(
                 op,
-                format!("state_steps[{i}] must be >= 1 (the step count after this step's increment), got {}", state_steps[i]),
+                format!("state_steps[{i}] must be >= 1 (the step count after this step's increment), got {step}"),
             ));
         }
     }
-    for i in 0..params.len() {
+    for (i, (p, &step)) in params.iter().zip(state_steps).enumerate() {
         let g = group(i);
-        let h = AdamStep {
-            step: state_steps[i],
-            ..h
-        };
-        match params[i].dtype() {
+        let h = AdamStep { step, ..h };
+        match p.dtype() {
             DType::F32 => adam_one::<f32>(&g, &h),
             DType::F64 => adam_one::<f64>(&g, &h),
             DType::F16 => adam_one::<half::f16>(&g, &h),
@@ -367,9 +378,9 @@ pub fn _fused_sgd_(
         maximize,
         first_step: is_first_step,
     };
-    for i in 0..params.len() {
+    for (i, p) in params.iter().enumerate() {
         let g = group(i);
-        match params[i].dtype() {
+        match p.dtype() {
             DType::F32 => sgd_one::<f32>(&g, &h),
             DType::F64 => sgd_one::<f64>(&g, &h),
             DType::F16 => sgd_one::<half::f16>(&g, &h),

@@ -43,11 +43,10 @@ pub struct SgdStep {
     pub first_step: bool,
 }
 
-fn run<T: Element>(
-    bufs: Vec<&mut [T]>,
-    grad: &[T],
-    body: &(dyn Fn(&mut [&mut [T]], &[T]) + Sync),
-) {
+/// The loop body: the pieces of the written buffers and the matching gradient piece.
+type Body<'f, T> = &'f (dyn Fn(&mut [&mut [T]], &[T]) + Sync);
+
+fn run<T: Element>(bufs: Vec<&mut [T]>, grad: &[T], body: Body<'_, T>) {
     let n = grad.len();
     debug_assert!(bufs.iter().all(|b| b.len() == n));
     if fan_out(n >= PARALLEL_MIN) {
