@@ -16,7 +16,7 @@
 //! Differences from PyTorch: hyper-parameters are typed option structs instead of dicts;
 //! `step()` takes no closure; the optimizers with a fused kernel (SGD, Adam, AdamW) use it
 //! by default (`fused: true`) wherever a parameter, its gradient and its state are dense with
-//! matching strides on CPU, and the op-by-op ("composite") update otherwise; PyTorch's
+//! matching strides (CPU or CUDA), and the op-by-op ("composite") update otherwise; PyTorch's
 //! default is its foreach path. Both compute PyTorch's formulas.
 
 mod adagrad;
@@ -34,7 +34,7 @@ pub use optimizer::{GroupOptions, Optimizer, OptimizerState, ParamGroup, ParamSt
 pub use rmsprop::{RMSprop, RMSpropOptions};
 pub use sgd::{SGDOptions, SGD};
 
-use kiln::{DType, Device, Result, Tensor};
+use kiln::{DType, Result, Tensor};
 
 /// Zeros shaped and laid out like `p` (PyTorch's `zeros_like(p,
 /// memory_format=torch.preserve_format)`): with `p`'s strides when `p` is dense, so the
@@ -51,7 +51,7 @@ pub(crate) fn zeros_like_param(p: &Tensor) -> Result<Tensor> {
     }
 }
 
-/// True when the fused kernel can update `p` with `grad` and `state`: CPU, floating,
+/// True when the fused kernel can update `p` with `grad` and `state` (CPU or CUDA): floating,
 /// dense, and every tensor with `p`'s strides.
 pub(crate) fn fusable(p: &Tensor, grad: &Tensor, state: &[&Tensor]) -> bool {
     let same = |t: &Tensor| {
@@ -63,12 +63,10 @@ pub(crate) fn fusable(p: &Tensor, grad: &Tensor, state: &[&Tensor]) -> bool {
                 .zip(p.strides().iter().zip(t.strides()))
                 .all(|(&s, (a, b))| s == 1 || a == b)
     };
-    p.device() == Device::Cpu
-        && matches!(
-            p.dtype(),
-            DType::F32 | DType::F64 | DType::F16 | DType::BF16
-        )
-        && p.layout().is_non_overlapping_and_dense()
+    matches!(
+        p.dtype(),
+        DType::F32 | DType::F64 | DType::F16 | DType::BF16
+    ) && p.layout().is_non_overlapping_and_dense()
         && same(grad)
         && state.iter().all(|t| same(t))
         && !grad.shares_storage_with(p)

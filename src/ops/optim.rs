@@ -5,7 +5,8 @@
 //! of tensors mutated in place (`Tensor(a!)[] self, Tensor(b!)[] grads, ...`) and return
 //! nothing, which the generator's in-place/out model (one mutated `self`, one result) does
 //! not express, and the ops are not differentiable. So, like `copy_`, they check their
-//! arguments here and call the CPU kernels in `kiln_kernels::cpu::optim` directly.
+//! arguments here and call the CPU kernels in `kiln_kernels::cpu::optim` directly, or on
+//! CUDA the launchers in `src/cuda/ops/optim.rs` (kernels/cuda/optim.cu.j2).
 //!
 //! Every tensor of one parameter (the parameter, its gradient and its state buffers) must
 //! have the parameter's shape, dtype and device and the parameter's strides, and the
@@ -42,11 +43,11 @@ fn check_group(op: &str, index: usize, names: &[&str], group: &[&Tensor]) -> Res
             ),
         ));
     }
-    if p.device() != Device::Cpu {
+    if p.device() != Device::Cpu && !cfg!(feature = "cuda") {
         return Err(Error::op(
             op,
             format!(
-                "kiln's fused optimizer kernels run on CPU only; params[{index}] is on {} (use the optimizer's non-fused path)",
+                "params[{index}] is on {}, but this build of kiln has no CUDA backend",
                 p.device()
             ),
         ));
@@ -234,6 +235,14 @@ fn adam_impl(
     for (i, (p, &step)) in params.iter().zip(state_steps).enumerate() {
         let g = group(i);
         let h = AdamStep { step, ..h };
+        #[cfg(feature = "cuda")]
+        if p.device() != Device::Cpu {
+            crate::cuda::ops::optim::fused_adam(op, &g, &h)?;
+            for t in std::iter::once(g[0]).chain(g[2..].iter().copied()) {
+                t.storage().bump_version();
+            }
+            continue;
+        }
         match p.dtype() {
             DType::F32 => adam_one::<f32>(&g, &h),
             DType::F64 => adam_one::<f64>(&g, &h),
@@ -380,6 +389,14 @@ pub fn _fused_sgd_(
     };
     for (i, p) in params.iter().enumerate() {
         let g = group(i);
+        #[cfg(feature = "cuda")]
+        if p.device() != Device::Cpu {
+            crate::cuda::ops::optim::fused_sgd(op, &g, &h)?;
+            for t in std::iter::once(g[0]).chain(g[2..].iter().copied()) {
+                t.storage().bump_version();
+            }
+            continue;
+        }
         match p.dtype() {
             DType::F32 => sgd_one::<f32>(&g, &h),
             DType::F64 => sgd_one::<f64>(&g, &h),
