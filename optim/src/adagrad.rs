@@ -38,7 +38,7 @@ impl GroupOptions for AdagradOptions {
     fn set_lr(&mut self, lr: f64) {
         self.lr = lr;
     }
-    fn validate(&self) -> Result<()> {
+    fn validate(&self, name: &str) -> Result<()> {
         let checks = [
             (self.lr, "Invalid learning rate"),
             (self.lr_decay, "Invalid lr_decay value"),
@@ -51,7 +51,7 @@ impl GroupOptions for AdagradOptions {
         ];
         for (v, msg) in checks {
             if crate::negative_or_nan(v) {
-                return Err(Error::op("Adagrad", format!("{msg}: {v}")));
+                return Err(Error::op(name, format!("{msg}: {v}")));
             }
         }
         Ok(())
@@ -114,7 +114,7 @@ impl Adagrad {
         groups: Vec<ParamGroup<AdagradOptions>>,
         defaults: AdagradOptions,
     ) -> Result<Adagrad> {
-        let mut core = Core::new(groups, defaults)?;
+        let mut core = Core::new(<AdagradOptions as GroupOptions>::NAME, groups, defaults)?;
         for (group, states) in core.groups.iter().zip(core.state.iter_mut()) {
             for (p, st) in group.params.iter().zip(states.iter_mut()) {
                 *st = init_state(p, &group.options)?;

@@ -1,7 +1,9 @@
 //! Adam and AdamW (PyTorch's `torch.optim.Adam`, `torch.optim.AdamW`): one implementation,
 //! AdamW being Adam with decoupled weight decay.
 
-use crate::optimizer::{parse_bool, parse_f64, trait_common, Core, GroupOptions};
+use crate::optimizer::{
+    common_optimizer_impl, parse_bool, parse_f64, trait_common, Core, GroupOptions,
+};
 use crate::{fmt_f64, fusable, zeros_like_param, Optimizer, ParamGroup};
 use kiln::{no_grad, Error, Result, Tensor};
 
@@ -44,29 +46,23 @@ impl AdamOptions {
     }
 }
 
-/// Group options with the optimizer's name: Adam and AdamW share [`AdamOptions`] but save
-/// under their own names.
-#[derive(Clone, Debug)]
-struct Named<const W: bool>(AdamOptions);
-
-impl<const W: bool> GroupOptions for Named<W> {
-    const NAME: &'static str = if W { "AdamW" } else { "Adam" };
+impl GroupOptions for AdamOptions {
+    const NAME: &'static str = "Adam";
     fn lr(&self) -> f64 {
-        self.0.lr
+        self.lr
     }
     fn set_lr(&mut self, lr: f64) {
-        self.0.lr = lr;
+        self.lr = lr;
     }
     fn momentum(&self) -> Option<f64> {
-        Some(self.0.betas.0)
+        Some(self.betas.0)
     }
     fn set_momentum(&mut self, m: f64) -> bool {
-        self.0.betas.0 = m;
+        self.betas.0 = m;
         true
     }
-    fn validate(&self) -> Result<()> {
-        let o = &self.0;
-        let name = Self::NAME;
+    fn validate(&self, name: &str) -> Result<()> {
+        let o = self;
         if crate::negative_or_nan(o.lr) {
             return Err(Error::op(name, format!("Invalid learning rate: {}", o.lr)));
         }
@@ -94,7 +90,7 @@ impl<const W: bool> GroupOptions for Named<W> {
         Ok(())
     }
     fn to_metadata(&self) -> Vec<(&'static str, String)> {
-        let o = &self.0;
+        let o = self;
         vec![
             ("lr", fmt_f64(o.lr)),
             (
@@ -109,7 +105,7 @@ impl<const W: bool> GroupOptions for Named<W> {
         ]
     }
     fn read_metadata(&mut self, get: &dyn Fn(&str) -> Result<String>) -> Result<()> {
-        let o = &mut self.0;
+        let o = self;
         o.lr = parse_f64("lr", &get("lr")?)?;
         let betas = get("betas")?;
         let Some((b1, b2)) = betas.split_once(',') else {
@@ -129,10 +125,10 @@ impl<const W: bool> GroupOptions for Named<W> {
 }
 
 /// One step of Adam (`decoupled = false`) or AdamW over a core's groups.
-fn adam_step<const W: bool>(core: &mut Core<Named<W>>) -> Result<()> {
+fn adam_step<const W: bool>(core: &mut Core<AdamOptions>) -> Result<()> {
     let _g = no_grad();
     for (group, states) in core.groups.iter().zip(core.state.iter_mut()) {
-        let o = &group.options.0;
+        let o = &group.options;
         let (beta1, beta2) = o.betas;
         for (p, st) in group.params.iter().zip(states.iter_mut()) {
             let Some(grad) = p.grad() else { continue };
@@ -218,7 +214,7 @@ macro_rules! adam_like {
         #[doc = $doc]
         #[derive(Clone, Debug)]
         pub struct $ty {
-            core: Core<Named<$w>>,
+            core: Core<AdamOptions>,
         }
 
         impl $ty {
@@ -232,45 +228,22 @@ macro_rules! adam_like {
                 groups: Vec<ParamGroup<AdamOptions>>,
                 defaults: AdamOptions,
             ) -> Result<$ty> {
-                let groups = groups
-                    .into_iter()
-                    .map(|g| ParamGroup::new(g.params, Named(g.options)))
-                    .collect();
                 Ok($ty {
-                    core: Core::new(groups, Named(defaults))?,
+                    core: Core::new(stringify!($ty), groups, defaults)?,
                 })
             }
             /// PyTorch's defaults for this optimizer.
             pub fn default_options() -> AdamOptions {
                 $defaults
             }
-            /// Group `group`'s options.
-            pub fn options(&self, group: usize) -> &AdamOptions {
-                &self.core.groups[group].options.0
-            }
-            /// Group `group`'s options, writable.
-            pub fn options_mut(&mut self, group: usize) -> &mut AdamOptions {
-                &mut self.core.groups[group].options.0
-            }
-            /// Adds a group (PyTorch's `add_param_group`).
-            pub fn add_param_group(&mut self, group: ParamGroup<AdamOptions>) -> Result<()> {
-                self.core
-                    .add_param_group(ParamGroup::new(group.params, Named(group.options)))
-            }
-            /// Number of groups.
-            pub fn param_groups_len(&self) -> usize {
-                self.core.groups.len()
-            }
-            /// The state of parameter `index` of group `group`.
-            pub fn param_state(&self, group: usize, index: usize) -> Option<&crate::ParamState> {
-                self.core.state.get(group)?.get(index)
-            }
         }
+
+        common_optimizer_impl!($ty, AdamOptions);
 
         impl Optimizer for $ty {
             trait_common!();
             fn step(&mut self) -> Result<()> {
-                adam_step(&mut self.core)
+                adam_step::<$w>(&mut self.core)
             }
         }
     };

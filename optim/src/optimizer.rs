@@ -96,7 +96,7 @@ impl<O> ParamGroup<O> {
 
 /// Hyper-parameters of one group of one optimizer kind.
 pub trait GroupOptions: Clone {
-    /// PyTorch's class name (`"Adam"`), the `optimizer` entry of the saved metadata.
+    /// PyTorch's class name of the optimizer these options are for (`"Adam"`).
     const NAME: &'static str;
     fn lr(&self) -> f64;
     fn set_lr(&mut self, lr: f64);
@@ -106,8 +106,8 @@ pub trait GroupOptions: Clone {
     fn set_momentum(&mut self, _m: f64) -> bool {
         false
     }
-    /// Checks the values as PyTorch's constructor does.
-    fn validate(&self) -> Result<()>;
+    /// Checks the values as PyTorch's constructor does; errors name the optimizer `name`.
+    fn validate(&self, name: &str) -> Result<()>;
     /// `(name, value)` for every hyper-parameter.
     fn to_metadata(&self) -> Vec<(&'static str, String)>;
     /// Reads every hyper-parameter back from `get(name)`.
@@ -139,6 +139,8 @@ impl ParamState {
 /// Groups and state, the part every optimizer shares.
 #[derive(Clone, Debug)]
 pub(crate) struct Core<O> {
+    /// PyTorch's class name, for messages and the saved metadata.
+    pub name: &'static str,
     pub groups: Vec<ParamGroup<O>>,
     pub state: Vec<Vec<ParamState>>,
     pub defaults: O,
@@ -165,12 +167,13 @@ pub(crate) fn parse_bool(key: &str, v: &str) -> Result<bool> {
 }
 
 impl<O: GroupOptions> Core<O> {
-    pub fn new(groups: Vec<ParamGroup<O>>, defaults: O) -> Result<Self> {
-        defaults.validate()?;
+    pub fn new(name: &'static str, groups: Vec<ParamGroup<O>>, defaults: O) -> Result<Self> {
+        defaults.validate(name)?;
         if groups.is_empty() {
-            return Err(Error::op(O::NAME, "optimizer got an empty parameter list"));
+            return Err(Error::op(name, "optimizer got an empty parameter list"));
         }
         let mut core = Core {
+            name,
             groups: Vec::new(),
             state: Vec::new(),
             defaults,
@@ -182,10 +185,10 @@ impl<O: GroupOptions> Core<O> {
     }
 
     pub fn add_param_group(&mut self, group: ParamGroup<O>) -> Result<()> {
-        group.options.validate()?;
+        group.options.validate(self.name)?;
         for p in &group.params {
             if !p.is_leaf() {
-                return Err(Error::op(O::NAME, "can't optimize a non-leaf Tensor"));
+                return Err(Error::op(self.name, "can't optimize a non-leaf Tensor"));
             }
         }
         for (i, p) in group.params.iter().enumerate() {
@@ -196,13 +199,13 @@ impl<O: GroupOptions> Core<O> {
                 .any(|g| g.params.iter().any(|q| q.is_same(p)));
             if dup_here {
                 return Err(Error::op(
-                    O::NAME,
+                    self.name,
                     "optimizer contains a parameter group with duplicate parameters",
                 ));
             }
             if dup_elsewhere {
                 return Err(Error::op(
-                    O::NAME,
+                    self.name,
                     "some parameters appear in more than one parameter group",
                 ));
             }
@@ -225,7 +228,7 @@ impl<O: GroupOptions> Core<O> {
     pub fn state_dict(&self) -> Result<OptimizerState> {
         let mut tensors = StateDict::new();
         let mut metadata = BTreeMap::new();
-        metadata.insert("optimizer".to_string(), O::NAME.to_string());
+        metadata.insert("optimizer".to_string(), self.name.to_string());
         metadata.insert("param_groups".to_string(), self.groups.len().to_string());
         let mut index = 0usize;
         for (g, group) in self.groups.iter().enumerate() {
@@ -264,12 +267,12 @@ impl<O: GroupOptions> Core<O> {
             })
         };
         let name = get("optimizer")?;
-        if name != O::NAME {
+        if name != self.name {
             return Err(Error::op(
                 op,
                 format!(
                     "loaded state dict is for a {name} optimizer, this one is {}",
-                    O::NAME
+                    self.name
                 ),
             ));
         }
@@ -303,7 +306,7 @@ impl<O: GroupOptions> Core<O> {
             let mut opts = group.options.clone();
             let prefix = format!("param_groups.{g}.");
             opts.read_metadata(&|k| get(&format!("{prefix}{k}")))?;
-            opts.validate()?;
+            opts.validate(self.name)?;
             new_options.push(opts);
             let mut states = Vec::with_capacity(group.params.len());
             for p in &group.params {

@@ -47,7 +47,7 @@ impl GroupOptions for RMSpropOptions {
         self.momentum = m;
         true
     }
-    fn validate(&self) -> Result<()> {
+    fn validate(&self, name: &str) -> Result<()> {
         let checks = [
             (self.lr, "Invalid learning rate"),
             (self.eps, "Invalid epsilon value"),
@@ -57,7 +57,7 @@ impl GroupOptions for RMSpropOptions {
         ];
         for (v, msg) in checks {
             if crate::negative_or_nan(v) {
-                return Err(Error::op("RMSprop", format!("{msg}: {v}")));
+                return Err(Error::op(name, format!("{msg}: {v}")));
             }
         }
         Ok(())
@@ -102,7 +102,7 @@ impl RMSprop {
         defaults: RMSpropOptions,
     ) -> Result<RMSprop> {
         Ok(RMSprop {
-            core: Core::new(groups, defaults)?,
+            core: Core::new(<RMSpropOptions as GroupOptions>::NAME, groups, defaults)?,
         })
     }
 }

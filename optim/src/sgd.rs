@@ -50,28 +50,28 @@ impl GroupOptions for SGDOptions {
         self.momentum = m;
         true
     }
-    fn validate(&self) -> Result<()> {
+    fn validate(&self, name: &str) -> Result<()> {
         if self.lr < 0.0 || self.lr.is_nan() {
             return Err(Error::op(
-                "SGD",
+                name,
                 format!("Invalid learning rate: {}", self.lr),
             ));
         }
         if self.momentum < 0.0 || self.momentum.is_nan() {
             return Err(Error::op(
-                "SGD",
+                name,
                 format!("Invalid momentum value: {}", self.momentum),
             ));
         }
         if self.weight_decay < 0.0 || self.weight_decay.is_nan() {
             return Err(Error::op(
-                "SGD",
+                name,
                 format!("Invalid weight_decay value: {}", self.weight_decay),
             ));
         }
         if self.nesterov && (self.momentum <= 0.0 || self.dampening != 0.0) {
             return Err(Error::op(
-                "SGD",
+                name,
                 "Nesterov momentum requires a momentum and zero dampening",
             ));
         }
@@ -115,7 +115,7 @@ impl SGD {
     /// [`SGD::defaults`] reports.
     pub fn with_groups(groups: Vec<ParamGroup<SGDOptions>>, defaults: SGDOptions) -> Result<SGD> {
         Ok(SGD {
-            core: Core::new(groups, defaults)?,
+            core: Core::new(<SGDOptions as GroupOptions>::NAME, groups, defaults)?,
         })
     }
 }
