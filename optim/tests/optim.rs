@@ -280,6 +280,13 @@ fn group_options_are_readable_and_writable() -> Result<()> {
     assert_eq!(opt.lr(0), 1e-3);
     opt.set_lr(0, 0.5);
     assert_eq!(opt.param_groups()[0].options.lr, 0.5);
+    let mut a = Adam::new(vec![p.b.clone()], AdamOptions::default())?;
+    a.param_groups_mut()[0].options.betas.0 = 0.5;
+    assert_eq!(a.momentum(0), Some(0.5));
+    assert_eq!(a.defaults().lr, 1e-3);
+    assert_eq!(a.state_dict()?.metadata["optimizer"], "Adam");
+    let w = AdamW::new(vec![p.x.clone()], AdamW::default_options())?;
+    assert_eq!(w.state_dict()?.metadata["optimizer"], "AdamW");
     opt.param_groups_mut()[0].options.momentum = 0.25;
     assert_eq!(opt.momentum(0), Some(0.25));
     assert_eq!(opt.group_options(0)["nesterov"], "false");
