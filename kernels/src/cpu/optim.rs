@@ -91,37 +91,53 @@ pub fn fused_adam<T: Element>(
         bufs.push(m);
     }
     run(bufs, grad, &|b, g| {
-        let n = g.len();
-        for i in 0..n {
-            let mut gv = g[i].up();
+        let (p, rest) = b.split_first_mut().expect("param piece");
+        let (m, rest) = rest.split_first_mut().expect("exp_avg piece");
+        let (v, rest) = rest.split_first_mut().expect("exp_avg_sq piece");
+        // One element: returns (param, exp_avg, exp_avg_sq) to store and the second moment
+        // the denominator uses (before the amsgrad max).
+        let update = |pv: T, gv: T, mv: T, vv: T| {
+            let mut gv = gv.up();
             if maximize {
                 gv = gv.neg();
             }
-            let mut p = b[0][i].up();
+            let mut pv = pv.up();
             if has_wd {
                 if decoupled {
-                    p = p.mul(decay);
+                    pv = pv.mul(decay);
                 } else {
-                    gv = gv.add(p.mul(wd));
+                    gv = gv.add(pv.mul(wd));
                 }
             }
             // exp_avg.lerp_(grad, 1 - beta1)
-            let m = b[1][i].up();
-            let m = m.add(one_m_beta1.mul(gv.sub(m)));
-            let v = beta2.mul(b[2][i].up()).add(one_m_beta2.mul(gv).mul(gv));
-            b[1][i] = T::down(m);
-            b[2][i] = T::down(v);
-            let second = if amsgrad {
-                let old = b[3][i].up();
-                let mx = if v > old || v.is_nan() { v } else { old };
-                b[3][i] = T::down(mx);
-                mx
-            } else {
-                v
-            };
+            let mv = mv.up();
+            let mv = mv.add(one_m_beta1.mul(gv.sub(mv)));
+            let vv = beta2.mul(vv.up()).add(one_m_beta2.mul(gv).mul(gv));
+            (pv, mv, vv)
+        };
+        let finish = |pv: C<T>, mv: C<T>, second: C<T>| {
             let denom = second.sqrt().div(bc2_sqrt).add(eps);
-            p = p.sub(step_size.mul(m).div(denom));
-            b[0][i] = T::down(p);
+            T::down(pv.sub(step_size.mul(mv).div(denom)))
+        };
+        if amsgrad {
+            let mx = &mut rest[0];
+            let it = p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut());
+            for ((((p, &gv), m), v), mx) in it.zip(mx.iter_mut()) {
+                let (pv, mv, vv) = update(*p, gv, *m, *v);
+                *m = T::down(mv);
+                *v = T::down(vv);
+                let old = mx.up();
+                let second = if vv > old || vv.is_nan() { vv } else { old };
+                *mx = T::down(second);
+                *p = finish(pv, mv, second);
+            }
+        } else {
+            for (((p, &gv), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
+                let (pv, mv, vv) = update(*p, gv, *m, *v);
+                *m = T::down(mv);
+                *v = T::down(vv);
+                *p = finish(pv, mv, vv);
+            }
         }
     });
 }
@@ -148,25 +164,36 @@ pub fn fused_sgd<T: Element>(
         bufs.push(m);
     }
     run(bufs, grad, &|b, g| {
-        for i in 0..g.len() {
-            let mut gv = g[i].up();
+        let (p, rest) = b.split_first_mut().expect("param piece");
+        let decayed = |pv: C<T>, gv: T| {
+            let mut gv = gv.up();
             if maximize {
                 gv = gv.neg();
             }
-            let p = b[0][i].up();
             if has_wd {
-                gv = gv.add(p.mul(wd));
+                gv = gv.add(pv.mul(wd));
             }
-            if has_mom {
-                let buf = if first {
+            gv
+        };
+        if has_mom {
+            let buf = &mut rest[0];
+            for ((p, &gv), b) in p.iter_mut().zip(g).zip(buf.iter_mut()) {
+                let pv = p.up();
+                let gv = decayed(pv, gv);
+                let bv = if first {
                     gv
                 } else {
-                    b[1][i].up().mul(mom).add(gv.mul(one_m_damp))
+                    b.up().mul(mom).add(gv.mul(one_m_damp))
                 };
-                b[1][i] = T::down(buf);
-                gv = if nesterov { gv.add(mom.mul(buf)) } else { buf };
+                *b = T::down(bv);
+                let step = if nesterov { gv.add(mom.mul(bv)) } else { bv };
+                *p = T::down(pv.sub(lr.mul(step)));
             }
-            b[0][i] = T::down(p.sub(lr.mul(gv)));
+        } else {
+            for (p, &gv) in p.iter_mut().zip(g) {
+                let pv = p.up();
+                *p = T::down(pv.sub(lr.mul(decayed(pv, gv))));
+            }
         }
     });
 }
