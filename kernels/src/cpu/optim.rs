@@ -61,6 +61,97 @@ fn run<T: Element>(bufs: Vec<&mut [T]>, grad: &[T], body: Body<'_, T>) {
     }
 }
 
+/// Calls `$f::<$t, flags...>(args)` with each runtime bool in `[...]` turned into a const
+/// generic argument, so every combination of an optimizer's options gets its own
+/// branch-free (vectorizable) loop.
+macro_rules! with_flags {
+    ($f:ident::<$t:ty>($($arg:expr),*); []; [$($done:tt),*]) => {
+        $f::<$t, $($done),*>($($arg),*)
+    };
+    ($f:ident::<$t:ty>($($arg:expr),*); [$b:expr $(, $rest:expr)*]; [$($done:tt),*]) => {
+        if $b {
+            with_flags!($f::<$t>($($arg),*); [$($rest),*]; [$($done,)* true])
+        } else {
+            with_flags!($f::<$t>($($arg),*); [$($rest),*]; [$($done,)* false])
+        }
+    };
+}
+
+/// Adam's per-step coefficients in the compute type.
+struct AdamCoef<C> {
+    step_size: C,
+    bc2_sqrt: C,
+    beta2: C,
+    one_m_beta1: C,
+    one_m_beta2: C,
+    wd: C,
+    decay: C,
+    eps: C,
+}
+
+/// One piece of an Adam step; `b` = [param, exp_avg, exp_avg_sq, (max_exp_avg_sq)].
+#[inline(never)]
+fn adam_piece<
+    T: Element,
+    const MAXIMIZE: bool,
+    const WD: bool,
+    const DECOUPLED: bool,
+    const AMSGRAD: bool,
+>(
+    b: &mut [&mut [T]],
+    g: &[T],
+    k: &AdamCoef<T::Compute>,
+) where
+    T::Compute: FloatMath,
+{
+    let (p, rest) = b.split_first_mut().expect("param piece");
+    let (m, rest) = rest.split_first_mut().expect("exp_avg piece");
+    let (v, rest) = rest.split_first_mut().expect("exp_avg_sq piece");
+    let update = |pv: T, gv: T, mv: T, vv: T| {
+        let mut gv = gv.up();
+        if MAXIMIZE {
+            gv = gv.neg();
+        }
+        let mut pv = pv.up();
+        if WD {
+            if DECOUPLED {
+                pv = pv.mul(k.decay);
+            } else {
+                gv = gv.add(pv.mul(k.wd));
+            }
+        }
+        // exp_avg.lerp_(grad, 1 - beta1)
+        let mv = mv.up();
+        let mv = mv.add(k.one_m_beta1.mul(gv.sub(mv)));
+        let vv = k.beta2.mul(vv.up()).add(k.one_m_beta2.mul(gv).mul(gv));
+        (pv, mv, vv)
+    };
+    let finish = |pv: T::Compute, mv: T::Compute, second: T::Compute| {
+        let denom = second.sqrt().div(k.bc2_sqrt).add(k.eps);
+        T::down(pv.sub(k.step_size.mul(mv).div(denom)))
+    };
+    if AMSGRAD {
+        let mx = &mut rest[0];
+        let it = p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut());
+        for ((((p, &gv), m), v), mx) in it.zip(mx.iter_mut()) {
+            let (pv, mv, vv) = update(*p, gv, *m, *v);
+            *m = T::down(mv);
+            *v = T::down(vv);
+            let old = mx.up();
+            let second = if vv > old || vv.is_nan() { vv } else { old };
+            *mx = T::down(second);
+            *p = finish(pv, mv, second);
+        }
+    } else {
+        for (((p, &gv), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
+            let (pv, mv, vv) = update(*p, gv, *m, *v);
+            *m = T::down(mv);
+            *v = T::down(vv);
+            *p = finish(pv, mv, vv);
+        }
+    }
+}
+
 /// One Adam/AdamW step over `param` with gradient `grad` and state `exp_avg`,
 /// `exp_avg_sq` (and `max_exp_avg_sq` when `h.amsgrad`). All slices have one length.
 pub fn fused_adam<T: Element>(
@@ -73,73 +164,91 @@ pub fn fused_adam<T: Element>(
 ) where
     T::Compute: FloatMath,
 {
-    type C<T> = <T as Element>::Compute;
-    let c = |v: f64| <C<T> as Arith>::from_f64(v);
+    let c = |v: f64| <T::Compute as Arith>::from_f64(v);
     let bias_correction1 = 1.0 - h.beta1.powf(h.step);
     let bias_correction2 = 1.0 - h.beta2.powf(h.step);
-    let step_size = c(h.lr / bias_correction1);
-    let bc2_sqrt = c(bias_correction2.sqrt());
-    let beta2 = c(h.beta2);
-    let (one_m_beta1, one_m_beta2) = (c(1.0 - h.beta1), c(1.0 - h.beta2));
-    let wd = c(h.weight_decay);
-    let decay = c(1.0 - h.lr * h.weight_decay);
-    let eps = c(h.eps);
-    let (has_wd, decoupled, maximize) = (h.weight_decay != 0.0, h.decoupled, h.maximize);
+    let k = AdamCoef {
+        step_size: c(h.lr / bias_correction1),
+        bc2_sqrt: c(bias_correction2.sqrt()),
+        beta2: c(h.beta2),
+        one_m_beta1: c(1.0 - h.beta1),
+        one_m_beta2: c(1.0 - h.beta2),
+        wd: c(h.weight_decay),
+        decay: c(1.0 - h.lr * h.weight_decay),
+        eps: c(h.eps),
+    };
+    let (wd, decoupled, maximize) = (h.weight_decay != 0.0, h.decoupled, h.maximize);
     let mut bufs = vec![param, exp_avg, exp_avg_sq];
     let amsgrad = max_exp_avg_sq.is_some();
     if let Some(m) = max_exp_avg_sq {
         bufs.push(m);
     }
-    run(bufs, grad, &|b, g| {
-        let (p, rest) = b.split_first_mut().expect("param piece");
-        let (m, rest) = rest.split_first_mut().expect("exp_avg piece");
-        let (v, rest) = rest.split_first_mut().expect("exp_avg_sq piece");
-        // One element: returns (param, exp_avg, exp_avg_sq) to store and the second moment
-        // the denominator uses (before the amsgrad max).
-        let update = |pv: T, gv: T, mv: T, vv: T| {
-            let mut gv = gv.up();
-            if maximize {
-                gv = gv.neg();
-            }
-            let mut pv = pv.up();
-            if has_wd {
-                if decoupled {
-                    pv = pv.mul(decay);
-                } else {
-                    gv = gv.add(pv.mul(wd));
-                }
-            }
-            // exp_avg.lerp_(grad, 1 - beta1)
-            let mv = mv.up();
-            let mv = mv.add(one_m_beta1.mul(gv.sub(mv)));
-            let vv = beta2.mul(vv.up()).add(one_m_beta2.mul(gv).mul(gv));
-            (pv, mv, vv)
-        };
-        let finish = |pv: C<T>, mv: C<T>, second: C<T>| {
-            let denom = second.sqrt().div(bc2_sqrt).add(eps);
-            T::down(pv.sub(step_size.mul(mv).div(denom)))
-        };
-        if amsgrad {
-            let mx = &mut rest[0];
-            let it = p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut());
-            for ((((p, &gv), m), v), mx) in it.zip(mx.iter_mut()) {
-                let (pv, mv, vv) = update(*p, gv, *m, *v);
-                *m = T::down(mv);
-                *v = T::down(vv);
-                let old = mx.up();
-                let second = if vv > old || vv.is_nan() { vv } else { old };
-                *mx = T::down(second);
-                *p = finish(pv, mv, second);
-            }
-        } else {
-            for (((p, &gv), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
-                let (pv, mv, vv) = update(*p, gv, *m, *v);
-                *m = T::down(mv);
-                *v = T::down(vv);
-                *p = finish(pv, mv, vv);
-            }
+    run(
+        bufs,
+        grad,
+        &|b, g| with_flags!(adam_piece::<T>(b, g, &k); [maximize, wd, decoupled, amsgrad]; []),
+    );
+}
+
+/// SGD's per-step coefficients in the compute type.
+struct SgdCoef<C> {
+    lr: C,
+    wd: C,
+    momentum: C,
+    one_m_damp: C,
+}
+
+/// One piece of an SGD step; `b` = [param, (momentum_buffer)].
+#[inline(never)]
+fn sgd_piece<
+    T: Element,
+    const MAXIMIZE: bool,
+    const WD: bool,
+    const MOMENTUM: bool,
+    const FIRST: bool,
+    const NESTEROV: bool,
+>(
+    b: &mut [&mut [T]],
+    g: &[T],
+    k: &SgdCoef<T::Compute>,
+) where
+    T::Compute: FloatMath,
+{
+    let (p, rest) = b.split_first_mut().expect("param piece");
+    let decayed = |pv: T::Compute, gv: T| {
+        let mut gv = gv.up();
+        if MAXIMIZE {
+            gv = gv.neg();
         }
-    });
+        if WD {
+            gv = gv.add(pv.mul(k.wd));
+        }
+        gv
+    };
+    if MOMENTUM {
+        let buf = &mut rest[0];
+        for ((p, &gv), b) in p.iter_mut().zip(g).zip(buf.iter_mut()) {
+            let pv = p.up();
+            let gv = decayed(pv, gv);
+            let bv = if FIRST {
+                gv
+            } else {
+                b.up().mul(k.momentum).add(gv.mul(k.one_m_damp))
+            };
+            *b = T::down(bv);
+            let step = if NESTEROV {
+                gv.add(k.momentum.mul(bv))
+            } else {
+                bv
+            };
+            *p = T::down(pv.sub(k.lr.mul(step)));
+        }
+    } else {
+        for (p, &gv) in p.iter_mut().zip(g) {
+            let pv = p.up();
+            *p = T::down(pv.sub(k.lr.mul(decayed(pv, gv))));
+        }
+    }
 }
 
 /// One SGD step over `param` with gradient `grad` and, when `h.momentum != 0`, its
@@ -152,48 +261,23 @@ pub fn fused_sgd<T: Element>(
 ) where
     T::Compute: FloatMath,
 {
-    type C<T> = <T as Element>::Compute;
-    let c = |v: f64| <C<T> as Arith>::from_f64(v);
-    let (lr, wd, mom) = (c(h.lr), c(h.weight_decay), c(h.momentum));
-    let one_m_damp = c(1.0 - h.dampening);
-    let (has_wd, maximize, nesterov, first) =
+    let c = |v: f64| <T::Compute as Arith>::from_f64(v);
+    let k = SgdCoef {
+        lr: c(h.lr),
+        wd: c(h.weight_decay),
+        momentum: c(h.momentum),
+        one_m_damp: c(1.0 - h.dampening),
+    };
+    let (wd, maximize, nesterov, first) =
         (h.weight_decay != 0.0, h.maximize, h.nesterov, h.first_step);
     let mut bufs = vec![param];
     let has_mom = momentum_buffer.is_some();
     if let Some(m) = momentum_buffer {
         bufs.push(m);
     }
-    run(bufs, grad, &|b, g| {
-        let (p, rest) = b.split_first_mut().expect("param piece");
-        let decayed = |pv: C<T>, gv: T| {
-            let mut gv = gv.up();
-            if maximize {
-                gv = gv.neg();
-            }
-            if has_wd {
-                gv = gv.add(pv.mul(wd));
-            }
-            gv
-        };
-        if has_mom {
-            let buf = &mut rest[0];
-            for ((p, &gv), b) in p.iter_mut().zip(g).zip(buf.iter_mut()) {
-                let pv = p.up();
-                let gv = decayed(pv, gv);
-                let bv = if first {
-                    gv
-                } else {
-                    b.up().mul(mom).add(gv.mul(one_m_damp))
-                };
-                *b = T::down(bv);
-                let step = if nesterov { gv.add(mom.mul(bv)) } else { bv };
-                *p = T::down(pv.sub(lr.mul(step)));
-            }
-        } else {
-            for (p, &gv) in p.iter_mut().zip(g) {
-                let pv = p.up();
-                *p = T::down(pv.sub(lr.mul(decayed(pv, gv))));
-            }
-        }
-    });
+    run(
+        bufs,
+        grad,
+        &|b, g| with_flags!(sgd_piece::<T>(b, g, &k); [maximize, wd, has_mom, first, nesterov]; []),
+    );
 }
