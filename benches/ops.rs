@@ -180,11 +180,11 @@ fn optimizer_step(c: &mut Criterion) {
     let params: Vec<Tensor> = shapes
         .iter()
         .map(|s| {
-            let p = Tensor::randn(s, DType::F32)
+            let p = Tensor::randn(*s, DType::F32)
                 .unwrap()
                 .requires_grad_(true)
                 .unwrap();
-            p.set_grad(Some(Tensor::randn(s, DType::F32).unwrap()))
+            p.set_grad(Some(Tensor::randn(*s, DType::F32).unwrap()))
                 .unwrap();
             p
         })

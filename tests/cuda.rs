@@ -229,7 +229,7 @@ fn fused_optimizer_steps_match_the_cpu_where_a_gpu_exists() -> Result<()> {
         (DType::BF16, 2e-2),
     ] {
         let mk = |g: &mut kiln::Generator| -> Result<Tensor> {
-            Tensor::randn_with(&[37, 41], DType::F32, g)?.to_dtype(dtype)
+            Tensor::randn_with([37, 41], DType::F32, g)?.to_dtype(dtype)
         };
         let (p, gr, m) = (mk(&mut g)?, mk(&mut g)?, mk(&mut g)?.abs()?);
         let (v, vmax) = (m.mul(&m)?, m.mul(&m)?.mul_scalar(1.5)?);

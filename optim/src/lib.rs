@@ -40,7 +40,7 @@ use kiln::{DType, Result, Tensor};
 /// memory_format=torch.preserve_format)`): with `p`'s strides when `p` is dense, so the
 /// fused kernels can run over the parameter and its state as one block.
 pub(crate) fn zeros_like_param(p: &Tensor) -> Result<Tensor> {
-    let z = p.detach().zeros_like()?.reshape(&[p.numel() as i64])?;
+    let z = p.detach().zeros_like()?.reshape([p.numel() as i64])?;
     if p.layout().is_non_overlapping_and_dense() && !p.is_contiguous() {
         let size: Vec<i64> = p.shape().iter().map(|&s| s as i64).collect();
         let stride: Vec<i64> = p.strides().iter().map(|&s| s as i64).collect();

@@ -494,7 +494,7 @@ fn state_dict_layout_and_load_errors() -> Result<()> {
     let mut extra = state.clone();
     extra
         .tensors
-        .insert("state.7.exp_avg", Tensor::zeros(&[3], DType::F64)?);
+        .insert("state.7.exp_avg", Tensor::zeros([3], DType::F64)?);
     let mut ok = Adam::new(
         vec![clone_leaf(&p.w), clone_leaf(&p.b)],
         AdamOptions::default(),
@@ -630,7 +630,7 @@ fn run_with_grads(
             let z = layout(
                 Tensor::zeros(shape, dtype)
                     .unwrap()
-                    .reshape(&shape.iter().map(|&s| s as i64).collect::<Vec<_>>())
+                    .reshape(shape.iter().map(|&s| s as i64).collect::<Vec<_>>())
                     .unwrap(),
             );
             let z = z.detach();
@@ -806,8 +806,8 @@ fn permuted_and_strided_params_take_the_right_path() {
     assert_close(&got, &want, 1e-12, 1e-12, "transposed param");
     // Strided: every other column of a [6, 20] buffer.
     let strided = |t: Tensor| {
-        let wide = Tensor::zeros(&[6, 20], t.dtype()).unwrap();
-        let view = wide.as_strided(&[6, 10], &[20, 2]).unwrap();
+        let wide = Tensor::zeros([6, 20], t.dtype()).unwrap();
+        let view = wide.as_strided([6, 10], [20, 2]).unwrap();
         view.copy_(&t).unwrap();
         view
     };
@@ -827,10 +827,10 @@ fn permuted_and_strided_params_take_the_right_path() {
 
 #[test]
 fn fused_ops_check_their_arguments() -> Result<()> {
-    let p = Tensor::zeros(&[3], DType::F32)?;
-    let g = Tensor::ones(&[3], DType::F32)?;
-    let m = Tensor::zeros(&[3], DType::F32)?;
-    let v = Tensor::zeros(&[4], DType::F32)?;
+    let p = Tensor::zeros([3], DType::F32)?;
+    let g = Tensor::ones([3], DType::F32)?;
+    let m = Tensor::zeros([3], DType::F32)?;
+    let v = Tensor::zeros([4], DType::F32)?;
     let e = kiln::_fused_adam_(
         std::slice::from_ref(&p),
         std::slice::from_ref(&g),
@@ -879,7 +879,7 @@ fn fused_ops_check_their_arguments() -> Result<()> {
     .unwrap_err()
     .to_string();
     assert!(e.contains("share memory"), "{e}");
-    let leaf = Tensor::zeros(&[3], DType::F32)?.requires_grad_(true)?;
+    let leaf = Tensor::zeros([3], DType::F32)?.requires_grad_(true)?;
     let e = kiln::_fused_sgd_(
         std::slice::from_ref(&leaf),
         std::slice::from_ref(&g),
@@ -912,7 +912,7 @@ fn fused_ops_check_their_arguments() -> Result<()> {
         )?;
     }
     assert_close(&vals(&leaf), &[-0.1; 3], 1e-7, 0.0, "fused sgd");
-    let ints = Tensor::zeros(&[3], DType::I64)?;
+    let ints = Tensor::zeros([3], DType::I64)?;
     let e = kiln::_fused_sgd_(
         std::slice::from_ref(&ints),
         std::slice::from_ref(&ints),
@@ -936,7 +936,7 @@ fn fused_ops_check_their_arguments() -> Result<()> {
 // ---------------------------------------------------------------------------------------
 
 fn one_param_sgd() -> SGD {
-    let w = Tensor::zeros(&[1], DType::F64)
+    let w = Tensor::zeros([1], DType::F64)
         .unwrap()
         .requires_grad_(true)
         .unwrap();
@@ -952,7 +952,7 @@ fn one_param_sgd() -> SGD {
 }
 
 fn one_param_adam() -> Adam {
-    let w = Tensor::zeros(&[1], DType::F64)
+    let w = Tensor::zeros([1], DType::F64)
         .unwrap()
         .requires_grad_(true)
         .unwrap();
@@ -1151,7 +1151,7 @@ fn one_cycle_refuses_steps_past_the_end() {
         "{e}"
     );
     let mut ada = Adagrad::new(
-        vec![Tensor::zeros(&[1], DType::F64).unwrap()],
+        vec![Tensor::zeros([1], DType::F64).unwrap()],
         AdagradOptions::default(),
     )
     .unwrap();
@@ -1216,7 +1216,7 @@ fn reduce_on_plateau_matches_torch() {
 fn with_grads(gs: &[Vec<f64>]) -> Vec<Tensor> {
     gs.iter()
         .map(|g| {
-            let p = Tensor::zeros(&[g.len()], DType::F64)
+            let p = Tensor::zeros([g.len()], DType::F64)
                 .unwrap()
                 .requires_grad_(true)
                 .unwrap();
@@ -1244,7 +1244,7 @@ fn clip_grad_norm_matches_a_reference_loop() {
             let mut params = with_grads(&gs);
             // A parameter without grad is skipped.
             params.push(
-                Tensor::zeros(&[2], DType::F64)
+                Tensor::zeros([2], DType::F64)
                     .unwrap()
                     .requires_grad_(true)
                     .unwrap(),
