@@ -3,11 +3,13 @@
 //! This crate is the one to depend on. It re-exports the tensor core (`Tensor`, the
 //! operators, autograd) and adds the training stack under PyTorch's names:
 //! [`nn`] (`torch.nn`), [`optim`] (`torch.optim`) and [`data`] (`torch.utils.data`).
-//! [`prelude`] imports the names most programs use.
+//! [`prelude`] imports the names most programs use; [`checkpoint`] saves and loads models and
+//! optimizers as safetensors files.
 
 pub use kiln_core::*;
 pub use kiln_data as data;
 pub use kiln_nn as nn;
 pub use kiln_optim as optim;
 
+pub mod checkpoint;
 pub mod prelude;
