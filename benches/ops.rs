@@ -164,9 +164,66 @@ fn cross_entropy(c: &mut Criterion) {
     g.finish();
 }
 
+fn optimizer_step(c: &mut Criterion) {
+    // One SGD (momentum 0.9) and one Adam step over the parameters of an MLP
+    // 784-1024-1024-10 (1.86M float32 values, nn.Linear's [out, in] weights and biases) with
+    // gradients in place: the fused kernels against the op-by-op (composite) update.
+    use kiln::optim::{Adam, AdamOptions, Optimizer, SGDOptions, SGD};
+    let shapes: [&[usize]; 6] = [
+        &[1024, 784],
+        &[1024],
+        &[1024, 1024],
+        &[1024],
+        &[10, 1024],
+        &[10],
+    ];
+    let params: Vec<Tensor> = shapes
+        .iter()
+        .map(|s| {
+            let p = Tensor::randn(s, DType::F32)
+                .unwrap()
+                .requires_grad_(true)
+                .unwrap();
+            p.set_grad(Some(Tensor::randn(s, DType::F32).unwrap()))
+                .unwrap();
+            p
+        })
+        .collect();
+    let mut g = c.benchmark_group("optimizer_step_mlp_784_1024_1024_10");
+    for fused in [true, false] {
+        let name = if fused { "fused" } else { "composite" };
+        let mut sgd = SGD::new(
+            params.clone(),
+            SGDOptions {
+                lr: 1e-6,
+                momentum: 0.9,
+                fused,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        g.bench_function(format!("sgd_momentum_{name}"), |bench| {
+            bench.iter(|| sgd.step().unwrap())
+        });
+        let mut adam = Adam::new(
+            params.clone(),
+            AdamOptions {
+                lr: 1e-6,
+                fused,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        g.bench_function(format!("adam_{name}"), |bench| {
+            bench.iter(|| adam.step().unwrap())
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20).measurement_time(std::time::Duration::from_secs(2)).warm_up_time(std::time::Duration::from_millis(500));
-    targets = elementwise, matmul, training_step, normalization, cross_entropy
+    targets = elementwise, matmul, training_step, normalization, cross_entropy, optimizer_step
 }
 criterion_main!(benches);

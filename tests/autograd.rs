@@ -1494,3 +1494,77 @@ fn copy_and_fill_are_recorded_like_inplace_ops() {
     let mean = v.iter().map(|&a| a as f64).sum::<f64>() / 1000.0;
     assert!((mean - 0.5).abs() < 0.2, "{mean}");
 }
+
+// ---------------------------------------------------------------------------------------
+// The gradient layout contract: a dense leaf's `.grad` has the leaf's strides.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn grad_of_leaf_used_transposed_has_the_leaf_strides() -> Result<()> {
+    // w is [2, 3] contiguous; y = x @ w.t() gives w a gradient computed as a transposed view.
+    let w = Tensor::from_vec((0..6).map(|i| i as f64 * 0.5).collect(), &[2, 3])?
+        .requires_grad_(true)?;
+    let x = Tensor::from_vec(vec![1.0f64, -2.0, 3.0, 0.5, 1.5, -1.0], &[2, 3])?;
+    x.matmul(&w.t()?)?.sum()?.backward()?;
+    let g = w.grad().unwrap();
+    assert_eq!(g.strides(), w.strides());
+    // d(sum(x w^T))/dw[j, k] = sum_i x[i, k]
+    let want = [1.5, -0.5, 2.0, 1.5, -0.5, 2.0];
+    assert_close(&g.to_vec::<f64>()?, &want);
+
+    // A leaf that is itself a transposed layout keeps that layout.
+    let base = Tensor::from_vec((0..6).map(|i| i as f64).collect(), &[3, 2])?;
+    let wt = base.t()?.detach().requires_grad_(true)?;
+    assert_eq!(wt.strides(), &[1, 2]);
+    wt.mul_scalar(2.0)?.sum()?.backward()?;
+    let g = wt.grad().unwrap();
+    assert_eq!(g.strides(), &[1, 2]);
+    assert_close(&g.to_vec::<f64>()?, &[2.0; 6]);
+
+    // sum's backward hands out an expanded gradient (stride 0): the leaf gets a dense one.
+    let v = leaf([1.0, 2.0, 3.0]);
+    v.sum()?.backward()?;
+    assert_eq!(v.grad().unwrap().strides(), &[1]);
+    Ok(())
+}
+
+#[test]
+fn layout_contract_keeps_create_graph_differentiable() -> Result<()> {
+    // f = sum((x w^T)^2) with create_graph: w.grad = 2 (x w^T)^T x, computed through a
+    // transposed view, must still be differentiable and obey the contract.
+    let w = Tensor::from_vec(vec![0.5f64, -1.0, 2.0, 1.0], &[2, 2])?.requires_grad_(true)?;
+    let x = Tensor::from_vec(vec![1.0f64, 2.0, -1.0, 3.0], &[2, 2])?;
+    let y = x.matmul(&w.t()?)?;
+    y.mul(&y)?.sum()?.backward_with(None, true, true)?;
+    let g = w.grad().unwrap();
+    assert_eq!(g.strides(), w.strides());
+    assert!(g.requires_grad());
+    // Reference: g[j,k] = 2 sum_i y[i,j] x[i,k], y[i,j] = sum_k x[i,k] w[j,k].
+    let (xv, wv) = ([1.0, 2.0, -1.0, 3.0], [0.5, -1.0, 2.0, 1.0]);
+    let yv = |i: usize, j: usize| xv[i * 2] * wv[j * 2] + xv[i * 2 + 1] * wv[j * 2 + 1];
+    let mut want = [0.0; 4];
+    for j in 0..2 {
+        for k in 0..2 {
+            want[j * 2 + k] = (0..2).map(|i| 2.0 * yv(i, j) * xv[i * 2 + k]).sum();
+        }
+    }
+    assert_close(&g.to_vec::<f64>()?, &want);
+    // Second order: d(sum(w.grad))/dw[j,k] = 2 sum_i x[i,k] * sum_m x[i,m].
+    let gg = grad(
+        &[g.sum()?],
+        std::slice::from_ref(&w),
+        &[],
+        GradOptions::default(),
+    )?;
+    let gg = gg[0].as_ref().unwrap().to_vec::<f64>()?;
+    let mut want2 = [0.0; 4];
+    for j in 0..2 {
+        for k in 0..2 {
+            want2[j * 2 + k] = (0..2)
+                .map(|i| 2.0 * xv[i * 2 + k] * (xv[i * 2] + xv[i * 2 + 1]))
+                .sum();
+        }
+    }
+    assert_close(&gg, &want2);
+    Ok(())
+}

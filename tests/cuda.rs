@@ -50,7 +50,7 @@ fn to_device_on_the_same_device_returns_self() -> Result<()> {
 fn every_module_the_launchers_use_is_generated() {
     let names = kiln::cuda::module_names();
     for m in [
-        "copy", "reduce", "softmax", "index", "random", "scan", "fold",
+        "copy", "reduce", "softmax", "index", "random", "scan", "fold", "optim",
     ] {
         assert!(names.contains(&m), "no CUDA module '{m}' in {names:?}");
     }
@@ -211,4 +211,74 @@ fn random_tensors_on_a_missing_cuda_device_are_errors() {
         let e = r.unwrap_err().to_string();
         assert!(e.contains("cannot use device cuda:0"), "{e}");
     }
+}
+
+/// The fused optimizer kernels on CUDA against the CPU's (src/ops/optim.rs), for every
+/// floating dtype, with weight decay, amsgrad, nesterov momentum. Ignored like the test
+/// above: it needs a GPU.
+#[test]
+#[ignore = "needs a CUDA GPU: cargo test --features cuda --test cuda -- --ignored"]
+fn fused_optimizer_steps_match_the_cpu_where_a_gpu_exists() -> Result<()> {
+    assert!(kiln::cuda::is_available(), "CUDA tests need a device");
+    let gpu = Device::Cuda(0);
+    let mut g = kiln::Generator::new(7);
+    for (dtype, tol) in [
+        (DType::F64, 1e-12),
+        (DType::F32, 1e-5),
+        (DType::F16, 2e-3),
+        (DType::BF16, 2e-2),
+    ] {
+        let mk = |g: &mut kiln::Generator| -> Result<Tensor> {
+            Tensor::randn_with(&[37, 41], DType::F32, g)?.to_dtype(dtype)
+        };
+        let (p, gr, m) = (mk(&mut g)?, mk(&mut g)?, mk(&mut g)?.abs()?);
+        let (v, vmax) = (m.mul(&m)?, m.mul(&m)?.mul_scalar(1.5)?);
+        let cpu: Vec<Tensor> = [&p, &gr, &m, &v, &vmax]
+            .iter()
+            .map(|t| t.clone_tensor())
+            .collect::<Result<_>>()?;
+        let dev: Vec<Tensor> = [&p, &gr, &m, &v, &vmax]
+            .iter()
+            .map(|t| t.to_device(gpu))
+            .collect::<Result<_>>()?;
+        for ts in [&cpu, &dev] {
+            kiln::_fused_adamw_(
+                &ts[0..1],
+                &ts[1..2],
+                &ts[2..3],
+                &ts[3..4],
+                &ts[4..5],
+                &[3.0],
+                0.01,
+                0.9,
+                0.999,
+                0.1,
+                1e-8,
+                true,
+                false,
+            )?;
+            kiln::_fused_sgd_(
+                &ts[0..1],
+                &ts[1..2],
+                &ts[2..3],
+                0.01,
+                0.9,
+                0.1,
+                0.0,
+                true,
+                true,
+                false,
+            )?;
+        }
+        for (c, d) in cpu.iter().zip(&dev) {
+            let (x, y) = (d.cpu()?.to_vec::<f64>()?, c.to_vec::<f64>()?);
+            for (a, b) in x.iter().zip(&y) {
+                assert!(
+                    (a - b).abs() <= tol * (1.0 + b.abs()),
+                    "{dtype:?}: {a} vs {b}"
+                );
+            }
+        }
+    }
+    Ok(())
 }

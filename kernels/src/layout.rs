@@ -162,6 +162,31 @@ impl Layout {
         }
     }
 
+    /// True when the elements fill a block of `numel` storage slots with no gaps and no
+    /// overlap: contiguous, or a permutation of contiguous (PyTorch's
+    /// `is_non_overlapping_and_dense`). Size-1 dims may have any stride.
+    pub fn is_non_overlapping_and_dense(&self) -> bool {
+        if self.sizes.contains(&0) {
+            return true;
+        }
+        let mut dims: Vec<(usize, usize)> = self
+            .sizes
+            .iter()
+            .zip(&self.strides)
+            .filter(|(s, _)| **s > 1)
+            .map(|(s, st)| (*s, *st))
+            .collect();
+        dims.sort_by_key(|d| d.1);
+        let mut expected = 1usize;
+        for (size, stride) in dims {
+            if stride != expected {
+                return false;
+            }
+            expected = expected.saturating_mul(size);
+        }
+        true
+    }
+
     /// True when two different indices reach the same storage element (e.g. an expanded view).
     pub fn has_internal_overlap(&self) -> bool {
         let mut dims: Vec<(usize, usize)> = self

@@ -148,6 +148,30 @@ pub fn par_chunks_mut2_by<A: Send, B: Send>(
     });
 }
 
+/// The body of [`par_chunks_mut_many`]: piece index and the pieces, one per buffer.
+pub type ChunksManyFn<'f, T> = &'f (dyn Fn(usize, &mut [&mut [T]]) + Sync);
+
+/// As [`par_chunks_mut2`] over any number of equally long buffers of one element type, split
+/// in step: `f(i, pieces)` gets piece `i` of every buffer, in the order given (an
+/// optimizer's parameter and its state buffers). `chunk` must be non-zero.
+pub fn par_chunks_mut_many<T: Send>(bufs: Vec<&mut [T]>, chunk: usize, f: ChunksManyFn<'_, T>) {
+    let n = bufs.first().map_or(0, |b| b.len());
+    let mut pieces: Vec<Vec<&mut [T]>> = (0..n.div_ceil(chunk))
+        .map(|_| Vec::with_capacity(bufs.len()))
+        .collect();
+    for b in bufs {
+        for (i, p) in b.chunks_mut(chunk).enumerate() {
+            pieces[i].push(p);
+        }
+    }
+    install(|| {
+        pieces
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(i, mut p)| f(i, &mut p))
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -227,6 +227,42 @@ impl AccumulateGrad {
     }
 }
 
+/// PyTorch's "gradient layout contract" (`utils::obeys_layout_contract`): a leaf's `.grad`
+/// has the leaf's strides when the leaf is non-overlapping and dense (contiguous or a
+/// permutation of contiguous, e.g. a weight used as `w.t()`), and is contiguous otherwise,
+/// so optimizer steps run over matching dense layouts.
+fn obeys_layout_contract(g: &Tensor, variable: &Tensor) -> bool {
+    let vl = variable.layout();
+    if vl.is_non_overlapping_and_dense() {
+        let gl = g.layout();
+        gl.sizes
+            .iter()
+            .zip(gl.strides.iter().zip(&vl.strides))
+            .all(|(&s, (gs, vs))| s == 1 || gs == vs)
+    } else {
+        g.is_contiguous()
+    }
+}
+
+/// A copy of `g` laid out as the contract asks (`clone_obey_contract`): with `variable`'s
+/// strides when it is non-overlapping and dense, contiguous otherwise. Recorded when grad
+/// mode is on (create_graph), so the accumulated grad stays differentiable.
+fn clone_obey_contract(g: &Tensor, variable: &Tensor) -> Result<Tensor> {
+    let vl = variable.layout();
+    let out = Tensor::alloc_on("AccumulateGrad", g.shape(), g.dtype(), g.device())?;
+    let out = if vl.is_non_overlapping_and_dense() {
+        out.with_layout(crate::Layout {
+            sizes: vl.sizes.clone(),
+            strides: vl.strides.clone(),
+            offset: 0,
+        })
+    } else {
+        out
+    };
+    out.copy_(g)?;
+    Ok(out)
+}
+
 impl Node for AccumulateGrad {
     fn name(&self) -> &'static str {
         "AccumulateGrad"
@@ -249,8 +285,25 @@ impl Node for AccumulateGrad {
         let new = match prev {
             // Under create_graph the sum stays in the graph; otherwise detach it.
             Some(p) => p.add(&g)?,
-            None if crate::autograd::is_grad_enabled() => g,
-            None => g.detach(),
+            None if crate::autograd::is_grad_enabled() => {
+                if obeys_layout_contract(&g, &self.variable) {
+                    g
+                } else {
+                    clone_obey_contract(&g, &self.variable)?
+                }
+            }
+            None => {
+                // Steal the incoming buffer only when nothing else can see it (PyTorch's
+                // use_count check): another leaf's `.grad` or the caller's tensor may share
+                // it, and optimizers and gradient clipping write `.grad` in place.
+                let unshared = Arc::strong_count(&g.0) == 1 && Arc::strong_count(g.storage()) == 1;
+                if unshared && obeys_layout_contract(&g, &self.variable) {
+                    g.detach()
+                } else {
+                    let _g = crate::no_grad();
+                    clone_obey_contract(&g, &self.variable)?.detach()
+                }
+            }
         };
         self.variable.meta().grad = Some(new);
         Ok(vec![])

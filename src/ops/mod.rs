@@ -11,6 +11,7 @@ pub(crate) mod linalg;
 pub(crate) mod losses;
 pub(crate) mod nn;
 pub(crate) mod normalization;
+pub(crate) mod optim;
 pub(crate) mod reducing;
 pub(crate) mod shaping;
 pub(crate) mod sorting;
@@ -37,3 +38,4 @@ mod generated {
 }
 
 pub use generated::*;
+pub use optim::{_fused_adam_, _fused_adamw_, _fused_sgd_};

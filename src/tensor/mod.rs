@@ -1,6 +1,6 @@
 //! `Tensor`: a cheap handle to a strided view of shared storage, plus its autograd state.
 
-mod access;
+pub(crate) mod access;
 pub(crate) use access::{dst, src, with_buffers};
 mod create;
 mod device;

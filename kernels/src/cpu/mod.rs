@@ -7,6 +7,7 @@ pub mod index;
 pub mod loss;
 pub mod matmul;
 pub mod norm;
+pub mod optim;
 pub mod pointwise;
 pub mod pool;
 pub mod reduce;

@@ -8,6 +8,7 @@ pub(crate) mod index;
 pub(crate) mod loss;
 pub(crate) mod matmul;
 pub(crate) mod norm;
+pub(crate) mod optim;
 pub(crate) mod pool;
 pub(crate) mod random;
 pub(crate) mod reduce;

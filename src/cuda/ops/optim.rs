@@ -1,0 +1,94 @@
+//! Fused optimizer steps on CUDA (kernels/cuda/optim.cu.j2): the launchers of
+//! `kiln::_fused_adam_`, `_fused_adamw_` and `_fused_sgd_` (src/ops/optim.rs checks the
+//! arguments). Each tensor goes to the kernel as a 1-d view of its dense block.
+
+use super::{gpu_of, grid, operand_with, KilnTensor};
+use crate::cuda::runtime::driver_error;
+use crate::{Layout, Result, Tensor};
+use cudarc::driver::PushKernelArg;
+use kiln_kernels::cpu::optim::{AdamStep, SgdStep};
+
+/// `t`'s dense block as a 1-d view (every tensor of one parameter has the same strides, so
+/// element i of each block is the same entry).
+fn block(op: &str, t: &Tensor) -> Result<KilnTensor> {
+    let layout = Layout {
+        sizes: vec![t.numel()],
+        strides: vec![1],
+        offset: t.storage_offset(),
+    };
+    operand_with(op, t, &layout)
+}
+
+/// One Adam/AdamW step: `group` = [param, grad, exp_avg, exp_avg_sq, (max_exp_avg_sq)].
+pub(crate) fn fused_adam(op: &str, group: &[&Tensor], h: &AdamStep) -> Result<()> {
+    let p = group[0];
+    let n = p.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let gpu = gpu_of(op, p)?;
+    let k: Vec<KilnTensor> = group.iter().map(|t| block(op, t)).collect::<Result<_>>()?;
+    // Without amsgrad the kernel never reads `vmax`; the parameter stands in.
+    let vmax = if h.amsgrad { k[4] } else { k[0] };
+    let bias_correction1 = 1.0 - h.beta1.powf(h.step);
+    let bias_correction2 = 1.0 - h.beta2.powf(h.step);
+    let step_size = h.lr / bias_correction1;
+    let bc2_sqrt = bias_correction2.sqrt();
+    let (one_m_beta1, one_m_beta2) = (1.0 - h.beta1, 1.0 - h.beta2);
+    let decay = 1.0 - h.lr * h.weight_decay;
+    let has_wd = h.weight_decay != 0.0;
+    let nn = n as i64;
+    let f = gpu.function("optim", &format!("fused_adam_{}", p.dtype().short_name()))?;
+    let mut b = gpu.stream.launch_builder(&f);
+    b.arg(&k[0]).arg(&k[1]).arg(&k[2]).arg(&k[3]).arg(&vmax);
+    b.arg(&h.amsgrad)
+        .arg(&h.decoupled)
+        .arg(&h.maximize)
+        .arg(&has_wd);
+    b.arg(&step_size)
+        .arg(&bc2_sqrt)
+        .arg(&h.beta2)
+        .arg(&one_m_beta1)
+        .arg(&one_m_beta2);
+    b.arg(&h.weight_decay).arg(&decay).arg(&h.eps).arg(&nn);
+    // SAFETY: `fused_adam_<T>(p, g, m, v, vmax, bool x4, double x8, long long n)`: every
+    // view is a dense block of n elements of T on this device (checked by the caller), the
+    // written ones distinct storages; `vmax` is only read and written with amsgrad.
+    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
+    Ok(())
+}
+
+/// One SGD step: `group` = [param, grad, (momentum_buffer)].
+pub(crate) fn fused_sgd(op: &str, group: &[&Tensor], h: &SgdStep) -> Result<()> {
+    let p = group[0];
+    let n = p.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let gpu = gpu_of(op, p)?;
+    let k: Vec<KilnTensor> = group.iter().map(|t| block(op, t)).collect::<Result<_>>()?;
+    let has_mom = group.len() > 2;
+    // Without momentum the kernel never touches `buf`; the parameter stands in.
+    let buf = if has_mom { k[2] } else { k[0] };
+    let has_wd = h.weight_decay != 0.0;
+    let one_m_damp = 1.0 - h.dampening;
+    let nn = n as i64;
+    let f = gpu.function("optim", &format!("fused_sgd_{}", p.dtype().short_name()))?;
+    let mut b = gpu.stream.launch_builder(&f);
+    b.arg(&k[0]).arg(&k[1]).arg(&buf);
+    b.arg(&has_mom)
+        .arg(&h.first_step)
+        .arg(&h.nesterov)
+        .arg(&h.maximize)
+        .arg(&has_wd);
+    b.arg(&h.lr)
+        .arg(&h.weight_decay)
+        .arg(&h.momentum)
+        .arg(&one_m_damp)
+        .arg(&nn);
+    // SAFETY: `fused_sgd_<T>(p, g, buf, bool x5, double x4, long long n)`: dense blocks of n
+    // elements of T on this device, the written ones distinct storages; `buf` is only used
+    // with momentum.
+    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
+    Ok(())
+}

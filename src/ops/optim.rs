@@ -1,0 +1,412 @@
+//! Fused optimizer updates: PyTorch's `_fused_adam_`, `_fused_adamw_` and `_fused_sgd_`
+//! (what `torch.optim.Adam(fused=True)` and friends call), for `kiln::optim`.
+//!
+//! Hand-written rather than declared in native_functions.yaml: PyTorch's schemas take lists
+//! of tensors mutated in place (`Tensor(a!)[] self, Tensor(b!)[] grads, ...`) and return
+//! nothing, which the generator's in-place/out model (one mutated `self`, one result) does
+//! not express, and the ops are not differentiable. So, like `copy_`, they check their
+//! arguments here and call the CPU kernels in `kiln_kernels::cpu::optim` directly, or on
+//! CUDA the launchers in `src/cuda/ops/optim.rs` (kernels/cuda/optim.cu.j2).
+//!
+//! Every tensor of one parameter (the parameter, its gradient and its state buffers) must
+//! have the parameter's shape, dtype and device and the parameter's strides, and the
+//! parameter must be non-overlapping and dense (contiguous or a permutation of it: what the
+//! gradient layout contract and `zeros_like` state give); the update then runs over each as
+//! one flat block. Callers with other layouts use the composite (op-by-op) update instead.
+
+use crate::tensor::access::with_buffers;
+use crate::tensor::BufferElement;
+use crate::{autograd, DType, Device, Error, Result, Tensor};
+use kiln_kernels::cpu::optim::{fused_adam, fused_sgd, AdamStep, SgdStep};
+
+/// True when `t` has `p`'s strides on every dim of size > 1.
+fn same_strides(p: &Tensor, t: &Tensor) -> bool {
+    p.shape()
+        .iter()
+        .zip(p.strides().iter().zip(t.strides()))
+        .all(|(&s, (a, b))| s == 1 || a == b)
+}
+
+/// Checks one parameter's tensors: `group[0]` is the parameter, `group[1]` its gradient,
+/// the rest its state.
+fn check_group(op: &str, index: usize, names: &[&str], group: &[&Tensor]) -> Result<()> {
+    let p = group[0];
+    if !matches!(
+        p.dtype(),
+        DType::F32 | DType::F64 | DType::F16 | DType::BF16
+    ) {
+        return Err(Error::op(
+            op,
+            format!(
+                "expected floating-point params (float, double, half, bfloat16), but params[{index}] has dtype {}",
+                p.dtype()
+            ),
+        ));
+    }
+    if p.device() != Device::Cpu && !cfg!(feature = "cuda") {
+        return Err(Error::op(
+            op,
+            format!(
+                "params[{index}] is on {}, but this build of kiln has no CUDA backend",
+                p.device()
+            ),
+        ));
+    }
+    if !p.layout().is_non_overlapping_and_dense() {
+        return Err(Error::op(
+            op,
+            format!(
+                "params[{index}] must be non-overlapping and dense (contiguous or a permutation of contiguous), got sizes {:?} strides {:?}",
+                p.shape(),
+                p.strides()
+            ),
+        ));
+    }
+    match autograd::is_grad_enabled() && p.requires_grad() {
+        true if p.is_leaf() => {
+            return Err(Error::Autograd(format!(
+                "{op}: a leaf Variable that requires grad is being used in an in-place operation."
+            )))
+        }
+        true => {
+            return Err(Error::Autograd(format!(
+                "{op} is not differentiable: params[{index}] requires grad; call it under no_grad"
+            )))
+        }
+        false => {}
+    }
+    for (t, name) in group.iter().zip(names).skip(1) {
+        if t.shape() != p.shape() || t.dtype() != p.dtype() || t.device() != p.device() {
+            return Err(Error::op(
+                op,
+                format!(
+                    "{name}[{index}] must match params[{index}] in shape, dtype and device: got {:?} {} {} for params {:?} {} {}",
+                    t.shape(),
+                    t.dtype(),
+                    t.device(),
+                    p.shape(),
+                    p.dtype(),
+                    p.device()
+                ),
+            ));
+        }
+        if !same_strides(p, t) {
+            return Err(Error::op(
+                op,
+                format!(
+                    "{name}[{index}] must have the strides of params[{index}] ({:?}), got {:?}",
+                    p.strides(),
+                    t.strides()
+                ),
+            ));
+        }
+    }
+    for (i, a) in group.iter().enumerate() {
+        for (j, b) in group.iter().enumerate().skip(i + 1) {
+            if a.shares_storage_with(b) {
+                return Err(Error::op(
+                    op,
+                    format!(
+                        "{}[{index}] and {}[{index}] share memory; each must have its own",
+                        names[i], names[j]
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_lens(op: &str, params: &[Tensor], lists: &[(&str, usize)]) -> Result<()> {
+    for (name, len) in lists {
+        if *len != params.len() {
+            return Err(Error::op(
+                op,
+                format!(
+                    "Tensor list must have same number of elements as params: params has {}, {name} has {len}",
+                    params.len()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The dense block of `t` (all its elements, in storage order) inside its buffer.
+fn block<'a, T: BufferElement>(buf: &'a [T], t: &Tensor) -> &'a [T] {
+    let start = t.storage_offset();
+    &buf[start..start + t.numel()]
+}
+
+fn block_mut<'a, T: BufferElement>(buf: &'a mut [T], t: &Tensor) -> &'a mut [T] {
+    let start = t.storage_offset();
+    &mut buf[start..start + t.numel()]
+}
+
+fn adam_one<T: BufferElement>(group: &[&Tensor], h: &AdamStep)
+where
+    T::Compute: kiln_kernels::FloatMath,
+{
+    let (param, grad) = (group[0], group[1]);
+    let outs: Vec<&Tensor> = std::iter::once(param)
+        .chain(group[2..].iter().copied())
+        .collect();
+    with_buffers(&[grad], &outs, |ins, bufs| {
+        let g = block(T::slice(ins[0]).expect("checked dtype"), grad);
+        let mut it = bufs.into_iter().zip(outs.iter());
+        let mut next = || {
+            let (b, t) = it.next().expect("one buffer per tensor");
+            block_mut(T::slice_mut(b).expect("checked dtype"), t)
+        };
+        let p = next();
+        let m = next();
+        let v = next();
+        let mx = if h.amsgrad { Some(next()) } else { None };
+        fused_adam(p, g, m, v, mx, h);
+    });
+}
+
+fn sgd_one<T: BufferElement>(group: &[&Tensor], h: &SgdStep)
+where
+    T::Compute: kiln_kernels::FloatMath,
+{
+    let (param, grad) = (group[0], group[1]);
+    let outs: Vec<&Tensor> = std::iter::once(param)
+        .chain(group[2..].iter().copied())
+        .collect();
+    with_buffers(&[grad], &outs, |ins, bufs| {
+        let g = block(T::slice(ins[0]).expect("checked dtype"), grad);
+        let mut it = bufs.into_iter().zip(outs.iter());
+        let (pb, pt) = it.next().expect("param buffer");
+        let p = block_mut(T::slice_mut(pb).expect("checked dtype"), pt);
+        let m = it
+            .next()
+            .map(|(b, t)| block_mut(T::slice_mut(b).expect("checked dtype"), t));
+        fused_sgd(p, g, m, h);
+    });
+}
+
+#[allow(clippy::too_many_arguments)]
+fn adam_impl(
+    op: &str,
+    params: &[Tensor],
+    grads: &[Tensor],
+    exp_avgs: &[Tensor],
+    exp_avg_sqs: &[Tensor],
+    max_exp_avg_sqs: &[Tensor],
+    state_steps: &[f64],
+    h: AdamStep,
+) -> Result<()> {
+    let mut lists = vec![
+        ("grads", grads.len()),
+        ("exp_avgs", exp_avgs.len()),
+        ("exp_avg_sqs", exp_avg_sqs.len()),
+        ("state_steps", state_steps.len()),
+    ];
+    if h.amsgrad {
+        lists.push(("max_exp_avg_sqs", max_exp_avg_sqs.len()));
+    }
+    check_lens(op, params, &lists)?;
+    let names = [
+        "params",
+        "grads",
+        "exp_avgs",
+        "exp_avg_sqs",
+        "max_exp_avg_sqs",
+    ];
+    let group = |i: usize| {
+        let mut g = vec![&params[i], &grads[i], &exp_avgs[i], &exp_avg_sqs[i]];
+        if h.amsgrad {
+            g.push(&max_exp_avg_sqs[i]);
+        }
+        g
+    };
+    // Check everything before writing anything.
+    for (i, &step) in state_steps.iter().enumerate() {
+        check_group(op, i, &names, &group(i))?;
+        // Also refuses NaN.
+        if step.partial_cmp(&1.0).is_none_or(|o| o.is_lt()) {
+            return Err(Error::op(
+                op,
+                format!("state_steps[{i}] must be >= 1 (the step count after this step's increment), got {step}"),
+            ));
+        }
+    }
+    for (i, (p, &step)) in params.iter().zip(state_steps).enumerate() {
+        let g = group(i);
+        let h = AdamStep { step, ..h };
+        #[cfg(feature = "cuda")]
+        if p.device() != Device::Cpu {
+            crate::cuda::ops::optim::fused_adam(op, &g, &h)?;
+            for t in std::iter::once(g[0]).chain(g[2..].iter().copied()) {
+                t.storage().bump_version();
+            }
+            continue;
+        }
+        match p.dtype() {
+            DType::F32 => adam_one::<f32>(&g, &h),
+            DType::F64 => adam_one::<f64>(&g, &h),
+            DType::F16 => adam_one::<half::f16>(&g, &h),
+            DType::BF16 => adam_one::<half::bf16>(&g, &h),
+            _ => unreachable!("dtype checked above"),
+        }
+        for t in std::iter::once(g[0]).chain(g[2..].iter().copied()) {
+            t.storage().bump_version();
+        }
+    }
+    Ok(())
+}
+
+/// PyTorch's `torch._fused_adam_`: one Adam step over every parameter, updating `params`,
+/// `exp_avgs`, `exp_avg_sqs` (and, with `amsgrad`, `max_exp_avg_sqs`) in place from
+/// `grads`. `state_steps[i]` is parameter `i`'s step count *after* this step's increment
+/// (PyTorch passes the step tensors, already incremented). `max_exp_avg_sqs` may be empty
+/// without `amsgrad`. Not differentiable: call it under `no_grad` when params require grad.
+#[allow(clippy::too_many_arguments)]
+pub fn _fused_adam_(
+    params: &[Tensor],
+    grads: &[Tensor],
+    exp_avgs: &[Tensor],
+    exp_avg_sqs: &[Tensor],
+    max_exp_avg_sqs: &[Tensor],
+    state_steps: &[f64],
+    lr: f64,
+    beta1: f64,
+    beta2: f64,
+    weight_decay: f64,
+    eps: f64,
+    amsgrad: bool,
+    maximize: bool,
+) -> Result<()> {
+    let h = AdamStep {
+        lr,
+        beta1,
+        beta2,
+        weight_decay,
+        eps,
+        step: 1.0,
+        amsgrad,
+        maximize,
+        decoupled: false,
+    };
+    adam_impl(
+        "_fused_adam_",
+        params,
+        grads,
+        exp_avgs,
+        exp_avg_sqs,
+        max_exp_avg_sqs,
+        state_steps,
+        h,
+    )
+}
+
+/// PyTorch's `torch._fused_adamw_`: as [`_fused_adam_`] with decoupled weight decay
+/// (`param *= 1 - lr * weight_decay` before the Adam update).
+#[allow(clippy::too_many_arguments)]
+pub fn _fused_adamw_(
+    params: &[Tensor],
+    grads: &[Tensor],
+    exp_avgs: &[Tensor],
+    exp_avg_sqs: &[Tensor],
+    max_exp_avg_sqs: &[Tensor],
+    state_steps: &[f64],
+    lr: f64,
+    beta1: f64,
+    beta2: f64,
+    weight_decay: f64,
+    eps: f64,
+    amsgrad: bool,
+    maximize: bool,
+) -> Result<()> {
+    let h = AdamStep {
+        lr,
+        beta1,
+        beta2,
+        weight_decay,
+        eps,
+        step: 1.0,
+        amsgrad,
+        maximize,
+        decoupled: true,
+    };
+    adam_impl(
+        "_fused_adamw_",
+        params,
+        grads,
+        exp_avgs,
+        exp_avg_sqs,
+        max_exp_avg_sqs,
+        state_steps,
+        h,
+    )
+}
+
+/// PyTorch's `torch._fused_sgd_`: one SGD step over every parameter, updating `params` and
+/// (when `momentum != 0`) `momentum_buffer_list` in place from `grads`. With
+/// `is_first_step` the momentum buffers are overwritten with the (decayed) gradient, as
+/// PyTorch does when it creates them. `momentum_buffer_list` may be empty when
+/// `momentum == 0`. Not differentiable: call it under `no_grad` when params require grad.
+#[allow(clippy::too_many_arguments)]
+pub fn _fused_sgd_(
+    params: &[Tensor],
+    grads: &[Tensor],
+    momentum_buffer_list: &[Tensor],
+    weight_decay: f64,
+    momentum: f64,
+    lr: f64,
+    dampening: f64,
+    nesterov: bool,
+    maximize: bool,
+    is_first_step: bool,
+) -> Result<()> {
+    let op = "_fused_sgd_";
+    let mut lists = vec![("grads", grads.len())];
+    let has_mom = momentum != 0.0;
+    if has_mom {
+        lists.push(("momentum_buffer_list", momentum_buffer_list.len()));
+    }
+    check_lens(op, params, &lists)?;
+    let names = ["params", "grads", "momentum_buffer_list"];
+    let group = |i: usize| {
+        let mut g = vec![&params[i], &grads[i]];
+        if has_mom {
+            g.push(&momentum_buffer_list[i]);
+        }
+        g
+    };
+    for i in 0..params.len() {
+        check_group(op, i, &names, &group(i))?;
+    }
+    let h = SgdStep {
+        lr,
+        momentum,
+        dampening,
+        weight_decay,
+        nesterov,
+        maximize,
+        first_step: is_first_step,
+    };
+    for (i, p) in params.iter().enumerate() {
+        let g = group(i);
+        #[cfg(feature = "cuda")]
+        if p.device() != Device::Cpu {
+            crate::cuda::ops::optim::fused_sgd(op, &g, &h)?;
+            for t in std::iter::once(g[0]).chain(g[2..].iter().copied()) {
+                t.storage().bump_version();
+            }
+            continue;
+        }
+        match p.dtype() {
+            DType::F32 => sgd_one::<f32>(&g, &h),
+            DType::F64 => sgd_one::<f64>(&g, &h),
+            DType::F16 => sgd_one::<half::f16>(&g, &h),
+            DType::BF16 => sgd_one::<half::bf16>(&g, &h),
+            _ => unreachable!("dtype checked above"),
+        }
+        for t in std::iter::once(g[0]).chain(g[2..].iter().copied()) {
+            t.storage().bump_version();
+        }
+    }
+    Ok(())
+}
