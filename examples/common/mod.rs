@@ -67,7 +67,12 @@ pub fn correct(logits: &Tensor, labels: &Tensor) -> Result<i64> {
 
 /// `--device cpu` (default) or `--device cuda[:i]`.
 pub fn device_arg() -> Result<Device> {
-    let value = arg_value("--device").unwrap_or_else(|| "cpu".into());
+    let given = std::env::args().any(|a| a == "--device");
+    let value = match arg_value("--device") {
+        Some(v) => v,
+        None if given => String::new(), // `--device` with nothing after it
+        None => "cpu".into(),
+    };
     match value.as_str() {
         "cpu" => Ok(Device::Cpu),
         "cuda" => Ok(Device::Cuda(0)),
