@@ -32,14 +32,48 @@ pub fn load_digits() -> Result<(Tensor, Tensor)> {
     Ok((Tensor::from_vec(xs, &[n, 64])?, Tensor::from_vec(ys, &[n])?))
 }
 
+/// The digits split 80/20 with a permutation from kiln's global generator (seed it first),
+/// moved to `device`: `((x_train, y_train), (x_test, y_test))`.
+pub fn digits_split(device: Device) -> Result<((Tensor, Tensor), (Tensor, Tensor))> {
+    let (x, y) = load_digits()?;
+    let n = x.shape()[0];
+    let n_train = n * 8 / 10;
+    let perm = Tensor::randperm(n)?;
+    let part = |start: usize, len: usize| -> Result<(Tensor, Tensor)> {
+        let idx = perm.narrow(0, start as i64, len as i64)?;
+        Ok((
+            x.index_select(0, &idx)?.to_device(device)?,
+            y.index_select(0, &idx)?.to_device(device)?,
+        ))
+    };
+    Ok((part(0, n_train)?, part(n_train, n - n_train)?))
+}
+
+/// The value after `flag` on the command line (`--save out.safetensors`), if given.
+pub fn arg_value(flag: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    let i = args.iter().position(|a| a == flag)?;
+    args.get(i + 1).cloned()
+}
+
+/// The number of rows of `logits` `[n, classes]` whose argmax equals `labels` `[n]`.
+pub fn correct(logits: &Tensor, labels: &Tensor) -> Result<i64> {
+    logits
+        .argmax_with(Some(1), false)?
+        .eq(labels)?
+        .sum()?
+        .item::<i64>()
+}
+
 /// `--device cpu` (default) or `--device cuda[:i]`.
 pub fn device_arg() -> Result<Device> {
-    let args: Vec<String> = std::env::args().collect();
-    let value = match args.iter().position(|a| a == "--device") {
-        Some(i) => args.get(i + 1).map(String::as_str).unwrap_or(""),
-        None => "cpu",
+    let given = std::env::args().any(|a| a == "--device");
+    let value = match arg_value("--device") {
+        Some(v) => v,
+        None if given => String::new(), // `--device` with nothing after it
+        None => "cpu".into(),
     };
-    match value {
+    match value.as_str() {
         "cpu" => Ok(Device::Cpu),
         "cuda" => Ok(Device::Cuda(0)),
         v => match v.strip_prefix("cuda:").and_then(|i| i.parse().ok()) {

@@ -13,21 +13,28 @@ fn mlp_step(c: &mut Criterion) {
 
     {
         use kiln::nn::{Forward, Linear, Module, ReLU, Sequential};
-        use kiln::optim::{Optimizer, SGD};
+        use kiln::optim::{Optimizer, SGDOptions, SGD};
         use kiln::{DType, Tensor};
         kiln::manual_seed(0);
         let net = Sequential::new()
             .add(Linear::new(DIMS[0], DIMS[1]).unwrap())
-            .add(ReLU::new())
+            .add(ReLU)
             .add(Linear::new(DIMS[1], DIMS[2]).unwrap())
-            .add(ReLU::new())
+            .add(ReLU)
             .add(Linear::new(DIMS[2], DIMS[3]).unwrap());
-        let mut opt = SGD::new(net.parameters(), 0.01).unwrap();
+        let mut opt = SGD::new(
+            net.parameters(),
+            SGDOptions {
+                lr: 0.01,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         let x = Tensor::randn(&[B, DIMS[0]], DType::F32).unwrap();
         let y = Tensor::randint(0, 10, &[B], DType::I64).unwrap();
         g.bench_function("kiln", |b| {
             b.iter(|| {
-                opt.zero_grad();
+                opt.zero_grad().unwrap();
                 let loss = kiln::nn::functional::cross_entropy(&net.forward(&x).unwrap(), &y)
                     .unwrap();
                 loss.backward().unwrap();
