@@ -50,7 +50,7 @@ impl Cnn {
 impl Forward for Cnn {
     /// `x`: `[n, 64]` pixels, seen as `[n, 1, 8, 8]` images.
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let x = x.reshape(&[-1, 1, 8, 8])?;
+        let x = x.reshape([-1, 1, 8, 8])?;
         let x = self.bn1.forward(&self.conv1.forward(&x)?)?.relu()?;
         let x = self.bn2.forward(&self.conv2.forward(&x)?)?.relu()?;
         let x = self.flatten.forward(&self.pool.forward(&x)?)?;

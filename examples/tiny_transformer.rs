@@ -54,7 +54,7 @@ impl TinyGpt {
         };
         Ok(TinyGpt {
             tok_emb: Embedding::new(VOCAB, D_MODEL)?,
-            pos_emb: Tensor::zeros(&[1, BLOCK, D_MODEL], DType::F32)?
+            pos_emb: Tensor::zeros([1, BLOCK, D_MODEL], DType::F32)?
                 .normal_(0.0, 0.02)?
                 .requires_grad_(true)?,
             blocks: (0..2)
@@ -85,10 +85,10 @@ impl Forward for TinyGpt {
 /// `n` random sequences: inputs `[n, BLOCK]` and targets `[n, BLOCK]`, the targets being the
 /// sorted half at the last `LENGTH` positions and -100 (ignored) before.
 fn batch(n: usize, device: Device) -> Result<(Tensor, Tensor)> {
-    let seq = Tensor::randint(0, VOCAB as i64, &[n, LENGTH], DType::I64)?;
+    let seq = Tensor::randint(0, VOCAB as i64, [n, LENGTH], DType::I64)?;
     let (sorted, _) = seq.sort()?;
     let input = kiln::cat_with(&[seq, sorted.narrow(1, 0, LENGTH as i64 - 1)?], 1)?;
-    let ignored = Tensor::full(&[n, LENGTH - 1], -100i64, DType::I64)?;
+    let ignored = Tensor::full([n, LENGTH - 1], -100i64, DType::I64)?;
     let target = kiln::cat_with(&[ignored, sorted], 1)?;
     Ok((input.to_device(device)?, target.to_device(device)?))
 }
@@ -125,7 +125,7 @@ fn main() -> Result<()> {
     for step in 1..=STEPS {
         let (x, y) = batch(BATCH, device)?;
         let logits = model.forward(&x)?;
-        let loss = F::cross_entropy(&logits.reshape(&[-1, VOCAB as i64])?, &y.reshape(&[-1])?)?;
+        let loss = F::cross_entropy(&logits.reshape([-1, VOCAB as i64])?, &y.reshape([-1])?)?;
         opt.zero_grad()?;
         loss.backward()?;
         opt.step()?;

@@ -35,9 +35,14 @@ fn resumed_training_matches_the_uninterrupted_run() -> kiln::Result<()> {
     }
 
     let mut resumed = Linear::new(3, 2)?;
-    resumed.load_state_dict(&kiln::checkpoint::load(dir.join("model.safetensors"))?, true)?;
+    resumed.load_state_dict(
+        &kiln::checkpoint::load(dir.join("model.safetensors"))?,
+        true,
+    )?;
     let mut opt2 = Adam::new(resumed.parameters(), opts)?;
-    opt2.load_state_dict(&kiln::checkpoint::load_optimizer(dir.join("adam.safetensors"))?)?;
+    opt2.load_state_dict(&kiln::checkpoint::load_optimizer(
+        dir.join("adam.safetensors"),
+    )?)?;
     for _ in 0..2 {
         step(&resumed, &mut opt2, &x)?;
     }
