@@ -15,6 +15,9 @@ impl Module for Box<dyn Layer> {
     fn visit_mut(&mut self, v: &mut dyn VisitorMut) -> Result<()> {
         (**self).visit_mut(v)
     }
+    fn type_name(&self) -> &'static str {
+        (**self).type_name()
+    }
 }
 
 impl Forward for Box<dyn Layer> {

@@ -20,6 +20,11 @@ pub trait Visitor {
     fn tensor(&mut self, name: &str, kind: TensorKind, t: &Tensor);
     /// The module's `training` flag, when it has one.
     fn training(&mut self, _training: bool) {}
+    /// A child module `name` is next; return false to skip its contents (the default walks
+    /// into it, bracketed by `enter` / `leave`).
+    fn child(&mut self, _name: &str, _m: &dyn Module) -> bool {
+        true
+    }
     fn enter(&mut self, _name: &str) {}
     fn leave(&mut self) {}
 }
@@ -137,6 +142,62 @@ pub trait Module {
     fn num_parameters(&self) -> usize {
         self.parameters().iter().map(|p| p.numel()).sum()
     }
+    /// Calls `f` with each direct child and its name, in order (PyTorch's
+    /// `named_children()`; a callback because children are borrowed from the walk).
+    fn for_each_child(&self, f: &mut dyn FnMut(&str, &dyn Module)) {
+        // A `Vec` of modules is not a module itself, so its elements are reported as
+        // children named `field.i`; `enter` / `leave` only fire for such lists here.
+        struct Children<'f> {
+            f: &'f mut dyn FnMut(&str, &dyn Module),
+            path: Path,
+        }
+        impl Visitor for Children<'_> {
+            fn tensor(&mut self, _: &str, _: TensorKind, _: &Tensor) {}
+            fn child(&mut self, name: &str, m: &dyn Module) -> bool {
+                (self.f)(&self.path.join(name), m);
+                false
+            }
+            fn enter(&mut self, name: &str) {
+                self.path.push(name);
+            }
+            fn leave(&mut self) {
+                self.path.pop();
+            }
+        }
+        self.visit(&mut Children {
+            f,
+            path: Path::default(),
+        });
+    }
+    /// The names of the direct children, in order (the keys of `named_children()`).
+    fn children_names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        self.for_each_child(&mut |n, _| names.push(n.to_string()));
+        names
+    }
+    /// Calls `f` with every module below this one and its dotted name, parents before their
+    /// children (PyTorch's `named_modules()` without the root itself).
+    fn for_each_module(&self, f: &mut dyn FnMut(&str, &dyn Module)) {
+        fn walk(m: &dyn Module, prefix: &str, f: &mut dyn FnMut(&str, &dyn Module)) {
+            m.for_each_child(&mut |name, child| {
+                let full = if prefix.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{prefix}.{name}")
+                };
+                f(&full, child);
+                walk(child, &full, f);
+            });
+        }
+        self.for_each_child(&mut |name, child| {
+            f(name, child);
+            walk(child, name, f);
+        });
+    }
+    /// The Rust type of the module (for printing model structure).
+    fn type_name(&self) -> &'static str {
+        std::any::type_name::<Self>()
+    }
 }
 
 /// A dotted-name builder shared by the visitors here.
@@ -220,9 +281,11 @@ pub trait ModuleField {
 
 impl<M: Module> ModuleField for M {
     fn visit_field(&self, name: &str, v: &mut dyn Visitor) {
-        v.enter(name);
-        self.visit(v);
-        v.leave();
+        if v.child(name, self) {
+            v.enter(name);
+            self.visit(v);
+            v.leave();
+        }
     }
     fn visit_field_mut(&mut self, name: &str, v: &mut dyn VisitorMut) -> Result<()> {
         v.enter(name);

@@ -210,3 +210,41 @@ fn linear_matches_a_float64_loop_and_pytorch_init_bounds() {
         }
     }
 }
+
+#[test]
+fn children_and_modules_are_walked_with_pytorchs_names() {
+    let n = net();
+    assert_eq!(n.children_names(), ["stem", "blocks.0", "blocks.1", "head"]);
+    let mut types = Vec::new();
+    n.for_each_child(&mut |name, m| {
+        types.push((name.to_string(), m.type_name(), m.num_parameters()))
+    });
+    assert_eq!(
+        types[0],
+        (
+            "stem".to_string(),
+            std::any::type_name::<Linear>(),
+            3 * 4 + 4
+        )
+    );
+    assert_eq!(types[3].2, 8);
+    let mut all = Vec::new();
+    n.for_each_module(&mut |name, _| all.push(name.to_string()));
+    assert_eq!(
+        all,
+        [
+            "stem",
+            "blocks.0",
+            "blocks.0.fc",
+            "blocks.1",
+            "blocks.1.fc",
+            "head"
+        ]
+    );
+    let seq = Sequential::new()
+        .add(Linear::new(1, 2).unwrap())
+        .add(Linear::new(2, 1).unwrap());
+    let mut kinds = Vec::new();
+    seq.for_each_child(&mut |name, m| kinds.push(format!("{name}: {}", m.type_name())));
+    assert_eq!(kinds[1], format!("1: {}", std::any::type_name::<Linear>()));
+}
