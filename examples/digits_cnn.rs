@@ -9,7 +9,7 @@
 
 mod common;
 
-use kiln::data::{safetensors, DataLoader, TensorDataset};
+use kiln::data::{DataLoader, TensorDataset};
 use kiln::nn::{
     functional as F, BatchNorm2d, Conv2d, ConvOptions, Dropout, Flatten, Forward, Linear,
     MaxPool2d, Module,
@@ -131,7 +131,7 @@ fn main() -> Result<()> {
     );
     println!("time {:.2}s", start.elapsed().as_secs_f64());
     if let Some(path) = save {
-        safetensors::save_file(&model.state_dict(), &path, None)?;
+        kiln::checkpoint::save(&model.state_dict(), &path)?;
         println!("saved {} tensors to {path}", model.state_dict().len());
     }
     Ok(())
