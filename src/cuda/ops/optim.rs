@@ -113,7 +113,10 @@ pub(crate) fn fused_rmsprop(op: &str, group: &[&Tensor], h: &RmspropStep) -> Res
     let has_wd = h.weight_decay != 0.0;
     let one_m_alpha = 1.0 - h.alpha;
     let nn = n as i64;
-    let f = gpu.function("optim", &format!("fused_rmsprop_{}", p.dtype().short_name()))?;
+    let f = gpu.function(
+        "optim",
+        &format!("fused_rmsprop_{}", p.dtype().short_name()),
+    )?;
     let mut b = gpu.stream.launch_builder(&f);
     b.arg(&k[0]).arg(&k[1]).arg(&k[2]).arg(&ga).arg(&buf);
     b.arg(&h.centered)
@@ -146,7 +149,10 @@ pub(crate) fn fused_adagrad(op: &str, group: &[&Tensor], h: &AdagradStep) -> Res
     let has_wd = h.weight_decay != 0.0;
     let clr = adagrad_clr(h);
     let nn = n as i64;
-    let f = gpu.function("optim", &format!("fused_adagrad_{}", p.dtype().short_name()))?;
+    let f = gpu.function(
+        "optim",
+        &format!("fused_adagrad_{}", p.dtype().short_name()),
+    )?;
     let mut b = gpu.stream.launch_builder(&f);
     b.arg(&k[0]).arg(&k[1]).arg(&k[2]);
     b.arg(&h.maximize).arg(&has_wd);
