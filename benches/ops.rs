@@ -165,10 +165,13 @@ fn cross_entropy(c: &mut Criterion) {
 }
 
 fn optimizer_step(c: &mut Criterion) {
-    // One SGD (momentum 0.9) and one Adam step over the parameters of an MLP
-    // 784-1024-1024-10 (1.86M float32 values, nn.Linear's [out, in] weights and biases) with
-    // gradients in place: the fused kernels against the op-by-op (composite) update.
-    use kiln::optim::{Adam, AdamOptions, Optimizer, SGDOptions, SGD};
+    // One SGD (momentum 0.9), Adam, RMSprop (momentum 0.9, centered) and Adagrad step over
+    // the parameters of an MLP 784-1024-1024-10 (1.86M float32 values, nn.Linear's [out, in]
+    // weights and biases) with gradients in place: the fused kernels against the op-by-op (composite) update.
+    use kiln::optim::{
+        Adagrad, AdagradOptions, Adam, AdamOptions, Optimizer, RMSprop, RMSpropOptions, SGDOptions,
+        SGD,
+    };
     let shapes: [&[usize]; 6] = [
         &[1024, 784],
         &[1024],
@@ -216,6 +219,32 @@ fn optimizer_step(c: &mut Criterion) {
         .unwrap();
         g.bench_function(format!("adam_{name}"), |bench| {
             bench.iter(|| adam.step().unwrap())
+        });
+        let mut rmsprop = RMSprop::new(
+            params.clone(),
+            RMSpropOptions {
+                lr: 1e-6,
+                momentum: 0.9,
+                centered: true,
+                fused,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        g.bench_function(format!("rmsprop_centered_momentum_{name}"), |bench| {
+            bench.iter(|| rmsprop.step().unwrap())
+        });
+        let mut adagrad = Adagrad::new(
+            params.clone(),
+            AdagradOptions {
+                lr: 1e-6,
+                fused,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        g.bench_function(format!("adagrad_{name}"), |bench| {
+            bench.iter(|| adagrad.step().unwrap())
         });
     }
     g.finish();

@@ -214,7 +214,8 @@ fn random_tensors_on_a_missing_cuda_device_are_errors() {
 }
 
 /// The fused optimizer kernels on CUDA against the CPU's (src/ops/optim.rs), for every
-/// floating dtype, with weight decay, amsgrad, nesterov momentum. Ignored like the test
+/// floating dtype, with weight decay, amsgrad, nesterov momentum (Adam, SGD), centered
+/// momentum RMSprop and lr-decayed Adagrad. Ignored like the test
 /// above: it needs a GPU.
 #[test]
 #[ignore = "needs a CUDA GPU: cargo test --features cuda --test cuda -- --ignored"]
@@ -233,11 +234,16 @@ fn fused_optimizer_steps_match_the_cpu_where_a_gpu_exists() -> Result<()> {
         };
         let (p, gr, m) = (mk(&mut g)?, mk(&mut g)?, mk(&mut g)?.abs()?);
         let (v, vmax) = (m.mul(&m)?, m.mul(&m)?.mul_scalar(1.5)?);
-        let cpu: Vec<Tensor> = [&p, &gr, &m, &v, &vmax]
+        // RMSprop's state: square_avg >= grad_avg^2 keeps the centered variance positive.
+        let (ga, mb) = (mk(&mut g)?.mul_scalar(0.5)?, mk(&mut g)?);
+        let sq = ga.mul(&ga)?.add_scalar(0.1)?;
+        let sum = mk(&mut g)?.abs()?;
+        let all = [&p, &gr, &m, &v, &vmax, &sq, &ga, &mb, &sum];
+        let cpu: Vec<Tensor> = all
             .iter()
             .map(|t| t.clone_tensor())
             .collect::<Result<_>>()?;
-        let dev: Vec<Tensor> = [&p, &gr, &m, &v, &vmax]
+        let dev: Vec<Tensor> = all
             .iter()
             .map(|t| t.to_device(gpu))
             .collect::<Result<_>>()?;
@@ -267,6 +273,31 @@ fn fused_optimizer_steps_match_the_cpu_where_a_gpu_exists() -> Result<()> {
                 0.0,
                 true,
                 true,
+                false,
+            )?;
+            kiln::_fused_rmsprop_(
+                &ts[0..1],
+                &ts[1..2],
+                &ts[5..6],
+                &ts[6..7],
+                &ts[7..8],
+                0.01,
+                0.9,
+                1e-8,
+                0.1,
+                0.9,
+                true,
+                true,
+            )?;
+            kiln::_fused_adagrad_(
+                &ts[0..1],
+                &ts[1..2],
+                &ts[8..9],
+                &[3.0],
+                0.1,
+                0.01,
+                0.1,
+                1e-10,
                 false,
             )?;
         }

@@ -1,9 +1,10 @@
-//! Adagrad (PyTorch's `torch.optim.Adagrad`), composite update.
+//! Adagrad (PyTorch's `torch.optim.Adagrad`): the fused kernel (`kiln::_fused_adagrad_`)
+//! where the layouts allow, the op-by-op update otherwise.
 
 use crate::optimizer::{
     common_optimizer_impl, parse_bool, parse_f64, trait_common, Core, GroupOptions,
 };
-use crate::{fmt_f64, zeros_like_param, Optimizer, ParamGroup, ParamState};
+use crate::{fmt_f64, fusable, zeros_like_param, Optimizer, ParamGroup, ParamState};
 use kiln::{no_grad, Error, Result, Tensor};
 
 /// Adagrad's hyper-parameters, PyTorch's names and defaults.
@@ -15,6 +16,9 @@ pub struct AdagradOptions {
     pub initial_accumulator_value: f64,
     pub eps: f64,
     pub maximize: bool,
+    /// Use the fused kernel (`kiln::_fused_adagrad_`) where the layouts allow; `false`
+    /// forces the op-by-op update.
+    pub fused: bool,
 }
 
 impl Default for AdagradOptions {
@@ -26,6 +30,7 @@ impl Default for AdagradOptions {
             initial_accumulator_value: 0.0,
             eps: 1e-10,
             maximize: false,
+            fused: true,
         }
     }
 }
@@ -67,6 +72,7 @@ impl GroupOptions for AdagradOptions {
             ),
             ("eps", fmt_f64(self.eps)),
             ("maximize", self.maximize.to_string()),
+            ("fused", self.fused.to_string()),
         ]
     }
     fn read_metadata(&mut self, get: &dyn Fn(&str) -> Result<String>) -> Result<()> {
@@ -79,6 +85,7 @@ impl GroupOptions for AdagradOptions {
         )?;
         self.eps = parse_f64("eps", &get("eps")?)?;
         self.maximize = parse_bool("maximize", &get("maximize")?)?;
+        self.fused = parse_bool("fused", &get("fused")?)?;
         Ok(())
     }
 }
@@ -129,7 +136,6 @@ common_optimizer_impl!(Adagrad, AdagradOptions);
 impl Optimizer for Adagrad {
     trait_common!();
 
-    // PyTorch's _single_tensor_adagrad.
     fn step(&mut self) -> Result<()> {
         let _g = no_grad();
         for (group, states) in self.core.groups.iter().zip(self.core.state.iter_mut()) {
@@ -142,6 +148,22 @@ impl Optimizer for Adagrad {
                 }
                 let step = st.step.unwrap_or(0.0) + 1.0;
                 st.step = Some(step);
+                let sum = st.buf("sum")?;
+                if o.fused && fusable(p, &grad, &[sum]) {
+                    kiln::_fused_adagrad_(
+                        std::slice::from_ref(p),
+                        std::slice::from_ref(&grad),
+                        std::slice::from_ref(sum),
+                        &[step],
+                        o.lr,
+                        o.lr_decay,
+                        o.weight_decay,
+                        o.eps,
+                        o.maximize,
+                    )?;
+                    continue;
+                }
+                // PyTorch's _single_tensor_adagrad.
                 let mut g = if o.maximize {
                     grad.neg()?
                 } else {
@@ -151,7 +173,6 @@ impl Optimizer for Adagrad {
                     g = g.add_with(p, o.weight_decay)?;
                 }
                 let clr = o.lr / (1.0 + (step - 1.0) * o.lr_decay);
-                let sum = st.buf("sum")?;
                 sum.copy_(&sum.addcmul(&g, &g)?)?;
                 let std = sum.sqrt()?.add_scalar(o.eps)?;
                 p.copy_(&p.addcdiv_with(&g, &std, -clr)?)?;

@@ -14,10 +14,10 @@
 //! ```
 //!
 //! Differences from PyTorch: hyper-parameters are typed option structs instead of dicts;
-//! `step()` takes no closure; the optimizers with a fused kernel (SGD, Adam, AdamW) use it
-//! by default (`fused: true`) wherever a parameter, its gradient and its state are dense with
-//! matching strides (CPU or CUDA), and the op-by-op ("composite") update otherwise; PyTorch's
-//! default is its foreach path. Both compute PyTorch's formulas.
+//! `step()` takes no closure; the optimizers with a fused kernel (SGD, Adam, AdamW, RMSprop,
+//! Adagrad) use it by default (`fused: true`) wherever a parameter, its gradient and its
+//! state are dense with matching strides (CPU or CUDA), and the op-by-op ("composite")
+//! update otherwise; PyTorch's default is its foreach path. Both compute PyTorch's formulas.
 
 mod adagrad;
 mod adam;

@@ -1,9 +1,10 @@
-//! RMSprop (PyTorch's `torch.optim.RMSprop`), composite update.
+//! RMSprop (PyTorch's `torch.optim.RMSprop`): the fused kernel (`kiln::_fused_rmsprop_`)
+//! where the layouts allow, the op-by-op update otherwise.
 
 use crate::optimizer::{
     common_optimizer_impl, parse_bool, parse_f64, trait_common, Core, GroupOptions,
 };
-use crate::{fmt_f64, zeros_like_param, Optimizer, ParamGroup};
+use crate::{fmt_f64, fusable, zeros_like_param, Optimizer, ParamGroup};
 use kiln::{no_grad, Error, Result, Tensor};
 
 /// RMSprop's hyper-parameters, PyTorch's names and defaults.
@@ -16,6 +17,9 @@ pub struct RMSpropOptions {
     pub momentum: f64,
     pub centered: bool,
     pub maximize: bool,
+    /// Use the fused kernel (`kiln::_fused_rmsprop_`) where the layouts allow; `false`
+    /// forces the op-by-op update.
+    pub fused: bool,
 }
 
 impl Default for RMSpropOptions {
@@ -28,6 +32,7 @@ impl Default for RMSpropOptions {
             momentum: 0.0,
             centered: false,
             maximize: false,
+            fused: true,
         }
     }
 }
@@ -71,6 +76,7 @@ impl GroupOptions for RMSpropOptions {
             ("momentum", fmt_f64(self.momentum)),
             ("centered", self.centered.to_string()),
             ("maximize", self.maximize.to_string()),
+            ("fused", self.fused.to_string()),
         ]
     }
     fn read_metadata(&mut self, get: &dyn Fn(&str) -> Result<String>) -> Result<()> {
@@ -81,6 +87,7 @@ impl GroupOptions for RMSpropOptions {
         self.momentum = parse_f64("momentum", &get("momentum")?)?;
         self.centered = parse_bool("centered", &get("centered")?)?;
         self.maximize = parse_bool("maximize", &get("maximize")?)?;
+        self.fused = parse_bool("fused", &get("fused")?)?;
         Ok(())
     }
 }
@@ -112,7 +119,6 @@ common_optimizer_impl!(RMSprop, RMSpropOptions);
 impl Optimizer for RMSprop {
     trait_common!();
 
-    // PyTorch's _single_tensor_rmsprop.
     fn step(&mut self) -> Result<()> {
         let _g = no_grad();
         for (group, states) in self.core.groups.iter().zip(self.core.state.iter_mut()) {
@@ -131,6 +137,39 @@ impl Optimizer for RMSprop {
                     }
                 }
                 st.step = Some(st.step.unwrap_or(0.0) + 1.0);
+                if o.fused {
+                    let square_avg = st.buf("square_avg")?;
+                    let grad_avg = match o.centered {
+                        true => vec![st.buf("grad_avg")?.clone()],
+                        false => vec![],
+                    };
+                    let mom = match o.momentum > 0.0 {
+                        true => vec![st.buf("momentum_buffer")?.clone()],
+                        false => vec![],
+                    };
+                    let state: Vec<&Tensor> = std::iter::once(square_avg)
+                        .chain(&grad_avg)
+                        .chain(&mom)
+                        .collect();
+                    if fusable(p, &grad, &state) {
+                        kiln::_fused_rmsprop_(
+                            std::slice::from_ref(p),
+                            std::slice::from_ref(&grad),
+                            std::slice::from_ref(square_avg),
+                            &grad_avg,
+                            &mom,
+                            o.lr,
+                            o.alpha,
+                            o.eps,
+                            o.weight_decay,
+                            o.momentum,
+                            o.centered,
+                            o.maximize,
+                        )?;
+                        continue;
+                    }
+                }
+                // PyTorch's _single_tensor_rmsprop.
                 let mut g = if o.maximize {
                     grad.neg()?
                 } else {

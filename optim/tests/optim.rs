@@ -189,50 +189,56 @@ fn adam_and_adamw_match_torch_fused_and_composite() {
 }
 
 #[test]
-fn rmsprop_and_adagrad_match_torch() {
-    check_against_torch("rmsprop", &|p| {
-        Ok(Box::new(RMSprop::new(
-            p,
-            RMSpropOptions {
-                lr: 0.01,
-                ..Default::default()
-            },
-        )?))
-    });
-    check_against_torch("rmsprop_full", &|p| {
-        Ok(Box::new(RMSprop::new(
-            p,
-            RMSpropOptions {
-                lr: 0.01,
-                alpha: 0.9,
-                momentum: 0.9,
-                centered: true,
-                weight_decay: 0.01,
-                ..Default::default()
-            },
-        )?))
-    });
-    check_against_torch("adagrad", &|p| {
-        Ok(Box::new(Adagrad::new(
-            p,
-            AdagradOptions {
-                lr: 0.1,
-                ..Default::default()
-            },
-        )?))
-    });
-    check_against_torch("adagrad_full", &|p| {
-        Ok(Box::new(Adagrad::new(
-            p,
-            AdagradOptions {
-                lr: 0.1,
-                lr_decay: 0.01,
-                weight_decay: 0.01,
-                initial_accumulator_value: 0.1,
-                ..Default::default()
-            },
-        )?))
-    });
+fn rmsprop_and_adagrad_match_torch_fused_and_composite() {
+    for fused in [true, false] {
+        check_against_torch("rmsprop", &|p| {
+            Ok(Box::new(RMSprop::new(
+                p,
+                RMSpropOptions {
+                    lr: 0.01,
+                    fused,
+                    ..Default::default()
+                },
+            )?))
+        });
+        check_against_torch("rmsprop_full", &|p| {
+            Ok(Box::new(RMSprop::new(
+                p,
+                RMSpropOptions {
+                    lr: 0.01,
+                    alpha: 0.9,
+                    momentum: 0.9,
+                    centered: true,
+                    weight_decay: 0.01,
+                    fused,
+                    ..Default::default()
+                },
+            )?))
+        });
+        check_against_torch("adagrad", &|p| {
+            Ok(Box::new(Adagrad::new(
+                p,
+                AdagradOptions {
+                    lr: 0.1,
+                    fused,
+                    ..Default::default()
+                },
+            )?))
+        });
+        check_against_torch("adagrad_full", &|p| {
+            Ok(Box::new(Adagrad::new(
+                p,
+                AdagradOptions {
+                    lr: 0.1,
+                    lr_decay: 0.01,
+                    weight_decay: 0.01,
+                    initial_accumulator_value: 0.1,
+                    fused,
+                    ..Default::default()
+                },
+            )?))
+        });
+    }
 }
 
 #[test]
@@ -922,6 +928,389 @@ fn fused_ops_check_their_arguments() -> Result<()> {
         0.1,
         0.0,
         false,
+        false,
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("floating-point"), "{e}");
+    Ok(())
+}
+
+/// RMSprop in float64, element by element, as `torch.optim.RMSprop` documents it.
+fn rmsprop_reference(p0: &[f64], grads: &[Vec<f64>], o: &RMSpropOptions) -> Vec<f64> {
+    let mut p = p0.to_vec();
+    let n = p.len();
+    let (mut sq, mut ga, mut buf) = (vec![0.0f64; n], vec![0.0f64; n], vec![0.0f64; n]);
+    for g in grads {
+        for i in 0..n {
+            let mut gi = if o.maximize { -g[i] } else { g[i] };
+            gi += o.weight_decay * p[i];
+            sq[i] = o.alpha * sq[i] + (1.0 - o.alpha) * gi * gi;
+            let mut v = sq[i];
+            if o.centered {
+                ga[i] = o.alpha * ga[i] + (1.0 - o.alpha) * gi;
+                v -= ga[i] * ga[i];
+            }
+            let d = gi / (v.sqrt() + o.eps);
+            if o.momentum > 0.0 {
+                buf[i] = o.momentum * buf[i] + d;
+                p[i] -= o.lr * buf[i];
+            } else {
+                p[i] -= o.lr * d;
+            }
+        }
+    }
+    p
+}
+
+/// Adagrad in float64, element by element, as `torch.optim.Adagrad` documents it.
+fn adagrad_reference(p0: &[f64], grads: &[Vec<f64>], o: &AdagradOptions) -> Vec<f64> {
+    let mut p = p0.to_vec();
+    let mut sum = vec![o.initial_accumulator_value; p.len()];
+    for (t, g) in grads.iter().enumerate() {
+        let clr = o.lr / (1.0 + t as f64 * o.lr_decay);
+        for i in 0..p.len() {
+            let mut gi = if o.maximize { -g[i] } else { g[i] };
+            gi += o.weight_decay * p[i];
+            sum[i] += gi * gi;
+            p[i] -= clr * gi / (sum[i].sqrt() + o.eps);
+        }
+    }
+    p
+}
+
+fn rmsprop(o: RMSpropOptions) -> impl Fn(Vec<Tensor>) -> Result<Box<dyn Optimizer>> {
+    move |p| Ok(Box::new(RMSprop::new(p, o.clone())?) as Box<dyn Optimizer>)
+}
+fn adagrad(o: AdagradOptions) -> impl Fn(Vec<Tensor>) -> Result<Box<dyn Optimizer>> {
+    move |p| Ok(Box::new(Adagrad::new(p, o.clone())?) as Box<dyn Optimizer>)
+}
+
+#[test]
+fn fused_rmsprop_and_adagrad_equal_composite_equal_f64_loop() {
+    // Large enough for the parallel path (> 2^15 elements), odd so chunks are ragged.
+    let shape = [181usize, 191];
+    let n = shape[0] * shape[1];
+    let p0 = pseudo(n, 2);
+    let grads: Vec<Vec<f64>> = (0..3).map(|s| pseudo(n, 20 + s)).collect();
+    let id = |t: Tensor| t;
+    for centered in [false, true] {
+        for momentum in [0.0, 0.8] {
+            for (weight_decay, maximize) in [(0.0, false), (0.05, true)] {
+                let o = RMSpropOptions {
+                    lr: 0.01,
+                    alpha: 0.9,
+                    eps: 1e-6,
+                    weight_decay,
+                    momentum,
+                    centered,
+                    maximize,
+                    fused: true,
+                };
+                let want = rmsprop_reference(&p0, &grads, &o);
+                for dtype in [DType::F64, DType::F32] {
+                    // f32: the centered variance sq - avg^2 cancels, so allow a little more.
+                    let tol = if dtype == DType::F64 { 1e-12 } else { 2e-5 };
+                    let mut results = Vec::new();
+                    for fused in [true, false] {
+                        let o = RMSpropOptions { fused, ..o.clone() };
+                        let got = run_with_grads(&p0, &shape, dtype, &id, &grads, &rmsprop(o));
+                        let what = format!(
+                            "rmsprop {dtype:?} fused={fused} centered={centered} \
+                             momentum={momentum} wd={weight_decay} maximize={maximize}"
+                        );
+                        assert_close(&got, &want, tol, tol, &what);
+                        results.push(got);
+                    }
+                    assert_close(&results[0], &results[1], tol, tol, "fused vs composite");
+                }
+            }
+        }
+    }
+    for (lr_decay, weight_decay, initial_accumulator_value, maximize) in [
+        (0.0, 0.0, 0.0, false),
+        (0.05, 0.0, 0.0, true),
+        (0.0, 0.05, 0.3, false),
+        (0.1, 0.05, 0.3, true),
+    ] {
+        let o = AdagradOptions {
+            lr: 0.1,
+            lr_decay,
+            weight_decay,
+            initial_accumulator_value,
+            eps: 1e-10,
+            maximize,
+            fused: true,
+        };
+        let want = adagrad_reference(&p0, &grads, &o);
+        for dtype in [DType::F64, DType::F32] {
+            let tol = if dtype == DType::F64 { 1e-12 } else { 2e-6 };
+            let mut results = Vec::new();
+            for fused in [true, false] {
+                let o = AdagradOptions { fused, ..o.clone() };
+                let got = run_with_grads(&p0, &shape, dtype, &id, &grads, &adagrad(o));
+                let what = format!(
+                    "adagrad {dtype:?} fused={fused} lr_decay={lr_decay} wd={weight_decay} \
+                     init={initial_accumulator_value} maximize={maximize}"
+                );
+                assert_close(&got, &want, tol, tol, &what);
+                results.push(got);
+            }
+            assert_close(&results[0], &results[1], tol, tol, "fused vs composite");
+        }
+    }
+}
+
+#[test]
+fn fused_rmsprop_and_adagrad_in_half_types_compute_in_f32() {
+    let shape = [64usize, 33];
+    let n = shape[0] * shape[1];
+    let p0 = pseudo(n, 4);
+    let grads: Vec<Vec<f64>> = (0..3).map(|s| pseudo(n, 40 + s)).collect();
+    let ro = RMSpropOptions {
+        lr: 0.01,
+        momentum: 0.5,
+        centered: true,
+        weight_decay: 0.01,
+        eps: 1e-3,
+        ..Default::default()
+    };
+    let ao = AdagradOptions {
+        lr: 0.1,
+        lr_decay: 0.01,
+        initial_accumulator_value: 0.1,
+        ..Default::default()
+    };
+    let want_r = rmsprop_reference(&p0, &grads, &ro);
+    let want_a = adagrad_reference(&p0, &grads, &ao);
+    for (dtype, tol) in [(DType::F16, 4e-3), (DType::BF16, 3e-2)] {
+        for fused in [true, false] {
+            let o = RMSpropOptions {
+                fused,
+                ..ro.clone()
+            };
+            let got = run_with_grads(&p0, &shape, dtype, &|t| t, &grads, &rmsprop(o));
+            let what = format!("rmsprop {dtype:?} fused={fused}");
+            assert_close(&got, &want_r, tol, tol, &what);
+            let o = AdagradOptions {
+                fused,
+                ..ao.clone()
+            };
+            let got = run_with_grads(&p0, &shape, dtype, &|t| t, &grads, &adagrad(o));
+            assert_close(
+                &got,
+                &want_a,
+                tol,
+                tol,
+                &format!("adagrad {dtype:?} fused={fused}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn rmsprop_and_adagrad_on_permuted_and_strided_params() {
+    // Values: a transposed (dense) float64 parameter and a strided slice both give the
+    // reference values, read in the parameter's logical order.
+    let shape = [6usize, 10];
+    let n = 60;
+    let p0 = pseudo(n, 6);
+    let grads: Vec<Vec<f64>> = (0..3).map(|s| pseudo(n, 60 + s)).collect();
+    let transposed = |t: Tensor| {
+        let c = t.t().unwrap().contiguous().unwrap();
+        c.t().unwrap()
+    };
+    let strided = |t: Tensor| {
+        let wide = Tensor::zeros([6, 20], t.dtype()).unwrap();
+        let view = wide.as_strided([6, 10], [20, 2]).unwrap();
+        view.copy_(&t).unwrap();
+        view
+    };
+    let ro = RMSpropOptions {
+        centered: true,
+        momentum: 0.9,
+        ..Default::default()
+    };
+    let ao = AdagradOptions {
+        lr_decay: 0.01,
+        ..Default::default()
+    };
+    let (want_r, want_a) = (
+        rmsprop_reference(&p0, &grads, &ro),
+        adagrad_reference(&p0, &grads, &ao),
+    );
+    for (name, layout) in [
+        ("transposed", &transposed as &dyn Fn(Tensor) -> Tensor),
+        ("strided", &strided),
+    ] {
+        let got = run_with_grads(
+            &p0,
+            &shape,
+            DType::F64,
+            layout,
+            &grads,
+            &rmsprop(ro.clone()),
+        );
+        assert_close(&got, &want_r, 1e-12, 1e-12, &format!("rmsprop {name}"));
+        let got = run_with_grads(
+            &p0,
+            &shape,
+            DType::F64,
+            layout,
+            &grads,
+            &adagrad(ao.clone()),
+        );
+        assert_close(&got, &want_a, 1e-12, 1e-12, &format!("adagrad {name}"));
+    }
+    // Which path ran: in float16 with a gradient of 1e-4 and PyTorch's default eps, the
+    // composite update rounds g*g (and eps) to zero and divides by zero, the fused kernel
+    // keeps them in f32 and takes a finite step. So a finite result shows the fused path.
+    let tiny = vec![vec![1e-4; n]];
+    let p0 = vec![0.5; n];
+    let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+    for (name, layout, fused_path) in [
+        ("transposed", &transposed as &dyn Fn(Tensor) -> Tensor, true),
+        ("strided", &strided, false),
+    ] {
+        let r = rmsprop(RMSpropOptions::default());
+        let got = run_with_grads(&p0, &shape, DType::F16, layout, &tiny, &r);
+        assert_eq!(finite(&got), fused_path, "rmsprop {name}: {:?}", &got[..3]);
+        let a = adagrad(AdagradOptions::default());
+        let got = run_with_grads(&p0, &shape, DType::F16, layout, &tiny, &a);
+        assert_eq!(finite(&got), fused_path, "adagrad {name}: {:?}", &got[..3]);
+    }
+    // And `fused: false` forces the composite path on a dense parameter.
+    let r = rmsprop(RMSpropOptions {
+        fused: false,
+        ..Default::default()
+    });
+    let got = run_with_grads(&p0, &shape, DType::F16, &transposed, &tiny, &r);
+    assert!(!finite(&got), "rmsprop fused=false: {:?}", &got[..3]);
+}
+
+#[test]
+fn fused_rmsprop_and_adagrad_check_their_arguments() -> Result<()> {
+    let p = Tensor::zeros([3], DType::F32)?;
+    let g = Tensor::ones([3], DType::F32)?;
+    let sq = Tensor::zeros([3], DType::F32)?;
+    let wrong = Tensor::zeros([4], DType::F32)?;
+    let one = std::slice::from_ref;
+    let rms = |square_avgs: &[Tensor], grad_avgs: &[Tensor], bufs: &[Tensor], centered| {
+        kiln::_fused_rmsprop_(
+            one(&p),
+            one(&g),
+            square_avgs,
+            grad_avgs,
+            bufs,
+            0.01,
+            0.99,
+            1e-8,
+            0.0,
+            0.9,
+            centered,
+            false,
+        )
+        .unwrap_err()
+        .to_string()
+    };
+    // centered without grad_avgs.
+    let e = rms(one(&sq), &[], one(&Tensor::zeros([3], DType::F32)?), true);
+    assert!(e.contains("_fused_rmsprop_"), "{e}");
+    assert!(e.contains("grad_avgs has 0"), "{e}");
+    // A momentum buffer of the wrong shape.
+    let e = rms(one(&sq), &[], one(&wrong), false);
+    assert!(
+        e.contains("momentum_buffer_list[0] must match params[0]"),
+        "{e}"
+    );
+    // A momentum buffer that is the square average.
+    let e = rms(one(&sq), &[], one(&sq), false);
+    assert!(e.contains("share memory"), "{e}");
+    // A float64 state for a float32 parameter.
+    let e = rms(
+        one(&Tensor::zeros([3], DType::F64)?),
+        &[],
+        one(&wrong),
+        false,
+    );
+    assert!(e.contains("square_avgs[0] must match params[0]"), "{e}");
+    // A transposed state for a contiguous parameter.
+    let p2 = Tensor::zeros([2, 3], DType::F32)?;
+    let g2 = Tensor::ones([2, 3], DType::F32)?;
+    let st = Tensor::zeros([3, 2], DType::F32)?.t()?;
+    let e = kiln::_fused_adagrad_(
+        one(&p2),
+        one(&g2),
+        one(&st),
+        &[1.0],
+        0.1,
+        0.0,
+        0.0,
+        1e-10,
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("_fused_adagrad_"), "{e}");
+    assert!(
+        e.contains("state_sums[0] must have the strides of params[0]"),
+        "{e}"
+    );
+    let ada = |steps: &[f64]| {
+        kiln::_fused_adagrad_(
+            one(&p),
+            one(&g),
+            one(&sq),
+            steps,
+            0.1,
+            0.0,
+            0.0,
+            1e-10,
+            false,
+        )
+    };
+    let e = ada(&[]).unwrap_err().to_string();
+    assert!(e.contains("state_steps has 0"), "{e}");
+    let e = ada(&[0.0]).unwrap_err().to_string();
+    assert!(e.contains("state_steps[0] must be >= 1"), "{e}");
+    let e = ada(&[f64::NAN]).unwrap_err().to_string();
+    assert!(e.contains("state_steps[0] must be >= 1"), "{e}");
+    // Nothing was written by the refused calls.
+    assert_eq!(vals(&p), vec![0.0; 3]);
+    assert_eq!(vals(&sq), vec![0.0; 3]);
+    // A valid call: sum = 1, p = -0.1 * 1 / (1 + 1e-10).
+    ada(&[1.0])?;
+    assert_close(&vals(&sq), &[1.0; 3], 0.0, 0.0, "adagrad sum");
+    assert_close(&vals(&p), &[-0.1; 3], 1e-7, 0.0, "adagrad param");
+    // A leaf that requires grad is refused outside no_grad.
+    let leaf = Tensor::zeros([3], DType::F32)?.requires_grad_(true)?;
+    let e = kiln::_fused_adagrad_(
+        one(&leaf),
+        one(&g),
+        one(&Tensor::zeros([3], DType::F32)?),
+        &[1.0],
+        0.1,
+        0.0,
+        0.0,
+        1e-10,
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("leaf Variable that requires grad"), "{e}");
+    let ints = Tensor::zeros([3], DType::I64)?;
+    let e = kiln::_fused_rmsprop_(
+        one(&ints),
+        one(&ints),
+        one(&ints),
+        &[],
+        &[],
+        0.01,
+        0.99,
+        1e-8,
+        0.0,
+        0.0,
         false,
         false,
     )

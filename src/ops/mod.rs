@@ -38,4 +38,4 @@ mod generated {
 }
 
 pub use generated::*;
-pub use optim::{_fused_adam_, _fused_adamw_, _fused_sgd_};
+pub use optim::{_fused_adagrad_, _fused_adam_, _fused_adamw_, _fused_rmsprop_, _fused_sgd_};

@@ -1,5 +1,6 @@
-//! Fused optimizer updates: PyTorch's `_fused_adam_`, `_fused_adamw_` and `_fused_sgd_`
-//! (what `torch.optim.Adam(fused=True)` and friends call), for `kiln::optim`.
+//! Fused optimizer updates: PyTorch's `_fused_adam_`, `_fused_adamw_`, `_fused_sgd_` and
+//! `_fused_adagrad_` (what `torch.optim.Adam(fused=True)` and friends call), plus
+//! `_fused_rmsprop_` (named the same way; PyTorch has no fused RMSprop), for `kiln::optim`.
 //!
 //! Hand-written rather than declared in native_functions.yaml: PyTorch's schemas take lists
 //! of tensors mutated in place (`Tensor(a!)[] self, Tensor(b!)[] grads, ...`) and return
@@ -17,7 +18,10 @@
 use crate::tensor::access::with_buffers;
 use crate::tensor::BufferElement;
 use crate::{autograd, DType, Device, Error, Result, Tensor};
-use kiln_kernels::cpu::optim::{fused_adam, fused_sgd, AdamStep, SgdStep};
+use kiln_kernels::cpu::optim::{
+    fused_adagrad, fused_adam, fused_rmsprop, fused_sgd, AdagradStep, AdamStep, RmspropStep,
+    SgdStep,
+};
 
 /// True when `t` has `p`'s strides on every dim of size > 1.
 fn same_strides(p: &Tensor, t: &Tensor) -> bool {
@@ -186,6 +190,61 @@ where
     });
 }
 
+fn rmsprop_one<T: BufferElement>(group: &[&Tensor], h: &RmspropStep)
+where
+    T::Compute: kiln_kernels::FloatMath,
+{
+    let (param, grad) = (group[0], group[1]);
+    let outs: Vec<&Tensor> = std::iter::once(param)
+        .chain(group[2..].iter().copied())
+        .collect();
+    with_buffers(&[grad], &outs, |ins, bufs| {
+        let g = block(T::slice(ins[0]).expect("checked dtype"), grad);
+        let mut it = bufs.into_iter().zip(outs.iter());
+        let mut next = || {
+            let (b, t) = it.next().expect("one buffer per tensor");
+            block_mut(T::slice_mut(b).expect("checked dtype"), t)
+        };
+        let p = next();
+        let sq = next();
+        let ga = if h.centered { Some(next()) } else { None };
+        let mb = if h.momentum > 0.0 { Some(next()) } else { None };
+        fused_rmsprop(p, g, sq, ga, mb, h);
+    });
+}
+
+fn adagrad_one<T: BufferElement>(group: &[&Tensor], h: &AdagradStep)
+where
+    T::Compute: kiln_kernels::FloatMath,
+{
+    let (param, grad, sum) = (group[0], group[1], group[2]);
+    with_buffers(&[grad], &[param, sum], |ins, bufs| {
+        let g = block(T::slice(ins[0]).expect("checked dtype"), grad);
+        let mut it = bufs.into_iter();
+        let p = block_mut(
+            T::slice_mut(it.next().expect("param buffer")).expect("checked dtype"),
+            param,
+        );
+        let s = block_mut(
+            T::slice_mut(it.next().expect("state_sum buffer")).expect("checked dtype"),
+            sum,
+        );
+        fused_adagrad(p, g, s, h);
+    });
+}
+
+/// Refuses a NaN step or one below 1 (`state_steps` hold the count after the increment).
+fn check_step(op: &str, i: usize, step: f64) -> Result<()> {
+    // Also refuses NaN.
+    if step.partial_cmp(&1.0).is_none_or(|o| o.is_lt()) {
+        return Err(Error::op(
+            op,
+            format!("state_steps[{i}] must be >= 1 (the step count after this step's increment), got {step}"),
+        ));
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn adam_impl(
     op: &str,
@@ -224,13 +283,7 @@ fn adam_impl(
     // Check everything before writing anything.
     for (i, &step) in state_steps.iter().enumerate() {
         check_group(op, i, &names, &group(i))?;
-        // Also refuses NaN.
-        if step.partial_cmp(&1.0).is_none_or(|o| o.is_lt()) {
-            return Err(Error::op(
-                op,
-                format!("state_steps[{i}] must be >= 1 (the step count after this step's increment), got {step}"),
-            ));
-        }
+        check_step(op, i, step)?;
     }
     for (i, (p, &step)) in params.iter().zip(state_steps).enumerate() {
         let g = group(i);
@@ -405,6 +458,158 @@ pub fn _fused_sgd_(
             _ => unreachable!("dtype checked above"),
         }
         for t in std::iter::once(g[0]).chain(g[2..].iter().copied()) {
+            t.storage().bump_version();
+        }
+    }
+    Ok(())
+}
+
+/// One RMSprop step over every parameter (PyTorch's `_single_tensor_rmsprop` formulas in
+/// one pass; PyTorch has no `_fused_rmsprop_`, the name follows its fused ops), updating
+/// `params`, `square_avgs`, and (with `centered`) `grad_avgs` and (with `momentum > 0`)
+/// `momentum_buffer_list` in place from `grads`. `grad_avgs` may be empty without
+/// `centered`, `momentum_buffer_list` without momentum. The step count does not enter
+/// RMSprop's update, so there are no `state_steps`. Not differentiable: call it under
+/// `no_grad` when params require grad.
+#[allow(clippy::too_many_arguments)]
+pub fn _fused_rmsprop_(
+    params: &[Tensor],
+    grads: &[Tensor],
+    square_avgs: &[Tensor],
+    grad_avgs: &[Tensor],
+    momentum_buffer_list: &[Tensor],
+    lr: f64,
+    alpha: f64,
+    eps: f64,
+    weight_decay: f64,
+    momentum: f64,
+    centered: bool,
+    maximize: bool,
+) -> Result<()> {
+    let op = "_fused_rmsprop_";
+    let has_mom = momentum > 0.0;
+    let mut lists = vec![("grads", grads.len()), ("square_avgs", square_avgs.len())];
+    if centered {
+        lists.push(("grad_avgs", grad_avgs.len()));
+    }
+    if has_mom {
+        lists.push(("momentum_buffer_list", momentum_buffer_list.len()));
+    }
+    check_lens(op, params, &lists)?;
+    let mut names = vec!["params", "grads", "square_avgs"];
+    if centered {
+        names.push("grad_avgs");
+    }
+    if has_mom {
+        names.push("momentum_buffer_list");
+    }
+    let group = |i: usize| {
+        let mut g = vec![&params[i], &grads[i], &square_avgs[i]];
+        if centered {
+            g.push(&grad_avgs[i]);
+        }
+        if has_mom {
+            g.push(&momentum_buffer_list[i]);
+        }
+        g
+    };
+    // Check everything before writing anything.
+    for i in 0..params.len() {
+        check_group(op, i, &names, &group(i))?;
+    }
+    let h = RmspropStep {
+        lr,
+        alpha,
+        eps,
+        weight_decay,
+        momentum,
+        centered,
+        maximize,
+    };
+    for (i, p) in params.iter().enumerate() {
+        let g = group(i);
+        #[cfg(feature = "cuda")]
+        if p.device() != Device::Cpu {
+            crate::cuda::ops::optim::fused_rmsprop(op, &g, &h)?;
+            for t in std::iter::once(g[0]).chain(g[2..].iter().copied()) {
+                t.storage().bump_version();
+            }
+            continue;
+        }
+        match p.dtype() {
+            DType::F32 => rmsprop_one::<f32>(&g, &h),
+            DType::F64 => rmsprop_one::<f64>(&g, &h),
+            DType::F16 => rmsprop_one::<half::f16>(&g, &h),
+            DType::BF16 => rmsprop_one::<half::bf16>(&g, &h),
+            _ => unreachable!("dtype checked above"),
+        }
+        for t in std::iter::once(g[0]).chain(g[2..].iter().copied()) {
+            t.storage().bump_version();
+        }
+    }
+    Ok(())
+}
+
+/// PyTorch's `torch._fused_adagrad_`: one Adagrad step over every parameter, updating
+/// `params` and `state_sums` in place from `grads`. `state_steps[i]` is parameter `i`'s
+/// step count *after* this step's increment (PyTorch passes the step tensors, already
+/// incremented); the learning rate is `lr / (1 + (step - 1) * lr_decay)`. Not
+/// differentiable: call it under `no_grad` when params require grad.
+#[allow(clippy::too_many_arguments)]
+pub fn _fused_adagrad_(
+    params: &[Tensor],
+    grads: &[Tensor],
+    state_sums: &[Tensor],
+    state_steps: &[f64],
+    lr: f64,
+    lr_decay: f64,
+    weight_decay: f64,
+    eps: f64,
+    maximize: bool,
+) -> Result<()> {
+    let op = "_fused_adagrad_";
+    check_lens(
+        op,
+        params,
+        &[
+            ("grads", grads.len()),
+            ("state_sums", state_sums.len()),
+            ("state_steps", state_steps.len()),
+        ],
+    )?;
+    let names = ["params", "grads", "state_sums"];
+    let group = |i: usize| vec![&params[i], &grads[i], &state_sums[i]];
+    // Check everything before writing anything.
+    for (i, &step) in state_steps.iter().enumerate() {
+        check_group(op, i, &names, &group(i))?;
+        check_step(op, i, step)?;
+    }
+    for (i, (p, &step)) in params.iter().zip(state_steps).enumerate() {
+        let g = group(i);
+        let h = AdagradStep {
+            lr,
+            lr_decay,
+            weight_decay,
+            eps,
+            step,
+            maximize,
+        };
+        #[cfg(feature = "cuda")]
+        if p.device() != Device::Cpu {
+            crate::cuda::ops::optim::fused_adagrad(op, &g, &h)?;
+            for t in [g[0], g[2]] {
+                t.storage().bump_version();
+            }
+            continue;
+        }
+        match p.dtype() {
+            DType::F32 => adagrad_one::<f32>(&g, &h),
+            DType::F64 => adagrad_one::<f64>(&g, &h),
+            DType::F16 => adagrad_one::<half::f16>(&g, &h),
+            DType::BF16 => adagrad_one::<half::bf16>(&g, &h),
+            _ => unreachable!("dtype checked above"),
+        }
+        for t in [g[0], g[2]] {
             t.storage().bump_version();
         }
     }

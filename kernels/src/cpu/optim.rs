@@ -1,5 +1,6 @@
-//! Fused optimizer updates (PyTorch's `_fused_adam_`, `_fused_adamw_`, `_fused_sgd_` CPU
-//! kernels, `aten/src/ATen/native/FusedAdam.cpp` / `FusedSGD.cpp`): one pass over a
+//! Fused optimizer updates (PyTorch's `_fused_adam_`, `_fused_adamw_`, `_fused_sgd_`,
+//! `_fused_adagrad_` CPU kernels, `aten/src/ATen/native/FusedAdam.cpp` / `FusedSGD.cpp` /
+//! `FusedAdagrad.cpp`, and an RMSprop one PyTorch does not have): one pass over a
 //! parameter's elements that reads its gradient and updates the parameter and its state
 //! buffers in place, with no temporaries. All buffers are one dense block each, in the same
 //! element order. Half types compute in `f32` (opmath) and round once on store; the step's
@@ -41,6 +42,31 @@ pub struct SgdStep {
     pub maximize: bool,
     /// The momentum buffer holds nothing yet: it becomes the (decayed) gradient.
     pub first_step: bool,
+}
+
+/// RMSprop's hyper-parameters for one step (PyTorch's names; `momentum > 0` uses a
+/// momentum buffer, `centered` a gradient average, as in `torch.optim.RMSprop`).
+#[derive(Clone, Copy, Debug)]
+pub struct RmspropStep {
+    pub lr: f64,
+    pub alpha: f64,
+    pub eps: f64,
+    pub weight_decay: f64,
+    pub momentum: f64,
+    pub centered: bool,
+    pub maximize: bool,
+}
+
+/// Adagrad's hyper-parameters for one step. `step` is the step count after this step's
+/// increment (1 on the first step).
+#[derive(Clone, Copy, Debug)]
+pub struct AdagradStep {
+    pub lr: f64,
+    pub lr_decay: f64,
+    pub weight_decay: f64,
+    pub eps: f64,
+    pub step: f64,
+    pub maximize: bool,
 }
 
 /// The loop body: the pieces of the written buffers and the matching gradient piece.
@@ -280,4 +306,196 @@ pub fn fused_sgd<T: Element>(
         grad,
         &|b, g| with_flags!(sgd_piece::<T>(b, g, &k); [maximize, wd, has_mom, first, nesterov]; []),
     );
+}
+
+/// RMSprop's per-step coefficients in the compute type.
+struct RmspropCoef<C> {
+    lr: C,
+    alpha: C,
+    one_m_alpha: C,
+    eps: C,
+    wd: C,
+    momentum: C,
+}
+
+/// One piece of an RMSprop step; `b` = [param, square_avg, (grad_avg), (momentum_buffer)]
+/// (PyTorch's `_single_tensor_rmsprop`, in one pass).
+#[inline(never)]
+fn rmsprop_piece<
+    T: Element,
+    const MAXIMIZE: bool,
+    const WD: bool,
+    const CENTERED: bool,
+    const MOMENTUM: bool,
+>(
+    b: &mut [&mut [T]],
+    g: &[T],
+    k: &RmspropCoef<T::Compute>,
+) where
+    T::Compute: FloatMath,
+{
+    let (p, rest) = b.split_first_mut().expect("param piece");
+    let (sq, rest) = rest.split_first_mut().expect("square_avg piece");
+    let (ga, rest) = if CENTERED {
+        let (ga, rest) = rest.split_first_mut().expect("grad_avg piece");
+        (Some(ga), rest)
+    } else {
+        (None, rest)
+    };
+    let mb = if MOMENTUM {
+        Some(rest.first_mut().expect("momentum_buffer piece"))
+    } else {
+        None
+    };
+    let update = |p: &mut T, gv: T, sq: &mut T, ga: Option<&mut T>, mb: Option<&mut T>| {
+        let pv = p.up();
+        let mut gv = gv.up();
+        if MAXIMIZE {
+            gv = gv.neg();
+        }
+        if WD {
+            gv = gv.add(pv.mul(k.wd));
+        }
+        // square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+        let sqv = k.alpha.mul(sq.up()).add(k.one_m_alpha.mul(gv).mul(gv));
+        *sq = T::down(sqv);
+        let avg = match ga {
+            Some(ga) => {
+                // grad_avg.lerp_(grad, 1 - alpha); avg = sqrt(square_avg - grad_avg^2) + eps
+                let gav = ga.up();
+                let gav = gav.add(k.one_m_alpha.mul(gv.sub(gav)));
+                *ga = T::down(gav);
+                sqv.sub(gav.mul(gav)).sqrt().add(k.eps)
+            }
+            None => sqv.sqrt().add(k.eps),
+        };
+        let step = gv.div(avg);
+        let step = match mb {
+            // buf.mul_(momentum).addcdiv_(grad, avg)
+            Some(mb) => {
+                let bv = k.momentum.mul(mb.up()).add(step);
+                *mb = T::down(bv);
+                bv
+            }
+            None => step,
+        };
+        *p = T::down(pv.sub(k.lr.mul(step)));
+    };
+    let pg = p.iter_mut().zip(g).zip(sq.iter_mut());
+    match (ga, mb) {
+        (Some(ga), Some(mb)) => {
+            for ((((p, &gv), sq), ga), mb) in pg.zip(ga.iter_mut()).zip(mb.iter_mut()) {
+                update(p, gv, sq, Some(ga), Some(mb));
+            }
+        }
+        (Some(ga), None) => {
+            for (((p, &gv), sq), ga) in pg.zip(ga.iter_mut()) {
+                update(p, gv, sq, Some(ga), None);
+            }
+        }
+        (None, Some(mb)) => {
+            for (((p, &gv), sq), mb) in pg.zip(mb.iter_mut()) {
+                update(p, gv, sq, None, Some(mb));
+            }
+        }
+        (None, None) => {
+            for ((p, &gv), sq) in pg {
+                update(p, gv, sq, None, None);
+            }
+        }
+    }
+}
+
+/// One RMSprop step over `param` with gradient `grad` and state `square_avg`, `grad_avg`
+/// (when `h.centered`) and `momentum_buffer` (when `h.momentum > 0`). All slices have one
+/// length.
+pub fn fused_rmsprop<T: Element>(
+    param: &mut [T],
+    grad: &[T],
+    square_avg: &mut [T],
+    grad_avg: Option<&mut [T]>,
+    momentum_buffer: Option<&mut [T]>,
+    h: &RmspropStep,
+) where
+    T::Compute: FloatMath,
+{
+    let c = |v: f64| <T::Compute as Arith>::from_f64(v);
+    let k = RmspropCoef {
+        lr: c(h.lr),
+        alpha: c(h.alpha),
+        one_m_alpha: c(1.0 - h.alpha),
+        eps: c(h.eps),
+        wd: c(h.weight_decay),
+        momentum: c(h.momentum),
+    };
+    let (maximize, wd) = (h.maximize, h.weight_decay != 0.0);
+    let (centered, has_mom) = (grad_avg.is_some(), momentum_buffer.is_some());
+    let mut bufs = vec![param, square_avg];
+    bufs.extend(grad_avg);
+    bufs.extend(momentum_buffer);
+    run(
+        bufs,
+        grad,
+        &|b, g| with_flags!(rmsprop_piece::<T>(b, g, &k); [maximize, wd, centered, has_mom]; []),
+    );
+}
+
+/// Adagrad's per-step coefficients in the compute type.
+struct AdagradCoef<C> {
+    clr: C,
+    wd: C,
+    eps: C,
+}
+
+/// One piece of an Adagrad step; `b` = [param, state_sum].
+#[inline(never)]
+fn adagrad_piece<T: Element, const MAXIMIZE: bool, const WD: bool>(
+    b: &mut [&mut [T]],
+    g: &[T],
+    k: &AdagradCoef<T::Compute>,
+) where
+    T::Compute: FloatMath,
+{
+    let (p, rest) = b.split_first_mut().expect("param piece");
+    let sum = rest.first_mut().expect("state_sum piece");
+    for ((p, &gv), s) in p.iter_mut().zip(g).zip(sum.iter_mut()) {
+        let pv = p.up();
+        let mut gv = gv.up();
+        if MAXIMIZE {
+            gv = gv.neg();
+        }
+        if WD {
+            gv = gv.add(pv.mul(k.wd));
+        }
+        // state_sum.addcmul_(grad, grad); std = state_sum.sqrt() + eps
+        let sv = s.up().add(gv.mul(gv));
+        *s = T::down(sv);
+        let std = sv.sqrt().add(k.eps);
+        *p = T::down(pv.sub(k.clr.mul(gv.div(std))));
+    }
+}
+
+/// One Adagrad step over `param` with gradient `grad` and state `state_sum`. All slices
+/// have one length.
+pub fn fused_adagrad<T: Element>(param: &mut [T], grad: &[T], state_sum: &mut [T], h: &AdagradStep)
+where
+    T::Compute: FloatMath,
+{
+    let c = |v: f64| <T::Compute as Arith>::from_f64(v);
+    let k = AdagradCoef {
+        clr: c(adagrad_clr(h)),
+        wd: c(h.weight_decay),
+        eps: c(h.eps),
+    };
+    let (maximize, wd) = (h.maximize, h.weight_decay != 0.0);
+    run(
+        vec![param, state_sum],
+        grad,
+        &|b, g| with_flags!(adagrad_piece::<T>(b, g, &k); [maximize, wd]; []),
+    );
+}
+
+/// Adagrad's decayed learning rate for step `h.step`: `lr / (1 + (step - 1) * lr_decay)`.
+pub fn adagrad_clr(h: &AdagradStep) -> f64 {
+    h.lr / (1.0 + (h.step - 1.0) * h.lr_decay)
 }

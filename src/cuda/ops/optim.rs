@@ -1,12 +1,12 @@
 //! Fused optimizer steps on CUDA (kernels/cuda/optim.cu.j2): the launchers of
-//! `kiln::_fused_adam_`, `_fused_adamw_` and `_fused_sgd_` (src/ops/optim.rs checks the
-//! arguments). Each tensor goes to the kernel as a 1-d view of its dense block.
+//! `kiln::_fused_adam_`, `_fused_adamw_`, `_fused_sgd_`, `_fused_rmsprop_` and
+//! `_fused_adagrad_` (src/ops/optim.rs checks the arguments). Each tensor goes to the kernel as a 1-d view of its dense block.
 
 use super::{gpu_of, grid, operand_with, KilnTensor};
 use crate::cuda::runtime::driver_error;
 use crate::{Layout, Result, Tensor};
 use cudarc::driver::PushKernelArg;
-use kiln_kernels::cpu::optim::{AdamStep, SgdStep};
+use kiln_kernels::cpu::optim::{adagrad_clr, AdagradStep, AdamStep, RmspropStep, SgdStep};
 
 /// `t`'s dense block as a 1-d view (every tensor of one parameter has the same strides, so
 /// element i of each block is the same entry).
@@ -89,6 +89,77 @@ pub(crate) fn fused_sgd(op: &str, group: &[&Tensor], h: &SgdStep) -> Result<()> 
     // SAFETY: `fused_sgd_<T>(p, g, buf, bool x5, double x4, long long n)`: dense blocks of n
     // elements of T on this device, the written ones distinct storages; `buf` is only used
     // with momentum.
+    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
+    Ok(())
+}
+
+/// One RMSprop step: `group` = [param, grad, square_avg, (grad_avg), (momentum_buffer)].
+pub(crate) fn fused_rmsprop(op: &str, group: &[&Tensor], h: &RmspropStep) -> Result<()> {
+    let p = group[0];
+    let n = p.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let gpu = gpu_of(op, p)?;
+    let k: Vec<KilnTensor> = group.iter().map(|t| block(op, t)).collect::<Result<_>>()?;
+    let has_mom = h.momentum > 0.0;
+    // An absent buffer is never touched by the kernel; the parameter stands in.
+    let ga = if h.centered { k[3] } else { k[0] };
+    let buf = match (has_mom, h.centered) {
+        (true, true) => k[4],
+        (true, false) => k[3],
+        (false, _) => k[0],
+    };
+    let has_wd = h.weight_decay != 0.0;
+    let one_m_alpha = 1.0 - h.alpha;
+    let nn = n as i64;
+    let f = gpu.function(
+        "optim",
+        &format!("fused_rmsprop_{}", p.dtype().short_name()),
+    )?;
+    let mut b = gpu.stream.launch_builder(&f);
+    b.arg(&k[0]).arg(&k[1]).arg(&k[2]).arg(&ga).arg(&buf);
+    b.arg(&h.centered)
+        .arg(&has_mom)
+        .arg(&h.maximize)
+        .arg(&has_wd);
+    b.arg(&h.lr)
+        .arg(&h.alpha)
+        .arg(&one_m_alpha)
+        .arg(&h.eps)
+        .arg(&h.weight_decay)
+        .arg(&h.momentum)
+        .arg(&nn);
+    // SAFETY: `fused_rmsprop_<T>(p, g, sq, ga, buf, bool x4, double x6, long long n)`: every
+    // view is a dense block of n elements of T on this device (checked by the caller), the
+    // written ones distinct storages; `ga` is only used when centered, `buf` with momentum.
+    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
+    Ok(())
+}
+
+/// One Adagrad step: `group` = [param, grad, state_sum].
+pub(crate) fn fused_adagrad(op: &str, group: &[&Tensor], h: &AdagradStep) -> Result<()> {
+    let p = group[0];
+    let n = p.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let gpu = gpu_of(op, p)?;
+    let k: Vec<KilnTensor> = group.iter().map(|t| block(op, t)).collect::<Result<_>>()?;
+    let has_wd = h.weight_decay != 0.0;
+    let clr = adagrad_clr(h);
+    let nn = n as i64;
+    let f = gpu.function(
+        "optim",
+        &format!("fused_adagrad_{}", p.dtype().short_name()),
+    )?;
+    let mut b = gpu.stream.launch_builder(&f);
+    b.arg(&k[0]).arg(&k[1]).arg(&k[2]);
+    b.arg(&h.maximize).arg(&has_wd);
+    b.arg(&clr).arg(&h.weight_decay).arg(&h.eps).arg(&nn);
+    // SAFETY: `fused_adagrad_<T>(p, g, sum, bool x2, double x3, long long n)`: dense blocks
+    // of n elements of T on this device (checked by the caller), `p` and `sum` distinct
+    // storages.
     unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
     Ok(())
 }
