@@ -63,6 +63,11 @@ pub use loss::{
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, KLDivReduction, L1Loss,
     MSELoss, NLLLoss, Reduction, SmoothL1Loss,
 };
+pub use loss::{
+    CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
+    MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss,
+    SoftMarginLoss, TripletMarginLoss,
+};
 pub use module::{BufferField, Forward, Module, ModuleField, TensorKind, Visitor, VisitorMut};
 pub use normalization::{
     BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormOptions, GroupNorm, RMSNorm,

@@ -601,3 +601,89 @@ pub fn multi_margin_loss(
     };
     reduce_loss(op, loss, reduction)
 }
+
+/// `multilabel_margin_loss(target, reduction)`: each row's target lists class indices,
+/// ended by the first -1; the loss is `sum_{j listed} sum_{i not listed}
+/// max(0, 1 - (x[j] - x[i])) / C`.
+pub fn multilabel_margin_loss(input: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    let op = "multilabel_margin_loss";
+    let nd = input.dim();
+    let (n, c) = match nd {
+        0 => (1, 1),
+        1 => (1, input.shape()[0]),
+        2 => (input.shape()[0], input.shape()[1]),
+        _ => (0, 0),
+    };
+    if nd > 2 || (nd > 0 && c == 0) {
+        return Err(Error::op(
+            op,
+            format!(
+                "Expected non-empty vector or matrix with optional 0-dim batch size, but got: {:?}",
+                input.shape()
+            ),
+        ));
+    }
+    if target.dtype() != DType::I64 {
+        return Err(Error::op(
+            op,
+            format!(
+                "expected scalar type Long but found {}",
+                target.dtype().scalar_type_name()
+            ),
+        ));
+    }
+    let target_ok = if nd <= 1 {
+        target.dim() <= 1 && target.numel() == c
+    } else {
+        target.shape() == [n, c]
+    };
+    if !target_ok {
+        return Err(Error::op(
+            op,
+            format!(
+                "inconsistent target size: {:?} for input of size: {:?}",
+                target.shape(),
+                input.shape()
+            ),
+        ));
+    }
+    let (ni, ci) = (n as i64, c as i64);
+    let x = input.reshape([ni, ci])?;
+    let y = target.reshape([ni, ci])?;
+    // Entries before the first -1 of each row.
+    let listed = y
+        .eq_scalar(-1)?
+        .to_dtype(DType::I64)?
+        .cumsum(1)?
+        .eq_scalar(0)?;
+    let classes = Tensor::arange(0, ci, 1, DType::I64)?
+        .to_device(input.device())?
+        .reshape([1, 1, ci])?;
+    // is_target[n, i]: class i is listed in row n.
+    let hits = y
+        .unsqueeze(-1)?
+        .eq(&classes)?
+        .logical_and(&listed.unsqueeze(-1)?)?
+        .to_dtype(DType::I64)?;
+    let is_target = crate::sum_dim_with(&hits, &[1], false, None)?.gt_scalar(0)?;
+    let safe = y.where_cond(&listed, &y.zeros_like()?)?;
+    let x_listed = x.gather(1, &safe)?; // [N, J]
+                                        // hinge[n, j, i] = max(0, 1 - x[y_j] + x[i]), kept where j is listed and i is not.
+    let hinge = x
+        .unsqueeze(1)?
+        .sub(&x_listed.unsqueeze(-1)?)?
+        .add_scalar(1)?
+        .clamp_with(Some(Scalar::Int(0)), None)?;
+    let keep = listed
+        .unsqueeze(-1)?
+        .logical_and(&is_target.logical_not()?.unsqueeze(1)?)?;
+    let hinge = hinge.where_cond(&keep, &hinge.zeros_like()?)?;
+    let loss = crate::sum_dim_with(&hinge, &[1, 2], false, None)?.div_scalar(c as f64)?;
+    // Unreduced: `[N]` for a batch, `[]` for a single sample.
+    let loss = if reduction == 0 && nd <= 1 {
+        loss.reshape(Vec::<i64>::new())?
+    } else {
+        loss
+    };
+    reduce_loss(op, loss, reduction)
+}

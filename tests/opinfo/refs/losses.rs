@@ -213,3 +213,32 @@ pub fn multi_margin_loss(s: &Sample) -> Vec<RefTensor> {
         .collect();
     reduced(s, y.shape.clone(), loss)
 }
+
+pub fn multilabel_margin_loss(s: &Sample) -> Vec<RefTensor> {
+    let (x, y) = (input(s, 0), input(s, 1));
+    let c = x.shape.last().copied().unwrap_or(1);
+    let n = if x.shape.len() == 2 { x.shape[0] } else { 1 };
+    let loss: Vec<f64> = (0..n)
+        .map(|r| {
+            let row = &x.data[r * c..(r + 1) * c];
+            let mut listed = vec![];
+            for &t in &y.data[r * c..(r + 1) * c] {
+                if t < 0.0 {
+                    break;
+                }
+                listed.push(t as usize);
+            }
+            let mut sum = 0.0;
+            for &j in &listed {
+                for (i, &xi) in row.iter().enumerate() {
+                    if !listed.contains(&i) {
+                        sum += (1.0 - (row[j] - xi)).max(0.0);
+                    }
+                }
+            }
+            sum / c as f64
+        })
+        .collect();
+    let shape = if x.shape.len() == 2 { vec![n] } else { vec![] };
+    reduced(s, shape, loss)
+}

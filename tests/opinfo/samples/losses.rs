@@ -359,3 +359,69 @@ pub fn multi_margin_loss_errors() -> Vec<ErrorSample> {
         ),
     ]
 }
+
+/// Lists of target classes, each row ended by -1 (or full).
+fn class_lists(rows: &[&[i64]]) -> Tensor {
+    let c = rows[0].len();
+    let v: Vec<i64> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+    Tensor::from_vec(v, &[rows.len(), c]).unwrap()
+}
+
+pub fn multilabel_margin_loss(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new(
+            "[3,4] mean",
+            vec![
+                x(&[3, 4], 1),
+                class_lists(&[&[3, 0, -1, 1], &[1, 2, 3, 0], &[-1, 2, 0, 0]]),
+            ],
+        ),
+        Sample::new(
+            "[2,5] none, repeated class",
+            vec![
+                x(&[2, 5], 2),
+                class_lists(&[&[4, 4, -1, 0, 0], &[0, -1, 1, 2, 3]]),
+            ],
+        )
+        .arg("reduction", reduction(0)),
+        Sample::new(
+            "[4] unbatched sum",
+            vec![
+                x(&[4], 3),
+                Tensor::from_vec(vec![2i64, 1, -1, 3], &[4]).unwrap(),
+            ],
+        )
+        .arg("reduction", reduction(2)),
+        Sample::new(
+            "[4] unbatched none",
+            vec![
+                x(&[4], 4),
+                Tensor::from_vec(vec![0i64, -1, 1, 3], &[4]).unwrap(),
+            ],
+        )
+        .arg("reduction", reduction(0)),
+        Sample::new("[0,3]", vec![x(&[0, 3], 5), classes(&[0, 3], 3, 6)]).edge(),
+    ]
+}
+
+pub fn multilabel_margin_loss_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![
+        bad_reduction(vec![vals(&[2, 3], f, 1), classes(&[2, 3], 3, 2)]),
+        err(
+            Sample::new(
+                "target [2,2] for [2,3]",
+                vec![vals(&[2, 3], f, 3), classes(&[2, 2], 3, 4)],
+            ),
+            "inconsistent target size: [2, 2] for input of size: [2, 3]",
+        ),
+        err(
+            Sample::new(
+                "float target",
+                vec![vals(&[2, 3], f, 5), vals(&[2, 3], f, 6)],
+            ),
+            "expected scalar type Long but found Float",
+        ),
+    ]
+}
