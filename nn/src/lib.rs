@@ -19,7 +19,9 @@
 //! `BatchNormOptions`, `EmbeddingOptions`). Parameterless layers (pooling, losses) take
 //! setters on the layer itself: `MaxPool2d::new(3).stride(2)`,
 //! `CrossEntropyLoss::new().label_smoothing(0.1)`. Layers with one tensor in and out
-//! implement [`Forward`]; `Bilinear` and the losses have an inherent two-argument `forward`.
+//! implement [`Forward`]; `Bilinear` and the losses have an inherent two-argument `forward`
+//! (three for `MarginRankingLoss`, `CosineEmbeddingLoss`, `TripletMarginLoss`,
+//! `GaussianNLLLoss`).
 
 pub mod activation;
 pub mod attention;

@@ -1,5 +1,6 @@
 //! Losses as modules (`nn.MSELoss`, `nn.CrossEntropyLoss`, …). A loss takes two tensors, so
-//! it has an inherent `forward(&self, input, target)`; it derives `Module` so it can sit in a
+//! it has an inherent `forward(&self, input, target)` (three, in PyTorch's order, for
+//! `MarginRankingLoss`, `CosineEmbeddingLoss`, `TripletMarginLoss` and `GaussianNLLLoss`); it derives `Module` so it can sit in a
 //! model (its `weight` / `pos_weight`, when given, are buffers, as in PyTorch's state_dict).
 //! `new()` gives PyTorch's defaults; the other keyword arguments are chainable setters
 //! (`CrossEntropyLoss::new().label_smoothing(0.1)`).
