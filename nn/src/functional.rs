@@ -372,6 +372,180 @@ pub fn kl_div_with(
     loss::kl_div(input, target, reduction, log_target)
 }
 
+/// `F.margin_ranking_loss(input1, input2, target)` (margin 0, reduction `'mean'`).
+pub fn margin_ranking_loss(input1: &Tensor, input2: &Tensor, target: &Tensor) -> Result<Tensor> {
+    loss::margin_ranking_loss(input1, input2, target, 0.0, Reduction::Mean)
+}
+
+/// `F.margin_ranking_loss(input1, input2, target, margin, reduction)`.
+pub fn margin_ranking_loss_with(
+    input1: &Tensor,
+    input2: &Tensor,
+    target: &Tensor,
+    margin: f64,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    loss::margin_ranking_loss(input1, input2, target, margin, reduction)
+}
+
+/// `F.hinge_embedding_loss(input, target)` (margin 1).
+pub fn hinge_embedding_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    kiln::hinge_embedding_loss(input, target)
+}
+
+/// `F.hinge_embedding_loss(input, target, margin, reduction)`.
+pub fn hinge_embedding_loss_with(
+    input: &Tensor,
+    target: &Tensor,
+    margin: f64,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    kiln::hinge_embedding_loss_with(input, target, margin, reduction.as_int())
+}
+
+/// `F.soft_margin_loss(input, target)`.
+pub fn soft_margin_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    kiln::soft_margin_loss(input, target)
+}
+
+/// `F.soft_margin_loss(input, target, reduction)`.
+pub fn soft_margin_loss_with(
+    input: &Tensor,
+    target: &Tensor,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    kiln::soft_margin_loss_with(input, target, reduction.as_int())
+}
+
+/// `F.cosine_embedding_loss(input1, input2, target)` (margin 0).
+pub fn cosine_embedding_loss(input1: &Tensor, input2: &Tensor, target: &Tensor) -> Result<Tensor> {
+    kiln::cosine_embedding_loss(input1, input2, target)
+}
+
+/// `F.cosine_embedding_loss(input1, input2, target, margin, reduction)`.
+pub fn cosine_embedding_loss_with(
+    input1: &Tensor,
+    input2: &Tensor,
+    target: &Tensor,
+    margin: f64,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    kiln::cosine_embedding_loss_with(input1, input2, target, margin, reduction.as_int())
+}
+
+/// `F.triplet_margin_loss(anchor, positive, negative)` (margin 1, p 2, eps 1e-6, no swap).
+pub fn triplet_margin_loss(
+    anchor: &Tensor,
+    positive: &Tensor,
+    negative: &Tensor,
+) -> Result<Tensor> {
+    loss::triplet_margin_loss(
+        anchor,
+        positive,
+        negative,
+        1.0,
+        2.0,
+        1e-6,
+        false,
+        Reduction::Mean,
+    )
+}
+
+/// `F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)`.
+#[allow(clippy::too_many_arguments)]
+pub fn triplet_margin_loss_with(
+    anchor: &Tensor,
+    positive: &Tensor,
+    negative: &Tensor,
+    margin: f64,
+    p: f64,
+    eps: f64,
+    swap: bool,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    loss::triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)
+}
+
+/// `F.poisson_nll_loss(input, target)` (log_input, not full, eps 1e-8).
+pub fn poisson_nll_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    kiln::poisson_nll_loss(input, target, true, false, 1e-8, 1)
+}
+
+/// `F.poisson_nll_loss(input, target, log_input, full, eps, reduction)`.
+pub fn poisson_nll_loss_with(
+    input: &Tensor,
+    target: &Tensor,
+    log_input: bool,
+    full: bool,
+    eps: f64,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    kiln::poisson_nll_loss(input, target, log_input, full, eps, reduction.as_int())
+}
+
+/// `F.gaussian_nll_loss(input, target, var)` (not full, eps 1e-6).
+pub fn gaussian_nll_loss(input: &Tensor, target: &Tensor, var: &Tensor) -> Result<Tensor> {
+    loss::gaussian_nll_loss(input, target, var, false, 1e-6, Reduction::Mean)
+}
+
+/// `F.gaussian_nll_loss(input, target, var, full, eps, reduction)`.
+pub fn gaussian_nll_loss_with(
+    input: &Tensor,
+    target: &Tensor,
+    var: &Tensor,
+    full: bool,
+    eps: f64,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    loss::gaussian_nll_loss(input, target, var, full, eps, reduction)
+}
+
+/// `F.multilabel_soft_margin_loss(input, target)`.
+pub fn multilabel_soft_margin_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    loss::multilabel_soft_margin_loss(input, target, None, Reduction::Mean)
+}
+
+/// `F.multilabel_soft_margin_loss(input, target, weight, reduction)`.
+pub fn multilabel_soft_margin_loss_with(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    loss::multilabel_soft_margin_loss(input, target, weight, reduction)
+}
+
+/// `F.multi_margin_loss(input, target)` (p 1, margin 1).
+pub fn multi_margin_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    loss::multi_margin_loss(input, target, 1, 1.0, None, Reduction::Mean)
+}
+
+/// `F.multi_margin_loss(input, target, p, margin, weight, reduction)`.
+pub fn multi_margin_loss_with(
+    input: &Tensor,
+    target: &Tensor,
+    p: i64,
+    margin: f64,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    loss::multi_margin_loss(input, target, p, margin, weight, reduction)
+}
+
+/// `F.multilabel_margin_loss(input, target)`.
+pub fn multilabel_margin_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    kiln::multilabel_margin_loss(input, target)
+}
+
+/// `F.multilabel_margin_loss(input, target, reduction)`.
+pub fn multilabel_margin_loss_with(
+    input: &Tensor,
+    target: &Tensor,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    kiln::multilabel_margin_loss_with(input, target, reduction.as_int())
+}
+
 /// `F.normalize(input)`: L2-normalizes along dim 1.
 pub fn normalize(input: &Tensor) -> Result<Tensor> {
     normalize_with(input, 2.0, 1, 1e-12)

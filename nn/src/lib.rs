@@ -19,7 +19,9 @@
 //! `BatchNormOptions`, `EmbeddingOptions`). Parameterless layers (pooling, losses) take
 //! setters on the layer itself: `MaxPool2d::new(3).stride(2)`,
 //! `CrossEntropyLoss::new().label_smoothing(0.1)`. Layers with one tensor in and out
-//! implement [`Forward`]; `Bilinear` and the losses have an inherent two-argument `forward`.
+//! implement [`Forward`]; `Bilinear` and the losses have an inherent two-argument `forward`
+//! (three for `MarginRankingLoss`, `CosineEmbeddingLoss`, `TripletMarginLoss`,
+//! `GaussianNLLLoss`).
 
 pub mod activation;
 pub mod attention;
@@ -62,6 +64,11 @@ pub use linear::Linear;
 pub use loss::{
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, KLDivReduction, L1Loss,
     MSELoss, NLLLoss, Reduction, SmoothL1Loss,
+};
+pub use loss::{
+    CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
+    MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss,
+    SoftMarginLoss, TripletMarginLoss,
 };
 pub use module::{BufferField, Forward, Module, ModuleField, TensorKind, Visitor, VisitorMut};
 pub use normalization::{

@@ -40,8 +40,48 @@ impl_loss!(
     BCEWithLogitsLoss,
     NLLLoss,
     CrossEntropyLoss,
-    KLDivLoss
+    KLDivLoss,
+    HingeEmbeddingLoss,
+    SoftMarginLoss,
+    PoissonNLLLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    MultiLabelMarginLoss
 );
+
+/// The losses of three tensors (`forward(a, b, c)`).
+trait Loss3 {
+    fn run3(&self, a: &Tensor, b: &Tensor, c: &Tensor) -> Result<Tensor>;
+}
+
+macro_rules! impl_loss3 {
+    ($($t:ty),*) => {$(
+        impl Loss3 for $t {
+            fn run3(&self, a: &Tensor, b: &Tensor, c: &Tensor) -> Result<Tensor> {
+                self.forward(a, b, c)
+            }
+        }
+    )*};
+}
+impl_loss3!(
+    MarginRankingLoss,
+    CosineEmbeddingLoss,
+    TripletMarginLoss,
+    GaussianNLLLoss
+);
+
+fn call3<L: Loss3>(m: &L, x: &[Tensor]) -> Result<Tensor> {
+    m.run3(&x[0], &x[1], &x[2])
+}
+
+macro_rules! loss3_case {
+    ($name:expr, $m:expr) => {{
+        let mut m = $m;
+        let f = |m: &_, x: &[Tensor]| -> Result<Tensor> { call3(m, x) };
+        let c = check($name, &mut m, f);
+        gradcheck_module(m, &inputs(&c), f);
+    }};
+}
 
 fn call<L: Loss>(m: &L, x: &[Tensor]) -> Result<Tensor> {
     m.run(&x[0], &x[1])
@@ -212,4 +252,204 @@ fn bad_shapes_name_the_loss() {
     );
     let e = err(NLLLoss::new().forward(&a, &t));
     assert!(e.contains("NLLLoss"), "{e}");
+}
+
+#[test]
+fn margin_losses_match_pytorch() {
+    loss3_case!("margin_ranking", MarginRankingLoss::new());
+    loss3_case!(
+        "margin_ranking_sum",
+        MarginRankingLoss::new()
+            .margin(0.5)
+            .reduction(Reduction::Sum)
+    );
+    loss3_case!(
+        "margin_ranking_none",
+        MarginRankingLoss::new()
+            .margin(0.3)
+            .reduction(Reduction::None)
+    );
+    loss_case!("hinge_embedding", HingeEmbeddingLoss::new());
+    loss_case!(
+        "hinge_embedding_none",
+        HingeEmbeddingLoss::new()
+            .margin(0.5)
+            .reduction(Reduction::None)
+    );
+    loss_case!("soft_margin", SoftMarginLoss::new());
+    loss_case!(
+        "soft_margin_sum",
+        SoftMarginLoss::new().reduction(Reduction::Sum)
+    );
+    loss3_case!("cosine_embedding", CosineEmbeddingLoss::new().margin(0.2));
+    loss3_case!(
+        "cosine_embedding_unbatched",
+        CosineEmbeddingLoss::new()
+            .margin(-0.5)
+            .reduction(Reduction::None)
+    );
+    loss3_case!("triplet", TripletMarginLoss::new());
+    loss3_case!(
+        "triplet_swap_p1",
+        TripletMarginLoss::new()
+            .margin(2.0)
+            .p(1.0)
+            .swap(true)
+            .reduction(Reduction::None)
+    );
+    loss_case!("multi_margin", MultiMarginLoss::new());
+    loss_case!(
+        "multi_margin_p2_weight",
+        MultiMarginLoss::new()
+            .p(2)
+            .margin(0.7)
+            .weight(w5())
+            .reduction(Reduction::None)
+    );
+    loss_case!("multilabel_margin", MultiLabelMarginLoss::new());
+    loss_case!(
+        "multilabel_margin_unbatched",
+        MultiLabelMarginLoss::new().reduction(Reduction::None)
+    );
+    loss_case!("multilabel_soft_margin", MultiLabelSoftMarginLoss::new());
+    loss_case!(
+        "multilabel_soft_margin_weight",
+        MultiLabelSoftMarginLoss::new()
+            .weight(w5())
+            .reduction(Reduction::None)
+    );
+}
+
+#[test]
+fn likelihood_losses_match_pytorch() {
+    loss_case!("poisson_nll", PoissonNLLLoss::new());
+    loss_case!(
+        "poisson_nll_full_rates",
+        PoissonNLLLoss::new()
+            .log_input(false)
+            .full(true)
+            .eps(1e-3)
+            .reduction(Reduction::Sum)
+    );
+    loss3_case!("gaussian_nll", GaussianNLLLoss::new());
+    loss3_case!(
+        "gaussian_nll_homo",
+        GaussianNLLLoss::new().full(true).reduction(Reduction::Sum)
+    );
+    loss3_case!(
+        "gaussian_nll_homo_last1",
+        GaussianNLLLoss::new().reduction(Reduction::None)
+    );
+    // Variances below eps are clamped in value while the gradient passes through, as in
+    // PyTorch; a finite difference there sees the clamp, so this case has no gradcheck.
+    let mut m = GaussianNLLLoss::new().eps(0.1).reduction(Reduction::None);
+    check(
+        "gaussian_nll_clamp",
+        &mut m,
+        |m: &GaussianNLLLoss, x: &[Tensor]| call3(m, x),
+    );
+}
+
+#[test]
+fn new_losses_check_arguments_like_pytorch() {
+    let a = Tensor::ones([2, 3], DType::F64).unwrap();
+    let v = Tensor::ones([3], DType::F64).unwrap();
+    let e = err(MarginRankingLoss::new().forward(&a, &a, &v));
+    assert!(
+        e.contains("All input tensors should have same dimension") && e.contains("[3]"),
+        "{e}"
+    );
+    let e = err(TripletMarginLoss::new().margin(0.0).forward(&a, &a, &a));
+    assert!(e.contains("margin must be greater than 0, got 0"), "{e}");
+    let e = err(TripletMarginLoss::new().forward(&a, &a, &v));
+    assert!(e.contains("anchor 2D, positive 2D, and negative 1D"), "{e}");
+    let e = err(GaussianNLLLoss::new().forward(&a, &a, &v.neg().unwrap()));
+    assert!(e.contains("var has negative entry/entries"), "{e}");
+    let bad_var = Tensor::ones([3, 2], DType::F64).unwrap();
+    let e = err(GaussianNLLLoss::new().forward(&a, &a, &bad_var));
+    assert!(e.contains("var is of incorrect size"), "{e}");
+    // var one dim short of the input, or with one mismatched dim, broadcasts.
+    for shape in [vec![2], vec![2, 1], vec![1, 3]] {
+        let var = Tensor::ones(shape.as_slice(), DType::F64).unwrap();
+        GaussianNLLLoss::new().forward(&a, &a, &var).unwrap();
+    }
+    let t = Tensor::from([0i64, 2]);
+    let e = err(MultiMarginLoss::new().p(3).forward(&a, &t));
+    assert!(e.contains("only p == 1 and p == 2 supported"), "{e}");
+    let w = Some(Tensor::ones([1, 3], DType::F64).unwrap());
+    let e = err(MultiMarginLoss::new().weight(w).forward(&a, &t));
+    assert!(e.contains("weight must be one-dimensional"), "{e}");
+    let e = err(CosineEmbeddingLoss::new().forward(&v, &v, &t));
+    assert!(
+        e.contains("1D target tensor expects 2D input tensors"),
+        "{e}"
+    );
+}
+
+#[test]
+fn functional_forms_agree_with_modules() {
+    use kiln_nn::functional as F;
+    let c = common::case("triplet_swap_p1");
+    let x = inputs(&c);
+    let want = common::get(&c, "out").unwrap();
+    let got =
+        F::triplet_margin_loss_with(&x[0], &x[1], &x[2], 2.0, 1.0, 1e-6, true, Reduction::None)
+            .unwrap();
+    common::assert_close("F::triplet_margin_loss", &got, want);
+    let c = common::case("gaussian_nll_homo");
+    let x = inputs(&c);
+    let got = F::gaussian_nll_loss_with(&x[0], &x[1], &x[2], true, 1e-6, Reduction::Sum).unwrap();
+    common::assert_close(
+        "F::gaussian_nll_loss",
+        &got,
+        common::get(&c, "out").unwrap(),
+    );
+    let c = common::case("multilabel_soft_margin");
+    let x = inputs(&c);
+    let got = F::multilabel_soft_margin_loss(&x[0], &x[1]).unwrap();
+    common::assert_close(
+        "F::multilabel_soft_margin_loss",
+        &got,
+        common::get(&c, "out").unwrap(),
+    );
+    let c = common::case("poisson_nll");
+    let x = inputs(&c);
+    let got = F::poisson_nll_loss(&x[0], &x[1]).unwrap();
+    common::assert_close("F::poisson_nll_loss", &got, common::get(&c, "out").unwrap());
+    let c = common::case("margin_ranking");
+    let x = inputs(&c);
+    let got = F::margin_ranking_loss(&x[0], &x[1], &x[2]).unwrap();
+    common::assert_close(
+        "F::margin_ranking_loss",
+        &got,
+        common::get(&c, "out").unwrap(),
+    );
+    let c = common::case("cosine_embedding");
+    let x = inputs(&c);
+    let got = F::cosine_embedding_loss_with(&x[0], &x[1], &x[2], 0.2, Reduction::Mean).unwrap();
+    common::assert_close(
+        "F::cosine_embedding_loss",
+        &got,
+        common::get(&c, "out").unwrap(),
+    );
+    let c = common::case("hinge_embedding");
+    let x = inputs(&c);
+    let got = F::hinge_embedding_loss(&x[0], &x[1]).unwrap();
+    common::assert_close(
+        "F::hinge_embedding_loss",
+        &got,
+        common::get(&c, "out").unwrap(),
+    );
+    let c = common::case("soft_margin_sum");
+    let x = inputs(&c);
+    let got = F::soft_margin_loss_with(&x[0], &x[1], Reduction::Sum).unwrap();
+    common::assert_close("F::soft_margin_loss", &got, common::get(&c, "out").unwrap());
+    let c = common::case("multi_margin");
+    let x = inputs(&c);
+    let got = F::multi_margin_loss(&x[0], &x[1]).unwrap();
+    common::assert_close(
+        "F::multi_margin_loss",
+        &got,
+        common::get(&c, "out").unwrap(),
+    );
 }

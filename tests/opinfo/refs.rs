@@ -13,6 +13,8 @@ mod elementwise;
 mod indexing;
 #[path = "refs/linalg.rs"]
 mod linalg;
+#[path = "refs/losses.rs"]
+mod losses;
 #[path = "refs/nn.rs"]
 mod nn;
 #[path = "refs/norm.rs"]
@@ -25,6 +27,7 @@ pub use elementwise::*;
 pub use indexing::*;
 use kiln::DType;
 pub use linalg::*;
+pub use losses::*;
 pub use nn::*;
 pub use norm::*;
 pub use shaping::*;

@@ -28,6 +28,8 @@ mod elementwise;
 mod indexing;
 #[path = "samples/linalg.rs"]
 mod linalg;
+#[path = "samples/losses.rs"]
+mod losses;
 #[path = "samples/nn.rs"]
 mod nn;
 #[path = "samples/norm.rs"]
@@ -42,6 +44,7 @@ pub use elementwise::*;
 pub use indexing::*;
 use kiln::{DType, Device, Generator, Scalar, Tensor};
 pub use linalg::*;
+pub use losses::*;
 pub use nn::*;
 pub use norm::*;
 pub use reducing::*;

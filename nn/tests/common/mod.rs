@@ -1,5 +1,5 @@
 //! Shared by the layer and loss tests: the PyTorch reference data (`data/layers_ref.txt`,
-//! written by `data/gen_layers.py`) and the checks every layer goes through.
+//! written by `data/gen_layers.py`, and `data/losses_ref.txt`, by `data/gen_losses.py`) and the checks every layer goes through.
 #![allow(dead_code)]
 
 use kiln::autograd::{gradcheck, GradcheckOptions};
@@ -12,10 +12,14 @@ use std::collections::HashMap;
 pub type Case = Vec<(String, Tensor)>;
 
 fn parse() -> HashMap<String, Case> {
-    let text = include_str!("../data/layers_ref.txt");
+    let texts = [
+        include_str!("../data/layers_ref.txt"),
+        include_str!("../data/losses_ref.txt"),
+    ];
     let mut cases: HashMap<String, Case> = HashMap::new();
-    for line in text
-        .lines()
+    for line in texts
+        .iter()
+        .flat_map(|t| t.lines())
         .filter(|l| !l.starts_with('#') && !l.is_empty())
     {
         let mut it = line.split(' ');
