@@ -11,14 +11,19 @@ fn kiln_conv(c: &mut Criterion) {
     use kiln::{DType, Tensor};
     kiln::manual_seed(0);
     let x = Tensor::randn(&X, DType::F32).unwrap();
-    let w = Tensor::randn(&W, DType::F32).unwrap().mul_scalar(0.2).unwrap();
+    let w = Tensor::randn(&W, DType::F32)
+        .unwrap()
+        .mul_scalar(0.2)
+        .unwrap();
     let mut g = c.benchmark_group("conv2d_fwd");
     g.sample_size(20);
     g.bench_function("kiln", |b| {
         b.iter(|| black_box(kiln::conv2d_with(&x, &w, None, &[1], &[1], &[1], 1).unwrap()))
     });
     let (cx, cw) = candle_inputs(&x, &w);
-    g.bench_function("candle", |b| b.iter(|| black_box(cx.conv2d(&cw, 1, 1, 1, 1).unwrap())));
+    g.bench_function("candle", |b| {
+        b.iter(|| black_box(cx.conv2d(&cw, 1, 1, 1, 1).unwrap()))
+    });
     g.finish();
 
     let mut g = c.benchmark_group("conv2d_fwd_bwd");

@@ -35,8 +35,8 @@ fn mlp_step(c: &mut Criterion) {
         g.bench_function("kiln", |b| {
             b.iter(|| {
                 opt.zero_grad().unwrap();
-                let loss = kiln::nn::functional::cross_entropy(&net.forward(&x).unwrap(), &y)
-                    .unwrap();
+                let loss =
+                    kiln::nn::functional::cross_entropy(&net.forward(&x).unwrap(), &y).unwrap();
                 loss.backward().unwrap();
                 opt.step().unwrap();
                 black_box(loss)
@@ -55,8 +55,8 @@ fn mlp_step(c: &mut Criterion) {
         let l3 = linear(DIMS[2], DIMS[3], vb.pp("l3")).unwrap();
         let mut opt = SGD::new(varmap.all_vars(), 0.01).unwrap();
         let x = Tensor::randn(0f32, 1f32, (B, DIMS[0]), &dev).unwrap();
-        let y = Tensor::from_vec((0..B as u32).map(|i| i % 10).collect::<Vec<_>>(), B, &dev)
-            .unwrap();
+        let y =
+            Tensor::from_vec((0..B as u32).map(|i| i % 10).collect::<Vec<_>>(), B, &dev).unwrap();
         g.bench_function("candle", |b| {
             b.iter(|| {
                 let h = l1.forward(&x).unwrap().relu().unwrap();
