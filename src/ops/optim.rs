@@ -245,6 +245,35 @@ fn check_step(op: &str, i: usize, step: f64) -> Result<()> {
     Ok(())
 }
 
+/// One parameter's fused step: the CUDA launcher `$cuda` for a GPU tensor, else the CPU
+/// kernel `$one::<T>` for its dtype; then every tensor written (all of the group but the
+/// gradient, `group[1]`) gets a new version.
+macro_rules! step_one {
+    ($op:expr, $p:expr, $g:expr, $h:expr, $cuda:path, $one:ident) => {{
+        #[cfg(feature = "cuda")]
+        let on_gpu = $p.device() != Device::Cpu;
+        #[cfg(not(feature = "cuda"))]
+        let on_gpu = false;
+        if on_gpu {
+            #[cfg(feature = "cuda")]
+            $cuda($op, &$g, &$h)?;
+        } else {
+            match $p.dtype() {
+                DType::F32 => $one::<f32>(&$g, &$h),
+                DType::F64 => $one::<f64>(&$g, &$h),
+                DType::F16 => $one::<half::f16>(&$g, &$h),
+                DType::BF16 => $one::<half::bf16>(&$g, &$h),
+                _ => unreachable!("dtype checked above"),
+            }
+        }
+        for (j, t) in $g.iter().enumerate() {
+            if j != 1 {
+                t.storage().bump_version();
+            }
+        }
+    }};
+}
+
 #[allow(clippy::too_many_arguments)]
 fn adam_impl(
     op: &str,
@@ -288,24 +317,7 @@ fn adam_impl(
     for (i, (p, &step)) in params.iter().zip(state_steps).enumerate() {
         let g = group(i);
         let h = AdamStep { step, ..h };
-        #[cfg(feature = "cuda")]
-        if p.device() != Device::Cpu {
-            crate::cuda::ops::optim::fused_adam(op, &g, &h)?;
-            for t in std::iter::once(g[0]).chain(g[2..].iter().copied()) {
-                t.storage().bump_version();
-            }
-            continue;
-        }
-        match p.dtype() {
-            DType::F32 => adam_one::<f32>(&g, &h),
-            DType::F64 => adam_one::<f64>(&g, &h),
-            DType::F16 => adam_one::<half::f16>(&g, &h),
-            DType::BF16 => adam_one::<half::bf16>(&g, &h),
-            _ => unreachable!("dtype checked above"),
-        }
-        for t in std::iter::once(g[0]).chain(g[2..].iter().copied()) {
-            t.storage().bump_version();
-        }
+        step_one!(op, p, g, h, crate::cuda::ops::optim::fused_adam, adam_one);
     }
     Ok(())
 }
@@ -442,24 +454,7 @@ pub fn _fused_sgd_(
     };
     for (i, p) in params.iter().enumerate() {
         let g = group(i);
-        #[cfg(feature = "cuda")]
-        if p.device() != Device::Cpu {
-            crate::cuda::ops::optim::fused_sgd(op, &g, &h)?;
-            for t in std::iter::once(g[0]).chain(g[2..].iter().copied()) {
-                t.storage().bump_version();
-            }
-            continue;
-        }
-        match p.dtype() {
-            DType::F32 => sgd_one::<f32>(&g, &h),
-            DType::F64 => sgd_one::<f64>(&g, &h),
-            DType::F16 => sgd_one::<half::f16>(&g, &h),
-            DType::BF16 => sgd_one::<half::bf16>(&g, &h),
-            _ => unreachable!("dtype checked above"),
-        }
-        for t in std::iter::once(g[0]).chain(g[2..].iter().copied()) {
-            t.storage().bump_version();
-        }
+        step_one!(op, p, g, h, crate::cuda::ops::optim::fused_sgd, sgd_one);
     }
     Ok(())
 }
@@ -528,24 +523,14 @@ pub fn _fused_rmsprop_(
     };
     for (i, p) in params.iter().enumerate() {
         let g = group(i);
-        #[cfg(feature = "cuda")]
-        if p.device() != Device::Cpu {
-            crate::cuda::ops::optim::fused_rmsprop(op, &g, &h)?;
-            for t in std::iter::once(g[0]).chain(g[2..].iter().copied()) {
-                t.storage().bump_version();
-            }
-            continue;
-        }
-        match p.dtype() {
-            DType::F32 => rmsprop_one::<f32>(&g, &h),
-            DType::F64 => rmsprop_one::<f64>(&g, &h),
-            DType::F16 => rmsprop_one::<half::f16>(&g, &h),
-            DType::BF16 => rmsprop_one::<half::bf16>(&g, &h),
-            _ => unreachable!("dtype checked above"),
-        }
-        for t in std::iter::once(g[0]).chain(g[2..].iter().copied()) {
-            t.storage().bump_version();
-        }
+        step_one!(
+            op,
+            p,
+            g,
+            h,
+            crate::cuda::ops::optim::fused_rmsprop,
+            rmsprop_one
+        );
     }
     Ok(())
 }
@@ -594,24 +579,14 @@ pub fn _fused_adagrad_(
             step,
             maximize,
         };
-        #[cfg(feature = "cuda")]
-        if p.device() != Device::Cpu {
-            crate::cuda::ops::optim::fused_adagrad(op, &g, &h)?;
-            for t in [g[0], g[2]] {
-                t.storage().bump_version();
-            }
-            continue;
-        }
-        match p.dtype() {
-            DType::F32 => adagrad_one::<f32>(&g, &h),
-            DType::F64 => adagrad_one::<f64>(&g, &h),
-            DType::F16 => adagrad_one::<half::f16>(&g, &h),
-            DType::BF16 => adagrad_one::<half::bf16>(&g, &h),
-            _ => unreachable!("dtype checked above"),
-        }
-        for t in [g[0], g[2]] {
-            t.storage().bump_version();
-        }
+        step_one!(
+            op,
+            p,
+            g,
+            h,
+            crate::cuda::ops::optim::fused_adagrad,
+            adagrad_one
+        );
     }
     Ok(())
 }
