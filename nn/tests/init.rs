@@ -104,10 +104,14 @@ fn assert_orthogonal(shape: &[usize], gain: f64) {
     let rows = shape[0];
     let cols: usize = shape[1..].iter().product();
     let v = values(&w.detach().to_dtype(DType::F64).unwrap());
-    let (n, len, at): (usize, usize, Box<dyn Fn(usize, usize) -> f64>) = if rows <= cols {
-        (rows, cols, Box::new(|i, k| v[i * cols + k]))
-    } else {
-        (cols, rows, Box::new(|i, k| v[k * cols + i]))
+    let by_rows = rows <= cols;
+    let (n, len) = if by_rows { (rows, cols) } else { (cols, rows) };
+    let at = |i: usize, k: usize| {
+        if by_rows {
+            v[i * cols + k]
+        } else {
+            v[k * cols + i]
+        }
     };
     for i in 0..n {
         for j in 0..n {
