@@ -67,12 +67,20 @@ fn same_shape(loss: &str, input: &Tensor, target: &Tensor) -> Result<()> {
     Ok(())
 }
 
-macro_rules! reduction_setter {
-    () => {
-        pub fn reduction(mut self, r: Reduction) -> Self {
-            self.reduction = r;
+/// Builder-style setters named after PyTorch's keyword arguments: `setters!(margin: f64)`
+/// writes `pub fn margin(mut self, margin: f64) -> Self`.
+macro_rules! setters {
+    ($($name:ident: $ty:ty),+ $(,)?) => {$(
+        pub fn $name(mut self, $name: $ty) -> Self {
+            self.$name = $name;
             self
         }
+    )+};
+}
+
+macro_rules! reduction_setter {
+    () => {
+        setters!(reduction: Reduction);
     };
 }
 
@@ -137,10 +145,7 @@ impl SmoothL1Loss {
         Self::default()
     }
     reduction_setter!();
-    pub fn beta(mut self, b: f64) -> Self {
-        self.beta = b;
-        self
-    }
+    setters!(beta: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("SmoothL1Loss", input, target)?;
         kiln::smooth_l1_loss_with(input, target, self.reduction.as_int(), self.beta)
@@ -170,10 +175,7 @@ impl HuberLoss {
         Self::default()
     }
     reduction_setter!();
-    pub fn delta(mut self, d: f64) -> Self {
-        self.delta = d;
-        self
-    }
+    setters!(delta: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("HuberLoss", input, target)?;
         kiln::huber_loss_with(input, target, self.reduction.as_int(), self.delta)
@@ -196,10 +198,7 @@ impl BCELoss {
         Self::default()
     }
     reduction_setter!();
-    pub fn weight(mut self, w: Option<Tensor>) -> Self {
-        self.weight = w;
-        self
-    }
+    setters!(weight: Option<Tensor>);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("BCELoss", input, target)?;
         kiln::binary_cross_entropy_with(
@@ -229,14 +228,7 @@ impl BCEWithLogitsLoss {
         Self::default()
     }
     reduction_setter!();
-    pub fn weight(mut self, w: Option<Tensor>) -> Self {
-        self.weight = w;
-        self
-    }
-    pub fn pos_weight(mut self, w: Option<Tensor>) -> Self {
-        self.pos_weight = w;
-        self
-    }
+    setters!(weight: Option<Tensor>, pos_weight: Option<Tensor>);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("BCEWithLogitsLoss", input, target)?;
         kiln::binary_cross_entropy_with_logits_with(
@@ -276,14 +268,7 @@ impl NLLLoss {
         Self::default()
     }
     reduction_setter!();
-    pub fn weight(mut self, w: Option<Tensor>) -> Self {
-        self.weight = w;
-        self
-    }
-    pub fn ignore_index(mut self, i: i64) -> Self {
-        self.ignore_index = i;
-        self
-    }
+    setters!(weight: Option<Tensor>, ignore_index: i64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         class_shapes("NLLLoss", input, target, false)?;
         kiln::nll_loss_with(
@@ -347,18 +332,7 @@ impl CrossEntropyLoss {
         Self::default()
     }
     reduction_setter!();
-    pub fn weight(mut self, w: Option<Tensor>) -> Self {
-        self.weight = w;
-        self
-    }
-    pub fn ignore_index(mut self, i: i64) -> Self {
-        self.ignore_index = i;
-        self
-    }
-    pub fn label_smoothing(mut self, s: f64) -> Self {
-        self.label_smoothing = s;
-        self
-    }
+    setters!(weight: Option<Tensor>, ignore_index: i64, label_smoothing: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         class_shapes("CrossEntropyLoss", input, target, true)?;
         kiln::cross_entropy_loss_with(
@@ -433,14 +407,7 @@ impl KLDivLoss {
     pub fn new() -> Self {
         Self::default()
     }
-    pub fn reduction(mut self, r: KLDivReduction) -> Self {
-        self.reduction = r;
-        self
-    }
-    pub fn log_target(mut self, l: bool) -> Self {
-        self.log_target = l;
-        self
-    }
+    setters!(reduction: KLDivReduction, log_target: bool);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("KLDivLoss", input, target)?;
         kl_div(input, target, self.reduction, self.log_target)
@@ -488,10 +455,7 @@ impl MarginRankingLoss {
         Self::default()
     }
     reduction_setter!();
-    pub fn margin(mut self, m: f64) -> Self {
-        self.margin = m;
-        self
-    }
+    setters!(margin: f64);
     pub fn forward(&self, input1: &Tensor, input2: &Tensor, target: &Tensor) -> Result<Tensor> {
         margin_ranking_loss(input1, input2, target, self.margin, self.reduction)
     }
@@ -521,10 +485,7 @@ impl HingeEmbeddingLoss {
         Self::default()
     }
     reduction_setter!();
-    pub fn margin(mut self, m: f64) -> Self {
-        self.margin = m;
-        self
-    }
+    setters!(margin: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         kiln::hinge_embedding_loss_with(input, target, self.margin, self.reduction.as_int())
     }
@@ -564,10 +525,7 @@ impl CosineEmbeddingLoss {
         Self::default()
     }
     reduction_setter!();
-    pub fn margin(mut self, m: f64) -> Self {
-        self.margin = m;
-        self
-    }
+    setters!(margin: f64);
     pub fn forward(&self, input1: &Tensor, input2: &Tensor, target: &Tensor) -> Result<Tensor> {
         kiln::cosine_embedding_loss_with(
             input1,
@@ -639,22 +597,7 @@ impl TripletMarginLoss {
         Self::default()
     }
     reduction_setter!();
-    pub fn margin(mut self, m: f64) -> Self {
-        self.margin = m;
-        self
-    }
-    pub fn p(mut self, p: f64) -> Self {
-        self.p = p;
-        self
-    }
-    pub fn eps(mut self, e: f64) -> Self {
-        self.eps = e;
-        self
-    }
-    pub fn swap(mut self, s: bool) -> Self {
-        self.swap = s;
-        self
-    }
+    setters!(margin: f64, p: f64, eps: f64, swap: bool);
     pub fn forward(&self, anchor: &Tensor, positive: &Tensor, negative: &Tensor) -> Result<Tensor> {
         triplet_margin_loss(
             anchor,
@@ -698,18 +641,7 @@ impl PoissonNLLLoss {
         Self::default()
     }
     reduction_setter!();
-    pub fn log_input(mut self, l: bool) -> Self {
-        self.log_input = l;
-        self
-    }
-    pub fn full(mut self, f: bool) -> Self {
-        self.full = f;
-        self
-    }
-    pub fn eps(mut self, e: f64) -> Self {
-        self.eps = e;
-        self
-    }
+    setters!(log_input: bool, full: bool, eps: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         kiln::poisson_nll_loss(
             input,
@@ -804,14 +736,7 @@ impl GaussianNLLLoss {
         Self::default()
     }
     reduction_setter!();
-    pub fn full(mut self, f: bool) -> Self {
-        self.full = f;
-        self
-    }
-    pub fn eps(mut self, e: f64) -> Self {
-        self.eps = e;
-        self
-    }
+    setters!(full: bool, eps: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor, var: &Tensor) -> Result<Tensor> {
         gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
     }
@@ -867,10 +792,7 @@ impl MultiLabelSoftMarginLoss {
         Self::default()
     }
     reduction_setter!();
-    pub fn weight(mut self, w: Option<Tensor>) -> Self {
-        self.weight = w;
-        self
-    }
+    setters!(weight: Option<Tensor>);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         multilabel_soft_margin_loss(input, target, self.weight.as_ref(), self.reduction)
     }
@@ -929,18 +851,7 @@ impl MultiMarginLoss {
         Self::default()
     }
     reduction_setter!();
-    pub fn p(mut self, p: i64) -> Self {
-        self.p = p;
-        self
-    }
-    pub fn margin(mut self, m: f64) -> Self {
-        self.margin = m;
-        self
-    }
-    pub fn weight(mut self, w: Option<Tensor>) -> Self {
-        self.weight = w;
-        self
-    }
+    setters!(p: i64, margin: f64, weight: Option<Tensor>);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         multi_margin_loss(
             input,
