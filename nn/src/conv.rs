@@ -126,22 +126,7 @@ impl<const N: usize> ConvOptions<N> {
         self.dilation = d.into_size();
         self
     }
-    pub fn groups(mut self, g: usize) -> Self {
-        self.groups = g;
-        self
-    }
-    pub fn bias(mut self, b: bool) -> Self {
-        self.bias = b;
-        self
-    }
-    pub fn padding_mode(mut self, m: PaddingMode) -> Self {
-        self.padding_mode = m;
-        self
-    }
-    pub fn dtype(mut self, d: DType) -> Self {
-        self.dtype = d;
-        self
-    }
+    crate::setters!(groups: usize, bias: bool, padding_mode: PaddingMode, dtype: DType);
 }
 
 /// PyTorch's `_ConvNd.reset_parameters`: kaiming_uniform(a=√5) on the weight, the bias
@@ -456,22 +441,12 @@ impl<const N: usize> ConvTransposeOptions<N> {
         self.output_padding = p.into_size();
         self
     }
-    pub fn groups(mut self, g: usize) -> Self {
-        self.groups = g;
-        self
-    }
-    pub fn bias(mut self, b: bool) -> Self {
-        self.bias = b;
-        self
-    }
+    crate::setters!(groups: usize, bias: bool);
     pub fn dilation(mut self, d: impl IntoSize<N>) -> Self {
         self.dilation = d.into_size();
         self
     }
-    pub fn dtype(mut self, d: DType) -> Self {
-        self.dtype = d;
-        self
-    }
+    crate::setters!(dtype: DType);
 }
 
 /// `nn.ConvTranspose1d` / `nn.ConvTranspose2d`: weight

@@ -31,26 +31,7 @@ impl Default for EmbeddingOptions {
 }
 
 impl EmbeddingOptions {
-    pub fn padding_idx(mut self, p: Option<i64>) -> Self {
-        self.padding_idx = p;
-        self
-    }
-    pub fn max_norm(mut self, m: Option<f64>) -> Self {
-        self.max_norm = m;
-        self
-    }
-    pub fn norm_type(mut self, p: f64) -> Self {
-        self.norm_type = p;
-        self
-    }
-    pub fn scale_grad_by_freq(mut self, s: bool) -> Self {
-        self.scale_grad_by_freq = s;
-        self
-    }
-    pub fn dtype(mut self, d: DType) -> Self {
-        self.dtype = d;
-        self
-    }
+    crate::setters!(padding_idx: Option<i64>, max_norm: Option<f64>, norm_type: f64, scale_grad_by_freq: bool, dtype: DType);
 }
 
 /// `nn.Embedding(num_embeddings, embedding_dim, padding_idx=None, max_norm=None,

@@ -23,6 +23,19 @@
 //! (three for `MarginRankingLoss`, `CosineEmbeddingLoss`, `TripletMarginLoss`,
 //! `GaussianNLLLoss`).
 
+/// Builder-style setters named after PyTorch's keyword arguments: `setters!(margin: f64)`
+/// writes `pub fn margin(mut self, margin: f64) -> Self`.
+macro_rules! setters {
+    ($($name:ident: $ty:ty),+ $(,)?) => {$(
+        pub fn $name(mut self, $name: $ty) -> Self {
+            self.$name = $name;
+            self
+        }
+    )+};
+}
+
+pub(crate) use setters;
+
 pub mod activation;
 pub mod attention;
 pub mod bilinear;

@@ -67,20 +67,9 @@ fn same_shape(loss: &str, input: &Tensor, target: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// Builder-style setters named after PyTorch's keyword arguments: `setters!(margin: f64)`
-/// writes `pub fn margin(mut self, margin: f64) -> Self`.
-macro_rules! setters {
-    ($($name:ident: $ty:ty),+ $(,)?) => {$(
-        pub fn $name(mut self, $name: $ty) -> Self {
-            self.$name = $name;
-            self
-        }
-    )+};
-}
-
 macro_rules! reduction_setter {
     () => {
-        setters!(reduction: Reduction);
+        crate::setters!(reduction: Reduction);
     };
 }
 
@@ -145,7 +134,7 @@ impl SmoothL1Loss {
         Self::default()
     }
     reduction_setter!();
-    setters!(beta: f64);
+    crate::setters!(beta: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("SmoothL1Loss", input, target)?;
         kiln::smooth_l1_loss_with(input, target, self.reduction.as_int(), self.beta)
@@ -175,7 +164,7 @@ impl HuberLoss {
         Self::default()
     }
     reduction_setter!();
-    setters!(delta: f64);
+    crate::setters!(delta: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("HuberLoss", input, target)?;
         kiln::huber_loss_with(input, target, self.reduction.as_int(), self.delta)
@@ -198,7 +187,7 @@ impl BCELoss {
         Self::default()
     }
     reduction_setter!();
-    setters!(weight: Option<Tensor>);
+    crate::setters!(weight: Option<Tensor>);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("BCELoss", input, target)?;
         kiln::binary_cross_entropy_with(
@@ -228,7 +217,7 @@ impl BCEWithLogitsLoss {
         Self::default()
     }
     reduction_setter!();
-    setters!(weight: Option<Tensor>, pos_weight: Option<Tensor>);
+    crate::setters!(weight: Option<Tensor>, pos_weight: Option<Tensor>);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("BCEWithLogitsLoss", input, target)?;
         kiln::binary_cross_entropy_with_logits_with(
@@ -268,7 +257,7 @@ impl NLLLoss {
         Self::default()
     }
     reduction_setter!();
-    setters!(weight: Option<Tensor>, ignore_index: i64);
+    crate::setters!(weight: Option<Tensor>, ignore_index: i64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         class_shapes("NLLLoss", input, target, false)?;
         kiln::nll_loss_with(
@@ -332,7 +321,7 @@ impl CrossEntropyLoss {
         Self::default()
     }
     reduction_setter!();
-    setters!(weight: Option<Tensor>, ignore_index: i64, label_smoothing: f64);
+    crate::setters!(weight: Option<Tensor>, ignore_index: i64, label_smoothing: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         class_shapes("CrossEntropyLoss", input, target, true)?;
         kiln::cross_entropy_loss_with(
@@ -407,7 +396,7 @@ impl KLDivLoss {
     pub fn new() -> Self {
         Self::default()
     }
-    setters!(reduction: KLDivReduction, log_target: bool);
+    crate::setters!(reduction: KLDivReduction, log_target: bool);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("KLDivLoss", input, target)?;
         kl_div(input, target, self.reduction, self.log_target)
@@ -455,7 +444,7 @@ impl MarginRankingLoss {
         Self::default()
     }
     reduction_setter!();
-    setters!(margin: f64);
+    crate::setters!(margin: f64);
     pub fn forward(&self, input1: &Tensor, input2: &Tensor, target: &Tensor) -> Result<Tensor> {
         margin_ranking_loss(input1, input2, target, self.margin, self.reduction)
     }
@@ -485,7 +474,7 @@ impl HingeEmbeddingLoss {
         Self::default()
     }
     reduction_setter!();
-    setters!(margin: f64);
+    crate::setters!(margin: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         kiln::hinge_embedding_loss_with(input, target, self.margin, self.reduction.as_int())
     }
@@ -525,7 +514,7 @@ impl CosineEmbeddingLoss {
         Self::default()
     }
     reduction_setter!();
-    setters!(margin: f64);
+    crate::setters!(margin: f64);
     pub fn forward(&self, input1: &Tensor, input2: &Tensor, target: &Tensor) -> Result<Tensor> {
         kiln::cosine_embedding_loss_with(
             input1,
@@ -597,7 +586,7 @@ impl TripletMarginLoss {
         Self::default()
     }
     reduction_setter!();
-    setters!(margin: f64, p: f64, eps: f64, swap: bool);
+    crate::setters!(margin: f64, p: f64, eps: f64, swap: bool);
     pub fn forward(&self, anchor: &Tensor, positive: &Tensor, negative: &Tensor) -> Result<Tensor> {
         triplet_margin_loss(
             anchor,
@@ -641,7 +630,7 @@ impl PoissonNLLLoss {
         Self::default()
     }
     reduction_setter!();
-    setters!(log_input: bool, full: bool, eps: f64);
+    crate::setters!(log_input: bool, full: bool, eps: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         kiln::poisson_nll_loss(
             input,
@@ -736,7 +725,7 @@ impl GaussianNLLLoss {
         Self::default()
     }
     reduction_setter!();
-    setters!(full: bool, eps: f64);
+    crate::setters!(full: bool, eps: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor, var: &Tensor) -> Result<Tensor> {
         gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
     }
@@ -792,7 +781,7 @@ impl MultiLabelSoftMarginLoss {
         Self::default()
     }
     reduction_setter!();
-    setters!(weight: Option<Tensor>);
+    crate::setters!(weight: Option<Tensor>);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         multilabel_soft_margin_loss(input, target, self.weight.as_ref(), self.reduction)
     }
@@ -851,7 +840,7 @@ impl MultiMarginLoss {
         Self::default()
     }
     reduction_setter!();
-    setters!(p: i64, margin: f64, weight: Option<Tensor>);
+    crate::setters!(p: i64, margin: f64, weight: Option<Tensor>);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         multi_margin_loss(
             input,

@@ -30,26 +30,7 @@ impl Default for BatchNormOptions {
 }
 
 impl BatchNormOptions {
-    pub fn eps(mut self, e: f64) -> Self {
-        self.eps = e;
-        self
-    }
-    pub fn momentum(mut self, m: Option<f64>) -> Self {
-        self.momentum = m;
-        self
-    }
-    pub fn affine(mut self, a: bool) -> Self {
-        self.affine = a;
-        self
-    }
-    pub fn track_running_stats(mut self, t: bool) -> Self {
-        self.track_running_stats = t;
-        self
-    }
-    pub fn dtype(mut self, d: DType) -> Self {
-        self.dtype = d;
-        self
-    }
+    crate::setters!(eps: f64, momentum: Option<f64>, affine: bool, track_running_stats: bool, dtype: DType);
 }
 
 /// `nn.BatchNorm1d` / `2d` / `3d` (`D`): parameters `weight` (ones) and `bias` (zeros) when

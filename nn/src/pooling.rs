@@ -70,10 +70,7 @@ impl<const N: usize> MaxPool<N> {
         self.dilation = d.into_size();
         self
     }
-    pub fn ceil_mode(mut self, c: bool) -> Self {
-        self.ceil_mode = c;
-        self
-    }
+    crate::setters!(ceil_mode: bool);
 
     /// `return_indices=True`: `(values, indices)`, indices into each flattened spatial plane
     /// (int64), as PyTorch's.
@@ -161,14 +158,7 @@ impl<const N: usize> AvgPool<N> {
         self.padding = p.into_size();
         self
     }
-    pub fn ceil_mode(mut self, c: bool) -> Self {
-        self.ceil_mode = c;
-        self
-    }
-    pub fn count_include_pad(mut self, c: bool) -> Self {
-        self.count_include_pad = c;
-        self
-    }
+    crate::setters!(ceil_mode: bool, count_include_pad: bool);
     /// `divisor_override` (AvgPool2d only in PyTorch; 1d rejects it at forward).
     pub fn divisor_override(mut self, d: Option<usize>) -> Self {
         self.divisor_override = d;
