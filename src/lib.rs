@@ -23,6 +23,14 @@ pub use tensor::{
     Layout, NewAxis, Scalar, ScalarOperand, SliceRange, Tensor, TensorData, TensorIndexer,
 };
 
+/// The CPU backend's buffer cache (see [`tensor::cache`]): large freed buffers are reused
+/// by later allocations of the same dtype and size class.
+pub mod cpu {
+    pub use crate::tensor::cache::{
+        cached_bytes, empty_cache, limit as cache_limit, set_limit as set_cache_limit,
+    };
+}
+
 /// Sets how many threads kiln's kernels use (PyTorch's `torch.set_num_threads`); the
 /// default is `KILN_NUM_THREADS` or the number of cores. Kernels called from a worker of
 /// another rayon pool run on that worker alone, so kiln never waits on work it did not start.

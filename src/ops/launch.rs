@@ -200,7 +200,7 @@ pub(crate) fn output(
             Ok(d.clone())
         }
         _ => {
-            let out = Tensor::alloc_on(op, shape, dtype, device)?;
+            let out = Tensor::alloc_empty_on(op, shape, dtype, device)?;
             Ok(match memory_order(shape, inputs) {
                 Some(order) => out.with_layout(Layout::dense_in_order(shape, &order)),
                 None => out,

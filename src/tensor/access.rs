@@ -224,7 +224,7 @@ impl Tensor {
 
     /// A contiguous copy in fresh storage, without autograd history.
     pub(crate) fn fresh_copy(&self) -> Result<Tensor> {
-        let out = Tensor::alloc_on("clone", self.shape(), self.dtype(), self.device())?;
+        let out = Tensor::alloc_empty_on("clone", self.shape(), self.dtype(), self.device())?;
         #[cfg(feature = "cuda")]
         if self.device().is_cuda() {
             crate::cuda::ops::copy("clone", self, &out)?;
@@ -266,7 +266,7 @@ impl Tensor {
 
     /// A contiguous copy with elements cast to `dtype`, without autograd history.
     pub(crate) fn cast_copy(&self, dtype: crate::DType) -> Result<Tensor> {
-        let out = Tensor::alloc_on("to", self.shape(), dtype, self.device())?;
+        let out = Tensor::alloc_empty_on("to", self.shape(), dtype, self.device())?;
         out.copy_data_from(self)?;
         Ok(out)
     }

@@ -12,6 +12,7 @@ pub mod operators;
 pub mod promotion;
 pub(crate) mod random;
 mod scalar;
+pub mod cache;
 pub(crate) mod storage;
 
 pub use create::TensorData;
@@ -126,6 +127,31 @@ impl Tensor {
             Layout::contiguous(shape),
             dtype,
         ))
+    }
+
+    /// A fresh contiguous tensor for a kernel that writes every element (PyTorch's
+    /// `empty`): on the CPU its values are whatever a cached buffer held (see
+    /// [`CpuBuffer::empty`]), never uninitialised memory.
+    pub(crate) fn alloc_empty(op: &str, shape: &[usize], dtype: DType) -> Result<Tensor> {
+        let n = storage_numel(op, shape, dtype)?;
+        Ok(Tensor::from_storage(
+            Arc::new(Storage::new(CpuBuffer::empty(op, dtype, n)?)),
+            Layout::contiguous(shape),
+            dtype,
+        ))
+    }
+
+    /// Like [`Tensor::alloc_empty`], on `device`.
+    pub(crate) fn alloc_empty_on(
+        op: &str,
+        shape: &[usize],
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        match device {
+            Device::Cpu => Tensor::alloc_empty(op, shape, dtype),
+            _ => Tensor::alloc_on(op, shape, dtype, device),
+        }
     }
 
     /// Like [`Tensor::alloc`], on `device`.

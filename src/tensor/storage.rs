@@ -1,6 +1,7 @@
 //! Storage: one typed buffer shared by a tensor and all its views, with the version counter
 //! that in-place ops bump and saved tensors check.
 
+use super::cache;
 use crate::{DType, Device, Error, Result};
 use half::{bf16, f16};
 use kiln_kernels::Element;
@@ -57,6 +58,25 @@ macro_rules! buffer_element {
             pub fn is_empty(&self) -> bool {
                 self.len() == 0
             }
+            /// Elements the allocation has room for.
+            pub(crate) fn capacity(&self) -> usize {
+                match self { $(CpuBuffer::$v(v) => v.capacity()),* }
+            }
+            /// Shrinks to `len` elements, or grows to it with zeros, within the capacity.
+            pub(crate) fn set_len(&mut self, len: usize) {
+                match self { $(CpuBuffer::$v(v) => v.resize(len, <$t>::default())),* }
+            }
+            /// Sets every element to zero (`false`).
+            fn fill_zero(&mut self) {
+                match self { $(CpuBuffer::$v(v) => v.fill(<$t>::default())),* }
+            }
+            /// Debug builds fill buffers handed out without zeroing with a value no kernel
+            /// produces by accident (NaN, or a large integer pattern), so a kernel that
+            /// claims to overwrite its output but misses an element fails its tests.
+            #[cfg(debug_assertions)]
+            fn poison(&mut self) {
+                match self { $(CpuBuffer::$v(v) => v.fill(<$t as PoisonValue>::POISON)),* }
+            }
         }
     };
 }
@@ -78,25 +98,42 @@ macro_rules! zero_is_valid {
 }
 zero_is_valid!(bool, u8, i8, i16, i32, i64, f16, bf16, f32, f64);
 
-/// `len` zeros, or the number of bytes that could not be allocated. Zeroed pages come
-/// straight from the allocator (`calloc`), so a large buffer costs no fill pass, and an
-/// impossible size is an `Err` rather than an abort.
-fn zeroed_vec<T: ZeroIsValid>(len: usize) -> Result<Vec<T>, u128> {
-    let bytes = len as u128 * std::mem::size_of::<T>() as u128;
-    if len == 0 {
+/// The debug-build fill of [`CpuBuffer::empty`] buffers.
+#[cfg(debug_assertions)]
+trait PoisonValue: Sized {
+    const POISON: Self;
+}
+
+#[cfg(debug_assertions)]
+macro_rules! poison_value {
+    ($($t:ty => $v:expr),*) => { $(impl PoisonValue for $t { const POISON: Self = $v; })* };
+}
+#[cfg(debug_assertions)]
+poison_value!(bool => true, u8 => 0xA5, i8 => -91, i16 => -23131, i32 => -1515870811,
+              i64 => -6510615555426900571, f16 => f16::NAN, bf16 => bf16::NAN,
+              f32 => f32::NAN, f64 => f64::NAN);
+
+/// `len` zeros in an allocation with room for `cap >= len` (all of it zeroed), or the number
+/// of bytes that could not be allocated. Zeroed pages come straight from the allocator
+/// (`calloc`), so a large buffer costs no fill pass, and an impossible size is an `Err`
+/// rather than an abort.
+fn zeroed_vec<T: ZeroIsValid>(len: usize, cap: usize) -> Result<Vec<T>, u128> {
+    debug_assert!(cap >= len);
+    let bytes = cap as u128 * std::mem::size_of::<T>() as u128;
+    if cap == 0 {
         return Ok(Vec::new());
     }
-    let layout = std::alloc::Layout::array::<T>(len).map_err(|_| bytes)?;
+    let layout = std::alloc::Layout::array::<T>(cap).map_err(|_| bytes)?;
     // SAFETY: `layout` has a non-zero size: `len > 0` and every `ZeroIsValid` type is at
     // least one byte.
     let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
     if ptr.is_null() {
         return Err(bytes);
     }
-    // SAFETY: `ptr` comes from the global allocator with `T`'s alignment and room for exactly
-    // `len` values (so capacity = `len`), and zero bytes are a valid `T` (`ZeroIsValid`), so
-    // all `len` elements are initialised.
-    Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
+    // SAFETY: `ptr` comes from the global allocator with `T`'s alignment and the layout of
+    // exactly `cap` values (so capacity = `cap`), `len <= cap`, and zero bytes are a valid
+    // `T` (`ZeroIsValid`), so the first `len` elements (indeed all `cap`) are initialised.
+    Ok(unsafe { Vec::from_raw_parts(ptr, len, cap) })
 }
 
 /// PyTorch's allocation failure, for a buffer of `bytes`.
@@ -108,10 +145,36 @@ pub(crate) fn out_of_memory(op: &str, bytes: u128) -> Error {
 }
 
 impl CpuBuffer {
-    /// A buffer of `len` zeros (false for bool), or `op`'s out-of-memory error.
+    /// A buffer of `len` zeros (false for bool), or `op`'s out-of-memory error. A large
+    /// buffer comes from the cache (see [`super::cache`]) when one is free, zero-filled.
     pub fn zeros(op: &str, dtype: DType, len: usize) -> Result<CpuBuffer> {
+        if let Some(mut buf) = cache::take(dtype, len) {
+            buf.fill_zero();
+            return Ok(buf);
+        }
+        CpuBuffer::fresh(op, dtype, len)
+    }
+
+    /// A buffer of `len` elements for a kernel that overwrites every one of them (PyTorch's
+    /// `empty`): a cached buffer keeps whatever values of its dtype it held, a fresh one
+    /// holds zeros. Never uninitialised memory. Debug builds fill it with NaN (or an integer
+    /// pattern) so tests catch a kernel that leaves an element unwritten.
+    #[cfg_attr(debug_assertions, allow(unused_mut))]
+    pub fn empty(op: &str, dtype: DType, len: usize) -> Result<CpuBuffer> {
+        let mut buf = match cache::take(dtype, len) {
+            Some(buf) => buf,
+            None => CpuBuffer::fresh(op, dtype, len)?,
+        };
+        #[cfg(debug_assertions)]
+        buf.poison();
+        Ok(buf)
+    }
+
+    /// A newly allocated zeroed buffer, with the capacity of its cache size class.
+    fn fresh(op: &str, dtype: DType, len: usize) -> Result<CpuBuffer> {
+        let cap = cache::class_len(len, dtype.size_in_bytes());
         kiln_kernels::with_dtype!(dtype, T, {
-            zeroed_vec::<T>(len)
+            zeroed_vec::<T>(len, cap)
                 .map(T::wrap)
                 .map_err(|bytes| out_of_memory(op, bytes))
         })
@@ -123,7 +186,7 @@ impl CpuBuffer {
         len: usize,
         f: impl FnMut(usize) -> T,
     ) -> Result<CpuBuffer> {
-        let mut buf = CpuBuffer::zeros(op, T::DTYPE, len)?;
+        let mut buf = CpuBuffer::empty(op, T::DTYPE, len)?;
         let s = T::slice_mut(&mut buf).expect("allocated with T's dtype");
         s.iter_mut().enumerate().for_each({
             let mut f = f;
@@ -149,6 +212,18 @@ pub struct Storage {
     len: usize,
     version: AtomicU64,
     device: Device,
+}
+
+impl Drop for Storage {
+    /// Hands a CPU buffer to the cache, which keeps it for the next allocation of its dtype
+    /// and size class or frees it.
+    fn drop(&mut self) {
+        let buf = self.buf.get_mut().unwrap_or_else(|e| e.into_inner());
+        #[allow(irrefutable_let_patterns)] // without the `cuda` feature every buffer is CPU
+        if let Buffer::Cpu(b) = buf {
+            cache::give(std::mem::replace(b, CpuBuffer::Bool(Vec::new())));
+        }
+    }
 }
 
 impl Storage {

@@ -529,12 +529,19 @@ fn compute_fn(op: &Op) -> TokenStream {
                 }
             }
             let outs = op.outputs();
+            // `tags: [overwrites]`: the kernel writes every element of its outputs, so they
+            // need not start zeroed (a reused cached buffer is handed over as it is).
+            let alloc = if op.tags.iter().any(|t| t == "overwrites") {
+                quote!(alloc_empty_on)
+            } else {
+                quote!(alloc_on)
+            };
             let out_allocs = (0..outs.len()).map(|i| match op.output_fixed_dtype(i) {
                 Some(d) => {
                     let dt = fixed_dtype_expr(&d);
-                    quote!(Tensor::alloc_on(OP, &shapes[#i], #dt, device)?)
+                    quote!(Tensor::#alloc(OP, &shapes[#i], #dt, device)?)
                 }
-                None => quote!(Tensor::alloc_on(OP, &shapes[#i], compute, device)?),
+                None => quote!(Tensor::#alloc(OP, &shapes[#i], compute, device)?),
             });
             // Every tensor operand, for the device check.
             let dev_plain: Vec<TokenStream> = args

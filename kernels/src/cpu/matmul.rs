@@ -1,10 +1,11 @@
 //! Matrix products: `mm` and `bmm`.
 //!
-//! `f32`/`f64` go to `matrixmultiply`'s `sgemm`/`dgemm`, which take arbitrary row and column
-//! strides, so transposed, sliced and stride-0 inputs are read in place without a copy. Half
-//! types are widened to contiguous `f32`, multiplied with `sgemm` and rounded once. Integers
-//! use a plain i-k-j loop with wrapping arithmetic. Large products are split over output
-//! rows (`mm`) or batches (`bmm`) with rayon; `matrixmultiply` itself runs single-threaded.
+//! `f32`/`f64` go to the `gemm` crate (packed panels, AVX-512 / AVX2+FMA microkernels chosen
+//! at run time), which takes arbitrary row and column strides, so transposed, sliced and
+//! stride-0 inputs are read in place without a copy; a large product runs on kiln's pool.
+//! Half types are widened to contiguous `f32`, multiplied as `f32` and rounded once.
+//! Integers use a plain i-k-j loop with wrapping arithmetic, split over output rows. `bmm`
+//! splits batches over threads.
 
 use crate::cpu::shape::contiguous_out;
 use crate::parallel::{fan_out, par_chunks_mut};
@@ -79,14 +80,6 @@ impl<'a, T: Copy + 'static> Mat<'a, T> {
         }
     }
 
-    /// The same matrix without its first `r0` rows.
-    fn skip_rows(&self, r0: usize) -> Self {
-        Mat {
-            offset: self.offset + r0 * self.rs,
-            ..*self
-        }
-    }
-
     /// The same view over the same buffer typed as `U`, when `U` is `T`.
     fn as_type<U: 'static>(&self) -> Option<Mat<'a, U>> {
         Some(Mat {
@@ -138,12 +131,14 @@ fn by_row_blocks<E: Send>(
 
 /// The `matrixmultiply` entry point for one float type, so the row-block driver below is
 /// written once.
+/// The float types the `gemm` crate multiplies.
 trait Blas: Copy + Send + Sync + 'static {
-    /// `c = a @ b` (alpha = 1, beta = 0) through `matrixmultiply::{s,d}gemm`.
+    /// `c = a @ b` for an `m × k` by `k × n` product with the given element strides.
     ///
     /// # Safety
-    /// `matrixmultiply`'s contract: `a`, `b` valid for reads at every `(i, l)`/`(l, j)` the
-    /// strides reach, `c` valid for writes at every `(i, j)`, and `c` aliasing neither input.
+    /// `a`'s elements `(i, l)` (`a + i * rsa + l * csa`, `i < m`, `l < k`), `b`'s `(l, j)`
+    /// and `c`'s `(i, j)` must be in bounds of their allocations; `c` must be valid for
+    /// writes with no two `(i, j)` at one address, and must not overlap `a` or `b`.
     #[allow(clippy::too_many_arguments)]
     unsafe fn gemm_raw(
         m: usize,
@@ -158,55 +153,51 @@ trait Blas: Copy + Send + Sync + 'static {
         c: *mut Self,
         rsc: isize,
         csc: isize,
+        par: gemm::Parallelism,
     );
 }
 
-impl Blas for f32 {
-    unsafe fn gemm_raw(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: *const f32,
-        rsa: isize,
-        csa: isize,
-        b: *const f32,
-        rsb: isize,
-        csb: isize,
-        c: *mut f32,
-        rsc: isize,
-        csc: isize,
-    ) {
-        // SAFETY: forwarded from this function's own contract.
-        unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
-    }
+macro_rules! blas {
+    ($($t:ty),*) => { $(
+        impl Blas for $t {
+            unsafe fn gemm_raw(
+                m: usize,
+                k: usize,
+                n: usize,
+                a: *const $t,
+                rsa: isize,
+                csa: isize,
+                b: *const $t,
+                rsb: isize,
+                csb: isize,
+                c: *mut $t,
+                rsc: isize,
+                csc: isize,
+                par: gemm::Parallelism,
+            ) {
+                // SAFETY: forwarded from this function's own contract. `read_dst = false`
+                // makes `c = 1 * (a @ b)` without reading `c` (alpha, the factor on the old
+                // `c`, is then unused).
+                unsafe {
+                    gemm::gemm(
+                        m, n, k, c, csc, rsc, false, a, csa, rsa, b, csb, rsb, 0.0, 1.0, false,
+                        false, false, par,
+                    )
+                }
+            }
+        }
+    )* };
 }
+blas!(f32, f64);
 
-impl Blas for f64 {
-    unsafe fn gemm_raw(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: *const f64,
-        rsa: isize,
-        csa: isize,
-        b: *const f64,
-        rsb: isize,
-        csb: isize,
-        c: *mut f64,
-        rsc: isize,
-        csc: isize,
-    ) {
-        // SAFETY: forwarded from this function's own contract.
-        unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
-    }
-}
-
-/// A stride as `isize`, for `matrixmultiply`.
+/// A stride as `isize`, for `gemm`.
 fn istride(s: usize) -> KResult<isize> {
     isize::try_from(s).map_err(|_| "internal error: stride does not fit isize".to_string())
 }
 
 /// `c = a @ b` for a BLAS float type; `m, k, n > 0` and both views already bounds-checked.
+/// `gemm` splits a large product over kiln's pool itself (its packed panels are shared by
+/// the threads, where splitting rows here would pack `b` once per thread).
 fn blas_gemm<F: Blas>(
     m: usize,
     k: usize,
@@ -222,31 +213,35 @@ fn blas_gemm<F: Blas>(
         istride(b.cs)?,
     );
     let rsc = istride(n)?;
-    by_row_blocks(m, n, k, c, |r0, block| {
-        let rows = block.len() / n;
-        let a0 = a.skip_rows(r0);
+    let run = |c: &mut [F], par: gemm::Parallelism| {
         // SAFETY: `check_in_bounds` proved that `a`'s elements (i, l) for i < m, l < k and
-        // `b`'s (l, j) for l < k, j < n lie inside their slices; this block reads rows
-        // r0..r0 + rows <= m of `a`, so `a0`'s stay inside too, and every stride fits isize
-        // (checked above). `block` is exactly `rows * n` elements written row-major
+        // `b`'s (l, j) for l < k, j < n lie inside their slices, and every stride fits
+        // isize (checked above). `c` is exactly `m * n` elements written row-major
         // (rsc = n, csc = 1), a unique borrow of the output, so it aliases neither input.
         unsafe {
             F::gemm_raw(
-                rows,
+                m,
                 k,
                 n,
-                a0.data.as_ptr().add(a0.offset),
+                a.data.as_ptr().add(a.offset),
                 rsa,
                 csa,
                 b.data.as_ptr().add(b.offset),
                 rsb,
                 csb,
-                block.as_mut_ptr(),
+                c.as_mut_ptr(),
                 rsc,
                 1,
+                par,
             )
         }
-    });
+    };
+    let threads = crate::parallel::num_threads();
+    if threads > 1 && fan_out(m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS) {
+        crate::parallel::install(|| run(c, gemm::Parallelism::Rayon(threads)));
+    } else {
+        run(c, gemm::Parallelism::None);
+    }
     Ok(())
 }
 
