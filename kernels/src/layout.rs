@@ -4,11 +4,15 @@
 
 use crate::KResult;
 
+/// Sizes or strides: up to six dims are stored inline, so a layout (and with it a view or an
+/// op's output) allocates nothing for its shape.
+pub type Dims = smallvec::SmallVec<[usize; 6]>;
+
 /// The shape, strides (in elements) and storage offset of a strided tensor.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
-    pub sizes: Vec<usize>,
-    pub strides: Vec<usize>,
+    pub sizes: Dims,
+    pub strides: Dims,
     pub offset: usize,
 }
 
@@ -38,8 +42,8 @@ pub fn checked_numel(sizes: &[usize]) -> Option<usize> {
 
 /// Row-major strides for a shape. In an empty shape the strides of the other dims may exceed
 /// any real offset; they saturate rather than overflow, since no element is ever addressed.
-pub fn contiguous_strides(sizes: &[usize]) -> Vec<usize> {
-    let mut strides = vec![0; sizes.len()];
+pub fn contiguous_strides(sizes: &[usize]) -> Dims {
+    let mut strides = smallvec::smallvec![0; sizes.len()];
     let mut acc = 1usize;
     for i in (0..sizes.len()).rev() {
         strides[i] = acc;
@@ -49,9 +53,9 @@ pub fn contiguous_strides(sizes: &[usize]) -> Vec<usize> {
 }
 
 /// PyTorch's broadcast of two shapes, with its error message.
-pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> KResult<Vec<usize>> {
+pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> KResult<Dims> {
     let n = a.len().max(b.len());
-    let mut out = vec![0; n];
+    let mut out: Dims = smallvec::smallvec![0; n];
     for i in 0..n {
         let da = if i + a.len() >= n {
             a[i + a.len() - n]
@@ -87,7 +91,7 @@ impl Layout {
     /// A fresh row-major layout.
     pub fn contiguous(sizes: &[usize]) -> Layout {
         Layout {
-            sizes: sizes.to_vec(),
+            sizes: Dims::from_slice(sizes),
             strides: contiguous_strides(sizes),
             offset: 0,
         }
@@ -217,7 +221,7 @@ impl Layout {
             ));
         }
         let lead = shape.len() - self.ndim();
-        let mut strides = vec![0; shape.len()];
+        let mut strides: Dims = smallvec::smallvec![0; shape.len()];
         for (i, &target) in shape.iter().enumerate() {
             if i < lead {
                 continue;
@@ -233,7 +237,7 @@ impl Layout {
             }
         }
         Ok(Layout {
-            sizes: shape.to_vec(),
+            sizes: Dims::from_slice(shape),
             strides,
             offset: self.offset,
         })
@@ -250,8 +254,8 @@ impl Layout {
         }
         let mut seen = vec![false; n];
         let mut out = Layout {
-            sizes: vec![0; n],
-            strides: vec![0; n],
+            sizes: smallvec::smallvec![0; n],
+            strides: smallvec::smallvec![0; n],
             offset: self.offset,
         };
         for (i, &d) in dims.iter().enumerate() {
@@ -314,8 +318,8 @@ impl Layout {
             }
         }
         let mut out = Layout {
-            sizes: vec![],
-            strides: vec![],
+            sizes: Dims::new(),
+            strides: Dims::new(),
             offset: self.offset,
         };
         for ((&size, &stride), dropped) in self.sizes.iter().zip(&self.strides).zip(&drop) {
@@ -478,7 +482,7 @@ impl Layout {
         }
         // Walk chunks of the old shape that are contiguous among themselves, matching them
         // against runs of the new shape with the same number of elements.
-        let mut new_strides = vec![0usize; sizes.len()];
+        let mut new_strides: Dims = smallvec::smallvec![0usize; sizes.len()];
         let mut view_d = sizes.len() as isize - 1;
         let mut chunk_base_stride = *self.strides.last()?;
         let mut tensor_numel = 1usize;
@@ -508,7 +512,7 @@ impl Layout {
             return None;
         }
         Some(Layout {
-            sizes: sizes.to_vec(),
+            sizes: Dims::from_slice(sizes),
             strides: new_strides,
             offset: self.offset,
         })
@@ -573,14 +577,14 @@ impl Layout {
     /// A dense layout of `sizes` whose dims are laid out in memory in `order` (outermost
     /// first): what an op allocates for a result that follows its inputs' memory order.
     pub fn dense_in_order(sizes: &[usize], order: &[usize]) -> Layout {
-        let mut strides = vec![0; sizes.len()];
+        let mut strides: Dims = smallvec::smallvec![0; sizes.len()];
         let mut step = 1;
         for &d in order.iter().rev() {
             strides[d] = step;
             step *= sizes[d].max(1);
         }
         Layout {
-            sizes: sizes.to_vec(),
+            sizes: Dims::from_slice(sizes),
             strides,
             offset: 0,
         }
@@ -648,13 +652,16 @@ mod tests {
     #[test]
     fn dense_in_order_lays_dims_out_outermost_first() {
         let l = Layout::dense_in_order(&[4, 2, 3], &[1, 2, 0]);
-        assert_eq!(l.strides, vec![1, 12, 4]);
+        assert_eq!(l.strides[..], [1, 12, 4]);
         assert_eq!(
             Layout::dense_in_order(&[2, 3], &[0, 1]),
             Layout::contiguous(&[2, 3])
         );
         let r = Layout::contiguous(&[2, 3, 4]).reordered(&[2, 0, 1]);
-        assert_eq!((r.sizes, r.strides), (vec![4, 2, 3], vec![1, 12, 4]));
+        assert_eq!(
+            (&r.sizes[..], &r.strides[..]),
+            (&[4, 2, 3][..], &[1, 12, 4][..])
+        );
     }
 
     #[test]
@@ -670,7 +677,7 @@ mod tests {
             .slice(1, Some(0), Some(4), 1)
             .unwrap();
         let v = l.view(&[4, 2, 2]).unwrap();
-        assert_eq!(v.strides, vec![6, 2, 1]);
+        assert_eq!(v.strides[..], [6, 2, 1]);
     }
 
     #[test]

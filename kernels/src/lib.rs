@@ -17,7 +17,7 @@ pub mod view;
 pub use dtype::DType;
 pub use element::{Arith, Bits, Classify, Element, FloatMath, Libm, Modular, Rounding, Shift};
 pub use half;
-pub use layout::Layout;
+pub use layout::{Dims, Layout};
 pub use view::{Dst, Src};
 
 /// A kernel's error: a message naming what is wrong; the caller adds the op name.

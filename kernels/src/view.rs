@@ -105,8 +105,8 @@ mod tests {
     fn a_view_whose_extent_overflows_is_refused() {
         let mut data = [0f32; 4];
         let layout = Layout {
-            sizes: vec![3],
-            strides: vec![usize::MAX / 2],
+            sizes: smallvec::smallvec![3],
+            strides: smallvec::smallvec![usize::MAX / 2],
             offset: 0,
         };
         let _ = Dst::new(&mut data, &layout);

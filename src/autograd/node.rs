@@ -2,6 +2,8 @@
 //! inputs and names, through [`Edge`]s, the nodes those inputs came from.
 
 use crate::{DType, Device, Error, Result, Tensor};
+use kiln_kernels::Dims;
+use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
@@ -19,16 +21,18 @@ pub struct Edge {
 /// it back before passing it on.
 #[derive(Clone, Debug)]
 pub struct InputMeta {
-    pub shape: Vec<usize>,
+    pub shape: Dims,
     pub dtype: DType,
     pub device: Device,
 }
 
 /// What every node has: its edges, its inputs' metadata and the hooks on its incoming grads.
+/// Most nodes have one or two inputs: those are stored inline, so recording an op allocates
+/// only the node itself.
 #[derive(Default)]
 pub struct NodeBase {
-    pub next_edges: Vec<Option<Edge>>,
-    pub input_metas: Vec<InputMeta>,
+    pub next_edges: SmallVec<[Option<Edge>; 2]>,
+    pub input_metas: SmallVec<[InputMeta; 2]>,
     pre_hooks: Mutex<Vec<(usize, Hook)>>,
 }
 
@@ -45,12 +49,12 @@ impl NodeBase {
                 .iter()
                 .map(|t| match t {
                     Some(t) => InputMeta {
-                        shape: t.shape().to_vec(),
+                        shape: Dims::from_slice(t.shape()),
                         dtype: t.dtype(),
                         device: t.device(),
                     },
                     None => InputMeta {
-                        shape: vec![],
+                        shape: Dims::new(),
                         dtype: DType::F32,
                         device: Device::Cpu,
                     },
@@ -123,7 +127,7 @@ fn check_hook_result(original: &Tensor, result: &Tensor) -> Result<()> {
 /// edges instead of dropping them, so the depth of the graph never becomes stack depth.
 impl Drop for NodeBase {
     fn drop(&mut self) {
-        let mut edges: Vec<Edge> = std::mem::take(&mut self.next_edges)
+        let mut edges: SmallVec<[Edge; 4]> = std::mem::take(&mut self.next_edges)
             .into_iter()
             .flatten()
             .collect();
@@ -134,7 +138,7 @@ impl Drop for NodeBase {
             let mut d = d.borrow_mut();
             match d.as_mut() {
                 Some(pending) => {
-                    pending.append(&mut edges);
+                    pending.extend(edges.drain(..));
                     true
                 }
                 None => {
@@ -153,7 +157,7 @@ impl Drop for NodeBase {
             edges = DEFERRED.with(|d| {
                 d.borrow_mut()
                     .as_mut()
-                    .map(std::mem::take)
+                    .map(|v| SmallVec::from_vec(std::mem::take(v)))
                     .unwrap_or_default()
             });
         }
@@ -203,12 +207,12 @@ pub struct AccumulateGrad {
 impl AccumulateGrad {
     pub(crate) fn new(variable: Tensor) -> Self {
         let base = NodeBase {
-            input_metas: vec![InputMeta {
-                shape: variable.shape().to_vec(),
+            input_metas: smallvec::smallvec![InputMeta {
+                shape: Dims::from_slice(variable.shape()),
                 dtype: variable.dtype(),
                 device: variable.device(),
             }],
-            next_edges: Vec::new(),
+            next_edges: SmallVec::new(),
             pre_hooks: Mutex::new(Vec::new()),
         };
         AccumulateGrad { base, variable }

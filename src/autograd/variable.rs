@@ -2,14 +2,14 @@
 
 use super::{engine, AccumulateGrad, Edge, Node};
 use crate::{Error, Result, Tensor};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 impl Tensor {
     /// True when ops on this tensor record history: a leaf marked by the user, or the output of
     /// a recorded op.
     pub fn requires_grad(&self) -> bool {
-        let m = self.meta();
-        m.requires_grad || m.grad_fn.is_some()
+        self.0.requires_grad.load(Ordering::Acquire)
     }
 
     /// Marks a leaf as requiring grad (PyTorch's `requires_grad_`); returns a handle to the
@@ -39,6 +39,8 @@ impl Tensor {
                 )));
             }
             m.requires_grad = requires_grad;
+            let flag = requires_grad || m.grad_fn.is_some();
+            self.0.requires_grad.store(flag, Ordering::Release);
         }
         Ok(self.clone())
     }
@@ -103,6 +105,7 @@ impl Tensor {
         let mut m = self.meta();
         m.grad_fn = Some(node);
         m.output_nr = output_nr;
+        self.0.requires_grad.store(true, Ordering::Release);
     }
 
     /// A tensor sharing storage with this one but cut from the graph.

@@ -564,8 +564,8 @@ pub fn as_strided_backward(
 ) -> Result<Tensor> {
     let flat = |sizes: &[usize], strides: &[usize], offset: usize| -> Vec<i64> {
         let l = crate::Layout {
-            sizes: sizes.to_vec(),
-            strides: strides.to_vec(),
+            sizes: sizes.into(),
+            strides: strides.into(),
             offset,
         };
         let mut v = Vec::with_capacity(l.numel());

@@ -163,7 +163,7 @@ impl AdvancedIndex {
 
         let mut index_shape: Vec<usize> = vec![];
         for (shape, _) in &values {
-            index_shape = broadcast_shapes(&index_shape, shape).map_err(|_| {
+            index_shape = broadcast_shapes(&index_shape, shape).map(|s| s.to_vec()).map_err(|_| {
                 let all: Vec<String> = values.iter().map(|(s, _)| format!("{s:?}")).collect();
                 Error::op(
                     op,
@@ -368,7 +368,11 @@ pub fn index_put(
     let _no_grad = crate::no_grad(); // the generated wrapper records IndexPutBackward0
     let info = AdvancedIndex::new(op, t, indices)?;
     let result_shape = info.result_shape();
-    if broadcast_shapes(values.shape(), &result_shape).ok() != Some(result_shape.clone()) {
+    if broadcast_shapes(values.shape(), &result_shape)
+        .ok()
+        .as_deref()
+        != Some(&result_shape[..])
+    {
         return Err(Error::op(
             op,
             format!(

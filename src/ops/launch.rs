@@ -3,10 +3,13 @@
 //! that what each op's generated code holds is only what differs between ops.
 
 use crate::autograd;
+use crate::tensor::access::OutBufs;
 use crate::tensor::promotion::{self, Operand};
 use crate::tensor::{BufferElement, CpuBuffer};
 use crate::{DType, Device, Error, Layout, Result, Scalar, Tensor};
 use kiln_kernels::{cpu::pointwise, KResult};
+use smallvec::SmallVec;
+use std::borrow::Cow;
 
 pub(crate) use crate::tensor::{dst, src, with_buffers};
 
@@ -40,17 +43,14 @@ pub(crate) fn same_dtype(
     message: Option<&str>,
     operands: &[Operand<'_>],
 ) -> Result<DType> {
-    let dtypes: Vec<DType> = operands
-        .iter()
-        .filter_map(|o| match o {
-            Operand::Tensor(t) => Some(t.dtype()),
-            Operand::Scalar(_) => None,
-        })
-        .collect();
-    let first = *dtypes
-        .first()
+    let mut dtypes = operands.iter().filter_map(|o| match o {
+        Operand::Tensor(t) => Some(t.dtype()),
+        Operand::Scalar(_) => None,
+    });
+    let first = dtypes
+        .next()
         .ok_or_else(|| Error::op(op, "expected at least one tensor"))?;
-    if let Some(other) = dtypes.iter().find(|d| **d != first) {
+    if let Some(other) = dtypes.find(|d| *d != first) {
         return Err(Error::op(
             op,
             match message {
@@ -94,8 +94,13 @@ pub(crate) fn check_alpha(op: &str, compute: DType, alpha: Scalar) -> Result<()>
 }
 
 /// The broadcast shape of all tensor operands.
-pub(crate) fn broadcast_shapes(op: &str, tensors: &[&Tensor]) -> Result<Vec<usize>> {
-    let mut shape: Vec<usize> = Vec::new();
+pub(crate) fn broadcast_shapes(op: &str, tensors: &[&Tensor]) -> Result<kiln_kernels::Dims> {
+    if let Some((first, rest)) = tensors.split_first() {
+        if rest.iter().all(|t| t.shape() == first.shape()) {
+            return Ok(kiln_kernels::Dims::from_slice(first.shape()));
+        }
+    }
+    let mut shape = kiln_kernels::Dims::new();
     for t in tensors {
         shape = kiln_kernels::layout::broadcast_shapes(&shape, t.shape())
             .map_err(|m| Error::op(op, m))?;
@@ -233,12 +238,16 @@ fn memory_order(shape: &[usize], inputs: &[&Tensor]) -> Option<Vec<usize>> {
 
 /// An input cast to the compute dtype and broadcast to the output shape. Reading it while
 /// writing `out` is made safe by `map*` below.
-pub(crate) fn operand(
-    t: &Tensor,
+pub(crate) fn operand<'t>(
+    t: &'t Tensor,
     compute: DType,
     shape: &[usize],
     device: Device,
-) -> Result<Tensor> {
+) -> Result<Cow<'t, Tensor>> {
+    if t.dtype() == compute && t.device() == device && t.shape() == shape {
+        // The common case: borrowed as it is, not even a reference count touched.
+        return Ok(Cow::Borrowed(t));
+    }
     // A 0-d CPU operand of a GPU op (see `pointwise_device`) goes over as one element.
     let moved;
     let t = if t.device() == device {
@@ -252,7 +261,7 @@ pub(crate) fn operand(
         .layout()
         .broadcast_to(shape)
         .map_err(|m| Error::op("broadcast", m))?;
-    Ok(t.with_layout(layout))
+    Ok(Cow::Owned(t.with_layout(layout)))
 }
 
 /// A fixed-dtype input (a mask, a condition) broadcast to the output shape.
@@ -265,7 +274,7 @@ pub(crate) fn fixed_operand(
     device: Device,
 ) -> Result<Tensor> {
     let t = fixed_input(op, name, t, dtype)?;
-    operand(&t, dtype, shape, device)
+    Ok(operand(&t, dtype, shape, device)?.into_owned())
 }
 
 /// Checks a fixed-dtype input. An int64 index also accepts int32 (converted), as PyTorch's
@@ -303,14 +312,14 @@ pub(crate) fn cast(t: &Tensor, d: DType) -> Result<Tensor> {
 
 /// Replaces inputs that share storage with `out` by private copies, so the kernel never
 /// reads a buffer it is writing.
-fn unalias(inputs: &[&Tensor], out: &Tensor) -> Result<Vec<Tensor>> {
+fn unalias<'t>(inputs: &[&'t Tensor], out: &Tensor) -> Result<SmallVec<[Cow<'t, Tensor>; 4]>> {
     inputs
         .iter()
-        .map(|t| {
+        .map(|&t| {
             if t.shares_storage_with(out) {
-                t.fresh_copy()
+                t.fresh_copy().map(Cow::Owned)
             } else {
-                Ok((*t).clone())
+                Ok(Cow::Borrowed(t))
             }
         })
         .collect()
@@ -497,7 +506,7 @@ fn map3_slices<A: BufferElement, B: BufferElement, C: BufferElement, O: BufferEl
 pub(crate) fn run<const N: usize>(
     inputs: &[Tensor],
     outs: &[Tensor; N],
-    f: impl FnOnce(&[&CpuBuffer], Vec<&mut CpuBuffer>) -> KResult<()>,
+    f: impl FnOnce(&[&CpuBuffer], OutBufs<'_>) -> KResult<()>,
 ) -> KResult<()> {
     let ins: Vec<&Tensor> = inputs.iter().collect();
     let os: Vec<&Tensor> = outs.iter().collect();

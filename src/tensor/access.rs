@@ -4,12 +4,8 @@ use super::storage::Buffer;
 use super::{BufferElement, CpuBuffer, Storage, Tensor};
 use crate::{Error, Result};
 use kiln_kernels::{cpu::pointwise, cpu::strided, with_dtype, Dst, Element, Src};
+use smallvec::SmallVec;
 use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
-
-enum Guard<'a> {
-    Read(RwLockReadGuard<'a, Buffer>),
-    Write(RwLockWriteGuard<'a, Buffer>),
-}
 
 /// The CPU buffer inside a locked storage. Callers reach here only for CPU tensors (every
 /// op routes CUDA tensors to `crate::cuda` first).
@@ -29,6 +25,9 @@ fn cpu_mut(b: &mut Buffer) -> &mut CpuBuffer {
     }
 }
 
+/// The locked output buffers a kernel body receives, in `outs` order.
+pub(crate) type OutBufs<'a> = SmallVec<[&'a mut CpuBuffer; 4]>;
+
 fn key(s: &Arc<Storage>) -> *const Storage {
     Arc::as_ptr(s)
 }
@@ -42,7 +41,7 @@ fn key(s: &Arc<Storage>) -> *const Storage {
 pub(crate) fn with_buffers<R>(
     inputs: &[&Tensor],
     outs: &[&Tensor],
-    f: impl FnOnce(&[&CpuBuffer], Vec<&mut CpuBuffer>) -> R,
+    f: impl FnOnce(&[&CpuBuffer], OutBufs<'_>) -> R,
 ) -> R {
     // The locking below is the same for every caller; only this shim is generic, so the
     // sort and the lock bookkeeping are compiled once rather than once per kernel × dtype.
@@ -59,7 +58,7 @@ pub(crate) fn with_buffers<R>(
 fn lock_and_run(
     inputs: &[&Tensor],
     outs: &[&Tensor],
-    f: &mut dyn FnMut(&[&CpuBuffer], Vec<&mut CpuBuffer>),
+    f: &mut dyn FnMut(&[&CpuBuffer], OutBufs<'_>),
 ) {
     for (i, o) in outs.iter().enumerate() {
         assert!(
@@ -68,50 +67,46 @@ fn lock_and_run(
             "kiln internal error: a kernel output aliases another operand"
         );
     }
-    let mut storages: Vec<(&Arc<Storage>, bool)> =
-        inputs.iter().map(|t| (t.storage(), false)).collect();
-    storages.extend(outs.iter().map(|o| (o.storage(), true)));
-    storages.sort_by_key(|(s, _)| key(s));
-    storages.dedup_by_key(|(s, _)| key(s));
-    let mut guards: Vec<(*const Storage, Guard<'_>)> = storages
+    // Every operand slot (inputs first, then outputs) by storage address: locks are taken in
+    // that order, each storage once. Inline vectors: this runs on every op.
+    let ni = inputs.len();
+    let mut order: SmallVec<[(*const Storage, usize); 8]> = inputs
         .iter()
-        .map(|(s, w)| {
-            (
-                key(s),
-                if *w {
-                    Guard::Write(s.write())
-                } else {
-                    Guard::Read(s.read())
-                },
-            )
-        })
+        .chain(outs)
+        .enumerate()
+        .map(|(slot, t)| (key(t.storage()), slot))
         .collect();
-    let mut writes: Vec<(*const Storage, &mut CpuBuffer)> = Vec::with_capacity(outs.len());
-    let mut reads: Vec<(*const Storage, &CpuBuffer)> = Vec::with_capacity(guards.len());
-    for (k, g) in guards.iter_mut() {
-        match g {
-            Guard::Write(w) => writes.push((*k, cpu_mut(w))),
-            Guard::Read(r) => reads.push((*k, cpu(r))),
+    order.sort_unstable_by_key(|&(k, slot)| (k, slot));
+    let mut reads: SmallVec<[Option<RwLockReadGuard<'_, Buffer>>; 8]> =
+        (0..ni).map(|_| None).collect();
+    let mut writes: SmallVec<[Option<RwLockWriteGuard<'_, Buffer>>; 4]> =
+        (0..outs.len()).map(|_| None).collect();
+    // The input slot whose guard each input reads through (itself, or the first input on
+    // the same storage).
+    let mut owner: SmallVec<[usize; 8]> = (0..ni).collect();
+    let mut prev: Option<(*const Storage, usize)> = None;
+    for &(k, slot) in &order {
+        match prev {
+            // Only inputs share a storage (checked above), and the lowest slot comes first.
+            Some((pk, first)) if pk == k => owner[slot] = first,
+            _ => {
+                if slot < ni {
+                    reads[slot] = Some(inputs[slot].storage().read());
+                } else {
+                    writes[slot - ni] = Some(outs[slot - ni].storage().write());
+                }
+                prev = Some((k, slot));
+            }
         }
     }
-    let ins: Vec<&CpuBuffer> = inputs
+    let ins: SmallVec<[&CpuBuffer; 8]> = owner
         .iter()
-        .map(|t| {
-            reads
-                .iter()
-                .find(|(k, _)| *k == key(t.storage()))
-                .expect("every input was locked")
-                .1
-        })
+        .map(|&o| cpu(reads[o].as_ref().expect("every input storage was locked")))
         .collect();
-    let mut out_bufs = Vec::with_capacity(outs.len());
-    for o in outs {
-        let pos = writes
-            .iter()
-            .position(|(k, _)| *k == key(o.storage()))
-            .expect("every output was locked");
-        out_bufs.push(writes.swap_remove(pos).1);
-    }
+    let out_bufs: OutBufs<'_> = writes
+        .iter_mut()
+        .map(|g| cpu_mut(g.as_mut().expect("every output storage was locked")))
+        .collect();
     f(&ins, out_bufs);
 }
 

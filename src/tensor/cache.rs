@@ -175,7 +175,10 @@ mod tests {
             // eighth of the length), or one 4 KiB page for the smallest classes.
             let slack = (c - len) * 8;
             assert!(slack <= (len * 8 / 8).max(4096), "len {len}: class {c}");
-            assert!(c >= prev, "classes must not shrink: {len} -> {c} after {prev}");
+            assert!(
+                c >= prev,
+                "classes must not shrink: {len} -> {c} after {prev}"
+            );
             assert_eq!(class_len(c, 8), c, "a class length is its own class");
             prev = c;
         }

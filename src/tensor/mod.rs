@@ -2,6 +2,7 @@
 
 pub(crate) mod access;
 pub(crate) use access::{dst, src, with_buffers};
+pub mod cache;
 mod create;
 mod device;
 mod dims;
@@ -12,7 +13,6 @@ pub mod operators;
 pub mod promotion;
 pub(crate) mod random;
 mod scalar;
-pub mod cache;
 pub(crate) mod storage;
 
 pub use create::TensorData;
@@ -27,6 +27,7 @@ pub use storage::{BufferElement, CpuBuffer, Storage};
 
 use crate::autograd::{AccumulateGrad, Hook, Node};
 use crate::{Error, Result};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// An n-dimensional array with PyTorch's semantics.
@@ -67,6 +68,9 @@ pub(crate) struct TensorImpl {
     pub(crate) layout: Layout,
     pub(crate) dtype: DType,
     pub(crate) autograd: Mutex<AutogradMeta>,
+    /// `requires_grad || grad_fn.is_some()` of `autograd`, kept beside it (written under its
+    /// lock) so that every op can ask whether to record itself without taking the lock.
+    pub(crate) requires_grad: AtomicBool,
     /// Serialises read-add-write of `.grad` when several threads run backward into this leaf
     /// (each graph may hold its own `AccumulateGrad` for it).
     pub(crate) accumulating: Mutex<()>,
@@ -114,6 +118,7 @@ impl Tensor {
             layout,
             dtype,
             autograd: Mutex::new(AutogradMeta::default()),
+            requires_grad: AtomicBool::new(false),
             accumulating: Mutex::new(()),
         }))
     }

@@ -154,8 +154,10 @@ fn promote_expr(op: &Op) -> TokenStream {
             .find(|a| &a.name == name)
             .is_none_or(|a| matches!(a.kind, ArgKind::Tensor | ArgKind::Scalar))
     });
+    let n_simple = simple.len();
     let collect = if all_simple {
-        quote!(let operands: Vec<Operand<'_>> = vec![#(#simple),*];)
+        // An array: no allocation on the per-op path.
+        quote!(let operands: [Operand<'_>; #n_simple] = [#(#simple),*];)
     } else {
         collect
     };
@@ -728,7 +730,8 @@ fn record_fn(op: &Op) -> TokenStream {
         })
         .collect();
     let edges = if rest.is_empty() {
-        quote!(let edges: Vec<Option<&Tensor>> = vec![#(#first),*];)
+        // An array: no allocation when recording the op.
+        quote!(let edges = [#(#first),*];)
     } else {
         quote!(let mut edges: Vec<Option<&Tensor>> = vec![#(#first),*]; #(#rest)*)
     };

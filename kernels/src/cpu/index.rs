@@ -23,9 +23,9 @@ fn nonempty(sizes: &[usize]) -> Vec<usize> {
 }
 
 /// Strides to match [`nonempty`] sizes.
-fn nonempty_strides(layout: &Layout) -> Vec<usize> {
+fn nonempty_strides(layout: &Layout) -> crate::Dims {
     if layout.sizes.is_empty() {
-        vec![0]
+        smallvec::smallvec![0]
     } else {
         layout.strides.clone()
     }
@@ -180,7 +180,7 @@ pub fn gather<T: Element>(
     let step = strides[d];
     strides[d] = 0;
     let bases = Layout {
-        sizes: nonempty(&index.layout.sizes),
+        sizes: nonempty(&index.layout.sizes).into(),
         strides,
         offset: self_.layout.offset,
     };
@@ -311,12 +311,12 @@ fn scatter_walk<T: Element>(
     acc_strides[d] = 0;
     let sizes = nonempty(&index.layout.sizes);
     let acc_view = Layout {
-        sizes: sizes.clone(),
+        sizes: sizes.clone().into(),
         strides: acc_strides,
         offset: 0,
     };
     let src_view = Layout {
-        sizes,
+        sizes: sizes.into(),
         strides: nonempty_strides(src.layout),
         offset: src.layout.offset,
     };

@@ -48,7 +48,7 @@ pub fn check_reduction(reduction: i64) -> KResult<()> {
 /// The elements of `src` broadcast to `shape`, row-major: borrowed when `src` already is
 /// that, copied otherwise.
 fn dense<'a, T: Element>(src: &Src<'a, T>, shape: &[usize]) -> KResult<Cow<'a, [T]>> {
-    if src.layout.sizes == shape {
+    if src.layout.sizes[..] == *shape {
         return Ok(row_major(src));
     }
     let layout = src.layout.broadcast_to(shape)?;
@@ -110,7 +110,7 @@ fn write_loss<T: Element>(
 
 /// The shape `self` and `target` broadcast to (the elements a mean divides by).
 fn loss_shape(self_: &[usize], target: &[usize]) -> KResult<Vec<usize>> {
-    broadcast_shapes(self_, target)
+    Ok(broadcast_shapes(self_, target)?.to_vec())
 }
 
 /// Output shape of a pointwise loss: the broadcast shape for `none`, 0-d otherwise.
@@ -130,7 +130,7 @@ fn loss_backward_meta(
 ) -> KResult<Vec<Vec<usize>>> {
     check_reduction(reduction)?;
     let shape = loss_shape(self_, target)?;
-    Ok(vec![broadcast_shapes(grad_output, &shape)?])
+    Ok(vec![broadcast_shapes(grad_output, &shape)?.to_vec()])
 }
 
 /// A loss's `(x, t)` pairs broadcast together, and the loss's shape.
@@ -443,7 +443,7 @@ fn bce_shapes(self_: &[usize], target: &[usize], weight: Option<&[usize]>) -> KR
     }
     if let Some(w) = weight {
         let b = broadcast_shapes(w, self_)?;
-        if b != self_ {
+        if b[..] != *self_ {
             return Err(format!(
                 "weight of size {w:?} does not broadcast to the input size {self_:?}"
             ));
@@ -533,7 +533,7 @@ pub fn binary_cross_entropy_backward_meta(
     check_reduction(reduction)?;
     bce_shapes(self_, target, weight)?;
     let b = broadcast_shapes(grad_output, self_)?;
-    if b != self_ {
+    if b[..] != *self_ {
         return Err(format!(
             "grad_output of size {grad_output:?} does not broadcast to the input size {self_:?}"
         ));

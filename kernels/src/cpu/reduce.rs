@@ -12,6 +12,7 @@ use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::cpu::shape::contiguous_out;
 use crate::layout::wrap_dim;
 use crate::parallel::{fan_out, install, par_chunks_mut, par_chunks_mut2};
+use crate::Dims;
 use crate::{Arith, DType, Dst, Element, KResult, Layout, Src};
 use std::borrow::Cow;
 
@@ -89,8 +90,8 @@ fn grouped<'a, T: Element>(src: &Src<'a, T>, mask: &[bool]) -> (Cow<'a, [T]>, us
         .map(|d| l.sizes[d])
         .fold(1usize, |n, s| n.saturating_mul(s));
     let mut perm = Layout {
-        sizes: vec![],
-        strides: vec![],
+        sizes: Dims::new(),
+        strides: Dims::new(),
         offset: l.offset,
     };
     for d in kept.chain(reduced) {
