@@ -16,7 +16,11 @@ fn cache_reuses_large_buffers_and_keeps_its_rules() {
     let a = Tensor::full([N], 7.0, DType::F32).unwrap();
     drop(a);
     let cached = kiln::cpu::cached_bytes();
-    assert!(cached >= 4 * N, "cached {cached} bytes after freeing {} bytes", 4 * N);
+    assert!(
+        cached >= 4 * N,
+        "cached {cached} bytes after freeing {} bytes",
+        4 * N
+    );
 
     // ... and backs the next buffer of its dtype and size class (here 5 fewer elements).
     let z = Tensor::zeros([N - 5], DType::F32).unwrap();
