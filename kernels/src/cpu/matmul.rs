@@ -129,8 +129,6 @@ fn by_row_blocks<E: Send>(
     }
 }
 
-/// The `matrixmultiply` entry point for one float type, so the row-block driver below is
-/// written once.
 /// The float types the `gemm` crate multiplies.
 trait Blas: Copy + Send + Sync + 'static {
     /// `c = a @ b` for an `m × k` by `k × n` product with the given element strides.
