@@ -125,10 +125,7 @@ fn the_node_saves_each_present_tensor_and_the_formula_reads_the_list() {
     );
     // No gradient edge for the indices: only `self` has a formula.
     let record = flat(gen::api::op_items(&m.ops[0], &mut Vec::new()));
-    assert!(
-        record.contains("letedges=[Some(self_)];"),
-        "{record}"
-    );
+    assert!(record.contains("letedges=[Some(self_)];"), "{record}");
 }
 
 #[test]

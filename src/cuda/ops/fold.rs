@@ -50,8 +50,8 @@ fn image_layout(t: &Tensor, g: &Geometry) -> Layout {
     let n = l.ndim() - lead;
     strides[5 - n..].copy_from_slice(&l.strides[lead..]);
     Layout {
-        sizes: vec![g.batch, g.channels, g.size[0], g.size[1], g.size[2]],
-        strides,
+        sizes: smallvec::smallvec![g.batch, g.channels, g.size[0], g.size[1], g.size[2]],
+        strides: strides.into(),
         offset: l.offset,
     }
 }
@@ -63,8 +63,8 @@ fn cols_layout(t: &Tensor) -> Layout {
         return l.clone();
     }
     Layout {
-        sizes: vec![1, l.sizes[0], l.sizes[1]],
-        strides: vec![0, l.strides[0], l.strides[1]],
+        sizes: smallvec::smallvec![1, l.sizes[0], l.sizes[1]],
+        strides: smallvec::smallvec![0, l.strides[0], l.strides[1]],
         offset: l.offset,
     }
 }

@@ -16,8 +16,8 @@ fn at_least_1d(l: &Layout) -> Layout {
         return l.clone();
     }
     Layout {
-        sizes: vec![1],
-        strides: vec![1],
+        sizes: smallvec::smallvec![1],
+        strides: smallvec::smallvec![1],
         offset: l.offset,
     }
 }

@@ -38,7 +38,7 @@ fn loss_shape(op: &str, x: &Tensor, t: &Tensor) -> Result<(Vec<usize>, usize)> {
     let shape =
         kiln_kernels::layout::broadcast_shapes(x.shape(), t.shape()).map_err(kernel_error(op))?;
     let n = kiln_kernels::cpu::loss::element_count(&shape);
-    Ok((shape, n))
+    Ok((shape.to_vec(), n))
 }
 
 /// The accumulate dtype of a reduction over `dtype` (float, or double for float64).

@@ -12,8 +12,8 @@ use kiln_kernels::cpu::optim::{adagrad_clr, AdagradStep, AdamStep, RmspropStep, 
 /// element i of each block is the same entry).
 fn block(op: &str, t: &Tensor) -> Result<KilnTensor> {
     let layout = Layout {
-        sizes: vec![t.numel()],
-        strides: vec![1],
+        sizes: smallvec::smallvec![t.numel()],
+        strides: smallvec::smallvec![1],
         offset: t.storage_offset(),
     };
     operand_with(op, t, &layout)

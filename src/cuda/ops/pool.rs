@@ -17,8 +17,8 @@ fn image_layout(t: &Tensor) -> Layout {
     let mut strides = vec![0];
     strides.extend(&l.strides);
     Layout {
-        sizes,
-        strides,
+        sizes: sizes.into(),
+        strides: strides.into(),
         offset: l.offset,
     }
 }

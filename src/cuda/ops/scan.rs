@@ -11,8 +11,8 @@ fn lines(op: &str, t: &Tensor, dim: i64) -> Result<(Layout, usize, usize)> {
     let l = t.layout();
     if l.ndim() == 0 {
         let one = Layout {
-            sizes: vec![1],
-            strides: vec![1],
+            sizes: smallvec::smallvec![1],
+            strides: smallvec::smallvec![1],
             offset: l.offset,
         };
         return Ok((one, 1, 1));
