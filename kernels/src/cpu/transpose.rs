@@ -2,7 +2,7 @@
 //! operand across its memory order (`x.t().contiguous()`, `m + m.t()`).
 //!
 //! [`transpose`] moves elements of one type as bits; on x86-64 it moves 4- and 8-byte
-//! elements through SSE2 registers (part of the x86-64 baseline, so nothing is detected at
+//! numbers (`f32`, `i32`, `u32`, `f64`, `i64`, `u64`) through SSE2 registers (part of the x86-64 baseline, so nothing is detected at
 //! run time), 4 × 4 and 2 × 2 at a time, with the unsafe code in two small functions below.
 //! [`transpose_with`] converts each element on the way (a transposing cast) and is plain
 //! scalar code.
@@ -53,26 +53,54 @@ impl Block {
     }
 }
 
+/// The size of `T` when it is a 4- or 8-byte number, whose bytes are all initialised and
+/// may be moved through vector registers as they are; 0 for any other type.
+fn number_width<T: 'static>() -> usize {
+    use std::any::TypeId;
+    let t = TypeId::of::<T>();
+    if [
+        TypeId::of::<f32>(),
+        TypeId::of::<i32>(),
+        TypeId::of::<u32>(),
+    ]
+    .contains(&t)
+    {
+        4
+    } else if [
+        TypeId::of::<f64>(),
+        TypeId::of::<i64>(),
+        TypeId::of::<u64>(),
+    ]
+    .contains(&t)
+    {
+        8
+    } else {
+        0
+    }
+}
+
 /// Copies block `b` of `src` into `dst`, transposed (see [`Block`]).
-pub fn transpose<T: Copy>(src: &[T], dst: &mut [T], b: Block) {
+pub fn transpose<T: Copy + 'static>(src: &[T], dst: &mut [T], b: Block) {
     if !b.fits(src.len(), dst.len()) {
         return;
     }
     #[cfg(target_arch = "x86_64")]
     {
-        let (r4, l4) = match size_of::<T>() {
+        let width = number_width::<T>();
+        let (r4, l4) = match width {
             4 => (b.rows / 4 * 4, b.len / 4 * 4),
             8 => (b.rows / 2 * 2, b.len / 2 * 2),
             _ => (0, 0),
         };
         if r4 > 0 && l4 > 0 {
             // SAFETY: the block fits both buffers (checked above), so does its `r4 × l4`
-            // corner; `T` is 4 or 8 bytes (matched above) and `Copy`, so moving its bytes
-            // moves valid values; `src` and `dst` are distinct borrows.
+            // corner; `T` is a 4- or 8-byte number (`number_width`), so every byte of it is
+            // initialised and any bits moved from a `T` make the same `T`; `src` and `dst`
+            // are distinct borrows.
             unsafe {
                 let (s, d) = (src.as_ptr().add(b.src), dst.as_mut_ptr().add(b.dst));
                 let (ss, ds) = (b.src_stride, b.dst_stride);
-                if size_of::<T>() == 4 {
+                if width == 4 {
                     sse::blocks_4byte(s.cast(), ss, r4, l4, d.cast(), ds);
                 } else {
                     sse::blocks_8byte(s.cast(), ss, r4, l4, d.cast(), ds);
@@ -224,7 +252,11 @@ mod tests {
 
     /// Checks both entry points on a `rows × len` block at offsets inside larger buffers,
     /// against the definition, and that nothing outside the block is written.
-    fn check<T: Copy + PartialEq + std::fmt::Debug>(rows: usize, len: usize, make: fn(usize) -> T) {
+    fn check<T: Copy + PartialEq + std::fmt::Debug + 'static>(
+        rows: usize,
+        len: usize,
+        make: fn(usize) -> T,
+    ) {
         let (soff, stride, doff, drow) = (3, rows + 5, 2, len + 3);
         let src: Vec<T> = (0..soff + stride * len + 1).map(make).collect();
         let fill = make(usize::MAX >> 40);
@@ -264,6 +296,8 @@ mod tests {
             check::<i64>(rows, len, |v| v as i64);
             check::<u8>(rows, len, |v| v as u8);
             check::<half::f16>(rows, len, |v| half::f16::from_f32(v as f32));
+            // 4 bytes but not a number: element by element.
+            check::<[u8; 4]>(rows, len, |v| (v as u32).to_le_bytes());
         }
     }
 
