@@ -44,6 +44,23 @@ fn elementwise(c: &mut Criterion) {
         bench.iter(|| black_box(va.iter().sum::<f32>()))
     });
     g.finish();
+
+    // Sums along one dim of a 2048 × 2048 matrix and of its transpose: the transposed input
+    // reduced over its last dim reads columns of the stored matrix.
+    let mut g = c.benchmark_group("sum_dim_f32_2048x2048");
+    let m = Tensor::rand([2048, 2048], DType::F32).unwrap();
+    let mt = m.t().unwrap();
+    for (name, t, dim) in [
+        ("last_dim", &m, 1),
+        ("first_dim", &m, 0),
+        ("transposed_last_dim", &mt, 1),
+        ("transposed_first_dim", &mt, 0),
+    ] {
+        g.bench_function(name, |bench| {
+            bench.iter(|| black_box(t.sum_dim(&[dim]).unwrap()))
+        });
+    }
+    g.finish();
 }
 
 fn matmul(c: &mut Criterion) {

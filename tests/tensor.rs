@@ -263,6 +263,85 @@ fn inplace_add_of_transposed_self_uses_original_values() -> Result<()> {
     Ok(())
 }
 
+// Large enough (more than 2^15 elements) that the kernels walk tiles and split the loop
+// over threads; the shapes are not multiples of any tile.
+
+#[test]
+fn large_transposed_views_copy_add_and_sum_elementwise() -> Result<()> {
+    let (r, c) = (301, 203);
+    let at = iota(&[r, c]).t()?; // at[j][i] = i * c + j
+    let got = at.contiguous()?.to_vec::<f32>()?;
+    let row = iota(&[1, r]); // broadcast over at's rows: + i
+    let plus_row = at.add(&row)?.to_vec::<f32>()?;
+    for j in 0..c {
+        for i in 0..r {
+            let v = (i * c + j) as f32;
+            assert_eq!(got[j * r + i], v, "contiguous() at [{j}, {i}]");
+            assert_eq!(plus_row[j * r + i], v + i as f32, "add at [{j}, {i}]");
+        }
+    }
+    // A step-2 slice, transposed: [c/2 of the odd columns, r].
+    let odd = iota(&[r, c]).slice_with(1, Some(1), None, 2)?.t()?;
+    let got = odd.contiguous()?.to_vec::<f32>()?;
+    for k in 0..c / 2 {
+        for i in 0..r {
+            assert_eq!(got[k * r + i], (i * c + 2 * k + 1) as f32, "[{k}, {i}]");
+        }
+    }
+    // Sums over each dim (exact: integers below 2^24).
+    let rows = at.sum_dim(&[1])?.to_vec::<f32>()?;
+    let cols = at.sum_dim(&[0])?.to_vec::<f32>()?;
+    for (j, &s) in rows.iter().enumerate() {
+        assert_eq!(s, (c * r * (r - 1) / 2 + r * j) as f32, "row sum {j}");
+    }
+    for (i, &s) in cols.iter().enumerate() {
+        assert_eq!(s, (c * c * i + c * (c - 1) / 2) as f32, "column sum {i}");
+    }
+    // One row-major and one transposed operand.
+    let n = 257;
+    let m = iota(&[n, n]);
+    let got = m.add(&m.t()?)?.to_vec::<f32>()?;
+    for i in 0..n {
+        for j in 0..n {
+            assert_eq!(got[i * n + j], ((i * n + j) + (j * n + i)) as f32);
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn inplace_ops_on_a_large_transposed_view_reach_the_base() -> Result<()> {
+    let (r, c) = (260, 190);
+    let a = Tensor::zeros([r, c], DType::F32)?;
+    a.t()?.add_(&iota(&[c, r]))?; // a[i][j] += (j * r + i)
+    a.t()?.mul_scalar_(2)?;
+    let got = a.to_vec::<f32>()?;
+    for i in 0..r {
+        for j in 0..c {
+            assert_eq!(got[i * c + j], (2 * (j * r + i)) as f32, "[{i}, {j}]");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn inplace_add_of_large_transposed_self_uses_original_values() -> Result<()> {
+    let n = 200;
+    let want = |p: usize, q: usize| ((p * n + q) + (q * n + p)) as f32;
+    let a = iota(&[n, n]);
+    a.add_(&a.t()?)?;
+    let b = iota(&[n, n]);
+    b.t()?.add_(&b)?; // b[q][p] += b[p][q], all from the original values
+    let (a, b) = (a.to_vec::<f32>()?, b.to_vec::<f32>()?);
+    for p in 0..n {
+        for q in 0..n {
+            assert_eq!(a[p * n + q], want(p, q), "a[{p}, {q}]");
+            assert_eq!(b[p * n + q], want(p, q), "b[{p}, {q}]");
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn inplace_write_into_expanded_tensor_errors() -> Result<()> {
     let e = Tensor::zeros([1], DType::F32)?.expand([3])?;

@@ -42,14 +42,19 @@ impl<'a, T: Copy> Src<'a, T> {
             .is_contiguous()
             .then(|| &self.data[self.layout.offset..self.layout.offset + self.layout.numel()])
     }
+}
 
-    /// The elements in row-major order (copies).
+impl<T: crate::cpu::pointwise::Plain> Src<'_, T> {
+    /// The elements in row-major order (copies; a strided view goes through the tiled,
+    /// parallel [`crate::cpu::pointwise::copy`]).
     pub fn to_vec(&self) -> Vec<T> {
         if let Some(s) = self.as_contiguous() {
             return s.to_vec();
         }
-        let mut out = Vec::with_capacity(self.layout.numel());
-        crate::cpu::strided::for_each_offset(self.layout, |o| out.push(self.data[o]));
+        // Not contiguous, so not empty: its first element fills the buffer until copied over.
+        let mut out = vec![self.data[self.layout.offset]; self.layout.numel()];
+        let layout = Layout::contiguous(&self.layout.sizes);
+        crate::cpu::pointwise::copy(*self, Dst::new(&mut out, &layout));
         out
     }
 }

@@ -15,5 +15,6 @@ pub mod scan;
 pub mod shape;
 pub mod softmax;
 pub mod strided;
+pub mod transpose;
 pub mod unary;
 pub mod upsample;

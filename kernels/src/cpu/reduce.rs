@@ -230,9 +230,36 @@ fn sum_middle<T: Element>(x: &[T], r: usize, inner: usize, o: &mut [T]) {
     }
 }
 
+/// A permuted-dense input (`x.t()`, `x.permute(..)`) with its dims put in memory order
+/// (largest stride first), the reduction mask following them — when that keeps the kept
+/// dims in their order, which is the output's. The reordered input is contiguous, so a
+/// reduction over a leading or middle dim of it adds whole rows in place (`x.t().sum(1)`
+/// is a column sum of `x`) instead of copying the input into `[kept, reduced]` order.
+fn in_memory_order(layout: &Layout, mask: &[bool]) -> Option<(Layout, Vec<bool>)> {
+    if layout.is_contiguous() || !layout.is_non_overlapping_and_dense() {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..layout.ndim()).collect();
+    order.sort_by_key(|&d| std::cmp::Reverse(layout.strides[d]));
+    // Size-1 dims hold one output element either way; only the others' order matters.
+    let kept = order.iter().filter(|&&d| !mask[d] && layout.sizes[d] > 1);
+    if !kept.clone().zip(kept.skip(1)).all(|(a, b)| a < b) {
+        return None;
+    }
+    Some((
+        layout.reordered(&order),
+        order.iter().map(|&d| mask[d]).collect(),
+    ))
+}
+
 /// Shared body of both `sum` overloads.
 fn sum_masked<T: Element>(src: Src<'_, T>, mask: &[bool], mut out: Dst<'_, T>) -> KResult<()> {
     let o = contiguous_out(&mut out)?;
+    let reordered = in_memory_order(src.layout, mask);
+    let (src, mask) = match &reordered {
+        Some((layout, mask)) => (Src::new(src.data, layout), &mask[..]),
+        None => (src, mask),
+    };
     if let Some((outer, r, inner)) = adjacent_reduced_block(src.layout, mask) {
         if inner > 1 && r > 1 && o.len() == outer * inner {
             let start = src.layout.offset;
@@ -950,6 +977,96 @@ mod tests {
         .unwrap();
         let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
         close(&got, &naive_sum(&[rows, 3], &logical, &[1]), 0.0);
+    }
+
+    /// The elements of `data` under `layout`, row-major, by plain index arithmetic.
+    fn read_logical<T: Copy>(data: &[T], layout: &Layout) -> Vec<T> {
+        let mut idx = vec![0usize; layout.ndim()];
+        (0..layout.numel())
+            .map(|_| {
+                let off: usize = idx.iter().zip(&layout.strides).map(|(i, s)| i * s).sum();
+                for d in (0..idx.len()).rev() {
+                    idx[d] += 1;
+                    if idx[d] < layout.sizes[d] {
+                        break;
+                    }
+                    idx[d] = 0;
+                }
+                data[layout.offset + off]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sum_over_every_dim_subset_of_every_permuted_layout_matches_naive() {
+        // A [5, 6, 7] input stored as each of its six permutations (dense, so reordering
+        // its dims into memory order makes it contiguous, when that keeps the kept dims in
+        // order), plus a step-2 slice and a larger transposed matrix summed over each dim.
+        let sizes = [5usize, 6, 7];
+        let perms = [
+            [0, 1, 2],
+            [0, 2, 1],
+            [1, 0, 2],
+            [1, 2, 0],
+            [2, 0, 1],
+            [2, 1, 0],
+        ];
+        let store: Vec<f64> = (0..420).map(|v| ((v * 37) % 101) as f64 - 50.0).collect();
+        for perm in perms {
+            let stored: Vec<usize> = perm.iter().map(|&d| sizes[d]).collect();
+            let mut inv = [0i64; 3];
+            perm.iter()
+                .enumerate()
+                .for_each(|(i, &d)| inv[d] = i as i64);
+            let layout = Layout::contiguous(&stored).permute(&inv).unwrap();
+            let logical = read_logical(&store, &layout);
+            for dims in [
+                vec![0i64],
+                vec![1],
+                vec![2],
+                vec![0, 1],
+                vec![0, 2],
+                vec![1, 2],
+            ] {
+                let reduced: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+                let shape = sum_dim_meta(&sizes, Some(&dims), false, None)
+                    .unwrap()
+                    .remove(0);
+                let got = run1::<f64>(&shape, |o| {
+                    sum_dim(Src::new(&store, &layout), Some(&dims), false, None, o)
+                })
+                .unwrap();
+                close(&got, &naive_sum(&sizes, &logical, &reduced), 1e-12);
+            }
+        }
+        let (r, c) = (300, 250);
+        let data: Vec<f32> = (0..2 * r * c).map(|v| (v % 19) as f32 - 9.0).collect();
+        let t = Layout::contiguous(&[c, r]).transpose(0, 1).unwrap();
+        let stepped = Layout::contiguous(&[c, 2 * r])
+            .slice(1, Some(1), None, 2)
+            .unwrap()
+            .transpose(0, 1)
+            .unwrap();
+        for layout in [t, stepped] {
+            let logical: Vec<f64> = read_logical(&data, &layout)
+                .iter()
+                .map(|&v| v as f64)
+                .collect();
+            for dim in [0usize, 1] {
+                let got = run1::<f32>(&[[c, r][dim]], |o| {
+                    sum_dim(
+                        Src::new(&data, &layout),
+                        Some(&[dim as i64]),
+                        false,
+                        None,
+                        o,
+                    )
+                })
+                .unwrap();
+                let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
+                close(&got, &naive_sum(&[r, c], &logical, &[dim]), 1e-6);
+            }
+        }
     }
 
     #[test]

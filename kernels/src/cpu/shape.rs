@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 /// The elements of `src` in row-major order: borrowed when the layout is already contiguous,
 /// copied otherwise (transposed, sliced or stride-0 broadcast inputs).
-pub(crate) fn row_major<'a, T: Copy>(src: &Src<'a, T>) -> Cow<'a, [T]> {
+pub(crate) fn row_major<'a, T: crate::cpu::pointwise::Plain>(src: &Src<'a, T>) -> Cow<'a, [T]> {
     if src.layout.numel() == 0 {
         // An empty view may carry any offset; never slice the buffer with it.
         return Cow::Borrowed(&[]);
