@@ -930,8 +930,8 @@ mod tests {
         // step is 2 mod 4), but each of its rows spans past the next one's start, so no
         // split of the storage separates them. Large enough to ask for a parallel split.
         let lo = Layout {
-            sizes: vec![2, 2, 10000],
-            strides: vec![1, 38002, 4],
+            sizes: smallvec::smallvec![2, 2, 10000],
+            strides: smallvec::smallvec![1, 38002, 4],
             offset: 2,
         };
         let mut seen = std::collections::HashSet::new();
