@@ -313,16 +313,15 @@ pub(crate) fn cast(t: &Tensor, d: DType) -> Result<Tensor> {
 /// Replaces inputs that share storage with `out` by private copies, so the kernel never
 /// reads a buffer it is writing.
 fn unalias<'t>(inputs: &[&'t Tensor], out: &Tensor) -> Result<SmallVec<[Cow<'t, Tensor>; 4]>> {
-    inputs
-        .iter()
-        .map(|&t| {
-            if t.shares_storage_with(out) {
-                t.fresh_copy().map(Cow::Owned)
-            } else {
-                Ok(Cow::Borrowed(t))
-            }
-        })
-        .collect()
+    let mut v = SmallVec::new();
+    for &t in inputs {
+        v.push(if t.shares_storage_with(out) {
+            Cow::Owned(t.fresh_copy()?)
+        } else {
+            Cow::Borrowed(t)
+        });
+    }
+    Ok(v)
 }
 
 // The `map*` functions take the op's scalar kernel as a closure and wrap it in slice

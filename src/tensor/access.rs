@@ -68,22 +68,27 @@ fn lock_and_run(
         );
     }
     // Every operand slot (inputs first, then outputs) by storage address: locks are taken in
-    // that order, each storage once. Inline vectors: this runs on every op.
+    // that order, each storage once. Inline vectors: this runs on every op
+    // (`push` loops rather than `collect`: `SmallVec`'s `Extend` is not inlined, and its
+    // moves cost more than the locks.)
     let ni = inputs.len();
-    let mut order: SmallVec<[(*const Storage, usize); 8]> = inputs
-        .iter()
-        .chain(outs)
-        .enumerate()
-        .map(|(slot, t)| (key(t.storage()), slot))
-        .collect();
+    let mut order: SmallVec<[(*const Storage, usize); 8]> = SmallVec::new();
+    for (slot, t) in inputs.iter().chain(outs).enumerate() {
+        order.push((key(t.storage()), slot));
+    }
     order.sort_unstable_by_key(|&(k, slot)| (k, slot));
-    let mut reads: SmallVec<[Option<RwLockReadGuard<'_, Buffer>>; 8]> =
-        (0..ni).map(|_| None).collect();
-    let mut writes: SmallVec<[Option<RwLockWriteGuard<'_, Buffer>>; 4]> =
-        (0..outs.len()).map(|_| None).collect();
-    // The input slot whose guard each input reads through (itself, or the first input on
-    // the same storage).
-    let mut owner: SmallVec<[usize; 8]> = (0..ni).collect();
+    let mut reads: SmallVec<[Option<RwLockReadGuard<'_, Buffer>>; 8]> = SmallVec::new();
+    let mut owner: SmallVec<[usize; 8]> = SmallVec::new();
+    for i in 0..ni {
+        reads.push(None);
+        owner.push(i);
+    }
+    let mut writes: SmallVec<[Option<RwLockWriteGuard<'_, Buffer>>; 4]> = SmallVec::new();
+    for _ in outs {
+        writes.push(None);
+    }
+    // `owner[i]`: the input slot whose guard input `i` reads through (itself, or the first
+    // input on the same storage).
     let mut prev: Option<(*const Storage, usize)> = None;
     for &(k, slot) in &order {
         match prev {
@@ -99,14 +104,18 @@ fn lock_and_run(
             }
         }
     }
-    let ins: SmallVec<[&CpuBuffer; 8]> = owner
-        .iter()
-        .map(|&o| cpu(reads[o].as_ref().expect("every input storage was locked")))
-        .collect();
-    let out_bufs: OutBufs<'_> = writes
-        .iter_mut()
-        .map(|g| cpu_mut(g.as_mut().expect("every output storage was locked")))
-        .collect();
+    let mut ins: SmallVec<[&CpuBuffer; 8]> = SmallVec::new();
+    for &o in &owner {
+        ins.push(cpu(reads[o]
+            .as_ref()
+            .expect("every input storage was locked")));
+    }
+    let mut out_bufs = OutBufs::new();
+    for g in writes.iter_mut() {
+        out_bufs.push(cpu_mut(
+            g.as_mut().expect("every output storage was locked"),
+        ));
+    }
     f(&ins, out_bufs);
 }
 
