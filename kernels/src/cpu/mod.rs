@@ -17,3 +17,4 @@ pub mod softmax;
 pub mod strided;
 pub mod unary;
 pub mod upsample;
+pub mod vmath;
