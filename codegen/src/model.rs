@@ -59,13 +59,16 @@ pub enum Kind {
 /// (`fn(self_: &[f32], out: &mut [f32], <the scalar kernel's non-tensor arguments>)`), so
 /// that it can be vectorised; the generated dispatch calls it for its dtype, the f32 one also
 /// for f16 and bf16 (a chunk at a time through f32 buffers), and the scalar kernel for the
-/// other dtypes.
+/// other dtypes. An optional in-place form `<stem>_f32_(self_: &mut [f32], <arguments>)`
+/// serves the in-place op (`x.exp_()`); without one, chunks go through a buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Vectorized {
     pub module: String,
     pub stem: String,
     /// The element types with a slice kernel: `f32`, `f64` or both, in that order.
     pub elems: Vec<String>,
+    /// Those of `elems` that also have the in-place form.
+    pub inplace: Vec<String>,
 }
 
 impl Vectorized {
@@ -81,6 +84,14 @@ impl Vectorized {
     /// The slice kernel's name for element type `elem`: `exp_f32`.
     pub fn name(&self, elem: &str) -> String {
         format!("{}_{elem}", self.stem)
+    }
+
+    /// The in-place slice kernel's name for element type `elem`, if it has one: `exp_f32_`.
+    pub fn inplace_name(&self, elem: &str) -> Option<String> {
+        self.inplace
+            .iter()
+            .any(|e| e == elem)
+            .then(|| format!("{}_{elem}_", self.stem))
     }
 }
 
@@ -809,10 +820,16 @@ fn vectorized_entry(
             format!("{func}: vectorized '{spec}' names no slice kernel: kernels/src/cpu/{module}.rs has neither `pub fn {stem}_f32` nor `pub fn {stem}_f64`"),
         ));
     }
+    let inplace = elems
+        .iter()
+        .filter(|e| kernels.has(module, &format!("{stem}_{e}_")))
+        .cloned()
+        .collect();
     Ok(Vectorized {
         module: module.to_string(),
         stem: stem.to_string(),
         elems,
+        inplace,
     })
 }
 
@@ -867,8 +884,12 @@ fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), Model
                 }
                 for elem in &v.elems {
                     let name = v.name(elem);
-                    let call = contract::slice_kernel(op, &v.module, &name, elem);
+                    let call = contract::slice_kernel(op, &v.module, &name, elem, false);
                     check_call(line, func, &call, kernels.cpu_signature(&v.module, &name))?;
+                    if let Some(name) = v.inplace_name(elem) {
+                        let call = contract::slice_kernel(op, &v.module, &name, elem, true);
+                        check_call(line, func, &call, kernels.cpu_signature(&v.module, &name))?;
+                    }
                 }
             }
             if *check {

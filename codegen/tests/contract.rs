@@ -12,6 +12,7 @@ pub fn eq<T: PartialOrd>(a: T, b: T) -> bool { a == b }
 pub fn pow_scalar<T: Pow>(a: T, exponent: T) -> T { a.pow(exponent) }
 pub fn pow_scalar_check(compute: DType, exponent: f64) -> KResult<()> { Ok(()) }
 pub fn pow_scalar_f32(self_: &[f32], out: &mut [f32], exponent: f32) {}
+pub fn pow_scalar_f32_(self_: &mut [f32], exponent: f32) {}
 "#;
 
 const REDUCE_RS: &str = r#"
@@ -832,6 +833,7 @@ fn vectorized_names_the_slice_kernels_that_exist() {
         .unwrap();
     let v = op.vectorized.as_ref().unwrap();
     assert_eq!(v.elems, ["f32"]);
+    assert_eq!(v.inplace_name("f32").as_deref(), Some("pow_scalar_f32_"));
     // f32 and the half types take the f32 kernel; f64 and the rest the scalar one.
     assert_eq!(v.elem_for("f16"), Some("f32"));
     assert_eq!(v.elem_for("f32"), Some("f32"));
@@ -842,7 +844,8 @@ fn vectorized_names_the_slice_kernels_that_exist() {
     for part in [
         "DType::F32=>{typeT=f32;letexponent=exponent.to::<<TasElement>::Compute>();launch::map1_slice::<T",
         "DType::F16=>{typeT=half::f16;letexponent=exponent.to::<<TasElement>::Compute>();launch::map1_slice_f32::<T",
-        "kiln_kernels::cpu::binary::pow_scalar_f32(a,o,exponent)",
+        "kiln_kernels::cpu::binary::pow_scalar_f32(a,o,exponent",
+        "Some(&|x:&mut[f32]|kiln_kernels::cpu::binary::pow_scalar_f32_(x,exponent",
         // Other dtypes keep the scalar kernel.
         "DType::F64=>{typeT=f64;letexponent=exponent.to::<<TasElement>::Compute>();launch::map1_same::<T",
     ] {
@@ -865,6 +868,18 @@ fn vectorized_slice_kernel_of_the_wrong_type() {
         &[
             "vectorized slice kernel `binary::pow_scalar_f32`",
             "parameter 3 `exponent: f64` should be `exponent: f32`",
+        ],
+    );
+    let mut s = Sources::default();
+    s.binary_rs = s
+        .binary_rs
+        .replacen("_f32_(self_: &mut [f32]", "_f32_(self_: &[f32]", 1);
+    let e = error(&vectorized_pow("binary::pow_scalar"), &s);
+    assert_contains(
+        &e,
+        &[
+            "vectorized in-place slice kernel `binary::pow_scalar_f32_`",
+            "parameter 1 `self_: &[f32]` should be `self_: &mut [f32]`",
         ],
     );
 }

@@ -424,20 +424,23 @@ const SLICE_BUF: usize = 512;
 
 /// `map1_same` for an op whose YAML names a `vectorized:` CPU slice kernel in its own compute
 /// type (f32, f64): `f` maps whole chunks, as the pointwise loops hand them over. In place
-/// (`x.exp_()`) each chunk is copied into a stack buffer first.
+/// (`x.exp_()`) the kernel's in-place form `inplace` runs, or without one, `f` through a
+/// stack buffer.
 pub(crate) fn map1_slice<T: BufferElement>(
     a: &Tensor,
     out: &Tensor,
     f: pointwise::Slice1<'_, T, T>,
+    inplace: Option<pointwise::Assign1<'_, T>>,
 ) -> Result<()> {
-    map1_same_slices(a, out, f, &|o: &mut [T]| {
+    let buffered = |o: &mut [T]| {
         let mut buf = [T::default(); SLICE_BUF];
         for c in o.chunks_mut(SLICE_BUF) {
             let b = &mut buf[..c.len()];
             b.copy_from_slice(c);
             f(b, c);
         }
-    })
+    };
+    map1_same_slices(a, out, f, inplace.unwrap_or(&buffered))
 }
 
 /// `map1_same` for f16 and bf16 through an f32 slice kernel `f`: each chunk is widened to

@@ -424,20 +424,30 @@ fn compute_fn(op: &Op) -> TokenStream {
                 let vmod = format_ident!("{}", v.module);
                 let kname = format_ident!("{}", v.name(elem));
                 let ety = format_ident!("{}", elem);
-                let vals = args
+                let vals: Vec<syn::Ident> = args
                     .iter()
                     .filter(|a| !a.kind.is_tensor())
-                    .map(|a| ident(&a.name));
-                let helper = if elem == d {
-                    format_ident!("map1_slice")
-                } else {
-                    format_ident!("map1_slice_f32")
+                    .map(|a| ident(&a.name))
+                    .collect();
+                let map = quote! {
+                    &|a: &[#ety], o: &mut [#ety]| kiln_kernels::cpu::#vmod::#kname(a, o #(, #vals)*)
+                };
+                if elem != d {
+                    return Some(quote! {
+                        #(#consts)*
+                        launch::map1_slice_f32::<T>(#(&#tnames,)* &out, #map)?;
+                    });
+                }
+                let inplace = match v.inplace_name(elem) {
+                    Some(name) => {
+                        let iname = format_ident!("{}", name);
+                        quote!(Some(&|x: &mut [#ety]| kiln_kernels::cpu::#vmod::#iname(x #(, #vals)*)))
+                    }
+                    None => quote!(None),
                 };
                 Some(quote! {
                     #(#consts)*
-                    launch::#helper::<T>(#(&#tnames,)* &out, &|a: &[#ety], o: &mut [#ety]| {
-                        kiln_kernels::cpu::#vmod::#kname(a, o #(, #vals)*)
-                    })?;
+                    launch::map1_slice::<T>(#(&#tnames,)* &out, #map, #inplace)?;
                 })
             };
             let dispatch =

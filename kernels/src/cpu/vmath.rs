@@ -148,7 +148,8 @@ fn map<T: Copy>(a: &[T], out: &mut [T], f: impl Fn(T) -> T) {
 }
 
 /// Defines, for each `name: type => lane`, a module `name` whose `run(isa, a, out)` maps
-/// `lane::<F>` over a slice (see [`multiversion!`]).
+/// `lane::<F>` over a slice and whose `run_(isa, x)` does so in place (see
+/// [`multiversion!`]).
 macro_rules! map_kernels {
     ($($name:ident: $t:ty => $lane:ident;)*) => {$(
         mod $name {
@@ -162,6 +163,13 @@ macro_rules! map_kernels {
                 }
             }
             multiversion!(pub(super) fn run(a: &[$t], out: &mut [$t]) => body);
+            #[inline(always)]
+            fn body_<const F: bool>(x: &mut [$t]) {
+                for v in x.iter_mut() {
+                    *v = $lane::<F>(*v);
+                }
+            }
+            multiversion!(pub(super) fn run_(x: &mut [$t]) => body_);
         }
     )*};
 }
@@ -200,10 +208,20 @@ pub fn exp_f32(a: &[f32], out: &mut [f32]) {
     exp32_k::run(Isa::best(), a, out)
 }
 
+/// `x[i] = e^x[i]` in place.
+pub fn exp_f32_(x: &mut [f32]) {
+    exp32_k::run_(Isa::best(), x)
+}
+
 /// `out[i] = e^a[i] - 1`, accurate near 0. The slices must have equal lengths.
 pub fn expm1_f32(a: &[f32], out: &mut [f32]) {
     check_len(a.len(), out.len());
     expm1_32_k::run(Isa::best(), a, out)
+}
+
+/// `x[i] = e^x[i] - 1` in place.
+pub fn expm1_f32_(x: &mut [f32]) {
+    expm1_32_k::run_(Isa::best(), x)
 }
 
 /// `out[i] = ln a[i]`. The slices must have equal lengths.
@@ -212,10 +230,20 @@ pub fn log_f32(a: &[f32], out: &mut [f32]) {
     log32_k::run(Isa::best(), a, out)
 }
 
+/// `x[i] = ln x[i]` in place.
+pub fn log_f32_(x: &mut [f32]) {
+    log32_k::run_(Isa::best(), x)
+}
+
 /// `out[i] = ln(1 + a[i])`, accurate near 0. The slices must have equal lengths.
 pub fn log1p_f32(a: &[f32], out: &mut [f32]) {
     check_len(a.len(), out.len());
     log1p32_k::run(Isa::best(), a, out)
+}
+
+/// `x[i] = ln(1 + x[i])` in place.
+pub fn log1p_f32_(x: &mut [f32]) {
+    log1p32_k::run_(Isa::best(), x)
 }
 
 /// `out[i] = tanh a[i]`. The slices must have equal lengths.
@@ -224,10 +252,20 @@ pub fn tanh_f32(a: &[f32], out: &mut [f32]) {
     tanh32_k::run(Isa::best(), a, out)
 }
 
+/// `x[i] = tanh x[i]` in place.
+pub fn tanh_f32_(x: &mut [f32]) {
+    tanh32_k::run_(Isa::best(), x)
+}
+
 /// `out[i] = 1 / (1 + e^-a[i])`. The slices must have equal lengths.
 pub fn sigmoid_f32(a: &[f32], out: &mut [f32]) {
     check_len(a.len(), out.len());
     sigmoid32_k::run(Isa::best(), a, out)
+}
+
+/// `x[i] = 1 / (1 + e^-x[i])` in place.
+pub fn sigmoid_f32_(x: &mut [f32]) {
+    sigmoid32_k::run_(Isa::best(), x)
 }
 
 /// `out[i] = a[i] * sigmoid(a[i])`. The slices must have equal lengths.
@@ -236,10 +274,20 @@ pub fn silu_f32(a: &[f32], out: &mut [f32]) {
     silu32_k::run(Isa::best(), a, out)
 }
 
+/// `x[i] = x[i] * sigmoid(x[i])` in place.
+pub fn silu_f32_(x: &mut [f32]) {
+    silu32_k::run_(Isa::best(), x)
+}
+
 /// `out[i] = erf a[i]`. The slices must have equal lengths.
 pub fn erf_f32(a: &[f32], out: &mut [f32]) {
     check_len(a.len(), out.len());
     erf32_k::run(Isa::best(), a, out)
+}
+
+/// `x[i] = erf x[i]` in place.
+pub fn erf_f32_(x: &mut [f32]) {
+    erf32_k::run_(Isa::best(), x)
 }
 
 /// `out[i] = gelu(a[i])`: `x Φ(x)` exactly, or PyTorch's tanh formula when `approximate` is
@@ -254,10 +302,24 @@ pub fn gelu_f32(a: &[f32], out: &mut [f32], approximate: &str) {
     }
 }
 
+/// `x[i] = gelu(x[i])` in place, as [`gelu_f32`].
+pub fn gelu_f32_(x: &mut [f32], approximate: &str) {
+    if approximate == "tanh" {
+        gelu_tanh32_k::run_(Isa::best(), x)
+    } else {
+        gelu32_k::run_(Isa::best(), x)
+    }
+}
+
 /// `out[i] = e^a[i]`. The slices must have equal lengths.
 pub fn exp_f64(a: &[f64], out: &mut [f64]) {
     check_len(a.len(), out.len());
     exp64_k::run(Isa::best(), a, out)
+}
+
+/// `x[i] = e^x[i]` in place.
+pub fn exp_f64_(x: &mut [f64]) {
+    exp64_k::run_(Isa::best(), x)
 }
 
 /// `out[i] = ln a[i]`. The slices must have equal lengths.
@@ -266,16 +328,31 @@ pub fn log_f64(a: &[f64], out: &mut [f64]) {
     log64_k::run(Isa::best(), a, out)
 }
 
+/// `x[i] = ln x[i]` in place.
+pub fn log_f64_(x: &mut [f64]) {
+    log64_k::run_(Isa::best(), x)
+}
+
 /// `out[i] = 1 / (1 + e^-a[i])`. The slices must have equal lengths.
 pub fn sigmoid_f64(a: &[f64], out: &mut [f64]) {
     check_len(a.len(), out.len());
     sigmoid64_k::run(Isa::best(), a, out)
 }
 
+/// `x[i] = 1 / (1 + e^-x[i])` in place.
+pub fn sigmoid_f64_(x: &mut [f64]) {
+    sigmoid64_k::run_(Isa::best(), x)
+}
+
 /// `out[i] = a[i] * sigmoid(a[i])`. The slices must have equal lengths.
 pub fn silu_f64(a: &[f64], out: &mut [f64]) {
     check_len(a.len(), out.len());
     silu64_k::run(Isa::best(), a, out)
+}
+
+/// `x[i] = x[i] * sigmoid(x[i])` in place.
+pub fn silu_f64_(x: &mut [f64]) {
+    silu64_k::run_(Isa::best(), x)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1269,6 +1346,66 @@ mod tests {
             &around,
             3.0,
         );
+    }
+
+    /// The in-place forms compute exactly what the mapping forms do (which the tests above
+    /// check against references).
+    #[test]
+    fn in_place_forms_match_the_mapping_ones() {
+        type InPlace32 = fn(Isa, &mut [f32]);
+        type InPlace64 = fn(Isa, &mut [f64]);
+        let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+        let x32: Vec<f32> = (0..=u32::MAX).step_by(65521).map(f32::from_bits).collect();
+        let pairs32: [(&str, Kernel32, InPlace32); 10] = [
+            ("exp", exp32_k::run, exp32_k::run_),
+            ("expm1", expm1_32_k::run, expm1_32_k::run_),
+            ("log", log32_k::run, log32_k::run_),
+            ("log1p", log1p32_k::run, log1p32_k::run_),
+            ("tanh", tanh32_k::run, tanh32_k::run_),
+            ("sigmoid", sigmoid32_k::run, sigmoid32_k::run_),
+            ("silu", silu32_k::run, silu32_k::run_),
+            ("erf", erf32_k::run, erf32_k::run_),
+            ("gelu", gelu32_k::run, gelu32_k::run_),
+            ("gelu tanh", gelu_tanh32_k::run, gelu_tanh32_k::run_),
+        ];
+        let x64: Vec<f64> = (0..=u64::MAX)
+            .step_by(1 << 48)
+            .map(f64::from_bits)
+            .collect();
+        let pairs64: [(&str, Kernel64, InPlace64); 4] = [
+            ("exp", exp64_k::run, exp64_k::run_),
+            ("log", log64_k::run, log64_k::run_),
+            ("sigmoid", sigmoid64_k::run, sigmoid64_k::run_),
+            ("silu", silu64_k::run, silu64_k::run_),
+        ];
+        for isa in Isa::supported() {
+            for (name, map, in_place) in pairs32 {
+                let mut a = vec![0f32; x32.len()];
+                map(isa, &x32, &mut a);
+                let mut b = x32.clone();
+                in_place(isa, &mut b);
+                for ((&x, &a), &b) in x32.iter().zip(&a).zip(&b) {
+                    assert!(
+                        same(a as f64, b as f64),
+                        "{name} f32 {isa:?} at {x:e}: {a} vs {b}"
+                    );
+                }
+            }
+            for (name, map, in_place) in pairs64 {
+                let mut a = vec![0f64; x64.len()];
+                map(isa, &x64, &mut a);
+                let mut b = x64.clone();
+                in_place(isa, &mut b);
+                for ((&x, &a), &b) in x64.iter().zip(&a).zip(&b) {
+                    assert!(same(a, b), "{name} f64 {isa:?} at {x:e}: {a} vs {b}");
+                }
+            }
+        }
+        let mut y = [0.5f32, -2.0];
+        gelu_f32_(&mut y, "tanh");
+        let mut z = [0f32; 2];
+        gelu_f32(&[0.5, -2.0], &mut z, "tanh");
+        assert_eq!(y, z);
     }
 
     #[test]
