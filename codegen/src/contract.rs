@@ -137,6 +137,57 @@ pub fn pointwise_kernel(op: &Op, module: &str, kernel: &str) -> Call {
     }
 }
 
+/// A pointwise op's `vectorized:` slice kernel for element type `elem` (`f32`, `f64`):
+/// `(self_: &[elem], out: &mut [elem], <non-tensor arguments>)`, or in place
+/// `(self_: &mut [elem], <non-tensor arguments>)`, the non-tensor arguments as the scalar
+/// kernel takes them with `T` = `elem`, returning nothing.
+pub fn slice_kernel(op: &Op, module: &str, name: &str, elem: &str, inplace: bool) -> Call {
+    let args = op.args();
+    let input = args
+        .iter()
+        .find(|a| a.kind == ArgKind::Tensor)
+        .map_or("self_".to_string(), |a| ident_str(&a.name));
+    let mut params = if inplace {
+        vec![expected(
+            &input,
+            format!("&mut [{elem}]"),
+            "the input chunk, overwritten by the result".into(),
+        )]
+    } else {
+        vec![
+            expected(
+                &input,
+                format!("&[{elem}]"),
+                "the input, a chunk at a time".into(),
+            ),
+            expected(
+                "out",
+                format!("&mut [{elem}]"),
+                "the output chunk, as long as the input".into(),
+            ),
+        ]
+    };
+    params.extend(args.iter().filter(|a| !a.kind.is_tensor()).map(|a| {
+        let ty = match a.kind {
+            ArgKind::Scalar | ArgKind::Float => elem.to_string(),
+            ArgKind::OptScalar => format!("Option<{elem}>"),
+            other => canon(other.kernel_type()),
+        };
+        expected(&ident_str(&a.name), ty, argument(op, &a.name))
+    }));
+    Call {
+        role: if inplace {
+            "vectorized in-place slice kernel"
+        } else {
+            "vectorized slice kernel"
+        },
+        path: format!("{module}::{name}"),
+        params,
+        type_params: None,
+        ret: Ret::Exactly("()".to_string()),
+    }
+}
+
 /// A pointwise op's `<kernel>_check(compute, <non-tensor arguments>)`.
 pub fn pointwise_check(op: &Op, module: &str, kernel: &str) -> Call {
     let mut params = vec![expected(

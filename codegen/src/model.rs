@@ -54,6 +54,47 @@ pub enum Kind {
     Composite { path: String },
 }
 
+/// A pointwise op's `vectorized:` CPU slice kernels, `<module>::<stem>_f32` and/or
+/// `<module>::<stem>_f64`: each maps a whole slice of its element type
+/// (`fn(self_: &[f32], out: &mut [f32], <the scalar kernel's non-tensor arguments>)`), so
+/// that it can be vectorised; the generated dispatch calls it for its dtype, the f32 one also
+/// for f16 and bf16 (a chunk at a time through f32 buffers), and the scalar kernel for the
+/// other dtypes. An optional in-place form `<stem>_f32_(self_: &mut [f32], <arguments>)`
+/// serves the in-place op (`x.exp_()`); without one, chunks go through a buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vectorized {
+    pub module: String,
+    pub stem: String,
+    /// The element types with a slice kernel: `f32`, `f64` or both, in that order.
+    pub elems: Vec<String>,
+    /// Those of `elems` that also have the in-place form.
+    pub inplace: Vec<String>,
+}
+
+impl Vectorized {
+    /// The element type of the slice kernel that computes dtype `d`, if one does.
+    pub fn elem_for(&self, d: &str) -> Option<&str> {
+        let want = match d {
+            "f16" | "bf16" => "f32",
+            other => other,
+        };
+        self.elems.iter().map(String::as_str).find(|e| *e == want)
+    }
+
+    /// The slice kernel's name for element type `elem`: `exp_f32`.
+    pub fn name(&self, elem: &str) -> String {
+        format!("{}_{elem}", self.stem)
+    }
+
+    /// The in-place slice kernel's name for element type `elem`, if it has one: `exp_f32_`.
+    pub fn inplace_name(&self, elem: &str) -> Option<String> {
+        self.inplace
+            .iter()
+            .any(|e| e == elem)
+            .then(|| format!("{}_{elem}_", self.stem))
+    }
+}
+
 /// How the computation dtype and output dtype follow from the inputs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Promote {
@@ -123,6 +164,8 @@ pub struct Op {
     pub tags: Vec<String>,
     /// Composite computed in float32 for f16/bf16 inputs (`opmath: true`).
     pub opmath: bool,
+    /// Vectorised CPU slice kernels of a pointwise op (`vectorized: <module>::<stem>`).
+    pub vectorized: Option<Vectorized>,
 }
 
 /// The `fixed:` value naming the opmath dtype of the computation (PyTorch's `opmath_type`:
@@ -711,6 +754,10 @@ fn op_entry(
             ),
         ));
     }
+    let vectorized = match r.vectorized.as_deref() {
+        None => None,
+        Some(spec) => Some(vectorized_entry(&r.func, line, spec, &kind, kernels)?),
+    };
     let op = Op {
         schema,
         line,
@@ -731,10 +778,59 @@ fn op_entry(
         doc: r.doc,
         tags: r.tags,
         opmath: r.opmath,
+        vectorized,
     };
     check_sources(&op, &r.func, kernels)?;
     check_opinfo(&op, &r.func, kernels)?;
     Ok(op)
+}
+
+/// Resolves `vectorized: <module>::<stem>` to the slice kernels that exist.
+fn vectorized_entry(
+    func: &str,
+    line: usize,
+    spec: &str,
+    kind: &Kind,
+    kernels: &KernelIndex,
+) -> Result<Vectorized, ModelError> {
+    if !matches!(kind, Kind::Pointwise { .. }) {
+        return Err(nerr(
+            line,
+            format!("{func}: `vectorized:` names slice kernels of a pointwise op (tags: [pointwise] with a CPU kernel)"),
+        ));
+    }
+    let Some((module, stem)) = spec
+        .trim()
+        .split_once("::")
+        .filter(|(m, s)| is_rust_ident(m) && is_rust_ident(s))
+    else {
+        return Err(nerr(
+            line,
+            format!("{func}: vectorized '{spec}' must be written as <module>::<stem>, naming `<stem>_f32` and/or `<stem>_f64` in kernels/src/cpu/<module>.rs"),
+        ));
+    };
+    let elems: Vec<String> = ["f32", "f64"]
+        .into_iter()
+        .filter(|e| kernels.has(module, &format!("{stem}_{e}")))
+        .map(str::to_string)
+        .collect();
+    if elems.is_empty() {
+        return Err(nerr(
+            line,
+            format!("{func}: vectorized '{spec}' names no slice kernel: kernels/src/cpu/{module}.rs has neither `pub fn {stem}_f32` nor `pub fn {stem}_f64`"),
+        ));
+    }
+    let inplace = elems
+        .iter()
+        .filter(|e| kernels.has(module, &format!("{stem}_{e}_")))
+        .cloned()
+        .collect();
+    Ok(Vectorized {
+        module: module.to_string(),
+        stem: stem.to_string(),
+        elems,
+        inplace,
+    })
 }
 
 /// The functions `op` names in Rust and CUDA sources take what the generated code passes.
@@ -775,6 +871,27 @@ fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), Model
             }
             let call = contract::pointwise_kernel(op, module, kernel);
             check_call(line, func, &call, kernels.cpu_signature(module, kernel))?;
+            if let Some(v) = &op.vectorized {
+                let tensors: Vec<&Arg> =
+                    args.iter().filter(|a| a.kind == ArgKind::Tensor).collect();
+                let unary_same = matches!(tensors.as_slice(), [t] if !op.fixed.contains_key(&t.name))
+                    && op.promote != Promote::Comparison;
+                if !unary_same {
+                    return Err(nerr(
+                        line,
+                        format!("{func}: `vectorized:` slice kernels serve ops with one tensor argument whose result has its dtype (not fixed, not promote: comparison)"),
+                    ));
+                }
+                for elem in &v.elems {
+                    let name = v.name(elem);
+                    let call = contract::slice_kernel(op, &v.module, &name, elem, false);
+                    check_call(line, func, &call, kernels.cpu_signature(&v.module, &name))?;
+                    if let Some(name) = v.inplace_name(elem) {
+                        let call = contract::slice_kernel(op, &v.module, &name, elem, true);
+                        check_call(line, func, &call, kernels.cpu_signature(&v.module, &name))?;
+                    }
+                }
+            }
             if *check {
                 let name = format!("{kernel}_check");
                 let call = contract::pointwise_check(op, module, kernel);

@@ -18,6 +18,11 @@ pub struct RawOp {
     pub dispatch: BTreeMap<String, String>,
     #[serde(default)]
     pub dtypes: Option<BackendDTypes>,
+    /// Pointwise ops only: `<module>::<stem>`, CPU slice kernels `<stem>_f32` / `<stem>_f64`
+    /// in `kernels/src/cpu/<module>.rs` that map a whole slice (vectorised), used instead of
+    /// the scalar kernel for those dtypes (the f32 one also for f16 and bf16).
+    #[serde(default)]
+    pub vectorized: Option<String>,
     #[serde(default)]
     pub promote: Option<String>,
     #[serde(default)]

@@ -11,6 +11,8 @@ pub fn mul<T: Arith>(a: T, b: T) -> T { a * b }
 pub fn eq<T: PartialOrd>(a: T, b: T) -> bool { a == b }
 pub fn pow_scalar<T: Pow>(a: T, exponent: T) -> T { a.pow(exponent) }
 pub fn pow_scalar_check(compute: DType, exponent: f64) -> KResult<()> { Ok(()) }
+pub fn pow_scalar_f32(self_: &[f32], out: &mut [f32], exponent: f32) {}
+pub fn pow_scalar_f32_(self_: &mut [f32], exponent: f32) {}
 "#;
 
 const REDUCE_RS: &str = r#"
@@ -811,4 +813,99 @@ fn the_repository_passes_every_check() {
         .refs
         .as_ref()
         .is_some_and(|r| r.contains_key("sum_dim")));
+}
+
+// ---------------------------------------------------------------- vectorized slice kernels
+
+const POW: &str = "  dispatch: {CPU: binary::pow_scalar, CUDA: binary::pow_scalar}\n";
+
+fn vectorized_pow(spec: &str) -> String {
+    NATIVE.replacen(POW, &format!("{POW}  vectorized: {spec}\n"), 1)
+}
+
+#[test]
+fn vectorized_names_the_slice_kernels_that_exist() {
+    let m = build_with(&vectorized_pow("binary::pow_scalar"), &Sources::default()).unwrap();
+    let op = m
+        .ops
+        .iter()
+        .find(|o| o.rust == "pow_tensor_scalar")
+        .unwrap();
+    let v = op.vectorized.as_ref().unwrap();
+    assert_eq!(v.elems, ["f32"]);
+    assert_eq!(v.inplace_name("f32").as_deref(), Some("pow_scalar_f32_"));
+    // f32 and the half types take the f32 kernel; f64 and the rest the scalar one.
+    assert_eq!(v.elem_for("f16"), Some("f32"));
+    assert_eq!(v.elem_for("f32"), Some("f32"));
+    assert_eq!(v.elem_for("f64"), None);
+    assert_eq!(v.elem_for("i64"), None);
+    let code = kiln_codegen::gen::format(kiln_codegen::gen::api::op_file(op)).unwrap();
+    let code: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    for part in [
+        "DType::F32=>{typeT=f32;letexponent=exponent.to::<<TasElement>::Compute>();launch::map1_slice::<T",
+        "DType::F16=>{typeT=half::f16;letexponent=exponent.to::<<TasElement>::Compute>();launch::map1_slice_f32::<T",
+        "kiln_kernels::cpu::binary::pow_scalar_f32(a,o,exponent",
+        "Some(&|x:&mut[f32]|kiln_kernels::cpu::binary::pow_scalar_f32_(x,exponent",
+        // Other dtypes keep the scalar kernel.
+        "DType::F64=>{typeT=f64;letexponent=exponent.to::<<TasElement>::Compute>();launch::map1_same::<T",
+    ] {
+        assert!(code.contains(part), "{part} in {code}");
+    }
+}
+
+#[test]
+fn vectorized_slice_kernel_of_the_wrong_type() {
+    let mut s = Sources::default();
+    s.binary_rs = s.binary_rs.replacen(
+        "out: &mut [f32], exponent: f32",
+        "out: &mut [f32], exponent: f64",
+        1,
+    );
+    let e = error(&vectorized_pow("binary::pow_scalar"), &s);
+    assert_eq!(e.line, 17);
+    assert_contains(
+        &e,
+        &[
+            "vectorized slice kernel `binary::pow_scalar_f32`",
+            "parameter 3 `exponent: f64` should be `exponent: f32`",
+        ],
+    );
+    let mut s = Sources::default();
+    s.binary_rs = s
+        .binary_rs
+        .replacen("_f32_(self_: &mut [f32]", "_f32_(self_: &[f32]", 1);
+    let e = error(&vectorized_pow("binary::pow_scalar"), &s);
+    assert_contains(
+        &e,
+        &[
+            "vectorized in-place slice kernel `binary::pow_scalar_f32_`",
+            "parameter 1 `self_: &[f32]` should be `self_: &mut [f32]`",
+        ],
+    );
+}
+
+#[test]
+fn vectorized_without_a_kernel_is_an_error() {
+    let e = error(&vectorized_pow("binary::pow"), &Sources::default());
+    assert_contains(
+        &e,
+        &[
+            "names no slice kernel",
+            "neither `pub fn pow_f32` nor `pub fn pow_f64`",
+        ],
+    );
+    let e = error(&vectorized_pow("pow_scalar"), &Sources::default());
+    assert_contains(&e, &["must be written as <module>::<stem>"]);
+}
+
+#[test]
+fn vectorized_serves_unary_pointwise_ops_only() {
+    let mul = "  dispatch: {CPU: binary::mul, CUDA: binary::mul}\n";
+    let native = NATIVE.replacen(mul, &format!("{mul}  vectorized: binary::pow_scalar\n"), 1);
+    let e = error(&native, &Sources::default());
+    assert_contains(&e, &["mul.Tensor", "one tensor argument"]);
+    let sum = "  dispatch: {CPU: reduce::sum_dim, CUDA: reduce::sum_dim}\n";
+    let native = NATIVE.replacen(sum, &format!("{sum}  vectorized: binary::pow_scalar\n"), 1);
+    let e = error(&native, &Sources::default());
+    assert_contains(&e, &["sum.dim_IntList", "slice kernels of a pointwise op"]);
 }

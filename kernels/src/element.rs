@@ -5,6 +5,7 @@
 
 use crate::DType;
 use half::{bf16, f16};
+use std::any::TypeId;
 
 /// A type a tensor can store. One impl per [`DType`].
 pub trait Element: Copy + Send + Sync + PartialEq + std::fmt::Debug + Default + 'static {
@@ -776,6 +777,25 @@ macro_rules! with_dtype {
             })*
         }
     };
+}
+
+/// Reinterprets a slice of `T` as a slice of `U` when they are the same type.
+pub(crate) fn same_type<T: 'static, U: 'static>(s: &[T]) -> Option<&[U]> {
+    if TypeId::of::<T>() != TypeId::of::<U>() {
+        return None;
+    }
+    // SAFETY: `T` and `U` are the same type (equal `TypeId`s), so this is the identity cast:
+    // same pointer, length, alignment and lifetime.
+    Some(unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<U>(), s.len()) })
+}
+
+/// Mutable counterpart of [`same_type`].
+pub(crate) fn same_type_mut<T: 'static, U: 'static>(s: &mut [T]) -> Option<&mut [U]> {
+    if TypeId::of::<T>() != TypeId::of::<U>() {
+        return None;
+    }
+    // SAFETY: as in `same_type`; the unique borrow of `s` moves into the returned slice.
+    Some(unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<U>(), s.len()) })
 }
 
 #[cfg(test)]

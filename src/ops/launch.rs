@@ -424,6 +424,61 @@ fn map1_same_slices<T: BufferElement>(
     Ok(())
 }
 
+/// Elements a slice kernel sees at a time where they pass through a stack buffer: an
+/// in-place op (the kernel reads and writes distinct slices) and a half type converted to
+/// f32. Small enough for L1, large enough that the dynamic call and the vector loop's
+/// remainder cost nothing.
+const SLICE_BUF: usize = 512;
+
+/// `map1_same` for an op whose YAML names a `vectorized:` CPU slice kernel in its own compute
+/// type (f32, f64): `f` maps whole chunks, as the pointwise loops hand them over. In place
+/// (`x.exp_()`) the kernel's in-place form `inplace` runs, or without one, `f` through a
+/// stack buffer.
+pub(crate) fn map1_slice<T: BufferElement>(
+    a: &Tensor,
+    out: &Tensor,
+    f: pointwise::Slice1<'_, T, T>,
+    inplace: Option<pointwise::Assign1<'_, T>>,
+) -> Result<()> {
+    let buffered = |o: &mut [T]| {
+        let mut buf = [T::default(); SLICE_BUF];
+        for c in o.chunks_mut(SLICE_BUF) {
+            let b = &mut buf[..c.len()];
+            b.copy_from_slice(c);
+            f(b, c);
+        }
+    };
+    map1_same_slices(a, out, f, inplace.unwrap_or(&buffered))
+}
+
+/// `map1_same` for f16 and bf16 through an f32 slice kernel `f`: each chunk is widened to
+/// f32, mapped and rounded back, as the scalar kernel computes them in f32 too.
+pub(crate) fn map1_slice_f32<T: BufferElement<Compute = f32>>(
+    a: &Tensor,
+    out: &Tensor,
+    f: pointwise::Slice1<'_, f32, f32>,
+) -> Result<()> {
+    let through_f32 = |a: &[T], o: &mut [T]| {
+        let (mut x, mut y) = ([0f32; SLICE_BUF], [0f32; SLICE_BUF]);
+        for (a, o) in a.chunks(SLICE_BUF).zip(o.chunks_mut(SLICE_BUF)) {
+            let (x, y) = (&mut x[..a.len()], &mut y[..a.len()]);
+            x.iter_mut().zip(a).for_each(|(x, v)| *x = v.up());
+            f(x, y);
+            o.iter_mut()
+                .zip(y.iter())
+                .for_each(|(o, &v)| *o = T::down(v));
+        }
+    };
+    map1_same_slices(a, out, &through_f32, &|o: &mut [T]| {
+        let mut buf = [T::default(); SLICE_BUF];
+        for c in o.chunks_mut(SLICE_BUF) {
+            let b = &mut buf[..c.len()];
+            b.copy_from_slice(c);
+            through_f32(b, c);
+        }
+    })
+}
+
 /// `map2` for ops whose result has the first input's type: when that input is the output
 /// itself (`x.add_(&y)`), reads and writes it in one pass instead of copying it first.
 pub(crate) fn map2_same<T: BufferElement, B: BufferElement>(

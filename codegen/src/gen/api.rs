@@ -191,9 +191,15 @@ fn promote_expr(op: &Op) -> TokenStream {
 /// The CPU dtype dispatch: one `match` arm per dtype the kernel supports, each binding `T` to
 /// the element type and running `body`; any other dtype is PyTorch's "not implemented" error.
 fn dtype_match(op: &Op, body: TokenStream) -> TokenStream {
+    dtype_match_each(op, |_| body.clone())
+}
+
+/// As [`dtype_match`] with a body per dtype (`d` its short name).
+fn dtype_match_each(op: &Op, body_for: impl Fn(&str) -> TokenStream) -> TokenStream {
     let arms = op.dtypes.iter().map(|d| {
         let v = dtype_variant(d);
         let t = elem_type(d);
+        let body = body_for(d);
         quote! {
             DType::#v => {
                 type T = #t;
@@ -408,13 +414,46 @@ fn compute_fn(op: &Op) -> TokenStream {
                 quote!(<#(#in_tys,)* #out_ty>)
             };
             let consts: Vec<TokenStream> = consts.collect();
-            let dispatch = dtype_match(
-                op,
-                quote! {
+            let scalar = quote! {
+                #(#consts)*
+                launch::#map::#generics(#(&#tnames,)* &out, move |#(#tnames),*| #body)?;
+            };
+            // `vectorized:` dtypes call the slice kernel on whole chunks instead (model.rs has
+            // checked that the op is unary and keeps its dtype, so `tnames` is `[self_]`).
+            let vectorized = |d: &str| -> Option<TokenStream> {
+                let v = op.vectorized.as_ref()?;
+                let elem = v.elem_for(d)?;
+                let vmod = format_ident!("{}", v.module);
+                let kname = format_ident!("{}", v.name(elem));
+                let ety = format_ident!("{}", elem);
+                let vals: Vec<syn::Ident> = args
+                    .iter()
+                    .filter(|a| !a.kind.is_tensor())
+                    .map(|a| ident(&a.name))
+                    .collect();
+                let map = quote! {
+                    &|a: &[#ety], o: &mut [#ety]| kiln_kernels::cpu::#vmod::#kname(a, o #(, #vals)*)
+                };
+                if elem != d {
+                    return Some(quote! {
+                        #(#consts)*
+                        launch::map1_slice_f32::<T>(#(&#tnames,)* &out, #map)?;
+                    });
+                }
+                let inplace = match v.inplace_name(elem) {
+                    Some(name) => {
+                        let iname = format_ident!("{}", name);
+                        quote!(Some(&|x: &mut [#ety]| kiln_kernels::cpu::#vmod::#iname(x #(, #vals)*)))
+                    }
+                    None => quote!(None),
+                };
+                Some(quote! {
                     #(#consts)*
-                    launch::#map::#generics(#(&#tnames,)* &out, move |#(#tnames),*| #body)?;
-                },
-            );
+                    launch::map1_slice::<T>(#(&#tnames,)* &out, #map, #inplace)?;
+                })
+            };
+            let dispatch =
+                dtype_match_each(op, |d| vectorized(d).unwrap_or_else(|| scalar.clone()));
             let cuda = match &op.cuda {
                 Some((_, func)) => {
                     let cuda_dts = cuda_dtype_list(op);

@@ -8,9 +8,9 @@
 //! splits batches over threads.
 
 use crate::cpu::shape::contiguous_out;
+use crate::element::{same_type, same_type_mut};
 use crate::parallel::{fan_out, par_chunks_mut};
 use crate::{Arith, DType, Dst, Element, KResult, Src};
-use std::any::TypeId;
 
 /// Below this many multiply-adds a product runs on the calling thread.
 const PARALLEL_FLOPS: usize = 1 << 18;
@@ -89,25 +89,6 @@ impl<'a, T: Copy + 'static> Mat<'a, T> {
             cs: self.cs,
         })
     }
-}
-
-/// Reinterprets a slice of `T` as a slice of `U` when they are the same type.
-fn same_type<T: 'static, U: 'static>(s: &[T]) -> Option<&[U]> {
-    if TypeId::of::<T>() != TypeId::of::<U>() {
-        return None;
-    }
-    // SAFETY: `T` and `U` are the same type (equal `TypeId`s), so this is the identity cast:
-    // same pointer, length, alignment and lifetime.
-    Some(unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<U>(), s.len()) })
-}
-
-/// Mutable counterpart of [`same_type`].
-fn same_type_mut<T: 'static, U: 'static>(s: &mut [T]) -> Option<&mut [U]> {
-    if TypeId::of::<T>() != TypeId::of::<U>() {
-        return None;
-    }
-    // SAFETY: as in `same_type`; the unique borrow of `s` moves into the returned slice.
-    Some(unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<U>(), s.len()) })
 }
 
 /// Runs `f(first_row, rows_of_c)` over `c` (an `m x n` row-major output), split across

@@ -18,3 +18,4 @@ pub mod strided;
 pub mod transpose;
 pub mod unary;
 pub mod upsample;
+pub mod vmath;

@@ -8,11 +8,16 @@
 //!
 //! Viewing the input as `[outer, n, inner]` around `dim`, each of the `outer * inner`
 //! slices is independent. When `inner == 1` the slices are contiguous rows; otherwise they
-//! are gathered into rows of a scratch matrix first, so both cases share one row routine and
-//! parallelise over slices.
+//! are gathered into rows of a scratch matrix first, so both cases share one row routine,
+//! [`rows`], and parallelise over slices. In f32 and f64 that routine is
+//! [`vmath`]'s vectorised one (a max pass, an exp pass, a sum pass and a scale pass over each
+//! row, while it sits in L1); half types convert a task's rows to f32 and use it too. The
+//! log-softmax backward exponentiates with [`vmath`]'s `exp` as well.
 
 use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::cpu::shape::{contiguous_out, for_each_block, row_major, split_at_dim};
+use crate::cpu::vmath;
+use crate::element::{same_type, same_type_mut};
 use crate::layout::wrap_dim;
 use crate::parallel::{fan_out, par_chunks_mut};
 use crate::{Arith, DType, Dst, Element, FloatMath, KResult, Src};
@@ -20,7 +25,29 @@ use crate::{Arith, DType, Dst, Element, FloatMath, KResult, Src};
 /// Input elements per parallel task when a task covers several rows.
 const TASK_WORK: usize = 1 << 12;
 
-/// Normalises one slice in place: softmax, or log-softmax when `LOG`.
+/// Softmax (log-softmax when `LOG`) of each `n`-element row of `x` into `out`, in the
+/// compute type: [`vmath`]'s vectorised rows for f32 and f64.
+fn rows<C: FloatMath, const LOG: bool>(x: &[C], out: &mut [C], n: usize) {
+    if let (Some(x), Some(o)) = (same_type::<C, f32>(x), same_type_mut::<C, f32>(out)) {
+        return if LOG {
+            vmath::log_softmax_f32(x, o, n)
+        } else {
+            vmath::softmax_f32(x, o, n)
+        };
+    }
+    if let (Some(x), Some(o)) = (same_type::<C, f64>(x), same_type_mut::<C, f64>(out)) {
+        return if LOG {
+            vmath::log_softmax_f64(x, o, n)
+        } else {
+            vmath::softmax_f64(x, o, n)
+        };
+    }
+    out.copy_from_slice(x);
+    out.chunks_mut(n).for_each(normalize::<C, LOG>);
+}
+
+/// Normalises one slice in place: softmax, or log-softmax when `LOG` (the scalar routine,
+/// for compute types [`rows`] has no vectorised kernel for).
 fn normalize<C: FloatMath, const LOG: bool>(row: &mut [C]) {
     let mut max = C::infinity().neg();
     for &v in row.iter() {
@@ -59,45 +86,56 @@ where
         return Ok(());
     }
     let parallel = fan_out(o.len() >= PARALLEL_MIN);
+    // Whole rows per task, so that each task calls the row kernel (and allocates) once.
+    let per = (TASK_WORK / n).max(1) * n;
     if inner == 1 {
-        // Each slice is a contiguous row; `buf` keeps it in compute precision.
-        let row = |buf: &mut Vec<T::Compute>, (o, x): (&mut [T], &[T])| {
-            buf.clear();
-            buf.extend(x.iter().map(|v| v.up()));
-            normalize::<T::Compute, LOG>(buf);
-            o.iter_mut()
-                .zip(buf.iter())
-                .for_each(|(o, &c)| *o = T::down(c));
+        if let (Some(x), Some(o)) = (
+            same_type::<T, T::Compute>(&x[..]),
+            same_type_mut::<T, T::Compute>(o),
+        ) {
+            // f32 and f64: straight from the input rows into the output rows.
+            if parallel {
+                par_chunks_mut(o, per, &|t, o| {
+                    rows::<_, LOG>(&x[t * per..][..o.len()], o, n)
+                });
+            } else {
+                rows::<_, LOG>(x, o, n);
+            }
+            return Ok(());
+        }
+        // Half types: a task's rows through compute-type buffers.
+        let task = |t: usize, o: &mut [T]| {
+            let xs: Vec<T::Compute> = x[t * per..][..o.len()].iter().map(|v| v.up()).collect();
+            let mut ys = vec![<T::Compute as Arith>::zero(); o.len()];
+            rows::<_, LOG>(&xs, &mut ys, n);
+            o.iter_mut().zip(ys).for_each(|(o, c)| *o = T::down(c));
         };
         if parallel {
-            // Several rows per task, so each task allocates its buffer once.
-            let per = (TASK_WORK / n).max(1);
-            par_chunks_mut(o, per * n, &|t, rows| {
-                let mut buf = Vec::with_capacity(n);
-                let xs = x[t * per * n..].chunks(n);
-                rows.chunks_mut(n).zip(xs).for_each(|p| row(&mut buf, p));
-            });
+            par_chunks_mut(o, per, &task);
         } else {
-            let mut buf = Vec::with_capacity(n);
-            o.chunks_mut(n)
-                .zip(x.chunks(n))
-                .for_each(|p| row(&mut buf, p));
+            o.chunks_mut(per).enumerate().for_each(|(t, o)| task(t, o));
         }
         return Ok(());
     }
-    // Slice r = (oi, j) holds x[(oi * n + k) * inner + j] for k in 0..n; gather it into row r.
-    let mut cols = vec![<T::Compute as Arith>::zero(); outer * inner * n];
-    let gather = |(r, col): (usize, &mut [T::Compute])| {
+    // Slice r = (oi, j) holds x[(oi * n + k) * inner + j] for k in 0..n; gather it into row r
+    // of `g`, then normalise `g`'s rows into `cols`.
+    let zero = <T::Compute as Arith>::zero();
+    let mut g = vec![zero; outer * inner * n];
+    let gather = |r: usize, col: &mut [T::Compute]| {
         let base = (r / inner) * n * inner + r % inner;
         for (k, c) in col.iter_mut().enumerate() {
             *c = x[base + k * inner].up();
         }
-        normalize::<T::Compute, LOG>(col);
     };
+    let mut cols = vec![zero; g.len()];
     if parallel {
-        par_chunks_mut(&mut cols, n, &|r, col| gather((r, col)));
+        par_chunks_mut(&mut g, n, &gather);
+        par_chunks_mut(&mut cols, per, &|t, c| {
+            rows::<_, LOG>(&g[t * per..][..c.len()], c, n)
+        });
     } else {
-        cols.chunks_mut(n).enumerate().for_each(gather);
+        g.chunks_mut(n).enumerate().for_each(|(r, c)| gather(r, c));
+        rows::<_, LOG>(&g, &mut cols, n);
     }
     // Output row q = (oi, k) of length `inner` reads entry k of slices (oi, 0..inner).
     let scatter = |(q, row): (usize, &mut [T])| {
@@ -216,6 +254,20 @@ fn backward_term<C: FloatMath, const LOG: bool>(g: C, y: C, sum: C) -> C {
     }
 }
 
+/// `out = e^y` by [`vmath`]'s vectorised exp when `T` is f32 or f64, returning whether it
+/// did (other types leave `out` alone).
+fn exp_into<T: 'static>(y: &[T], out: &mut [T]) -> bool {
+    if let (Some(y), Some(o)) = (same_type::<T, f32>(y), same_type_mut::<T, f32>(out)) {
+        vmath::exp_f32(y, o);
+        return true;
+    }
+    if let (Some(y), Some(o)) = (same_type::<T, f64>(y), same_type_mut::<T, f64>(out)) {
+        vmath::exp_f64(y, o);
+        return true;
+    }
+    false
+}
+
 /// What a slice sums: `g·y` for softmax, `g` for log-softmax.
 #[inline(always)]
 fn backward_summand<C: FloatMath, const LOG: bool>(g: C, y: C) -> C {
@@ -253,6 +305,13 @@ where
             let sum = gb.iter().zip(yb).fold(zero, |s, (&g, &y)| {
                 s.add(backward_summand::<_, LOG>(g.up(), y.up()))
             });
+            // Log-softmax in f32/f64: `o = e^y` vectorised, then `o = g - o Σg`.
+            if LOG && exp_into(yb, ob) {
+                for (o, &g) in ob.iter_mut().zip(gb) {
+                    *o = T::down(g.up().sub(o.up().mul(sum)));
+                }
+                return;
+            }
             for ((o, &g), &y) in ob.iter_mut().zip(gb).zip(yb) {
                 *o = T::down(backward_term::<_, LOG>(g.up(), y.up(), sum));
             }
@@ -269,6 +328,12 @@ where
             .zip(gb.chunks(inner))
             .zip(yb.chunks(inner))
         {
+            if LOG && exp_into(yr, or) {
+                for ((o, &g), &s) in or.iter_mut().zip(gr).zip(&sums) {
+                    *o = T::down(g.up().sub(o.up().mul(s)));
+                }
+                continue;
+            }
             for (((o, &g), &y), &s) in or.iter_mut().zip(gr).zip(yr).zip(&sums) {
                 *o = T::down(backward_term::<_, LOG>(g.up(), y.up(), s));
             }
@@ -524,6 +589,50 @@ mod tests {
         let g: Vec<f64> = (0..60_000).map(|v| ((v * 7) % 11) as f64 * 0.1).collect();
         let y: Vec<f64> = (0..60_000).map(|v| ((v * 3) % 5) as f64 * 0.01).collect();
         check_backward(&shape, &g, &y, &Layout::contiguous(&shape), 1);
+    }
+
+    #[test]
+    fn f32_forward_and_backward_take_the_vectorised_kernels() {
+        // Serial ([7, 33]) and parallel ([300, 200]) inputs, along each dim (inner 1 or not).
+        for (r, c) in [(7usize, 33usize), (300, 200)] {
+            let v32: Vec<f32> = (0..r * c)
+                .map(|v| ((v * 31) % 17) as f32 * 0.37 - 3.0)
+                .collect();
+            let vals: Vec<f64> = v32.iter().map(|&v| v as f64).collect();
+            let l = Layout::contiguous(&[r, c]);
+            for dim in 0..2 {
+                for log in [false, true] {
+                    let got = run_op(&v32, &l, dim as i64, log).unwrap();
+                    close(&got, &naive(&[r, c], &vals, dim, log), 2e-6);
+                }
+            }
+            // `g - e^y Σ g` along each dim, against the formula looped in float64.
+            let y: Vec<f32> = v32.iter().map(|v| v * 0.1 - 0.5).collect();
+            for dim in 0..2usize {
+                let mut o = vec![0f32; r * c];
+                log_softmax_backward_data(
+                    Src::new(&v32, &l),
+                    Src::new(&y, &l),
+                    dim as i64,
+                    DType::F32,
+                    Dst::new(&mut o, &l),
+                )
+                .unwrap();
+                for i in 0..r {
+                    for j in 0..c {
+                        let sum: f64 = if dim == 1 {
+                            (0..c).map(|k| vals[i * c + k]).sum()
+                        } else {
+                            (0..r).map(|k| vals[k * c + j]).sum()
+                        };
+                        let p = i * c + j;
+                        let want = vals[p] - (y[p] as f64).exp() * sum;
+                        let tol = 1e-5 * (1.0 + sum.abs());
+                        assert!((o[p] as f64 - want).abs() <= tol, "{} vs {want}", o[p]);
+                    }
+                }
+            }
+        }
     }
 
     #[test]
