@@ -130,7 +130,8 @@ fn overhead(c: &mut Criterion) {
 /// CPU has it, else AVX2+FMA), in FLOP (2 per lane per FMA).
 fn fma_peak(c: &mut Criterion) {
     let mut g = configure(c, "limit_fma_peak");
-    const ITERS: usize = 1 << 20;
+    // Long enough (~15 ms) that starting the threads is noise.
+    const ITERS: usize = 1 << 22;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let lanes = fma::lanes();
     g.throughput(Throughput::Elements(
@@ -149,7 +150,7 @@ fn fma_peak(c: &mut Criterion) {
 }
 
 mod fma {
-    pub const CHAINS: usize = 12;
+    pub const CHAINS: usize = 16;
 
     pub fn lanes() -> usize {
         #[cfg(target_arch = "x86_64")]
