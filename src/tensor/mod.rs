@@ -126,21 +126,25 @@ impl Tensor {
     /// A fresh contiguous tensor of zeros (the allocation every op output starts from), or
     /// `op`'s error when the shape is too large to count or to allocate.
     pub(crate) fn alloc(op: &str, shape: &[usize], dtype: DType) -> Result<Tensor> {
-        let n = storage_numel(op, shape, dtype)?;
-        Ok(Tensor::from_storage(
-            Arc::new(Storage::new(CpuBuffer::zeros(op, dtype, n)?)),
-            Layout::contiguous(shape),
-            dtype,
-        ))
+        Tensor::alloc_with(op, shape, dtype, CpuBuffer::zeros)
     }
 
     /// A fresh contiguous tensor for a kernel that writes every element (PyTorch's
     /// `empty`): on the CPU its values are whatever a cached buffer held (see
     /// [`CpuBuffer::empty`]), never uninitialised memory.
     pub(crate) fn alloc_empty(op: &str, shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::alloc_with(op, shape, dtype, CpuBuffer::empty)
+    }
+
+    fn alloc_with(
+        op: &str,
+        shape: &[usize],
+        dtype: DType,
+        buffer: fn(&str, DType, usize) -> Result<CpuBuffer>,
+    ) -> Result<Tensor> {
         let n = storage_numel(op, shape, dtype)?;
         Ok(Tensor::from_storage(
-            Arc::new(Storage::new(CpuBuffer::empty(op, dtype, n)?)),
+            Arc::new(Storage::new(buffer(op, dtype, n)?)),
             Layout::contiguous(shape),
             dtype,
         ))
