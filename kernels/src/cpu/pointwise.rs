@@ -315,6 +315,16 @@ fn walk<const N: usize>(layouts: [&Layout; N]) -> Walk<N> {
     }
 }
 
+/// The dense case of [`map1`] and [`copy_with`]: `f` over the whole run, in [`CHUNK`]s
+/// across kiln's pool when it is large.
+fn dense1<A: Sync, O: Send>(a: &[A], o: &mut [O], f: &(dyn Fn(&[A], &mut [O]) + Sync)) {
+    if fan_out(o.len() >= PARALLEL_MIN) {
+        par_chunks_mut(o, CHUNK, &|i, o| f(&a[i * CHUNK..][..o.len()], o));
+    } else {
+        f(a, o);
+    }
+}
+
 /// `out[i] = f(a[i])`.
 pub fn map1<A: Element, O: Element>(a: Src<A>, out: Dst<O>, f: Slice1<'_, A, O>) {
     let n = out.layout.numel();
@@ -323,12 +333,7 @@ pub fn map1<A: Element, O: Element>(a: Src<A>, out: Dst<O>, f: Slice1<'_, A, O>)
     }
     let plan = match walk([out.layout, a.layout]) {
         Walk::Dense([oo, ao]) => {
-            let (o, a) = (&mut out.data[oo..oo + n], &a.data[ao..ao + n]);
-            if fan_out(n >= PARALLEL_MIN) {
-                par_chunks_mut(o, CHUNK, &|i, o| f(&a[i * CHUNK..][..o.len()], o));
-            } else {
-                f(a, o);
-            }
+            dense1(&a.data[ao..ao + n], &mut out.data[oo..oo + n], f);
             return;
         }
         Walk::Strided(plan) => plan,
@@ -492,12 +497,7 @@ fn copy_with<A: Plain, O: Plain>(a: Src<A>, out: Dst<O>, conv: impl Fn(A) -> O +
     let f = |a: &[A], o: &mut [O]| o.iter_mut().zip(a).for_each(|(o, &x)| *o = conv(x));
     let plan = match walk([out.layout, a.layout]) {
         Walk::Dense([oo, ao]) => {
-            let (o, a) = (&mut out.data[oo..oo + n], &a.data[ao..ao + n]);
-            if fan_out(n >= PARALLEL_MIN) {
-                par_chunks_mut(o, CHUNK, &|i, o| f(&a[i * CHUNK..][..o.len()], o));
-            } else {
-                f(a, o);
-            }
+            dense1(&a.data[ao..ao + n], &mut out.data[oo..oo + n], &f);
             return;
         }
         Walk::Strided(plan) => plan,
