@@ -440,14 +440,7 @@ pub(crate) fn map1_slice<T: BufferElement>(
     f: pointwise::Slice1<'_, T, T>,
     inplace: Option<pointwise::Assign1<'_, T>>,
 ) -> Result<()> {
-    let buffered = |o: &mut [T]| {
-        let mut buf = [T::default(); SLICE_BUF];
-        for c in o.chunks_mut(SLICE_BUF) {
-            let b = &mut buf[..c.len()];
-            b.copy_from_slice(c);
-            f(b, c);
-        }
-    };
+    let buffered = |o: &mut [T]| in_place_through_buffer(o, f);
     map1_same_slices(a, out, f, inplace.unwrap_or(&buffered))
 }
 
@@ -470,13 +463,19 @@ pub(crate) fn map1_slice_f32<T: BufferElement<Compute = f32>>(
         }
     };
     map1_same_slices(a, out, &through_f32, &|o: &mut [T]| {
-        let mut buf = [T::default(); SLICE_BUF];
-        for c in o.chunks_mut(SLICE_BUF) {
-            let b = &mut buf[..c.len()];
-            b.copy_from_slice(c);
-            through_f32(b, c);
-        }
+        in_place_through_buffer(o, &through_f32)
     })
+}
+
+/// Runs a mapping slice kernel `f` (distinct input and output) in place over `o`, a
+/// [`SLICE_BUF`] chunk at a time through a stack copy.
+fn in_place_through_buffer<T: BufferElement>(o: &mut [T], f: pointwise::Slice1<'_, T, T>) {
+    let mut buf = [T::default(); SLICE_BUF];
+    for c in o.chunks_mut(SLICE_BUF) {
+        let b = &mut buf[..c.len()];
+        b.copy_from_slice(c);
+        f(b, c);
+    }
 }
 
 /// `map2` for ops whose result has the first input's type: when that input is the output
