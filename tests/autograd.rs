@@ -132,6 +132,37 @@ fn accumulate_grad_node_is_shared_by_uses_of_a_leaf() -> Result<()> {
 }
 
 #[test]
+fn accumulate_grad_node_outlives_each_graph_and_is_reused() -> Result<()> {
+    let a = leaf([1., 2.]);
+    let first = a.mul_scalar(2.0)?.grad_fn().unwrap().next_functions()[0]
+        .clone()
+        .unwrap()
+        .0;
+    // The first graph is gone; the next one still sends its gradient to the same node.
+    let second = a.mul_scalar(3.0)?.grad_fn().unwrap().next_functions()[0]
+        .clone()
+        .unwrap()
+        .0;
+    assert!(Arc::ptr_eq(&first, &second));
+    assert!(first.leaf().unwrap().is_same(&a));
+    Ok(())
+}
+
+#[test]
+fn backward_after_the_leaf_is_dropped_discards_its_gradient() -> Result<()> {
+    let (a, b) = (leaf([1., 2.]), leaf([3., 4.]));
+    let y = a.mul(&b)?.sum()?;
+    let acc = y.grad_fn().unwrap().next_functions()[0].clone().unwrap().0;
+    drop(a);
+    // The graph holds the accumulator, not the leaf: the leaf is freed, and its gradient
+    // has nowhere to go, while `b` still gets its own.
+    assert!(acc.leaf().is_none());
+    y.backward()?;
+    assert_eq!(grad_of(&b), vec![1., 2.]);
+    Ok(())
+}
+
+#[test]
 fn chained_op_next_function_is_the_producing_node() -> Result<()> {
     let a = leaf([1., 2.]);
     let y = a.exp()?.sin()?;

@@ -42,8 +42,11 @@ pub fn checked_numel(sizes: &[usize]) -> Option<usize> {
 
 /// Row-major strides for a shape. In an empty shape the strides of the other dims may exceed
 /// any real offset; they saturate rather than overflow, since no element is ever addressed.
+#[inline]
 pub fn contiguous_strides(sizes: &[usize]) -> Dims {
-    let mut strides = smallvec::smallvec![0; sizes.len()];
+    // Copied, then overwritten: cheaper than `smallvec![0; n]`, which is not inlined
+    // (this runs for every op's output).
+    let mut strides = Dims::from_slice(sizes);
     let mut acc = 1usize;
     for i in (0..sizes.len()).rev() {
         strides[i] = acc;
@@ -89,6 +92,7 @@ fn step_offset(offset: usize, index: usize, stride: usize) -> usize {
 
 impl Layout {
     /// A fresh row-major layout.
+    #[inline]
     pub fn contiguous(sizes: &[usize]) -> Layout {
         Layout {
             sizes: Dims::from_slice(sizes),
@@ -98,6 +102,7 @@ impl Layout {
     }
 
     /// Number of dimensions.
+    #[inline]
     pub fn ndim(&self) -> usize {
         self.sizes.len()
     }
@@ -105,6 +110,7 @@ impl Layout {
     /// Number of elements. Every layout kiln builds has passed [`Layout::check_in_bounds`],
     /// so a non-empty layout's product does not overflow; an empty one's other dims may
     /// multiply past `usize` before the 0 is reached, so it is answered first.
+    #[inline]
     pub fn numel(&self) -> usize {
         if self.sizes.contains(&0) {
             return 0;
@@ -113,19 +119,15 @@ impl Layout {
     }
 
     /// True when elements are laid out row-major with no gaps (size-1 dims may have any stride).
+    #[inline]
     pub fn is_contiguous(&self) -> bool {
-        if self.sizes.contains(&0) {
-            return true;
-        }
         let mut expected = 1usize;
-        for i in (0..self.sizes.len()).rev() {
-            if self.sizes[i] == 1 {
-                continue;
+        for (&size, &stride) in self.sizes.iter().zip(&self.strides).rev() {
+            if size != 1 && stride != expected {
+                // An empty layout is contiguous whatever its strides.
+                return self.sizes.contains(&0);
             }
-            if self.strides[i] != expected {
-                return false;
-            }
-            expected = expected.saturating_mul(self.sizes[i]);
+            expected = expected.saturating_mul(size);
         }
         true
     }

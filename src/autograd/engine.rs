@@ -139,7 +139,7 @@ fn run(
         if let Some(caps) = captures {
             // A leaf's own hooks see its gradient before `grad()` returns it, as in PyTorch.
             if let (Some(leaf), Some(Some(g))) = (node.leaf(), buf.first().cloned()) {
-                buf[0] = Some(super::AccumulateGrad::run_leaf_hooks(leaf, g)?);
+                buf[0] = Some(super::AccumulateGrad::run_leaf_hooks(&leaf, g)?);
             }
             for (slot, cap) in caps.iter().enumerate() {
                 if let Some(c) = cap {

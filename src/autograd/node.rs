@@ -1,11 +1,12 @@
 //! The graph's vocabulary: a [`Node`] turns the gradients of its outputs into gradients of its
 //! inputs and names, through [`Edge`]s, the nodes those inputs came from.
 
+use crate::tensor::TensorImpl;
 use crate::{DType, Device, Error, Result, Tensor};
 use kiln_kernels::Dims;
 use smallvec::SmallVec;
 use std::cell::RefCell;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 /// A gradient hook: sees a gradient and may replace it.
 pub type Hook = Arc<dyn Fn(&Tensor) -> Option<Tensor> + Send + Sync>;
@@ -40,26 +41,28 @@ impl NodeBase {
     /// A base for a node whose differentiable inputs are `inputs` (None where an input is not
     /// a tensor that requires grad).
     pub fn new(inputs: &[Option<&Tensor>]) -> Self {
+        // `push` loops rather than `collect`: `SmallVec`'s `Extend` is not inlined, and this
+        // runs for every recorded op.
+        let mut next_edges = SmallVec::new();
+        let mut input_metas = SmallVec::new();
+        for t in inputs {
+            next_edges.push(t.and_then(|t| t.gradient_edge()));
+            input_metas.push(match t {
+                Some(t) => InputMeta {
+                    shape: Dims::from_slice(t.shape()),
+                    dtype: t.dtype(),
+                    device: t.device(),
+                },
+                None => InputMeta {
+                    shape: Dims::new(),
+                    dtype: DType::F32,
+                    device: Device::Cpu,
+                },
+            });
+        }
         NodeBase {
-            next_edges: inputs
-                .iter()
-                .map(|t| t.and_then(|t| t.gradient_edge()))
-                .collect(),
-            input_metas: inputs
-                .iter()
-                .map(|t| match t {
-                    Some(t) => InputMeta {
-                        shape: Dims::from_slice(t.shape()),
-                        dtype: t.dtype(),
-                        device: t.device(),
-                    },
-                    None => InputMeta {
-                        shape: Dims::new(),
-                        dtype: DType::F32,
-                        device: Device::Cpu,
-                    },
-                })
-                .collect(),
+            next_edges,
+            input_metas,
             pre_hooks: Mutex::new(Vec::new()),
         }
     }
@@ -127,6 +130,18 @@ fn check_hook_result(original: &Tensor, result: &Tensor) -> Result<()> {
 /// edges instead of dropping them, so the depth of the graph never becomes stack depth.
 impl Drop for NodeBase {
     fn drop(&mut self) {
+        // Dropping the edges frees no node that has edges of its own (the common case: the
+        // next nodes are shared, or are leaves' accumulators), so it cannot recurse: drop
+        // them here. (Another thread may release its share meanwhile, making a drop below
+        // free a node after all; that node's own drop then runs the loop, one level down.)
+        let deep = self
+            .next_edges
+            .iter()
+            .flatten()
+            .any(|e| Arc::strong_count(&e.node) == 1 && !e.node.base().next_edges.is_empty());
+        if !deep {
+            return;
+        }
         let mut edges: SmallVec<[Edge; 4]> = std::mem::take(&mut self.next_edges)
             .into_iter()
             .flatten()
@@ -175,8 +190,8 @@ pub trait Node: Send + Sync {
     fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>>;
     /// Frees saved tensors once the graph has been walked without `retain_graph`.
     fn release_variables(&self) {}
-    /// For [`AccumulateGrad`]: the leaf it accumulates into.
-    fn leaf(&self) -> Option<&Tensor> {
+    /// For [`AccumulateGrad`]: the leaf it accumulates into, while that leaf lives.
+    fn leaf(&self) -> Option<Tensor> {
         None
     }
 }
@@ -199,23 +214,25 @@ impl std::fmt::Debug for dyn Node {
 }
 
 /// The sink of a leaf's gradient: adds it into the leaf's `.grad`.
+///
+/// The leaf owns its accumulator (made on first use, kept for its life) and the accumulator
+/// holds the leaf weakly: PyTorch has it the other way round, which frees the accumulator
+/// with each graph and builds a new one for every parameter on every step. Here a graph
+/// keeps the accumulator but not the leaf; a gradient reaching the accumulator of a leaf
+/// dropped meanwhile is discarded (nothing could read it).
 pub struct AccumulateGrad {
     base: NodeBase,
-    variable: Tensor,
+    variable: Weak<TensorImpl>,
 }
 
 impl AccumulateGrad {
-    pub(crate) fn new(variable: Tensor) -> Self {
-        let base = NodeBase {
-            input_metas: smallvec::smallvec![InputMeta {
-                shape: Dims::from_slice(variable.shape()),
-                dtype: variable.dtype(),
-                device: variable.device(),
-            }],
-            next_edges: SmallVec::new(),
-            pre_hooks: Mutex::new(Vec::new()),
-        };
-        AccumulateGrad { base, variable }
+    /// Its input metadata stays empty: nothing reads it (an accumulator has no outputs to
+    /// conform) and the leaf's shape is read from the leaf.
+    pub(crate) fn new(variable: &Tensor) -> Self {
+        AccumulateGrad {
+            base: NodeBase::default(),
+            variable: Arc::downgrade(&variable.0),
+        }
     }
 
     /// Runs the leaf's hooks on a gradient arriving for it.
@@ -275,25 +292,24 @@ impl Node for AccumulateGrad {
         &self.base
     }
     fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let Some(g) = grads.into_iter().next().flatten() else {
+        let (Some(g), Some(variable)) = (grads.into_iter().next().flatten(), self.leaf()) else {
             return Ok(vec![]);
         };
-        let g = AccumulateGrad::run_leaf_hooks(&self.variable, g)?;
-        let _serial = self
-            .variable
+        let g = AccumulateGrad::run_leaf_hooks(&variable, g)?;
+        let _serial = variable
             .0
             .accumulating
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let prev = self.variable.meta().grad.take();
+        let prev = variable.meta().grad.take();
         let new = match prev {
             // Under create_graph the sum stays in the graph; otherwise detach it.
             Some(p) => p.add(&g)?,
             None if crate::autograd::is_grad_enabled() => {
-                if obeys_layout_contract(&g, &self.variable) {
+                if obeys_layout_contract(&g, &variable) {
                     g
                 } else {
-                    clone_obey_contract(&g, &self.variable)?
+                    clone_obey_contract(&g, &variable)?
                 }
             }
             None => {
@@ -301,18 +317,18 @@ impl Node for AccumulateGrad {
                 // use_count check): another leaf's `.grad` or the caller's tensor may share
                 // it, and optimizers and gradient clipping write `.grad` in place.
                 let unshared = Arc::strong_count(&g.0) == 1 && Arc::strong_count(g.storage()) == 1;
-                if unshared && obeys_layout_contract(&g, &self.variable) {
+                if unshared && obeys_layout_contract(&g, &variable) {
                     g.detach()
                 } else {
                     let _g = crate::no_grad();
-                    clone_obey_contract(&g, &self.variable)?.detach()
+                    clone_obey_contract(&g, &variable)?.detach()
                 }
             }
         };
-        self.variable.meta().grad = Some(new);
+        variable.meta().grad = Some(new);
         Ok(vec![])
     }
-    fn leaf(&self) -> Option<&Tensor> {
-        Some(&self.variable)
+    fn leaf(&self) -> Option<Tensor> {
+        self.variable.upgrade().map(Tensor)
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 impl Tensor {
     /// True when ops on this tensor record history: a leaf marked by the user, or the output of
     /// a recorded op.
+    #[inline]
     pub fn requires_grad(&self) -> bool {
         self.0.requires_grad.load(Ordering::Acquire)
     }
@@ -115,6 +116,9 @@ impl Tensor {
 
     /// Where a gradient for this tensor must be sent, or `None` when it needs none.
     pub fn gradient_edge(&self) -> Option<Edge> {
+        if !self.requires_grad() {
+            return None;
+        }
         let mut m = self.meta();
         if let Some(f) = &m.grad_fn {
             return Some(Edge {
@@ -125,16 +129,11 @@ impl Tensor {
         if !m.requires_grad {
             return None;
         }
-        if let Some(acc) = m.accumulator.as_ref().and_then(|w| w.upgrade()) {
-            return Some(Edge {
-                node: acc,
-                input_nr: 0,
-            });
-        }
-        let acc = Arc::new(AccumulateGrad::new(self.clone()));
-        m.accumulator = Some(Arc::downgrade(&acc));
+        let acc = m
+            .accumulator
+            .get_or_insert_with(|| Arc::new(AccumulateGrad::new(self)));
         Some(Edge {
-            node: acc,
+            node: acc.clone(),
             input_nr: 0,
         })
     }

@@ -12,8 +12,10 @@ use smallvec::SmallVec;
 use std::borrow::Cow;
 
 pub(crate) use crate::tensor::{dst, src, with_buffers};
+use crate::tensor::{elems, elems_mut, with_dense};
 
 /// `torch.result_type` of the operands.
+#[inline]
 pub(crate) fn result_type(operands: &[Operand<'_>]) -> DType {
     promotion::result_type(operands)
 }
@@ -77,6 +79,7 @@ pub(crate) fn sum_dtype(input: DType, requested: Option<DType>) -> DType {
 
 /// PyTorch's `alpha_check`: an integral computation takes no float `alpha`, bool no
 /// non-bool one.
+#[inline]
 pub(crate) fn check_alpha(op: &str, compute: DType, alpha: Scalar) -> Result<()> {
     if !compute.is_floating_point() && alpha.is_floating_point() {
         return Err(Error::op(
@@ -93,13 +96,25 @@ pub(crate) fn check_alpha(op: &str, compute: DType, alpha: Scalar) -> Result<()>
     Ok(())
 }
 
+/// `a == b` for the few dims of a shape, without the call to `memcmp` that slice equality
+/// compiles to (a large share of a small op's time when it runs several times per op).
+#[inline]
+pub(crate) fn same_dims(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// The broadcast shape of all tensor operands.
+#[inline]
 pub(crate) fn broadcast_shapes(op: &str, tensors: &[&Tensor]) -> Result<kiln_kernels::Dims> {
     if let Some((first, rest)) = tensors.split_first() {
-        if rest.iter().all(|t| t.shape() == first.shape()) {
+        if rest.iter().all(|t| same_dims(t.shape(), first.shape())) {
             return Ok(kiln_kernels::Dims::from_slice(first.shape()));
         }
     }
+    broadcast_all(op, tensors)
+}
+
+fn broadcast_all(op: &str, tensors: &[&Tensor]) -> Result<kiln_kernels::Dims> {
     let mut shape = kiln_kernels::Dims::new();
     for t in tensors {
         shape = kiln_kernels::layout::broadcast_shapes(&shape, t.shape())
@@ -151,11 +166,20 @@ fn common_device(
 /// [`common_device`] of a pointwise op's tensor operands. An in-place op's `self` is its
 /// output, and an output must be on the op's device, so a 0-d CPU `self` with GPU operands
 /// is still an error.
+#[inline]
 pub(crate) fn pointwise_device(
     op: &str,
     tensors: &[&Tensor],
     dest: Option<&Tensor>,
 ) -> Result<Device> {
+    let cpu = |t: &Tensor| t.device() == Device::Cpu;
+    if tensors.iter().all(|t| cpu(t)) && dest.is_none_or(cpu) {
+        return Ok(Device::Cpu);
+    }
+    mixed_device(op, tensors, dest)
+}
+
+fn mixed_device(op: &str, tensors: &[&Tensor], dest: Option<&Tensor>) -> Result<Device> {
     let device = common_device(tensors.iter().map(|t| (t.device(), t.dim())))
         .map_err(|(a, b)| device_mix(op, a, b))?;
     match dest {
@@ -238,16 +262,26 @@ fn memory_order(shape: &[usize], inputs: &[&Tensor]) -> Option<Vec<usize>> {
 
 /// An input cast to the compute dtype and broadcast to the output shape. Reading it while
 /// writing `out` is made safe by `map*` below.
+#[inline]
 pub(crate) fn operand<'t>(
     t: &'t Tensor,
     compute: DType,
     shape: &[usize],
     device: Device,
 ) -> Result<Cow<'t, Tensor>> {
-    if t.dtype() == compute && t.device() == device && t.shape() == shape {
+    if t.dtype() == compute && t.device() == device && same_dims(t.shape(), shape) {
         // The common case: borrowed as it is, not even a reference count touched.
         return Ok(Cow::Borrowed(t));
     }
+    converted_operand(t, compute, shape, device).map(Cow::Owned)
+}
+
+fn converted_operand(
+    t: &Tensor,
+    compute: DType,
+    shape: &[usize],
+    device: Device,
+) -> Result<Tensor> {
     // A 0-d CPU operand of a GPU op (see `pointwise_device`) goes over as one element.
     let moved;
     let t = if t.device() == device {
@@ -261,7 +295,7 @@ pub(crate) fn operand<'t>(
         .layout()
         .broadcast_to(shape)
         .map_err(|m| Error::op("broadcast", m))?;
-    Ok(Cow::Owned(t.with_layout(layout)))
+    Ok(t.with_layout(layout))
 }
 
 /// A fixed-dtype input (a mask, a condition) broadcast to the output shape.
@@ -346,6 +380,12 @@ fn map1_slices<A: BufferElement, O: BufferElement>(
     out: &Tensor,
     f: pointwise::Slice1<'_, A, O>,
 ) -> Result<()> {
+    let dense = with_dense([a], out, |[x], o| {
+        pointwise::dense1(elems::<A>(x, a), elems_mut::<O>(o, out), f)
+    });
+    if dense.is_some() {
+        return Ok(());
+    }
     let ins = unalias(&[a], out)?;
     with_buffers(&[&ins[0]], &[out], |b, mut o| {
         pointwise::map1(
@@ -377,6 +417,17 @@ fn map2_slices<A: BufferElement, B: BufferElement, O: BufferElement>(
     out: &Tensor,
     f: pointwise::Slice2<'_, A, B, O>,
 ) -> Result<()> {
+    let dense = with_dense([a, b], out, |[x, y], o| {
+        pointwise::dense2(
+            elems::<A>(x, a),
+            elems::<B>(y, b),
+            elems_mut::<O>(o, out),
+            f,
+        )
+    });
+    if dense.is_some() {
+        return Ok(());
+    }
     let ins = unalias(&[a, b], out)?;
     with_buffers(&[&ins[0], &ins[1]], &[out], |bufs, mut o| {
         pointwise::map2(
@@ -390,8 +441,14 @@ fn map2_slices<A: BufferElement, B: BufferElement, O: BufferElement>(
 }
 
 /// True when `a` is exactly the output (an in-place op's `self`): same storage, same layout.
+#[inline]
 pub(crate) fn is_output(a: &Tensor, out: &Tensor) -> bool {
-    a.shares_storage_with(out) && a.layout() == out.layout() && a.dtype() == out.dtype()
+    let (l, o) = (a.layout(), out.layout());
+    a.shares_storage_with(out)
+        && l.offset == o.offset
+        && same_dims(&l.sizes, &o.sizes)
+        && same_dims(&l.strides, &o.strides)
+        && a.dtype() == out.dtype()
 }
 
 /// `map1` for ops whose result has the input's type: when the input is the output itself
@@ -417,6 +474,12 @@ fn map1_same_slices<T: BufferElement>(
 ) -> Result<()> {
     if !is_output(a, out) {
         return map1_slices(a, out, f);
+    }
+    let dense = with_dense([], out, |[], o| {
+        pointwise::dense_assign1(elems_mut::<T>(o, out), assign)
+    });
+    if dense.is_some() {
+        return Ok(());
     }
     with_buffers(&[], &[out], |_, mut o| {
         pointwise::map1_assign(dst::<T>(o.pop().expect("one output"), out), assign)
@@ -508,6 +571,14 @@ fn map2_same_slices<T: BufferElement, B: BufferElement>(
 ) -> Result<()> {
     if !is_output(a, out) {
         return map2_slices(a, b, out, f);
+    }
+    let dense = with_dense([b], out, |[y], o| {
+        pointwise::dense1(elems::<B>(y, b), elems_mut::<T>(o, out), &|y, o| {
+            assign(o, y)
+        })
+    });
+    if dense.is_some() {
+        return Ok(());
     }
     let ins = unalias(&[b], out)?;
     with_buffers(&[&ins[0]], &[out], |bufs, mut o| {

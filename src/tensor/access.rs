@@ -119,6 +119,80 @@ fn lock_and_run(
     f(&ins, out_bufs);
 }
 
+/// The contiguous fast path of the pointwise loops: when every operand is contiguous and no
+/// input shares the output's storage — most ops — locks `inputs` for reading and `out` for
+/// writing (in address order, each storage once, as [`with_buffers`] does) and runs `f` on
+/// each operand's own elements, skipping the layout walk, de-aliasing and the general lock
+/// set. `None` (nothing run) otherwise. Operands broadcast to one shape, so equal lengths.
+pub(crate) fn with_dense<const N: usize, R>(
+    inputs: [&Tensor; N],
+    out: &Tensor,
+    f: impl FnOnce([&CpuBuffer; N], &mut CpuBuffer) -> R,
+) -> Option<R> {
+    if !out.is_contiguous()
+        || inputs
+            .iter()
+            .any(|t| !t.is_contiguous() || t.shares_storage_with(out))
+    {
+        return None;
+    }
+    let out_key = key(out.storage());
+    // Insertion sort by (address, slot): N is 1 to 3, where the library sort's call costs
+    // more than the sorting.
+    let mut order: [usize; N] = std::array::from_fn(|i| i);
+    for i in 1..N {
+        let mut j = i;
+        while j > 0 && key(inputs[order[j - 1]].storage()) > key(inputs[order[j]].storage()) {
+            order.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+    let mut reads: [Option<RwLockReadGuard<'_, Buffer>>; N] = std::array::from_fn(|_| None);
+    // `owner[i]`: the input whose guard input `i` reads through.
+    let mut owner: [usize; N] = std::array::from_fn(|i| i);
+    let mut write: Option<RwLockWriteGuard<'_, Buffer>> = None;
+    let mut prev: Option<(*const Storage, usize)> = None;
+    for &i in &order {
+        let k = key(inputs[i].storage());
+        if write.is_none() && out_key < k {
+            write = Some(out.storage().write());
+        }
+        match prev {
+            Some((pk, first)) if pk == k => owner[i] = first,
+            _ => {
+                reads[i] = Some(inputs[i].storage().read());
+                prev = Some((k, i));
+            }
+        }
+    }
+    let mut write = write.unwrap_or_else(|| out.storage().write());
+    let bufs = std::array::from_fn(|i| {
+        cpu(reads[owner[i]]
+            .as_ref()
+            .expect("every input storage was locked"))
+    });
+    Some(f(bufs, cpu_mut(&mut write)))
+}
+
+/// A contiguous tensor's own elements in its locked buffer (see [`with_dense`]).
+/// (An empty view's offset may lie past its storage's end, so it gets an empty slice.)
+pub(crate) fn elems<'a, T: BufferElement>(buf: &'a CpuBuffer, t: &Tensor) -> &'a [T] {
+    let data = T::slice(buf).expect("dispatch matched the buffer's dtype");
+    match t.numel() {
+        0 => &[],
+        n => &data[t.storage_offset()..][..n],
+    }
+}
+
+/// [`elems`], mutably.
+pub(crate) fn elems_mut<'a, T: BufferElement>(buf: &'a mut CpuBuffer, t: &Tensor) -> &'a mut [T] {
+    let data = T::slice_mut(buf).expect("dispatch matched the buffer's dtype");
+    match t.numel() {
+        0 => &mut [],
+        n => &mut data[t.storage_offset()..][..n],
+    }
+}
+
 /// A typed read view of `t` inside a `with_buffers` call.
 pub(crate) fn src<'a, T: BufferElement>(buf: &'a CpuBuffer, t: &'a Tensor) -> Src<'a, T> {
     Src::new(

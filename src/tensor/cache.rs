@@ -75,11 +75,15 @@ pub(crate) fn class_len(len: usize, elem_bytes: usize) -> usize {
 
 /// A cached buffer of `dtype` whose capacity is the class of `len`, holding `len` elements
 /// (its old values, or zeros where it grew), if one is free.
+#[inline]
 pub(crate) fn take(dtype: DType, len: usize) -> Option<CpuBuffer> {
-    let class = class_len(len, dtype.size_in_bytes());
-    if class.saturating_mul(dtype.size_in_bytes()) < MIN_BYTES {
+    if len.saturating_mul(dtype.size_in_bytes()) < MIN_BYTES {
         return None;
     }
+    take_class(dtype, class_len(len, dtype.size_in_bytes()), len)
+}
+
+fn take_class(dtype: DType, class: usize, len: usize) -> Option<CpuBuffer> {
     let mut buf = with_cache(|c| {
         let list = c.free.get_mut(&(dtype, class))?;
         let buf = list.pop()?;
@@ -92,13 +96,18 @@ pub(crate) fn take(dtype: DType, len: usize) -> Option<CpuBuffer> {
 
 /// Offers a buffer being freed to the cache; it is kept when it is large, was allocated
 /// with a class capacity, and fits under the limit, else freed here.
+#[inline]
 pub(crate) fn give(buf: CpuBuffer) {
     let dtype = buf.dtype();
     let cap = buf.capacity();
     let bytes = cap.saturating_mul(dtype.size_in_bytes());
-    if bytes < MIN_BYTES || class_len(cap, dtype.size_in_bytes()) != cap {
-        return;
+    // Small buffers (most tensors of a small model) go straight back to malloc.
+    if bytes >= MIN_BYTES && class_len(cap, dtype.size_in_bytes()) == cap {
+        keep(buf, dtype, cap, bytes);
     }
+}
+
+fn keep(buf: CpuBuffer, dtype: DType, cap: usize, bytes: usize) {
     let rejected = with_cache(|c| {
         let limit = *c.limit.get_or_insert_with(env_limit);
         if c.bytes + bytes > limit {

@@ -1,7 +1,7 @@
 //! `Tensor`: a cheap handle to a strided view of shared storage, plus its autograd state.
 
 pub(crate) mod access;
-pub(crate) use access::{dst, src, with_buffers};
+pub(crate) use access::{dst, elems, elems_mut, src, with_buffers, with_dense};
 pub mod cache;
 mod create;
 mod device;
@@ -28,7 +28,7 @@ pub use storage::{BufferElement, CpuBuffer, Storage};
 use crate::autograd::{AccumulateGrad, Hook, Node};
 use crate::{Error, Result};
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// An n-dimensional array with PyTorch's semantics.
 ///
@@ -67,10 +67,12 @@ pub(crate) struct TensorImpl {
     pub(crate) storage: Arc<Storage>,
     pub(crate) layout: Layout,
     pub(crate) dtype: DType,
-    pub(crate) autograd: Mutex<AutogradMeta>,
-    /// `requires_grad || grad_fn.is_some()` of `autograd`, kept beside it (written under its
-    /// lock) so that every op can ask whether to record itself without taking the lock.
+    /// `requires_grad || grad_fn.is_some()` of the autograd state, kept beside it (written
+    /// under its lock) so that every op can ask whether to record itself without the lock.
     pub(crate) requires_grad: AtomicBool,
+    /// For views made by view ops: the tensor they view (set once, as the view is made).
+    pub(crate) view_base: OnceLock<Tensor>,
+    pub(crate) autograd: Mutex<AutogradMeta>,
     /// Serialises read-add-write of `.grad` when several threads run backward into this leaf
     /// (each graph may hold its own `AccumulateGrad` for it).
     pub(crate) accumulating: Mutex<()>,
@@ -88,10 +90,9 @@ pub(crate) struct AutogradMeta {
     pub output_nr: usize,
     /// Hooks of a leaf, run on its gradient before accumulation.
     pub hooks: Vec<Hook>,
-    /// The leaf's gradient accumulator, shared by every edge into it.
-    pub accumulator: Option<Weak<AccumulateGrad>>,
-    /// For views made by view ops: the tensor they view.
-    pub view_base: Option<Tensor>,
+    /// The leaf's gradient accumulator, shared by every edge into it (see
+    /// [`AccumulateGrad`] for why the leaf owns it).
+    pub accumulator: Option<Arc<AccumulateGrad>>,
 }
 
 /// The element count of a new contiguous tensor of `shape`, or PyTorch's error when the
@@ -117,8 +118,9 @@ impl Tensor {
             storage,
             layout,
             dtype,
-            autograd: Mutex::new(AutogradMeta::default()),
             requires_grad: AtomicBool::new(false),
+            view_base: OnceLock::new(),
+            autograd: Mutex::new(AutogradMeta::default()),
             accumulating: Mutex::new(()),
         }))
     }
@@ -140,7 +142,7 @@ impl Tensor {
         op: &str,
         shape: &[usize],
         dtype: DType,
-        buffer: fn(&str, DType, usize) -> Result<CpuBuffer>,
+        buffer: impl FnOnce(&str, DType, usize) -> Result<CpuBuffer>,
     ) -> Result<Tensor> {
         let n = storage_numel(op, shape, dtype)?;
         Ok(Tensor::from_storage(
@@ -203,6 +205,7 @@ impl Tensor {
     }
 
     /// The size of each dimension.
+    #[inline]
     pub fn shape(&self) -> &[usize] {
         &self.0.layout.sizes
     }
@@ -225,36 +228,43 @@ impl Tensor {
     }
 
     /// Offset of the first element in the storage, in elements.
+    #[inline]
     pub fn storage_offset(&self) -> usize {
         self.0.layout.offset
     }
 
     /// Sizes, strides and offset.
+    #[inline]
     pub fn layout(&self) -> &Layout {
         &self.0.layout
     }
 
     /// Number of dimensions.
+    #[inline]
     pub fn dim(&self) -> usize {
         self.0.layout.ndim()
     }
 
     /// Number of elements.
+    #[inline]
     pub fn numel(&self) -> usize {
         self.0.layout.numel()
     }
 
     /// The element type.
+    #[inline]
     pub fn dtype(&self) -> DType {
         self.0.dtype
     }
 
     /// The device the storage lives on.
+    #[inline]
     pub fn device(&self) -> Device {
         self.0.storage.device()
     }
 
     /// True when the elements are row-major with no gaps.
+    #[inline]
     pub fn is_contiguous(&self) -> bool {
         self.0.layout.is_contiguous()
     }
@@ -270,6 +280,7 @@ impl Tensor {
     }
 
     /// True when `self` and `other` view the same storage.
+    #[inline]
     pub fn shares_storage_with(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(&self.0.storage, &other.0.storage)
     }
@@ -282,14 +293,17 @@ impl Tensor {
     /// Records that this tensor is a view of `base` (or of `base`'s own base).
     pub(crate) fn mark_view_of(&self, base: &Tensor) {
         let root = base.view_base().unwrap_or_else(|| base.clone());
-        self.meta().view_base = Some(root);
+        // Views are marked once, right after they are made.
+        let first = self.0.view_base.set(root).is_ok();
+        debug_assert!(first, "kiln internal error: a view marked twice");
     }
 
     /// The tensor this one is a view of, if it was made by a view op.
     pub fn view_base(&self) -> Option<Tensor> {
-        self.meta().view_base.clone()
+        self.0.view_base.get().cloned()
     }
 
+    #[inline]
     pub(crate) fn storage(&self) -> &Arc<Storage> {
         &self.0.storage
     }

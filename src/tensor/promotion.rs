@@ -28,6 +28,7 @@ fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
 }
 
 /// The dtype an op computes in, given its operands.
+#[inline]
 pub fn result_type(operands: &[Operand<'_>]) -> DType {
     let (mut dim, mut zero, mut wrapped) = (None, None, None);
     for op in operands {

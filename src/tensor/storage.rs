@@ -159,7 +159,8 @@ impl CpuBuffer {
     /// `empty`): a cached buffer keeps whatever values of its dtype it held, a fresh one
     /// holds zeros. Never uninitialised memory. Debug builds fill it with NaN (or an integer
     /// pattern) so tests catch a kernel that leaves an element unwritten.
-    #[cfg_attr(debug_assertions, allow(unused_mut))]
+    #[cfg_attr(not(debug_assertions), allow(unused_mut))]
+    #[inline]
     pub fn empty(op: &str, dtype: DType, len: usize) -> Result<CpuBuffer> {
         let mut buf = match cache::take(dtype, len) {
             Some(buf) => buf,
@@ -171,6 +172,7 @@ impl CpuBuffer {
     }
 
     /// A newly allocated zeroed buffer, with the capacity of its cache size class.
+    #[inline]
     fn fresh(op: &str, dtype: DType, len: usize) -> Result<CpuBuffer> {
         let cap = cache::class_len(len, dtype.size_in_bytes());
         kiln_kernels::with_dtype!(dtype, T, {
@@ -228,6 +230,7 @@ impl Drop for Storage {
 
 impl Storage {
     /// Wraps a CPU buffer.
+    #[inline]
     pub fn new(buf: CpuBuffer) -> Self {
         Storage {
             len: buf.len(),
@@ -259,6 +262,7 @@ impl Storage {
     }
 
     /// The device the buffer lives on.
+    #[inline]
     pub fn device(&self) -> Device {
         self.device
     }

@@ -784,6 +784,17 @@ fn record_fn(op: &Op) -> TokenStream {
             quote!(#n: #i,)
         }
     });
+    // Only a node saving its own output needs a handle to itself (`new_cyclic`).
+    let make_node = if fs.iter().any(|f| f.self_ref) {
+        quote! {
+            let node = Arc::new_cyclic(|weak: &Weak<#node>| {
+                let weak: Weak<dyn Node> = weak.clone();
+                #node { base: NodeBase::new(&edges), #(#inits)* }
+            });
+        }
+    } else {
+        quote!(let node = Arc::new(#node { base: NodeBase::new(&edges), #(#inits)* });)
+    };
     let any_requires: Vec<TokenStream> = any_requires.collect();
     let requires = if any_requires.is_empty() {
         quote!(false)
@@ -793,14 +804,12 @@ fn record_fn(op: &Op) -> TokenStream {
     quote! {
         #[allow(unused_variables, clippy::too_many_arguments)]
         fn #name(#(#params,)* outs: &[&Tensor], original_self: Option<&Tensor>, inplace: Option<&Tensor>) {
-            if !autograd::is_grad_enabled() || !(#requires) {
+            // The flags first: they are plain loads, the grad mode a thread-local.
+            if !(#requires) || !autograd::is_grad_enabled() {
                 return;
             }
             #edges
-            let node = Arc::new_cyclic(|weak: &Weak<#node>| {
-                let weak: Weak<dyn Node> = weak.clone();
-                #node { base: NodeBase::new(&edges), #(#inits)* }
-            });
+            #make_node
             for (i, o) in outs.iter().enumerate() {
                 if o.is_floating_point() {
                     o.set_grad_fn(node.clone(), i);

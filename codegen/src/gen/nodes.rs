@@ -15,6 +15,9 @@ pub struct Field {
     /// How a field holding saved tensors releases them after a backward pass without
     /// `retain_graph`; `None` for values that hold no tensor.
     pub release: Option<TokenStream>,
+    /// The initialiser refers to the node itself (`weak`): a saved output, which must not
+    /// keep its own node alive.
+    pub self_ref: bool,
 }
 
 /// The fields of `op`'s node, in a stable order.
@@ -47,6 +50,7 @@ pub fn fields(op: &Op) -> Vec<Field> {
                         ty: quote!(SavedTensor),
                         init,
                         release: Some(quote!(self.#id.release();)),
+                        self_ref: false,
                     });
                 }
                 ArgKind::OptTensor | ArgKind::TensorList => {
@@ -55,6 +59,7 @@ pub fn fields(op: &Op) -> Vec<Field> {
                         ty: quote!(Vec<SavedTensor>),
                         init: quote!(#id.iter().map(|t| SavedTensor::input(t, #n)).collect()),
                         release: Some(quote!(self.#id.iter().for_each(|s| s.release());)),
+                        self_ref: false,
                     });
                 }
                 // Absent entries stay `None`, so the formula sees the list as it was passed.
@@ -64,6 +69,7 @@ pub fn fields(op: &Op) -> Vec<Field> {
                         ty: quote!(Vec<Option<SavedTensor>>),
                         init: quote!(#id.iter().map(|t| t.map(|t| SavedTensor::input_beside(t, #n, inplace))).collect()),
                         release: Some(quote!(self.#id.iter().flatten().for_each(|s| s.release());)),
+                        self_ref: false,
                     });
                 }
                 k => {
@@ -74,6 +80,7 @@ pub fn fields(op: &Op) -> Vec<Field> {
                         ty,
                         init,
                         release: None,
+                        self_ref: false,
                     });
                 }
             }
@@ -112,6 +119,7 @@ pub fn fields(op: &Op) -> Vec<Field> {
                 ty,
                 init,
                 release: None,
+                self_ref: false,
             });
         }
         if a.kind == ArgKind::TensorList && d.formulas.iter().any(|f| f.inputs.contains(&a.name)) {
@@ -121,6 +129,7 @@ pub fn fields(op: &Op) -> Vec<Field> {
                 ty: quote!(usize),
                 init: quote!(#id.len()),
                 release: None,
+                self_ref: false,
             });
         }
     }
@@ -132,6 +141,7 @@ pub fn fields(op: &Op) -> Vec<Field> {
                 ty: quote!(SavedTensor),
                 init: quote!(SavedTensor::output(outs[#i], weak.clone(), #i, #o)),
                 release: Some(quote!(self.#id.release();)),
+                self_ref: true,
             });
         }
     }

@@ -317,11 +317,28 @@ fn walk<const N: usize>(layouts: [&Layout; N]) -> Walk<N> {
 
 /// The dense case of [`map1`] and [`copy_with`]: `f` over the whole run, in [`CHUNK`]s
 /// across kiln's pool when it is large.
-fn dense1<A: Sync, O: Send>(a: &[A], o: &mut [O], f: &(dyn Fn(&[A], &mut [O]) + Sync)) {
+pub fn dense1<A: Sync, O: Send>(a: &[A], o: &mut [O], f: Slice1<'_, A, O>) {
     if fan_out(o.len() >= PARALLEL_MIN) {
         par_chunks_mut(o, CHUNK, &|i, o| f(&a[i * CHUNK..][..o.len()], o));
     } else {
         f(a, o);
+    }
+}
+
+/// The dense case of [`map2`], as [`dense1`].
+pub fn dense2<A: Sync, B: Sync, O: Send>(
+    a: &[A],
+    b: &[B],
+    o: &mut [O],
+    f: Slice2<'_, A, B, O>,
+) {
+    if fan_out(o.len() >= PARALLEL_MIN) {
+        par_chunks_mut(o, CHUNK, &|i, o| {
+            let r = i * CHUNK..i * CHUNK + o.len();
+            f(&a[r.clone()], &b[r], o)
+        });
+    } else {
+        f(a, b, o);
     }
 }
 
@@ -365,16 +382,7 @@ pub fn map2<A: Element, B: Element, O: Element>(
     let plan = match walk([out.layout, a.layout, b.layout]) {
         Walk::Dense([oo, ao, bo]) => {
             let o = &mut out.data[oo..oo + n];
-            let (a, b) = (&a.data[ao..ao + n], &b.data[bo..bo + n]);
-            if fan_out(n >= PARALLEL_MIN) {
-                par_chunks_mut(o, CHUNK, &|i, o| {
-                    let r = i * CHUNK..i * CHUNK + o.len();
-                    f(&a[r.clone()], &b[r], o)
-                });
-            } else {
-                f(a, b, o);
-            }
-            return;
+            return dense2(&a.data[ao..ao + n], &b.data[bo..bo + n], o, f);
         }
         Walk::Strided(plan) => plan,
     };
@@ -546,6 +554,15 @@ pub fn copy_cast<A: Element, O: Element>(a: Src<A>, out: Dst<O>) {
     }
 }
 
+/// The dense case of [`map1_assign`], as [`dense1`].
+pub fn dense_assign1<O: Send>(o: &mut [O], f: Assign1<'_, O>) {
+    if fan_out(o.len() >= PARALLEL_MIN) {
+        par_chunks_mut(o, CHUNK, &|_, o| f(o));
+    } else {
+        f(o);
+    }
+}
+
 /// `out[i] = f(out[i])`: an in-place op whose first operand is the output itself.
 pub fn map1_assign<O: Element>(out: Dst<O>, f: Assign1<'_, O>) {
     let n = out.layout.numel();
@@ -553,15 +570,7 @@ pub fn map1_assign<O: Element>(out: Dst<O>, f: Assign1<'_, O>) {
         return;
     }
     let plan = match walk([out.layout]) {
-        Walk::Dense([oo]) => {
-            let o = &mut out.data[oo..oo + n];
-            if fan_out(n >= PARALLEL_MIN) {
-                par_chunks_mut(o, CHUNK, &|_, o| f(o));
-            } else {
-                f(o);
-            }
-            return;
-        }
+        Walk::Dense([oo]) => return dense_assign1(&mut out.data[oo..oo + n], f),
         Walk::Strided(plan) => plan,
     };
     let shape = tile_shape(&[size_of::<O>()]);
@@ -584,15 +593,7 @@ pub fn map2_assign<O: Element, B: Element>(out: Dst<O>, b: Src<B>, f: Assign2<'_
     let plan = match walk([out.layout, b.layout]) {
         Walk::Dense([oo, bo]) => {
             let (o, b) = (&mut out.data[oo..oo + n], &b.data[bo..bo + n]);
-            if fan_out(n >= PARALLEL_MIN) {
-                par_chunks_mut(o, CHUNK, &|i, o| {
-                    let b = &b[i * CHUNK..][..o.len()];
-                    f(o, b)
-                });
-            } else {
-                f(o, b);
-            }
-            return;
+            return dense1(b, o, &|b, o| f(o, b));
         }
         Walk::Strided(plan) => plan,
     };
