@@ -5,28 +5,38 @@ use super::cache;
 use crate::{DType, Device, Error, Result};
 use half::{bf16, f16};
 use kiln_kernels::Element;
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// The elements of a [`CpuBuffer`]: up to 16 bytes of them are stored inline (in the space
+/// a `Vec`'s pointer and length take), so a scalar or a one-element tensor — a loss, a
+/// step count, a PyTorch "wrapped number" — costs no allocation of its own.
+pub type Elems<T, const N: usize> = SmallVec<[T; N]>;
 
 /// A CPU buffer of one dtype.
 #[derive(Clone, Debug)]
 pub enum CpuBuffer {
-    Bool(Vec<bool>),
-    U8(Vec<u8>),
-    I8(Vec<i8>),
-    I16(Vec<i16>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-    F16(Vec<f16>),
-    BF16(Vec<bf16>),
-    F32(Vec<f32>),
-    F64(Vec<f64>),
+    Bool(Elems<bool, 16>),
+    U8(Elems<u8, 16>),
+    I8(Elems<i8, 16>),
+    I16(Elems<i16, 8>),
+    I32(Elems<i32, 4>),
+    I64(Elems<i64, 2>),
+    F16(Elems<f16, 8>),
+    BF16(Elems<bf16, 8>),
+    F32(Elems<f32, 4>),
+    F64(Elems<f64, 2>),
 }
 
 /// An [`Element`] that knows its [`CpuBuffer`] variant.
 pub trait BufferElement: Element {
+    /// How many elements a buffer holds without allocating.
+    const INLINE: usize;
     /// Wraps a vector as a buffer.
     fn wrap(v: Vec<Self>) -> CpuBuffer;
+    /// A buffer of `len` zeros held inline; `len` is at most [`BufferElement::INLINE`].
+    fn inline_zeros(len: usize) -> CpuBuffer;
     /// The buffer's elements; `None` when the buffer holds another dtype.
     fn slice(b: &CpuBuffer) -> Option<&[Self]>;
     /// The buffer's elements, mutably.
@@ -34,12 +44,19 @@ pub trait BufferElement: Element {
 }
 
 macro_rules! buffer_element {
-    ($($t:ty => $v:ident),*) => {
+    ($($t:ty => $v:ident, $n:literal),*) => {
         $(impl BufferElement for $t {
-            fn wrap(v: Vec<Self>) -> CpuBuffer { CpuBuffer::$v(v) }
+            const INLINE: usize = $n;
+            fn wrap(v: Vec<Self>) -> CpuBuffer { CpuBuffer::$v(SmallVec::from_vec(v)) }
+            #[inline]
+            fn inline_zeros(len: usize) -> CpuBuffer {
+                CpuBuffer::$v(SmallVec::from_buf_and_len([<$t>::default(); $n], len))
+            }
+            #[inline]
             fn slice(b: &CpuBuffer) -> Option<&[Self]> {
                 match b { CpuBuffer::$v(v) => Some(v), _ => None }
             }
+            #[inline]
             fn slice_mut(b: &mut CpuBuffer) -> Option<&mut [Self]> {
                 match b { CpuBuffer::$v(v) => Some(v), _ => None }
             }
@@ -80,8 +97,8 @@ macro_rules! buffer_element {
         }
     };
 }
-buffer_element!(bool => Bool, u8 => U8, i8 => I8, i16 => I16, i32 => I32, i64 => I64,
-                f16 => F16, bf16 => BF16, f32 => F32, f64 => F64);
+buffer_element!(bool => Bool, 16, u8 => U8, 16, i8 => I8, 16, i16 => I16, 8, i32 => I32, 4,
+                i64 => I64, 2, f16 => F16, 8, bf16 => BF16, 8, f32 => F32, 4, f64 => F64, 2);
 
 /// Element types whose all-zero bit pattern is a valid value (false, 0, +0.0).
 ///
@@ -176,6 +193,9 @@ impl CpuBuffer {
     fn fresh(op: &str, dtype: DType, len: usize) -> Result<CpuBuffer> {
         let cap = cache::class_len(len, dtype.size_in_bytes());
         kiln_kernels::with_dtype!(dtype, T, {
+            if len <= T::INLINE {
+                return Ok(T::inline_zeros(len));
+            }
             zeroed_vec::<T>(len, cap)
                 .map(T::wrap)
                 .map_err(|bytes| out_of_memory(op, bytes))
@@ -223,7 +243,7 @@ impl Drop for Storage {
         let buf = self.buf.get_mut().unwrap_or_else(|e| e.into_inner());
         #[allow(irrefutable_let_patterns)] // without the `cuda` feature every buffer is CPU
         if let Buffer::Cpu(b) = buf {
-            cache::give(std::mem::replace(b, CpuBuffer::Bool(Vec::new())));
+            cache::give(std::mem::replace(b, CpuBuffer::Bool(SmallVec::new())));
         }
     }
 }
@@ -295,5 +315,55 @@ impl Storage {
     /// Records an in-place write.
     pub fn bump_version(&self) {
         self.version.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Tensor;
+
+    fn spilled(b: &CpuBuffer) -> bool {
+        macro_rules! each {
+            ($($v:ident),*) => { match b { $(CpuBuffer::$v(v) => v.spilled()),* } };
+        }
+        each!(Bool, U8, I8, I16, I32, I64, F16, BF16, F32, F64)
+    }
+
+    #[test]
+    fn buffers_of_up_to_sixteen_bytes_are_inline_and_zeroed() {
+        for dtype in DType::ALL {
+            let inline = 16 / dtype.size_in_bytes();
+            let b = CpuBuffer::zeros("test", dtype, inline).unwrap();
+            assert!(!spilled(&b), "{dtype} x {inline}");
+            assert_eq!(b.len(), inline);
+            let b = CpuBuffer::empty("test", dtype, inline + 1).unwrap();
+            assert!(spilled(&b), "{dtype} x {}", inline + 1);
+            assert_eq!(b.len(), inline + 1);
+        }
+        let z = CpuBuffer::zeros("test", DType::F64, 2).unwrap();
+        assert_eq!(f64::slice(&z).unwrap(), &[0.0, 0.0]);
+    }
+
+    #[test]
+    fn small_vectors_wrap_inline() {
+        let b = f32::wrap(vec![1.0, 2.0, 3.0]);
+        assert!(!spilled(&b));
+        assert_eq!(f32::slice(&b).unwrap(), &[1.0, 2.0, 3.0]);
+        let b = f32::wrap(vec![1.0; 5]);
+        assert!(spilled(&b));
+    }
+
+    #[test]
+    fn in_place_ops_through_views_of_an_inline_buffer() -> crate::Result<()> {
+        // Two elements of f64 fill the inline space; a view of each aliases the other's
+        // storage.
+        let x = Tensor::from([1f64, 2.]);
+        let (a, b) = (x.narrow(0, 0, 1)?, x.narrow(0, 1, 1)?);
+        a.add_(&b)?; // x[0] += x[1]
+        b.mul_(&a)?; // x[1] *= x[0]
+        x.add_(&x.flip(&[0])?)?; // reads what it writes
+        assert_eq!(x.to_vec::<f64>()?, vec![3. + 6., 6. + 3.]);
+        Ok(())
     }
 }

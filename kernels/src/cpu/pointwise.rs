@@ -326,12 +326,7 @@ pub fn dense1<A: Sync, O: Send>(a: &[A], o: &mut [O], f: Slice1<'_, A, O>) {
 }
 
 /// The dense case of [`map2`], as [`dense1`].
-pub fn dense2<A: Sync, B: Sync, O: Send>(
-    a: &[A],
-    b: &[B],
-    o: &mut [O],
-    f: Slice2<'_, A, B, O>,
-) {
+pub fn dense2<A: Sync, B: Sync, O: Send>(a: &[A], b: &[B], o: &mut [O], f: Slice2<'_, A, B, O>) {
     if fan_out(o.len() >= PARALLEL_MIN) {
         par_chunks_mut(o, CHUNK, &|i, o| {
             let r = i * CHUNK..i * CHUNK + o.len();
