@@ -383,6 +383,11 @@ fn pointwise_kind(kind: ArgKind) -> bool {
     )
 }
 
+/// The tags an op may carry: `pointwise` (a scalar kernel mapped by the shared loops),
+/// `view` (the result shares the input's storage), `overwrites` (a structured kernel writes
+/// every element of its outputs, so they need no zero-fill).
+const TAGS: [&str; 3] = ["pointwise", "view", "overwrites"];
+
 /// Validates one `native_functions.yaml` entry, at `line`, into an [`Op`].
 fn op_entry(
     r: RawOp,
@@ -485,6 +490,17 @@ fn op_entry(
             || !matches!(composite, Some((k, _)) if k != "CompositeExplicitAutograd"))
     {
         return Err(nerr(line, format!("{}: a `Tensor[]` return is supported only as the single return of a CompositeImplicitAutograd op", r.func)));
+    }
+    // Tags change what the generator emits, so a misspelt one must not pass silently.
+    if let Some(t) = r.tags.iter().find(|t| !TAGS.contains(&t.as_str())) {
+        return Err(nerr(
+            line,
+            format!(
+                "{}: unknown tag '{t}' (expected one of {})",
+                r.func,
+                TAGS.join(", ")
+            ),
+        ));
     }
     let pointwise = r.tags.iter().any(|t| t == "pointwise");
     let (kind, cuda) = match composite {

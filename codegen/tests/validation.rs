@@ -186,6 +186,13 @@ fn unknown_yaml_key_is_an_error() {
 }
 
 #[test]
+fn unknown_tag_is_an_error() {
+    let e = err(&MUL.replace("tags: [pointwise]", "tags: [pointwise, overwrite]"), MUL_D);
+    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 2));
+    assert!(e.message.contains("unknown tag 'overwrite'"), "{e}");
+}
+
+#[test]
 fn composite_op_takes_no_derivative() {
     let native = MUL
         .replace(
