@@ -163,6 +163,25 @@ mod deep_graphs {
     }
 
     #[test]
+    fn dropping_a_chain_held_through_saved_tensors_on_a_2_mib_thread() {
+        // Without backward the saved inputs are still held: each node frees the previous
+        // one through a saved tensor's `grad_fn`, not only through its edge.
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(|| {
+                let c = Tensor::from([1f64]).requires_grad_(true).unwrap();
+                let mut y = Tensor::from([1f64]).requires_grad_(true).unwrap();
+                for _ in 0..100_000 {
+                    y = y.mul(&c).unwrap();
+                }
+                drop(y);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    #[test]
     fn backward_then_drop_of_a_chain_with_saved_tensors() {
         // `mul` saves both inputs: the chain also runs through saved tensors' `grad_fn`s.
         let x = Tensor::from([1f64]).requires_grad_(true).unwrap();

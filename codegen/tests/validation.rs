@@ -187,7 +187,10 @@ fn unknown_yaml_key_is_an_error() {
 
 #[test]
 fn unknown_tag_is_an_error() {
-    let e = err(&MUL.replace("tags: [pointwise]", "tags: [pointwise, overwrite]"), MUL_D);
+    let e = err(
+        &MUL.replace("tags: [pointwise]", "tags: [pointwise, overwrite]"),
+        MUL_D,
+    );
     assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 2));
     assert!(e.message.contains("unknown tag 'overwrite'"), "{e}");
 }

@@ -5,7 +5,7 @@ use crate::tensor::TensorImpl;
 use crate::{DType, Device, Error, Result, Tensor};
 use kiln_kernels::Dims;
 use smallvec::SmallVec;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::{Arc, Mutex, Weak};
 
 /// A gradient hook: sees a gradient and may replace it.
@@ -100,8 +100,50 @@ impl NodeBase {
 }
 
 thread_local! {
-    /// Edges whose release an outer [`NodeBase`] drop on this thread has taken over.
-    static DEFERRED: RefCell<Option<Vec<Edge>>> = const { RefCell::new(None) };
+    /// Set while the outermost [`release`] on this thread drains [`PENDING`].
+    static RELEASING: Cell<bool> = const { Cell::new(false) };
+    /// Nodes whose release that outermost call has taken over.
+    static PENDING: RefCell<Vec<Arc<dyn Node>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Lets go of a reference to `node` without recursing when that frees it. Freeing a node
+/// drops its edges and its saved tensors, whose `grad_fn`s are the nodes before it, and
+/// so on down a chain a million ops long: that overflowed the stack. So the nodes a drop
+/// would free are handed to a per-thread work list drained by the outermost call (PyTorch's
+/// `deleteNode`). Every owner of a graph's nodes — a node's edges, a tensor's `grad_fn` —
+/// lets go through here.
+pub(crate) fn release(node: Arc<dyn Node>) {
+    // Not the last reference: letting go cannot free it. (If another thread lets go of its
+    // own at the same moment, this drop may free the node after all: one level of
+    // recursion, whose own releases come back here.)
+    if Arc::strong_count(&node) > 1 {
+        return;
+    }
+    match RELEASING.try_with(|r| r.replace(true)) {
+        Ok(false) => {
+            /// Ends the drain even if a node's drop unwinds.
+            struct Done;
+            impl Drop for Done {
+                fn drop(&mut self) {
+                    let _ = RELEASING.try_with(|r| r.set(false));
+                }
+            }
+            let _done = Done;
+            let mut next = Some(node);
+            while let Some(n) = next {
+                // Freeing `n` may hand more nodes to `PENDING`.
+                drop(n);
+                next = PENDING.with(|p| p.borrow_mut().pop());
+            }
+        }
+        Ok(true) => {
+            let mut node = Some(node);
+            // Left in `node` (and dropped recursively) only when the thread is exiting.
+            let _ = PENDING.try_with(|p| p.borrow_mut().extend(node.take()));
+        }
+        // The thread is exiting and its locals are gone: drop recursively.
+        Err(_) => drop(node),
+    }
 }
 
 /// PyTorch's `check_variable_result`: a hook may replace a gradient, but not with one of
@@ -124,59 +166,12 @@ fn check_hook_result(original: &Tensor, result: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// Frees a graph iteratively, as PyTorch's `deleteNode` does: dropping a node's edges would
-/// drop the next node, and so on down a chain a million ops long, overflowing the stack. The
-/// first node dropped on a thread drains a work list; nodes freed while it runs hand it their
-/// edges instead of dropping them, so the depth of the graph never becomes stack depth.
+/// A node lets go of the nodes its edges point to through [`release`].
 impl Drop for NodeBase {
     fn drop(&mut self) {
-        // Dropping the edges frees no node that has edges of its own (the common case: the
-        // next nodes are shared, or are leaves' accumulators), so it cannot recurse: drop
-        // them here. (Another thread may release its share meanwhile, making a drop below
-        // free a node after all; that node's own drop then runs the loop, one level down.)
-        let deep = self
-            .next_edges
-            .iter()
-            .flatten()
-            .any(|e| Arc::strong_count(&e.node) == 1 && !e.node.base().next_edges.is_empty());
-        if !deep {
-            return;
+        for e in std::mem::take(&mut self.next_edges).into_iter().flatten() {
+            release(e.node);
         }
-        let mut edges: SmallVec<[Edge; 4]> = std::mem::take(&mut self.next_edges)
-            .into_iter()
-            .flatten()
-            .collect();
-        if edges.is_empty() {
-            return;
-        }
-        let outer_loop_runs = DEFERRED.try_with(|d| {
-            let mut d = d.borrow_mut();
-            match d.as_mut() {
-                Some(pending) => {
-                    pending.extend(edges.drain(..));
-                    true
-                }
-                None => {
-                    *d = Some(Vec::new());
-                    false
-                }
-            }
-        });
-        // `Err`: the thread is exiting and its locals are gone; drop recursively.
-        if outer_loop_runs != Ok(false) {
-            return;
-        }
-        while !edges.is_empty() {
-            // Dropping these may free nodes, whose own edges land in `DEFERRED`.
-            drop(std::mem::take(&mut edges));
-            edges = DEFERRED.with(|d| {
-                d.borrow_mut()
-                    .as_mut()
-                    .map(|v| SmallVec::from_vec(std::mem::take(v)))
-                    .unwrap_or_default()
-            });
-        }
-        DEFERRED.with(|d| *d.borrow_mut() = None);
     }
 }
 

@@ -95,6 +95,16 @@ pub(crate) struct AutogradMeta {
     pub accumulator: Option<Arc<AccumulateGrad>>,
 }
 
+/// A tensor lets go of its `grad_fn` through [`crate::autograd::node::release`], so freeing
+/// the last tensor of a long graph does not recurse down it.
+impl Drop for AutogradMeta {
+    fn drop(&mut self) {
+        if let Some(f) = self.grad_fn.take() {
+            crate::autograd::node::release(f);
+        }
+    }
+}
+
 /// The element count of a new contiguous tensor of `shape`, or PyTorch's error when the
 /// count overflows.
 pub(crate) fn storage_numel(op: &str, shape: &[usize], dtype: DType) -> Result<usize> {
