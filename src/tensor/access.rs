@@ -137,8 +137,8 @@ pub(crate) fn with_dense<const N: usize, R>(
         return None;
     }
     let out_key = key(out.storage());
-    // Insertion sort by (address, slot): N is 1 to 3, where the library sort's call costs
-    // more than the sorting.
+    // Insertion sort by (address, slot): N is at most 2 inputs, where the library sort's
+    // call costs more than the sorting.
     let mut order: [usize; N] = std::array::from_fn(|i| i);
     for i in 1..N {
         let mut j = i;

@@ -74,7 +74,7 @@ pub(crate) struct TensorImpl {
     pub(crate) view_base: OnceLock<Tensor>,
     pub(crate) autograd: Mutex<AutogradMeta>,
     /// Serialises read-add-write of `.grad` when several threads run backward into this leaf
-    /// (each graph may hold its own `AccumulateGrad` for it).
+    /// at once (their graphs share the leaf's one `AccumulateGrad`).
     pub(crate) accumulating: Mutex<()>,
 }
 
