@@ -8,6 +8,25 @@ use crate::KResult;
 /// op's output) allocates nothing for its shape.
 pub type Dims = smallvec::SmallVec<[usize; 6]>;
 
+/// `s` as [`Dims`]. Up to the inline capacity it is copied word by word: `Dims::from_slice`
+/// calls `memcpy` for those few words, which costs more than the copy itself on the path
+/// every op's output takes.
+#[inline]
+pub fn dims(s: &[usize]) -> Dims {
+    const INLINE: usize = 6;
+    if s.len() > INLINE {
+        return Dims::from_slice(s);
+    }
+    let mut buf = [0usize; INLINE];
+    // A fixed trip count with a guard, not `0..len`: LLVM turns the latter back into `memcpy`.
+    for (i, b) in buf.iter_mut().enumerate() {
+        if i < s.len() {
+            *b = s[i];
+        }
+    }
+    Dims::from_buf_and_len(buf, s.len())
+}
+
 /// The shape, strides (in elements) and storage offset of a strided tensor.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
@@ -46,7 +65,7 @@ pub fn checked_numel(sizes: &[usize]) -> Option<usize> {
 pub fn contiguous_strides(sizes: &[usize]) -> Dims {
     // Copied, then overwritten: cheaper than `smallvec![0; n]`, which is not inlined
     // (this runs for every op's output).
-    let mut strides = Dims::from_slice(sizes);
+    let mut strides = dims(sizes);
     let mut acc = 1usize;
     for i in (0..sizes.len()).rev() {
         strides[i] = acc;
@@ -95,7 +114,7 @@ impl Layout {
     #[inline]
     pub fn contiguous(sizes: &[usize]) -> Layout {
         Layout {
-            sizes: Dims::from_slice(sizes),
+            sizes: dims(sizes),
             strides: contiguous_strides(sizes),
             offset: 0,
         }

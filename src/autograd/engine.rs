@@ -2,7 +2,7 @@
 //! gradients flowing into it have arrived, reducing each gradient to its input's shape and
 //! dtype before handing it on.
 
-use super::{grad_mode::set_grad_enabled, Edge, InputMeta, Node};
+use super::{grad_mode::set_grad_enabled, Edge, Node, OutputMeta};
 use crate::{Error, Result, Tensor};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,10 +25,11 @@ fn accumulate(buf: &mut Vec<Option<Tensor>>, nr: usize, g: Tensor) -> Result<()>
     Ok(())
 }
 
-/// Sums a broadcast gradient back to the input's shape and casts it to the input's dtype.
+/// Sums a broadcast gradient back to the shape of the tensor it is for (an output of the
+/// node it flows into) and casts it to that tensor's dtype.
 /// A 0-d gradient for an input on another device (a CPU scalar tensor used in a GPU op) is
 /// moved there, as PyTorch's engine does; any other device mismatch is an error.
-fn conform(g: Tensor, meta: &InputMeta, index: usize) -> Result<Tensor> {
+fn conform(g: Tensor, meta: &OutputMeta, index: usize) -> Result<Tensor> {
     let g = if g.shape() != meta.shape.as_slice() {
         g.sum_to_size(crate::ops::backward::i64s(&meta.shape))?
     } else {
@@ -160,7 +161,10 @@ fn run(
         for (i, edge) in base.next_edges.iter().enumerate() {
             let Some(e) = edge else { continue };
             if let Some(g) = outs.get(i).cloned().flatten() {
-                let g = conform(g, &base.input_metas[i], i)?;
+                let g = match e.node.output_meta(e.input_nr) {
+                    Some(meta) => conform(g, &meta, i)?,
+                    None => g,
+                };
                 accumulate(buffers.entry(key(&e.node)).or_default(), e.input_nr, g)?;
             }
             let d = deps

@@ -6,7 +6,7 @@ use crate::{DType, Device, Error, Result, Tensor};
 use kiln_kernels::Dims;
 use smallvec::SmallVec;
 use std::cell::{Cell, RefCell};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// A gradient hook: sees a gradient and may replace it.
 pub type Hook = Arc<dyn Fn(&Tensor) -> Option<Tensor> + Send + Sync>;
@@ -18,53 +18,62 @@ pub struct Edge {
     pub input_nr: usize,
 }
 
-/// Shape and dtype of a node input, so the engine can reduce a broadcast gradient and cast
-/// it back before passing it on.
+/// Shape, dtype and device of one forward output of a node. The gradient arriving for that
+/// output is summed, cast or moved to match before the node runs, so a backward formula may
+/// return a broadcast or wider gradient. (PyTorch keeps the same per node, as the
+/// `input_metadata` of its backward inputs.) Most ops have one output, and recording one
+/// meta rather than one per input keeps the node small enough to build without copies.
 #[derive(Clone, Debug)]
-pub struct InputMeta {
+pub struct OutputMeta {
     pub shape: Dims,
     pub dtype: DType,
     pub device: Device,
 }
 
-/// What every node has: its edges, its inputs' metadata and the hooks on its incoming grads.
-/// Most nodes have one or two inputs: those are stored inline, so recording an op allocates
-/// only the node itself.
+impl OutputMeta {
+    /// The metadata of `t`.
+    #[inline]
+    pub fn of(t: &Tensor) -> Self {
+        OutputMeta {
+            shape: kiln_kernels::layout::dims(t.shape()),
+            dtype: t.dtype(),
+            device: t.device(),
+        }
+    }
+}
+
+/// A node's gradient hooks, by the output whose gradient they see.
+type PreHooks = Mutex<Vec<(usize, Hook)>>;
+
+/// What every node has: its edges, its outputs' metadata and the hooks on its incoming
+/// grads. Most nodes have one or two inputs and one output: those are stored inline, and
+/// the hooks list is made on first use, so recording an op allocates only the node itself.
 #[derive(Default)]
 pub struct NodeBase {
     pub next_edges: SmallVec<[Option<Edge>; 2]>,
-    pub input_metas: SmallVec<[InputMeta; 2]>,
-    pre_hooks: Mutex<Vec<(usize, Hook)>>,
+    pub output_metas: SmallVec<[OutputMeta; 1]>,
+    pre_hooks: OnceLock<Box<PreHooks>>,
 }
 
 impl NodeBase {
     /// A base for a node whose differentiable inputs are `inputs` (None where an input is not
-    /// a tensor that requires grad).
-    pub fn new(inputs: &[Option<&Tensor>]) -> Self {
-        // `push` loops rather than `collect`: `SmallVec`'s `Extend` is not inlined, and this
-        // runs for every recorded op.
-        let mut next_edges = SmallVec::new();
-        let mut input_metas = SmallVec::new();
+    /// a tensor that requires grad) and whose forward outputs are `outputs`.
+    #[inline]
+    pub fn new(inputs: &[Option<&Tensor>], outputs: &[&Tensor]) -> Self {
+        // Pushed into the value returned, so it is built where the caller wants it; `push`
+        // loops rather than `collect`, as `SmallVec`'s `Extend` is not inlined.
+        let mut base = NodeBase {
+            next_edges: SmallVec::new(),
+            output_metas: SmallVec::new(),
+            pre_hooks: OnceLock::new(),
+        };
         for t in inputs {
-            next_edges.push(t.and_then(|t| t.gradient_edge()));
-            input_metas.push(match t {
-                Some(t) => InputMeta {
-                    shape: Dims::from_slice(t.shape()),
-                    dtype: t.dtype(),
-                    device: t.device(),
-                },
-                None => InputMeta {
-                    shape: Dims::new(),
-                    dtype: DType::F32,
-                    device: Device::Cpu,
-                },
-            });
+            base.next_edges.push(t.and_then(|t| t.gradient_edge()));
         }
-        NodeBase {
-            next_edges,
-            input_metas,
-            pre_hooks: Mutex::new(Vec::new()),
+        for t in outputs {
+            base.output_metas.push(OutputMeta::of(t));
         }
+        base
     }
 
     /// True when input `i`'s gradient is needed.
@@ -75,6 +84,7 @@ impl NodeBase {
     /// Adds a hook on the gradient arriving for output `output_nr`.
     pub fn add_pre_hook(&self, output_nr: usize, hook: Hook) {
         self.pre_hooks
+            .get_or_init(Box::default)
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push((output_nr, hook));
@@ -82,8 +92,10 @@ impl NodeBase {
 
     /// Runs the hooks on incoming gradients.
     pub(crate) fn run_pre_hooks(&self, grads: &mut [Option<Tensor>]) -> Result<()> {
-        let hooks = self
-            .pre_hooks
+        let Some(hooks) = self.pre_hooks.get() else {
+            return Ok(());
+        };
+        let hooks = hooks
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
@@ -189,6 +201,10 @@ pub trait Node: Send + Sync {
     fn leaf(&self) -> Option<Tensor> {
         None
     }
+    /// What the gradient arriving for output `nr` must look like; `None`: taken as it comes.
+    fn output_meta(&self, nr: usize) -> Option<OutputMeta> {
+        self.base().output_metas.get(nr).cloned()
+    }
 }
 
 impl dyn Node {
@@ -221,8 +237,7 @@ pub struct AccumulateGrad {
 }
 
 impl AccumulateGrad {
-    /// Its input metadata stays empty: nothing reads it (an accumulator has no outputs to
-    /// conform) and the leaf's shape is read from the leaf.
+    /// Its metadata stays empty: the leaf's is read from the leaf, live.
     pub(crate) fn new(variable: &Tensor) -> Self {
         AccumulateGrad {
             base: NodeBase::default(),
@@ -325,5 +340,8 @@ impl Node for AccumulateGrad {
     }
     fn leaf(&self) -> Option<Tensor> {
         self.variable.upgrade().map(Tensor)
+    }
+    fn output_meta(&self, _nr: usize) -> Option<OutputMeta> {
+        self.leaf().map(|l| OutputMeta::of(&l))
     }
 }

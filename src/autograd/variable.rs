@@ -115,6 +115,9 @@ impl Tensor {
     }
 
     /// Where a gradient for this tensor must be sent, or `None` when it needs none.
+    // Inlined into every recorded op: returned through memory, the edge was read back
+    // before its stores had landed (a store-forwarding stall on each input).
+    #[inline]
     pub fn gradient_edge(&self) -> Option<Edge> {
         if !self.requires_grad() {
             return None;
@@ -129,13 +132,19 @@ impl Tensor {
         if !m.requires_grad {
             return None;
         }
-        let acc = m
-            .accumulator
-            .get_or_insert_with(|| Arc::new(AccumulateGrad::new(self)));
-        Some(Edge {
-            node: acc.clone(),
-            input_nr: 0,
-        })
+        let node: Arc<dyn Node> = match &m.accumulator {
+            Some(acc) => acc.clone(),
+            None => self.new_accumulator(&mut m),
+        };
+        Some(Edge { node, input_nr: 0 })
+    }
+
+    /// A leaf's accumulator, made on its first use (see [`AccumulateGrad`]).
+    #[cold]
+    fn new_accumulator(&self, m: &mut crate::tensor::AutogradMeta) -> Arc<dyn Node> {
+        m.accumulator
+            .get_or_insert_with(|| Arc::new(AccumulateGrad::new(self)))
+            .clone()
     }
 
     /// Registers a hook run on this tensor's gradient when it is computed; the hook may

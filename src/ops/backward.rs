@@ -221,7 +221,7 @@ fn delayed_error(t: &Tensor, message: &'static str) -> Tensor {
     let out = t.detach();
     out.set_grad_fn(
         Arc::new(DelayedError {
-            base: NodeBase::new(&[Some(t)]),
+            base: NodeBase::new(&[Some(t)], &[&out]),
             message,
         }),
         0,

@@ -108,7 +108,7 @@ pub(crate) fn same_dims(a: &[usize], b: &[usize]) -> bool {
 pub(crate) fn broadcast_shapes(op: &str, tensors: &[&Tensor]) -> Result<kiln_kernels::Dims> {
     if let Some((first, rest)) = tensors.split_first() {
         if rest.iter().all(|t| same_dims(t.shape(), first.shape())) {
-            return Ok(kiln_kernels::Dims::from_slice(first.shape()));
+            return Ok(kiln_kernels::layout::dims(first.shape()));
         }
     }
     broadcast_all(op, tensors)

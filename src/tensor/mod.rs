@@ -210,6 +210,7 @@ impl Tensor {
         Tensor::from_storage(self.0.storage.clone(), layout, self.0.dtype)
     }
 
+    #[inline]
     pub(crate) fn meta(&self) -> MutexGuard<'_, AutogradMeta> {
         self.0.autograd.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -789,11 +789,11 @@ fn record_fn(op: &Op) -> TokenStream {
         quote! {
             let node = Arc::new_cyclic(|weak: &Weak<#node>| {
                 let weak: Weak<dyn Node> = weak.clone();
-                #node { base: NodeBase::new(&edges), #(#inits)* }
+                #node { base: NodeBase::new(&edges, outs), #(#inits)* }
             });
         }
     } else {
-        quote!(let node = Arc::new(#node { base: NodeBase::new(&edges), #(#inits)* });)
+        quote!(let node = Arc::new(#node { base: NodeBase::new(&edges, outs), #(#inits)* });)
     };
     let any_requires: Vec<TokenStream> = any_requires.collect();
     let requires = if any_requires.is_empty() {
