@@ -9,6 +9,8 @@
 //! # Ok::<(), kiln::Error>(())
 //! ```
 
+#[macro_use]
+mod arc_init;
 pub mod autograd;
 pub mod cuda;
 mod error;

@@ -58,22 +58,31 @@ pub struct NodeBase {
 impl NodeBase {
     /// A base for a node whose differentiable inputs are `inputs` (None where an input is not
     /// a tensor that requires grad) and whose forward outputs are `outputs`.
-    #[inline]
     pub fn new(inputs: &[Option<&Tensor>], outputs: &[&Tensor]) -> Self {
-        // Pushed into the value returned, so it is built where the caller wants it; `push`
-        // loops rather than `collect`, as `SmallVec`'s `Extend` is not inlined.
-        let mut base = NodeBase {
-            next_edges: SmallVec::new(),
-            output_metas: SmallVec::new(),
-            pre_hooks: OnceLock::new(),
-        };
-        for t in inputs {
-            base.next_edges.push(t.and_then(|t| t.gradient_edge()));
+        let mut base = NodeBase::default();
+        base.record(inputs, outputs);
+        base
+    }
+
+    /// Fills an empty base as [`NodeBase::new`] does, where it lies: recorded ops build
+    /// their node in its allocation and fill it there, rather than moving a base built on
+    /// the stack (see `arc_init`).
+    #[inline]
+    pub fn record(&mut self, inputs: &[Option<&Tensor>], outputs: &[&Tensor]) {
+        // `push` loops rather than `collect`: `SmallVec`'s `Extend` is not inlined. The
+        // slots are made first and the edges stored into them: pushing each `Option<Edge>`
+        // went through a stack copy read back before its stores landed.
+        for _ in inputs {
+            self.next_edges.push(None);
+        }
+        for (slot, t) in self.next_edges.iter_mut().zip(inputs) {
+            if let Some(e) = t.and_then(|t| t.gradient_edge()) {
+                *slot = Some(e);
+            }
         }
         for t in outputs {
-            base.output_metas.push(OutputMeta::of(t));
+            self.output_metas.push(OutputMeta::of(t));
         }
-        base
     }
 
     /// True when input `i`'s gradient is needed.
@@ -95,10 +104,7 @@ impl NodeBase {
         let Some(hooks) = self.pre_hooks.get() else {
             return Ok(());
         };
-        let hooks = hooks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let hooks = hooks.lock().unwrap_or_else(|e| e.into_inner()).clone();
         for (nr, hook) in hooks {
             if let Some(Some(g)) = grads.get(nr) {
                 if let Some(new) = hook(g) {
@@ -181,8 +187,10 @@ fn check_hook_result(original: &Tensor, result: &Tensor) -> Result<()> {
 /// A node lets go of the nodes its edges point to through [`release`].
 impl Drop for NodeBase {
     fn drop(&mut self) {
-        for e in std::mem::take(&mut self.next_edges).into_iter().flatten() {
-            release(e.node);
+        for slot in self.next_edges.iter_mut() {
+            if let Some(e) = slot.take() {
+                release(e.node);
+            }
         }
     }
 }

@@ -48,7 +48,7 @@ impl Tensor {
 
     /// True for tensors not produced by a recorded op.
     pub fn is_leaf(&self) -> bool {
-        self.meta().grad_fn.is_none()
+        !self.0.has_grad_fn.load(Ordering::Acquire)
     }
 
     /// The accumulated gradient of a leaf.
@@ -106,6 +106,7 @@ impl Tensor {
         let mut m = self.meta();
         m.grad_fn = Some(node);
         m.output_nr = output_nr;
+        self.0.has_grad_fn.store(true, Ordering::Release);
         self.0.requires_grad.store(true, Ordering::Release);
     }
 
@@ -122,29 +123,22 @@ impl Tensor {
         if !self.requires_grad() {
             return None;
         }
-        let mut m = self.meta();
-        if let Some(f) = &m.grad_fn {
+        if !self.0.has_grad_fn.load(Ordering::Acquire) {
+            // A leaf that requires grad: its accumulator, without the autograd lock.
+            let acc = self
+                .0
+                .accumulator
+                .get_or_init(|| Arc::new(AccumulateGrad::new(self)));
             return Some(Edge {
-                node: f.clone(),
-                input_nr: m.output_nr,
+                node: acc.clone(),
+                input_nr: 0,
             });
         }
-        if !m.requires_grad {
-            return None;
-        }
-        let node: Arc<dyn Node> = match &m.accumulator {
-            Some(acc) => acc.clone(),
-            None => self.new_accumulator(&mut m),
-        };
-        Some(Edge { node, input_nr: 0 })
-    }
-
-    /// A leaf's accumulator, made on its first use (see [`AccumulateGrad`]).
-    #[cold]
-    fn new_accumulator(&self, m: &mut crate::tensor::AutogradMeta) -> Arc<dyn Node> {
-        m.accumulator
-            .get_or_insert_with(|| Arc::new(AccumulateGrad::new(self)))
-            .clone()
+        let m = self.meta();
+        m.grad_fn.as_ref().map(|f| Edge {
+            node: f.clone(),
+            input_nr: m.output_nr,
+        })
     }
 
     /// Registers a hook run on this tensor's gradient when it is computed; the hook may

@@ -103,15 +103,33 @@ pub(crate) fn same_dims(a: &[usize], b: &[usize]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
-/// The broadcast shape of all tensor operands.
+/// The broadcast shape of all tensor operands: borrowed from the first when all agree (most
+/// ops), so the common case copies no shape.
 #[inline]
-pub(crate) fn broadcast_shapes(op: &str, tensors: &[&Tensor]) -> Result<kiln_kernels::Dims> {
+pub(crate) fn broadcast_shapes<'t>(op: &str, tensors: &[&'t Tensor]) -> Result<Shape<'t>> {
     if let Some((first, rest)) = tensors.split_first() {
         if rest.iter().all(|t| same_dims(t.shape(), first.shape())) {
-            return Ok(kiln_kernels::layout::dims(first.shape()));
+            return Ok(Shape::Same(first.shape()));
         }
     }
-    broadcast_all(op, tensors)
+    broadcast_all(op, tensors).map(Shape::Broadcast)
+}
+
+/// An op's output shape: an operand's own, or one worked out by broadcasting.
+pub(crate) enum Shape<'t> {
+    Same(&'t [usize]),
+    Broadcast(kiln_kernels::Dims),
+}
+
+impl std::ops::Deref for Shape<'_> {
+    type Target = [usize];
+    #[inline]
+    fn deref(&self) -> &[usize] {
+        match self {
+            Shape::Same(s) => s,
+            Shape::Broadcast(d) => d,
+        }
+    }
 }
 
 fn broadcast_all(op: &str, tensors: &[&Tensor]) -> Result<kiln_kernels::Dims> {
@@ -241,7 +259,7 @@ pub(crate) fn output(
 /// The dim order (outermost first) of `inputs` broadcast to `shape`, when it is not
 /// row-major.
 fn memory_order(shape: &[usize], inputs: &[&Tensor]) -> Option<Vec<usize>> {
-    if shape.len() < 2 || inputs.iter().all(|t| t.layout().is_contiguous()) {
+    if shape.len() < 2 || inputs.iter().all(|t| t.is_contiguous()) {
         return None;
     }
     let layouts: Vec<Layout> = inputs

@@ -66,10 +66,20 @@ pub struct Tensor(pub(crate) Arc<TensorImpl>);
 pub(crate) struct TensorImpl {
     pub(crate) storage: Arc<Storage>,
     pub(crate) layout: Layout,
+    /// `layout.is_contiguous()` and `layout.numel()`, worked out once: the layout never
+    /// changes, and every op asks both of each operand, often more than once.
+    pub(crate) contiguous: bool,
+    pub(crate) numel: usize,
     pub(crate) dtype: DType,
     /// `requires_grad || grad_fn.is_some()` of the autograd state, kept beside it (written
     /// under its lock) so that every op can ask whether to record itself without the lock.
     pub(crate) requires_grad: AtomicBool,
+    /// `grad_fn.is_some()`, likewise (a `grad_fn` is never taken away): with it a leaf's
+    /// edge is found without the lock.
+    pub(crate) has_grad_fn: AtomicBool,
+    /// A leaf's gradient accumulator, shared by every edge into it (see [`AccumulateGrad`]
+    /// for why the leaf owns it); made on first use.
+    pub(crate) accumulator: OnceLock<Arc<AccumulateGrad>>,
     /// For views made by view ops: the tensor they view (set once, as the view is made).
     pub(crate) view_base: OnceLock<Tensor>,
     pub(crate) autograd: Mutex<AutogradMeta>,
@@ -90,9 +100,6 @@ pub(crate) struct AutogradMeta {
     pub output_nr: usize,
     /// Hooks of a leaf, run on its gradient before accumulation.
     pub hooks: Vec<Hook>,
-    /// The leaf's gradient accumulator, shared by every edge into it (see
-    /// [`AccumulateGrad`] for why the leaf owns it).
-    pub accumulator: Option<Arc<AccumulateGrad>>,
 }
 
 /// A tensor lets go of its `grad_fn` through [`crate::autograd::node::release`], so freeing
@@ -123,12 +130,32 @@ pub(crate) fn storage_numel(op: &str, shape: &[usize], dtype: DType) -> Result<u
 
 impl Tensor {
     /// Wraps storage and a layout into a new tensor with no autograd history.
+    #[inline]
     pub(crate) fn from_storage(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Tensor {
-        Tensor(Arc::new(TensorImpl {
+        let (contiguous, numel) = (layout.is_contiguous(), layout.numel());
+        Tensor::from_parts(storage, layout, contiguous, numel, dtype)
+    }
+
+    /// [`Tensor::from_storage`] with the layout's contiguity and element count known.
+    #[inline]
+    fn from_parts(
+        storage: Arc<Storage>,
+        layout: Layout,
+        contiguous: bool,
+        numel: usize,
+        dtype: DType,
+    ) -> Tensor {
+        debug_assert_eq!(contiguous, layout.is_contiguous());
+        debug_assert_eq!(numel, layout.numel());
+        Tensor(crate::arc_init::arc_new!(TensorImpl {
             storage,
             layout,
+            contiguous,
+            numel,
             dtype,
             requires_grad: AtomicBool::new(false),
+            has_grad_fn: AtomicBool::new(false),
+            accumulator: OnceLock::new(),
             view_base: OnceLock::new(),
             autograd: Mutex::new(AutogradMeta::default()),
             accumulating: Mutex::new(()),
@@ -155,9 +182,11 @@ impl Tensor {
         buffer: impl FnOnce(&str, DType, usize) -> Result<CpuBuffer>,
     ) -> Result<Tensor> {
         let n = storage_numel(op, shape, dtype)?;
-        Ok(Tensor::from_storage(
+        Ok(Tensor::from_parts(
             Arc::new(Storage::new(buffer(op, dtype, n)?)),
             Layout::contiguous(shape),
+            true,
+            n,
             dtype,
         ))
     }
@@ -259,7 +288,7 @@ impl Tensor {
     /// Number of elements.
     #[inline]
     pub fn numel(&self) -> usize {
-        self.0.layout.numel()
+        self.0.numel
     }
 
     /// The element type.
@@ -277,7 +306,7 @@ impl Tensor {
     /// True when the elements are row-major with no gaps.
     #[inline]
     pub fn is_contiguous(&self) -> bool {
-        self.0.layout.is_contiguous()
+        self.0.contiguous
     }
 
     /// True for f16, bf16, f32 and f64.

@@ -793,7 +793,10 @@ fn record_fn(op: &Op) -> TokenStream {
             });
         }
     } else {
-        quote!(let node = Arc::new(#node { base: NodeBase::new(&edges, outs), #(#inits)* });)
+        quote!(let node: Arc<#node> = crate::arc_init::arc_new!(
+            #node { base: NodeBase::default(), #(#inits)* },
+            |n: &mut #node| n.base.record(&edges, outs)
+        );)
     };
     let any_requires: Vec<TokenStream> = any_requires.collect();
     let requires = if any_requires.is_empty() {
