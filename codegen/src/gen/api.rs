@@ -813,9 +813,15 @@ fn record_fn(op: &Op) -> TokenStream {
             }
             #edges
             #make_node
-            for (i, o) in outs.iter().enumerate() {
-                if o.is_floating_point() {
-                    o.set_grad_fn(node.clone(), i);
+            // The last output takes the node itself: one reference count fewer to touch.
+            if let Some((last, rest)) = outs.split_last() {
+                for (i, o) in rest.iter().enumerate() {
+                    if o.is_floating_point() {
+                        o.set_grad_fn(node.clone(), i);
+                    }
+                }
+                if last.is_floating_point() {
+                    last.set_grad_fn(node, rest.len());
                 }
             }
         }
