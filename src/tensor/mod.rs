@@ -88,6 +88,13 @@ pub(crate) struct TensorImpl {
     pub(crate) accumulating: Mutex<()>,
 }
 
+// A panic cannot leave a tensor half-updated for a `catch_unwind` caller to see: its mutable
+// state is behind locks (poisoning is ignored, each guarded value valid at all times),
+// atomics, or set-once cells. The accumulator's cell holds an `Arc<dyn Node>` graph, which
+// is not `RefUnwindSafe` by itself, so the auto trait has to be stated.
+impl std::panic::RefUnwindSafe for TensorImpl {}
+impl std::panic::UnwindSafe for TensorImpl {}
+
 /// Per-tensor autograd state.
 #[derive(Default)]
 pub(crate) struct AutogradMeta {
