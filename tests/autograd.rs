@@ -777,6 +777,72 @@ fn f64_leaf_multiplied_by_f32_gets_f64_gradient() -> Result<()> {
 }
 
 #[test]
+fn gradient_into_an_intermediate_is_reduced_and_cast_to_the_intermediate() -> Result<()> {
+    // The gradient flowing into `y` (an output of MulBackward0, not a leaf) is conformed to
+    // the metadata recorded for that output: summed over the broadcast dim, cast to f32.
+    // Its hook sees it after that, as PyTorch's pre-hooks do. z[i, j] = 2·x[j] · w[i, j]:
+    // dz/dy[j] = Σ_i w[i, j], dz/dx[j] = 2 Σ_i w[i, j].
+    let x = Tensor::from([1f32, 2., 3.]).requires_grad_(true)?;
+    let y = x.mul_scalar(2.0)?;
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let s = seen.clone();
+    y.register_hook(move |g| {
+        *s.lock().unwrap() = Some((g.shape().to_vec(), g.dtype(), g.to_vec::<f64>().unwrap()));
+        None
+    })?;
+    let w = Tensor::from([[1f64, 2., 3.], [10., 20., 30.]]);
+    y.mul(&w)?.sum()?.backward()?;
+    assert_eq!(
+        seen.lock().unwrap().clone(),
+        Some((vec![3], DType::F32, vec![11., 22., 33.]))
+    );
+    let g = x.grad().unwrap();
+    assert_eq!(
+        (g.dtype(), g.to_vec::<f64>()?),
+        (DType::F32, vec![22., 44., 66.])
+    );
+    Ok(())
+}
+
+#[test]
+fn threads_recording_on_one_leaf_share_its_accumulator() -> Result<()> {
+    // The leaf's edge is found without its autograd lock: threads racing to make its
+    // accumulator must still all feed the one `.grad`.
+    let x = Tensor::from([1f64, 2.]).requires_grad_(true)?;
+    let threads: Vec<_> = (0..4)
+        .map(|k| {
+            let x = x.clone();
+            std::thread::spawn(move || -> Result<()> {
+                let mut y = x.mul_scalar(1.0)?;
+                for _ in 0..50 {
+                    y = y.add(&x)?;
+                }
+                // y = 51 x, times k + 1.
+                y.mul_scalar((k + 1) as f64)?.sum()?.backward()
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap()?;
+    }
+    let accs: Vec<_> = (0..2)
+        .map(|_| {
+            x.mul_scalar(1.0)
+                .unwrap()
+                .grad_fn()
+                .unwrap()
+                .next_functions()[0]
+                .clone()
+        })
+        .collect();
+    let (a, b) = (accs[0].clone().unwrap().0, accs[1].clone().unwrap().0);
+    assert!(Arc::ptr_eq(&a, &b));
+    // Σ_k 51 (k + 1) = 51 · 10.
+    assert_eq!(grad_of(&x), vec![510.; 2]);
+    Ok(())
+}
+
+#[test]
 fn to_dtype_backward_casts_gradient_back() -> Result<()> {
     let x = Tensor::from([1f32, 2.]).requires_grad_(true)?;
     x.to_dtype(DType::F64)?.mul_scalar(3.0)?.sum()?.backward()?;

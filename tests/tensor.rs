@@ -1902,3 +1902,10 @@ fn index_errors_use_pytorchs_messages() {
         "Index put requires the source and destination dtypes match, got Float for the destination and Double for the source.",
     );
 }
+
+/// Tensors cross `catch_unwind` (and threads): the auto traits hold.
+#[test]
+fn tensor_is_send_sync_and_unwind_safe() {
+    fn check<T: Send + Sync + std::panic::UnwindSafe + std::panic::RefUnwindSafe>() {}
+    check::<kiln::Tensor>();
+}
