@@ -44,6 +44,32 @@ fn elementwise(c: &mut Criterion) {
     });
     g.finish();
 
+    // f64 transcendental ops on 1M elements spread over [-4, 4] (log1p over [-0.9, 7.1]),
+    // into fresh outputs: the same inputs on every run, so a kernel whose speed depends on
+    // the values (a scalar libm loop) sees the same ones each time.
+    let mut g = c.benchmark_group("unary_f64_1M");
+    let step = 8.0 / N as f64;
+    let x: Vec<f64> = (0..N)
+        .map(|i| -4.0 + ((i * 7919) % N) as f64 * step)
+        .collect();
+    let u = Tensor::from_vec(x.clone(), &[N]).unwrap();
+    let v = Tensor::from_vec(x.iter().map(|x| x + 3.1).collect::<Vec<f64>>(), &[N]).unwrap();
+    g.bench_function("tanh", |bench| bench.iter(|| black_box(u.tanh().unwrap())));
+    g.bench_function("expm1", |bench| {
+        bench.iter(|| black_box(u.expm1().unwrap()))
+    });
+    g.bench_function("log1p", |bench| {
+        bench.iter(|| black_box(v.log1p().unwrap()))
+    });
+    g.bench_function("erf", |bench| bench.iter(|| black_box(u.erf().unwrap())));
+    g.bench_function("gelu", |bench| bench.iter(|| black_box(u.gelu().unwrap())));
+    g.bench_function("gelu_tanh", |bench| {
+        bench.iter(|| black_box(u.gelu_with("tanh").unwrap()))
+    });
+    // exp, vectorised already: the same fresh 8 MB output with a cheap kernel.
+    g.bench_function("exp", |bench| bench.iter(|| black_box(u.exp().unwrap())));
+    g.finish();
+
     let mut g = c.benchmark_group("sum_f32_1M");
     g.bench_function("kiln", |bench| bench.iter(|| black_box(a.sum().unwrap())));
     g.bench_function("plain_loop", |bench| {

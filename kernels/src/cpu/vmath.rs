@@ -16,24 +16,48 @@
 //!
 //! The public functions are non-generic, so they compile once, in this crate.
 //!
-//! Accuracy: the largest error measured against float64 references over sweeps of every
-//! input binade (every 509th f32; 2^22 random and 2^20 gridded f64) plus runs of consecutive
-//! values around each threshold, on every instruction set (the tests assert a bound a little
-//! above each):
+//! Accuracy: the largest error measured over sweeps of every input binade (every 509th f32;
+//! 2^22 random and 2^20 gridded f64) plus runs of consecutive values around each threshold,
+//! on every instruction set (the tests assert a bound a little above each). f32 results
+//! against float64 references:
 //!
-//! | f32       | max ulp | f32             | max ulp |  f64 (vs std's, ≤ 1 ulp)  | max ulp |
-//! |-----------|---------|-----------------|---------|---------------------------|---------|
-//! | `exp`     | 0.98    | `sigmoid`       | 2.26    | `exp`                     | 1.0     |
-//! | `expm1`   | 1.46    | `silu`          | 2.79    | `log`                     | 1.0     |
-//! | `log`     | 0.89    | `erf`           | 1.15    | `sigmoid`                 | 2.0     |
-//! | `log1p`   | 1.44    | `gelu`          | 4.96    | `silu`                    | 3.0     |
-//! | `tanh`    | 1.25    | `gelu` (tanh)   | 2.64 †  |                           |         |
+//! | f32       | max ulp | f32             | max ulp |
+//! |-----------|---------|-----------------|---------|
+//! | `exp`     | 0.98    | `sigmoid`       | 2.26    |
+//! | `expm1`   | 1.46    | `silu`          | 2.79    |
+//! | `log`     | 0.89    | `erf`           | 1.15    |
+//! | `log1p`   | 1.44    | `gelu`          | 4.96    |
+//! | `tanh`    | 1.25    | `gelu` (tanh)   | 2.64 †  |
+//!
+//! f64 results in the sweep ("sweep") against references that are rounded doubles
+//! themselves, so in whole ulps that include the reference's own error: std's functions
+//! (within about an ulp; glibc's `tanh` within 2), `libm::erf`, and for `gelu` double-double
+//! evaluations in the tests (within about an ulp). The new f64 functions also against exact
+//! values ("exact": 60-digit mpmath at about 400 inputs each, from
+//! `kernels/tools/vmath64_reference.py`), in fractions of an ulp. Where the instruction sets
+//! differ, the FMA copies' figure comes first and the baseline's (x86-64 without FMA) after
+//! the slash:
+//!
+//! | f64       | sweep | exact | f64             | sweep | exact       |
+//! |-----------|-------|-------|-----------------|-------|-------------|
+//! | `exp`     | 1     |       | `tanh`          | 2     | 1.14        |
+//! | `log`     | 1     |       | `erf`           | 1     | 0.78        |
+//! | `sigmoid` | 2     |       | `gelu`          | 4 / 5 | 2.30        |
+//! | `silu`    | 3     |       | `gelu` (tanh)   | 3     | 1.44 / 1.97 |
+//! | `expm1`   | 2     | 1.52  |                 |       |             |
+//! | `log1p`   | 1     | 0.97  |                 |       |             |
 //!
 //! Subnormal results included (`exp` rounds into them once). † beyond twice the condition
 //! number for x < 0: the tanh form rounds its argument `√(2/π)(x + 0.044715x³)` first, as
 //! PyTorch's f32 formula does, and the function magnifies that by up to ~x² in the tail.
+//! The f64 tanh form carries that argument in double-double instead, so its figures are
+//! plain errors against the formula with √(2/π) and 0.044715 taken exactly. (PyTorch's f64
+//! CPU kernels evaluate `0.5x(1 + tanh u)` and `0.5x(1 + erf(x/√2))` as written, which
+//! cancel in the negative tail: there they keep only an absolute accuracy of about 1e-16,
+//! where these keep a few ulps down to underflow.)
 //! Special values follow IEEE: NaN in, NaN out; `exp(-inf) = 0`, `exp(inf) = inf`,
-//! `log(0) = -inf`, `log(x < 0) = NaN`, and so on.
+//! `log(0) = -inf`, `log(x < 0) = NaN`, `log1p(-1) = -inf`, `expm1(-inf) = -1`, and so on;
+//! the f64 `tanh`, `expm1`, `log1p`, `erf` and `gelu` keep the sign of a zero.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -189,6 +213,12 @@ map_kernels! {
     log64_k: f64 => log64;
     sigmoid64_k: f64 => sigmoid64;
     silu64_k: f64 => silu64;
+    expm1_64_k: f64 => expm1_64;
+    log1p64_k: f64 => log1p64;
+    tanh64_k: f64 => tanh64;
+    erf64_k: f64 => erf64;
+    gelu64_k: f64 => gelu64;
+    gelu_tanh64_k: f64 => gelu_tanh64;
 }
 
 fn check_len(a: usize, out: usize) {
@@ -353,6 +383,69 @@ pub fn silu_f64(a: &[f64], out: &mut [f64]) {
 /// `x[i] = x[i] * sigmoid(x[i])` in place.
 pub fn silu_f64_(x: &mut [f64]) {
     silu64_k::run_(Isa::best(), x)
+}
+
+/// `out[i] = e^a[i] - 1`, accurate near 0. The slices must have equal lengths.
+pub fn expm1_f64(a: &[f64], out: &mut [f64]) {
+    check_len(a.len(), out.len());
+    expm1_64_k::run(Isa::best(), a, out)
+}
+
+/// `x[i] = e^x[i] - 1` in place.
+pub fn expm1_f64_(x: &mut [f64]) {
+    expm1_64_k::run_(Isa::best(), x)
+}
+
+/// `out[i] = ln(1 + a[i])`, accurate near 0. The slices must have equal lengths.
+pub fn log1p_f64(a: &[f64], out: &mut [f64]) {
+    check_len(a.len(), out.len());
+    log1p64_k::run(Isa::best(), a, out)
+}
+
+/// `x[i] = ln(1 + x[i])` in place.
+pub fn log1p_f64_(x: &mut [f64]) {
+    log1p64_k::run_(Isa::best(), x)
+}
+
+/// `out[i] = tanh a[i]`. The slices must have equal lengths.
+pub fn tanh_f64(a: &[f64], out: &mut [f64]) {
+    check_len(a.len(), out.len());
+    tanh64_k::run(Isa::best(), a, out)
+}
+
+/// `x[i] = tanh x[i]` in place.
+pub fn tanh_f64_(x: &mut [f64]) {
+    tanh64_k::run_(Isa::best(), x)
+}
+
+/// `out[i] = erf a[i]`. The slices must have equal lengths.
+pub fn erf_f64(a: &[f64], out: &mut [f64]) {
+    check_len(a.len(), out.len());
+    erf64_k::run(Isa::best(), a, out)
+}
+
+/// `x[i] = erf x[i]` in place.
+pub fn erf_f64_(x: &mut [f64]) {
+    erf64_k::run_(Isa::best(), x)
+}
+
+/// `out[i] = gelu(a[i])`, as [`gelu_f32`]. The slices must have equal lengths.
+pub fn gelu_f64(a: &[f64], out: &mut [f64], approximate: &str) {
+    check_len(a.len(), out.len());
+    if approximate == "tanh" {
+        gelu_tanh64_k::run(Isa::best(), a, out)
+    } else {
+        gelu64_k::run(Isa::best(), a, out)
+    }
+}
+
+/// `x[i] = gelu(x[i])` in place, as [`gelu_f32`].
+pub fn gelu_f64_(x: &mut [f64], approximate: &str) {
+    if approximate == "tanh" {
+        gelu_tanh64_k::run_(Isa::best(), x)
+    } else {
+        gelu64_k::run_(Isa::best(), x)
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -893,9 +986,11 @@ fn i64_to_f64(k: i64) -> f64 {
     f64::from_bits(k.wrapping_add(SHIFT64.to_bits() as i64) as u64) - SHIFT64
 }
 
-/// `e^x` as `(p, a, b)`, as [`exp32_parts`] in double precision.
+/// `e^x` as `(q, a, b)` with e^x = (1 + q)·a·b, as [`exp32_parts`] in double precision but
+/// leaving out the final `1 +`, so that a caller can fold a factor `1 + δ` into q, or
+/// multiply by `1 + q` in one fused operation, before the sum rounds.
 #[inline(always)]
-fn exp64_parts<const F: bool>(x: f64) -> (f64, f64, f64) {
+fn exp64_parts_m1<const F: bool>(x: f64) -> (f64, f64, f64) {
     // n stays in [-1443, 1025], where both halves of 2^n are normal.
     let x = if x > 710.0 { 710.0 } else { x };
     let x = if x < -1000.0 { -1000.0 } else { x };
@@ -904,9 +999,16 @@ fn exp64_parts<const F: bool>(x: f64) -> (f64, f64, f64) {
     let k = (z.to_bits() as i64).wrapping_sub(SHIFT64.to_bits() as i64);
     let r = mla64::<F>(n, -LN2_HI64, x);
     let r = mla64::<F>(n, -LN2_LO64, r);
-    let p = mla64::<F>(r * r, poly64::<F, 12>(r, &EXP64_P), r) + 1.0;
+    let q = mla64::<F>(r * r, poly64::<F, 12>(r, &EXP64_P), r);
     let half = k >> 1;
-    (p, pow2_64(half), pow2_64(k.wrapping_sub(half)))
+    (q, pow2_64(half), pow2_64(k.wrapping_sub(half)))
+}
+
+/// `e^x` as `(p, a, b)`, as [`exp32_parts`] in double precision.
+#[inline(always)]
+fn exp64_parts<const F: bool>(x: f64) -> (f64, f64, f64) {
+    let (q, a, b) = exp64_parts_m1::<F>(x);
+    (q + 1.0, a, b)
 }
 
 /// `e^x` (see [`exp64_parts`]).
@@ -963,11 +1065,315 @@ fn silu64<const F: bool>(x: f64) -> f64 {
     num / mla64::<F>(p * a, b, 1.0)
 }
 
+/// `e^x - 1`, as [`expm1_32`] in double precision.
+#[inline(always)]
+fn expm1_64<const F: bool>(x: f64) -> f64 {
+    // -40 already gives -1 (below -37.43 the e^x is under half an ulp of it); above 700 the
+    // -1 is far below an ulp of e^x, and 2^n would leave the normal range.
+    let xc = if x > 700.0 { 700.0 } else { x };
+    let xc = if xc < -40.0 { -40.0 } else { xc };
+    let z = mla64::<F>(xc, std::f64::consts::LOG2_E, SHIFT64);
+    let n = z - SHIFT64;
+    let k = (z.to_bits() as i64).wrapping_sub(SHIFT64.to_bits() as i64);
+    let r = mla64::<F>(n, -LN2_HI64, xc);
+    let r = mla64::<F>(n, -LN2_LO64, r);
+    let em1 = mla64::<F>(r * r, poly64::<F, 12>(r, &EXP64_P), r);
+    let t = pow2_64(k);
+    let y = mla64::<F>(t, em1, t - 1.0);
+    let y = if x > 700.0 { exp64::<F>(x) } else { y };
+    // e^-0 - 1 = -0 (the sum above gives +0).
+    if x == 0.0 {
+        x
+    } else {
+        y
+    }
+}
+
+/// `ln(1 + x)`, as [`log1p32`] in double precision.
+#[inline(always)]
+fn log1p64<const F: bool>(x: f64) -> f64 {
+    let u = 1.0 + x;
+    let y = log64::<F>(u) + (x - (u - 1.0)) / u;
+    let y = if u == 0.0 { f64::NEG_INFINITY } else { y };
+    let y = if x == f64::INFINITY { x } else { y };
+    if u == 1.0 {
+        x
+    } else {
+        y
+    }
+}
+
+// Coefficients from kernels/tools/fit_vmath.py (Chebyshev fits in 50-digit arithmetic, rounded
+// to f64).
+
+/// `tanh x = x + x³ P(x²)` on |x| < [`TANH64_SPLIT`].
+const TANH64_P: [f64; 12] = [
+    -0.3333333333333333,
+    0.13333333333332784,
+    -0.05396825396776892,
+    0.021869488516262917,
+    -0.008863235072514497,
+    0.0035921215331209864,
+    -0.0014557739915529411,
+    0.0005896505450491733,
+    -0.00023753434644555109,
+    9.238038310966219e-05,
+    -3.085723133899485e-05,
+    6.231659588344987e-06,
+];
+/// Just above atanh(1/2): from here on `1 - 2 / (e^2x + 1)` is at least 1/2, so the
+/// subtraction loses at most a bit.
+const TANH64_SPLIT: f64 = 0.55;
+
+/// `erf x = x + x Q(x²)` on |x| < 1.
+const ERF64_Q: [f64; 14] = [
+    0.1283791670955126,
+    -0.3761263890318388,
+    0.11283791670959249,
+    -0.02686617064576326,
+    0.005223977631033594,
+    -0.0008548327338041519,
+    0.00012055344871249448,
+    -1.4925961374510895e-05,
+    1.646781539310826e-06,
+    -1.643881338925926e-07,
+    1.5445042746231504e-08,
+    -1.590872128968154e-09,
+    2.1321642813323778e-10,
+    -2.3148023611396037e-11,
+];
+/// Beyond it erf rounds to ±1 in f64 (erfc 5.92 = 2^-54).
+const ERF64_TMAX: f64 = 6.0;
+
+/// `erfcx t = e^(t²) erfc t = A(t - 0.75)` for t < [`ERFCX64_T1`], the constant term
+/// being `ERFCX64_A[0] + ERFCX64_A0_LO` (one double would err by half its ulp, up to 1.5
+/// ulps of the smaller values erfcx takes further on).
+const ERFCX64_A0_LO: f64 = -5.313074071028544e-17;
+const ERFCX64_A: [f64; 21] = [
+    0.5069376502931449,
+    -0.3679726916557953,
+    0.23095813155129846,
+    -0.12983606199488723,
+    0.0667905425275557,
+    -0.03189726203942735,
+    0.014289198666238446,
+    -0.006051532301914343,
+    0.002437637357469973,
+    -0.0009385120143487501,
+    0.00034675068172153653,
+    -0.00012335465629818214,
+    4.237242472545197e-05,
+    -1.4087421935797114e-05,
+    4.543789168520922e-06,
+    -1.426509390778343e-06,
+    4.345893419719696e-07,
+    -1.257930330255442e-07,
+    3.703481183422713e-08,
+    -1.3273968528279244e-08,
+    3.4956579742491815e-09,
+];
+/// `erfcx t = B(y) / (t + 2)`, y = (t - 2) / (t + 2), for t from [`ERFCX64_T1`] to 27.45.
+const ERFCX64_B: [f64; 21] = [
+    1.021582705242023,
+    -0.6871606844138106,
+    0.27947209255604527,
+    -0.03644223150684725,
+    -0.021510661887999313,
+    0.006479185058951256,
+    0.0030906119776289926,
+    -0.0008372952275017596,
+    -0.0006630735704917,
+    3.434392331322795e-05,
+    0.00014459799556448743,
+    3.4127008391358253e-05,
+    -2.3711951405834585e-05,
+    -6.080656381537674e-06,
+    -2.8639646063808373e-05,
+    5.36597351634878e-05,
+    -6.123780365095534e-05,
+    5.553614888820965e-05,
+    -3.3013404801662063e-05,
+    1.0861614573665262e-05,
+    -1.5076444288340822e-06,
+];
+const ERFCX64_T1: f64 = 1.5;
+/// Below it gelu's `x Φ(x)` rounds to 0 (from -38.7386 on); erfc's fit covers |x| / √2.
+const GELU64_XMAX: f64 = 38.75;
+/// 1/√2 - FRAC_1_SQRT_2.
+const FRAC_1_SQRT_2_LO: f64 = -4.833646656726457e-17;
+
+/// `a b` as `(hi, lo)`, hi + lo = a b exactly, for a product whose parts stay normal (and
+/// without FMA, |a|, |b| below 2^995).
+#[inline(always)]
+fn two_prod64<const F: bool>(a: f64, b: f64) -> (f64, f64) {
+    let hi = a * b;
+    if F {
+        (hi, a.mul_add(b, -hi))
+    } else {
+        // Dekker's product: each factor split into two 26-bit halves whose products are
+        // exact.
+        let split = |v: f64| {
+            let c = v * 134217729.0;
+            let h = c - (c - v);
+            (h, v - h)
+        };
+        let ((ah, al), (bh, bl)) = (split(a), split(b));
+        (hi, ((ah * bh - hi) + ah * bl + al * bh) + al * bl)
+    }
+}
+
+/// `a + b` as `(hi, lo)`, hi + lo = a + b exactly (Knuth's two-sum).
+#[inline(always)]
+fn two_sum64(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// `erfc t = m·a·b` for 0 ≤ t ≤ 27.45, as [`exp64_parts`] gives e^x, from t = th + tl
+/// (tl below an ulp of th) and `t² = hi + lo` exactly: erfcx t from one of two fits (the
+/// coefficients picked per lane, one Horner loop), times e^-(hi + lo) = e^-hi (1 - lo).
+#[inline(always)]
+fn erfc64_parts<const F: bool>(th: f64, tl: f64, hi: f64, lo: f64) -> (f64, f64, f64) {
+    let near = th < ERFCX64_T1;
+    // t + 2 = pa + pb and t - 2 = ma + mb, exact but for the rounding of adding tl (a
+    // two-sum, and a fast one for th - 2, exact anyway below th = 4), then d = 1 / (t + 2) by
+    // a Newton step from the rounded quotient, and y = (t - 2) d: each lands within about
+    // half an ulp, where rounding each step would cost an ulp or two of erfc in the tail.
+    let (pa, pb) = two_sum64(th, 2.0);
+    let pb = pb + tl;
+    let ma = th - 2.0;
+    let mb = (-2.0 - (ma - th)) + tl;
+    let d = 1.0 / pa;
+    let e = mla64::<F>(-pa, d, 1.0) - pb * d;
+    let d = mla64::<F>(d, e, d);
+    let v = if near {
+        (th - 0.75) + tl
+    } else {
+        mla64::<F>(ma, d, mb * d)
+    };
+    let mut acc = if near { ERFCX64_A[20] } else { ERFCX64_B[20] };
+    for i in (1..20).rev() {
+        let c = if near { ERFCX64_A[i] } else { ERFCX64_B[i] };
+        acc = mla64::<F>(acc, v, c);
+    }
+    let acc = if near {
+        mla64::<F>(acc, v, ERFCX64_A0_LO) + ERFCX64_A[0]
+    } else {
+        mla64::<F>(acc, v, ERFCX64_B[0])
+    };
+    // e^-hi (1 - lo) = (1 + q) (1 - lo) = 1 + q1; erfcx (1 + q1) rounds once.
+    let (q, a, b) = exp64_parts_m1::<F>(-hi);
+    let q1 = mla64::<F>(-lo, q, q - lo);
+    let m = mla64::<F>(acc, q1, acc);
+    (if near { m } else { m * d }, a, b)
+}
+
+/// `tanh x`: a polynomial near 0, else `1 - 2 / (e^2|x| + 1)`, with x's sign.
+#[inline(always)]
+fn tanh64<const F: bool>(x: f64) -> f64 {
+    let ax = x.abs();
+    let s = ax * ax;
+    let small = mla64::<F>(ax * s, poly64::<F, 12>(s, &TANH64_P), ax);
+    let q = exp64::<F>(ax + ax);
+    let large = 1.0 - 2.0 / (q + 1.0);
+    let y = if ax < TANH64_SPLIT { small } else { large };
+    y.copysign(x)
+}
+
+/// `erf x`: an odd polynomial below 1, else `1 - erfc |x|`, with x's sign.
+#[inline(always)]
+fn erf64<const F: bool>(x: f64) -> f64 {
+    let t = x.abs();
+    let small = mla64::<F>(t, poly64::<F, 14>(t * t, &ERF64_Q), t);
+    let tc = if t > ERF64_TMAX { ERF64_TMAX } else { t };
+    let (hi, lo) = two_prod64::<F>(tc, tc);
+    let (m, a, b) = erfc64_parts::<F>(tc, 0.0, hi, lo);
+    let large = mla64::<F>(-m * a, b, 1.0);
+    let y = if t < 1.0 { small } else { large };
+    y.copysign(x)
+}
+
+/// `x Φ(x)` with Φ(x) = erfc(-x/√2) / 2: `x erfc(|x|/√2) / 2` for negative x, else
+/// `x (1 - erfc(x/√2) / 2)`, which keep their relative accuracy on either side. The
+/// `t² = x²/2` in erfc comes from x exactly, not from the rounded x/√2, whose error the
+/// factor e^-t² would multiply by t².
+#[inline(always)]
+fn gelu64<const F: bool>(x: f64) -> f64 {
+    let ax = x.abs();
+    let xc = if ax > GELU64_XMAX { GELU64_XMAX } else { ax };
+    let (hi, lo) = two_prod64::<F>(xc, xc);
+    // t = xc / √2 as th + tl (tl exact with FMA, else only the part from 1/√2's own rounding).
+    let th = xc * std::f64::consts::FRAC_1_SQRT_2;
+    let tl = mla64::<F>(xc, std::f64::consts::FRAC_1_SQRT_2, -th) + xc * FRAC_1_SQRT_2_LO;
+    let (m, a, b) = erfc64_parts::<F>(th, tl, 0.5 * hi, 0.5 * lo);
+    // Below the cut the result is 0; -inf gives NaN, as PyTorch's x·Φ(x) does.
+    if x < -GELU64_XMAX {
+        x * 0.0
+    } else if x < 0.0 {
+        (0.5 * x * m) * a * b
+    } else {
+        x * mla64::<F>(-0.5 * m * a, b, 1.0)
+    }
+}
+
+/// `2√(2/π)` and 0.044715 (the tanh form's constants) as sums of two doubles.
+const GELU_K2_HI: f64 = 1.5957691216057308;
+const GELU_K2_LO: f64 = -9.96930880911092e-17;
+const GELU_C_HI: f64 = 0.044715;
+const GELU_C_LO: f64 = 2.1960211427085595e-18;
+/// Below it the tanh form rounds to 0 (from -21.85 on); above it to x.
+const GELU_TANH64_XMAX: f64 = 22.0;
+
+/// PyTorch's tanh formula `0.5 x (1 + tanh u)`, u = √(2/π)(x + 0.044715x³), as the equal
+/// `x / (1 + e^-2u)` (for negative x, `x e^2u / (1 + e^2u)` in effect, without cancellation).
+/// `2u` is computed in double-double: e^-2u turns an absolute error in 2u into a relative
+/// one, and 2u reaches 745 before the result underflows, so rounding it once would cost up
+/// to hundreds of ulps in the negative tail.
+#[inline(always)]
+fn gelu_tanh64<const F: bool>(x: f64) -> f64 {
+    let xc = if x > GELU_TANH64_XMAX {
+        GELU_TANH64_XMAX
+    } else {
+        x
+    };
+    let xc = if xc < -GELU_TANH64_XMAX {
+        -GELU_TANH64_XMAX
+    } else {
+        xc
+    };
+    // x² = sh + sl; 0.044715 x² = ah + al; 1 + 0.044715 x² = bh + bl; x (1 + 0.044715 x²) =
+    // qh + ql; 2u = wh + wl.
+    let (sh, sl) = two_prod64::<F>(xc, xc);
+    let (ah, al) = two_prod64::<F>(GELU_C_HI, sh);
+    let al = al + mla64::<F>(GELU_C_HI, sl, GELU_C_LO * sh);
+    let (bh, bl) = two_sum64(1.0, ah);
+    let bl = bl + al;
+    let (qh, ql) = two_prod64::<F>(xc, bh);
+    let ql = mla64::<F>(xc, bl, ql);
+    let (wh, wl) = two_prod64::<F>(GELU_K2_HI, qh);
+    let wl = wl + mla64::<F>(GELU_K2_HI, ql, GELU_K2_LO * qh);
+    // e^-|2u| = e^-|wh| e^∓wl = (1 + q) (1 ∓ wl) a b = (1 + q1) a b.
+    let (q, a, b) = exp64_parts_m1::<F>(-wh.abs());
+    let zl = if x < 0.0 { wl } else { -wl };
+    let q1 = mla64::<F>(zl, q, q + zl);
+    let p = 1.0 + q1;
+    // Below the cut the result is 0; -inf gives NaN, as PyTorch's formula does.
+    let neg = if x < -GELU_TANH64_XMAX {
+        x * 0.0
+    } else {
+        mla64::<F>(x, q1, x) * a * b
+    };
+    let num = if x < 0.0 { neg } else { x };
+    num / mla64::<F>(p * a, b, 1.0)
+}
+
 #[cfg(test)]
 mod tests {
-    //! Every kernel against float64 references (std's functions, `libm::erf`/`erfc`), on
-    //! every instruction set this CPU has, over sweeps of the whole input range; the
-    //! measured maxima print with `--nocapture`.
+    //! Every kernel against float64 references (std's functions, `libm::erf`/`erfc`,
+    //! double-double evaluations for f64 gelu), on every instruction set this CPU has, over
+    //! sweeps of the whole input range, and the newer f64 kernels also against exact values
+    //! (`vmath64_reference.txt`); the measured maxima print with `--nocapture`.
     use super::*;
     use std::f64::consts::SQRT_2;
 
@@ -1348,6 +1754,372 @@ mod tests {
         );
     }
 
+    #[test]
+    fn expm1_f64_within_2_5_ulp() {
+        let ln2_2 = std::f64::consts::LN_2 / 2.0;
+        let around = [
+            0.0,
+            1e-5,
+            -1e-5,
+            ln2_2,
+            -ln2_2,
+            700.0,
+            709.782_712_893_384,
+            -37.43,
+        ];
+        check64(
+            "expm1 f64",
+            expm1_64_k::run,
+            f64::exp_m1,
+            (-45.0, 712.0),
+            &around,
+            2.5,
+        );
+    }
+
+    #[test]
+    fn log1p_f64_within_1_5_ulp() {
+        let around = [
+            0.0,
+            -1.0,
+            1e-5,
+            -1e-5,
+            SQRT_2 - 1.0,
+            std::f64::consts::FRAC_1_SQRT_2 - 1.0,
+            1e7,
+        ];
+        check64(
+            "log1p f64",
+            log1p64_k::run,
+            f64::ln_1p,
+            (-1.0, 4.0),
+            &around,
+            1.5,
+        );
+    }
+
+    #[test]
+    fn tanh_f64_within_2_5_ulp() {
+        let around = [TANH64_SPLIT, -TANH64_SPLIT, 19.06, 1e-3, 0.0];
+        check64(
+            "tanh f64",
+            tanh64_k::run,
+            f64::tanh,
+            (-20.0, 20.0),
+            &around,
+            2.5,
+        );
+    }
+
+    #[test]
+    fn erf_f64_within_1_5_ulp() {
+        let around = [1.0, -1.0, ERFCX64_T1, -ERFCX64_T1, 5.92, 1e-3, 0.0];
+        check64(
+            "erf f64",
+            erf64_k::run,
+            libm::erf,
+            (-7.0, 7.0),
+            &around,
+            1.5,
+        );
+    }
+
+    /// `a b` as an exact sum of two doubles (by a fused multiply-add, in software where the
+    /// CPU has none).
+    fn prod_dd(a: f64, b: f64) -> (f64, f64) {
+        let p = a * b;
+        (p, a.mul_add(b, -p))
+    }
+
+    /// A double-double `hi + lo` (|lo| ≤ half an ulp of hi), for the references below:
+    /// about 104 bits, so that a reference built from a few of them rounds once, at the end.
+    #[derive(Clone, Copy)]
+    struct Dd(f64, f64);
+
+    impl Dd {
+        fn new(hi: f64, lo: f64) -> Dd {
+            let s = hi + lo;
+            Dd(s, lo - (s - hi))
+        }
+        fn add(self, b: Dd) -> Dd {
+            let s = self.0 + b.0;
+            let v = s - self.0;
+            let e = (self.0 - (s - v)) + (b.0 - v);
+            Dd::new(s, e + self.1 + b.1)
+        }
+        fn neg(self) -> Dd {
+            Dd(-self.0, -self.1)
+        }
+        fn mul(self, b: Dd) -> Dd {
+            let (p, e) = prod_dd(self.0, b.0);
+            Dd::new(p, e + self.0 * b.1 + self.1 * b.0)
+        }
+        fn div(self, b: Dd) -> Dd {
+            let q = self.0 / b.0;
+            let r = self.add(b.mul(Dd(q, 0.0)).neg());
+            Dd::new(q, r.0 / b.0)
+        }
+    }
+
+    /// erf t for 0 ≤ t < 2 by its Maclaurin series, in double-double.
+    fn erf_dd(t: Dd) -> Dd {
+        const TWO_OVER_RT_PI: Dd = Dd(std::f64::consts::FRAC_2_SQRT_PI, 1.533545961316588e-17);
+        let mt2 = t.mul(t).neg();
+        let (mut term, mut sum) = (t, t);
+        for n in 1..80 {
+            term = term.mul(mt2).div(Dd(n as f64, 0.0));
+            sum = sum.add(term.div(Dd((2 * n + 1) as f64, 0.0)));
+            if term.0.abs() < 1e-36 * sum.0.abs() {
+                break;
+            }
+        }
+        sum.mul(TWO_OVER_RT_PI)
+    }
+
+    /// e^(t²) erfc t for t ≥ 2, in double-double, by its continued fraction
+    /// 1 / (√π (t + (1/2)/(t + 1/(t + (3/2)/(t + ...))))), the inner levels in f64 (their
+    /// errors shrink by t² or more at each level outwards) and the last three in
+    /// double-double.
+    fn erfcx_dd(t: Dd) -> Dd {
+        const RT_PI: Dd = Dd(1.772453850905516, -7.666586499825799e-17);
+        let n = 20 + (240.0 / (t.0 * t.0)) as usize;
+        let mut f = t.0;
+        for k in (4..n).rev() {
+            f = t.0 + (k as f64 / 2.0) / f;
+        }
+        let mut f = Dd(f, 0.0);
+        for k in (1..4).rev() {
+            f = t.add(Dd(k as f64 / 2.0, 0.0).div(f));
+        }
+        Dd(1.0, 0.0).div(RT_PI.mul(f))
+    }
+
+    /// `x Φ(x)` = `x erfc(-x/√2) / 2` to within an ulp: x/√2 in double-double; erfc from the
+    /// Maclaurin series of erf below 2, else from the continued fraction times
+    /// e^(-t²) = e^(-hi) (1 - lo), t² = hi + lo; only that e^(-hi) (std's) and the last
+    /// rounding are not carried to double-double.
+    fn gelu_ref(x: f64) -> f64 {
+        const R: Dd = Dd(std::f64::consts::FRAC_1_SQRT_2, -4.833646656726457e-17);
+        if x.is_nan() || x < -40.0 {
+            // Below -38.74 the result rounds to 0 (and -inf gives NaN, as PyTorch).
+            return x * 0.0;
+        }
+        if x > 40.0 {
+            return x;
+        }
+        let half_x = Dd(0.5 * x, 0.0);
+        let u = Dd(x, 0.0).mul(R);
+        let t = if u.0 < 0.0 { u.neg() } else { u };
+        if t.0 < 2.0 {
+            // 2Φ(x) = 1 + erf(x/√2).
+            let e = erf_dd(u);
+            return half_x.mul(Dd(1.0, 0.0).add(e)).0;
+        }
+        let t2 = t.mul(t);
+        let ex = erfcx_dd(t);
+        let with_lo = |e: f64| Dd(e, 0.0).mul(Dd(1.0, -t2.1));
+        if x > 0.0 {
+            // 2Φ(x) = 2 - erfc(x/√2).
+            let erfc = ex.mul(with_lo((-t2.0).exp()));
+            return half_x.mul(Dd(2.0, 0.0).add(erfc.neg())).0;
+        }
+        if t2.0 < 708.0 {
+            half_x.mul(ex).mul(with_lo((-t2.0).exp())).0
+        } else {
+            // e^-hi is subnormal: the result rounds once, at the last factor.
+            let h = (-0.5 * t2.0).exp();
+            half_x.mul(ex).mul(with_lo(h)).0 * h
+        }
+    }
+
+    /// PyTorch's tanh formula `0.5 x (1 + tanh u)`, u = √(2/π)(x + 0.044715x³), as
+    /// `x / (1 + e^-2u)`, in double-double (x³ first, then 0.044715x³, then x + that, then
+    /// times 2√(2/π)), e^∓2u from std's exp of the leading part times 1 ∓ the rest.
+    fn gelu_tanh_ref(x: f64) -> f64 {
+        // 2√(2/π) and 0.044715 as sums of two doubles.
+        const K: Dd = Dd(1.5957691216057308, -9.96930880911092e-17);
+        const C: Dd = Dd(0.044715, 2.1960211427085595e-18);
+        if x.is_nan() || x < -25.0 {
+            // Below -21.85 the result rounds to 0 (and -inf gives NaN, as PyTorch).
+            return x * 0.0;
+        }
+        if x > 25.0 {
+            return x;
+        }
+        let xd = Dd(x, 0.0);
+        let w = K.mul(xd.add(C.mul(xd.mul(xd).mul(xd))));
+        let one = Dd(1.0, 0.0);
+        if x >= 0.0 {
+            let e = Dd((-w.0).exp(), 0.0).mul(Dd(1.0, -w.1));
+            return xd.div(one.add(e)).0;
+        }
+        // x e^2u / (1 + e^2u).
+        if w.0 > -708.0 {
+            let e = Dd(w.0.exp(), 0.0).mul(Dd(1.0, w.1));
+            xd.mul(e).div(one.add(e)).0
+        } else {
+            let h = (0.5 * w.0).exp();
+            xd.mul(Dd(h, 0.0)).mul(Dd(1.0, w.1)).0 * h
+        }
+    }
+
+    #[test]
+    fn gelu_f64_both_forms() {
+        let around = [
+            0.0,
+            SQRT_2,
+            -SQRT_2,
+            ERFCX64_T1 * SQRT_2,
+            -ERFCX64_T1 * SQRT_2,
+            -38.7386,
+            -37.6,
+            -8.49,
+            8.29,
+        ];
+        check64(
+            "gelu f64",
+            gelu64_k::run,
+            gelu_ref,
+            (-40.0, 10.0),
+            &around,
+            6.0,
+        );
+        check64(
+            "gelu tanh f64",
+            gelu_tanh64_k::run,
+            gelu_tanh_ref,
+            (-23.0, 10.0),
+            &[0.0, -21.85, -20.0, -1.0, 1.0, 22.0],
+            4.0,
+        );
+    }
+
+    /// The f64 kernels against exact values (60-digit mpmath, as a correctly rounded double
+    /// plus the remainder, written by kernels/tools/vmath64_reference.py) at about 400 inputs
+    /// each, spread over each range and packed near its thresholds: the errors in fractions
+    /// of an ulp, free of any reference's own rounding.
+    #[test]
+    fn vmath64_against_exact_values() {
+        let bounds: [(&str, Kernel64, f64); 6] = [
+            ("tanh", tanh64_k::run, 1.5),
+            ("expm1", expm1_64_k::run, 2.0),
+            ("log1p", log1p64_k::run, 1.5),
+            ("erf", erf64_k::run, 1.5),
+            ("gelu", gelu64_k::run, 4.5),
+            ("gelu_tanh", gelu_tanh64_k::run, 3.0),
+        ];
+        let hex = |s: &str| f64::from_bits(u64::from_str_radix(s, 16).unwrap());
+        let rows: Vec<(&str, f64, f64, f64)> = include_str!("vmath64_reference.txt")
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                (f[0], hex(f[1]), hex(f[2]), hex(f[3]))
+            })
+            .collect();
+        for (name, kernel, bound) in bounds {
+            let mine: Vec<_> = rows.iter().filter(|r| r.0 == name).collect();
+            assert!(mine.len() > 300, "{name}: {} reference values", mine.len());
+            let xs: Vec<f64> = mine.iter().map(|r| r.1).collect();
+            for isa in Isa::supported() {
+                let mut got = vec![0f64; xs.len()];
+                kernel(isa, &xs, &mut got);
+                let (mut worst, mut at) = (0f64, 0f64);
+                for (&g, r) in got.iter().zip(&mine) {
+                    let (x, hi, lo) = (r.1, r.2, r.3);
+                    // g - hi is exact wherever the error is small (Sterbenz).
+                    let e = ((g - hi) - lo).abs() / ulp64(hi);
+                    if worse(e, worst) {
+                        worst = e;
+                        at = x;
+                    }
+                }
+                eprintln!("{name} f64 ({isa:?}) vs exact: max error {worst:.3} ulp at x = {at:e}");
+                assert!(worst <= bound, "{name} f64 {isa:?}: {worst} ulp > {bound}");
+            }
+        }
+    }
+
+    /// Zeros keep their sign, infinities and the ends of each range give their limits, NaN
+    /// stays NaN: bit for bit, on every instruction set.
+    #[test]
+    fn special_values_f64() {
+        let nan = f64::NAN;
+        let (inf, ninf) = (f64::INFINITY, f64::NEG_INFINITY);
+        let common = [(0.0, 0.0), (-0.0, -0.0), (nan, nan)];
+        type Case<'a> = (&'a str, Kernel64, &'a [(f64, f64)]);
+        let cases: [Case<'_>; 6] = [
+            (
+                "tanh",
+                tanh64_k::run,
+                &[(inf, 1.0), (ninf, -1.0), (20.0, 1.0), (-20.0, -1.0)],
+            ),
+            (
+                "expm1",
+                expm1_64_k::run,
+                &[
+                    (inf, inf),
+                    (ninf, -1.0),
+                    (710.0, inf),
+                    (-40.0, -1.0),
+                    (-1e300, -1.0),
+                ],
+            ),
+            (
+                "log1p",
+                log1p64_k::run,
+                &[
+                    (-1.0, ninf),
+                    (-2.0, nan),
+                    (ninf, nan),
+                    (inf, inf),
+                    (-1.0 - 1e-15, nan),
+                ],
+            ),
+            (
+                "erf",
+                erf64_k::run,
+                &[(inf, 1.0), (ninf, -1.0), (6.0, 1.0), (-30.0, -1.0)],
+            ),
+            (
+                "gelu",
+                gelu64_k::run,
+                &[
+                    (inf, inf),
+                    (ninf, nan),
+                    (-50.0, -0.0),
+                    (50.0, 50.0),
+                    (-1e300, -0.0),
+                ],
+            ),
+            (
+                "gelu tanh",
+                gelu_tanh64_k::run,
+                &[
+                    (inf, inf),
+                    (ninf, nan),
+                    (-30.0, -0.0),
+                    (30.0, 30.0),
+                    (1e300, 1e300),
+                ],
+            ),
+        ];
+        for isa in Isa::supported() {
+            for (name, kernel, extra) in cases {
+                for &(x, want) in common.iter().chain(extra) {
+                    let mut got = [0f64];
+                    kernel(isa, &[x], &mut got);
+                    let ok =
+                        got[0].to_bits() == want.to_bits() || (got[0].is_nan() && want.is_nan());
+                    assert!(
+                        ok,
+                        "{name} f64 {isa:?} at {x:e}: got {:e}, want {want:e}",
+                        got[0]
+                    );
+                }
+            }
+        }
+    }
+
     /// The in-place forms compute exactly what the mapping forms do (which the tests above
     /// check against references).
     #[test]
@@ -1372,11 +2144,17 @@ mod tests {
             .step_by(1 << 48)
             .map(f64::from_bits)
             .collect();
-        let pairs64: [(&str, Kernel64, InPlace64); 4] = [
+        let pairs64: [(&str, Kernel64, InPlace64); 10] = [
             ("exp", exp64_k::run, exp64_k::run_),
             ("log", log64_k::run, log64_k::run_),
             ("sigmoid", sigmoid64_k::run, sigmoid64_k::run_),
             ("silu", silu64_k::run, silu64_k::run_),
+            ("expm1", expm1_64_k::run, expm1_64_k::run_),
+            ("log1p", log1p64_k::run, log1p64_k::run_),
+            ("tanh", tanh64_k::run, tanh64_k::run_),
+            ("erf", erf64_k::run, erf64_k::run_),
+            ("gelu", gelu64_k::run, gelu64_k::run_),
+            ("gelu tanh", gelu_tanh64_k::run, gelu_tanh64_k::run_),
         ];
         for isa in Isa::supported() {
             for (name, map, in_place) in pairs32 {
@@ -1405,6 +2183,11 @@ mod tests {
         gelu_f32_(&mut y, "tanh");
         let mut z = [0f32; 2];
         gelu_f32(&[0.5, -2.0], &mut z, "tanh");
+        assert_eq!(y, z);
+        let mut y = [0.5f64, -2.0];
+        gelu_f64_(&mut y, "tanh");
+        let mut z = [0f64; 2];
+        gelu_f64(&[0.5, -2.0], &mut z, "tanh");
         assert_eq!(y, z);
     }
 
