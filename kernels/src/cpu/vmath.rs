@@ -745,6 +745,9 @@ fn expm1_32<const F: bool>(x: f32) -> f32 {
     let y = mla32::<F>(t, em1, t - 1.0);
     if x > 80.0 {
         exp32::<F>(x)
+    } else if x == 0.0 {
+        // ±0 itself: the reduction above gives +0 for -0.
+        x
     } else {
         y
     }
@@ -796,7 +799,8 @@ fn log32<const F: bool>(x: f32) -> f32 {
 fn tanh32<const F: bool>(x: f32) -> f32 {
     let ax = x.abs();
     let s = x * x;
-    let small = mla32::<F>(x * s, poly32::<F, 5>(s, &TANH_P), x);
+    // The sign put back: at -0, `-0 · p + -0` with p < 0 rounds to +0.
+    let small = mla32::<F>(x * s, poly32::<F, 5>(s, &TANH_P), x).copysign(x);
     let q = exp32::<F>(ax + ax);
     let large = (1.0 - 2.0 / (q + 1.0)).copysign(x);
     if ax < TANH_SPLIT {
@@ -2113,6 +2117,36 @@ mod tests {
                     assert!(
                         ok,
                         "{name} f64 {isa:?} at {x:e}: got {:e}, want {want:e}",
+                        got[0]
+                    );
+                }
+            }
+        }
+    }
+
+    /// `f(±0) = ±0` for the f32 functions that pass through the origin, as PyTorch gives
+    /// (and the odd ones at `-0` are where a polynomial `x + x·p(x²)` with a negative
+    /// leading coefficient rounds `-0 + +0` to `+0`).
+    #[test]
+    fn signed_zeros_f32() {
+        let cases: [(&str, Kernel32); 7] = [
+            ("tanh", tanh32_k::run),
+            ("expm1", expm1_32_k::run),
+            ("log1p", log1p32_k::run),
+            ("erf", erf32_k::run),
+            ("silu", silu32_k::run),
+            ("gelu", gelu32_k::run),
+            ("gelu tanh", gelu_tanh32_k::run),
+        ];
+        for isa in Isa::supported() {
+            for (name, kernel) in cases {
+                for x in [0f32, -0.0] {
+                    let mut got = [1f32];
+                    kernel(isa, &[x], &mut got);
+                    assert_eq!(
+                        got[0].to_bits(),
+                        x.to_bits(),
+                        "{name} f32 {isa:?} at {x:?}: got {:?}",
                         got[0]
                     );
                 }
