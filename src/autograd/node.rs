@@ -117,9 +117,15 @@ impl NodeBase {
     }
 }
 
+/// [`RELEASING`] states.
+const IDLE: u8 = 0;
+const DRAINING: u8 = 1;
+/// Draining, and [`PENDING`] may hold nodes: the drain looks at the list only then.
+const DRAINING_MORE: u8 = 2;
+
 thread_local! {
-    /// Set while the outermost [`release`] on this thread drains [`PENDING`].
-    static RELEASING: Cell<bool> = const { Cell::new(false) };
+    /// Whether the outermost [`release`] on this thread is draining [`PENDING`].
+    static RELEASING: Cell<u8> = const { Cell::new(IDLE) };
     /// Nodes whose release that outermost call has taken over.
     static PENDING: RefCell<Vec<Arc<dyn Node>>> = const { RefCell::new(Vec::new()) };
 }
@@ -137,27 +143,40 @@ pub(crate) fn release(node: Arc<dyn Node>) {
     if Arc::strong_count(&node) > 1 {
         return;
     }
-    match RELEASING.try_with(|r| r.replace(true)) {
-        Ok(false) => {
+    match RELEASING.try_with(|r| r.replace(DRAINING)) {
+        Ok(IDLE) => {
             /// Ends the drain even if a node's drop unwinds.
             struct Done;
             impl Drop for Done {
                 fn drop(&mut self) {
-                    let _ = RELEASING.try_with(|r| r.set(false));
+                    let _ = RELEASING.try_with(|r| r.set(IDLE));
                 }
             }
             let _done = Done;
             let mut next = Some(node);
             while let Some(n) = next {
-                // Freeing `n` may hand more nodes to `PENDING`.
+                // Freeing `n` may hand more nodes to `PENDING` (most frees hand none: the
+                // list is not touched then).
                 drop(n);
-                next = PENDING.with(|p| p.borrow_mut().pop());
+                next = if RELEASING.with(Cell::get) == DRAINING_MORE {
+                    PENDING.with(|p| {
+                        let mut p = p.borrow_mut();
+                        let n = p.pop();
+                        if p.is_empty() {
+                            RELEASING.with(|r| r.set(DRAINING));
+                        }
+                        n
+                    })
+                } else {
+                    None
+                };
             }
         }
-        Ok(true) => {
+        Ok(_) => {
             let mut node = Some(node);
             // Left in `node` (and dropped recursively) only when the thread is exiting.
             let _ = PENDING.try_with(|p| p.borrow_mut().extend(node.take()));
+            let _ = RELEASING.try_with(|r| r.set(DRAINING_MORE));
         }
         // The thread is exiting and its locals are gone: drop recursively.
         Err(_) => drop(node),
