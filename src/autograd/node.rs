@@ -159,14 +159,17 @@ pub(crate) fn release(node: Arc<dyn Node>) {
                 // list is not touched then).
                 drop(n);
                 next = if RELEASING.with(Cell::get) == DRAINING_MORE {
-                    PENDING.with(|p| {
-                        let mut p = p.borrow_mut();
-                        let n = p.pop();
-                        if p.is_empty() {
-                            RELEASING.with(|r| r.set(DRAINING));
-                        }
-                        n
-                    })
+                    PENDING
+                        .try_with(|p| {
+                            let mut p = p.borrow_mut();
+                            let n = p.pop();
+                            if p.is_empty() {
+                                RELEASING.with(|r| r.set(DRAINING));
+                            }
+                            n
+                        })
+                        .ok()
+                        .flatten()
                 } else {
                     None
                 };
@@ -175,8 +178,12 @@ pub(crate) fn release(node: Arc<dyn Node>) {
         Ok(_) => {
             let mut node = Some(node);
             // Left in `node` (and dropped recursively) only when the thread is exiting.
-            let _ = PENDING.try_with(|p| p.borrow_mut().extend(node.take()));
-            let _ = RELEASING.try_with(|r| r.set(DRAINING_MORE));
+            if PENDING
+                .try_with(|p| p.borrow_mut().extend(node.take()))
+                .is_ok()
+            {
+                RELEASING.with(|r| r.set(DRAINING_MORE));
+            }
         }
         // The thread is exiting and its locals are gone: drop recursively.
         Err(_) => drop(node),
