@@ -64,18 +64,19 @@ impl NodeBase {
         base
     }
 
-    /// Fills an empty base as [`NodeBase::new`] does, where it lies: recorded ops build
-    /// their node in its allocation and fill it there, rather than moving a base built on
-    /// the stack (see `arc_init`).
+    /// Appends `inputs`' edges and `outputs`' metadata, as [`NodeBase::new`] does, where the
+    /// base lies: recorded ops build their node in its allocation and fill it there, rather
+    /// than moving a base built on the stack (see `arc_init`).
     #[inline]
     pub fn record(&mut self, inputs: &[Option<&Tensor>], outputs: &[&Tensor]) {
         // `push` loops rather than `collect`: `SmallVec`'s `Extend` is not inlined. The
         // slots are made first and the edges stored into them: pushing each `Option<Edge>`
         // went through a stack copy read back before its stores landed.
+        let first = self.next_edges.len();
         for _ in inputs {
             self.next_edges.push(None);
         }
-        for (slot, t) in self.next_edges.iter_mut().zip(inputs) {
+        for (slot, t) in self.next_edges[first..].iter_mut().zip(inputs) {
             if let Some(e) = t.and_then(|t| t.gradient_edge()) {
                 *slot = Some(e);
             }
