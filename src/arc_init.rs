@@ -13,10 +13,13 @@ macro_rules! arc_new {
         $crate::arc_init::arc_new!($value, |_| {})
     };
     ($value:expr, $fill:expr) => {{
-        let mut slot = ::std::sync::Arc::new_uninit();
-        let value = ::std::sync::Arc::get_mut(&mut slot)
-            .expect("a new Arc has no other handle")
-            .write($value);
+        let slot = ::std::sync::Arc::new_uninit();
+        // Written through the raw pointer, not `Arc::get_mut`: that proves uniqueness with a
+        // locked compare-exchange on the weak count, which waited on every store before it.
+        // SAFETY: `slot` was made just above and no other handle to it exists, so nothing
+        // else reads or writes its value; the pointer comes from the allocation (not from a
+        // shared reference), so it may write. `assume_init` follows the write.
+        let value: &mut _ = unsafe { (*::std::sync::Arc::as_ptr(&slot).cast_mut()).write($value) };
         ($fill)(value);
         // SAFETY: the value was written just above.
         unsafe { slot.assume_init() }

@@ -81,8 +81,18 @@ impl NodeBase {
                 *slot = Some(e);
             }
         }
+        // Each meta is pushed empty and filled where it lies: built on the stack and moved,
+        // its shape was read back with wide loads before its word stores had landed.
         for t in outputs {
-            self.output_metas.push(OutputMeta::of(t));
+            self.output_metas.push(OutputMeta {
+                shape: Dims::new(),
+                dtype: t.dtype(),
+                device: t.device(),
+            });
+            let m = self.output_metas.last_mut().expect("just pushed");
+            for &d in t.shape() {
+                m.shape.push(d);
+            }
         }
     }
 

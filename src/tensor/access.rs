@@ -121,7 +121,8 @@ fn lock_and_run(
 
 /// The contiguous fast path of the pointwise loops: when every operand is contiguous and no
 /// input shares the output's storage — most ops — locks `inputs` for reading and `out` for
-/// writing (in address order, each storage once, as [`with_buffers`] does) and runs `f` on
+/// writing (without waiting, or else in address order, each storage once, as
+/// [`with_buffers`] does) and runs `f` on
 /// each operand's own elements, skipping the layout walk, de-aliasing and the general lock
 /// set. `None` (nothing run) otherwise. Operands broadcast to one shape, so equal lengths.
 pub(crate) fn with_dense<const N: usize, R>(
@@ -135,6 +136,21 @@ pub(crate) fn with_dense<const N: usize, R>(
             .any(|t| !t.is_contiguous() || t.shares_storage_with(out))
     {
         return None;
+    }
+    // First without ordering: a try-lock never blocks, so taking them in any order cannot
+    // deadlock, and uncontended (nearly always) every one succeeds. On a miss all are let go
+    // and taken again in address order, blocking.
+    {
+        let reads: [Option<RwLockReadGuard<'_, Buffer>>; N] =
+            std::array::from_fn(|i| inputs[i].storage().try_read());
+        if reads.iter().all(Option::is_some) {
+            if let Some(mut write) = out.storage().try_write() {
+                let bufs = std::array::from_fn(|i| {
+                    cpu(reads[i].as_ref().expect("every input storage was locked"))
+                });
+                return Some(f(bufs, cpu_mut(&mut write)));
+            }
+        }
     }
     let out_key = key(out.storage());
     // Insertion sort by (address, slot): N is at most 2 inputs, where the library sort's
@@ -347,5 +363,83 @@ impl Tensor {
         let out = Tensor::alloc_empty_on("to", self.shape(), dtype, self.device())?;
         out.copy_data_from(self)?;
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DType;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    fn sum_into(a: &Tensor, b: &Tensor, out: &Tensor) -> Option<()> {
+        with_dense([a, b], out, |[x, y], o| {
+            let (x, y) = (elems::<f32>(x, a), elems::<f32>(y, b));
+            for ((o, x), y) in elems_mut::<f32>(o, out).iter_mut().zip(x).zip(y) {
+                *o = x + y;
+            }
+        })
+    }
+
+    #[test]
+    fn runs_on_free_storages_and_on_one_storage_read_twice() {
+        let a = Tensor::from([1f32, 2., 3.]);
+        let b = Tensor::from([10f32, 20., 30.]);
+        let out = Tensor::alloc("test", &[3], DType::F32).unwrap();
+        assert!(sum_into(&a, &b, &out).is_some());
+        assert_eq!(out.to_vec::<f32>().unwrap(), [11., 22., 33.]);
+        // Both inputs on one storage: two read guards on one lock.
+        assert!(sum_into(&a, &a, &out).is_some());
+        assert_eq!(out.to_vec::<f32>().unwrap(), [2., 4., 6.]);
+    }
+
+    /// A storage held by another thread makes the try-locks miss: the ordered, blocking path
+    /// then waits for it and still computes the right values.
+    #[test]
+    fn waits_when_a_storage_is_held_elsewhere() {
+        let a = Tensor::from([1f32, 2.]);
+        let b = Tensor::from([3f32, 4.]);
+        let out = Tensor::alloc("test", &[2], DType::F32).unwrap();
+        for (held, write) in [(&out, false), (&a, true)] {
+            let (locked_tx, locked_rx) = mpsc::channel();
+            let (release_tx, release_rx) = mpsc::channel::<()>();
+            let storage = held.storage().clone();
+            let holder = std::thread::spawn(move || {
+                if write {
+                    let _g = storage.write();
+                    locked_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                } else {
+                    let _g = storage.read();
+                    locked_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                }
+            });
+            locked_rx.recv().unwrap();
+            // The held lock blocks a try-lock now.
+            assert!(if write {
+                held.storage().try_read().is_none()
+            } else {
+                held.storage().try_write().is_none()
+            });
+            let releaser = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                release_tx.send(()).unwrap();
+            });
+            assert!(sum_into(&a, &b, &out).is_some());
+            assert_eq!(out.to_vec::<f32>().unwrap(), [4., 6.]);
+            holder.join().unwrap();
+            releaser.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn declines_strided_or_aliased_operands() {
+        let a = Tensor::from([[1f32, 2.], [3., 4.]]);
+        let out = Tensor::alloc("test", &[2, 2], DType::F32).unwrap();
+        let t = a.t().unwrap();
+        assert!(sum_into(&t, &a, &out).is_none());
+        assert!(sum_into(&out, &a, &out).is_none());
     }
 }

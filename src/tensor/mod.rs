@@ -19,6 +19,7 @@ pub use create::TensorData;
 pub use device::Device;
 pub use dims::{DimElem, IntoDims};
 pub use indexing::{Ellipsis, IntoIndices, NewAxis, SliceRange, TensorIndexer};
+use kiln_kernels::Dims;
 pub use kiln_kernels::{DType, Layout};
 pub use operators::ScalarOperand;
 pub use random::{manual_seed, Generator};
@@ -88,6 +89,31 @@ pub(crate) struct TensorImpl {
     pub(crate) accumulating: Mutex<()>,
 }
 
+impl TensorImpl {
+    #[inline]
+    fn new(
+        storage: Arc<Storage>,
+        layout: Layout,
+        contiguous: bool,
+        numel: usize,
+        dtype: DType,
+    ) -> TensorImpl {
+        TensorImpl {
+            storage,
+            layout,
+            contiguous,
+            numel,
+            dtype,
+            requires_grad: AtomicBool::new(false),
+            has_grad_fn: AtomicBool::new(false),
+            accumulator: OnceLock::new(),
+            view_base: OnceLock::new(),
+            autograd: Mutex::new(AutogradMeta::default()),
+            accumulating: Mutex::new(()),
+        }
+    }
+}
+
 // A panic cannot leave a tensor half-updated for a `catch_unwind` caller to see: its mutable
 // state is behind locks (poisoning is ignored, each guarded value valid at all times),
 // atomics, or set-once cells. The accumulator's cell holds an `Arc<dyn Node>` graph, which
@@ -154,19 +180,43 @@ impl Tensor {
     ) -> Tensor {
         debug_assert_eq!(contiguous, layout.is_contiguous());
         debug_assert_eq!(numel, layout.numel());
-        Tensor(crate::arc_init::arc_new!(TensorImpl {
-            storage,
-            layout,
-            contiguous,
-            numel,
-            dtype,
-            requires_grad: AtomicBool::new(false),
-            has_grad_fn: AtomicBool::new(false),
-            accumulator: OnceLock::new(),
-            view_base: OnceLock::new(),
-            autograd: Mutex::new(AutogradMeta::default()),
-            accumulating: Mutex::new(()),
-        }))
+        Tensor(crate::arc_init::arc_new!(TensorImpl::new(
+            storage, layout, contiguous, numel, dtype
+        )))
+    }
+
+    /// A new row-major tensor of `shape` over `storage`, its layout written where it lies:
+    /// built apart and moved in (every op's output), its words were read back with wide
+    /// loads before their stores had landed.
+    #[inline]
+    fn contiguous_from_parts(
+        storage: Arc<Storage>,
+        shape: &[usize],
+        numel: usize,
+        dtype: DType,
+    ) -> Tensor {
+        let empty = Layout {
+            sizes: Dims::new(),
+            strides: Dims::new(),
+            offset: 0,
+        };
+        Tensor(crate::arc_init::arc_new!(
+            TensorImpl::new(storage, empty, true, numel, dtype),
+            |t: &mut TensorImpl| {
+                let l = &mut t.layout;
+                for &d in shape {
+                    l.sizes.push(d);
+                    l.strides.push(0);
+                }
+                let mut acc = 1usize;
+                for (st, &sz) in l.strides.iter_mut().zip(shape).rev() {
+                    *st = acc;
+                    acc = acc.saturating_mul(sz.max(1));
+                }
+                debug_assert_eq!(*l, Layout::contiguous(shape));
+                debug_assert_eq!(numel, l.numel());
+            }
+        ))
     }
 
     /// A fresh contiguous tensor of zeros (the allocation every op output starts from), or
@@ -189,10 +239,9 @@ impl Tensor {
         buffer: impl FnOnce(&str, DType, usize) -> Result<CpuBuffer>,
     ) -> Result<Tensor> {
         let n = storage_numel(op, shape, dtype)?;
-        Ok(Tensor::from_parts(
+        Ok(Tensor::contiguous_from_parts(
             Arc::new(Storage::new(buffer(op, dtype, n)?)),
-            Layout::contiguous(shape),
-            true,
+            shape,
             n,
             dtype,
         ))
@@ -361,3 +410,29 @@ const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Tensor>();
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The layout written in place is the row-major one (strides worked out separately).
+    #[test]
+    fn fresh_tensors_get_row_major_layouts() {
+        let cases: [(&[usize], &[usize]); 6] = [
+            (&[], &[]),
+            (&[5], &[1]),
+            (&[2, 3, 4], &[12, 4, 1]),
+            (&[0, 3], &[3, 1]),
+            (&[3, 1, 2], &[2, 2, 1]),
+            (&[2, 1, 2, 1, 2, 1, 2], &[8, 8, 4, 4, 2, 2, 1]),
+        ];
+        for (shape, strides) in cases {
+            let t = Tensor::alloc("test", shape, DType::F32).unwrap();
+            assert_eq!(t.shape(), shape);
+            assert_eq!(t.layout().strides.as_slice(), strides, "shape {shape:?}");
+            assert_eq!(t.layout().offset, 0);
+            assert!(t.is_contiguous());
+            assert_eq!(t.numel(), shape.iter().product::<usize>());
+        }
+    }
+}

@@ -7,7 +7,7 @@ use half::{bf16, f16};
 use kiln_kernels::Element;
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 /// The elements of a [`CpuBuffer`]: up to 16 bytes of them are stored inline (in the space
 /// a `Vec`'s pointer and length take), so a scalar or a one-element tensor — a loss, a
@@ -296,6 +296,26 @@ impl Storage {
     /// Locks for writing.
     pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Buffer> {
         self.buf.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// [`Storage::read`] if it can be had without waiting.
+    #[inline]
+    pub(crate) fn try_read(&self) -> Option<RwLockReadGuard<'_, Buffer>> {
+        match self.buf.try_read() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// [`Storage::write`] if it can be had without waiting.
+    #[inline]
+    pub(crate) fn try_write(&self) -> Option<RwLockWriteGuard<'_, Buffer>> {
+        match self.buf.try_write() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
     }
 
     /// The device address of element 0 of a CUDA storage.

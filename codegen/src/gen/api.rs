@@ -488,9 +488,13 @@ fn compute_fn(op: &Op) -> TokenStream {
                     let compute: DType = #promote;
                     #check
                     #alpha_check
-                    let device = launch::pointwise_device(OP, &[#(#tnames),*], dest)?;
-                    let shape = launch::broadcast_shapes(OP, &[#(#tnames),*])?;
-                    let out = launch::output(OP, dest, &shape, #out_dtype, device, &[#(#tnames),*])?;
+                    // One array for the three calls: separate ones were built with two
+                    // pointer stores each and copied with one wide load (a
+                    // store-forwarding stall on every op).
+                    let tensors = [#(#tnames),*];
+                    let device = launch::pointwise_device(OP, &tensors, dest)?;
+                    let shape = launch::broadcast_shapes(OP, &tensors)?;
+                    let out = launch::output(OP, dest, &shape, #out_dtype, device, &tensors)?;
                     #(#prep)*
                     #cuda
                     #dispatch
