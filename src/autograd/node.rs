@@ -69,12 +69,18 @@ impl NodeBase {
     /// than moving a base built on the stack (see `arc_init`).
     #[inline]
     pub fn record(&mut self, inputs: &[Option<&Tensor>], outputs: &[&Tensor]) {
-        // `push` loops rather than `collect`: `SmallVec`'s `Extend` is not inlined. The
-        // slots are made first and the edges stored into them: pushing each `Option<Edge>`
-        // went through a stack copy read back before its stores landed.
+        // The slots are made first and the edges stored into them: pushing each
+        // `Option<Edge>` went through a stack copy read back before its stores landed. Most
+        // nodes' slots are made at once: pushed, each bumped the length in memory, a chain
+        // of reads of the store before. (`push` loops, not `collect`: `SmallVec`'s `Extend`
+        // is not inlined.)
         let first = self.next_edges.len();
-        for _ in inputs {
-            self.next_edges.push(None);
+        if first == 0 && inputs.len() <= 2 {
+            self.next_edges = SmallVec::from_buf_and_len([None, None], inputs.len());
+        } else {
+            for _ in inputs {
+                self.next_edges.push(None);
+            }
         }
         for (slot, t) in self.next_edges[first..].iter_mut().zip(inputs) {
             if let Some(e) = t.and_then(|t| t.gradient_edge()) {

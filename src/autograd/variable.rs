@@ -102,6 +102,10 @@ impl Tensor {
     }
 
     /// Records that this tensor is output `output_nr` of `node`.
+    // Inlined into each recorded op, where the node is still a thin pointer: called, the
+    // `Arc<dyn Node>` was spilled across the lock as two words and read back as one, a
+    // store-forwarding stall on every recorded op.
+    #[inline]
     pub fn set_grad_fn(&self, node: Arc<dyn Node>, output_nr: usize) {
         let mut m = self.meta();
         m.grad_fn = Some(node);
