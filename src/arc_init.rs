@@ -13,7 +13,9 @@ macro_rules! arc_new {
         $crate::arc_init::arc_new!($value, |_| {})
     };
     ($value:expr, $fill:expr) => {{
-        let slot = ::std::sync::Arc::new_uninit();
+        // `Arc::new` of an uninitialised value copies nothing, and its layout is a
+        // constant, where `Arc::new_uninit` works it out in a call.
+        let slot = ::std::sync::Arc::new(::std::mem::MaybeUninit::uninit());
         // Written through the raw pointer, not `Arc::get_mut`: that proves uniqueness with a
         // locked compare-exchange on the weak count, which waited on every store before it.
         // SAFETY: `slot` was made just above and no other handle to it exists, so nothing

@@ -98,13 +98,19 @@ fn take_class(dtype: DType, class: usize, len: usize) -> Option<CpuBuffer> {
 /// with a class capacity, and fits under the limit, else freed here.
 #[inline]
 pub(crate) fn give(buf: CpuBuffer) {
-    let dtype = buf.dtype();
-    let cap = buf.capacity();
-    let bytes = cap.saturating_mul(dtype.size_in_bytes());
-    // Small buffers (most tensors of a small model) go straight back to malloc.
-    if bytes >= MIN_BYTES && class_len(cap, dtype.size_in_bytes()) == cap {
-        keep(buf, dtype, cap, bytes);
+    if keeps(&buf) {
+        let (dtype, cap) = (buf.dtype(), buf.capacity());
+        keep(buf, dtype, cap, cap.saturating_mul(dtype.size_in_bytes()));
     }
+}
+
+/// Whether [`give`] would keep `buf`: small buffers (most tensors of a small model) go
+/// straight back to malloc, and only a buffer of a size class's exact capacity is kept.
+#[inline]
+pub(crate) fn keeps(buf: &CpuBuffer) -> bool {
+    let size = buf.dtype().size_in_bytes();
+    let cap = buf.capacity();
+    cap.saturating_mul(size) >= MIN_BYTES && class_len(cap, size) == cap
 }
 
 fn keep(buf: CpuBuffer, dtype: DType, cap: usize, bytes: usize) {

@@ -243,7 +243,10 @@ impl Drop for Storage {
         let buf = self.buf.get_mut().unwrap_or_else(|e| e.into_inner());
         #[allow(irrefutable_let_patterns)] // without the `cuda` feature every buffer is CPU
         if let Buffer::Cpu(b) = buf {
-            cache::give(std::mem::replace(b, CpuBuffer::Bool(SmallVec::new())));
+            // Most buffers are too small to keep: dropped where they lie, not moved out.
+            if cache::keeps(b) {
+                cache::give(std::mem::replace(b, CpuBuffer::Bool(SmallVec::new())));
+            }
         }
     }
 }
