@@ -686,7 +686,13 @@ fn linalg_qr_gradients_match_pytorch() {
 #[test]
 fn linalg_qr_wide_gradcheck() {
     let a = Tensor::from_vec(
-        (0..2 * 3 * 5).map(|v| (v as f64 * 0.77 + 0.2).sin()).collect(),
+        // A quadratic phase: a plain `sin(a v + b)` fill has rank 2.
+        (0..2 * 3 * 5)
+            .map(|v| {
+                let v = v as f64;
+                (v * v * 0.377 + v * 0.77 + 0.2).sin()
+            })
+            .collect(),
         &[2, 3, 5],
     )
     .unwrap()

@@ -140,71 +140,76 @@ pub fn cholesky(a: &[f64], n: usize) -> Result<Vec<f64>, usize> {
     Ok(l)
 }
 
-/// QR of an `m × n` matrix by Householder reflections, `k = min(m, n)`. Reduced
-/// (`complete` false): `Q` is `m × k` with orthonormal columns, `R` is `k × n` upper
-/// triangular. Complete: `Q` is `m × m` orthogonal and `R` is `m × n` (rows past `k` zero).
-/// Signs are chosen so `R`'s diagonal is non-negative, which makes the factorization unique
-/// for full rank.
+/// QR of an `m × n` matrix by Householder reflections, `k = min(m, n)`, as LAPACK's
+/// `geqrf` + `orgqr` compute it (so with LAPACK's signs, which PyTorch returns): reflector
+/// `j` maps column `j` below the diagonal onto `beta e_j` with `beta = -sign(a_jj) ‖·‖`, and
+/// is the identity when nothing below the diagonal is non-zero (that diagonal keeps its
+/// sign). Reduced (`complete` false): `Q` is `m × k` with orthonormal columns, `R` is `k × n`
+/// upper triangular. Complete: `Q` is `m × m` orthogonal and `R` is `m × n` (rows past `k`
+/// zero).
 pub fn qr(a: &[f64], m: usize, n: usize, complete: bool) -> (Vec<f64>, Vec<f64>) {
     let k = m.min(n);
     // Columns of Q and rows of R.
     let qc = if complete { m } else { k };
     let mut r = a.to_vec();
-    // The reflectors v_j (unit length, zero above row j), applied as I - 2 v vᵀ.
-    let mut vs: Vec<Vec<f64>> = Vec::with_capacity(k);
+    // The reflectors H_j = I - tau_j v_j v_jᵀ, v_j zero above row j and 1 at it (`dlarfg`).
+    let mut vs: Vec<(f64, Vec<f64>)> = Vec::with_capacity(k);
     for j in 0..k {
-        let norm = (j..m)
+        let alpha = r[j * n + j];
+        let xnorm = (j + 1..m)
             .map(|i| r[i * n + j] * r[i * n + j])
             .sum::<f64>()
             .sqrt();
         let mut v = vec![0.0; m];
-        if norm > 0.0 {
-            let alpha = if r[j * n + j] > 0.0 { -norm } else { norm };
+        v[j] = 1.0;
+        if xnorm == 0.0 {
+            // H = I: the column is already upper triangular.
+            vs.push((0.0, v));
+            continue;
+        }
+        // Fortran's SIGN(x, alpha): the sign bit of alpha (so -0.0 counts as negative).
+        let beta = -alpha.hypot(xnorm).copysign(alpha);
+        let tau = (beta - alpha) / beta;
+        let scale = 1.0 / (alpha - beta);
+        for i in j + 1..m {
+            v[i] = r[i * n + j] * scale;
+        }
+        r[j * n + j] = beta;
+        for i in j + 1..m {
+            r[i * n + j] = 0.0;
+        }
+        // Apply H to the columns right of j.
+        for c in j + 1..n {
+            let dot: f64 = (j..m).map(|i| v[i] * r[i * n + c]).sum();
+            let f = tau * dot;
             for i in j..m {
-                v[i] = r[i * n + j];
-            }
-            v[j] -= alpha;
-            let vn = (j..m).map(|i| v[i] * v[i]).sum::<f64>().sqrt();
-            if vn > 0.0 {
-                v.iter_mut().for_each(|x| *x /= vn);
-                for c in 0..n {
-                    let dot: f64 = (j..m).map(|i| v[i] * r[i * n + c]).sum();
-                    for i in j..m {
-                        r[i * n + c] -= 2.0 * v[i] * dot;
-                    }
-                }
+                r[i * n + c] -= f * v[i];
             }
         }
-        vs.push(v);
+        vs.push((tau, v));
     }
-    // Q = H_0 H_1 ... H_{k-1} applied to the first qc columns of the identity.
+    // Q = H_0 H_1 ... H_{k-1} applied to the first qc columns of the identity (`orgqr`).
     let mut q = vec![0.0; m * qc];
     for i in 0..qc {
         q[i * qc + i] = 1.0;
     }
-    for v in vs.iter().rev() {
+    for (j, (tau, v)) in vs.iter().enumerate().rev() {
+        if *tau == 0.0 {
+            continue;
+        }
         for c in 0..qc {
-            let dot: f64 = (0..m).map(|i| v[i] * q[i * qc + c]).sum();
-            for i in 0..m {
-                q[i * qc + c] -= 2.0 * v[i] * dot;
+            let dot: f64 = (j..m).map(|i| v[i] * q[i * qc + c]).sum();
+            let f = tau * dot;
+            for i in j..m {
+                q[i * qc + c] -= f * v[i];
             }
         }
     }
-    // R: the top qc rows, zero below the diagonal; flip signs for a non-negative diagonal.
+    // R: the top qc rows, zero below the diagonal.
     let mut rr = vec![0.0; qc * n];
     for i in 0..k {
         for c in i..n {
             rr[i * n + c] = r[i * n + c];
-        }
-    }
-    for i in 0..k {
-        if rr[i * n + i] < 0.0 {
-            for c in 0..n {
-                rr[i * n + c] = -rr[i * n + c];
-            }
-            for row in 0..m {
-                q[row * qc + i] = -q[row * qc + i];
-            }
         }
     }
     (q, rr)
@@ -263,7 +268,8 @@ mod tests {
         let back = matmul(&q, &r, 4, 3, 3);
         assert!(back.iter().zip(a).all(|(x, y)| (x - y).abs() < 1e-12));
         for i in 0..3 {
-            assert!(r[i * 3 + i] >= 0.0);
+            // LAPACK's signs: -sign(a_jj) for a reflected column.
+            assert!(i != 0 || r[0] < 0.0);
             for j in 0..3 {
                 let dot: f64 = (0..4).map(|t| q[t * 3 + i] * q[t * 3 + j]).sum();
                 assert!((dot - if i == j { 1.0 } else { 0.0 }).abs() < 1e-12);

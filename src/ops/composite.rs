@@ -611,6 +611,9 @@ pub fn addmm(
     alpha: Scalar,
 ) -> Result<Tensor> {
     let p = mat1.mm(mat2)?;
+    let dtype = p.dtype().promote(t.dtype());
+    let beta = crate::ops::nn::integral_coefficient("addmm", beta, dtype)?;
+    let alpha = crate::ops::nn::integral_coefficient("addmm", alpha, dtype)?;
     let p = if alpha.to::<f64>() == 1.0 {
         p
     } else {

@@ -226,8 +226,8 @@ pub fn linalg_cholesky(a: &Tensor, upper: bool) -> Result<Tensor> {
     }
 }
 
-/// `linalg.qr(A, mode)`: `Q` with orthonormal columns and upper-triangular `R` with a
-/// non-negative diagonal. Modes: `"reduced"` (`Q` is `m × k`, `R` is `k × n`, `k = min(m,
+/// `linalg.qr(A, mode)`: `Q` with orthonormal columns and upper-triangular `R`, with the
+/// signs LAPACK's Householder QR gives (PyTorch's). Modes: `"reduced"` (`Q` is `m × k`, `R` is `k × n`, `k = min(m,
 /// n)`), `"complete"` (`Q` is `m × m`, `R` is `m × n`) and `"r"` (`Q` empty, `R` reduced).
 pub fn linalg_qr(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     let op = "linalg_qr";
@@ -330,8 +330,13 @@ pub fn cholesky_backward(grad: &Tensor, result: &Tensor, upper: bool) -> Result<
     }
 }
 
-/// Backward of `linalg_qr` (reduced, `m ≥ n`): with `M = Qᵀ gQ` and `N = R gRᵀ`,
-/// `gA = Q (gR + tril(M - Mᵀ + N - Nᵀ) R⁻ᵀ) + (gQ - Q M) R⁻ᵀ` (Walter & Lehmann 2018).
+/// Backward of `linalg_qr`, PyTorch's `linalg_qr_backward`. With `M = gR Rᵀ - Qᵀ gQ`
+/// (`k × k`, `k = min(m, n)`):
+/// - `m ≥ n`: `gA = (gQ + Q copyltu(M)) R⁻ᵀ`, where `copyltu(M) = triu(M) + triu(M)ᵀ` with
+///   the diagonal counted once;
+/// - `m < n` (`A = [X | Y]` with `X` square, `R = [U | V]`, so `X = Q U` and `Y = Q V`):
+///   `gA = [Q tril(Mᵀ - M) U⁻ᵀ | 0] + Q gR`, PyTorch's form of `gX = (gQ' + Q copyltu(M'))
+///   U⁻ᵀ` for `gQ' = gQ + Y gVᵀ` and `gY = Q gV`.
 pub fn qr_backward(
     grads: &[Option<Tensor>],
     a: &Tensor,
@@ -353,28 +358,41 @@ pub fn qr_backward(
             "The QR decomposition is not differentiable when mode='complete' and nrows > ncols.",
         ));
     }
-    if m < n {
-        return Err(Error::op(
-            op,
-            format!("kiln differentiates linalg.qr for matrices with at least as many rows as columns; got {m} x {n}"),
-        ));
+    let (gq, gr) = (
+        grads.first().cloned().flatten(),
+        grads.get(1).cloned().flatten(),
+    );
+    let qt_gq = gq.as_ref().map(|g| mt(q)?.matmul(g)).transpose()?;
+    let gr_rt = gr.as_ref().map(|g| g.matmul(&mt(r)?)).transpose()?;
+    let mm = match (gr_rt, qt_gq) {
+        (Some(a), Some(b)) => a.sub(&b)?,
+        (Some(a), None) => a,
+        (None, Some(b)) => b.neg()?,
+        (None, None) => return a.zeros_like(),
+    };
+    let k = m.min(n);
+    if m >= n {
+        let upper = mm.triu()?;
+        let eye = Tensor::eye(k, None, mm.dtype())?.to_device(mm.device())?;
+        let sym = upper.add(&mt(&upper)?)?.sub(&upper.mul(&eye)?)?;
+        let mut ga = q.matmul(&sym)?;
+        if let Some(g) = &gq {
+            ga = ga.add(g)?;
+        }
+        // X R⁻ᵀ, as (R⁻¹ Xᵀ)ᵀ.
+        return ga.matmul(&mt(&crate::linalg_inv(r)?)?);
     }
-    let zeros = |t: &Tensor| t.zeros_like();
-    let gq = match grads.first().cloned().flatten() {
-        Some(g) => g,
-        None => zeros(q)?,
-    };
-    let gr = match grads.get(1).cloned().flatten() {
-        Some(g) => g,
-        None => zeros(r)?,
-    };
-    let rinv_t = mt(&crate::linalg_inv(r)?)?;
-    let mq = mt(q)?.matmul(&gq)?;
-    let nr = r.matmul(&mt(&gr)?)?;
-    let skew = mq.sub(&mt(&mq)?)?.add(&nr.sub(&mt(&nr)?)?)?.tril()?;
-    let first = q.matmul(&gr.add(&skew.matmul(&rinv_t)?)?)?;
-    let second = gq.sub(&q.matmul(&mq)?)?.matmul(&rinv_t)?;
-    first.add(&second)
+    // Wide: the strictly lower part of Mᵀ - M (its diagonal is zero).
+    let skew = mt(&mm)?.sub(&mm)?.tril()?;
+    let u = r.narrow(-1, 0, m as i64)?;
+    let gx = q.matmul(&skew)?.matmul(&mt(&crate::linalg_inv(&u)?)?)?;
+    let mut pad = vec![0i64; 2];
+    pad[1] = (n - m) as i64;
+    let mut ga = crate::pad(&gx, pad)?;
+    if let Some(g) = &gr {
+        ga = ga.add(&q.matmul(g)?)?;
+    }
+    Ok(ga)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -457,18 +475,25 @@ pub fn tensordot(
         .iter()
         .map(|&d| wrap(d, other.dim()))
         .collect::<Result<_>>()?;
+    // A contracted dim of size 1 on one side broadcasts against the other's, which is
+    // summed away first (keeping the dim, in its dtype), as PyTorch's tensordot does.
+    let (mut t, mut other) = (t.clone(), other.clone());
     for (&x, &y) in ca.iter().zip(&cb) {
-        if t.shape()[x] != other.shape()[y] {
+        let (s1, s2) = (t.shape()[x], other.shape()[y]);
+        if s2 == 1 {
+            t = crate::sum_dim_with(&t, &[x as i64], true, Some(t.dtype()))?;
+        } else if s1 == 1 {
+            other = crate::sum_dim_with(&other, &[y as i64], true, Some(other.dtype()))?;
+        } else if s1 != s2 {
             return Err(Error::op(
                 op,
                 format!(
-                    "contracted dimensions need to match, but first has size {} in dim {x} and second has size {} in dim {y}",
-                    t.shape()[x],
-                    other.shape()[y]
+                    "contracted dimensions need to match, but first has size {s1} in dim {x} and second has size {s2} in dim {y}",
                 ),
             ));
         }
     }
+    let (t, other) = (&t, &other);
     let fa: Vec<usize> = (0..t.dim()).filter(|d| !ca.contains(d)).collect();
     let fb: Vec<usize> = (0..other.dim()).filter(|d| !cb.contains(d)).collect();
     let size = |x: &Tensor, ds: &[usize]| ds.iter().map(|&d| x.shape()[d] as i64).product::<i64>();

@@ -77,6 +77,67 @@ fn blocks(op: &str, x: &Tensor, k: &[i64], d: &[i64], p: &[i64], s: &[i64]) -> R
 // Convolution
 // ---------------------------------------------------------------------------------------
 
+/// The C++ type name PyTorch's convolution messages print for a dtype.
+fn cpp_type_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::Bool => "bool",
+        DType::U8 => "unsigned char",
+        DType::I8 => "signed char",
+        DType::I16 => "short int",
+        DType::I32 => "int",
+        DType::I64 => "long int",
+        DType::F16 => "c10::Half",
+        DType::BF16 => "c10::BFloat16",
+        DType::F32 => "float",
+        DType::F64 => "double",
+    }
+}
+
+/// PyTorch's dtype checks of a convolution: the bias must have the input's dtype, bool has
+/// no kernel, and the weight must have the input's dtype (integer convolutions compute in
+/// their own dtype, as PyTorch's CPU kernels do).
+fn check_conv_dtypes(op: &str, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<()> {
+    if let Some(b) = bias {
+        if b.dtype() != x.dtype() {
+            return Err(Error::op(
+                op,
+                format!(
+                    "Input type ({}) and bias type ({}) should be the same",
+                    cpp_type_name(x.dtype()),
+                    cpp_type_name(b.dtype())
+                ),
+            ));
+        }
+    }
+    if x.dtype() == DType::Bool {
+        let kernel = if op.starts_with("conv3d") {
+            "compute_columns3d"
+        } else {
+            "slow_conv2d_cpu"
+        };
+        return Err(Error::op(
+            op,
+            format!("\"{kernel}\" not implemented for 'Bool'"),
+        ));
+    }
+    check_weight_dtype(op, x, weight)
+}
+
+/// The weight must have the input's dtype ("expected scalar type Float but found Double").
+fn check_weight_dtype(op: &str, x: &Tensor, weight: &Tensor) -> Result<()> {
+    if weight.dtype() != x.dtype() {
+        return Err(Error::op(
+            op,
+            format!(
+                "expected scalar type {} but found {}",
+                x.dtype().scalar_type_name(),
+                weight.dtype().scalar_type_name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn conv(
     op: &str,
@@ -138,6 +199,7 @@ fn conv(
             ));
         }
     }
+    check_conv_dtypes(op, &x, weight, bias)?;
     let (s, p, d) = (
         expand_param(op, "stride", stride, n)?,
         expand_param(op, "padding", padding, n)?,
@@ -355,6 +417,31 @@ fn conv_transpose(
             ),
         ));
     }
+    // PyTorch's CPU kernel covers the float dtypes and int64; the bias is added into the
+    // output in place, so it must cast to the input's dtype.
+    if x.dtype() == DType::Bool || (x.dtype().is_integral() && x.dtype() != DType::I64) {
+        return Err(Error::op(
+            op,
+            format!(
+                "\"slow_conv_transpose2d_out_cpu\" not implemented for '{}'",
+                x.dtype().scalar_type_name()
+            ),
+        ));
+    }
+    check_weight_dtype(op, &x, weight)?;
+    if let Some(b) = bias {
+        let result = x.dtype().promote(b.dtype());
+        if result.is_floating_point() && !x.dtype().is_floating_point() {
+            return Err(Error::op(
+                op,
+                format!(
+                    "result type {} can't be cast to the desired output type {}",
+                    result.scalar_type_name(),
+                    x.dtype().scalar_type_name()
+                ),
+            ));
+        }
+    }
     let (s, p, d, op_) = (
         expand_param(op, "stride", stride, n)?,
         expand_param(op, "padding", padding, n)?,
@@ -425,9 +512,49 @@ fn conv_transpose(
     let xs = x.reshape([batch, g, cin / g, lin])?;
     let rows = product(op, "groups x weight sizes", &[g, ogkk])?;
     let cols = w.matmul(&xs)?.reshape([batch, rows, lin])?;
-    let mut y = crate::col2im(&cols, &out_size, &k, &d, &p, &s)?;
+    let mut y = if (0..n).all(|i| op_[i] < s[i]) || spatial.contains(&0) {
+        // The output (with its padding) holds exactly `spatial` blocks.
+        crate::col2im(&cols, &out_size, &k, &d, &p, &s)?
+    } else {
+        // An output padding of a stride or more (allowed when below the dilation) would
+        // fit more blocks than the input has: scatter into the unpadded frame the input's
+        // blocks span, `(size - 1) * stride + dilation * (kernel - 1) + 1`, then read the
+        // output out of it, from `padding` on; past the frame's end it is zero.
+        // In i128: it is the output size plus `2 * padding - output_padding`.
+        let frame = (0..n)
+            .map(|i| {
+                let f = (spatial[i] as i128 - 1) * s[i] as i128
+                    + d[i] as i128 * (k[i] as i128 - 1)
+                    + 1;
+                i64::try_from(f).ok()
+            })
+            .collect::<Option<Vec<i64>>>()
+            .ok_or_else(|| {
+                Error::op(
+                    op,
+                    format!(
+                        "the span of the input {:?}'s blocks overflows int64",
+                        x.shape()
+                    ),
+                )
+            })?;
+        let zeros = vec![0i64; n];
+        let mut y = crate::col2im(&cols, &frame, &k, &d, &zeros, &s)?;
+        let mut tail = vec![0i64; 2 * n];
+        for i in 0..n {
+            let start = p[i].min(frame[i]);
+            let len = out_size[i].min(frame[i] - start);
+            y = y.narrow((2 + i) as i64, start, len)?;
+            // `pad` lists the last dim first.
+            tail[2 * (n - 1 - i) + 1] = out_size[i] - len;
+        }
+        if tail.iter().any(|&v| v != 0) {
+            y = crate::pad(&y, tail)?;
+        }
+        y
+    };
     if let Some(b) = bias {
-        y = y.add(&channel_view(b, n)?)?;
+        y = y.add(&channel_view(&b.to_dtype(y.dtype())?, n)?)?;
     }
     unbatched(y, was_batched)
 }
@@ -604,6 +731,31 @@ impl Pool {
     }
 }
 
+/// PyTorch's pooling check that every dim but an optional batch dim is non-empty (an input
+/// of `n + 1` dims has no batch dim). `as_2d`: a 1-d op that runs as its 2-d form over the
+/// input with a size-1 dim inserted before the last, as PyTorch's `avg_pool1d` does, reports
+/// that shape and the 2-d wording.
+fn check_pool_input(op: &str, n: usize, input: &Tensor, as_2d: bool) -> Result<()> {
+    let shape = input.shape();
+    let first = if shape.len() == n + 2 { 1 } else { 0 };
+    if (shape.len() != n + 1 && shape.len() != n + 2) || !shape[first..].contains(&0) {
+        return Ok(());
+    }
+    let (mut shown, mut dims) = (shape.to_vec(), n);
+    if as_2d {
+        shown.insert(shown.len() - 1, 1);
+        dims += 1;
+    }
+    Err(Error::op(
+        op,
+        format!(
+            "Expected {}D or {}D (batch mode) tensor with optional 0 dim batch size for input, but got:{shown:?}",
+            dims + 1,
+            dims + 2
+        ),
+    ))
+}
+
 /// The lowest value of a dtype, which never wins a max.
 fn lowest(dtype: DType) -> f64 {
     if dtype.is_floating_point() {
@@ -630,6 +782,7 @@ fn max_pool(
     dilation: &[i64],
     ceil_mode: bool,
 ) -> Result<(Tensor, Tensor)> {
+    check_pool_input(op, n, input, false)?;
     let (x, was_batched) = batched(op, input, n)?;
     let pool = Pool::new(op, n, kernel_size, stride, padding, dilation)?;
     let spatial: Vec<usize> = x.shape()[2..].to_vec();
@@ -759,6 +912,27 @@ fn avg_pool(
     count_include_pad: bool,
     divisor_override: Option<i64>,
 ) -> Result<Tensor> {
+    check_pool_input(op, n, input, n == 1)?;
+    // PyTorch's CPU kernel (`avg_pool2d`, which `avg_pool1d` calls) covers the float dtypes
+    // and int64, which averages in int64 and divides with C++'s truncating division.
+    let dt = input.dtype();
+    if dt == DType::Bool || (dt.is_integral() && dt != DType::I64) {
+        return Err(Error::op(
+            op,
+            format!(
+                "\"avg_pool2d\" not implemented for '{}'",
+                dt.scalar_type_name()
+            ),
+        ));
+    }
+    let integral = dt == DType::I64;
+    let divide = |sums: &Tensor, by: &Tensor| {
+        if integral {
+            sums.div_mode(by, Some("trunc"))
+        } else {
+            sums.div(by)
+        }
+    };
     let (x, was_batched) = batched(op, input, n)?;
     let pool = Pool::new(op, n, kernel_size, stride, padding, &[1])?;
     if divisor_override == Some(0) {
@@ -775,6 +949,10 @@ fn avg_pool(
     let l = cols.shape()[2] as i64;
     let sums = crate::sum_dim_with(&cols.reshape([b, c, kk, l])?, &[2], false, None)?;
     let avg = match divisor_override {
+        Some(dv) if integral => divide(
+            &sums,
+            &Tensor::full_on(Vec::<i64>::new(), Scalar::Int(dv), DType::I64, x.device())?,
+        )?,
         Some(dv) => sums.div_scalar(dv)?,
         None => {
             // Each window's divisor: its positions inside the input (and, with
@@ -796,7 +974,7 @@ fn avg_pool(
             let region = crate::pad(&region, pad_list(&lo, &hi))?;
             let counts = crate::im2col(&region, &pool.k, &ones, &zeros, &pool.s)?;
             let counts = crate::sum_dim_with(&counts.reshape([1, 1, kk, l])?, &[2], false, None)?;
-            sums.div(&counts)?
+            divide(&sums, &counts)?
         }
     };
     let mut shape = vec![b, c];
@@ -1038,8 +1216,30 @@ fn scaled(t: Tensor, by: Scalar) -> Result<Tensor> {
     }
 }
 
-/// `beta * base + alpha * product`, where `beta = 0` ignores `base` (NaN included).
-fn blend(base: &Tensor, product: Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+/// A coefficient (`alpha`, `beta`) of an integer product: PyTorch converts it to the
+/// product's dtype, truncating a float (`1.9` is 1), and rejects one out of int64's range.
+pub(crate) fn integral_coefficient(op: &str, c: Scalar, dtype: DType) -> Result<Scalar> {
+    match c {
+        Scalar::Float(f) if dtype.is_integral() => {
+            // 2^63 is the first float past int64's range.
+            if !(f >= i64::MIN as f64 && f < 9_223_372_036_854_775_808.0) {
+                return Err(Error::op(
+                    op,
+                    "value cannot be converted to type int64_t without overflow",
+                ));
+            }
+            Ok(Scalar::Int(f as i64))
+        }
+        _ => Ok(c),
+    }
+}
+
+/// `beta * base + alpha * product`, where `beta = 0` ignores `base` (NaN included). An
+/// integer product keeps its dtype: float coefficients are truncated, as PyTorch's are.
+fn blend(op: &str, base: &Tensor, product: Tensor, beta: Scalar, alpha: Scalar) -> Result<Tensor> {
+    let dtype = product.dtype().promote(base.dtype());
+    let beta = integral_coefficient(op, beta, dtype)?;
+    let alpha = integral_coefficient(op, alpha, dtype)?;
     let p = scaled(product, alpha)?;
     let base = base.expand(i64s(p.shape()))?;
     if beta.to::<f64>() == 0.0 {
@@ -1071,7 +1271,7 @@ pub fn addmv(
     beta: Scalar,
     alpha: Scalar,
 ) -> Result<Tensor> {
-    blend(t, mv(mat, vec)?, beta, alpha)
+    blend("addmv", t, mv(mat, vec)?, beta, alpha)
 }
 
 fn check_batches(op: &str, b1: &Tensor, b2: &Tensor) -> Result<()> {
@@ -1097,7 +1297,7 @@ pub fn baddbmm(
     alpha: Scalar,
 ) -> Result<Tensor> {
     check_batches("baddbmm", batch1, batch2)?;
-    blend(t, batch1.bmm(batch2)?, beta, alpha)
+    blend("baddbmm", t, batch1.bmm(batch2)?, beta, alpha)
 }
 
 /// `addbmm(batch1, batch2, beta, alpha)`: `beta * self + alpha * Σ_b batch1[b] @ batch2[b]`.
@@ -1110,7 +1310,7 @@ pub fn addbmm(
 ) -> Result<Tensor> {
     check_batches("addbmm", batch1, batch2)?;
     let p = crate::sum_dim_with(&batch1.bmm(batch2)?, &[0], false, None)?;
-    blend(t, p, beta, alpha)
+    blend("addbmm", t, p, beta, alpha)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -82,6 +82,19 @@ pub fn batch_norm(
 ) -> Result<Tensor> {
     let _ = cudnn_enabled;
     let op = "batch_norm";
+    if input.numel() == 0 {
+        // PyTorch returns a copy (not a view, not a fresh empty tensor, so the graph stays
+        // connected) times `weight[0]` plus `bias[0]`, before any other check; the running
+        // statistics are left alone.
+        let mut out = input.clone_tensor()?;
+        if let Some(w) = weight {
+            out = out.mul(&w.select(0, 0)?)?;
+        }
+        if let Some(b) = bias {
+            out = out.add(&b.select(0, 0)?)?;
+        }
+        return Ok(out);
+    }
     check_float(op, input)?;
     if input.dim() < 2 {
         return Err(Error::op(
@@ -220,7 +233,19 @@ pub fn group_norm(
         ));
     }
     let (n, c) = (input.shape()[0], input.shape()[1]);
-    if num_groups <= 0 || c as i64 % num_groups != 0 {
+    if c == 0 {
+        return Err(Error::op(
+            op,
+            "Expected number of channels to be greater than 0, got 0",
+        ));
+    }
+    if num_groups <= 0 {
+        return Err(Error::op(
+            op,
+            format!("Expected num groups to be greater than 0, got {num_groups}"),
+        ));
+    }
+    if c as i64 % num_groups != 0 {
         return Err(Error::op(
             op,
             format!(
@@ -233,6 +258,9 @@ pub fn group_norm(
         check_channels(op, name, v, c)?;
     }
     let hxw = prod(&input.shape()[2..]);
+    if hxw == 0 {
+        return Err(Error::op(op, "Expected HxW to be greater than 0, got 0"));
+    }
     // Any C-element parameter shape is accepted here, as before; the kernel takes vectors.
     let flat = |v: Option<&Tensor>| v.map(|t| t.reshape([-1])).transpose();
     let (w, b) = (flat(weight)?, flat(bias)?);

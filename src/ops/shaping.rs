@@ -918,8 +918,7 @@ fn pad_source(mode: &str, j: i128, n: i64) -> i64 {
                 period - m
             }
         }
-        "replicate" => j.clamp(0, n - 1),
-        _ => j.rem_euclid(n), // circular
+        _ => j.clamp(0, n - 1), // replicate
     };
     src as i64 // in 0..n
 }
@@ -983,25 +982,42 @@ pub fn pad(t: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Te
         if out < 0 {
             return Err(Error::op(
                 op,
-                format!("The input size {n}, plus negative padding {left} and {right} resulted in a negative output size, which is invalid. Check dimension {d} of your input."),
+                if mode == "circular" {
+                    "Negative padding value is resulting in an empty dimension".to_string()
+                } else {
+                    format!("The input size {n}, plus negative padding {left} and {right} resulted in a negative output size, which is invalid. Check dimension {d} of your input.")
+                },
             ));
         }
         if mode == "constant" {
             r = pad_constant(&r, d, left, right, value.unwrap_or(0.0))?;
             continue;
         }
+        if mode == "circular" {
+            // PyTorch crops the negative amounts first, then wraps around what is left (its
+            // check is against the uncropped size; wrapping further than the cropped size
+            // reads its own uninitialised output there, so it is an error here).
+            let lo = left.saturating_neg().max(0);
+            let kept = out - left.max(0) - right.max(0);
+            if left > n || right > n || left > kept || right > kept {
+                return Err(Error::op(
+                    op,
+                    "Padding value causes wrapping around more than once.",
+                ));
+            }
+            let mut src = host_vec(op, out as usize)?;
+            src.extend((0..out).map(|i| lo + (i - left.max(0)).rem_euclid(kept.max(1))));
+            r = r.index_select(d as i64, &index(src, t.device())?)?;
+            continue;
+        }
         let bad = match mode {
             "reflect" => left >= n || right >= n,
-            "circular" => left > n || right > n,
             _ => n == 0,
         };
         if bad {
             return Err(Error::op(
                 op,
-                match mode {
-                    "circular" => "Padding value causes wrapping around more than once.".to_string(),
-                    _ => format!("Argument #4: Padding size should be less than the corresponding input dimension, but got: padding ({left}, {right}) at dimension {d} of input {:?}", t.shape()),
-                },
+                format!("Argument #4: Padding size should be less than the corresponding input dimension, but got: padding ({left}, {right}) at dimension {d} of input {:?}", t.shape()),
             ));
         }
         // As long as the padded dim: a huge amount is an allocation error here.

@@ -23,6 +23,14 @@ def det(shape, seed, scale=1.0, offset=0.0):
     return v.reshape(shape)
 
 
+def full_rank(shape, seed):
+    """Like det, but with a quadratic phase: det's values follow a linear recurrence, so any
+    matrix filled with them has rank 2."""
+    n = math.prod(shape)
+    k = torch.arange(n, dtype=F64)
+    return torch.sin(k * k * 0.377 + k * 0.731 + seed * 1.37 + 0.3).reshape(shape)
+
+
 def emit(case, key, t):
     t = t.detach()
     dt = "f64" if t.is_floating_point() else "i64"
@@ -115,9 +123,9 @@ run("tensordot_size1_b", lambda a, c: torch.tensordot(a, c, dims=([2, 0], [0, 1]
 run("tensordot_size1_both", lambda a, c: torch.tensordot(a, c, dims=([1], [1])), [det((3, 1), 14), det((4, 1), 15)])
 
 # 10. linalg.qr: LAPACK's Householder signs (geqrf + orgqr), and the gradients.
-tall = det((5, 3), 20)
-square = det((4, 4), 21)
-wide = det((3, 5), 22)
+tall = full_rank((5, 3), 20)
+square = full_rank((4, 4), 21)
+wide = full_rank((3, 5), 22)
 # Columns already zero below the diagonal: LAPACK leaves them (and their signs) alone.
 tri = torch.tensor([[-2.0, 1.0, 4.0], [0.0, -3.0, 5.0], [0.0, 0.0, 6.0]], dtype=F64)
 # A zero on the diagonal with a non-zero below it.
@@ -125,14 +133,14 @@ zdiag = torch.tensor([[0.0, 2.0, 1.0], [3.0, -1.0, 2.0], [-4.0, 0.5, 1.0], [1.0,
 for name, a in [("tall", tall), ("square", square), ("wide", wide), ("tri", tri), ("zdiag", zdiag)]:
     for mode in ["reduced", "complete", "r"]:
         run(f"qr_{name}_{mode}", lambda x: torch.linalg.qr(x, mode=mode), [a], grad=False)
-run("qr_batched", lambda x: torch.linalg.qr(x), [det((2, 3, 4, 3), 23)], grad=False)
+run("qr_batched", lambda x: torch.linalg.qr(x), [full_rank((2, 3, 4, 3), 23)], grad=False)
 run("qr_grad_tall", lambda x: torch.linalg.qr(x), [tall])
 run("qr_grad_square_complete", lambda x: torch.linalg.qr(x, mode="complete"), [square])
 run("qr_grad_wide", lambda x: torch.linalg.qr(x), [wide])
-run("qr_grad_wide_complete", lambda x: torch.linalg.qr(x, mode="complete"), [det((2, 4), 24)])
-run("qr_grad_wide_batched", lambda x: torch.linalg.qr(x), [det((2, 2, 3), 25)])
-run("qr_grad_wide_r_only", lambda x: torch.linalg.qr(x)[1], [det((3, 4), 26)])
-run("qr_grad_wide_q_only", lambda x: torch.linalg.qr(x)[0], [det((3, 4), 27)])
+run("qr_grad_wide_complete", lambda x: torch.linalg.qr(x, mode="complete"), [full_rank((2, 4), 24)])
+run("qr_grad_wide_batched", lambda x: torch.linalg.qr(x), [full_rank((2, 2, 3), 25)])
+run("qr_grad_wide_r_only", lambda x: torch.linalg.qr(x)[1], [full_rank((3, 4), 26)])
+run("qr_grad_wide_q_only", lambda x: torch.linalg.qr(x)[0], [full_rank((3, 4), 27)])
 
 with open(OUT, "w") as f:
     f.write("\n".join(lines) + "\n")
