@@ -174,44 +174,59 @@ pub fn qr(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
     let mode = s.string("mode").unwrap_or("reduced");
     let (batch, m, n, mats) = matrices(&x);
-    // Complete equals reduced unless the matrix is tall, where Q's extra columns are any
-    // orthonormal completion; those samples are checked by hand instead.
-    assert!(
-        mode != "complete" || m <= n,
-        "complete QR reference needs m <= n"
-    );
     let k = m.min(n);
+    let qc = if mode == "complete" { m } else { k };
     let (mut qs, mut rs) = (Vec::new(), Vec::new());
-    for a in mats {
-        let mut cols: Vec<Vec<f64>> = (0..n)
-            .map(|j| (0..m).map(|i| a[i * n + j]).collect())
-            .collect();
-        let mut q: Vec<Vec<f64>> = Vec::new();
-        let mut r = vec![0.0; k * n];
-        for j in 0..n {
-            for (i, qi) in q.iter().enumerate() {
-                let d: f64 = qi.iter().zip(&cols[j]).map(|(a, b)| a * b).sum();
-                r[i * n + j] = d;
-                for t in 0..m {
-                    cols[j][t] -= d * qi[t];
-                }
-            }
-            if j < k {
-                let norm = cols[j].iter().map(|v| v * v).sum::<f64>().sqrt();
-                r[j * n + j] = norm;
-                q.push(cols[j].iter().map(|v| v / norm).collect());
+    // LAPACK's Householder QR (PyTorch's), with each reflector written out as an m × m
+    // matrix: H_j = I - 2 v vᵀ / vᵀv for v = a - beta e_j (a: column j from row j on, after
+    // the earlier reflectors), beta = -sign(a_j) ‖a‖; H_j = I when a is zero below row j.
+    let mul = |a: &[f64], b: &[f64], cols: usize| -> Vec<f64> {
+        let rows = a.len() / m;
+        let mut c = vec![0.0; rows * cols];
+        for i in 0..rows {
+            for j in 0..cols {
+                c[i * cols + j] = (0..m).map(|t| a[i * m + t] * b[t * cols + j]).sum();
             }
         }
-        qs.extend((0..m).flat_map(|i| q.iter().map(move |c| c[i]).collect::<Vec<_>>()));
-        rs.extend(r);
+        c
+    };
+    for a in mats {
+        let mut r = a.clone();
+        let mut q = (0..m * m)
+            .map(|i| if i / m == i % m { 1.0 } else { 0.0 })
+            .collect::<Vec<f64>>();
+        for j in 0..k {
+            let below: f64 = (j + 1..m).map(|i| r[i * n + j] * r[i * n + j]).sum();
+            if below == 0.0 {
+                continue;
+            }
+            let ajj = r[j * n + j];
+            let beta = -(ajj * ajj + below).sqrt().copysign(ajj);
+            let mut v = vec![0.0; m];
+            for i in j..m {
+                v[i] = r[i * n + j];
+            }
+            v[j] -= beta;
+            let vv: f64 = v.iter().map(|t| t * t).sum();
+            let h: Vec<f64> = (0..m * m)
+                .map(|i| {
+                    let (a, b) = (i / m, i % m);
+                    (if a == b { 1.0 } else { 0.0 }) - 2.0 * v[a] * v[b] / vv
+                })
+                .collect();
+            r = mul(&h, &r, n);
+            q = mul(&q, &h, m);
+        }
+        qs.extend((0..m).flat_map(|i| (0..qc).map(move |c| (i, c))).map(|(i, c)| q[i * m + c]));
+        rs.extend((0..qc * n).map(|i| if i % n < i / n { 0.0 } else { r[i] }));
     }
     let mut rshape = batch.clone();
-    rshape.extend([k, n]);
+    rshape.extend([if mode == "complete" { m } else { k }, n]);
     let q = if mode == "r" {
         tensor(vec![0], vec![])
     } else {
         let mut qshape = batch;
-        qshape.extend([m, k]);
+        qshape.extend([m, qc]);
         tensor(qshape, qs)
     };
     vec![q, tensor(rshape, rs)]

@@ -610,7 +610,12 @@ pub fn pad(s: &Sample) -> Vec<RefTensor> {
                     q
                 }
                 "replicate" => p.clamp(0, n - 1),
-                _ => p.rem_euclid(n),
+                _ => {
+                    // Circular: PyTorch crops the negative amounts first and wraps around
+                    // what is left.
+                    let (lo, hi) = ((-before[d]).max(0), (-after[d]).max(0));
+                    lo + (ix[d] as i64 - before[d].max(0)).rem_euclid(n - lo - hi)
+                }
             };
             j[d] = src as usize;
         }

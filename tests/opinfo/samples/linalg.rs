@@ -128,14 +128,15 @@ pub fn spd_matrices_errors() -> Vec<ErrorSample> {
     )]
 }
 
-/// Full-rank matrices; the first three are tall or square (QR's gradient needs m ≥ n).
+/// Full-rank matrices (wide ones with a full-rank leading square block); the first three,
+/// which the gradient checks take, are tall, wide and square.
 pub fn qr(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     vec![
         Sample::new("[4,3]", vec![x(&[4, 3], 1)]),
+        Sample::new("[2,3] wide", vec![x(&[2, 3], 4)]),
         Sample::new("[3,3]", vec![dominant(&[], 3, dtype, 2)]),
         Sample::new("[2,4,2] batch", vec![x(&[2, 4, 2], 3)]),
-        Sample::new("[2,3] wide", vec![x(&[2, 3], 4)]),
         Sample::new("[4,3] mode r", vec![x(&[4, 3], 5)]).arg("mode", Arg::Str("r")),
         // Complete Q of a tall matrix is not unique past column n: tests/tensor.rs checks it.
         Sample::new("[3,3] mode complete", vec![dominant(&[], 3, dtype, 7)])
