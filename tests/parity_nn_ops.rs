@@ -98,7 +98,12 @@ fn check_case(name: &str, n_in: usize, f: impl Fn(&[Tensor]) -> Result<Vec<Tenso
         }
     };
     for (j, o) in outs.iter().enumerate() {
-        assert_close(&format!("{name} {}", key("out", j)), o, t(&c, &key("out", j)), tol);
+        assert_close(
+            &format!("{name} {}", key("out", j)),
+            o,
+            t(&c, &key("out", j)),
+            tol,
+        );
     }
     let (mut ys, mut cots) = (vec![], vec![]);
     for (j, o) in outs.iter().enumerate() {
@@ -158,7 +163,14 @@ fn pad_circular_negative_pads_crop_before_wrapping() {
         check_case(
             name,
             1,
-            |x| Ok(vec![kiln::pad_with(&x[0], pads.as_slice(), "circular", None)?]),
+            |x| {
+                Ok(vec![kiln::pad_with(
+                    &x[0],
+                    pads.as_slice(),
+                    "circular",
+                    None,
+                )?])
+            },
             1e-12,
         );
     }
@@ -176,12 +188,22 @@ fn pad_circular_negative_pads_crop_before_wrapping() {
 
 #[test]
 fn pad_circular_negative_pads_gradcheck_and_errors() {
-    let x = Tensor::from_vec((0..60).map(|v| (v as f64 * 0.37).sin()).collect(), &[1, 3, 4, 5])
-        .unwrap()
-        .requires_grad_(true)
-        .unwrap();
+    let x = Tensor::from_vec(
+        (0..60).map(|v| (v as f64 * 0.37).sin()).collect(),
+        &[1, 3, 4, 5],
+    )
+    .unwrap()
+    .requires_grad_(true)
+    .unwrap();
     gradcheck(
-        &|xs: &[Tensor]| Ok(vec![kiln::pad_with(&xs[0], [2i64, -1, -2, 1], "circular", None)?]),
+        &|xs: &[Tensor]| {
+            Ok(vec![kiln::pad_with(
+                &xs[0],
+                [2i64, -1, -2, 1],
+                "circular",
+                None,
+            )?])
+        },
         &[x],
         GradcheckOptions::default(),
     )
@@ -189,7 +211,10 @@ fn pad_circular_negative_pads_gradcheck_and_errors() {
     let x = f32s(&[0.0, 1.0, 2.0, 3.0], &[1, 1, 4]);
     // Cropped to 2 elements, a pad of 3 would wrap more than once.
     let e = err_text(kiln::pad_with(&x, [3i64, -2], "circular", None));
-    assert_eq!(e, "pad: Padding value causes wrapping around more than once.");
+    assert_eq!(
+        e,
+        "pad: Padding value causes wrapping around more than once."
+    );
     let e = err_text(kiln::pad_with(&x, [-3i64, -2], "circular", None));
     assert_eq!(
         e,
@@ -261,14 +286,20 @@ fn conv_transpose_dilation_and_output_padding_match_pytorch() {
 
 #[test]
 fn conv_transpose_output_padding_past_stride_gradchecks() {
-    let x = Tensor::from_vec((0..8).map(|v| (v as f64 * 0.91).cos()).collect(), &[1, 2, 2, 2])
-        .unwrap()
-        .requires_grad_(true)
-        .unwrap();
-    let w = Tensor::from_vec((0..16).map(|v| (v as f64 * 0.53).sin()).collect(), &[2, 2, 2, 2])
-        .unwrap()
-        .requires_grad_(true)
-        .unwrap();
+    let x = Tensor::from_vec(
+        (0..8).map(|v| (v as f64 * 0.91).cos()).collect(),
+        &[1, 2, 2, 2],
+    )
+    .unwrap()
+    .requires_grad_(true)
+    .unwrap();
+    let w = Tensor::from_vec(
+        (0..16).map(|v| (v as f64 * 0.53).sin()).collect(),
+        &[2, 2, 2, 2],
+    )
+    .unwrap()
+    .requires_grad_(true)
+    .unwrap();
     gradcheck(
         &|xs: &[Tensor]| {
             Ok(vec![kiln::conv_transpose2d_with(
@@ -332,7 +363,15 @@ fn conv_rejects_mismatched_bias_and_weight_dtypes() {
     let xi = i64s(&[1; 9], &[1, 1, 3, 3]);
     let wi = i64s(&[1; 4], &[1, 1, 2, 2]);
     let bf = f32s(&[1.0], &[1]);
-    let e = err_text(kiln::conv2d_with(&xi, &wi, Some(&bf), [1i64], [0i64], [1i64], 1));
+    let e = err_text(kiln::conv2d_with(
+        &xi,
+        &wi,
+        Some(&bf),
+        [1i64],
+        [0i64],
+        [1i64],
+        1,
+    ));
     assert_eq!(
         e,
         "conv2d: Input type (long int) and bias type (float) should be the same"
@@ -340,7 +379,15 @@ fn conv_rejects_mismatched_bias_and_weight_dtypes() {
     let xf = f32s(&[1.0; 9], &[1, 1, 3, 3]);
     let wf = f32s(&[1.0; 4], &[1, 1, 2, 2]);
     let bd = Tensor::from_vec(vec![1.0f64], &[1]).unwrap();
-    let e = err_text(kiln::conv2d_with(&xf, &wf, Some(&bd), [1i64], [0i64], [1i64], 1));
+    let e = err_text(kiln::conv2d_with(
+        &xf,
+        &wf,
+        Some(&bd),
+        [1i64],
+        [0i64],
+        [1i64],
+        1,
+    ));
     assert_eq!(
         e,
         "conv2d: Input type (float) and bias type (double) should be the same"
@@ -351,12 +398,28 @@ fn conv_rejects_mismatched_bias_and_weight_dtypes() {
     assert_eq!(e, "conv2d: expected scalar type Float but found Long");
     let x1 = i64s(&[1; 3], &[1, 1, 3]);
     let w1 = i64s(&[1; 2], &[1, 1, 2]);
-    let e = err_text(kiln::conv1d_with(&x1, &w1, Some(&bf), [1i64], [0i64], [1i64], 1));
+    let e = err_text(kiln::conv1d_with(
+        &x1,
+        &w1,
+        Some(&bf),
+        [1i64],
+        [0i64],
+        [1i64],
+        1,
+    ));
     assert_eq!(
         e,
         "conv1d: Input type (long int) and bias type (float) should be the same"
     );
-    let e = err_text(kiln::conv1d_padding_with(&x1, &w1, Some(&bf), [1i64], "same", [1i64], 1));
+    let e = err_text(kiln::conv1d_padding_with(
+        &x1,
+        &w1,
+        Some(&bf),
+        [1i64],
+        "same",
+        [1i64],
+        1,
+    ));
     assert_eq!(
         e,
         "conv1d: Input type (long int) and bias type (float) should be the same"
@@ -376,7 +439,14 @@ fn conv_rejects_mismatched_bias_and_weight_dtypes() {
         "conv_transpose2d: result type Float can't be cast to the desired output type Long"
     );
     let e = err_text(kiln::conv_transpose2d_with(
-        &xi, &wf, None, [1i64], [0i64], [0i64], 1, [1i64],
+        &xi,
+        &wf,
+        None,
+        [1i64],
+        [0i64],
+        [0i64],
+        1,
+        [1i64],
     ));
     assert_eq!(
         e,
@@ -396,7 +466,16 @@ fn avg_pool_int64_stays_int64_and_truncates() {
         check_case(
             name,
             1,
-            |x| Ok(vec![kiln::avg_pool1d_with(&x[0], &[k], &[s], &[p], ceil, include)?]),
+            |x| {
+                Ok(vec![kiln::avg_pool1d_with(
+                    &x[0],
+                    &[k],
+                    &[s],
+                    &[p],
+                    ceil,
+                    include,
+                )?])
+            },
             0.0,
         );
     }
@@ -409,7 +488,17 @@ fn avg_pool_int64_stays_int64_and_truncates() {
         check_case(
             name,
             1,
-            |x| Ok(vec![kiln::avg_pool2d_with(&x[0], &[k], &[s], &[p], ceil, include, div)?]),
+            |x| {
+                Ok(vec![kiln::avg_pool2d_with(
+                    &x[0],
+                    &[k],
+                    &[s],
+                    &[p],
+                    ceil,
+                    include,
+                    div,
+                )?])
+            },
             0.0,
         );
     }
@@ -426,28 +515,43 @@ fn avg_pool_int64_stays_int64_and_truncates() {
 
 #[test]
 fn pooling_rejects_empty_non_batch_dims() {
-    let e = err_text(kiln::max_pool1d(&Tensor::zeros([0, 10], DType::F32).unwrap(), &[2]));
+    let e = err_text(kiln::max_pool1d(
+        &Tensor::zeros([0, 10], DType::F32).unwrap(),
+        &[2],
+    ));
     assert_eq!(
         e,
         "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:[0, 10]"
     );
-    let e = err_text(kiln::max_pool1d(&Tensor::zeros([2, 3, 0], DType::F32).unwrap(), &[2]));
+    let e = err_text(kiln::max_pool1d(
+        &Tensor::zeros([2, 3, 0], DType::F32).unwrap(),
+        &[2],
+    ));
     assert_eq!(
         e,
         "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:[2, 3, 0]"
     );
-    let e = err_text(kiln::max_pool2d(&Tensor::zeros([0, 10, 10], DType::F32).unwrap(), &[2]));
+    let e = err_text(kiln::max_pool2d(
+        &Tensor::zeros([0, 10, 10], DType::F32).unwrap(),
+        &[2],
+    ));
     assert_eq!(
         e,
         "max_pool2d: Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:[0, 10, 10]"
     );
-    let e = err_text(kiln::avg_pool2d(&Tensor::zeros([1, 0, 4, 4], DType::F32).unwrap(), &[2]));
+    let e = err_text(kiln::avg_pool2d(
+        &Tensor::zeros([1, 0, 4, 4], DType::F32).unwrap(),
+        &[2],
+    ));
     assert_eq!(
         e,
         "avg_pool2d: Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:[1, 0, 4, 4]"
     );
     // avg_pool1d runs as avg_pool2d over [N, C, 1, L] (or [C, 1, L]), as PyTorch's does.
-    let e = err_text(kiln::avg_pool1d(&Tensor::zeros([0, 10], DType::F32).unwrap(), &[2]));
+    let e = err_text(kiln::avg_pool1d(
+        &Tensor::zeros([0, 10], DType::F32).unwrap(),
+        &[2],
+    ));
     assert_eq!(
         e,
         "avg_pool1d: Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:[0, 1, 10]"
@@ -489,13 +593,26 @@ fn batch_norm_of_an_empty_input_is_an_empty_copy() {
     let b = Tensor::from_vec(vec![5.0f64, 6.0, 7.0], &[3]).unwrap();
     let rm = Tensor::from_vec(vec![0.5f64, 1.0, 1.5], &[3]).unwrap();
     let rv = Tensor::from_vec(vec![2.0f64, 2.5, 3.0], &[3]).unwrap();
-    let y = kiln::batch_norm(&x, Some(&w), Some(&b), Some(&rm), Some(&rv), true, 0.1, 1e-5, false)
-        .unwrap();
+    let y = kiln::batch_norm(
+        &x,
+        Some(&w),
+        Some(&b),
+        Some(&rm),
+        Some(&rv),
+        true,
+        0.1,
+        1e-5,
+        false,
+    )
+    .unwrap();
     assert_eq!(y.shape(), &[0, 3]);
     assert_eq!(rm.to_vec::<f64>().unwrap(), [0.5, 1.0, 1.5]);
     assert_eq!(rv.to_vec::<f64>().unwrap(), [2.0, 2.5, 3.0]);
     let g = grad(&[y.sum().unwrap()], &[w], &[], GradOptions::default()).unwrap();
-    assert_eq!(g[0].as_ref().unwrap().to_vec::<f64>().unwrap(), [0.0, 0.0, 0.0]);
+    assert_eq!(
+        g[0].as_ref().unwrap().to_vec::<f64>().unwrap(),
+        [0.0, 0.0, 0.0]
+    );
     // Evaluation without running statistics, and a 3-d empty input, too.
     let y = kiln::batch_norm(
         &Tensor::zeros([0, 2, 3], DType::F32).unwrap(),
@@ -608,12 +725,24 @@ fn integer_matrix_products_truncate_float_alpha_and_beta() {
         );
     }
     let c = case("addmv_i64_0");
-    let e = err_text(kiln::addmv_with(t(&c, "in0"), t(&c, "in1"), t(&c, "in2"), 1, 1e30));
+    let e = err_text(kiln::addmv_with(
+        t(&c, "in0"),
+        t(&c, "in1"),
+        t(&c, "in2"),
+        1,
+        1e30,
+    ));
     assert_eq!(
         e,
         "addmv: value cannot be converted to type int64_t without overflow"
     );
-    let e = err_text(kiln::addmv_with(t(&c, "in0"), t(&c, "in1"), t(&c, "in2"), f64::NAN, 1));
+    let e = err_text(kiln::addmv_with(
+        t(&c, "in0"),
+        t(&c, "in1"),
+        t(&c, "in2"),
+        f64::NAN,
+        1,
+    ));
     assert_eq!(
         e,
         "addmv: value cannot be converted to type int64_t without overflow"

@@ -523,9 +523,8 @@ fn conv_transpose(
         // In i128: it is the output size plus `2 * padding - output_padding`.
         let frame = (0..n)
             .map(|i| {
-                let f = (spatial[i] as i128 - 1) * s[i] as i128
-                    + d[i] as i128 * (k[i] as i128 - 1)
-                    + 1;
+                let f =
+                    (spatial[i] as i128 - 1) * s[i] as i128 + d[i] as i128 * (k[i] as i128 - 1) + 1;
                 i64::try_from(f).ok()
             })
             .collect::<Option<Vec<i64>>>()

@@ -217,7 +217,11 @@ pub fn qr(s: &Sample) -> Vec<RefTensor> {
             r = mul(&h, &r, n);
             q = mul(&q, &h, m);
         }
-        qs.extend((0..m).flat_map(|i| (0..qc).map(move |c| (i, c))).map(|(i, c)| q[i * m + c]));
+        qs.extend(
+            (0..m)
+                .flat_map(|i| (0..qc).map(move |c| (i, c)))
+                .map(|(i, c)| q[i * m + c]),
+        );
         rs.extend((0..qc * n).map(|i| if i % n < i / n { 0.0 } else { r[i] }));
     }
     let mut rshape = batch.clone();
