@@ -454,6 +454,39 @@ fn conv_rejects_mismatched_bias_and_weight_dtypes() {
     );
 }
 
+#[test]
+fn conv_dtype_coverage_follows_pytorch_cpu() {
+    // Bool has no convolution kernel; transposed convolution covers int64 among the
+    // integers; a bias that casts to the input's dtype is added in it.
+    let xb = Tensor::from_vec(vec![true; 9], &[1, 1, 3, 3]).unwrap();
+    let wb = Tensor::from_vec(vec![true; 4], &[1, 1, 2, 2]).unwrap();
+    let e = err_text(kiln::conv2d(&xb, &wb));
+    assert_eq!(e, "conv2d: \"slow_conv2d_cpu\" not implemented for 'Bool'");
+    let xi = Tensor::from_vec(vec![1i32; 3], &[1, 1, 3]).unwrap();
+    let wi = Tensor::from_vec(vec![1i32; 2], &[1, 1, 2]).unwrap();
+    let e = err_text(kiln::conv_transpose1d(&xi, &wi));
+    assert_eq!(
+        e,
+        "conv_transpose1d: \"slow_conv_transpose2d_out_cpu\" not implemented for 'Int'"
+    );
+    // conv1d on int32 computes in int32: [1, 1, 1] * [1, 1] = [2, 2].
+    let y = kiln::conv1d(&xi, &wi).unwrap();
+    assert_eq!(
+        (y.dtype(), y.to_vec::<i32>().unwrap()),
+        (DType::I32, vec![2, 2])
+    );
+    let xf = f32s(&[1.0; 9], &[1, 1, 3, 3]);
+    let wf = f32s(&[1.0; 4], &[1, 1, 2, 2]);
+    let bd = Tensor::from_vec(vec![0.5f64], &[1]).unwrap();
+    let y = kiln::conv_transpose2d_with(&xf, &wf, Some(&bd), [1i64], [0i64], [0i64], 1, [1i64])
+        .unwrap();
+    assert_eq!(y.dtype(), DType::F32);
+    assert_eq!(
+        y.reshape([-1]).unwrap().to_vec::<f32>().unwrap()[..4],
+        [1.5, 2.5, 2.5, 1.5]
+    );
+}
+
 // ---- 4. avg_pool on int64 ----------------------------------------------------------------
 
 #[test]
