@@ -16,6 +16,7 @@ pub mod cuda;
 mod error;
 pub mod ops;
 pub mod tensor;
+mod warning;
 
 pub use autograd::{enable_grad, no_grad};
 pub use error::{Error, Result};
@@ -24,6 +25,7 @@ pub use tensor::{
     manual_seed, BufferElement, DType, Device, DimElem, Ellipsis, Generator, IntoDims, IntoIndices,
     Layout, NewAxis, Scalar, ScalarOperand, SliceRange, Tensor, TensorData, TensorIndexer,
 };
+pub use warning::{catch_warnings, warn};
 
 /// The CPU backend's buffer cache (see [`tensor::cache`]): large freed buffers are reused
 /// by later allocations of the same dtype and size class.

@@ -52,23 +52,26 @@ pub trait Module {
     /// As [`Module::visit`], with mutable access.
     fn visit_mut(&mut self, v: &mut dyn VisitorMut) -> Result<()>;
 
-    /// `(dotted name, parameter)` pairs, as `named_parameters()`.
+    /// `(dotted name, parameter)` pairs, as `named_parameters()`: a tensor registered in
+    /// several places (a head tied to an embedding) is listed once, under the first name it
+    /// is reached by (PyTorch's `remove_duplicate=True`).
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
         collect(self, Some(TensorKind::Parameter))
     }
-    /// The parameters, as `parameters()` (clones share storage and `.grad`).
+    /// The parameters, as `parameters()` (clones share storage and `.grad`), each tensor
+    /// once.
     fn parameters(&self) -> Vec<Tensor> {
         self.named_parameters()
             .into_iter()
             .map(|(_, t)| t)
             .collect()
     }
-    /// `(dotted name, buffer)` pairs, as `named_buffers()`.
+    /// `(dotted name, buffer)` pairs, as `named_buffers()`, each tensor once.
     fn named_buffers(&self) -> Vec<(String, Tensor)> {
         collect(self, Some(TensorKind::Buffer))
     }
     /// Parameters and buffers by dotted name (PyTorch's `state_dict()`), sharing storage with
-    /// the module.
+    /// the module. A shared tensor appears under each of its names.
     fn state_dict(&self) -> StateDict {
         collect(self, None).into_iter().collect()
     }
@@ -117,12 +120,15 @@ pub trait Module {
         }
     }
     /// Moves every parameter and buffer to `device` (`module.to(device)`). Parameters stay
-    /// leaves that require grad. Build optimizers after moving: they hold the old tensors.
+    /// leaves that require grad, and a parameter registered in several places stays one
+    /// tensor. Build optimizers after moving: the old parameters are marked
+    /// ([`Tensor::is_superseded`]) and an optimizer still holding them fails to step.
     fn to_device(&mut self, device: Device) -> Result<()> {
         convert(self, |t| t.to_device(device))
     }
     /// Casts floating-point parameters and buffers to `dtype` (`module.to(dtype)`); integer
-    /// buffers (`num_batches_tracked`) keep theirs, as in PyTorch.
+    /// buffers (`num_batches_tracked`) keep theirs, as in PyTorch. As with
+    /// [`Module::to_device`], build optimizers after converting.
     fn to_dtype(&mut self, dtype: DType) -> Result<()> {
         if !dtype.is_floating_point() {
             return Err(Error::op(
@@ -138,7 +144,7 @@ pub trait Module {
             }
         })
     }
-    /// The number of parameter elements.
+    /// The number of parameter elements, a shared parameter counted once.
     fn num_parameters(&self) -> usize {
         self.parameters().iter().map(|p| p.numel()).sum()
     }
@@ -230,7 +236,10 @@ fn collect<M: Module + ?Sized>(m: &M, kind: Option<TensorKind>) -> Vec<(String, 
     }
     impl Visitor for Collect {
         fn tensor(&mut self, name: &str, kind: TensorKind, t: &Tensor) {
-            if self.kind.is_none_or(|k| k == kind) {
+            // `named_parameters` / `named_buffers` list a shared tensor once; `state_dict`
+            // (kind `None`) keeps every name.
+            let listed = self.kind.is_some() && self.out.iter().any(|(_, u)| u.is_same(t));
+            if self.kind.is_none_or(|k| k == kind) && !listed {
                 self.out.push((self.path.join(name), t.clone()));
             }
         }
@@ -251,24 +260,47 @@ fn collect<M: Module + ?Sized>(m: &M, kind: Option<TensorKind>) -> Vec<(String, 
 }
 
 /// Replaces every tensor with `f(tensor)`, keeping parameters leaves with their
-/// `requires_grad`.
+/// `requires_grad`. A parameter registered in several places is converted once and stays
+/// shared (PyTorch converts parameters in place, `param.data = ...`); buffers are replaced
+/// one by one, as PyTorch's `_apply` does. A replaced parameter is marked superseded, so an
+/// optimizer built before the conversion fails to step instead of updating a tensor the
+/// model no longer uses.
 fn convert<M: Module + ?Sized>(m: &mut M, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<()> {
-    struct Convert<F>(F);
+    struct Convert<F> {
+        f: F,
+        /// `(old, new)` for each parameter replaced so far.
+        done: Vec<(Tensor, Tensor)>,
+    }
     impl<F: Fn(&Tensor) -> Result<Tensor>> VisitorMut for Convert<F> {
-        fn tensor(&mut self, _: &str, _: TensorKind, t: &mut Tensor) -> Result<()> {
-            let _g = no_grad();
-            let new = (self.0)(t)?.detach();
-            if !new.is_same(t) {
-                let rg = t.requires_grad();
-                *t = new;
-                if rg {
-                    t.requires_grad_(true)?;
+        fn tensor(&mut self, _: &str, kind: TensorKind, t: &mut Tensor) -> Result<()> {
+            if kind == TensorKind::Parameter {
+                if let Some((_, new)) = self.done.iter().find(|(old, _)| old.is_same(t)) {
+                    *t = new.clone();
+                    return Ok(());
                 }
+            }
+            let _g = no_grad();
+            let converted = (self.f)(t)?;
+            // A no-op conversion (already that dtype / device) keeps the tensor itself.
+            if !converted.is_same(t) {
+                let new = converted.detach();
+                let rg = t.requires_grad();
+                if rg {
+                    new.requires_grad_(true)?;
+                }
+                if kind == TensorKind::Parameter {
+                    t.mark_superseded();
+                    self.done.push((t.clone(), new.clone()));
+                }
+                *t = new;
             }
             Ok(())
         }
     }
-    m.visit_mut(&mut Convert(f))
+    m.visit_mut(&mut Convert {
+        f,
+        done: Vec::new(),
+    })
 }
 
 /// How a field of a derived module is visited: tensors are parameters, modules are children,

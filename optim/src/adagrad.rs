@@ -114,14 +114,19 @@ fn init_state(p: &Tensor, o: &AdagradOptions) -> Result<ParamState> {
 impl Adagrad {
     /// One group of `params` with `options`.
     pub fn new(params: Vec<Tensor>, options: AdagradOptions) -> Result<Adagrad> {
-        Self::with_groups(vec![ParamGroup::new(params, options.clone())], options)
+        let core = Core::from_params(<AdagradOptions as GroupOptions>::NAME, params, options)?;
+        Self::init_states(core)
     }
     /// Several groups, each with its own options.
     pub fn with_groups(
         groups: Vec<ParamGroup<AdagradOptions>>,
         defaults: AdagradOptions,
     ) -> Result<Adagrad> {
-        let mut core = Core::new(<AdagradOptions as GroupOptions>::NAME, groups, defaults)?;
+        let core = Core::new(<AdagradOptions as GroupOptions>::NAME, groups, defaults)?;
+        Self::init_states(core)
+    }
+    /// PyTorch's Adagrad makes each parameter's state (`step`, `sum`) at construction.
+    fn init_states(mut core: Core<AdagradOptions>) -> Result<Adagrad> {
         for (group, states) in core.groups.iter().zip(core.state.iter_mut()) {
             for (p, st) in group.params.iter().zip(states.iter_mut()) {
                 *st = init_state(p, &group.options)?;
@@ -137,6 +142,7 @@ impl Optimizer for Adagrad {
     trait_common!();
 
     fn step(&mut self) -> Result<()> {
+        self.core.check_not_superseded()?;
         let _g = no_grad();
         for (group, states) in self.core.groups.iter().zip(self.core.state.iter_mut()) {
             let o = &group.options;

@@ -126,6 +126,7 @@ impl GroupOptions for AdamOptions {
 
 /// One step of Adam (`decoupled = false`) or AdamW over a core's groups.
 fn adam_step<const W: bool>(core: &mut Core<AdamOptions>) -> Result<()> {
+    core.check_not_superseded()?;
     let _g = no_grad();
     for (group, states) in core.groups.iter().zip(core.state.iter_mut()) {
         let o = &group.options;
@@ -220,7 +221,9 @@ macro_rules! adam_like {
         impl $ty {
             /// One group of `params` with `options`.
             pub fn new(params: Vec<Tensor>, options: AdamOptions) -> Result<$ty> {
-                Self::with_groups(vec![ParamGroup::new(params, options.clone())], options)
+                Ok($ty {
+                    core: Core::from_params(stringify!($ty), params, options)?,
+                })
             }
             /// Several groups, each with its own options; `defaults` is what
             /// `defaults()` reports.

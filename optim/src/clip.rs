@@ -6,7 +6,8 @@ use kiln::{linalg_vector_norm_with, no_grad, stack, DType, Error, Result, Tensor
 /// of all gradients viewed as one vector; `f64::INFINITY` for the max-norm) is at most
 /// `max_norm`, and returns that total norm before clipping, as a 0-d tensor (PyTorch's
 /// `clip_grad_norm_(parameters, max_norm, norm_type=2.0)`). Parameters without a gradient
-/// are skipped; with none at all the result is 0.
+/// are skipped; with none at all the result is 0. A tensor passed more than once counts
+/// once (PyTorch counts it, and scales its gradient, once per listing).
 pub fn clip_grad_norm_(params: &[Tensor], max_norm: f64, norm_type: f64) -> Result<Tensor> {
     clip_grad_norm_with(params, max_norm, norm_type, false)
 }
@@ -20,7 +21,12 @@ pub fn clip_grad_norm_with(
     error_if_nonfinite: bool,
 ) -> Result<Tensor> {
     let _g = no_grad();
-    let grads: Vec<Tensor> = params.iter().filter_map(|p| p.grad()).collect();
+    let mut grads: Vec<Tensor> = Vec::with_capacity(params.len());
+    for g in params.iter().filter_map(|p| p.grad()) {
+        if !grads.iter().any(|h| h.is_same(&g)) {
+            grads.push(g);
+        }
+    }
     if grads.is_empty() {
         return Tensor::scalar_tensor(0.0, DType::F32);
     }

@@ -24,6 +24,12 @@
 //! scheduler drives the optimizer. Deviation: two such schedulers stepping the same
 //! optimizer at once do not compose multiplicatively as PyTorch's chainable forms do (the
 //! last one to step sets the rates); use [`SequentialLR`] to run them one after another.
+//!
+//! Degenerate arguments follow what PyTorch's `step()` does with them: a negative
+//! `step_size` or `T_max` acts as its absolute value, `total_iters <= 0` keeps LinearLR at
+//! `start_factor` times the rate, negative milestones are never reached. Where PyTorch would
+//! divide by zero (`step_size=0`, `T_max=0`, OneCycleLR's `div_factor=0` or a phase of
+//! length zero) kiln returns an error, at construction when the arguments alone decide it.
 
 use crate::Optimizer;
 use kiln::{Error, Result};
@@ -94,6 +100,14 @@ fn apply<S: EpochSchedule + ?Sized>(s: &mut S, opt: &mut dyn Optimizer, epoch: i
     Ok(())
 }
 
+/// `gamma ** n` for an epoch count of any size (Python's float power with an int exponent).
+fn pow_epochs(gamma: f64, n: i64) -> f64 {
+    match i32::try_from(n) {
+        Ok(n) => gamma.powi(n),
+        Err(_) => gamma.powf(n as f64),
+    }
+}
+
 fn init<S: EpochSchedule>(mut s: S, opt: &mut dyn Optimizer) -> Result<S> {
     apply(&mut s, opt, 0)?;
     Ok(s)
@@ -128,7 +142,8 @@ macro_rules! state_access {
 }
 
 /// Multiplies the rate by `gamma` every `step_size` epochs (PyTorch's `StepLR`,
-/// `gamma=0.1`).
+/// `gamma=0.1`). A negative `step_size` acts as its absolute value, as PyTorch's
+/// `epoch % step_size` test makes it; zero is an error (PyTorch's first step divides by it).
 #[derive(Clone, Debug)]
 pub struct StepLR {
     pub step_size: i64,
@@ -138,10 +153,10 @@ pub struct StepLR {
 
 impl StepLR {
     pub fn new(opt: &mut dyn Optimizer, step_size: i64, gamma: f64) -> Result<StepLR> {
-        if step_size <= 0 {
+        if step_size == 0 {
             return Err(Error::op(
                 "StepLR",
-                format!("step_size must be positive, got {step_size}"),
+                "step_size must not be 0: the schedule takes the epoch modulo step_size (integer modulo by zero)",
             ));
         }
         init(
@@ -157,14 +172,14 @@ impl StepLR {
 
 impl EpochSchedule for StepLR {
     fn lr_at(&self, base: f64, epoch: i64) -> Result<f64> {
-        Ok(base * self.gamma.powi((epoch / self.step_size) as i32))
+        Ok(base * pow_epochs(self.gamma, epoch / self.step_size.abs()))
     }
     state_access!();
 }
 epoch_scheduler!(StepLR);
 
 /// Multiplies the rate by `gamma` at each milestone epoch (PyTorch's `MultiStepLR`; a
-/// milestone listed twice counts twice).
+/// milestone listed twice counts twice, a negative one is never reached).
 #[derive(Clone, Debug)]
 pub struct MultiStepLR {
     pub milestones: Vec<i64>,
@@ -189,9 +204,11 @@ impl MultiStepLR {
 
 impl EpochSchedule for MultiStepLR {
     fn lr_at(&self, base: f64, epoch: i64) -> Result<f64> {
-        // bisect_right(milestones, epoch)
-        let n = self.milestones.partition_point(|&m| m <= epoch);
-        Ok(base * self.gamma.powi(n as i32))
+        // The milestones in 0..=epoch: PyTorch's step() multiplies by gamma at each epoch
+        // it reaches that is a milestone, so one below 0 never counts.
+        let n = self.milestones.partition_point(|&m| m <= epoch)
+            - self.milestones.partition_point(|&m| m < 0);
+        Ok(base * pow_epochs(self.gamma, n as i64))
     }
     state_access!();
 }
@@ -218,14 +235,16 @@ impl ExponentialLR {
 
 impl EpochSchedule for ExponentialLR {
     fn lr_at(&self, base: f64, epoch: i64) -> Result<f64> {
-        Ok(base * self.gamma.powi(epoch as i32))
+        Ok(base * pow_epochs(self.gamma, epoch))
     }
     state_access!();
 }
 epoch_scheduler!(ExponentialLR);
 
 /// Cosine annealing from the base rate to `eta_min` over `t_max` epochs (PyTorch's
-/// `CosineAnnealingLR(T_max, eta_min=0)`), continuing periodically after `t_max`.
+/// `CosineAnnealingLR(T_max, eta_min=0)`), continuing periodically after `t_max`. A
+/// negative `t_max` acts as its absolute value (the cosine is even), as in PyTorch; zero is
+/// an error (PyTorch's first step divides by it).
 #[derive(Clone, Debug)]
 pub struct CosineAnnealingLR {
     pub t_max: i64,
@@ -235,10 +254,10 @@ pub struct CosineAnnealingLR {
 
 impl CosineAnnealingLR {
     pub fn new(opt: &mut dyn Optimizer, t_max: i64, eta_min: f64) -> Result<CosineAnnealingLR> {
-        if t_max <= 0 {
+        if t_max == 0 {
             return Err(Error::op(
                 "CosineAnnealingLR",
-                format!("T_max must be positive, got {t_max}"),
+                "T_max must not be 0: the schedule divides the epoch by T_max (integer modulo by zero)",
             ));
         }
         init(
@@ -262,7 +281,9 @@ impl EpochSchedule for CosineAnnealingLR {
 epoch_scheduler!(CosineAnnealingLR);
 
 /// Scales the rate linearly from `start_factor` to `end_factor` over `total_iters` epochs
-/// (PyTorch's `LinearLR(start_factor=1/3, end_factor=1.0, total_iters=5)`).
+/// (PyTorch's `LinearLR(start_factor=1/3, end_factor=1.0, total_iters=5)`). With
+/// `total_iters <= 0` the rate stays at `start_factor` times the base rate, as PyTorch's
+/// steps leave it.
 #[derive(Clone, Debug)]
 pub struct LinearLR {
     pub start_factor: f64,
@@ -308,6 +329,11 @@ impl LinearLR {
 
 impl EpochSchedule for LinearLR {
     fn lr_at(&self, base: f64, epoch: i64) -> Result<f64> {
+        if self.total_iters <= 0 {
+            // PyTorch's step() sets start_factor * lr at epoch 0 and leaves every later
+            // epoch alone (they are all past total_iters); the closed form would be 0/0.
+            return Ok(base * self.start_factor);
+        }
         let t = epoch.min(self.total_iters) as f64;
         Ok(base
             * (self.start_factor
@@ -337,7 +363,7 @@ impl SequentialLR {
         if schedulers.is_empty() {
             return Err(Error::op(
                 "SequentialLR",
-                "SequentialLR expects at least one scheduler",
+                "SequentialLR expects at least one scheduler, but got no scheduler.",
             ));
         }
         if milestones.len() != schedulers.len() - 1 {
@@ -354,8 +380,10 @@ impl SequentialLR {
         for s in schedulers.iter_mut() {
             s.state_mut().base_lrs = base.clone();
         }
-        apply(schedulers[0].as_mut(), opt, 0)?;
-        let last_lr = schedulers[0].state().last_lr.clone();
+        // The scheduler meant to run at epoch 0: the first, unless milestones are <= 0.
+        let idx = milestones.partition_point(|&m| m <= 0);
+        apply(schedulers[idx].as_mut(), opt, 0)?;
+        let last_lr = schedulers[idx].state().last_lr.clone();
         Ok(SequentialLR {
             schedulers,
             milestones: milestones.to_vec(),
@@ -441,9 +469,15 @@ struct Phase {
 /// to `max_lr`, then falls to `max_lr / div_factor / final_div_factor` (with
 /// `three_phase`, back to the start first), while the momentum (or Adam's `beta1`) cycles
 /// the opposite way between `max_momentum` and `base_momentum`. Step once per batch.
+///
+/// `epochs * steps_per_epoch` may exceed `i64` (PyTorch's integers do not overflow); the
+/// phase boundaries are computed in floats, as PyTorch does. Arguments that make PyTorch
+/// divide by zero (`div_factor=0`, `final_div_factor=0`, a phase of length zero) are an
+/// error at the step that would divide, never a NaN rate.
 pub struct OneCycleLR {
     opts: OneCycleOptions,
-    total_steps: i64,
+    /// Wide enough for any `epochs * steps_per_epoch` of two `i64`s.
+    total_steps: i128,
     phases: Vec<Phase>,
     last_epoch: i64,
     last_lr: Vec<f64>,
@@ -460,7 +494,7 @@ impl OneCycleLR {
                         format!("Expected positive integer total_steps, but got {t}"),
                     ));
                 }
-                t
+                i128::from(t)
             }
             (None, Some(e), Some(s)) => {
                 if e <= 0 {
@@ -475,7 +509,7 @@ impl OneCycleLR {
                         format!("Expected positive integer steps_per_epoch, but got {s}"),
                     ));
                 }
-                e * s
+                i128::from(e) * i128::from(s)
             }
             _ => {
                 return Err(Error::op(
@@ -493,10 +527,25 @@ impl OneCycleLR {
                 ),
             ));
         }
+        // PyTorch's `max_lr / div_factor` and `initial_lr / final_div_factor` (Python
+        // raises on a zero divisor).
+        if opts.div_factor == 0.0 || opts.final_div_factor == 0.0 {
+            let which = if opts.div_factor == 0.0 {
+                "div_factor"
+            } else {
+                "final_div_factor"
+            };
+            return Err(Error::op(
+                name,
+                format!("float division by zero: {which} must not be 0"),
+            ));
+        }
         // Indices into [initial_lr, max_lr, min_lr] and [max_momentum, base_momentum].
         let (init, max, min) = (0, 1, 2);
         let (mmax, mbase) = (0, 1);
         let t = total_steps as f64;
+        // PyTorch's last boundary is the integer `total_steps - 1`, made a float where used.
+        let last = (total_steps - 1) as f64;
         let phases = if opts.three_phase {
             vec![
                 Phase {
@@ -510,7 +559,7 @@ impl OneCycleLR {
                     momentum: (mbase, mmax),
                 },
                 Phase {
-                    end_step: t - 1.0,
+                    end_step: last,
                     lr: (init, min),
                     momentum: (mmax, mmax),
                 },
@@ -523,7 +572,7 @@ impl OneCycleLR {
                     momentum: (mmax, mbase),
                 },
                 Phase {
-                    end_step: t - 1.0,
+                    end_step: last,
                     lr: (max, min),
                     momentum: (mbase, mmax),
                 },
@@ -562,7 +611,7 @@ impl OneCycleLR {
 impl LRScheduler for OneCycleLR {
     fn step(&mut self, opt: &mut dyn Optimizer) -> Result<()> {
         let step_num = self.last_epoch + 1;
-        if step_num > self.total_steps {
+        if i128::from(step_num) > self.total_steps {
             return Err(Error::op(
                 "OneCycleLR",
                 format!(
@@ -581,7 +630,17 @@ impl LRScheduler for OneCycleLR {
         let mut mom = 0.0;
         for (i, ph) in self.phases.iter().enumerate() {
             if s <= ph.end_step || i == self.phases.len() - 1 {
-                let pct = (s - start_step) / (ph.end_step - start_step);
+                let span = ph.end_step - start_step;
+                if span == 0.0 {
+                    return Err(Error::op(
+                        "OneCycleLR",
+                        format!(
+                            "float division by zero: step {step_num} falls in phase {i}, which starts and ends at step {start_step} (total_steps={}, pct_start={})",
+                            self.total_steps, o.pct_start
+                        ),
+                    ));
+                }
+                let pct = (s - start_step) / span;
                 lr = self.anneal(lrs[ph.lr.0], lrs[ph.lr.1], pct);
                 mom = self.anneal(moms[ph.momentum.0], moms[ph.momentum.1], pct);
                 break;
@@ -629,7 +688,9 @@ pub struct PlateauOptions {
     pub threshold: f64,
     pub threshold_mode: ThresholdMode,
     pub cooldown: i64,
-    /// One value for every group, or one per group.
+    /// One value for every group (PyTorch's scalar `min_lr`, which also covers groups added
+    /// later), or one per group (PyTorch's list; a group added later is then an error at
+    /// the next reduction). With a single group one value reads as the scalar.
     pub min_lr: Vec<f64>,
     pub eps: f64,
 }
@@ -654,6 +715,9 @@ impl Default for PlateauOptions {
 /// [`LRScheduler::step`] is an error (it needs the metric).
 pub struct ReduceLROnPlateau {
     opts: PlateauOptions,
+    /// One `min_lr` for every group (PyTorch's scalar `min_lr`): extended to groups added
+    /// later. `None` when one was given per group (PyTorch's list).
+    default_min_lr: Option<f64>,
     min_lrs: Vec<f64>,
     best: f64,
     num_bad_epochs: i64,
@@ -669,9 +733,9 @@ impl ReduceLROnPlateau {
             return Err(Error::op(name, "Factor should be < 1.0."));
         }
         let n = opt.num_param_groups();
-        let min_lrs = match opts.min_lr.len() {
-            1 => vec![opts.min_lr[0]; n],
-            k if k == n => opts.min_lr.clone(),
+        let (default_min_lr, min_lrs) = match opts.min_lr.len() {
+            1 => (Some(opts.min_lr[0]), vec![opts.min_lr[0]; n]),
+            k if k == n => (None, opts.min_lr.clone()),
             k => return Err(Error::op(name, format!("expected {n} min_lrs, got {k}"))),
         };
         Ok(ReduceLROnPlateau {
@@ -680,6 +744,7 @@ impl ReduceLROnPlateau {
                 PlateauMode::Max => f64::NEG_INFINITY,
             },
             opts,
+            default_min_lr,
             min_lrs,
             num_bad_epochs: 0,
             cooldown_counter: 0,
@@ -712,9 +777,31 @@ impl ReduceLROnPlateau {
             self.num_bad_epochs = 0;
         }
         if self.num_bad_epochs > self.opts.patience {
-            for g in 0..opt.num_param_groups() {
+            let n = opt.num_param_groups();
+            if n != self.min_lrs.len() {
+                match self.default_min_lr {
+                    Some(m) => self.min_lrs = vec![m; n],
+                    None => {
+                        return Err(Error::op(
+                            "ReduceLROnPlateau",
+                            format!(
+                                "The number of param groups in the `optimizer` ({n}) differs from when `ReduceLROnPlateau` was initialized ({}), usually due to a new param group being added to the optimizer. Please modify the `min_lrs` field to match the length of the `optimizer` param groups.",
+                                self.min_lrs.len()
+                            ),
+                        ))
+                    }
+                }
+            }
+            for g in 0..n {
                 let old = opt.lr(g);
-                let new = (old * self.opts.factor).max(self.min_lrs[g]);
+                // Python's max(old * factor, min_lr): a NaN product stays NaN (and then
+                // changes nothing), where f64::max would pick min_lr.
+                let scaled = old * self.opts.factor;
+                let new = if self.min_lrs[g] > scaled {
+                    self.min_lrs[g]
+                } else {
+                    scaled
+                };
                 if old - new > self.opts.eps {
                     opt.set_lr(g, new);
                 }

@@ -184,26 +184,48 @@ impl<O: GroupOptions> Core<O> {
         Ok(core)
     }
 
-    pub fn add_param_group(&mut self, group: ParamGroup<O>) -> Result<()> {
+    /// One group of `params` with `options` (what each optimizer's `new` builds): like
+    /// PyTorch, an empty list is an error, checked after the options.
+    pub fn from_params(name: &'static str, params: Vec<Tensor>, options: O) -> Result<Self> {
+        options.validate(name)?;
+        if params.is_empty() {
+            return Err(Error::op(name, "optimizer got an empty parameter list"));
+        }
+        Self::new(
+            name,
+            vec![ParamGroup::new(params, options.clone())],
+            options,
+        )
+    }
+
+    pub fn add_param_group(&mut self, mut group: ParamGroup<O>) -> Result<()> {
         group.options.validate(self.name)?;
         for p in &group.params {
             if !p.is_leaf() {
                 return Err(Error::op(self.name, "can't optimize a non-leaf Tensor"));
             }
         }
-        for (i, p) in group.params.iter().enumerate() {
-            let dup_here = group.params[..i].iter().any(|q| q.is_same(p));
-            let dup_elsewhere = self
+        // A tensor listed twice in one group is kept once, with PyTorch's warning (PyTorch
+        // keeps both entries and so updates the tensor twice per step).
+        let listed = group.params.len();
+        let mut unique: Vec<Tensor> = Vec::with_capacity(listed);
+        for p in group.params.drain(..) {
+            if !unique.iter().any(|q| q.is_same(&p)) {
+                unique.push(p);
+            }
+        }
+        group.params = unique;
+        if group.params.len() != listed {
+            kiln::warn(
+                "optimizer contains a parameter group with duplicate parameters; in future, this will cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
+            );
+        }
+        for p in &group.params {
+            if self
                 .groups
                 .iter()
-                .any(|g| g.params.iter().any(|q| q.is_same(p)));
-            if dup_here {
-                return Err(Error::op(
-                    self.name,
-                    "optimizer contains a parameter group with duplicate parameters",
-                ));
-            }
-            if dup_elsewhere {
+                .any(|g| g.params.iter().any(|q| q.is_same(p)))
+            {
                 return Err(Error::op(
                     self.name,
                     "some parameters appear in more than one parameter group",
@@ -213,6 +235,30 @@ impl<O: GroupOptions> Core<O> {
         self.state
             .push(vec![ParamState::default(); group.params.len()]);
         self.groups.push(group);
+        Ok(())
+    }
+
+    /// Fails when a parameter was replaced by a converted copy (`Module::to_dtype` /
+    /// `Module::to_device`) after the optimizer was built: stepping would update a tensor
+    /// the model no longer uses.
+    pub fn check_not_superseded(&self) -> Result<()> {
+        let mut index = 0usize;
+        for group in &self.groups {
+            for p in &group.params {
+                if p.is_superseded() {
+                    return Err(Error::op(
+                        format!("{}.step", self.name),
+                        format!(
+                            "parameter {index} (shape {:?}, {}, {}) was converted by Module::to_dtype or Module::to_device after the optimizer was built, so the model no longer uses the tensor this optimizer holds; build the optimizer after converting the model (its state carries over with load_state_dict(old.state_dict()))",
+                            p.shape(),
+                            p.dtype(),
+                            p.device()
+                        ),
+                    ));
+                }
+                index += 1;
+            }
+        }
         Ok(())
     }
 

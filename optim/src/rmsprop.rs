@@ -101,7 +101,9 @@ pub struct RMSprop {
 impl RMSprop {
     /// One group of `params` with `options`.
     pub fn new(params: Vec<Tensor>, options: RMSpropOptions) -> Result<RMSprop> {
-        Self::with_groups(vec![ParamGroup::new(params, options.clone())], options)
+        Ok(RMSprop {
+            core: Core::from_params(<RMSpropOptions as GroupOptions>::NAME, params, options)?,
+        })
     }
     /// Several groups, each with its own options.
     pub fn with_groups(
@@ -120,6 +122,7 @@ impl Optimizer for RMSprop {
     trait_common!();
 
     fn step(&mut self) -> Result<()> {
+        self.core.check_not_superseded()?;
         let _g = no_grad();
         for (group, states) in self.core.groups.iter().zip(self.core.state.iter_mut()) {
             let o = &group.options;

@@ -109,7 +109,9 @@ pub struct SGD {
 impl SGD {
     /// One group of `params` with `options`.
     pub fn new(params: Vec<Tensor>, options: SGDOptions) -> Result<SGD> {
-        Self::with_groups(vec![ParamGroup::new(params, options.clone())], options)
+        Ok(SGD {
+            core: Core::from_params(<SGDOptions as GroupOptions>::NAME, params, options)?,
+        })
     }
     /// Several groups, each with its own options; `defaults` is what
     /// [`SGD::defaults`] reports.
@@ -126,6 +128,7 @@ impl Optimizer for SGD {
     trait_common!();
 
     fn step(&mut self) -> Result<()> {
+        self.core.check_not_superseded()?;
         let _g = no_grad();
         for (group, states) in self.core.groups.iter().zip(self.core.state.iter_mut()) {
             let o = &group.options;

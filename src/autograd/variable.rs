@@ -96,6 +96,22 @@ impl Tensor {
         self.meta().grad = None;
     }
 
+    /// Marks this tensor as superseded: its owner (a module converted by `Module::to_dtype`
+    /// or `Module::to_device`) now holds a converted copy instead, so an optimizer still
+    /// holding this handle would update a tensor nothing uses. Optimizers check
+    /// [`Tensor::is_superseded`] before stepping. PyTorch converts parameters in place
+    /// (`param.data = ...`); kiln's tensors keep their dtype and storage for life (what
+    /// lets every op read them without a lock), so conversion makes a new tensor and marks
+    /// the old one.
+    pub fn mark_superseded(&self) {
+        self.meta().superseded = true;
+    }
+
+    /// True once [`Tensor::mark_superseded`] was called on this tensor (or a handle to it).
+    pub fn is_superseded(&self) -> bool {
+        self.meta().superseded
+    }
+
     /// The node that produced this tensor.
     pub fn grad_fn(&self) -> Option<Arc<dyn Node>> {
         self.meta().grad_fn.clone()

@@ -133,6 +133,10 @@ pub(crate) struct AutogradMeta {
     pub output_nr: usize,
     /// Hooks of a leaf, run on its gradient before accumulation.
     pub hooks: Vec<Hook>,
+    /// Set when a module replaced this tensor with a converted copy (`Module::to_dtype`,
+    /// `Module::to_device`): handles to it held elsewhere (an optimizer's) are stale. A byte
+    /// in the struct's padding, so tensors are no larger for it.
+    pub superseded: bool,
 }
 
 /// A tensor lets go of its `grad_fn` through [`crate::autograd::node::release`], so freeing
