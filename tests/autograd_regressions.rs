@@ -122,7 +122,11 @@ fn assert_close(what: &str, got: &Tensor, want: &Ref, rtol: f64, atol: f64) -> R
         } else {
             (a - b).abs() <= atol + rtol * b.abs()
         };
-        assert!(ok, "{what}: element {i} is {a}, PyTorch gives {b}\n got {g:?}\nwant {:?}", want.values);
+        assert!(
+            ok,
+            "{what}: element {i} is {a}, PyTorch gives {b}\n got {g:?}\nwant {:?}",
+            want.values
+        );
     }
     Ok(())
 }
@@ -133,7 +137,10 @@ fn assert_err_contains<T: std::fmt::Debug>(r: Result<T>, needle: &str) {
         Ok(v) => panic!("expected an error containing {needle:?}, got Ok({v:?})"),
         Err(e) => {
             let msg = e.to_string();
-            assert!(msg.contains(needle), "error message {msg:?} does not contain {needle:?}");
+            assert!(
+                msg.contains(needle),
+                "error message {msg:?} does not contain {needle:?}"
+            );
         }
     }
 }
@@ -202,7 +209,10 @@ fn record(op: InplaceOp, through_view: bool) -> Result<Vec<Weak<dyn Node>>> {
         Ok(nodes)
     } else {
         op(&y)?;
-        Ok(vec![first, Arc::downgrade(&y.grad_fn().expect("rewritten y"))])
+        Ok(vec![
+            first,
+            Arc::downgrade(&y.grad_fn().expect("rewritten y")),
+        ])
     }
 }
 
@@ -218,18 +228,27 @@ fn inplace_on_non_leaf_frees_its_nodes_when_dropped() -> Result<()> {
                 .filter_map(|w| w.upgrade().map(|n| n.name().to_string()))
                 .collect();
             if !alive.is_empty() {
-                leaked.push(format!("{name} (through a view: {through_view}): {alive:?}"));
+                leaked.push(format!(
+                    "{name} (through a view: {through_view}): {alive:?}"
+                ));
             }
         }
     }
-    assert!(leaked.is_empty(), "nodes kept alive after the graph was dropped:\n{}", leaked.join("\n"));
+    assert!(
+        leaked.is_empty(),
+        "nodes kept alive after the graph was dropped:\n{}",
+        leaked.join("\n")
+    );
     Ok(())
 }
 
 #[test]
 fn inplace_self_operand_memory_does_not_grow() -> Result<()> {
     let x = Tensor::from_slice(&[0.5f32; 64], &[64])?.requires_grad_(true)?;
-    for (name, op) in [("mul_(y)", (|y: &Tensor| y.mul_(y)) as InplaceOp), ("exp_", |y| y.exp_())] {
+    for (name, op) in [
+        ("mul_(y)", (|y: &Tensor| y.mul_(y)) as InplaceOp),
+        ("exp_", |y| y.exp_()),
+    ] {
         for through_view in [false, true] {
             let grew = growth(500, &|| {
                 let y = x.mul_scalar(2)?;
@@ -241,7 +260,10 @@ fn inplace_self_operand_memory_does_not_grow() -> Result<()> {
                 Ok(())
             })?;
             // A leaked node with its saved tensor is hundreds of bytes a step.
-            assert!(grew < 4096, "{name} (through a view: {through_view}): {grew} bytes still live after 500 steps");
+            assert!(
+                grew < 4096,
+                "{name} (through a view: {through_view}): {grew} bytes still live after 500 steps"
+            );
         }
     }
     Ok(())
@@ -291,7 +313,13 @@ fn inplace_saving_result_gradients_match_pytorch() -> Result<()> {
         op(&y)?;
         assert_close(&format!("{name} y"), &y, get(&r, &case, "y"), 1e-12, 1e-12)?;
         y.sum()?.backward()?;
-        assert_close(&format!("{name} grad"), &x.grad().expect("grad"), get(&r, &case, "grad"), 1e-10, 1e-12)?;
+        assert_close(
+            &format!("{name} grad"),
+            &x.grad().expect("grad"),
+            get(&r, &case, "grad"),
+            1e-10,
+            1e-12,
+        )?;
 
         // (relu's first derivative is piecewise constant: kiln records no graph for it.)
         if name == "relu_" {
@@ -302,14 +330,23 @@ fn inplace_saving_result_gradients_match_pytorch() -> Result<()> {
         op(&y)?;
         let g = grad(
             &[y.sum()?],
-            &[x.clone()],
+            std::slice::from_ref(&x),
             &[],
-            GradOptions { create_graph: true, ..Default::default() },
+            GradOptions {
+                create_graph: true,
+                ..Default::default()
+            },
         )?[0]
             .clone()
             .expect("dy/dx");
         g.mul(&g)?.sum()?.backward()?;
-        assert_close(&format!("{name} gradgrad"), &x.grad().expect("grad"), get(&r, &case, "gradgrad"), 1e-10, 1e-12)?;
+        assert_close(
+            &format!("{name} gradgrad"),
+            &x.grad().expect("grad"),
+            get(&r, &case, "gradgrad"),
+            1e-10,
+            1e-12,
+        )?;
 
         // And by finite differences, through a view as well.
         for through_view in [false, true] {
@@ -332,7 +369,13 @@ fn inplace_saving_result_gradients_match_pytorch() -> Result<()> {
     let y = x.mul_scalar(2)?;
     y.pow_scalar_(3)?;
     y.sum()?.backward()?;
-    assert_close("pow_(3) grad", &x.grad().expect("grad"), get(&r, case, "grad"), 1e-12, 1e-12)?;
+    assert_close(
+        "pow_(3) grad",
+        &x.grad().expect("grad"),
+        get(&r, case, "grad"),
+        1e-12,
+        1e-12,
+    )?;
     Ok(())
 }
 
@@ -340,17 +383,33 @@ fn inplace_saving_result_gradients_match_pytorch() -> Result<()> {
 // Item 2: logcumsumexp's gradient over wide ranges, -inf entries and zero cotangents.
 
 fn lcse_case(r: &HashMap<String, Ref>, case: &str, dims: &[i64], dtype: DType) -> Result<()> {
-    let (rtol, atol) = if dtype == DType::F64 { (1e-10, 1e-12) } else { (1e-4, 1e-5) };
+    let (rtol, atol) = if dtype == DType::F64 {
+        (1e-10, 1e-12)
+    } else {
+        (1e-4, 1e-5)
+    };
     let x = tensor(get(r, case, "x"), dtype)?;
     let g = tensor(get(r, case, "g"), dtype)?;
     for &d in dims {
         let xl = x.detach().requires_grad_(true)?;
         let out = xl.logcumsumexp(d)?;
-        assert_close(&format!("{case} forward dim {d}"), &out, get(r, case, &format!("out{d}")), rtol, atol)?;
+        assert_close(
+            &format!("{case} forward dim {d}"),
+            &out,
+            get(r, case, &format!("out{d}")),
+            rtol,
+            atol,
+        )?;
         out.backward_with(Some(&g), false, false)?;
         let gx = xl.grad().expect("grad");
         assert_eq!(gx.dtype(), dtype);
-        assert_close(&format!("{case} grad dim {d}"), &gx, get(r, case, &format!("grad{d}")), rtol, atol)?;
+        assert_close(
+            &format!("{case} grad dim {d}"),
+            &gx,
+            get(r, case, &format!("grad{d}")),
+            rtol,
+            atol,
+        )?;
     }
     Ok(())
 }
@@ -389,19 +448,44 @@ fn logcumsumexp_gradcheck_wide_range() -> Result<()> {
     let x = tensor(get(&r, "lcse.wide", "x"), DType::F64)?;
     for d in [0i64, 1, 2, -1] {
         let f = move |xs: &[Tensor]| -> Result<Vec<Tensor>> { Ok(vec![xs[0].logcumsumexp(d)?]) };
-        gradcheck(&f, &[x.detach().requires_grad_(true)?], GradcheckOptions::default())?;
-        gradgradcheck(&f, &[x.detach().requires_grad_(true)?], GradcheckOptions::default())?;
+        gradcheck(
+            &f,
+            &[x.detach().requires_grad_(true)?],
+            GradcheckOptions::default(),
+        )?;
+        gradgradcheck(
+            &f,
+            &[x.detach().requires_grad_(true)?],
+            GradcheckOptions::default(),
+        )?;
     }
     // A narrower range, where every term of the gradient matters.
-    let x = Tensor::from_vec((0..24).map(|i| ((i * 7 % 24) as f64 - 12.0) * 0.4).collect::<Vec<_>>(), &[4, 6])?;
+    let x = Tensor::from_vec(
+        (0..24)
+            .map(|i| ((i * 7 % 24) as f64 - 12.0) * 0.4)
+            .collect::<Vec<_>>(),
+        &[4, 6],
+    )?;
     for d in [0i64, 1] {
         let f = move |xs: &[Tensor]| -> Result<Vec<Tensor>> { Ok(vec![xs[0].logcumsumexp(d)?]) };
-        gradcheck(&f, &[x.detach().requires_grad_(true)?], GradcheckOptions::default())?;
-        gradgradcheck(&f, &[x.detach().requires_grad_(true)?], GradcheckOptions::default())?;
+        gradcheck(
+            &f,
+            &[x.detach().requires_grad_(true)?],
+            GradcheckOptions::default(),
+        )?;
+        gradgradcheck(
+            &f,
+            &[x.detach().requires_grad_(true)?],
+            GradcheckOptions::default(),
+        )?;
     }
     // 0-d input, and an empty one.
     let f = |xs: &[Tensor]| -> Result<Vec<Tensor>> { Ok(vec![xs[0].logcumsumexp(0)?]) };
-    gradcheck(&f, &[Tensor::scalar_tensor(-700.0, DType::F64)?.requires_grad_(true)?], GradcheckOptions::default())?;
+    gradcheck(
+        &f,
+        &[Tensor::scalar_tensor(-700.0, DType::F64)?.requires_grad_(true)?],
+        GradcheckOptions::default(),
+    )?;
     let e = Tensor::zeros([0, 3], DType::F64)?.requires_grad_(true)?;
     let out = e.logcumsumexp(0)?;
     out.sum()?.backward()?;
@@ -416,10 +500,26 @@ fn logcumsumexp_double_backward_with_zero_cotangent_is_finite() -> Result<()> {
     let x = leaf(&[-500.0, 1.0, 300.0, -2.0, 0.5])?;
     let out = x.logcumsumexp(0)?;
     let g = Tensor::from_slice(&[0.0, 1.5, 0.0, -2.0, 0.0], &[5])?.requires_grad_(true)?;
-    let gx = grad(&[out], &[x.clone()], &[Some(g.clone())], GradOptions { create_graph: true, ..Default::default() })?[0]
+    let gx = grad(
+        &[out],
+        std::slice::from_ref(&x),
+        &[Some(g.clone())],
+        GradOptions {
+            create_graph: true,
+            ..Default::default()
+        },
+    )?[0]
         .clone()
         .expect("dx");
-    let second = grad(&[gx.sum()?], &[x.clone(), g.clone()], &[], GradOptions { allow_unused: true, ..Default::default() })?;
+    let second = grad(
+        &[gx.sum()?],
+        &[x.clone(), g.clone()],
+        &[],
+        GradOptions {
+            allow_unused: true,
+            ..Default::default()
+        },
+    )?;
     for t in second.into_iter().flatten() {
         let v = t.to_vec::<f64>()?;
         assert!(v.iter().all(|a| a.is_finite()), "second derivative {v:?}");
@@ -442,7 +542,11 @@ fn ties_on_integers_are_stable() -> Result<()> {
     let rows = x.to_vec::<i64>()?;
     let at = |row: usize, i: i64| rows[row * 8 + i as usize];
     let check_eq = |what: &str, got: &Tensor, key: &str| -> Result<()> {
-        let want: Vec<i64> = get(&r, "ties", key).values.iter().map(|&v| v as i64).collect();
+        let want: Vec<i64> = get(&r, "ties", key)
+            .values
+            .iter()
+            .map(|&v| v as i64)
+            .collect();
         assert_eq!(got.to_vec::<i64>()?, want, "{what} vs PyTorch");
         Ok(())
     };
@@ -461,7 +565,11 @@ fn ties_on_integers_are_stable() -> Result<()> {
         check_eq("topk values", &v, &format!("{key}.values"))?;
         let i = i64s(&i)?;
         for row in 0..2 {
-            assert_eq!(&i[row * 3..row * 3 + 3], &stable[row * 8..row * 8 + 3], "topk(largest={largest}) row {row}");
+            assert_eq!(
+                &i[row * 3..row * 3 + 3],
+                &stable[row * 8..row * 8 + 3],
+                "topk(largest={largest}) row {row}"
+            );
         }
     }
     // kthvalue: PyTorch's value; the index the stable ascending sort puts at k-1.
@@ -472,7 +580,11 @@ fn ties_on_integers_are_stable() -> Result<()> {
         let v = i64s(&v)?;
         for row in 0..2 {
             assert_eq!(at(row, i[row]), v[row]);
-            assert_eq!(i[row], stable_asc[row * 8 + k as usize - 1], "kthvalue k={k} row {row}");
+            assert_eq!(
+                i[row],
+                stable_asc[row * 8 + k as usize - 1],
+                "kthvalue k={k} row {row}"
+            );
         }
     }
     // mode: PyTorch's value and index (the last occurrence).

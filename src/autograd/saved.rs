@@ -46,11 +46,7 @@ impl SavedTensor {
     /// reference cycle that leaked the whole graph. (PyTorch's `SavedVariable` saves an op's
     /// own output the same way, see [`SavedTensor::output`].) Nothing is lost: its version
     /// never matches again, since the op's write moved it on, so it is never unpacked.
-    pub fn input_beside(
-        t: &Tensor,
-        name: &'static str,
-        target: Option<InplaceTarget<'_>>,
-    ) -> Self {
+    pub fn input_beside(t: &Tensor, name: &'static str, target: Option<InplaceTarget<'_>>) -> Self {
         match target {
             Some(target) if target.tensor.shares_storage_with(t) => {
                 let version = t.version();
