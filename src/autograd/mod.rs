@@ -18,4 +18,4 @@ pub use grad_mode::{
 };
 pub use gradcheck::{gradcheck, gradgradcheck, GradcheckOptions};
 pub use node::{AccumulateGrad, Edge, Hook, Node, NodeBase, OutputMeta};
-pub use saved::SavedTensor;
+pub use saved::{InplaceTarget, SavedTensor};

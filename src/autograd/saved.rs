@@ -4,6 +4,16 @@ use super::Node;
 use crate::{Error, Result, Tensor};
 use std::sync::{Mutex, Weak};
 
+/// The tensor an in-place op writes, as the op's recording sees it.
+#[derive(Clone, Copy)]
+pub struct InplaceTarget<'a> {
+    /// The op's `self`.
+    pub tensor: &'a Tensor,
+    /// Whether the op has already written it (recorded after the write, as on a tensor that
+    /// is not a view) or is about to (on a view: recorded first, then written through).
+    pub written: bool,
+}
+
 /// A tensor saved for backward, with the storage version at save time.
 ///
 /// An op's own output is saved without its `grad_fn` (which is the saving node: keeping it
@@ -26,15 +36,33 @@ impl SavedTensor {
         }
     }
 
-    /// Saves an input of an in-place op on `target`. An input that shares `target`'s storage
-    /// was read before this very op overwrote it, so it is recorded at the version before the
-    /// write: using it in backward then fails like any other in-place modification.
-    pub fn input_beside(t: &Tensor, name: &'static str, target: Option<&Tensor>) -> Self {
-        let mut s = SavedTensor::input(t, name);
-        if target.is_some_and(|x| x.shares_storage_with(t)) {
-            s.version = s.version.saturating_sub(1);
+    /// Saves an input of an op, which is in-place on `target` when that is given.
+    ///
+    /// An input sharing `target`'s storage (`y.mul_(&y)`, or a view of `y` or its base) was
+    /// read before this very op overwrote it, so it is recorded at the version before the
+    /// write: using it in backward then fails like any other in-place modification (as in
+    /// PyTorch). It is saved without its history: its `grad_fn` (or its view base's) is
+    /// about to become this op's node, and holding it would make the node own itself, a
+    /// reference cycle that leaked the whole graph. (PyTorch's `SavedVariable` saves an op's
+    /// own output the same way, see [`SavedTensor::output`].) Nothing is lost: its version
+    /// never matches again, since the op's write moved it on, so it is never unpacked.
+    pub fn input_beside(t: &Tensor, name: &'static str, target: Option<InplaceTarget<'_>>) -> Self {
+        match target {
+            Some(target) if target.tensor.shares_storage_with(t) => {
+                let version = t.version();
+                SavedTensor {
+                    data: Mutex::new(Some(t.detach())),
+                    version: if target.written {
+                        version.saturating_sub(1)
+                    } else {
+                        version
+                    },
+                    output_of: None,
+                    name,
+                }
+            }
+            _ => SavedTensor::input(t, name),
         }
-        s
     }
 
     /// Saves an output of the op (call before the output's `grad_fn` is set; the node it will

@@ -712,6 +712,49 @@ pub fn reverse_cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
     t.flip(&[dim])?.cumsum(dim)?.flip(&[dim])
 }
 
+/// Backward of `logcumsumexp` along `dim`: `∂/∂self_j = Σ_{i≥j} grad_i · exp(self_j − result_i)`.
+///
+/// Each factor `exp(self_j − result_i)` is at most 1 (`result_i` sums `exp(self_j)` among
+/// others), but written as `exp(self_j) · exp(−result_i)` its two parts overflow and underflow
+/// over a wide range of inputs (`inf · 0 = NaN` once they span a few hundred). So the sum is
+/// taken in log space, as PyTorch's `logcumsumexp_backward` does: for the positive and the
+/// negative entries of `grad` separately, `exp(self_j + LSE_{i≥j}(log|grad_i| − result_i))`,
+/// the `LSE` a reverse `logcumsumexp`. Zero entries of `grad` are `-inf` there and drop out.
+/// Where every element up to `j` is `-inf`, `result_j` is `-inf` too and the gradient is
+/// undefined (`exp(-inf + inf)`): NaN, as in PyTorch.
+///
+/// Built from differentiable ops, so double backward works; `log|grad|` is taken of a tensor
+/// with 1 in place of the entries not in the part, so its derivative stays finite at zeros.
+pub fn logcumsumexp_backward(
+    grad: &Tensor,
+    self_: &Tensor,
+    result: &Tensor,
+    dim: i64,
+) -> Result<Tensor> {
+    if grad.numel() == 0 {
+        return Ok(grad.clone());
+    }
+    let reverse_logcumsumexp = |t: &Tensor| -> Result<Tensor> {
+        if t.dim() == 0 {
+            return Ok(t.clone());
+        }
+        t.flip(&[dim])?.logcumsumexp(dim)?.flip(&[dim])
+    };
+    // `Σ_{i≥j} |grad_i| · exp(self_j − result_i)` over the entries where `mask` is true.
+    let part = |mask: Tensor| -> Result<Tensor> {
+        let outside = mask.logical_not()?;
+        let log_grad = grad
+            .abs()?
+            .masked_fill(&outside, 1)?
+            .log()?
+            .masked_fill(&outside, f64::NEG_INFINITY)?;
+        reverse_logcumsumexp(&log_grad.sub(result)?)?
+            .add(self_)?
+            .exp()
+    };
+    part(grad.gt_scalar(0)?)?.sub(&part(grad.lt_scalar(0)?)?)
+}
+
 /// Backward of `cumprod`: `Σ_{k≥i} grad_k · out_k / x_i` when no element is 0. With zeros,
 /// per slice along `dim` with its first zero at `z` (O(n), as PyTorch's formula): positions
 /// before `z` use that formula (`out_k` is 0 from `z` on); position `z` gets

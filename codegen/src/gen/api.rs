@@ -810,7 +810,7 @@ fn record_fn(op: &Op) -> TokenStream {
     };
     quote! {
         #[allow(unused_variables, clippy::too_many_arguments)]
-        fn #name(#(#params,)* outs: &[&Tensor], original_self: Option<&Tensor>, inplace: Option<&Tensor>) {
+        fn #name(#(#params,)* outs: &[&Tensor], original_self: Option<&Tensor>, inplace: Option<autograd::InplaceTarget<'_>>) {
             // The flags first: they are plain loads, the grad mode a thread-local.
             if !(#requires) || !autograd::is_grad_enabled() {
                 return;
@@ -940,12 +940,13 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
                 quote!()
             };
             let rec = if has_record {
-                quote!(if record { #record(#(#a,)* &[self], original.as_ref(), Some(self)); })
+                quote!(if record { #record(#(#a,)* &[self], original.as_ref(), Some(autograd::InplaceTarget { tensor: self, written: true })); })
             } else {
                 quote!()
             };
             // On the view path `self` is overwritten after recording: a formula reading
-            // `self` gets a copy of the original.
+            // `self` gets a copy of the original, and inputs sharing its storage are saved
+            // without their history (see `SavedTensor::input_beside`).
             let rec_fresh = if has_record {
                 let outs = outputs_of(op, &quote!(result));
                 let orig = if needs_original {
@@ -953,7 +954,7 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
                 } else {
                     quote!(None)
                 };
-                quote!(#record(#(#a,)* &#outs, #orig, None);)
+                quote!(#record(#(#a,)* &#outs, #orig, Some(autograd::InplaceTarget { tensor: self, written: false }));)
             } else {
                 quote!()
             };

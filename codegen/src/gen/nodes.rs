@@ -57,7 +57,7 @@ pub fn fields(op: &Op) -> Vec<Field> {
                     out.push(Field {
                         name: id.clone(),
                         ty: quote!(Vec<SavedTensor>),
-                        init: quote!(#id.iter().map(|t| SavedTensor::input(t, #n)).collect()),
+                        init: quote!(#id.iter().map(|t| SavedTensor::input_beside(t, #n, inplace)).collect()),
                         release: Some(quote!(self.#id.iter().for_each(|s| s.release());)),
                         self_ref: false,
                     });

@@ -88,10 +88,11 @@ pub fn logcumsumexp_meta(self_: &[usize], dim: i64) -> KResult<Vec<Vec<usize>>> 
     Ok(vec![same_shape(self_, dim)?])
 }
 
-/// `log(exp(a) + exp(b))` from the larger argument; two -inf stay -inf.
+/// `log(exp(a) + exp(b))` from the larger argument; two -inf stay -inf, two +inf stay +inf
+/// (`lo - hi` would be NaN for both).
 fn log_add_exp<C: FloatMath>(a: C, b: C) -> C {
     let (hi, lo) = if a > b || b.is_nan() { (a, b) } else { (b, a) };
-    if lo == C::infinity().neg() {
+    if lo == C::infinity().neg() || (hi == C::infinity() && !lo.is_nan()) {
         return hi;
     }
     hi.add(lo.sub(hi).exp().ln_1p())
