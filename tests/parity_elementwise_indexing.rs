@@ -97,12 +97,20 @@ fn logit_eps_gradient_is_zero_outside_the_bounds() -> Result<()> {
     let y = x.logit_with(Some(0.4))?;
     assert_close(&f64s(&y), &[-L, -L, 0.0, L, L], 1e-15);
     // logit eps=0.4 grad[0] [5] [0.0, 0.0, 8.0, 0.0, 0.0]
-    assert_close(&f64s(&arange_grads(&y, &[&x])[0]), &[0., 0., 8., 0., 0.], 1e-12);
+    assert_close(
+        &f64s(&arange_grads(&y, &[&x])[0]),
+        &[0., 0., 8., 0., 0.],
+        1e-12,
+    );
     // logit eps=0.5 torch.float64 [5] [0.0, 0.0, 0.0, 0.0, 0.0]
     let y = x.logit_with(Some(0.5))?;
     assert_close(&f64s(&y), &[0.0; 5], 1e-15);
     // logit eps=0.5 grad[0] [5] [0.0, 0.0, 8.0, 0.0, 0.0]
-    assert_close(&f64s(&arange_grads(&y, &[&x])[0]), &[0., 0., 8., 0., 0.], 1e-12);
+    assert_close(
+        &f64s(&arange_grads(&y, &[&x])[0]),
+        &[0., 0., 8., 0., 0.],
+        1e-12,
+    );
     Ok(())
 }
 
@@ -183,7 +191,11 @@ fn hardtanh_min_greater_than_max_raises() -> Result<()> {
         x.hardtanh_with_(2.0, 1.0),
         "min_val cannot be greater than max_val",
     );
-    assert_eq!(f64s(&x), vec![-3.0, 0.0, 3.0], "hardtanh_ wrote before failing");
+    assert_eq!(
+        f64s(&x),
+        vec![-3.0, 0.0, 3.0],
+        "hardtanh_ wrote before failing"
+    );
     let out = Tensor::zeros(&[3], DType::F32)?;
     assert_err_contains(
         kiln::hardtanh_out(&x, 2, 1, &out),
@@ -272,7 +284,11 @@ fn gather_and_scatter_accept_an_empty_index_of_any_dtype() -> Result<()> {
     for dt in [DType::F32, DType::Bool, DType::I16, DType::U8, DType::I8] {
         // gather empty <dt> torch.float32 [3, 0] []
         let r = a34().gather(1, &Tensor::zeros(&[3, 0], dt)?)?;
-        assert_eq!((r.shape(), r.dtype()), (&[3usize, 0][..], DType::F32), "{dt:?}");
+        assert_eq!(
+            (r.shape(), r.dtype()),
+            (&[3usize, 0][..], DType::F32),
+            "{dt:?}"
+        );
         // gather empty 0,5 <dt> torch.float32 [0, 5] []
         let r = a34().gather(1, &Tensor::zeros(&[0, 5], dt)?)?;
         assert_eq!(r.shape(), &[0, 5], "{dt:?}");
@@ -328,7 +344,10 @@ fn masked_fill_tensor_value_broadcasts_self_to_the_mask() -> Result<()> {
     assert_eq!(f64s(&g[0]), vec![50., 49., 48., 47., 46.]);
     assert_eq!((g[1].shape(), f64s(&g[1])), (&[][..], vec![60.0]));
     // masked_fill scalar torch.float64 [5, 5] (the Scalar overload agrees)
-    assert_eq!(f64s(&s.detach().masked_fill(&eye5(), -1.0)?), FILLED.to_vec());
+    assert_eq!(
+        f64s(&s.detach().masked_fill(&eye5(), -1.0)?),
+        FILLED.to_vec()
+    );
     Ok(())
 }
 
@@ -341,17 +360,20 @@ fn masked_scatter_broadcasts_self_to_the_mask() -> Result<()> {
     let r = s.masked_scatter(&eye5(), &src)?;
     assert_eq!(r.shape(), &[5, 5]);
     let want: Vec<f64> = (0..25)
-        .map(|k| if k % 6 == 0 { 10.0 * (k / 6) as f64 } else { (k % 5) as f64 })
+        .map(|k| {
+            if k % 6 == 0 {
+                10.0 * (k / 6) as f64
+            } else {
+                (k % 5) as f64
+            }
+        })
         .collect();
     assert_eq!(f64s(&r), want);
     // masked_scatter grad[0] [5] [50.0, 49.0, 48.0, 47.0, 46.0]
     // masked_scatter grad[1] [10] [0.0, 6.0, 12.0, 18.0, 24.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     let g = arange_grads(&r, &[&s, &src]);
     assert_eq!(f64s(&g[0]), vec![50., 49., 48., 47., 46.]);
-    assert_eq!(
-        f64s(&g[1]),
-        vec![0., 6., 12., 18., 24., 0., 0., 0., 0., 0.]
-    );
+    assert_eq!(f64s(&g[1]), vec![0., 6., 12., 18., 24., 0., 0., 0., 0., 0.]);
     // masked_scatter col torch.float32 [5, 3] [100.0, 0.0, 101.0, 102.0, 1.0, 103.0, ...]
     let col = Tensor::from_vec((0..5).map(|i| i as f32).collect::<Vec<_>>(), &[5, 1])?;
     let src = Tensor::from_vec((0..20).map(|i| 100.0 + i as f32).collect::<Vec<_>>(), &[20])?;
@@ -359,9 +381,7 @@ fn masked_scatter_broadcasts_self_to_the_mask() -> Result<()> {
     assert_eq!(r.shape(), &[5, 3]);
     assert_eq!(
         f64s(&r),
-        vec![
-            100., 0., 101., 102., 1., 103., 104., 2., 105., 106., 3., 107., 108., 4., 109.
-        ]
+        vec![100., 0., 101., 102., 1., 103., 104., 2., 105., 106., 3., 107., 108., 4., 109.]
     );
     Ok(())
 }
@@ -378,7 +398,8 @@ fn masked_fill_shape_errors_match_pytorch() -> Result<()> {
     // must match the size of tensor b (2) at non-singleton dimension 0
     let ones = Tensor::ones(&[2, 3], DType::F32)?;
     let m = Tensor::ones(&[4, 3], DType::Bool)?;
-    let msg = "The size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 0";
+    let msg =
+        "The size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 0";
     assert_err_contains(ones.masked_fill_tensor(&m, &Tensor::from(1.0f32)), msg);
     let src = Tensor::zeros(&[20], DType::F32)?;
     assert_err_contains(ones.masked_scatter(&m, &src), msg);
@@ -428,7 +449,10 @@ fn sum_to_size_of_0d_integers_and_bool_is_int64() -> Result<()> {
     assert_eq!((r.dtype(), i64s(&r)), (DType::U8, vec![3]));
     // sum_to_size [[1]] bool torch.int64 [1] [1]
     let r = Tensor::from_slice(&[true], &[1, 1])?.sum_to_size([1])?;
-    assert_eq!((r.dtype(), r.shape(), i64s(&r)), (DType::I64, &[1usize][..], vec![1]));
+    assert_eq!(
+        (r.dtype(), r.shape(), i64s(&r)),
+        (DType::I64, &[1usize][..], vec![1])
+    );
     Ok(())
 }
 
