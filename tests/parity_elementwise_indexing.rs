@@ -196,7 +196,7 @@ fn hardtanh_min_greater_than_max_raises() -> Result<()> {
         vec![-3.0, 0.0, 3.0],
         "hardtanh_ wrote before failing"
     );
-    let out = Tensor::zeros(&[3], DType::F32)?;
+    let out = Tensor::zeros([3], DType::F32)?;
     assert_err_contains(
         kiln::hardtanh_out(&x, 2, 1, &out),
         "min_val cannot be greater than max_val",
@@ -261,7 +261,7 @@ fn take_along_dim_errors_and_flat_form() -> Result<()> {
         "torch.take_along_dim(): dtype of indices should be Long but got Int",
     );
     // tad zero size raises RuntimeError ZeroDivisionError
-    let e = Tensor::zeros(&[3, 0], DType::F32)?;
+    let e = Tensor::zeros([3, 0], DType::F32)?;
     assert_err_contains(
         e.take_along_dim_with(&long(&[0], &[1, 1]), Some(1)),
         "ZeroDivisionError",
@@ -283,31 +283,36 @@ fn take_along_dim_errors_and_flat_form() -> Result<()> {
 fn gather_and_scatter_accept_an_empty_index_of_any_dtype() -> Result<()> {
     for dt in [DType::F32, DType::Bool, DType::I16, DType::U8, DType::I8] {
         // gather empty <dt> torch.float32 [3, 0] []
-        let r = a34().gather(1, &Tensor::zeros(&[3, 0], dt)?)?;
+        let r = a34().gather(1, &Tensor::zeros([3, 0], dt)?)?;
         assert_eq!(
             (r.shape(), r.dtype()),
             (&[3usize, 0][..], DType::F32),
             "{dt:?}"
         );
         // gather empty 0,5 <dt> torch.float32 [0, 5] []
-        let r = a34().gather(1, &Tensor::zeros(&[0, 5], dt)?)?;
+        let r = a34().gather(1, &Tensor::zeros([0, 5], dt)?)?;
         assert_eq!(r.shape(), &[0, 5], "{dt:?}");
         // scatter empty <dt> / scatter_add empty <dt> torch.float32 [3, 4] [0.0, ..., 11.0]
-        let src = Tensor::zeros(&[3, 0], DType::F32)?;
-        let idx = Tensor::zeros(&[3, 0], dt)?;
+        let src = Tensor::zeros([3, 0], DType::F32)?;
+        let idx = Tensor::zeros([3, 0], dt)?;
         let want: Vec<f64> = (0..12).map(|i| i as f64).collect();
         assert_eq!(f64s(&a34().scatter(1, &idx, &src)?), want, "{dt:?}");
         assert_eq!(f64s(&a34().scatter_add(1, &idx, &src)?), want, "{dt:?}");
     }
     // gather i16 raises RuntimeError gather(): Expected dtype int32/int64 for index
     assert_err_contains(
-        a34().gather(1, &Tensor::zeros(&[3, 1], DType::I16)?),
+        a34().gather(1, &Tensor::zeros([3, 1], DType::I16)?),
         "Expected dtype int32/int64 for index",
     );
     // The gradient through an empty float index is zero.
     let a = a34().to_dtype(DType::F64)?.requires_grad_(true)?;
-    let r = a.gather(1, &Tensor::zeros(&[3, 0], DType::F32)?)?;
-    let g = grad(&[r.sum()?], &[a.clone()], &[], GradOptions::default())?;
+    let r = a.gather(1, &Tensor::zeros([3, 0], DType::F32)?)?;
+    let g = grad(
+        &[r.sum()?],
+        std::slice::from_ref(&a),
+        &[],
+        GradOptions::default(),
+    )?;
     assert_eq!(f64s(g[0].as_ref().unwrap()), vec![0.0; 12]);
     Ok(())
 }
@@ -396,12 +401,12 @@ fn masked_fill_shape_errors_match_pytorch() -> Result<()> {
     );
     // masked_fill tensor bad / masked_scatter bad raise RuntimeError The size of tensor a (4)
     // must match the size of tensor b (2) at non-singleton dimension 0
-    let ones = Tensor::ones(&[2, 3], DType::F32)?;
-    let m = Tensor::ones(&[4, 3], DType::Bool)?;
+    let ones = Tensor::ones([2, 3], DType::F32)?;
+    let m = Tensor::ones([4, 3], DType::Bool)?;
     let msg =
         "The size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 0";
     assert_err_contains(ones.masked_fill_tensor(&m, &Tensor::from(1.0f32)), msg);
-    let src = Tensor::zeros(&[20], DType::F32)?;
+    let src = Tensor::zeros([20], DType::F32)?;
     assert_err_contains(ones.masked_scatter(&m, &src), msg);
     Ok(())
 }
@@ -425,7 +430,7 @@ fn roll_of_a_0d_tensor_along_a_dim_raises() -> Result<()> {
     let r = s.roll([1])?;
     assert_eq!((r.shape(), f64s(&r)), (&[][..], vec![3.0]));
     // roll empty bad dim torch.float32 [0, 3] []
-    let r = Tensor::zeros(&[0, 3], DType::F32)?.roll_with([1], &[5])?;
+    let r = Tensor::zeros([0, 3], DType::F32)?.roll_with([1], &[5])?;
     assert_eq!(r.shape(), &[0, 3]);
     Ok(())
 }
@@ -460,17 +465,22 @@ fn sum_to_size_of_0d_integers_and_bool_is_int64() -> Result<()> {
 
 #[test]
 fn prod_of_empty_floats_is_differentiable() -> Result<()> {
-    let e = Tensor::zeros(&[0], DType::F64)?.requires_grad_(true)?;
+    let e = Tensor::zeros([0], DType::F64)?.requires_grad_(true)?;
     // prod empty torch.float64 [] [1.0]; prod empty grad [0]
     let p = e.prod()?;
     assert_eq!((p.shape(), f64s(&p)), (&[][..], vec![1.0]));
-    let g = grad(&[p], &[e.clone()], &[], GradOptions::default())?;
+    let g = grad(&[p], std::slice::from_ref(&e), &[], GradOptions::default())?;
     assert_eq!(g[0].as_ref().unwrap().shape(), &[0]);
     // prod_dim empty torch.float64 [2] [1.0, 1.0]; prod_dim empty grad [2, 0]
-    let e2 = Tensor::zeros(&[2, 0], DType::F64)?.requires_grad_(true)?;
+    let e2 = Tensor::zeros([2, 0], DType::F64)?.requires_grad_(true)?;
     let p = e2.prod_dim(1)?;
     assert_eq!(f64s(&p), vec![1.0, 1.0]);
-    let g = grad(&[p.sum()?], &[e2.clone()], &[], GradOptions::default())?;
+    let g = grad(
+        &[p.sum()?],
+        std::slice::from_ref(&e2),
+        &[],
+        GradOptions::default(),
+    )?;
     assert_eq!(g[0].as_ref().unwrap().shape(), &[2, 0]);
     Ok(())
 }
