@@ -102,6 +102,8 @@ pub enum Promote {
     Default,
     /// Like `Default`, then integers and bool become float32.
     IntToFloat,
+    /// Like `Default`, then bool becomes int64 (`square`, which PyTorch computes as `pow(x, 2)`).
+    BoolToLong,
     /// Like `Default`; the output is bool.
     Comparison,
     /// The dtype of the `self` argument.
@@ -628,6 +630,7 @@ fn op_entry(
     let promote = match r.promote.as_deref().unwrap_or("default") {
         "default" => Promote::Default,
         "int_to_float" => Promote::IntToFloat,
+        "bool_to_long" => Promote::BoolToLong,
         "comparison" => Promote::Comparison,
         "self" => Promote::SelfType,
         "sum" => Promote::Sum,
@@ -655,7 +658,7 @@ fn op_entry(
         other => {
             return Err(nerr(
                 line,
-                format!("unknown promote rule '{other}' (expected default, int_to_float, comparison, self, same, sum or arg:<name>)"),
+                format!("unknown promote rule '{other}' (expected default, int_to_float, bool_to_long, comparison, self, same, sum or arg:<name>)"),
             ))
         }
     };

@@ -191,6 +191,11 @@ pub fn sum_to_size(t: &Tensor, size: &[i64]) -> Result<Tensor> {
             format!("size {size:?} is not expandable to size {:?}", t.shape()),
         ));
     }
+    if target.is_empty() {
+        // ATen's `sum_to` sums everything for an empty size, even a 0-d tensor (so integers
+        // and bool come back int64, like `sum()`).
+        return t.sum();
+    }
     let lead = t.dim() - target.len();
     let mut dims: Vec<i64> = (0..lead as i64).collect();
     for (i, &s) in target.iter().enumerate() {

@@ -132,12 +132,18 @@ pub fn xlogy(t: &Tensor, other: &Tensor) -> Result<Tensor> {
 }
 
 /// `logit(eps)`: `log(p / (1 - p))`, with `p` clamped to `[eps, 1 - eps]` when `eps` is
-/// given.
+/// given and not negative. The clamp is ATen's `x < lo ? lo : (x > hi ? hi : x)` (`lo =
+/// eps`, `hi = 1 - eps`): the low bound wins when `eps > 0.5` makes `lo > hi`, and the
+/// gradient is 0 wherever a bound replaced `x` (`logit_backward`'s `x < lo || x > hi`).
 pub fn logit(t: &Tensor, eps: Option<f64>) -> Result<Tensor> {
     let x = floating(t)?;
     let p = match eps {
-        Some(e) => x.clamp_with(Some(Scalar::Float(e)), Some(Scalar::Float(1.0 - e)))?,
-        None => x,
+        Some(e) if e >= 0.0 => {
+            let (lo, hi) = (constant(&x, e)?, constant(&x, 1.0 - e)?);
+            let upper = hi.where_cond(&x.gt_scalar(1.0 - e)?, &x)?;
+            lo.where_cond(&x.lt_scalar(e)?, &upper)?
+        }
+        _ => x,
     };
     p.div(&p.rsub_one()?)?.log()
 }

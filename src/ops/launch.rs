@@ -29,6 +29,15 @@ pub(crate) fn int_to_float(d: DType) -> DType {
     }
 }
 
+/// `promote: bool_to_long`: int64 for bool, the dtype itself otherwise.
+pub(crate) fn bool_to_long(d: DType) -> DType {
+    if d == DType::Bool {
+        DType::I64
+    } else {
+        d
+    }
+}
+
 /// PyTorch's opmath type of a compute dtype: float32 for the 16-bit floats, the dtype itself
 /// otherwise. `fixed: {x: opmath}` arguments and outputs of a structured kernel have it.
 pub(crate) fn opmath_dtype(d: DType) -> DType {
@@ -333,6 +342,14 @@ pub(crate) fn fixed_operand(
 /// indexing ops do.
 pub(crate) fn fixed_input(op: &str, name: &str, t: &Tensor, dtype: DType) -> Result<Tensor> {
     if dtype == DType::I64 && t.dtype() == DType::I32 {
+        return t.cast_copy(DType::I64);
+    }
+    // ATen's `scatter_gather_dtype_check` looks at the index's dtype only when it has
+    // elements: an empty index of any dtype is an empty int64 one.
+    if dtype == DType::I64
+        && t.numel() == 0
+        && matches!(op, "gather" | "scatter" | "scatter_add" | "scatter_reduce")
+    {
         return t.cast_copy(DType::I64);
     }
     if dtype == DType::I64 && t.dtype() != DType::I64 {

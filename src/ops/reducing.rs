@@ -12,6 +12,7 @@ pub(crate) fn reduction_dims(op: &str, t: &Tensor, dim: &[i64]) -> Result<Vec<us
     if dim.is_empty() {
         return Ok((0..nd).collect());
     }
+    check_dim_bitset(op, nd)?;
     let mut out = Vec::with_capacity(dim.len());
     for &d in dim {
         let w = wrap_dim(d, nd).map_err(|m| Error::op(op, m))?;
@@ -24,6 +25,18 @@ pub(crate) fn reduction_dims(op: &str, t: &Tensor, dim: &[i64]) -> Result<Vec<us
         out.push(w);
     }
     Ok(out)
+}
+
+/// ATen's `dim_list_to_bitset`: a reduction over a list of dims takes tensors of at most 64
+/// dims.
+pub(crate) fn check_dim_bitset(op: &str, nd: usize) -> Result<()> {
+    if nd > 64 {
+        return Err(Error::op(
+            op,
+            "only tensors with up to 64 dims are supported",
+        ));
+    }
+    Ok(())
 }
 
 /// `t`'s shape with `dims` removed.
@@ -74,6 +87,9 @@ pub fn amin(t: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
 /// `aminmax(dim, keepdim)`: `(amin, amax)` over one dim or all.
 pub fn aminmax(t: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let dims: Vec<i64> = dim.into_iter().collect();
+    if !dims.is_empty() {
+        check_dim_bitset("aminmax", t.dim())?;
+    }
     Ok((
         crate::amin_with(t, &dims, keepdim)?,
         crate::amax_with(t, &dims, keepdim)?,

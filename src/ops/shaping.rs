@@ -136,11 +136,25 @@ pub fn roll(t: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
             ),
         ));
     }
+    // As ATen's `roll`: an empty tensor is copied before any dim is looked at; otherwise each
+    // dim is `self.size(dim)`, which a 0-d tensor has none of.
+    if t.numel() == 0 {
+        return t.clone_tensor();
+    }
+    if t.dim() == 0 {
+        return Err(Error::op(
+            "roll",
+            format!(
+                "Dimension specified as {} but tensor has no dimensions",
+                dims[0]
+            ),
+        ));
+    }
     let mut r = t.clone();
     for (&s, &d) in shifts.iter().zip(dims) {
         let w = wrap("roll", d, t.dim())?;
         let n = size_at(t, w) as i64;
-        if n == 0 || t.dim() == 0 {
+        if n == 0 {
             continue;
         }
         let s = s.rem_euclid(n);
@@ -604,14 +618,11 @@ pub fn take(t: &Tensor, index: &Tensor) -> Result<Tensor> {
 }
 
 /// `take_along_dim(indices, dim)`: `gather` with `self` and `indices` broadcast against each
-/// other outside `dim`; with no dim, `take` over the flattened tensor.
+/// other outside `dim`, the indices taken modulo `self`'s size along `dim` (so negative ones
+/// count from the end, as in PyTorch); with no dim, `gather` over the flattened tensor (which
+/// takes int32 indices and no negative ones, as PyTorch's does).
 pub fn take_along_dim(t: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     let op = "take_along_dim";
-    check_long(
-        op,
-        "torch.take_along_dim(): dtype of indices should be Long",
-        indices,
-    )?;
     let Some(dim) = dim else {
         return t.reshape([-1])?.gather(0, &indices.reshape([-1])?);
     };
@@ -625,10 +636,32 @@ pub fn take_along_dim(t: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<
             ),
         ));
     }
+    if indices.dtype() != DType::I64 {
+        return Err(Error::op(
+            op,
+            format!(
+                "torch.take_along_dim(): dtype of indices should be Long but got {}",
+                indices.dtype().scalar_type_name()
+            ),
+        ));
+    }
     let d = wrap(op, dim, t.dim())?;
     if t.dim() == 0 {
-        return t.gather(0, indices);
+        return Err(Error::op(
+            op,
+            format!("Dimension specified as {d} but tensor has no dimensions"),
+        ));
     }
+    let n = t.shape()[d] as i64;
+    if n == 0 && indices.numel() > 0 {
+        // PyTorch's `indices % size` with a zero size.
+        return Err(Error::op(op, "ZeroDivisionError"));
+    }
+    let indices = if n > 0 {
+        indices.remainder_scalar(n)?
+    } else {
+        indices.clone()
+    };
     let mut self_sizes = t.shape().to_vec();
     self_sizes[d] = indices.shape()[d];
     let shape = kiln_kernels::layout::broadcast_shapes(&self_sizes, indices.shape())
@@ -747,7 +780,8 @@ pub fn masked_select(t: &Tensor, mask: &Tensor) -> Result<Tensor> {
 }
 
 /// `masked_fill(mask, value)` with a 0-d tensor `value` (which receives the gradient of the
-/// filled elements).
+/// filled elements). `self` and `mask` broadcast: the result has their broadcast shape, as
+/// PyTorch's out-of-place form does, and `self`'s gradient is summed back to its shape.
 pub fn masked_fill_tensor(t: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
     if value.dim() != 0 {
         return Err(Error::op(
@@ -767,9 +801,10 @@ pub fn masked_fill_tensor(t: &Tensor, mask: &Tensor, value: &Tensor) -> Result<T
             ),
         ));
     }
-    let mask = mask.expand(i64s(t.shape()))?;
+    let shape = crate::ops::launch::broadcast_shapes("masked_fill", &[mask, t])?;
+    let mask = mask.expand(i64s(&shape))?;
     let v = value.to_dtype(t.dtype())?.to_device(t.device())?;
-    v.where_cond(&mask, t)
+    v.where_cond(&mask, &t.expand(i64s(&shape))?)
 }
 
 /// `clamp(min, max)` with tensor bounds (broadcast, promoted); a missing bound is no bound.
@@ -1082,7 +1117,7 @@ pub fn scatter_value_reduce(
     t.scatter_src_reduce(dim, index, &src, reduce)
 }
 
-/// `masked_scatter(mask, source)`: the positions where `mask` (broadcast to `self`) is true
+/// `masked_scatter(mask, source)`: the positions where `mask` (broadcast with `self`) is true
 /// take `source`'s elements in order; elsewhere `self`.
 pub fn masked_scatter(t: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
     let op = "masked_scatter";
@@ -1097,7 +1132,11 @@ pub fn masked_scatter(t: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tens
             ),
         ));
     }
-    let m = mask.expand(i64s(t.shape()))?.reshape([-1])?;
+    // Out of place, `self` broadcasts with the mask (PyTorch's `masked_scatter` expands both).
+    // (PyTorch's message names the mask as tensor a.)
+    let shape = crate::ops::launch::broadcast_shapes(op, &[mask, t])?;
+    let t = &t.expand(i64s(&shape))?;
+    let m = mask.expand(i64s(&shape))?.reshape([-1])?;
     let hits = m.to_dtype(DType::I64)?.sum()?.item::<i64>()?;
     if hits as usize > source.numel() {
         return Err(Error::op(

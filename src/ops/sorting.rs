@@ -96,10 +96,21 @@ fn product_dtype(t: &Tensor, dtype: Option<DType>) -> DType {
 pub fn prod_dim(t: &Tensor, dim: i64, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     let (d, n) = dim_size("prod", t, dim)?;
     let acc = product_dtype(t, dtype);
+    if acc == DType::Bool {
+        // PyTorch casts to bool first and multiplies there (a logical and): the product of
+        // 0s and 1s in int64, back to bool.
+        let ones = t.to_dtype(DType::Bool)?.to_dtype(DType::I64)?;
+        return prod_dim(&ones, dim, keepdim, Some(DType::I64))?.to_dtype(DType::Bool);
+    }
     let r = if n == 0 {
-        let mut shape = t.shape().to_vec();
-        shape[d] = 1;
-        Tensor::full_on(&shape, 1, acc, t.device())?
+        if acc.is_floating_point() {
+            // 1, recorded through `sum` so the (empty) input gets its (empty) gradient.
+            crate::sum_dim_with(t, &[dim], true, Some(acc))?.add_scalar(1)?
+        } else {
+            let mut shape = t.shape().to_vec();
+            shape[d] = 1;
+            Tensor::full_on(&shape, 1, acc, t.device())?
+        }
     } else if t.dim() == 0 {
         return t.to_dtype(acc);
     } else {

@@ -756,6 +756,15 @@ pub fn unary_nonzero(dtype: DType) -> Vec<Sample> {
     unary_shapes(&|s, seed| nonzero(s, dtype, seed))
 }
 
+/// square: `unary_nonzero`'s values; bool is accepted (it squares in int64).
+pub fn square(dtype: DType) -> Vec<Sample> {
+    unary_nonzero(dtype)
+}
+
+pub fn square_errors() -> Vec<ErrorSample> {
+    vec![]
+}
+
 pub fn unary_nonzero_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("bool input", vec![mask(&[3], 111)]),
@@ -895,12 +904,62 @@ pub fn leaky_relu_errors() -> Vec<ErrorSample> {
     activation_errors()
 }
 
+/// hardtanh; integer dtypes get integer bounds (the kernel converts them to the integer type,
+/// which the float64 reference does not) and, for uint8, none below 0.
 pub fn hardtanh(dtype: DType) -> Vec<Sample> {
+    if dtype == DType::U8 {
+        let mut v = vec![Sample::new(
+            "[3,4] bounds 1, 3",
+            vec![make(&[3, 4], dtype, 0.0, 6.0, 13)],
+        )
+        .arg("min_val", float(1.0))
+        .arg("max_val", float(3.0))];
+        v.push(
+            Sample::new("[5] relu6 bounds", vec![make(&[5], dtype, 0.0, 9.0, 14)])
+                .arg("min_val", float(0.0))
+                .arg("max_val", float(6.0)),
+        );
+        for (name, shape) in [("0-d", &[][..]), ("[0]", &[0][..])] {
+            v.push(
+                Sample::new(name, vec![make(shape, dtype, 0.0, 6.0, 15)])
+                    .arg("min_val", float(1.0))
+                    .arg("max_val", float(3.0))
+                    .edge(),
+            );
+        }
+        return v;
+    }
+    if !dtype.is_floating_point() {
+        return activation_with(dtype, &[("min_val", -2.0), ("max_val", 3.0)]);
+    }
     activation_with(dtype, &[("min_val", -0.5), ("max_val", 1.5)])
 }
 
 pub fn hardtanh_errors() -> Vec<ErrorSample> {
-    activation_errors()
+    vec![
+        err(
+            Sample::new("bool input", vec![vals(&[3], DType::Bool, 112)]),
+            "Bool inputs not supported for hardtanh",
+        ),
+        err(
+            Sample::new("min_val > max_val", vec![vals(&[3], DType::F32, 113)])
+                .arg("min_val", float(2.0))
+                .arg("max_val", float(1.0)),
+            "min_val cannot be greater than max_val",
+        ),
+    ]
+}
+
+/// relu6: `activation`'s values; integers too.
+pub fn relu6(dtype: DType) -> Vec<Sample> {
+    activation(dtype)
+}
+
+pub fn relu6_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("bool input", vec![vals(&[3], DType::Bool, 114)]),
+        "Bool inputs not supported for hardtanh",
+    )]
 }
 
 pub fn elu(dtype: DType) -> Vec<Sample> {

@@ -168,6 +168,9 @@ fn promote_expr(op: &Op) -> TokenStream {
         Promote::IntToFloat => {
             quote!({ #collect launch::int_to_float(launch::result_type(&operands)) })
         }
+        Promote::BoolToLong => {
+            quote!({ #collect launch::bool_to_long(launch::result_type(&operands)) })
+        }
         Promote::Same => {
             let msg = match &op.same_dtype_error {
                 Some(m) => quote!(Some(#m)),

@@ -281,9 +281,10 @@ pub fn leaky_relu<T: FloatMath>(x: T, negative_slope: T) -> T {
     }
 }
 
-/// `x` clamped to `[min_val, max_val]`; NaN stays NaN.
+/// `x` clamped to `[min_val, max_val]`; NaN stays NaN. Integers too (the bounds converted to
+/// the integer type, as PyTorch does); not bool.
 #[inline(always)]
-pub fn hardtanh<T: FloatMath>(x: T, min_val: T, max_val: T) -> T {
+pub fn hardtanh<T: Arith>(x: T, min_val: T, max_val: T) -> T {
     if x <= min_val {
         min_val
     } else if x >= max_val {
@@ -291,6 +292,33 @@ pub fn hardtanh<T: FloatMath>(x: T, min_val: T, max_val: T) -> T {
     } else {
         x
     }
+}
+
+/// `torch.nn.functional.hardtanh`'s checks: `min_val <= max_val`, and ATen's refusal of bool.
+pub fn hardtanh_check(compute: crate::DType, min_val: f64, max_val: f64) -> crate::KResult<()> {
+    if min_val > max_val {
+        return Err("min_val cannot be greater than max_val".into());
+    }
+    let range = match compute {
+        crate::DType::Bool => return Err("Bool inputs not supported for hardtanh".into()),
+        crate::DType::U8 => (0.0, 255.0),
+        crate::DType::I8 => (-128.0, 127.0),
+        crate::DType::I16 => (-32768.0, 32767.0),
+        crate::DType::I32 => (-2147483648.0, 2147483647.0),
+        crate::DType::I64 => (i64::MIN as f64, i64::MAX as f64),
+        _ => return Ok(()),
+    };
+    // The kernel sees the bounds converted to the integer type; one outside its range would
+    // wrap (PyTorch's clamp saturates it instead), so it is refused rather than misapplied.
+    for (name, v) in [("min_val", min_val), ("max_val", max_val)] {
+        if !(range.0..=range.1).contains(&v) {
+            return Err(format!(
+                "{name} {v} is outside the representable range of {}",
+                compute.scalar_type_name()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `scale * x` where positive, else `scale * alpha * (e^(x * input_scale) - 1)`.

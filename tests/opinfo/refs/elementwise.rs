@@ -56,7 +56,19 @@ pub fn xlogy(s: &Sample) -> Vec<RefTensor> {
 pub fn logit(s: &Sample) -> Vec<RefTensor> {
     let eps = s.float("eps");
     map1(s, |p| {
-        let p = eps.map_or(p, |e| p.clamp(e, 1.0 - e));
+        // ATen: `x < lo ? lo : (x > hi ? hi : x)`, no clamp for a negative eps.
+        let p = match eps {
+            Some(e) if e >= 0.0 => {
+                if p < e {
+                    e
+                } else if p > 1.0 - e {
+                    1.0 - e
+                } else {
+                    p
+                }
+            }
+            _ => p,
+        };
         (p / (1.0 - p)).ln()
     })
 }

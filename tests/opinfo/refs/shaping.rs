@@ -387,7 +387,7 @@ pub fn take_along_dim(s: &Sample) -> Vec<RefTensor> {
         let mut jx: Vec<usize> = (0..ix.len())
             .map(|k| if x.shape[k] == 1 { 0 } else { ix[k] })
             .collect();
-        jx[d] = at(&idx, &ji) as usize;
+        jx[d] = (at(&idx, &ji) as i64).rem_euclid(x.shape[d] as i64) as usize;
         at(&x, &jx)
     })]
 }
@@ -467,11 +467,11 @@ pub fn masked_select(s: &Sample) -> Vec<RefTensor> {
 
 pub fn masked_fill_tensor(s: &Sample) -> Vec<RefTensor> {
     let (x, m, v) = (input(s, 0), input(s, 1), input(s, 2).data[0]);
-    vec![tabulate(x.shape.clone(), |ix| {
+    vec![tabulate(broadcast(&x.shape, &m.shape), |ix| {
         if at_broadcast(&m, ix) != 0.0 {
             v
         } else {
-            at(&x, ix)
+            at_broadcast(&x, ix)
         }
     })]
 }
@@ -736,26 +736,16 @@ pub fn scatter_value_reduce(s: &Sample) -> Vec<RefTensor> {
 
 pub fn masked_scatter(s: &Sample) -> Vec<RefTensor> {
     let (x, m, src) = (input(s, 0), input(s, 1), input(s, 2));
+    // self and mask broadcast; source fills the true positions in row-major order.
     let mut k = 0;
-    let data = (0..x.data.len())
-        .map(|i| {
-            let ix = x.unravel(i);
-            let lead = ix.len() - m.shape.len();
-            let j: Vec<usize> = (0..m.shape.len())
-                .map(|d| if m.shape[d] == 1 { 0 } else { ix[lead + d] })
-                .collect();
-            if at(&m, &j) != 0.0 {
-                k += 1;
-                src.data[k - 1]
-            } else {
-                x.data[i]
-            }
-        })
-        .collect();
-    vec![RefTensor {
-        shape: x.shape.clone(),
-        data,
-    }]
+    vec![tabulate(broadcast(&x.shape, &m.shape), |ix| {
+        if at_broadcast(&m, ix) != 0.0 {
+            k += 1;
+            src.data[k - 1]
+        } else {
+            at_broadcast(&x, ix)
+        }
+    })]
 }
 
 pub fn where_nonzero(s: &Sample) -> Vec<RefTensor> {

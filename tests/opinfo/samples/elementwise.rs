@@ -171,6 +171,14 @@ pub fn logit(dtype: DType) -> Vec<Sample> {
         Sample::new("[4] values beyond eps clamp", vec![vals(&[4], dtype, 4)])
             .arg("eps", Arg::Float(0.25)),
         Sample::new("0-d", vec![p(&[], 5)]).edge(),
+        // eps > 0.5: lo = 0.7 > hi = 0.3; values away from both bounds.
+        Sample::new(
+            "[5] eps 0.7 (bounds cross)",
+            vec![Tensor::from(vec![0.1f64, 0.2, 0.5, 0.8, 0.9])
+                .to_dtype(dtype)
+                .expect("cast")],
+        )
+        .arg("eps", Arg::Float(0.7)),
     ]
 }
 

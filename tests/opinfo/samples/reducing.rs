@@ -45,6 +45,14 @@ pub fn amax_errors() -> Vec<ErrorSample> {
                 .arg("dim", ints(&[1, -1])),
             "dim 1 appears multiple times in the list of dims",
         ),
+        err(
+            Sample::new(
+                "65 dims, dim [0]",
+                vec![Tensor::ones(vec![1usize; 65], DType::F32).expect("ones")],
+            )
+            .arg("dim", ints(&[0])),
+            "only tensors with up to 64 dims are supported",
+        ),
     ]
 }
 
@@ -61,10 +69,21 @@ pub fn aminmax(dtype: DType) -> Vec<Sample> {
 }
 
 pub fn aminmax_errors() -> Vec<ErrorSample> {
-    vec![err(
-        Sample::new("empty dim", vec![vals(&[3, 0], DType::F32, 62)]).arg("dim", opt_int(Some(1))),
-        "Expected reduction dim 1 to have non-zero size.",
-    )]
+    vec![
+        err(
+            Sample::new("empty dim", vec![vals(&[3, 0], DType::F32, 62)])
+                .arg("dim", opt_int(Some(1))),
+            "Expected reduction dim 1 to have non-zero size.",
+        ),
+        err(
+            Sample::new(
+                "65 dims, dim 0",
+                vec![Tensor::ones(vec![1usize; 65], DType::F32).expect("ones")],
+            )
+            .arg("dim", opt_int(Some(0))),
+            "aminmax: only tensors with up to 64 dims are supported",
+        ),
+    ]
 }
 
 /// General values, with NaNs mixed in for floating dtypes.

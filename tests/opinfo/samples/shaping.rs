@@ -76,12 +76,20 @@ pub fn roll(dtype: DType) -> Vec<Sample> {
 }
 
 pub fn roll_errors() -> Vec<ErrorSample> {
-    vec![err(
-        Sample::new("2 shifts, 1 dim", vec![f32v(&[2, 3], 10)])
-            .arg("shifts", ints(&[1, 2]))
-            .arg("dims", ints(&[0])),
-        "shifts and dimensions must align. shifts: 2, dims:1",
-    )]
+    vec![
+        err(
+            Sample::new("2 shifts, 1 dim", vec![f32v(&[2, 3], 10)])
+                .arg("shifts", ints(&[1, 2]))
+                .arg("dims", ints(&[0])),
+            "shifts and dimensions must align. shifts: 2, dims:1",
+        ),
+        err(
+            Sample::new("0-d along dim 0", vec![Tensor::from(1.0f32)])
+                .arg("shifts", ints(&[1]))
+                .arg("dims", ints(&[0])),
+            "Dimension specified as 0 but tensor has no dimensions",
+        ),
+    ]
 }
 
 pub fn rot90(dtype: DType) -> Vec<Sample> {
@@ -495,15 +503,40 @@ pub fn take_along_dim(dtype: DType) -> Vec<Sample> {
         )
         .arg("dim", opt_int(Some(1)))
         .edge(),
+        Sample::new(
+            "[3,4] by [3,2] dim 1, negative and past-the-end (taken modulo 4)",
+            vec![x(&[3, 4], 8), index(&[-1, 3, -4, 5, 2, -6], &[3, 2])],
+        )
+        .arg("dim", opt_int(Some(1))),
     ]
 }
 
 pub fn take_along_dim_errors() -> Vec<ErrorSample> {
-    vec![err(
-        Sample::new("ranks differ", vec![f32v(&[2, 3], 33), index(&[0], &[1])])
-            .arg("dim", opt_int(Some(0))),
-        "input and indices should have the same number of dimensions, but got 2 dimensions for input, and 1 dimensions for indices",
-    )]
+    vec![
+        err(
+            Sample::new("ranks differ", vec![f32v(&[2, 3], 33), index(&[0], &[1])])
+                .arg("dim", opt_int(Some(0))),
+            "input and indices should have the same number of dimensions, but got 2 dimensions for input, and 1 dimensions for indices",
+        ),
+        err(
+            Sample::new(
+                "int32 indices with a dim",
+                vec![f32v(&[2, 3], 34), Tensor::from(vec![0i32, 1]).reshape([2, 1]).expect("shape")],
+            )
+            .arg("dim", opt_int(Some(1))),
+            "torch.take_along_dim(): dtype of indices should be Long but got Int",
+        ),
+        err(
+            Sample::new("0-d input", vec![Tensor::from(1.0f32), index(&[0], &[])])
+                .arg("dim", opt_int(Some(0))),
+            "Dimension specified as 0 but tensor has no dimensions",
+        ),
+        err(
+            Sample::new("size-0 dim", vec![f32v(&[3, 0], 35), index(&[0], &[1, 1])])
+                .arg("dim", opt_int(Some(1))),
+            "ZeroDivisionError",
+        ),
+    ]
 }
 
 pub fn one_hot(_dtype: DType) -> Vec<Sample> {
@@ -595,6 +628,10 @@ pub fn masked_fill_tensor(dtype: DType) -> Vec<Sample> {
             vec![x(&[0, 2], 9), mask(&[2], 10), x(&[], 11)],
         )
         .edge(),
+        Sample::new(
+            "[4] mask [3,4] (self broadcast)",
+            vec![x(&[4], 12), mask(&[3, 4], 13), x(&[], 14)],
+        ),
     ]
 }
 
@@ -919,6 +956,10 @@ pub fn masked_scatter(dtype: DType) -> Vec<Sample> {
             vec![x(&[0, 2], 9), mask(&[2], 10), x(&[1], 11)],
         )
         .edge(),
+        Sample::new(
+            "[3,2] mask [2,3,2] source [12] (self broadcast)",
+            vec![x(&[3, 2], 12), mask(&[2, 3, 2], 13), x(&[12], 14)],
+        ),
     ]
 }
 
