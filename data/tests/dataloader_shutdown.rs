@@ -88,7 +88,10 @@ fn drop_time(ds: Stuck, workers: usize) -> Result<(Duration, Arc<Stuck>)> {
     assert_eq!(it.next().unwrap()?.to_vec::<i64>()?, [0]);
     let wait = Instant::now();
     while entered.load(Ordering::SeqCst) == 0 {
-        assert!(wait.elapsed() < Duration::from_secs(30), "no worker got stuck");
+        assert!(
+            wait.elapsed() < Duration::from_secs(30),
+            "no worker got stuck"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
     let start = Instant::now();

@@ -180,7 +180,9 @@ pub(crate) fn embedding_renorm_(
     if let Some(bad) = bad {
         return Err(Error::op(
             OP,
-            format!("select(): index {bad} out of range for tensor of size [{n}, {d}] at dimension 0"),
+            format!(
+                "select(): index {bad} out of range for tensor of size [{n}, {d}] at dimension 0"
+            ),
         ));
     }
     if lo < 0 {

@@ -72,7 +72,10 @@ fn err<T>(r: kiln::Result<T>) -> String {
 // ---- 1. Embedding: max_norm and scale_grad_by_freq against PyTorch ---------------------
 
 /// `(case, padding_idx, max_norm, norm_type, scale_grad_by_freq)` as gen_layer_edge_cases.py.
-const EMBEDDING_CASES: [(&str, Option<i64>, Option<f64>, f64, bool); 4] = [
+/// `(case, padding_idx, max_norm, norm_type, scale_grad_by_freq)`.
+type EmbeddingCase = (&'static str, Option<i64>, Option<f64>, f64, bool);
+
+const EMBEDDING_CASES: [EmbeddingCase; 4] = [
     ("emb_l2_freq_pad", Some(0), Some(1.0), 2.0, true),
     ("emb_l1_freq_negpad", Some(-1), Some(0.8), 1.0, true),
     ("emb_p3_nofreq", None, Some(0.9), 3.0, false),
@@ -91,7 +94,12 @@ fn embedding_max_norm_and_freq_match_pytorch() {
         let m = Embedding::from_pretrained(&reference(case, "weight0"), false, opts).unwrap();
         let ids = reference(case, "ids");
         let out = m.forward(&ids).unwrap();
-        assert_close(&format!("{case}: out"), &out, &reference(case, "out"), 1e-12);
+        assert_close(
+            &format!("{case}: out"),
+            &out,
+            &reference(case, "out"),
+            1e-12,
+        );
         assert_close(
             &format!("{case}: renormalised weight"),
             &m.weight,
@@ -114,7 +122,12 @@ fn embedding_max_norm_and_freq_match_pytorch() {
         let w = reference(case, "weight0").requires_grad_(true).unwrap();
         let ids32 = ids.to_dtype(DType::I32).unwrap();
         let out = F::embedding_with(&ids32, &w, pad, max_norm, p, freq).unwrap();
-        assert_close(&format!("{case}: F out"), &out, &reference(case, "out"), 1e-12);
+        assert_close(
+            &format!("{case}: F out"),
+            &out,
+            &reference(case, "out"),
+            1e-12,
+        );
         assert_close(
             &format!("{case}: F weight"),
             &w,
@@ -177,13 +190,19 @@ fn embedding_max_norm_and_freq_touch_only_the_rows_read() {
     assert_eq!(out.shape(), &[n_ids / 100, 100, dim]);
     // Every row read is renormalised; no other row changes.
     let after = m.weight.detach().to_vec::<f32>().unwrap();
-    for r in (0..vocab).step_by(997).chain(counts.keys().map(|&k| k as usize)) {
+    for r in (0..vocab)
+        .step_by(997)
+        .chain(counts.keys().map(|&k| k as usize))
+    {
         let old = &before[r * dim..(r + 1) * dim];
         let new = &after[r * dim..(r + 1) * dim];
         if counts.contains_key(&(r as i64)) {
             let want = renormed_row(old, 1.0);
             for (a, b) in new.iter().zip(&want) {
-                assert!((*a as f64 - b).abs() <= 1e-6, "row {r}: {new:?} vs {want:?}");
+                assert!(
+                    (*a as f64 - b).abs() <= 1e-6,
+                    "row {r}: {new:?} vs {want:?}"
+                );
             }
         } else {
             assert_eq!(old, new, "row {r} is not read and must not change");
@@ -193,7 +212,10 @@ fn embedding_max_norm_and_freq_touch_only_the_rows_read() {
     // padding row and unread rows 0.
     out.sum().unwrap().backward().unwrap();
     let g = m.weight.grad().unwrap().to_vec::<f32>().unwrap();
-    for r in (0..vocab).step_by(997).chain(counts.keys().map(|&k| k as usize)) {
+    for r in (0..vocab)
+        .step_by(997)
+        .chain(counts.keys().map(|&k| k as usize))
+    {
         let want = if r != 7 && counts.contains_key(&(r as i64)) {
             1.0
         } else {
@@ -206,6 +228,24 @@ fn embedding_max_norm_and_freq_touch_only_the_rows_read() {
     let total: f64 = g.iter().map(|&v| v as f64).sum();
     let used = counts.keys().filter(|&&k| k != 7).count();
     assert!((total - (used * dim) as f64).abs() < 1e-2 * used as f64);
+}
+
+/// No ids: an empty lookup, nothing renormalised, a zero gradient (as PyTorch).
+#[test]
+fn embedding_max_norm_and_freq_with_no_ids() {
+    let opts = EmbeddingOptions::default()
+        .max_norm(Some(0.5))
+        .scale_grad_by_freq(true)
+        .dtype(F64);
+    let m = Embedding::with_options(5, 3, opts).unwrap();
+    let before = vals(&m.weight);
+    let out = m
+        .forward(&Tensor::from_vec(Vec::<i64>::new(), &[1, 0]).unwrap())
+        .unwrap();
+    assert_eq!(out.shape(), &[1, 0, 3]);
+    assert_eq!(vals(&m.weight), before);
+    out.sum().unwrap().backward().unwrap();
+    assert_eq!(vals(&m.weight.grad().unwrap()), [0.0; 15]);
 }
 
 /// The sizes: a 200_000 × 64 table read at 8 ids.
@@ -237,12 +277,7 @@ fn embedding_max_norm_large_table_few_ids() {
 
 #[test]
 fn embedding_max_norm_out_of_range_ids_error_as_pytorch() {
-    let m = Embedding::with_options(
-        5,
-        3,
-        EmbeddingOptions::default().max_norm(Some(1.0)),
-    )
-    .unwrap();
+    let m = Embedding::with_options(5, 3, EmbeddingOptions::default().max_norm(Some(1.0))).unwrap();
     let before = vals(&m.weight);
     // PyTorch's embedding_renorm_ visits the ids sorted and selects each row:
     // `IndexError: select(): index 7 out of range for tensor of size [5, 3] at dimension 0`.
@@ -277,6 +312,21 @@ fn embedding_max_norm_out_of_range_ids_error_as_pytorch() {
     assert_eq!(
         e,
         "embedding_renorm_: select(): index 6 out of range for tensor of size [5, 3] at dimension 0"
+    );
+    // Float ids: PyTorch's `Expected tensor for argument #2 'indices' to have one of the
+    // following scalar types: Long, Int; but got torch.FloatTensor instead (while checking
+    // arguments for embedding_renorm_)`.
+    let e = err(F::embedding_with(
+        &Tensor::from([1.0f32, 2.0]),
+        &m.weight,
+        None,
+        Some(1.0),
+        2.0,
+        false,
+    ));
+    assert!(
+        e.starts_with("embedding_renorm_: Expected tensor for argument #2 'indices' to have one of the following scalar types: Long, Int; but got"),
+        "{e}"
     );
     // Nothing was renormalised by a failing call (PyTorch may have rescaled the rows it
     // visited before the bad id; kiln checks every id first).
@@ -327,9 +377,21 @@ fn check_bn_load<M: Module>(mut target: M, source: &M, prefix: &str) {
 
 #[test]
 fn batchnorm_loads_state_dicts_without_num_batches_tracked() {
-    check_bn_load(BatchNorm1d::new(3).unwrap(), &BatchNorm1d::new(3).unwrap(), "");
-    check_bn_load(BatchNorm2d::new(4).unwrap(), &BatchNorm2d::new(4).unwrap(), "");
-    check_bn_load(BatchNorm3d::new(2).unwrap(), &BatchNorm3d::new(2).unwrap(), "");
+    check_bn_load(
+        BatchNorm1d::new(3).unwrap(),
+        &BatchNorm1d::new(3).unwrap(),
+        "",
+    );
+    check_bn_load(
+        BatchNorm2d::new(4).unwrap(),
+        &BatchNorm2d::new(4).unwrap(),
+        "",
+    );
+    check_bn_load(
+        BatchNorm3d::new(2).unwrap(),
+        &BatchNorm3d::new(2).unwrap(),
+        "",
+    );
     let seq = || {
         Sequential::new()
             .add(Linear::new(2, 3).unwrap())
@@ -338,10 +400,17 @@ fn batchnorm_loads_state_dicts_without_num_batches_tracked() {
     check_bn_load(seq(), &seq(), "1.");
     // A fresh module keeps its 0.
     let mut bn = BatchNorm2d::new(4).unwrap();
-    bn.load_state_dict(&bn_state_without_counter(&BatchNorm2d::new(4).unwrap()), true)
-        .unwrap();
+    bn.load_state_dict(
+        &bn_state_without_counter(&BatchNorm2d::new(4).unwrap()),
+        true,
+    )
+    .unwrap();
     assert_eq!(
-        bn.num_batches_tracked.as_ref().unwrap().item::<i64>().unwrap(),
+        bn.num_batches_tracked
+            .as_ref()
+            .unwrap()
+            .item::<i64>()
+            .unwrap(),
         0
     );
     // Without running stats there is no counter to miss.
@@ -387,7 +456,11 @@ fn shared_batchnorm_counts_every_pass() {
         }
     });
     assert_eq!(
-        bn.num_batches_tracked.as_ref().unwrap().item::<i64>().unwrap(),
+        bn.num_batches_tracked
+            .as_ref()
+            .unwrap()
+            .item::<i64>()
+            .unwrap(),
         threads * passes
     );
 }
@@ -415,7 +488,11 @@ fn shared_batchnorm_running_stats_match_sequential_pytorch() {
             }
         });
         assert_eq!(
-            bn.num_batches_tracked.as_ref().unwrap().item::<i64>().unwrap(),
+            bn.num_batches_tracked
+                .as_ref()
+                .unwrap()
+                .item::<i64>()
+                .unwrap(),
             64
         );
         assert_close(
@@ -468,12 +545,16 @@ fn layer_errors_name_the_layer_once() {
     );
     // Hidden states: PyTorch's `hidden0 has inconsistent hidden_size: got 5, expected 4`
     // and `Input batch size 2 doesn't match hidden1 batch size 3`.
-    let e = err(GRUCell::new(3, 4).unwrap().forward(&z(&[2, 3]), Some(&z(&[2, 5]))));
+    let e = err(GRUCell::new(3, 4)
+        .unwrap()
+        .forward(&z(&[2, 3]), Some(&z(&[2, 5]))));
     assert_eq!(
         e,
         "GRUCell: hidden0 has inconsistent hidden_size: got 5, expected 4"
     );
-    let e = err(RNNCell::new(3, 4).unwrap().forward(&z(&[2, 3]), Some(&z(&[3, 4]))));
+    let e = err(RNNCell::new(3, 4)
+        .unwrap()
+        .forward(&z(&[2, 3]), Some(&z(&[3, 4]))));
     assert_eq!(
         e,
         "RNNCell: Input batch size 2 doesn't match hidden0 batch size 3"
@@ -497,7 +578,16 @@ fn layer_errors_name_the_layer_once() {
         "Dropout3d: Expected 4D or 5D input, but received a 2D input of size [2, 3]"
     );
     // F.batch_norm / F.instance_norm through the core ops.
-    let e = err(F::batch_norm_with(&z(&[3]), None, None, None, None, true, 0.1, 1e-5));
+    let e = err(F::batch_norm_with(
+        &z(&[3]),
+        None,
+        None,
+        None,
+        None,
+        true,
+        0.1,
+        1e-5,
+    ));
     assert_eq!(e, "batch_norm: expected 2D or higher input (got 1D input)");
     // No message anywhere starts with its op twice.
     for e in [

@@ -110,10 +110,7 @@ pub fn batch_norm(
     if input.dim() < 2 {
         return Err(Error::op(
             op,
-            format!(
-                "expected 2D or higher input (got {}D input)",
-                input.dim()
-            ),
+            format!("expected 2D or higher input (got {}D input)", input.dim()),
         ));
     }
     let c = input.shape()[1];
