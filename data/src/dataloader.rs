@@ -6,8 +6,9 @@ use crate::dataset::{randperm, Dataset, IterableDataset};
 use kiln::{DType, Error, Generator, Result, Tensor};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// Batches of a map-style [`Dataset`].
 ///
@@ -37,7 +38,9 @@ use std::thread::JoinHandle;
 ///
 /// With `num_workers > 0`, batch `b` is built by worker thread `b % num_workers`, each worker
 /// running at most `prefetch_factor` batches ahead of the consumer; batches still arrive in
-/// order. Dropping the iterator mid-epoch stops and joins the workers. An error while
+/// order. Dropping the iterator mid-epoch stops the workers and joins them, except one still
+/// inside a `get` after a short grace period: that thread is detached and its batch
+/// discarded, so the drop returns promptly. An error while
 /// building a batch (a failing `get`, a mismatched `collate`, even a panic in user code) is
 /// that batch's `Err`; later batches still come.
 pub struct DataLoader<D, C = DefaultCollate> {
@@ -168,6 +171,13 @@ impl<D: Dataset + 'static, C> DataLoaderBuilder<D, C> {
                 "prefetch_factor should be a positive integer value, but got prefetch_factor=0",
             ));
         }
+        // PyTorch's RandomSampler rejects an empty dataset when the loader is built.
+        if self.shuffle && self.dataset.len() == 0 {
+            return Err(Error::op(
+                "DataLoader",
+                "num_samples should be a positive integer value, but got num_samples=0",
+            ));
+        }
         Ok(DataLoader {
             dataset: self.dataset,
             collate: Arc::new(self.collate),
@@ -269,6 +279,7 @@ impl<D: Dataset + 'static, C: CollateFn<D::Item>> DataLoader<D, C> {
         } else {
             let workers = self.num_workers.min(count.max(1));
             let stop = Arc::new(AtomicBool::new(false));
+            let finished = Arc::new((Mutex::new(0usize), Condvar::new()));
             let mut receivers = Vec::with_capacity(workers);
             let mut handles = Vec::with_capacity(workers);
             for w in 0..workers {
@@ -277,6 +288,7 @@ impl<D: Dataset + 'static, C: CollateFn<D::Item>> DataLoader<D, C> {
                 let collate = Arc::clone(&self.collate);
                 let batches = Arc::clone(&batches);
                 let worker_stop = Arc::clone(&stop);
+                let done = Finished(Arc::clone(&finished));
                 let spawned = std::thread::Builder::new()
                     .name(format!("kiln-data-worker-{w}"))
                     .spawn(move || {
@@ -285,10 +297,14 @@ impl<D: Dataset + 'static, C: CollateFn<D::Item>> DataLoader<D, C> {
                                 break;
                             }
                             let r = build_batch(&*dataset, &*collate, batches.get(b), Some(w));
+                            // After a shutdown the receiver is gone: the batch is dropped.
                             if tx.send(r).is_err() {
                                 break;
                             }
                         }
+                        // Let go of the dataset before saying so.
+                        drop((dataset, collate, batches, tx));
+                        drop(done);
                     });
                 match spawned {
                     Ok(h) => {
@@ -300,6 +316,7 @@ impl<D: Dataset + 'static, C: CollateFn<D::Item>> DataLoader<D, C> {
                             receivers,
                             handles,
                             stop,
+                            finished,
                         };
                         started.shut_down();
                         return DataLoaderIter {
@@ -317,6 +334,7 @@ impl<D: Dataset + 'static, C: CollateFn<D::Item>> DataLoader<D, C> {
                 receivers,
                 handles,
                 stop,
+                finished,
             })
         };
         DataLoaderIter {
@@ -362,21 +380,65 @@ impl<D: Dataset + 'static, C: CollateFn<D::Item>> IntoIterator for &DataLoader<D
     }
 }
 
+/// How long a shutdown waits for workers to finish the batch they are building before
+/// leaving them behind (PyTorch waits up to its `MP_STATUS_CHECK_INTERVAL` per worker and
+/// then terminates it; a thread cannot be terminated).
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(250);
+
+/// Counts finished workers; a worker's guard adds one when the worker ends, even by a panic.
+struct Finished(Arc<(Mutex<usize>, Condvar)>);
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        let (count, cv) = &*self.0;
+        *count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        cv.notify_all();
+    }
+}
+
 struct Workers<B> {
     receivers: Vec<Receiver<Result<B>>>,
     handles: Vec<JoinHandle<()>>,
     stop: Arc<AtomicBool>,
+    finished: Arc<(Mutex<usize>, Condvar)>,
 }
 
 impl<B> Workers<B> {
-    /// Tells the workers to stop, unblocks any waiting to send (by dropping the receivers)
-    /// and joins them. A worker in the middle of a batch finishes that batch first.
+    /// Tells the workers to stop and unblocks any waiting to send (by dropping the
+    /// receivers); waits up to [`SHUTDOWN_GRACE`] for them to finish the batch they are
+    /// building, joins those that did, and detaches the rest: a worker stuck in a slow or
+    /// never-returning `get` is left to finish on its own (it then finds the channel closed,
+    /// drops its batch and exits). Returns promptly either way.
     fn shut_down(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         self.receivers.clear();
+        if self.handles.is_empty() {
+            return;
+        }
+        let deadline = Instant::now() + SHUTDOWN_GRACE;
+        let (count, cv) = &*self.finished;
+        let mut done = count.lock().unwrap_or_else(|e| e.into_inner());
+        while *done < self.handles.len() {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            done = cv
+                .wait_timeout(done, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        let all_done = *done >= self.handles.len();
+        drop(done);
         for h in self.handles.drain(..) {
-            // Workers catch panics from user code, so a join error cannot carry one.
-            let _ = h.join();
+            if all_done || h.is_finished() {
+                // Workers catch panics from user code, so a join error cannot carry one.
+                let _ = h.join();
+            } else {
+                // Finished its work or not, it holds nothing the caller waits on; dropping
+                // the handle detaches it.
+                drop(h);
+            }
         }
     }
 }

@@ -18,6 +18,9 @@ impl Module for Box<dyn Layer> {
     fn type_name(&self) -> &'static str {
         (**self).type_name()
     }
+    fn optional_state_keys(&self) -> &'static [&'static str] {
+        (**self).optional_state_keys()
+    }
 }
 
 impl Forward for Box<dyn Layer> {

@@ -62,7 +62,7 @@ fn channel_dropout(
         return Err(Error::op(
             layer,
             format!(
-                "{layer}: Expected {}D or {}D input, but received a {d}D input of size {:?}",
+                "Expected {}D or {}D input, but received a {d}D input of size {:?}",
                 spatial + 1,
                 spatial + 2,
                 input.shape()

@@ -3,6 +3,7 @@
 use crate::module::Forward;
 use crate::Module;
 use kiln::{no_grad, DType, Error, Result, Tensor};
+use std::collections::HashMap;
 
 /// The keyword arguments of `nn.Embedding` after the two sizes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -128,25 +129,99 @@ impl Embedding {
     }
 }
 
+/// The ids of `indices` (int64 or int32, any shape, any device) on the host, flattened.
+fn host_ids(op: &str, indices: &Tensor) -> Result<Vec<i64>> {
+    if indices.dtype() != DType::I64 && indices.dtype() != DType::I32 {
+        return Err(Error::op(
+            op,
+            format!(
+                "Expected tensor for argument #2 'indices' to have one of the following scalar types: Long, Int; but got {} instead",
+                indices.dtype().scalar_type_name()
+            ),
+        ));
+    }
+    indices.to_dtype(DType::I64)?.contiguous()?.to_vec::<i64>()
+}
+
 /// PyTorch's `embedding_renorm_(weight, indices, max_norm, norm_type)`: every row that
 /// `indices` reads and whose norm exceeds `max_norm` is scaled by `max_norm / (norm + 1e-7)`,
-/// in place and outside autograd.
+/// in place and outside autograd. Only the distinct rows read are touched (no
+/// `ids × num_embeddings` one-hot). PyTorch visits the ids sorted and `select`s each row, so
+/// an id outside `[-n, n)` is its `select()` error; every id is checked before any row
+/// changes. A negative id in `[-n, 0)` is left to the lookup, which rejects it ("index out of
+/// range in self"), and nothing is renormalised (PyTorch's `select` would first wrap it and
+/// rescale that row).
 pub(crate) fn embedding_renorm_(
     weight: &Tensor,
     indices: &Tensor,
     max_norm: f64,
     norm_type: f64,
 ) -> Result<()> {
+    const OP: &str = "embedding_renorm_";
     let _g = no_grad();
-    let n = weight.shape().first().copied().unwrap_or(0) as i64;
-    let flat = indices.reshape([-1])?;
-    let used = kiln::one_hot_with(&flat, n)?.sum_dim(&[0])?.gt_scalar(0)?;
-    let norms = kiln::linalg_vector_norm_with(weight, norm_type, Some(&[1]), false, None)?;
-    let ones = norms.ones_like()?;
-    let shrink = norms.add_scalar(1e-7)?.reciprocal()?.mul_scalar(max_norm)?;
-    let scale = kiln::where_cond(&norms.gt_scalar(max_norm)?, &shrink, &ones)?;
-    let scale = kiln::where_cond(&used, &scale, &ones)?;
-    weight.copy_(&weight.mul(&scale.unsqueeze(1)?)?)?;
+    if weight.dim() != 2 {
+        return Err(Error::op(OP, "'weight' must be 2-D"));
+    }
+    let (n, d) = (weight.shape()[0], weight.shape()[1]);
+    let mut rows = host_ids(OP, indices)?;
+    rows.sort_unstable();
+    rows.dedup();
+    let (Some(&lo), Some(&hi)) = (rows.first(), rows.last()) else {
+        return Ok(());
+    };
+    let ni = n as i64;
+    let bad = if lo < -ni {
+        Some(lo)
+    } else if hi >= ni {
+        rows.iter().copied().find(|&i| i >= ni)
+    } else {
+        None
+    };
+    if let Some(bad) = bad {
+        return Err(Error::op(
+            OP,
+            format!(
+                "select(): index {bad} out of range for tensor of size [{n}, {d}] at dimension 0"
+            ),
+        ));
+    }
+    if lo < 0 {
+        return Ok(());
+    }
+    let device = weight.device();
+    let read = Tensor::from_vec(rows.clone(), &[rows.len()])?.to_device(device)?;
+    let picked = weight.index_select(0, &read)?;
+    let norms = kiln::linalg_vector_norm_with(&picked, norm_type, Some(&[1]), false, None)?
+        .to_dtype(DType::F64)?
+        .to_vec::<f64>()?;
+    let (mut hit, mut scale) = (Vec::new(), Vec::new());
+    for (k, &norm) in norms.iter().enumerate() {
+        if norm > max_norm {
+            hit.push(k as i64);
+            scale.push(max_norm / (norm + 1e-7));
+        }
+    }
+    if hit.is_empty() {
+        return Ok(());
+    }
+    // `row *= scale` with a double scale: computed in the row's opmath type.
+    let wdt = weight.dtype();
+    let opmath = if wdt == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    let k = hit.len();
+    let hit = Tensor::from_vec(hit, &[k])?.to_device(device)?;
+    let scale = Tensor::from_vec(scale, &[k, 1])?
+        .to_dtype(opmath)?
+        .to_device(device)?;
+    let rescaled = picked
+        .index_select(0, &hit)?
+        .to_dtype(opmath)?
+        .mul(&scale)?
+        .to_dtype(wdt)?;
+    weight.index_put_(&[Some(&read.index_select(0, &hit)?)], &rescaled)?;
     Ok(())
 }
 
@@ -171,9 +246,11 @@ impl Forward for Embedding {
 }
 
 /// `embedding` with PyTorch's `scale_grad_by_freq`: each looked-up row's gradient is divided
-/// by how often its index occurs in `indices`. The core op has no such flag, so the scaling
-/// rides on a zero-valued term: `out + (s·out − detach(s·out))` is exactly `out`, and its
-/// gradient is `s·grad`.
+/// by how often its index occurs in `indices`. The core op has no such flag, so a gradient
+/// hook on the lookup multiplies each position's gradient by `1 / count(its id)` before it
+/// is summed into the weight's rows (as PyTorch's `embedding_dense_backward` scales each
+/// term); the forward value is the lookup itself. Counts are per distinct id (no
+/// `ids × num_embeddings` one-hot).
 pub(crate) fn embedding_scaled(
     weight: &Tensor,
     indices: &Tensor,
@@ -184,15 +261,20 @@ pub(crate) fn embedding_scaled(
     if !scale_grad_by_freq || !out.requires_grad() {
         return Ok(out);
     }
-    let flat = indices.reshape([-1])?;
-    let n = weight.shape().first().copied().unwrap_or(0) as i64;
-    let counts = kiln::one_hot_with(&flat, n)?.sum_dim(&[0])?;
-    let scale = counts
-        .to_dtype(out.dtype())?
-        .reciprocal()?
-        .index_select(0, &flat)?;
-    let mut shape: Vec<i64> = indices.shape().iter().map(|&d| d as i64).collect();
+    let ids = host_ids("embedding", indices)?;
+    let mut counts: HashMap<i64, u64> = HashMap::with_capacity(ids.len().min(1 << 20));
+    for &i in &ids {
+        *counts.entry(i).or_default() += 1;
+    }
+    let scale: Vec<f64> = ids.iter().map(|i| 1.0 / counts[i] as f64).collect();
+    let mut shape: Vec<usize> = indices.shape().to_vec();
     shape.push(1);
-    let scaled = out.mul(&scale.reshape(&shape)?)?;
-    out.detach().add(&scaled.sub(&scaled.detach())?)
+    let scale = Tensor::from_vec(scale, &shape)?
+        .to_dtype(out.dtype())?
+        .to_device(out.device())?;
+    out.register_hook(move |g| g.mul(&scale).ok())?;
+    // The caller sees a view of the hooked tensor, so its own hooks get the unscaled
+    // gradient, as in PyTorch.
+    let dims: Vec<i64> = out.shape().iter().map(|&d| d as i64).collect();
+    out.view(&dims)
 }

@@ -204,6 +204,13 @@ pub trait Module {
     fn type_name(&self) -> &'static str {
         std::any::type_name::<Self>()
     }
+    /// Names of this module's own tensors (not its children's) that `load_state_dict` lets
+    /// a state dict leave out, keeping the module's current value there: what PyTorch's
+    /// `_load_from_state_dict` overrides fill in. BatchNorm's `num_batches_tracked` is one
+    /// (checkpoints written before PyTorch added it lack it). None by default.
+    fn optional_state_keys(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// A dotted-name builder shared by the visitors here.

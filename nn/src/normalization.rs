@@ -1,6 +1,6 @@
 //! `BatchNorm1d/2d/3d`, `GroupNorm`, `RMSNorm`.
 
-use crate::module::Forward;
+use crate::module::{BufferField, Forward, ModuleField, Visitor, VisitorMut};
 use crate::Module;
 use kiln::{no_grad, DType, Error, Result, Tensor};
 
@@ -37,22 +37,47 @@ impl BatchNormOptions {
 /// affine; buffers `running_mean` (zeros), `running_var` (ones) and `num_batches_tracked`
 /// (int64 0) when tracking running stats. In training the batch's statistics normalize and
 /// the running ones are updated in place (`running = (1 - m)·running + m·batch`, the variance
-/// unbiased); in evaluation the running ones normalize.
-#[derive(Module)]
-#[module(crate = crate)]
+/// unbiased); in evaluation the running ones normalize. Threads may share one layer in
+/// training: each pass's counter and running-statistic updates are atomic.
+///
+/// `load_state_dict` accepts a state dict without `num_batches_tracked` and keeps the
+/// layer's own counter, as PyTorch's `_NormBase._load_from_state_dict` does for checkpoints
+/// written before the buffer existed.
 pub struct BatchNorm<const D: usize> {
     pub weight: Option<Tensor>,
     pub bias: Option<Tensor>,
-    #[module(buffer)]
     pub running_mean: Option<Tensor>,
-    #[module(buffer)]
     pub running_var: Option<Tensor>,
-    #[module(buffer)]
     pub num_batches_tracked: Option<Tensor>,
     pub num_features: usize,
-    #[module(skip)]
     pub options: BatchNormOptions,
     pub training: bool,
+}
+
+// Written out (not derived) for `optional_state_keys`.
+impl<const D: usize> Module for BatchNorm<D> {
+    fn visit(&self, v: &mut dyn Visitor) {
+        self.weight.visit_field("weight", v);
+        self.bias.visit_field("bias", v);
+        self.running_mean.visit_buffer("running_mean", v);
+        self.running_var.visit_buffer("running_var", v);
+        self.num_batches_tracked
+            .visit_buffer("num_batches_tracked", v);
+        v.training(self.training);
+    }
+    fn visit_mut(&mut self, v: &mut dyn VisitorMut) -> Result<()> {
+        self.weight.visit_field_mut("weight", v)?;
+        self.bias.visit_field_mut("bias", v)?;
+        self.running_mean.visit_buffer_mut("running_mean", v)?;
+        self.running_var.visit_buffer_mut("running_var", v)?;
+        self.num_batches_tracked
+            .visit_buffer_mut("num_batches_tracked", v)?;
+        v.training(&mut self.training);
+        Ok(())
+    }
+    fn optional_state_keys(&self) -> &'static [&'static str] {
+        &["num_batches_tracked"]
+    }
 }
 
 pub type BatchNorm1d = BatchNorm<1>;
@@ -160,9 +185,12 @@ impl<const D: usize> Forward for BatchNorm<D> {
         if self.training && o.track_running_stats {
             if let Some(n) = &self.num_batches_tracked {
                 let _g = no_grad();
-                let count = n.item::<i64>()? + 1;
-                n.fill_(count)?;
-                factor = o.momentum.unwrap_or(1.0 / count as f64);
+                // In place (read and written under the buffer's lock), as PyTorch's `add_`:
+                // threads sharing the layer each count their pass.
+                n.add_scalar_(1)?;
+                if o.momentum.is_none() {
+                    factor = 1.0 / n.item::<i64>()? as f64;
+                }
             }
         }
         let bn_training =

@@ -329,9 +329,12 @@ impl RnnBase {
             3 => true,
             2 => false,
             d => {
+                // The message after the layer's name, as PyTorch words it (its RNN says
+                // "tensor").
                 let shape = input.shape();
+                let what = if name == "RNN" { "D tensor" } else { "D" };
                 let msg = format!(
-                    "{name}: Expected input to be 2D or 3D, got {d}D instead (input of shape {shape:?})"
+                    "Expected input to be 2D or 3D, got {d}{what} instead (input of shape {shape:?})"
                 );
                 return Err(Error::op(name, msg));
             }
@@ -380,7 +383,7 @@ impl RnnBase {
                         Some(if batched { c.clone() } else { c.unsqueeze(1)? })
                     }
                     (true, None) => {
-                        return Err(Error::op(name, "LSTM needs both h_0 and c_0"));
+                        return Err(Error::op(name, "needs both h_0 and c_0"));
                     }
                     (false, _) => None,
                 };
@@ -635,7 +638,7 @@ fn cell_inputs(
             return Err(Error::op(
                 name,
                 format!(
-                    "{name}: Expected input to be 1D or 2D, got {d}D instead (input of shape {:?})",
+                    "Expected input to be 1D or 2D, got {d}D instead (input of shape {:?})",
                     input.shape()
                 ),
             ))
@@ -657,32 +660,53 @@ fn cell_inputs(
         input.unsqueeze(0)?
     };
     let n = x.shape()[0];
+    // PyTorch's checks and messages (`hidden{i}` is the i-th state: h, then c for LSTMCell).
     let mut out = Vec::new();
-    for s in states {
-        out.push(match s {
-            None => None,
-            Some(s) => {
-                let want: Vec<usize> = if batched {
-                    vec![n, hidden_size]
-                } else {
-                    vec![hidden_size]
-                };
-                if s.shape() != want.as_slice() {
-                    return Err(Error::op(
-                        name,
-                        format!(
-                            "{name}: Expected hidden state of shape {want:?}, got {:?}",
-                            s.shape()
-                        ),
-                    ));
-                }
-                Some(if batched {
-                    (*s).clone()
-                } else {
-                    s.unsqueeze(0)?
-                })
-            }
-        });
+    for (i, s) in states.iter().enumerate() {
+        let Some(s) = s else {
+            out.push(None);
+            continue;
+        };
+        let d = s.dim();
+        if d != 1 && d != 2 {
+            let what = if name == "LSTMCell" {
+                format!("hx[{i}]")
+            } else {
+                "hidden".to_string()
+            };
+            return Err(Error::op(
+                name,
+                format!("Expected {what} to be 1D or 2D, got {d}D instead"),
+            ));
+        }
+        let s = if batched {
+            (*s).clone()
+        } else {
+            s.unsqueeze(0)?
+        };
+        if s.dim() != 2 {
+            return Err(Error::op(
+                name,
+                format!(
+                    "Expected 2D hidden{i} (batch x hidden_size), but got {}D tensor",
+                    s.dim()
+                ),
+            ));
+        }
+        let (hb, hs) = (s.shape()[0], s.shape()[1]);
+        if hb != n {
+            return Err(Error::op(
+                name,
+                format!("Input batch size {n} doesn't match hidden{i} batch size {hb}"),
+            ));
+        }
+        if hs != hidden_size {
+            return Err(Error::op(
+                name,
+                format!("hidden{i} has inconsistent hidden_size: got {hs}, expected {hidden_size}"),
+            ));
+        }
+        out.push(Some(s));
     }
     Ok((batched, x, out))
 }

@@ -69,6 +69,7 @@ pub(crate) fn load_into<M: Module + ?Sized>(
     struct Load<'a> {
         path: Path,
         state: &'a StateDict,
+        optional: &'a [String],
         seen: Vec<String>,
         missing: Vec<String>,
         errors: Vec<String>,
@@ -77,6 +78,7 @@ pub(crate) fn load_into<M: Module + ?Sized>(
         fn tensor(&mut self, name: &str, _: TensorKind, t: &mut Tensor) -> Result<()> {
             let key = self.path.join(name);
             match self.state.get(&key) {
+                None if self.optional.contains(&key) => {}
                 None => self.missing.push(key),
                 Some(src) => {
                     self.seen.push(key.clone());
@@ -121,9 +123,23 @@ pub(crate) fn load_into<M: Module + ?Sized>(
             }
         }
     }
+    // Keys a module lets a state dict leave out (its `optional_state_keys`), by full name.
+    let mut optional: Vec<String> = m
+        .optional_state_keys()
+        .iter()
+        .map(|k| k.to_string())
+        .collect();
+    m.for_each_module(&mut |prefix, child| {
+        optional.extend(
+            child
+                .optional_state_keys()
+                .iter()
+                .map(|k| format!("{prefix}.{k}")),
+        )
+    });
     let missing: Vec<String> = expected
         .keys()
-        .filter(|k| !state.contains_key(k))
+        .filter(|k| !state.contains_key(k) && !optional.iter().any(|o| o == k))
         .map(String::from)
         .collect();
     let unexpected: Vec<String> = state
@@ -152,6 +168,7 @@ pub(crate) fn load_into<M: Module + ?Sized>(
     let mut load = Load {
         path: Path::default(),
         state,
+        optional: &optional,
         seen: Vec::new(),
         missing: Vec::new(),
         errors: Vec::new(),

@@ -58,10 +58,34 @@ fn check_channels(op: &str, name: &str, v: Option<&Tensor>, c: usize) -> Result<
     }
 }
 
-/// Writes `value` (any shape with the same elements) into `stat`, outside autograd.
-fn write_stat(stat: &Tensor, value: &Tensor) -> Result<()> {
+/// Locks serialising running-statistic updates, picked by the statistic's storage: a
+/// read-modify-write of one statistic by two threads (a BatchNorm shared between them) must
+/// not lose either update. Only the small `[C]` update runs under the lock, and no code
+/// takes two of these at once.
+static STAT_LOCKS: [std::sync::Mutex<()>; 64] = [const { std::sync::Mutex::new(()) }; 64];
+
+/// `stat = (1 - momentum) * stat + momentum * batch` in place, outside autograd, with
+/// the kernel's arithmetic (in `batch`'s dtype, the opmath one: `1 - momentum` rounded
+/// there, then the two products rounded and added), atomic with respect to other updates of
+/// `stat`. The write leaves `stat`'s version alone, as PyTorch's kernel does (autograd may
+/// have saved it).
+fn update_stat(stat: &Tensor, batch: &Tensor, momentum: f64) -> Result<()> {
     let _g = crate::no_grad();
-    stat.copy_data_from(&value.detach().reshape(i64s(stat.shape()))?)
+    let dt = batch.dtype();
+    let keep = if dt == DType::F64 {
+        1.0 - momentum
+    } else {
+        (1.0f32 - momentum as f32) as f64
+    };
+    let batch = batch.detach().reshape(i64s(stat.shape()))?;
+    let key = std::sync::Arc::as_ptr(stat.storage()) as usize;
+    let lock = &STAT_LOCKS[(key >> 6) % STAT_LOCKS.len()];
+    let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
+    let new = stat
+        .to_dtype(dt)?
+        .mul_scalar(keep)?
+        .add_with(&batch, momentum)?;
+    stat.copy_data_from(&new)
 }
 
 /// `batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
@@ -99,10 +123,7 @@ pub fn batch_norm(
     if input.dim() < 2 {
         return Err(Error::op(
             op,
-            format!(
-                "batch_norm: expected 2D or higher input (got {}D input)",
-                input.dim()
-            ),
+            format!("expected 2D or higher input (got {}D input)", input.dim()),
         ));
     }
     let c = input.shape()[1];
@@ -159,23 +180,31 @@ pub fn native_batch_norm(
     momentum: f64,
     eps: f64,
 ) -> Result<(Tensor, Tensor, Tensor)> {
-    let (out, save_mean, save_invstd, new_mean, new_var) = {
-        let _g = crate::no_grad();
-        crate::_native_batch_norm_legit_functional(
-            input,
-            weight,
-            bias,
-            running_mean,
-            running_var,
-            training,
-            momentum,
-            eps,
-        )?
+    // In training the kernel is given zeros for the running statistics and momentum 1, so
+    // the "new running statistics" it returns are exactly the batch mean and unbiased
+    // variance (`0 * 0 + 1 * batch`); `update_stat` then folds them into the real ones in
+    // one locked step. (Handing the kernel the real statistics and writing its result back
+    // would drop an update another thread made in between.)
+    let fresh = |t: Option<&Tensor>| t.map(|t| t.zeros_like()).transpose();
+    let (zero_mean, zero_var) = if training {
+        (fresh(running_mean)?, fresh(running_var)?)
+    } else {
+        (None, None)
     };
-    if training {
-        for (stat, value) in [(running_mean, &new_mean), (running_var, &new_var)] {
+    let (rm, rv, m) = if training {
+        (zero_mean.as_ref(), zero_var.as_ref(), 1.0)
+    } else {
+        (running_mean, running_var, momentum)
+    };
+    let (out, save_mean, save_invstd, batch_mean, batch_var) = {
+        let _g = crate::no_grad();
+        crate::_native_batch_norm_legit_functional(input, weight, bias, rm, rv, training, m, eps)?
+    };
+    // An empty batch leaves the running statistics as they are (the kernel's rule).
+    if training && input.numel() > 0 {
+        for (stat, value) in [(running_mean, &batch_mean), (running_var, &batch_var)] {
             if let Some(s) = stat {
-                write_stat(s, value)?;
+                update_stat(s, value, momentum)?;
             }
         }
     }
@@ -297,7 +326,7 @@ pub fn instance_norm(
         return Err(Error::op(
             op,
             format!(
-                "instance_norm: expected an input with at least 3 dims [N, C, *], got {:?}",
+                "expected an input with at least 3 dims [N, C, *], got {:?}",
                 input.shape()
             ),
         ));
