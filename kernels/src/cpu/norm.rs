@@ -1193,6 +1193,11 @@ where
         let mean: Vec<Acc<T>> = mv.chunks_exact(2).map(|o| o[0]).collect();
         let var: Vec<Acc<T>> = mv.chunks_exact(2).map(|o| o[1].div(cf)).collect();
         let invstd: Vec<Acc<T>> = var.iter().map(|v| v.add(epsc).sqrt().recip()).collect();
+        // PyTorch's CPU kernel keeps the batch statistics of a half input in its dtype and
+        // normalizes with those rounded values: round them the same way (a no-op for f32 and
+        // f64, where `down` is the identity).
+        let mean: Vec<Acc<T>> = mean.iter().map(|&m| T::down(m).up()).collect();
+        let invstd: Vec<Acc<T>> = invstd.iter().map(|&v| T::down(v).up()).collect();
         contiguous_out(&mut save_mean)?.copy_from_slice(&mean);
         contiguous_out(&mut save_invstd)?.copy_from_slice(&invstd);
         let mom = <Acc<T> as Arith>::from_f64(momentum);
