@@ -371,7 +371,18 @@ pub fn div_mode(t: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Resu
         }
     };
     if result.is_floating_point() {
-        return round(t.to_dtype(result)?.div(&other.to_dtype(result)?)?);
+        let (a, b) = (t.to_dtype(result)?, other.to_dtype(result)?);
+        if matches!(result, DType::F16 | DType::BF16) {
+            // PyTorch's CPU kernels: 'trunc' truncates the quotient already rounded to the
+            // half dtype (`trunc(a / b)` on half scalars); 'floor' computes
+            // `div_floor_floating` in float32 and rounds once.
+            if mode == "trunc" {
+                return a.div(&b)?.trunc();
+            }
+            let q = a.to_dtype(DType::F32)?.div(&b.to_dtype(DType::F32)?)?;
+            return round(q)?.to_dtype(result);
+        }
+        return round(a.div(&b)?);
     }
     if other.numel() > 0 && other.eq_scalar(0)?.any()?.item::<bool>()? {
         return Err(Error::op(op, "ZeroDivisionError"));

@@ -46,16 +46,20 @@ pub fn kl_div(t: &Tensor, target: &Tensor, reduction: i64, log_target: bool) -> 
 /// `cosine_similarity(x2, dim, eps)`: `x1 . x2 / sqrt(max(|x1|^2 |x2|^2, eps^2))` along
 /// `dim`, after broadcasting the two.
 pub fn cosine_similarity(x1: &Tensor, x2: &Tensor, dim: i64, eps: f64) -> Result<Tensor> {
+    // PyTorch's formula: each input divided by its norm (clamped to eps), then the sum of
+    // the products, so half inputs neither overflow nor round a product of sums of squares.
     let prod = x1.mul(x2)?;
     let (x1, x2) = (&x1.expand_as(&prod)?, &x2.expand_as(&prod)?);
-    let dot = crate::sum_dim_with(&prod, &[dim], false, None)?;
-    let n1 = crate::sum_dim_with(&x1.mul(x1)?, &[dim], false, None)?;
-    let n2 = crate::sum_dim_with(&x2.mul(x2)?, &[dim], false, None)?;
-    let denom = n1
-        .mul(&n2)?
-        .clamp_with(Some((eps * eps).into()), None)?
-        .sqrt()?;
-    dot.div(&denom)
+    let norm = |x: &Tensor| {
+        crate::linalg_vector_norm_with(x, 2.0, Some(&[dim]), true, None)?
+            .clamp_with(Some(eps.into()), None)
+    };
+    crate::sum_dim_with(
+        &x1.div(&norm(x1)?)?.mul(&x2.div(&norm(x2)?)?)?,
+        &[dim],
+        false,
+        None,
+    )
 }
 
 /// `pairwise_distance(x2, p, eps, keepdim)`: the p-norm of `x1 - x2 + eps` along the last
@@ -67,15 +71,10 @@ pub fn pairwise_distance(
     eps: f64,
     keepdim: bool,
 ) -> Result<Tensor> {
-    let d = x1.sub(x2)?.add_scalar(eps)?.abs()?;
-    let last = [-1i64];
-    if p == 2.0 {
-        return crate::sum_dim_with(&d.mul(&d)?, &last, keepdim, None)?.sqrt();
-    }
-    if p == 1.0 {
-        return crate::sum_dim_with(&d, &last, keepdim, None);
-    }
-    crate::sum_dim_with(&d.pow_scalar(p)?, &last, keepdim, None)?.pow_scalar(1.0 / p)
+    // PyTorch's `norm(x1 - x2 + eps, p, -1, keepdim)`: one norm kernel, which accumulates
+    // half inputs in float32 and rounds once.
+    let d = x1.sub(x2)?.add_scalar(eps)?;
+    crate::linalg_vector_norm_with(&d, p, Some(&[-1]), keepdim, None)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -279,21 +278,18 @@ pub fn binary_cross_entropy_with_logits(
 ) -> Result<Tensor> {
     let op = "binary_cross_entropy_with_logits";
     check_same_shape(op, input, target)?;
-    let softplus_neg = input
-        .abs()?
-        .neg()?
-        .exp()?
-        .log1p()?
-        .add(&input.neg()?.clamp_with(Some(Scalar::Int(0)), None)?)?;
-    let scale = match pos_weight {
-        Some(pw) => pw.sub_scalar(1)?.mul(target)?.add_scalar(1)?,
-        None => target.ones_like()?,
-    };
+    // PyTorch's composite, op by op (a half input rounds after each, as there):
+    // (1 - t) * x - log_sigmoid(x) * (1 + (pos_weight - 1) * t).
+    let mut log_sigmoid_input = crate::log_sigmoid(input)?;
+    if let Some(pw) = pos_weight {
+        let log_weight = pw.sub_scalar(1)?.mul(target)?.add_scalar(1)?;
+        log_sigmoid_input = log_sigmoid_input.mul(&log_weight)?;
+    }
     let loss = target
         .neg()?
         .add_scalar(1)?
         .mul(input)?
-        .add(&scale.mul(&softplus_neg)?)?;
+        .sub(&log_sigmoid_input)?;
     let loss = match weight {
         Some(w) => loss.mul(w)?,
         None => loss,
@@ -468,9 +464,11 @@ pub fn triplet_margin_loss(
         let dist_swap = pairwise_distance(positive, negative, p, eps, false)?;
         dist_neg = dist_neg.minimum(&dist_swap)?;
     }
+    // PyTorch's order, `clamp_min(margin + dist_pos - dist_neg, 0)` (half inputs round after
+    // each op).
     let loss = dist_pos
-        .sub(&dist_neg)?
         .add_scalar(margin)?
+        .sub(&dist_neg)?
         .clamp_with(Some(Scalar::Int(0)), None)?;
     reduce_loss(op, loss, reduction)
 }

@@ -339,10 +339,13 @@ pub fn instance_norm(
         v.map(|t| t.repeat([n as i64])).transpose()
     };
     let (rm, rv) = (repeat(running_mean)?, repeat(running_var)?);
+    // As PyTorch: the affine parameters repeated per instance go into the one batch norm
+    // (a half input is then rounded once, not again after a separate scale and shift).
+    let (w, b) = (repeat(weight)?, repeat(bias)?);
     let y = batch_norm(
         &x,
-        None,
-        None,
+        w.as_ref(),
+        b.as_ref(),
         rm.as_ref(),
         rv.as_ref(),
         use_input_stats,
@@ -358,21 +361,7 @@ pub fn instance_norm(
             s.copy_data_from(&mean)?;
         }
     }
-    let y = y.reshape(i64s(input.shape()))?;
-    let nd = input.dim();
-    let per_channel = |v: &Tensor| -> Result<Tensor> {
-        let mut shape = vec![1i64; nd];
-        shape[1] = -1;
-        v.to_dtype(input.dtype())?.reshape(&shape)
-    };
-    let y = match weight {
-        Some(w) => y.mul(&per_channel(w)?)?,
-        None => y,
-    };
-    match bias {
-        Some(b) => y.add(&per_channel(b)?),
-        None => Ok(y),
-    }
+    y.reshape(i64s(input.shape()))
 }
 
 /// `rms_norm(input, normalized_shape, weight, eps)`: `x / sqrt(mean(x²) + eps) * weight`

@@ -495,8 +495,12 @@ fn close(a: f64, e: f64, rtol: f64, atol: f64) -> bool {
 /// Asserts `actual` (on any device) matches `expected` in shape and, within the dtype's
 /// tolerance, in value.
 pub fn assert_close(actual: &Tensor, expected: &RefTensor, ctx: &str) {
+    assert_close_with(actual, expected, ctx, tolerance(actual.dtype()))
+}
+
+/// [`assert_close`] with the tolerance `(rtol, atol)` given.
+fn assert_close_with(actual: &Tensor, expected: &RefTensor, ctx: &str, (rtol, atol): (f64, f64)) {
     assert_eq!(actual.shape(), expected.shape.as_slice(), "{ctx}: shape");
-    let (rtol, atol) = tolerance(actual.dtype());
     let got = values(actual);
     // A bool result holds "non-zero": True + True is True.
     let expected_data: Vec<f64> = if actual.dtype() == DType::Bool {
@@ -533,6 +537,34 @@ fn selected(info: &OpInfo, dtype: DType, edge: bool) -> Vec<Sample> {
     v
 }
 
+/// Ops whose f16/bf16 results PyTorch computes with intermediates rounded to the half dtype
+/// (its composites op by op, its CPU batch norm's statistics kept in the input's dtype), which
+/// kiln reproduces (`tests/parity_half_precision.rs` holds them to PyTorch's own half
+/// results). Against the float64 reference they get a looser absolute tolerance for half
+/// dtypes, as PyTorch's OpInfo entries for them carry `toleranceOverride`s: `(op, f16 atol,
+/// bf16 atol)`; rtol stays the dtype's default.
+const HALF_ATOL_OVERRIDES: &[(&str, f64, f64)] = &[
+    ("logit", 1e-3, 1e-2),
+    ("tanhshrink", 1e-3, 1e-2),
+    ("binary_cross_entropy_with_logits", 1e-3, 1e-2),
+    ("batch_norm", 1e-3, 1e-2),
+    ("native_batch_norm", 1e-3, 1e-2),
+    ("_native_batch_norm_legit_functional", 1e-3, 1e-2),
+    ("instance_norm", 1e-3, 1e-2),
+];
+
+/// The tolerance `(rtol, atol)` for an output of dtype `out` of `op` run in `dtype` against
+/// the float64 reference: an overridden op run in a half dtype has that dtype's tolerances on
+/// every output (its float32 statistics hold half-rounded values, as PyTorch's half ones do).
+fn reference_tolerance(op: &str, dtype: DType, out: DType) -> (f64, f64) {
+    let atol = match HALF_ATOL_OVERRIDES.iter().find(|(o, ..)| *o == op) {
+        Some(&(_, f16, _)) if dtype == DType::F16 => f16,
+        Some(&(_, _, bf16)) if dtype == DType::BF16 => bf16,
+        _ => return tolerance(out),
+    };
+    (tolerance(dtype).0, atol)
+}
+
 /// The op on `device` against the float64 reference computed from the CPU sample.
 fn check_against_reference(info: &OpInfo, s: &Sample, dtype: DType, device: Device) {
     let ctx = format!("{} [{dtype}, {device}] {}", info.name, s.desc);
@@ -540,7 +572,8 @@ fn check_against_reference(info: &OpInfo, s: &Sample, dtype: DType, device: Devi
     let refs = (info.reference)(s);
     assert_eq!(outs.len(), refs.len(), "{ctx}: number of outputs");
     for (i, (o, r)) in outs.iter().zip(&refs).enumerate() {
-        assert_close(o, r, &format!("{ctx} output {i}"));
+        let tol = reference_tolerance(info.name, dtype, o.dtype());
+        assert_close_with(o, r, &format!("{ctx} output {i}"), tol);
     }
 }
 

@@ -604,16 +604,24 @@ pub fn index_add<T: Element>(
     })?;
     let mut acc: Vec<T::Compute> = row_major(&self_).iter().map(|x| x.up()).collect();
     let src = row_major(&source);
+    // As PyTorch's CPU kernel, each source slice is added into `self` in turn, so a half
+    // dtype rounds after every addition (`down` is the identity for other dtypes): through
+    // `add_(source_slice, alpha)` (computed in float32) for a `self` of 2 or more dims, and
+    // as `self[i] += source[j] * alpha` on half scalars (the product rounded too) for 1-D.
+    let one_d = self_.layout.ndim() <= 1;
+    let round = |c: T::Compute| T::down(c).up();
     let alpha = <T::Compute as Arith>::from_f64(alpha);
+    let alpha = if one_d { round(alpha) } else { alpha };
     // The shape check makes `source` [outer, rows.len(), inner] around the same dim.
     let k = rows.len();
     for oi in 0..outer {
         for (r, &i) in rows.iter().enumerate() {
             let to = &mut acc[(oi * n + i) * inner..][..inner];
             let from = &src[(oi * k + r) * inner..][..inner];
-            to.iter_mut()
-                .zip(from)
-                .for_each(|(a, &s)| *a = a.add(alpha.mul(s.up())));
+            to.iter_mut().zip(from).for_each(|(a, &s)| {
+                let add = alpha.mul(s.up());
+                *a = round(a.add(if one_d { round(add) } else { add }));
+            });
         }
     }
     write_out(&mut out, &acc)

@@ -1076,11 +1076,10 @@ pub fn batch_norm_functional_meta(
     ])
 }
 
-/// `y = (x - mean_c) * scale_c + shift_c` over every plane of channel `c`.
+/// `y = x * scale_c + shift_c` over every plane of channel `c`.
 fn batch_transform<T: Element>(
     x: &[T],
     (c, hxw): (usize, usize),
-    mean: &[Acc<T>],
     scale: &[Acc<T>],
     shift: &[Acc<T>],
     y: &mut [T],
@@ -1093,9 +1092,9 @@ fn batch_transform<T: Element>(
         for (k, yp) in ys.chunks_mut(hxw).enumerate() {
             let p = t * per + k;
             let ch = p % c;
-            let (m, s, b) = (mean[ch], scale[ch], shift[ch]);
+            let (s, b) = (scale[ch], shift[ch]);
             for (o, v) in yp.iter_mut().zip(&x[p * hxw..(p + 1) * hxw]) {
-                *o = T::down(v.up().sub(m).mul(s).add(b));
+                *o = T::down(v.up().mul(s).add(b));
             }
         }
     };
@@ -1182,7 +1181,11 @@ where
         channel_sums((n, c, hxw), &x, &x, &mut mv, 2, &|_, p, _, o| {
             o[0] = o[0].add(sum1(p, |v: T| v.up()));
         });
-        mv.chunks_exact_mut(2).for_each(|o| o[0] = o[0].div(cf));
+        // PyTorch's CPU kernel keeps the batch statistics of a half input in its dtype: the
+        // mean is rounded before the variance is taken about it, and the inverse std below
+        // too, and those rounded values normalize (`down` is the identity for f32 and f64).
+        mv.chunks_exact_mut(2)
+            .for_each(|o| o[0] = T::down(o[0].div(cf)).up());
         channel_sums((n, c, hxw), &x, &x, &mut mv, 2, &|_, p, _, o| {
             let m = o[0];
             o[1] = o[1].add(sum1(p, |v: T| {
@@ -1193,6 +1196,7 @@ where
         let mean: Vec<Acc<T>> = mv.chunks_exact(2).map(|o| o[0]).collect();
         let var: Vec<Acc<T>> = mv.chunks_exact(2).map(|o| o[1].div(cf)).collect();
         let invstd: Vec<Acc<T>> = var.iter().map(|v| v.add(epsc).sqrt().recip()).collect();
+        let invstd: Vec<Acc<T>> = invstd.iter().map(|&v| T::down(v).up()).collect();
         contiguous_out(&mut save_mean)?.copy_from_slice(&mean);
         contiguous_out(&mut save_invstd)?.copy_from_slice(&invstd);
         let mom = <Acc<T> as Arith>::from_f64(momentum);
@@ -1231,17 +1235,16 @@ where
     let scale: Vec<Acc<T>> = (0..c)
         .map(|ch| invstd[ch].mul(w.as_deref().map_or(one, |w| w[ch])))
         .collect();
+    // PyTorch's `x * alpha + beta` with `beta = bias - mean * alpha`: the same value in exact
+    // arithmetic, and the same rounding as PyTorch's where outputs cancel to near zero.
     let shift: Vec<Acc<T>> = (0..c)
-        .map(|ch| b.as_deref().map_or(zero, |b| b[ch]))
+        .map(|ch| {
+            b.as_deref()
+                .map_or(zero, |b| b[ch])
+                .sub(mean[ch].mul(scale[ch]))
+        })
         .collect();
-    batch_transform(
-        &x,
-        (c, hxw),
-        &mean,
-        &scale,
-        &shift,
-        contiguous_out(&mut out)?,
-    );
+    batch_transform(&x, (c, hxw), &scale, &shift, contiguous_out(&mut out)?);
     Ok(())
 }
 

@@ -46,6 +46,34 @@ fn rows<C: FloatMath, const LOG: bool>(x: &[C], out: &mut [C], n: usize) {
     out.chunks_mut(n).for_each(normalize::<C, LOG>);
 }
 
+/// Log-softmax of each `n`-element row of a half type's values (widened to `T::Compute`), as
+/// PyTorch's CPU last-dim kernel computes it: the maximum and `Σ exp(x - max)` in float32,
+/// that sum rounded to `T` and its log rounded to `T` (PyTorch keeps both in the input's
+/// dtype), then `x - max - log_sum` in float32, which the caller rounds once. A row whose
+/// maximum dominates so gives exactly 0 at the maximum, as in PyTorch. (PyTorch's kernel
+/// along other dims, and its CUDA kernel, keep everything in float32, as kiln's do.)
+fn log_softmax_half_rows<T: Element>(x: &[T::Compute], out: &mut [T::Compute], n: usize)
+where
+    T::Compute: FloatMath,
+{
+    for (xr, or) in x.chunks(n).zip(out.chunks_mut(n)) {
+        let mut max = T::Compute::infinity().neg();
+        for &v in xr {
+            if v > max {
+                max = v;
+            }
+        }
+        let mut sum = <T::Compute as Arith>::zero();
+        for &v in xr {
+            sum = sum.add(v.sub(max).exp());
+        }
+        let log_sum = T::down(T::down(sum).up().ln()).up();
+        for (o, &v) in or.iter_mut().zip(xr) {
+            *o = v.sub(max).sub(log_sum);
+        }
+    }
+}
+
 /// Normalises one slice in place: softmax, or log-softmax when `LOG` (the scalar routine,
 /// for compute types [`rows`] has no vectorised kernel for).
 fn normalize<C: FloatMath, const LOG: bool>(row: &mut [C]) {
@@ -107,7 +135,11 @@ where
         let task = |t: usize, o: &mut [T]| {
             let xs: Vec<T::Compute> = x[t * per..][..o.len()].iter().map(|v| v.up()).collect();
             let mut ys = vec![<T::Compute as Arith>::zero(); o.len()];
-            rows::<_, LOG>(&xs, &mut ys, n);
+            if LOG {
+                log_softmax_half_rows::<T>(&xs, &mut ys, n);
+            } else {
+                rows::<_, LOG>(&xs, &mut ys, n);
+            }
             o.iter_mut().zip(ys).for_each(|(o, c)| *o = T::down(c));
         };
         if parallel {
