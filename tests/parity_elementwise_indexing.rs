@@ -10,7 +10,7 @@
 //! check); none is computed by kiln.
 
 use kiln::autograd::{grad, GradOptions};
-use kiln::{DType, Result, Tensor};
+use kiln::{DType, Result, Scalar, Tensor};
 
 #[track_caller]
 fn assert_err_contains<T: std::fmt::Debug>(r: Result<T>, needle: &str) {
@@ -147,6 +147,41 @@ fn relu6_on_integers_keeps_the_integer_dtype() -> Result<()> {
     let u = Tensor::from_slice(&[253u8, 0, 2, 5, 9], &[5])?;
     let r = kiln::relu6(&u)?;
     assert_eq!((r.dtype(), i64s(&r)), (DType::U8, vec![6, 0, 2, 5, 6]));
+    Ok(())
+}
+
+#[test]
+fn integer_bounds_beyond_the_dtype_saturate_or_raise_as_pytorch() -> Result<()> {
+    let u = Tensor::from_slice(&[0u8, 1, 2, 200], &[4])?;
+    let c = Tensor::from_slice(&[-3i8, 0, 5, 100], &[4])?;
+    let check = |r: Tensor, dtype: DType, want: &[i64]| {
+        assert_eq!((r.dtype(), i64s(&r)), (dtype, want.to_vec()));
+    };
+    // hardtanh u8 torch.uint8 [4] [0, 1, 1, 1]  (the default min -1 clamps nothing)
+    check(kiln::hardtanh(&u)?, DType::U8, &[0, 1, 1, 1]);
+    // hardtanh u8 -5 300 torch.uint8 [4] [0, 1, 2, 200]
+    check(kiln::hardtanh_with(&u, -5, 300)?, DType::U8, &[0, 1, 2, 200]);
+    // relu6 u8 torch.uint8 [4] [0, 1, 2, 6]
+    check(kiln::relu6(&u)?, DType::U8, &[0, 1, 2, 6]);
+    // hardtanh i8 -200 50 torch.int8 [4] [-3, 0, 5, 50]
+    check(kiln::hardtanh_with(&c, -200, 50)?, DType::I8, &[-3, 0, 5, 50]);
+    // clamp u8 -1 1 torch.uint8 [4] [0, 1, 1, 1]  (kiln wrapped -1 to 255 before)
+    check(u.clamp_with(Some(Scalar::Int(-1)), Some(Scalar::Int(1)))?, DType::U8, &[0, 1, 1, 1]);
+    // clamp i8 -200 300 torch.int8 [4] [-3, 0, 5, 100]
+    check(c.clamp_with(Some(Scalar::Int(-200)), Some(Scalar::Int(300)))?, DType::I8, &[-3, 0, 5, 100]);
+    // clamp_ i8 min=-200 max=4 torch.int8 [4] [-3, 0, 4, 4]
+    let t = c.clone_tensor()?;
+    t.clamp_with_(Some(Scalar::Int(-200)), Some(Scalar::Int(4)))?;
+    check(t, DType::I8, &[-3, 0, 4, 4]);
+    // clamp u8 max=-1 raises RuntimeError Clamp max value -1 is outside the representable range of Byte
+    assert_err_contains(
+        u.clamp_with(None, Some(Scalar::Int(-1))),
+        "Clamp max value -1 is outside the representable range of Byte",
+    );
+    assert_err_contains(
+        kiln::hardtanh_with(&u, 300, 400),
+        "Clamp min value 300 is outside the representable range of Byte",
+    );
     Ok(())
 }
 

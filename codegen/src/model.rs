@@ -166,6 +166,8 @@ pub struct Op {
     pub tags: Vec<String>,
     /// Composite computed in float32 for f16/bf16 inputs (`opmath: true`).
     pub opmath: bool,
+    /// Scalar arguments (bounds) that saturate at the compute dtype's range (`saturate:`).
+    pub saturate: Vec<String>,
     /// Vectorised CPU slice kernels of a pointwise op (`vectorized: <module>::<stem>`).
     pub vectorized: Option<Vectorized>,
 }
@@ -758,6 +760,12 @@ fn op_entry(
         }),
         None => None,
     };
+    if !r.saturate.is_empty() && !matches!(kind, Kind::Pointwise { .. }) {
+        return Err(nerr(
+            line,
+            format!("{}: `saturate:` is for pointwise ops (a structured kernel receives its Scalars as f64)", r.func),
+        ));
+    }
     if r.opmath && !matches!(kind, Kind::Composite { .. }) {
         return Err(nerr(
             line,
@@ -797,6 +805,7 @@ fn op_entry(
         doc: r.doc,
         tags: r.tags,
         opmath: r.opmath,
+        saturate: r.saturate,
         vectorized,
     };
     check_sources(&op, &r.func, kernels)?;
@@ -869,6 +878,16 @@ fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), Model
                         "{func}: a pointwise kernel takes tensors, Scalar, Scalar?, float and str arguments; argument `{}` is {:?} (drop the pointwise tag and write a structured kernel)",
                         a.name, a.kind
                     ),
+                ));
+            }
+            if let Some(s) = op.saturate.iter().find(|s| {
+                !args.iter().any(|a| {
+                    &a.name == *s && matches!(a.kind, ArgKind::Scalar | ArgKind::OptScalar)
+                })
+            }) {
+                return Err(nerr(
+                    line,
+                    format!("{func}: `saturate:` names `{s}`, which is not a Scalar or Scalar? argument"),
                 ));
             }
             let outputs = op.outputs();

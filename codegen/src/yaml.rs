@@ -42,6 +42,10 @@ pub struct RawOp {
     /// back (PyTorch's "opmath" type), instead of rounding after every inner op.
     #[serde(default)]
     pub opmath: bool,
+    /// Pointwise ops only: Scalar bounds converted to an integer compute dtype by saturating
+    /// at its range rather than wrapping (`clamp(uint8, min=-1)` clamps at 0, as PyTorch).
+    #[serde(default)]
+    pub saturate: Vec<String>,
 }
 
 /// A dtype set: a named group (`all`, `numeric`, `floating`, `integral`) or a list.

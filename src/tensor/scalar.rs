@@ -32,6 +32,26 @@ impl Scalar {
         }
     }
 
+    /// The value clamped into an integer `dtype`'s range (a bound of `clamp` / `hardtanh`,
+    /// which PyTorch saturates: `clamp(uint8, min=-1)` clamps at 0, not at 255). Floating and
+    /// bool dtypes take every value unchanged.
+    pub fn saturate(self, dtype: DType) -> Scalar {
+        let (lo, hi): (i64, i64) = match dtype {
+            DType::U8 => (0, u8::MAX as i64),
+            DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+            DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+            DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+            DType::I64 => (i64::MIN, i64::MAX),
+            _ => return self,
+        };
+        match self {
+            Scalar::Int(i) => Scalar::Int(i.clamp(lo, hi)),
+            // NaN has no integer value; it is left for the conversion to report.
+            Scalar::Float(f) if !f.is_nan() => Scalar::Float(f.clamp(lo as f64, hi as f64)),
+            s => s,
+        }
+    }
+
     /// Converts into a kernel compute type, keeping integers exact.
     pub fn to<C: Arith>(self) -> C {
         match self {

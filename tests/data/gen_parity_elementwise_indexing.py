@@ -49,6 +49,18 @@ show("square bool", lambda: torch.square(torch.tensor([True, False])))
 show("square_ bool", lambda: torch.tensor([True, False]).square_())
 show("square i8", lambda: torch.square(torch.tensor([3, -4], dtype=torch.int8)))
 
+# 2b. Integer bounds outside the dtype's range saturate (hardtanh, relu6, clamp).
+u = torch.tensor([0, 1, 2, 200], dtype=torch.uint8)
+c = torch.tensor([-3, 0, 5, 100], dtype=torch.int8)
+show("hardtanh u8", lambda: torch.nn.functional.hardtanh(u))
+show("hardtanh u8 -5 300", lambda: torch.nn.functional.hardtanh(u, -5, 300))
+show("relu6 u8", lambda: torch.nn.functional.relu6(u))
+show("hardtanh i8 -200 50", lambda: torch.nn.functional.hardtanh(c, -200, 50))
+show("clamp u8 -1 1", lambda: torch.clamp(u, -1, 1))
+show("clamp u8 max=-1", lambda: torch.clamp(u, max=-1))
+show("clamp i8 -200 300", lambda: torch.clamp(c, -200, 300))
+show("clamp_ i8 min=-200 max=4", lambda: c.clone().clamp_(-200, 4))
+
 # 3. hardtanh with min > max (torch.nn.functional.hardtanh's check).
 show("hardtanh min>max", lambda: torch.nn.functional.hardtanh(torch.randn(3), 2.0, 1.0))
 show("hardtanh_ min>max", lambda: torch.nn.functional.hardtanh(torch.randn(3), 2.0, 1.0, inplace=True))

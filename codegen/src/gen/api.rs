@@ -349,6 +349,18 @@ fn compute_fn(op: &Op) -> TokenStream {
             } else {
                 quote!()
             };
+            // Bounds saturate at an integer compute dtype's range instead of wrapping.
+            let saturate = args
+                .iter()
+                .filter(|a| op.saturate.contains(&a.name))
+                .map(|a| {
+                    let id = ident(&a.name);
+                    if a.kind == ArgKind::OptScalar {
+                        quote!(let #id = #id.map(|s| s.saturate(compute));)
+                    } else {
+                        quote!(let #id = #id.saturate(compute);)
+                    }
+                });
             // Each tensor operand: cast to the compute dtype (or check a fixed dtype), broadcast.
             let prep = tensors.iter().map(|a| {
                 let id = ident(&a.name);
@@ -491,6 +503,7 @@ fn compute_fn(op: &Op) -> TokenStream {
                     let compute: DType = #promote;
                     #check
                     #alpha_check
+                    #(#saturate)*
                     // One array for the three calls: separate ones were built with two
                     // pointer stores each and copied with one wide load (a
                     // store-forwarding stall on every op).

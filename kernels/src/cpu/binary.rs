@@ -104,9 +104,31 @@ pub fn clamp<T: Arith>(x: T, min: Option<T>, max: Option<T>) -> T {
 }
 
 /// Checks `clamp`'s bounds.
-pub fn clamp_check(_compute: DType, min: Option<f64>, max: Option<f64>) -> KResult<()> {
+pub fn clamp_check(compute: DType, min: Option<f64>, max: Option<f64>) -> KResult<()> {
     if min.is_none() && max.is_none() {
         return Err("torch.clamp: At least one of 'min' or 'max' must not be None".into());
+    }
+    clamp_bounds_check(compute, min, max)
+}
+
+/// ATen's check of integer clamp bounds: a bound beyond the dtype's range on the side that
+/// would change every element (a min above the largest value, a max below the smallest) is
+/// an error; one beyond it on the other side clamps nothing and is saturated (`saturate:` in
+/// the YAML) rather than wrapped.
+pub fn clamp_bounds_check(compute: DType, min: Option<f64>, max: Option<f64>) -> KResult<()> {
+    let (lo, hi) = match compute {
+        DType::U8 => (0.0, u8::MAX as f64),
+        DType::I8 => (i8::MIN as f64, i8::MAX as f64),
+        DType::I16 => (i16::MIN as f64, i16::MAX as f64),
+        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+        _ => return Ok(()),
+    };
+    let name = compute.scalar_type_name();
+    if let Some(m) = min.filter(|&m| m > hi) {
+        return Err(format!("Clamp min value {m} is outside the representable range of {name}"));
+    }
+    if let Some(m) = max.filter(|&m| m < lo) {
+        return Err(format!("Clamp max value {m} is outside the representable range of {name}"));
     }
     Ok(())
 }

@@ -299,26 +299,11 @@ pub fn hardtanh_check(compute: crate::DType, min_val: f64, max_val: f64) -> crat
     if min_val > max_val {
         return Err("min_val cannot be greater than max_val".into());
     }
-    let range = match compute {
-        crate::DType::Bool => return Err("Bool inputs not supported for hardtanh".into()),
-        crate::DType::U8 => (0.0, 255.0),
-        crate::DType::I8 => (-128.0, 127.0),
-        crate::DType::I16 => (-32768.0, 32767.0),
-        crate::DType::I32 => (-2147483648.0, 2147483647.0),
-        crate::DType::I64 => (i64::MIN as f64, i64::MAX as f64),
-        _ => return Ok(()),
-    };
-    // The kernel sees the bounds converted to the integer type; one outside its range would
-    // wrap (PyTorch's clamp saturates it instead), so it is refused rather than misapplied.
-    for (name, v) in [("min_val", min_val), ("max_val", max_val)] {
-        if !(range.0..=range.1).contains(&v) {
-            return Err(format!(
-                "{name} {v} is outside the representable range of {}",
-                compute.scalar_type_name()
-            ));
-        }
+    if compute == crate::DType::Bool {
+        return Err("Bool inputs not supported for hardtanh".into());
     }
-    Ok(())
+    // hardtanh is ATen's clamp on integers: the same bound checks, the rest saturate.
+    super::binary::clamp_bounds_check(compute, Some(min_val), Some(max_val))
 }
 
 /// `scale * x` where positive, else `scale * alpha * (e^(x * input_scale) - 1)`.
