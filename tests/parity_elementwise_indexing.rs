@@ -160,15 +160,31 @@ fn integer_bounds_beyond_the_dtype_saturate_or_raise_as_pytorch() -> Result<()> 
     // hardtanh u8 torch.uint8 [4] [0, 1, 1, 1]  (the default min -1 clamps nothing)
     check(kiln::hardtanh(&u)?, DType::U8, &[0, 1, 1, 1]);
     // hardtanh u8 -5 300 torch.uint8 [4] [0, 1, 2, 200]
-    check(kiln::hardtanh_with(&u, -5, 300)?, DType::U8, &[0, 1, 2, 200]);
+    check(
+        kiln::hardtanh_with(&u, -5, 300)?,
+        DType::U8,
+        &[0, 1, 2, 200],
+    );
     // relu6 u8 torch.uint8 [4] [0, 1, 2, 6]
     check(kiln::relu6(&u)?, DType::U8, &[0, 1, 2, 6]);
     // hardtanh i8 -200 50 torch.int8 [4] [-3, 0, 5, 50]
-    check(kiln::hardtanh_with(&c, -200, 50)?, DType::I8, &[-3, 0, 5, 50]);
+    check(
+        kiln::hardtanh_with(&c, -200, 50)?,
+        DType::I8,
+        &[-3, 0, 5, 50],
+    );
     // clamp u8 -1 1 torch.uint8 [4] [0, 1, 1, 1]  (kiln wrapped -1 to 255 before)
-    check(u.clamp_with(Some(Scalar::Int(-1)), Some(Scalar::Int(1)))?, DType::U8, &[0, 1, 1, 1]);
+    check(
+        u.clamp_with(Some(Scalar::Int(-1)), Some(Scalar::Int(1)))?,
+        DType::U8,
+        &[0, 1, 1, 1],
+    );
     // clamp i8 -200 300 torch.int8 [4] [-3, 0, 5, 100]
-    check(c.clamp_with(Some(Scalar::Int(-200)), Some(Scalar::Int(300)))?, DType::I8, &[-3, 0, 5, 100]);
+    check(
+        c.clamp_with(Some(Scalar::Int(-200)), Some(Scalar::Int(300)))?,
+        DType::I8,
+        &[-3, 0, 5, 100],
+    );
     // clamp_ i8 min=-200 max=4 torch.int8 [4] [-3, 0, 4, 4]
     let t = c.clone_tensor()?;
     t.clamp_with_(Some(Scalar::Int(-200)), Some(Scalar::Int(4)))?;

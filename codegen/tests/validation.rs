@@ -111,6 +111,19 @@ fn opmath_is_a_fixed_dtype_of_structured_kernels_only() {
 }
 
 #[test]
+fn saturate_names_scalar_arguments_only() {
+    let e = err(
+        &MUL.replace("  dtypes: all\n", "  dtypes: all\n  saturate: [other]\n"),
+        MUL_D,
+    );
+    assert!(
+        e.message
+            .contains("`saturate:` names `other`, which is not a Scalar or Scalar? argument"),
+        "{e}"
+    );
+}
+
+#[test]
 fn formula_for_an_input_the_schema_lacks_is_an_error() {
     let e = err(MUL, &format!("{MUL_D}  input: grad.clone()\n"));
     assert!(e.message.contains("has no argument named 'input'"), "{e}");

@@ -125,10 +125,14 @@ pub fn clamp_bounds_check(compute: DType, min: Option<f64>, max: Option<f64>) ->
     };
     let name = compute.scalar_type_name();
     if let Some(m) = min.filter(|&m| m > hi) {
-        return Err(format!("Clamp min value {m} is outside the representable range of {name}"));
+        return Err(format!(
+            "Clamp min value {m} is outside the representable range of {name}"
+        ));
     }
     if let Some(m) = max.filter(|&m| m < lo) {
-        return Err(format!("Clamp max value {m} is outside the representable range of {name}"));
+        return Err(format!(
+            "Clamp max value {m} is outside the representable range of {name}"
+        ));
     }
     Ok(())
 }
