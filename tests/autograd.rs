@@ -6,26 +6,13 @@
 //! Expected gradients are worked out by hand or by finite differences (gradcheck); none is
 //! obtained by running the same kernel twice.
 
+mod common;
+use common::assert_err_contains;
 use kiln::autograd::{
     grad, gradcheck, gradgradcheck, is_grad_enabled, GradOptions, GradcheckOptions,
 };
 use kiln::{DType, Result, Tensor};
 use std::sync::Arc;
-
-/// Asserts that `r` failed with a message containing `needle`.
-#[track_caller]
-fn assert_err_contains<T: std::fmt::Debug>(r: Result<T>, needle: &str) {
-    match r {
-        Ok(v) => panic!("expected an error containing {needle:?}, got Ok({v:?})"),
-        Err(e) => {
-            let msg = e.to_string();
-            assert!(
-                msg.contains(needle),
-                "error message {msg:?} does not contain {needle:?}"
-            );
-        }
-    }
-}
 
 fn leaf<const N: usize>(v: [f64; N]) -> Tensor {
     Tensor::from(v).requires_grad_(true).unwrap()

@@ -6,6 +6,8 @@
 //! `tests/data/autograd_regressions_ref.txt`) or from finite differences (kiln's public
 //! `gradcheck`, `gradgradcheck`).
 
+mod common;
+use common::assert_err_contains;
 use kiln::autograd::{grad, gradcheck, gradgradcheck, GradOptions, GradcheckOptions, Node};
 use kiln::{DType, Result, Tensor};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -83,18 +85,15 @@ struct Ref {
 fn refs() -> HashMap<String, Ref> {
     let text = include_str!("data/autograd_regressions_ref.txt");
     let mut out = HashMap::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let mut parts = line.split_whitespace();
-        let case = parts.next().expect("case");
-        let key = parts.next().expect("key");
-        let _dtype = parts.next().expect("dtype");
-        let shape = parts.next().expect("shape");
-        let shape: Vec<usize> = if shape == "scalar" {
-            vec![]
-        } else {
-            shape.split('x').map(|s| s.parse().expect("dim")).collect()
-        };
-        let values = parts.map(|v| v.parse::<f64>().expect("value")).collect();
+    for common::RefLine {
+        case,
+        key,
+        shape,
+        values,
+        ..
+    } in common::ref_lines(text)
+    {
+        let values = values.map(|v| v.parse::<f64>().expect("value")).collect();
         out.insert(format!("{case} {key}"), Ref { shape, values });
     }
     out
@@ -129,20 +128,6 @@ fn assert_close(what: &str, got: &Tensor, want: &Ref, rtol: f64, atol: f64) -> R
         );
     }
     Ok(())
-}
-
-#[track_caller]
-fn assert_err_contains<T: std::fmt::Debug>(r: Result<T>, needle: &str) {
-    match r {
-        Ok(v) => panic!("expected an error containing {needle:?}, got Ok({v:?})"),
-        Err(e) => {
-            let msg = e.to_string();
-            assert!(
-                msg.contains(needle),
-                "error message {msg:?} does not contain {needle:?}"
-            );
-        }
-    }
 }
 
 fn leaf(v: &[f64]) -> Result<Tensor> {

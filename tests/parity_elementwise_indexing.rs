@@ -9,22 +9,10 @@
 //! `tests/data/gen_parity_elementwise_indexing.py` (the line it printed is quoted above each
 //! check); none is computed by kiln.
 
+mod common;
+use common::assert_err_contains;
 use kiln::autograd::{grad, GradOptions};
 use kiln::{DType, Result, Scalar, Tensor};
-
-#[track_caller]
-fn assert_err_contains<T: std::fmt::Debug>(r: Result<T>, needle: &str) {
-    match r {
-        Ok(v) => panic!("expected an error containing {needle:?}, got Ok({v:?})"),
-        Err(e) => {
-            let msg = e.to_string();
-            assert!(
-                msg.contains(needle),
-                "error message {msg:?} does not contain {needle:?}"
-            );
-        }
-    }
-}
 
 #[track_caller]
 fn assert_close(got: &[f64], want: &[f64], tol: f64) {

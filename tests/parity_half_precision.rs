@@ -9,6 +9,8 @@
 //! `tests/data/gen_parity_half_precision.py` (`parity_half_precision.txt`); the three cases
 //! the issue names are also spelt out as their own tests below.
 
+mod common;
+use common::{ref_lines, RefLine};
 use half::{bf16, f16};
 use kiln::{DType, Result, Tensor};
 use std::collections::BTreeMap;
@@ -37,23 +39,18 @@ fn load() -> BTreeMap<String, Case> {
     );
     let text = std::fs::read_to_string(path).expect("tests/data/parity_half_precision.txt");
     let mut cases: BTreeMap<String, Case> = BTreeMap::new();
-    for line in text.lines().filter(|l| !l.is_empty()) {
-        let mut it = line.split(' ');
-        let (name, key, kind, shape) = (
-            it.next().unwrap(),
-            it.next().unwrap(),
-            it.next().unwrap(),
-            it.next().unwrap(),
-        );
-        let shape: Vec<usize> = if shape == "scalar" {
-            vec![]
-        } else {
-            shape.split('x').map(|s| s.parse().unwrap()).collect()
-        };
+    for RefLine {
+        case: name,
+        key,
+        kind,
+        shape,
+        values: it,
+    } in ref_lines(&text)
+    {
         let data = match kind {
             "h" => Data::Half(it.map(|v| u16::from_str_radix(v, 16).unwrap()).collect()),
             "i" => Data::Int(it.map(|v| v.parse().unwrap()).collect()),
-            k => panic!("bad kind {k} in {line:.80}"),
+            k => panic!("bad kind {k} in case {name} {key}"),
         };
         let t = RefTensor { shape, data };
         let c = cases.entry(name.to_string()).or_default();

@@ -8,6 +8,8 @@
 //! `data/gen_parity_nn_ops.py`); error texts are PyTorch's; gradients are also checked by
 //! finite differences (kiln's public gradcheck).
 
+mod common;
+use common::{ref_lines, RefLine};
 use kiln::autograd::{grad, gradcheck, GradOptions, GradcheckOptions};
 use kiln::{DType, Result, Tensor};
 use std::collections::HashMap;
@@ -17,25 +19,17 @@ type Case = HashMap<String, Tensor>;
 
 fn case(name: &str) -> Case {
     let mut c = Case::new();
-    for line in include_str!("data/parity_nn_ops_ref.txt")
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    for RefLine {
+        case: n,
+        key,
+        kind: dt,
+        shape,
+        values: it,
+    } in ref_lines(include_str!("data/parity_nn_ops_ref.txt"))
     {
-        let mut it = line.split(' ');
-        let (n, key, dt, shape) = (
-            it.next().unwrap(),
-            it.next().unwrap(),
-            it.next().unwrap(),
-            it.next().unwrap(),
-        );
         if n != name {
             continue;
         }
-        let shape: Vec<usize> = if shape == "scalar" {
-            vec![]
-        } else {
-            shape.split('x').map(|s| s.parse().unwrap()).collect()
-        };
         let t = if dt == "i64" {
             Tensor::from_vec(it.map(|v| v.parse::<i64>().unwrap()).collect(), &shape)
         } else {
