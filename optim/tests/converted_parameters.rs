@@ -6,32 +6,19 @@
 //! an optimizer built after converting through `load_state_dict` (cast to the new dtype, as
 //! PyTorch does); numbers from `tests/data/gen_converted_parameters.py`.
 
+mod common;
 use kiln::{no_grad, DType, Tensor};
 use kiln_nn::{Forward, Linear, Module};
 use kiln_optim::*;
 use std::collections::HashMap;
 
 fn reference() -> HashMap<String, Vec<f64>> {
-    include_str!("data/converted_parameters_ref.txt")
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let mut it = l.split_whitespace();
-            let name = it.next().unwrap().to_string();
-            (name, it.map(|v| v.parse::<f64>().unwrap()).collect())
-        })
-        .collect()
+    common::reference(include_str!("data/converted_parameters_ref.txt"))
 }
 
 #[track_caller]
 fn assert_close(got: &[f64], want: &[f64], rtol: f64, what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= 1e-6 + rtol * w.abs(),
-            "{what}[{i}]: got {g}, want {w}\n got  {got:?}\n want {want:?}"
-        );
-    }
+    common::assert_close(got, want, rtol, 1e-6, what)
 }
 
 /// The script's Linear(3, 2) in float32.

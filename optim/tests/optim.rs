@@ -1,33 +1,17 @@
 //! kiln-optim against real PyTorch (numbers from `tests/data/make_reference.py`, committed
 //! in `tests/data/reference.txt`) and against float64 reference loops written here.
 
+mod common;
 use kiln::{no_grad, DType, Result, Tensor};
 use kiln_optim::lr_scheduler::*;
 use kiln_optim::*;
 use std::collections::HashMap;
 
 fn reference() -> HashMap<String, Vec<f64>> {
-    include_str!("data/reference.txt")
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let mut it = l.split_whitespace();
-            let name = it.next().unwrap().to_string();
-            (name, it.map(|v| v.parse::<f64>().unwrap()).collect())
-        })
-        .collect()
+    common::reference(include_str!("data/reference.txt"))
 }
 
-#[track_caller]
-fn assert_close(got: &[f64], want: &[f64], rtol: f64, atol: f64, what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= atol + rtol * w.abs(),
-            "{what}[{i}]: got {g}, want {w}\n got  {got:?}\n want {want:?}"
-        );
-    }
-}
+use common::assert_close;
 
 fn vals(t: &Tensor) -> Vec<f64> {
     t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()

@@ -2,6 +2,7 @@
 //! passed twice: gradient clipping and the optimizers see each tensor once. Numbers from
 //! real PyTorch (`tests/data/gen_shared_parameters.py` → `shared_parameters_ref.txt`).
 
+mod common;
 use kiln::{no_grad, DType, Tensor};
 use kiln_nn::functional::cross_entropy;
 use kiln_nn::{Embedding, EmbeddingOptions, Forward, Linear, Module};
@@ -9,26 +10,12 @@ use kiln_optim::*;
 use std::collections::HashMap;
 
 fn reference() -> HashMap<String, Vec<f64>> {
-    include_str!("data/shared_parameters_ref.txt")
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let mut it = l.split_whitespace();
-            let name = it.next().unwrap().to_string();
-            (name, it.map(|v| v.parse::<f64>().unwrap()).collect())
-        })
-        .collect()
+    common::reference(include_str!("data/shared_parameters_ref.txt"))
 }
 
 #[track_caller]
 fn assert_close(got: &[f64], want: &[f64], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= 1e-10 + 1e-9 * w.abs(),
-            "{what}[{i}]: got {g}, want {w}\n got  {got:?}\n want {want:?}"
-        );
-    }
+    common::assert_close(got, want, 1e-9, 1e-10, what)
 }
 
 #[derive(kiln_nn::Module)]
