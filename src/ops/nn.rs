@@ -1220,13 +1220,7 @@ fn scaled(t: Tensor, by: Scalar) -> Result<Tensor> {
 pub(crate) fn integral_coefficient(op: &str, c: Scalar, dtype: DType) -> Result<Scalar> {
     match c {
         Scalar::Float(f) if dtype.is_integral() => {
-            // 2^63 is the first float past int64's range.
-            if !(f >= i64::MIN as f64 && f < 9_223_372_036_854_775_808.0) {
-                return Err(Error::op(
-                    op,
-                    "value cannot be converted to type int64_t without overflow",
-                ));
-            }
+            c.check_fits(DType::I64).map_err(|m| Error::op(op, m))?;
             Ok(Scalar::Int(f as i64))
         }
         _ => Ok(c),
