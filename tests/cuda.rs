@@ -56,30 +56,99 @@ fn every_module_the_launchers_use_is_generated() {
     }
 }
 
-/// Every generated module compiles with NVRTC. CI installs NVRTC from its PyPI wheel and sets
-/// KILN_REQUIRE_NVRTC=1, so there a missing library fails instead of skipping.
+/// Every generated module compiles with NVRTC and assembles (NVRTC's built-in ptxas, the
+/// path a GPU run takes) for Ampere and Hopper without register spills. CI installs NVRTC
+/// from its PyPI wheel and sets KILN_REQUIRE_NVRTC=1, so there a missing library fails
+/// instead of skipping. `KILN_ASSEMBLE_ARCHS=80,90` (the default) picks the architectures.
 #[cfg(feature = "cuda")]
 #[test]
-fn every_generated_cuda_kernel_compiles_to_ptx() {
+fn every_generated_cuda_kernel_assembles_without_spills() {
     if !kiln::cuda::nvrtc_available() {
         assert!(
             std::env::var_os("KILN_REQUIRE_NVRTC").is_none(),
             "KILN_REQUIRE_NVRTC is set but libnvrtc could not be loaded (LD_LIBRARY_PATH?)"
         );
-        eprintln!("CUDA PTX check skipped: NVRTC library not found (see .ci/run)");
+        eprintln!("CUDA assembly check skipped: NVRTC library not found (see .ci/run)");
         return;
+    }
+    let ((major, minor), supported) = kiln::cuda::nvrtc_info().expect("NVRTC's version");
+    // Empty: compile every module to PTX only (NVRTC's front end, no ptxas), a quick check
+    // of another NVRTC version.
+    let archs: Vec<u32> = std::env::var("KILN_ASSEMBLE_ARCHS")
+        .unwrap_or_else(|_| "80,90".into())
+        .split(',')
+        .filter(|a| !a.trim().is_empty())
+        .map(|a| {
+            a.trim()
+                .parse()
+                .expect("KILN_ASSEMBLE_ARCHS: numbers like 80,90")
+        })
+        .collect();
+    for a in &archs {
+        assert!(
+            supported.contains(a),
+            "NVRTC {major}.{minor} cannot build sm_{a}"
+        );
     }
     let names = kiln::cuda::module_names();
     assert!(names.len() > 40, "{} modules", names.len());
+    if archs.is_empty() {
+        for name in &names {
+            let ptx = kiln::cuda::compile_ptx(name, "compute_75")
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(ptx.contains(".entry"), "{name}: PTX without kernels");
+        }
+        eprintln!(
+            "{} CUDA modules compiled to PTX by NVRTC {major}.{minor}",
+            names.len()
+        );
+        return;
+    }
+    let jobs: Vec<(&str, u32)> = names
+        .iter()
+        .flat_map(|n| archs.iter().map(move |&a| (*n, a)))
+        .collect();
+    // NVRTC programs are independent: assemble on every core (ptxas dominates).
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(name, arch)) = jobs.get(i) else {
+                    break;
+                };
+                let r = kiln::cuda::assemble(name, arch);
+                results.lock().unwrap().push((name, arch, r));
+            });
+        }
+    });
     let mut failures = Vec::new();
-    for name in &names {
-        match kiln::cuda::compile_ptx(name, "compute_70") {
-            Ok(ptx) => assert!(ptx.contains(".entry"), "{name}: PTX without kernels"),
-            Err(e) => failures.push(format!("{name}: {e}")),
+    let mut max_regs = 0;
+    for (name, arch, r) in results.into_inner().unwrap() {
+        match r {
+            Ok(rep) => {
+                assert!(rep.cubin_bytes > 0, "{name} sm_{arch}: empty CUBIN");
+                failures.extend(
+                    rep.problems
+                        .iter()
+                        .map(|p| format!("{name} sm_{arch}: {p}")),
+                );
+                max_regs = max_regs.max(rep.max_registers);
+            }
+            Err(e) => failures.push(format!("{name} sm_{arch}: {e}")),
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    eprintln!("{} CUDA modules compiled to PTX", names.len());
+    // PTX too, for the oldest architecture both CUDA 12 and 13 build (Turing).
+    let ptx = kiln::cuda::compile_ptx("copy", "compute_75").expect("PTX for compute_75");
+    assert!(ptx.contains(".entry"), "PTX without kernels");
+    eprintln!(
+        "{} CUDA modules assembled by NVRTC {major}.{minor} for sm_{archs:?}: no spills, \
+         at most {max_regs} registers per thread",
+        names.len()
+    );
 }
 
 /// CUDA against the CPU. Ignored by default so that a machine without a GPU counts it as

@@ -10,6 +10,12 @@ mod alloc;
 #[cfg(feature = "cuda")]
 mod buffer;
 #[cfg(feature = "cuda")]
+mod kernel_cache;
+#[cfg(feature = "cuda")]
+pub(crate) mod libs;
+#[cfg(feature = "cuda")]
+mod nvrtc;
+#[cfg(feature = "cuda")]
 pub(crate) mod ops;
 #[cfg(feature = "cuda")]
 mod runtime;
@@ -116,11 +122,71 @@ pub fn module_source(name: &str) -> Option<&'static str> {
         .map(|(_, s)| *s)
 }
 
-/// Compiles module `name` to PTX with NVRTC for `arch` (e.g. `compute_80`). Needs only the
-/// NVRTC library, not a GPU: CI uses it to check every generated kernel.
+/// Compiles and loads every CUDA module for `cuda:device` on `threads` threads, filling the
+/// on-disk kernel cache, so that later ops start at once (a warm-up for a long run or a
+/// container image). Returns how many modules were compiled or read from the cache.
 #[cfg(feature = "cuda")]
-pub fn compile_ptx(name: &str, arch: &'static str) -> crate::Result<String> {
-    runtime::compile(name, arch).map(|ptx| ptx.to_src())
+pub fn precompile(device: usize, threads: usize) -> crate::Result<usize> {
+    runtime::gpu(device)?.precompile(threads)
+}
+
+/// Extra NVRTC options module `name` is compiled with, beyond the common ones.
+#[cfg(feature = "cuda")]
+pub(crate) fn module_options(name: &str) -> &'static [&'static str] {
+    let _ = name;
+    &[]
+}
+
+/// Compiles module `name` to PTX with NVRTC for `arch` (e.g. `compute_80`). Needs only the
+/// NVRTC library, not a GPU.
+#[cfg(feature = "cuda")]
+pub fn compile_ptx(name: &str, arch: &str) -> crate::Result<String> {
+    let n = arch
+        .strip_prefix("compute_")
+        .and_then(|a| a.parse().ok())
+        .ok_or_else(|| {
+            crate::Error::Device(format!(
+                "compile_ptx: expected an architecture like 'compute_80', got '{arch}'"
+            ))
+        })?;
+    let c = runtime::compile(name, nvrtc::Target::Ptx(n), false)?;
+    Ok(String::from_utf8_lossy(&c.image)
+        .trim_end_matches('\0')
+        .to_string())
+}
+
+/// What ptxas reported when NVRTC assembled a module for one architecture.
+#[cfg(feature = "cuda")]
+#[derive(Debug, Clone)]
+pub struct AssemblyReport {
+    /// ptxas's `-v` output: per kernel, registers, stack frame, spills.
+    pub log: String,
+    /// The report's lines that show a problem (spills, resource errors), with their kernel.
+    pub problems: Vec<String>,
+    /// The most registers any kernel of the module uses.
+    pub max_registers: u32,
+    /// Size of the CUBIN in bytes.
+    pub cubin_bytes: usize,
+}
+
+/// Assembles module `name` into a CUBIN for `sm_<arch>` (e.g. 90) with NVRTC, as a GPU run
+/// does, and returns ptxas's report. Needs only the NVRTC library, not a GPU: CI uses it to
+/// check every kernel for spills on the architectures kiln targets.
+#[cfg(feature = "cuda")]
+pub fn assemble(name: &str, arch: u32) -> crate::Result<AssemblyReport> {
+    let c = runtime::compile(name, nvrtc::Target::Cubin(arch), true)?;
+    Ok(AssemblyReport {
+        problems: nvrtc::ptxas_problems(&c.log),
+        max_registers: nvrtc::max_registers(&c.log),
+        cubin_bytes: c.image.len(),
+        log: c.log,
+    })
+}
+
+/// The loaded NVRTC's `(major, minor)` version, and the real architectures it compiles for.
+#[cfg(feature = "cuda")]
+pub fn nvrtc_info() -> crate::Result<((i32, i32), Vec<u32>)> {
+    Ok((nvrtc::version()?, nvrtc::supported_archs()?))
 }
 
 /// True when the NVRTC library can be loaded (from `LD_LIBRARY_PATH` or the system).

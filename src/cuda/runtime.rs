@@ -2,9 +2,11 @@
 //! and cuBLAS handle. Created on first use; the driver library is loaded at run time.
 
 use super::alloc::Caching;
+use super::nvrtc::Target;
+use super::{kernel_cache, nvrtc};
 use crate::{Error, Result};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
-use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
+use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -15,9 +17,12 @@ pub(crate) struct Gpu {
     /// All of kiln's work on this device runs on this one stream, so work is ordered and a
     /// block freed to the allocator is safe to hand out again at once.
     pub stream: Arc<CudaStream>,
-    arch: &'static str,
+    /// What NVRTC compiles this device's modules to (its own CUBIN where NVRTC knows it).
+    target: Option<Target>,
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
     functions: Mutex<HashMap<String, CudaFunction>>,
+    /// Compute capability `(major, minor)`.
+    capability: (u32, u32),
     pub alloc: Mutex<Caching>,
     pub blas: Mutex<Option<super::ops::matmul::Blas>>,
 }
@@ -31,14 +36,10 @@ pub(crate) fn driver_error(what: &str, e: impl std::fmt::Debug) -> Error {
     Error::Device(format!("{what}: CUDA error: {e:?}"))
 }
 
-fn driver_present() -> bool {
-    // SAFETY: only probes whether libcuda can be loaded; no CUDA call is made.
-    unsafe { cudarc::driver::sys::is_culib_present() }
-}
+use super::libs::driver_present;
 
 pub(crate) fn nvrtc_available() -> bool {
-    // SAFETY: only probes whether libnvrtc can be loaded.
-    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+    super::libs::nvrtc_present()
 }
 
 /// Number of devices, 0 when the driver library or a GPU is missing.
@@ -97,13 +98,17 @@ fn open(ordinal: usize) -> std::result::Result<Gpu, String> {
     let (major, minor) = ctx
         .compute_capability()
         .map_err(|e| format!("cuda:{ordinal}: CUDA error: {e:?}"))?;
-    // NVRTC wants a `&'static str`; one string per device for the life of the process.
-    let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
+    // Without NVRTC the device still holds tensors and runs cuBLAS; the first kernel then
+    // fails with the error that names the missing library.
+    let target = nvrtc::supported_archs()
+        .ok()
+        .and_then(|archs| nvrtc::target_for(major as u32, minor as u32, &archs));
     Ok(Gpu {
         ordinal,
         stream: ctx.default_stream(),
         ctx,
-        arch,
+        target,
+        capability: (major as u32, minor as u32),
         modules: Mutex::new(HashMap::new()),
         functions: Mutex::new(HashMap::new()),
         alloc: Mutex::new(Caching::default()),
@@ -111,29 +116,13 @@ fn open(ordinal: usize) -> std::result::Result<Gpu, String> {
     })
 }
 
-/// Compiles generated module `name` with NVRTC.
-pub(crate) fn compile(name: &str, arch: &'static str) -> Result<Ptx> {
+/// Compiles generated module `name` for `target` with NVRTC (no cache): the image and
+/// NVRTC's log.
+pub(crate) fn compile(name: &str, target: Target, verbose: bool) -> Result<nvrtc::Compiled> {
     let src = super::module_source(name)
         .ok_or_else(|| Error::Device(format!("no generated CUDA module named '{name}'")))?;
-    if !nvrtc_available() {
-        return Err(Error::Device(
-            "cannot compile CUDA kernels: the NVRTC library (libnvrtc.so.12) could not be loaded; install the `nvidia-cuda-nvrtc-cu12` wheel or a CUDA toolkit and add its lib folder to LD_LIBRARY_PATH".into(),
-        ));
-    }
-    let opts = CompileOptions {
-        arch: Some(arch),
-        name: Some(format!("{name}.cu")),
-        // #186: "pointless comparison of unsigned integer with zero" from generic templates.
-        options: vec!["--diag-suppress=186".into()],
-        ..Default::default()
-    };
-    cudarc::nvrtc::compile_ptx_with_opts(src, opts).map_err(|e| match e {
-        CompileError::CompileError { log, .. } => Error::Device(format!(
-            "NVRTC failed to compile CUDA module '{name}':\n{}",
-            log.to_string_lossy()
-        )),
-        other => Error::Device(format!("NVRTC failed on CUDA module '{name}': {other:?}")),
-    })
+    let options = nvrtc::options(target, super::module_options(name), verbose);
+    nvrtc::compile(name, src, target, &options)
 }
 
 impl Gpu {
@@ -151,11 +140,7 @@ impl Gpu {
         let m = match modules.get(name) {
             Some(m) => m.clone(),
             None => {
-                let ptx = compile(name, self.arch)?;
-                let m = self
-                    .ctx
-                    .load_module(ptx)
-                    .map_err(|e| driver_error(&format!("loading CUDA module '{name}'"), e))?;
+                let m = self.load(name)?;
                 modules.insert(name, m.clone());
                 m
             }
@@ -166,6 +151,93 @@ impl Gpu {
             .map_err(|e| driver_error(&format!("CUDA kernel '{function}' in '{module}'"), e))?;
         lock(&self.functions).insert(key, f.clone());
         Ok(f)
+    }
+
+    /// Module `name` loaded on this device: from the on-disk kernel cache when an image for
+    /// this source, NVRTC and architecture is there, else compiled now (and stored).
+    fn load(&self, name: &'static str) -> Result<Arc<CudaModule>> {
+        let (major, minor) = self.capability;
+        let target = match self.target {
+            Some(t) => t,
+            None => {
+                super::libs::require_nvrtc()?;
+                return Err(Error::Device(format!(
+                    "cuda:{}: NVRTC {} cannot compile for this GPU (compute capability \
+                     {major}.{minor}); it supports sm_{}",
+                    self.ordinal,
+                    nvrtc::version()
+                        .map(|(a, b)| format!("{a}.{b}"))
+                        .unwrap_or_default(),
+                    nvrtc::supported_archs()?
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", sm_")
+                )));
+            }
+        };
+        let src = super::module_source(name)
+            .ok_or_else(|| Error::Device(format!("no generated CUDA module named '{name}'")))?;
+        let options = nvrtc::options(target, super::module_options(name), false);
+        let file = kernel_cache::entry(name, src, &options, nvrtc::version()?, &target.tag());
+        let load = |image: Vec<u8>| self.ctx.load_module(Ptx::from_binary(image));
+        if let Some(image) = kernel_cache::load(&file) {
+            match load(image) {
+                Ok(m) => return Ok(m),
+                // A damaged entry: compile afresh below and replace it.
+                Err(_) => kernel_cache::remove(&file),
+            }
+        }
+        let compiled = nvrtc::compile(name, src, target, &options)?;
+        let m = load(compiled.image.clone()).map_err(|e| {
+            driver_error(
+                &format!(
+                    "loading CUDA module '{name}' ({}, NVRTC {}) on cuda:{}",
+                    target.tag(),
+                    nvrtc::version()
+                        .map(|(a, b)| format!("{a}.{b}"))
+                        .unwrap_or_default(),
+                    self.ordinal
+                ),
+                e,
+            )
+        })?;
+        kernel_cache::store(&file, &compiled.image);
+        Ok(m)
+    }
+
+    /// Loads every generated module not loaded yet, compiling on `threads` threads (and
+    /// filling the kernel cache): a process about to run many ops pays NVRTC's time once, in
+    /// parallel, instead of module by module at first use. Returns how many were loaded.
+    pub fn precompile(&self, threads: usize) -> Result<usize> {
+        let todo: Vec<&'static str> = {
+            let loaded = lock(&self.modules);
+            super::module_names()
+                .into_iter()
+                .filter(|n| !loaded.contains_key(n))
+                .collect()
+        };
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let errors = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for _ in 0..threads.clamp(1, todo.len().max(1)) {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&name) = todo.get(i) else { break };
+                    match self.load(name) {
+                        Ok(m) => {
+                            lock(&self.modules).entry(name).or_insert(m);
+                        }
+                        Err(e) => lock(&errors).push(e.to_string()),
+                    }
+                });
+            }
+        });
+        let errors = errors.into_inner().unwrap_or_else(|e| e.into_inner());
+        if !errors.is_empty() {
+            return Err(Error::Device(errors.join("\n")));
+        }
+        Ok(todo.len())
     }
 
     /// Waits for all work queued on this device.

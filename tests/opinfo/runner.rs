@@ -321,6 +321,25 @@ pub fn main(table: &'static [OpInfo]) -> ExitCode {
     if !kiln::cuda::is_available() {
         println!("CUDA tests skipped: no device");
     }
+    #[cfg(feature = "cuda")]
+    if kiln::cuda::is_available()
+        && groups
+            .iter()
+            .flat_map(|g| &g.cases)
+            .any(|c| c.device != Device::Cpu)
+    {
+        // Compile every module up front on all cores (and into the kernel cache) rather
+        // than one at a time under the first cases that need them.
+        let t = std::time::Instant::now();
+        let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+        match kiln::cuda::precompile(0, threads) {
+            Ok(n) => println!(
+                "CUDA: {n} modules ready in {:.1} s",
+                t.elapsed().as_secs_f64()
+            ),
+            Err(e) => println!("CUDA: precompiling failed, cases will say why:\n{e}"),
+        }
+    }
     let mut runner = Runner {
         pool: rayon::ThreadPoolBuilder::new()
             .num_threads(options.threads.unwrap_or(0)) // 0: rayon's default, one per core

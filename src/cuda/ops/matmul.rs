@@ -99,6 +99,8 @@ fn gemm(
     let (pa, pb, pc) = (ptr(op, a)?, ptr(op, b)?, ptr(op, out)?);
     let mut guard = gpu.blas.lock().unwrap_or_else(|e| e.into_inner());
     if guard.is_none() {
+        // cudarc panics when a library is missing; check first and name what is missing.
+        crate::cuda::libs::require_cublas(op)?;
         let h = blas::create_handle().map_err(|e| driver_error(op, e))?;
         // SAFETY: `h` is a fresh handle; the stream belongs to this device's context.
         unsafe { blas::set_stream(h, gpu.stream.cu_stream() as _) }
