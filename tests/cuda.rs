@@ -50,7 +50,7 @@ fn to_device_on_the_same_device_returns_self() -> Result<()> {
 fn every_module_the_launchers_use_is_generated() {
     let names = kiln::cuda::module_names();
     for m in [
-        "copy", "reduce", "softmax", "index", "random", "scan", "fold", "optim",
+        "copy", "reduce", "softmax", "index", "random", "scan", "fold", "optim", "sort",
     ] {
         assert!(names.contains(&m), "no CUDA module '{m}' in {names:?}");
     }
@@ -382,3 +382,6 @@ fn fused_optimizer_steps_match_the_cpu_where_a_gpu_exists() -> Result<()> {
     }
     Ok(())
 }
+#[cfg(feature = "cuda")]
+#[path = "cuda/sort.rs"]
+mod sort;

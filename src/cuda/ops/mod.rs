@@ -15,6 +15,7 @@ pub(crate) mod reduce;
 pub(crate) mod scan;
 pub(crate) mod shape;
 pub(crate) mod softmax;
+pub(crate) mod sort;
 pub(crate) mod upsample;
 
 use super::runtime::{driver_error, Gpu};

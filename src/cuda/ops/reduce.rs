@@ -163,35 +163,3 @@ pub fn argmin(
     let d = dims(op, self_, dim.as_ref().map(std::slice::from_ref))?;
     arg_reduce(op, "min", self_, &d, None, out)
 }
-
-pub fn mode(
-    op: &str,
-    self_: &Tensor,
-    dim: i64,
-    _keepdim: bool,
-    values: &Tensor,
-    indices: &Tensor,
-) -> Result<()> {
-    let d = dims(op, self_, Some(&[dim]))?;
-    let (layout, outer, r) = split(self_, &d);
-    if outer == 0 {
-        return Ok(());
-    }
-    let gpu = gpu_of(op, indices)?;
-    let input = operand_with(op, self_, &layout)?;
-    let flat = Layout::contiguous(&[outer]);
-    let (vals, idx) = (
-        operand_with(op, values, &flat)?,
-        operand_with(op, indices, &flat)?,
-    );
-    let f = gpu.function("reduce", &format!("mode_{}", self_.dtype().short_name()))?;
-    let (outer_i, r_i) = (outer as i64, r as i64);
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&vals).arg(&idx).arg(&input).arg(&outer_i).arg(&r_i);
-    // SAFETY: matches `mode_<T>(KilnTensor values, KilnTensor indices, KilnTensor in, long
-    // long outer, long long R)`; `in` is a permutation of `self`'s valid layout with
-    // outer*R elements (R > 0: the meta function rejects a zero-size dim), `values` and
-    // `indices` are fresh contiguous tensors of `outer` elements of T and int64.
-    unsafe { b.launch(rows(outer)) }.map_err(|e| driver_error(op, e))?;
-    Ok(())
-}

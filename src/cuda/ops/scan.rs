@@ -1,5 +1,5 @@
-//! cumsum, cumprod, logcumsumexp, cummax, cummin and sort on CUDA (kernels/cuda/scan.cu.j2):
-//! each tensor is viewed with the scanned dim last, one thread per line.
+//! cumsum, cumprod, logcumsumexp, cummax and cummin on CUDA (kernels/cuda/scan.cu.j2): each
+//! tensor is viewed with the scanned dim last, one thread per line. (sort is in sort.rs.)
 
 use super::{gpu_of, grid, operand_with};
 use crate::cuda::runtime::driver_error;
@@ -7,7 +7,7 @@ use crate::{DType, Error, Layout, Result, Tensor};
 use cudarc::driver::PushKernelArg;
 
 /// `t`'s layout with `dim` moved last (0-d as `[1]`), and the number of lines.
-fn lines(op: &str, t: &Tensor, dim: i64) -> Result<(Layout, usize, usize)> {
+pub(super) fn lines(op: &str, t: &Tensor, dim: i64) -> Result<(Layout, usize, usize)> {
     let l = t.layout();
     if l.ndim() == 0 {
         let one = Layout {
@@ -112,24 +112,5 @@ pub fn cummin(op: &str, self_: &Tensor, dim: i64, values: &Tensor, indices: &Ten
         &[values, indices],
         dim,
         None,
-    )
-}
-
-pub fn sort(
-    op: &str,
-    self_: &Tensor,
-    dim: i64,
-    descending: bool,
-    values: &Tensor,
-    indices: &Tensor,
-) -> Result<()> {
-    launch(
-        op,
-        "sort",
-        self_.dtype(),
-        self_,
-        &[values, indices],
-        dim,
-        Some(descending),
     )
 }
