@@ -890,6 +890,22 @@ fn randn_f32_and_f16_have_normal_moments() -> Result<()> {
     Ok(())
 }
 
+/// An f16/bf16 normal sample is the f32 sample rounded once to nearest even, as a GPU rounds
+/// it (kiln once rounded bf16 from f64 through the half crate, which looks at only 20
+/// mantissa bits and so rounded about one sample in 20,000 the other way).
+#[test]
+fn half_precision_randn_is_the_f32_sample_rounded_once() -> Result<()> {
+    let n = 1 << 20;
+    let wide = Tensor::randn_with([n], DType::F32, &mut Generator::new(6))?.to_vec::<f32>()?;
+    let f16s = Tensor::randn_with([n], DType::F16, &mut Generator::new(6))?.to_vec::<f64>()?;
+    let bf16s = Tensor::randn_with([n], DType::BF16, &mut Generator::new(6))?.to_vec::<f64>()?;
+    for (i, &w) in wide.iter().enumerate() {
+        assert_eq!(f16s[i], f16::from_f32(w).to_f64(), "f16 at {i}: {w}");
+        assert_eq!(bf16s[i], bf16::from_f32(w).to_f64(), "bf16 at {i}: {w}");
+    }
+    Ok(())
+}
+
 #[test]
 fn successive_draws_from_one_generator_differ() -> Result<()> {
     let mut g = Generator::new(9);

@@ -4,6 +4,7 @@
 //! autograd. A kernel receives read views ([`Src`]) of its inputs and a write view ([`Dst`])
 //! of a preallocated output; the caller guarantees the output does not alias an input.
 
+pub mod box_muller;
 pub mod cpu;
 pub mod dtype;
 pub mod element;

@@ -8,6 +8,8 @@
 //! element), and CPU and CUDA produce the same numbers. kernels/cuda/random.cu.j2 repeats the
 //! arithmetic below line for line; keep the two in step.
 
+use crate::box_muller;
+
 const M0: u32 = 0xD251_1F53;
 const M1: u32 = 0xCD9E_8D57;
 const W0: u32 = 0x9E37_79B9;
@@ -60,18 +62,19 @@ pub fn uniform_f64(x0: u32, x1: u32) -> f64 {
 }
 
 /// A standard normal sample in f32 (Box–Muller on 24-bit uniforms; the first uniform is
-/// taken from `(0, 1]` so its log is finite).
+/// taken from `(0, 1]` so its log is finite). The log and cosine are `box_muller`'s, not
+/// libm's, so a GPU computes the same bits.
 pub fn normal_f32(w: [u32; 4]) -> f32 {
     let u1 = ((w[0] >> 8) + 1) as f32 * (-24f32).exp2();
     let u2 = (w[1] >> 8) as f32 * (-24f32).exp2();
-    (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos()
+    (-2.0 * box_muller::ln_f32(u1)).sqrt() * box_muller::cos_2pi_f32(u2)
 }
 
-/// A standard normal sample in f64 (Box–Muller on 53-bit uniforms).
+/// A standard normal sample in f64 (Box–Muller on 53-bit uniforms), as [`normal_f32`].
 pub fn normal_f64(w: [u32; 4]) -> f64 {
     let u1 = uniform_f64(w[0], w[1]) + (-53f64).exp2();
     let u2 = uniform_f64(w[2], w[3]);
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    (-2.0 * box_muller::ln_f64(u1)).sqrt() * box_muller::cos_2pi_f64(u2)
 }
 
 /// An integer in `[low, low + range)` (`range > 0`; wrapping arithmetic lets the range span
