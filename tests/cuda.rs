@@ -381,11 +381,11 @@ fn fused_optimizer_steps_match_the_cpu_where_a_gpu_exists() -> Result<()> {
     Ok(())
 }
 #[cfg(feature = "cuda")]
+#[path = "cuda/random_bits.rs"]
+mod random_bits;
+#[cfg(feature = "cuda")]
 #[path = "cuda/scan_reduce.rs"]
 mod scan_reduce;
 #[cfg(feature = "cuda")]
 #[path = "cuda/sort.rs"]
 mod sort;
-#[cfg(feature = "cuda")]
-#[path = "cuda/random_bits.rs"]
-mod random_bits;
