@@ -61,6 +61,33 @@ pub(crate) fn require_cublas(op: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// Where cuBLAS is missing (this crate's CI has none), matmul's check is an error that
+    /// names the op, the files tried and the fix, not cudarc's panic.
+    #[test]
+    fn a_missing_library_is_an_error_that_names_it() {
+        match require_cublas("mm") {
+            Ok(()) => assert!(cublas_present()),
+            Err(e) => {
+                let e = e.to_string();
+                for want in [
+                    "mm",
+                    "cuBLAS",
+                    "libcublas.so.13",
+                    "libcublas.so.12",
+                    "LD_LIBRARY_PATH",
+                ] {
+                    assert!(e.contains(want), "{want} not in: {e}");
+                }
+            }
+        }
+        match require_nvrtc() {
+            Ok(()) => assert!(nvrtc_present()),
+            Err(e) => assert!(e.to_string().contains("libnvrtc.so.13"), "{e}"),
+        }
+    }
+
     #[test]
     fn cuda_12_and_13_library_names_are_both_tried() {
         let names = cudarc::get_lib_name_candidates("nvrtc");
