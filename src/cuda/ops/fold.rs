@@ -20,6 +20,10 @@ struct KilnFold {
     channels: i64,
 }
 
+/// `size_of::<KilnFold>()`, for the layout test against CUDA's.
+#[cfg(test)]
+pub(super) const LAYOUT: usize = std::mem::size_of::<KilnFold>();
+
 // SAFETY: `KilnFold` is `repr(C)` plain old data laid out exactly as the C struct (19 long
 // longs, no padding), which the kernels take by value.
 unsafe impl DeviceRepr for KilnFold {}

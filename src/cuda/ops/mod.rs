@@ -335,3 +335,46 @@ pub(crate) fn transfer(t: &Tensor, dtype: DType, device: Device) -> Result<Tenso
         (Device::Cpu, Device::Cpu) => t.cast_copy(dtype),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::nvrtc::{self, Target};
+
+    /// The structs passed to kernels by value have the same size and alignment in Rust and
+    /// in CUDA C++: checked by NVRTC evaluating `static_assert`s written from Rust's
+    /// `size_of` / `align_of` against the generated sources (no GPU needed; skipped without
+    /// NVRTC, which CI provides).
+    #[test]
+    fn kernel_argument_structs_have_the_c_layout() {
+        if !crate::cuda::nvrtc_available() {
+            eprintln!("layout check skipped: NVRTC library not found");
+            return;
+        }
+        let fold = crate::cuda::module_source("fold").expect("the fold module");
+        // NVRTC has no offsetof (no standard headers, no __builtin_offsetof), so sizes and
+        // alignments: a field of another width or padding in another place changes them.
+        let checks = format!(
+            "{fold}\n\
+             static_assert(sizeof(KilnTensor) == {}, \"KilnTensor size\");\n\
+             static_assert(alignof(KilnTensor) == {}, \"KilnTensor align\");\n\
+             static_assert(sizeof(KilnStr) == {}, \"KilnStr size\");\n\
+             static_assert(sizeof(KilnFold) == {}, \"KilnFold size\");\n\
+             static_assert(sizeof(kiln_f16) == 2 && sizeof(kiln_bf16) == 2, \"half size\");\n",
+            std::mem::size_of::<KilnTensor>(),
+            std::mem::align_of::<KilnTensor>(),
+            std::mem::size_of::<KilnStr>(),
+            fold::LAYOUT,
+        );
+        let target = Target::Ptx(75);
+        let r = nvrtc::compile(
+            "layout",
+            &checks,
+            target,
+            &nvrtc::options(target, &[], false),
+        );
+        if let Err(e) = r {
+            panic!("Rust and CUDA disagree on a kernel argument's layout:\n{e}");
+        }
+    }
+}
