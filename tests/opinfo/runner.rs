@@ -304,6 +304,11 @@ impl Runner {
             group.device.to_string(),
             width = self.width,
         );
+        // At once, not only in the closing list: a run cut short by a time limit (the GPU
+        // check's) still shows why each failed case failed.
+        for (name, message) in &failures {
+            println!("---- {name} ----\n{message}");
+        }
         failures
     }
 }
@@ -353,9 +358,9 @@ pub fn main(table: &'static [OpInfo]) -> ExitCode {
     install_quiet_hook();
     let failures: Vec<(String, String)> = groups.iter().flat_map(|g| runner.run(g)).collect();
     if !failures.is_empty() {
-        println!("\nfailures:");
-        for (name, message) in &failures {
-            println!("\n---- {name} ----\n{message}");
+        println!("\nfailures (their messages are above, after their groups):");
+        for (name, _) in &failures {
+            println!("    {name}");
         }
         println!();
     }
