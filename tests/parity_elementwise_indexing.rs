@@ -2,8 +2,9 @@
 //! `hardtanh` / `relu6` on integers and its `min > max` check, `square` on bool,
 //! `take_along_dim` with negative indices, `gather` / `scatter` with an empty index of any
 //! dtype, `masked_fill(Tensor)` / `masked_scatter` broadcasting `self`, `roll` of a 0-d
-//! tensor, `sum_to_size` to an empty size, `prod` of empty floats and of bools with
-//! `dtype=bool`, and `amax` / `amin` / `aminmax` over more than 64 dims.
+//! tensor, `sum_to_size` to an empty size, `median` of lines holding NaN, `prod` of empty
+//! floats and of bools with `dtype=bool`, and `amax` / `amin` / `aminmax` over more than 64
+//! dims.
 //!
 //! Every expected value and error text was printed by PyTorch 2.15 from
 //! `tests/data/gen_parity_elementwise_indexing.py` (the line it printed is quoted above each
@@ -559,5 +560,54 @@ fn amax_amin_aminmax_over_more_than_64_dims_raise() -> Result<()> {
     assert_eq!(f64s(&x.amax()?), vec![1.0]);
     let (lo, hi) = x.aminmax()?;
     assert_eq!((f64s(&lo), f64s(&hi)), (vec![1.0], vec![1.0]));
+    Ok(())
+}
+
+/// `median` propagates NaN as PyTorch does: a line holding a NaN gives its first NaN and that
+/// NaN's index (kiln used to return the lower median of the other values).
+#[test]
+fn median_propagates_nan_with_the_first_nans_index() -> Result<()> {
+    let nan = f32::NAN;
+    let m = Tensor::from_vec(
+        vec![
+            1., nan, 2., 0., 5., 4., nan, nan, 1., 2., 3., 4., nan, 1., nan, 2.,
+        ],
+        &[4, 4],
+    )?;
+    let same = |got: &[f64], want: &[f64]| {
+        assert_eq!(got.len(), want.len(), "got {got:?}, want {want:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                g == w || (g.is_nan() && w.is_nan()),
+                "got {got:?}, want {want:?}"
+            );
+        }
+    };
+    // median_dim nan[0] torch.float32 [4] [nan, nan, 2.0, nan]
+    // median_dim nan[1] torch.int64 [4] [1, 2, 1, 0]
+    let (v, i) = m.median_dim(1)?;
+    same(&f64s(&v), &[f64::NAN, f64::NAN, 2.0, f64::NAN]);
+    assert_eq!(i64s(&i), [1, 2, 1, 0]);
+    // median_dim nan keepdim[0] torch.float32 [1, 4] [nan, nan, 2.0, nan]
+    // median_dim nan keepdim[1] torch.int64 [1, 4] [1, 2, 1, 0]
+    let (v, i) = m.t()?.median_dim_with(0, true)?;
+    assert_eq!(v.shape(), [1, 4]);
+    same(&f64s(&v), &[f64::NAN, f64::NAN, 2.0, f64::NAN]);
+    assert_eq!(i64s(&i), [1, 2, 1, 0]);
+    // median nan torch.float32 [] [nan]
+    assert!(m.median()?.item::<f64>()?.is_nan());
+    // median no nan torch.float32 [] [2.0]
+    assert_eq!(m.select(0, 2)?.median()?.item::<f64>()?, 2.0);
+    // median_dim nan grad[0] [4, 4] [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 2.0, 0.0,
+    //   0.0, 3.0, 0.0, 0.0, 0.0]
+    let x = m.detach().requires_grad_(true)?;
+    let out = x.median_dim(1)?.0;
+    let g = Tensor::from_vec(vec![0f32, 1., 2., 3.], &[4])?;
+    let gx = grad(&[out], &[x], &[Some(g)], GradOptions::default())?;
+    let gx = gx[0].as_ref().expect("a gradient for x");
+    assert_eq!(
+        f64s(gx),
+        [0., 0., 0., 0., 0., 0., 1., 0., 0., 2., 0., 0., 3., 0., 0., 0.]
+    );
     Ok(())
 }

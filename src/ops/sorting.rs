@@ -62,7 +62,7 @@ pub fn kthvalue(t: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, 
 }
 
 /// `median(dim, keepdim)`: the lower median along `dim` (the `⌈n/2⌉`-th smallest) and its
-/// index.
+/// index; NaN (the first one, and its index) for a line that holds one, as PyTorch.
 pub fn median_dim(t: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let (_, n) = dim_size("median", t, dim)?;
     if n == 0 {
@@ -71,7 +71,25 @@ pub fn median_dim(t: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor
             format!("median(): Expected reduction dim {dim} to have non-zero size."),
         ));
     }
-    pick("median", t, n.div_ceil(2) as i64, dim, keepdim)
+    if !t.dtype().is_floating_point() || t.dim() == 0 {
+        return pick("median", t, n.div_ceil(2) as i64, dim, keepdim);
+    }
+    // PyTorch's median propagates NaN: a line holding one gives its first NaN and that
+    // NaN's index. The stable sort puts a line's NaNs last in input order, so the first
+    // sits at position n - (its NaN count); other lines take the lower median.
+    let (v, i) = t.sort_with(dim, false)?;
+    let nans = t.isnan()?.sum_dim_with(&[dim], true, Some(DType::I64))?;
+    let lower = nans.zeros_like()?.add_scalar((n as i64 - 1) / 2)?;
+    let at = nans
+        .neg()?
+        .add_scalar(n as i64)?
+        .where_cond(&nans.gt_scalar(0)?, &lower)?;
+    let (v, i) = (v.gather(dim, &at)?, i.gather(dim, &at)?);
+    if keepdim {
+        Ok((v, i))
+    } else {
+        Ok((v.squeeze_dim(dim)?, i.squeeze_dim(dim)?))
+    }
 }
 
 /// `median()`: the lower median of all elements.

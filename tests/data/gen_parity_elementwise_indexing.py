@@ -137,3 +137,13 @@ show("amin 65 dim", lambda: torch.amin(x65, -1))
 show("aminmax 65 dim", lambda: torch.aminmax(x65, dim=0))
 show("amax 65 all", lambda: torch.amax(x65))
 show("aminmax 65 all", lambda: torch.aminmax(x65))
+
+# median propagates NaN (issue 22 follow-up): the first NaN of a line and its index.
+nan = float("nan")
+m = torch.tensor([[1, nan, 2, 0], [5, 4, nan, nan], [1, 2, 3, 4], [nan, 1, nan, 2]])
+show("median_dim nan", lambda: torch.median(m, 1))
+show("median_dim nan keepdim", lambda: torch.median(m.t(), 0, keepdim=True))
+show("median nan", lambda: torch.median(m))
+show("median no nan", lambda: torch.median(m[2]))
+mg = m.clone().requires_grad_(True)
+grads("median_dim nan", lambda x: torch.median(x, 1)[0], mg)
