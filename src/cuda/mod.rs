@@ -130,13 +130,6 @@ pub fn precompile(device: usize, threads: usize) -> crate::Result<usize> {
     runtime::gpu(device)?.precompile(threads)
 }
 
-/// Extra NVRTC options module `name` is compiled with, beyond the common ones.
-#[cfg(feature = "cuda")]
-pub(crate) fn module_options(name: &str) -> &'static [&'static str] {
-    let _ = name;
-    &[]
-}
-
 /// Compiles module `name` to PTX with NVRTC for `arch` (e.g. `compute_80`). Needs only the
 /// NVRTC library, not a GPU.
 #[cfg(feature = "cuda")]

@@ -81,15 +81,13 @@ pub fn target_for(major: u32, minor: u32, supported: &[u32]) -> Option<Target> {
         .map(Target::Ptx)
 }
 
-/// The options every module is compiled with, plus the module's own (e.g. the random
-/// module's `--fmad=false`). Part of the cache key.
-pub fn options(target: Target, extra: &[&str], verbose: bool) -> Vec<String> {
+/// The options every module is compiled with. Part of the cache key.
+pub fn options(target: Target, verbose: bool) -> Vec<String> {
     let mut o = vec![
         target.flag(),
         // #186: "pointless comparison of unsigned integer with zero" from generic templates.
         "--diag-suppress=186".to_string(),
     ];
-    o.extend(extra.iter().map(|s| s.to_string()));
     if verbose {
         // ptxas's report (registers, spills, stack) in the program log, for the CI check.
         o.push("--ptxas-options=-v".to_string());

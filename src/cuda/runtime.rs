@@ -121,7 +121,7 @@ fn open(ordinal: usize) -> std::result::Result<Gpu, String> {
 pub(crate) fn compile(name: &str, target: Target, verbose: bool) -> Result<nvrtc::Compiled> {
     let src = super::module_source(name)
         .ok_or_else(|| Error::Device(format!("no generated CUDA module named '{name}'")))?;
-    let options = nvrtc::options(target, super::module_options(name), verbose);
+    let options = nvrtc::options(target, verbose);
     nvrtc::compile(name, src, target, &options)
 }
 
@@ -178,7 +178,7 @@ impl Gpu {
         };
         let src = super::module_source(name)
             .ok_or_else(|| Error::Device(format!("no generated CUDA module named '{name}'")))?;
-        let options = nvrtc::options(target, super::module_options(name), false);
+        let options = nvrtc::options(target, false);
         let file = kernel_cache::entry(name, src, &options, nvrtc::version()?, &target.tag());
         let load = |image: Vec<u8>| self.ctx.load_module(Ptx::from_binary(image));
         if let Some(image) = kernel_cache::load(&file) {

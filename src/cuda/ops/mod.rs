@@ -367,12 +367,7 @@ mod tests {
             fold::LAYOUT,
         );
         let target = Target::Ptx(75);
-        let r = nvrtc::compile(
-            "layout",
-            &checks,
-            target,
-            &nvrtc::options(target, &[], false),
-        );
+        let r = nvrtc::compile("layout", &checks, target, &nvrtc::options(target, false));
         if let Err(e) = r {
             panic!("Rust and CUDA disagree on a kernel argument's layout:\n{e}");
         }
