@@ -10,6 +10,10 @@ pub enum Device {
     #[default]
     Cpu,
     Cuda(usize),
+    /// PyTorch's meta device: tensors with a shape, dtype and strides but no storage. Every
+    /// op runs its checks and shape computation and no kernel, so a whole model's shapes
+    /// can be worked out without memory.
+    Meta,
 }
 
 impl Device {
@@ -18,10 +22,16 @@ impl Device {
         matches!(self, Device::Cuda(_))
     }
 
+    /// True for `Device::Meta`.
+    #[inline]
+    pub fn is_meta(self) -> bool {
+        matches!(self, Device::Meta)
+    }
+
     /// The device index (0 for the CPU), as PyTorch's `device.index`.
     pub fn index(self) -> usize {
         match self {
-            Device::Cpu => 0,
+            Device::Cpu | Device::Meta => 0,
             Device::Cuda(i) => i,
         }
     }
@@ -29,7 +39,7 @@ impl Device {
     /// Fails unless this device can hold tensors in this build on this machine.
     pub fn ensure_available(self) -> Result<()> {
         match self {
-            Device::Cpu => Ok(()),
+            Device::Cpu | Device::Meta => Ok(()),
             Device::Cuda(i) => match crate::cuda::unavailable_reason(i) {
                 None => Ok(()),
                 Some(why) => Err(Error::Device(format!("cannot use device cuda:{i}: {why}"))),
@@ -43,6 +53,7 @@ impl fmt::Display for Device {
         match self {
             Device::Cpu => f.write_str("cpu"),
             Device::Cuda(i) => write!(f, "cuda:{i}"),
+            Device::Meta => f.write_str("meta"),
         }
     }
 }

@@ -280,6 +280,9 @@ impl Tensor {
                 "cannot use device cuda:{i}: {}",
                 crate::cuda::unavailable_reason(i).unwrap_or_default()
             ))),
+            Device::Meta => Err(Error::Device(format!(
+                "{op}: tensors on the meta device are not supported yet"
+            ))),
         }
     }
 

@@ -112,7 +112,7 @@ const DEVICES: [Device; 2] = [Device::Cpu, Device::Cuda(0)];
 
 fn device_available(device: Device) -> bool {
     match device {
-        Device::Cpu => true,
+        Device::Cpu | Device::Meta => true,
         Device::Cuda(_) => kiln::cuda::is_available(),
     }
 }

@@ -74,9 +74,9 @@ pub(crate) fn gpu_of(op: &str, t: &Tensor) -> Result<Arc<Gpu>> {
             g.ctx.bind_to_thread().map_err(|e| driver_error(op, e))?;
             Ok(g)
         }
-        Device::Cpu => Err(Error::op(
+        other => Err(Error::op(
             op,
-            "kiln internal error: a CPU tensor reached a CUDA kernel",
+            format!("kiln internal error: a tensor on {other} reached a CUDA kernel"),
         )),
     }
 }
@@ -333,6 +333,10 @@ pub(crate) fn transfer(t: &Tensor, dtype: DType, device: Device) -> Result<Tenso
             transfer(&host, dtype, Device::Cuda(j))
         }
         (Device::Cpu, Device::Cpu) => t.cast_copy(dtype),
+        (from, to) => Err(Error::op(
+            OP,
+            format!("kiln internal error: no CUDA transfer from {from} to {to}"),
+        )),
     }
 }
 
