@@ -14,7 +14,7 @@ fn main() {
         "derivatives.yaml",
         "kernels/src/cpu",
         "kernels/cuda",
-        "src/cuda/ops",
+        "src/backends/cuda/ops",
         "src/ops",
         "codegen/src",
     ] {

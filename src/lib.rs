@@ -12,19 +12,23 @@
 #[macro_use]
 mod arc_init;
 pub mod autograd;
-pub mod cuda;
+mod backends;
+mod dispatch;
 mod error;
 pub mod ops;
 pub mod tensor;
 mod warning;
 
+pub use backends::cuda;
+
 pub use autograd::{enable_grad, no_grad};
 pub use error::{Error, Result};
+pub use ops::create::TensorData;
+pub use ops::operators::ScalarOperand;
+pub use ops::random::{manual_seed, Generator};
+pub use ops::subscript::{Ellipsis, IntoIndices, NewAxis, SliceRange, TensorIndexer};
 pub use ops::*;
-pub use tensor::{
-    manual_seed, BufferElement, DType, Device, DimElem, Ellipsis, Generator, IntoDims, IntoIndices,
-    Layout, NewAxis, Scalar, ScalarOperand, SliceRange, Tensor, TensorData, TensorIndexer,
-};
+pub use tensor::{BufferElement, DType, Device, DimElem, IntoDims, Layout, Scalar, Tensor};
 pub use warning::{catch_warnings, warn};
 
 /// The CPU backend's buffer cache (see [`tensor::cache`]): large freed buffers are reused

@@ -41,7 +41,7 @@ fn to_device_on_the_same_device_returns_self() -> Result<()> {
     Ok(())
 }
 
-/// Every module the launchers in src/cuda/ops load kernels from is generated: `scan` and
+/// Every module the launchers in src/backends/cuda/ops load kernels from is generated: `scan` and
 /// `fold` once were not, so cumsum, sort and the convolutions failed on a GPU with "no
 /// generated CUDA module named 'scan'" while the PTX check below, which compiles only what
 /// exists, passed.

@@ -278,7 +278,7 @@ pub fn structured_meta(op: &Op, module: &str, kernel: &str) -> Call {
     }
 }
 
-/// A structured op's CUDA launcher in `src/cuda/ops/<module>.rs`: `(op name, <arguments>,
+/// A structured op's CUDA launcher in `src/backends/cuda/ops/<module>.rs`: `(op name, <arguments>,
 /// <outputs>)`, tensors as `&Tensor`.
 pub fn cuda_launcher(op: &Op, module: &str, name: &str) -> Call {
     let mut params = vec![expected(

@@ -1,6 +1,6 @@
 //! Which functions the YAML can name, and their signatures as written: CPU kernels
 //! (`kernels/src/cpu/*.rs`), CUDA kernels (`__device__` fns of `kernels/cuda/*.cuh`, launchers
-//! in `src/cuda/ops/*.rs`), composite and explicit ops (`src/ops/*.rs`), and the OpInfo
+//! in `src/backends/cuda/ops/*.rs`), composite and explicit ops (`src/ops/*.rs`), and the OpInfo
 //! sample sets and references (`tests/opinfo/samples.rs`, `tests/opinfo/refs.rs`). Rust files
 //! are read with `syn`, so a misspelt name or a kernel whose parameters do not fit its schema
 //! is a YAML error with a line number, not a link error or a rustc error in generated code.
@@ -41,7 +41,7 @@ pub struct DeviceFn {
 
 /// `fn name → module` for every public function in the CPU kernel modules, and for every
 /// CUDA kernel: the `__device__` scalar functions of `kernels/cuda/<module>.cuh` (pointwise
-/// ops) and the host launchers `pub fn` in `src/cuda/ops/<module>.rs` (every other op); with
+/// ops) and the host launchers `pub fn` in `src/backends/cuda/ops/<module>.rs` (every other op); with
 /// the signatures of those read from source. A name registered without a signature (as the
 /// generator's own tests do) is resolved but its parameters are not checked; likewise
 /// `rust_ops`, `samples` and `refs` are `None` until their files are read, and their names
@@ -52,7 +52,7 @@ pub struct KernelIndex {
     pub cuda: BTreeMap<String, Vec<String>>,
     /// `(module, name)` → signature of a CPU kernel, meta or check function.
     pub cpu_signatures: BTreeMap<(String, String), FnSig>,
-    /// `(module, name)` → signature of a CUDA launcher in `src/cuda/ops/<module>.rs`.
+    /// `(module, name)` → signature of a CUDA launcher in `src/backends/cuda/ops/<module>.rs`.
     pub cuda_signatures: BTreeMap<(String, String), FnSig>,
     /// `(module, name)` → every `__device__` declaration of that name in `<module>.cuh`.
     pub device_fns: BTreeMap<(String, String), Vec<DeviceFn>>,
@@ -80,7 +80,7 @@ impl KernelIndex {
         for (path, text) in files_with_ext(&root.join("kernels/cuda"), "cuh")? {
             index.add_cuda_header(&stem(&path), &label(root, &path), &text);
         }
-        for (path, text) in files_with_ext(&root.join("src/cuda/ops"), "rs")? {
+        for (path, text) in files_with_ext(&root.join("src/backends/cuda/ops"), "rs")? {
             index.add_cuda_launchers(&stem(&path), &label(root, &path), &text)?;
         }
         let ops = root.join("src/ops");
@@ -145,7 +145,7 @@ impl KernelIndex {
         }
     }
 
-    /// Adds the `pub fn` launchers of `src/cuda/ops/<module>.rs`, whose text is at `file`.
+    /// Adds the `pub fn` launchers of `src/backends/cuda/ops/<module>.rs`, whose text is at `file`.
     pub fn add_cuda_launchers(
         &mut self,
         module: &str,
@@ -211,7 +211,7 @@ impl KernelIndex {
         match self.cuda.get(name) {
             Some(ms) if ms.iter().any(|m| m == module) => Ok((module.to_string(), name.to_string())),
             _ => Err(format!(
-                "unknown CUDA kernel '{spec}': no `__device__` function {name} in kernels/cuda/{module}.cuh and no `pub fn {name}` in src/cuda/ops/{module}.rs"
+                "unknown CUDA kernel '{spec}': no `__device__` function {name} in kernels/cuda/{module}.cuh and no `pub fn {name}` in src/backends/cuda/ops/{module}.rs"
             )),
         }
     }

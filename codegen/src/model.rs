@@ -565,7 +565,7 @@ fn op_entry(
                 return Err(nerr(line, format!("{}: dispatch needs CPU (and CUDA), or one of CompositeExplicitAutograd, CompositeImplicitAutograd", r.func)));
             };
             let Some(cuda_target) = r.dispatch.get("CUDA") else {
-                return Err(nerr(line, format!("{}: no CUDA kernel: add `CUDA: <module>::<fn>` to dispatch (a `__device__` fn in kernels/cuda/<module>.cuh for a pointwise op, else a launcher in src/cuda/ops/<module>.rs)", r.func)));
+                return Err(nerr(line, format!("{}: no CUDA kernel: add `CUDA: <module>::<fn>` to dispatch (a `__device__` fn in kernels/cuda/<module>.cuh for a pointwise op, else a launcher in src/backends/cuda/ops/<module>.rs)", r.func)));
             };
             let (module, kernel) = kernels
                 .resolve(target)
@@ -987,7 +987,7 @@ fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), Model
             return Err(nerr(
                 line,
                 format!(
-                    "{func}: CUDA kernel `{module}::{name}` of a pointwise op must be a `__device__` scalar function in kernels/cuda/{module}.cuh; src/cuda/ops/{module}.rs has a launcher of that name, which serves non-pointwise ops"
+                    "{func}: CUDA kernel `{module}::{name}` of a pointwise op must be a `__device__` scalar function in kernels/cuda/{module}.cuh; src/backends/cuda/ops/{module}.rs has a launcher of that name, which serves non-pointwise ops"
                 ),
             ));
         }
@@ -1019,7 +1019,7 @@ fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), Model
             return Err(nerr(
                 line,
                 format!(
-                    "{func}: CUDA kernel `{module}::{name}` of a non-pointwise op must be a launcher `pub fn {name}` in src/cuda/ops/{module}.rs; kernels/cuda/{module}.cuh has a `__device__` function of that name, which serves pointwise ops"
+                    "{func}: CUDA kernel `{module}::{name}` of a non-pointwise op must be a launcher `pub fn {name}` in src/backends/cuda/ops/{module}.rs; kernels/cuda/{module}.cuh has a `__device__` function of that name, which serves pointwise ops"
                 ),
             ));
         };

@@ -139,7 +139,7 @@ impl Sources {
         k.add_cuda_header("binary", "kernels/cuda/binary.cuh", &self.binary_cuh);
         k.add_cuda_launchers(
             "reduce",
-            "src/cuda/ops/reduce.rs",
+            "src/backends/cuda/ops/reduce.rs",
             &self.reduce_launchers_rs,
         )
         .unwrap();
@@ -498,7 +498,7 @@ fn cuda_launcher_with_a_missing_parameter() {
     assert_contains(
         &e,
         &[
-            "CUDA launcher `reduce::transpose` (src/cuda/ops/reduce.rs:13)",
+            "CUDA launcher `reduce::transpose` (src/backends/cuda/ops/reduce.rs:13)",
             "it takes 4 parameter(s), the generated code passes 5",
             "expected: fn transpose(op: &str, self_: &Tensor, dim0: i64, dim1: i64, result: &Tensor) -> Result<()>",
         ],

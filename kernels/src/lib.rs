@@ -12,6 +12,7 @@ pub mod layout;
 pub mod linalg;
 pub mod parallel;
 pub mod philox;
+pub mod random;
 pub mod special;
 pub mod view;
 

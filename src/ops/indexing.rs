@@ -395,7 +395,7 @@ pub fn index_put(
     let values = if values.device() != t.device() && values.dim() == 0 {
         values.to_device(t.device())?
     } else {
-        crate::ops::launch::device_of(op, &[t, values])?;
+        crate::dispatch::launch::device_of(op, &[t, values])?;
         values.clone()
     };
     let mut flat = vec![info.rows.len()];

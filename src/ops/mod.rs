@@ -3,18 +3,22 @@
 
 pub(crate) mod backward;
 pub(crate) mod composite;
+pub(crate) mod create;
 pub(crate) mod elementwise;
 pub(crate) mod explicit;
 pub(crate) mod indexing;
-pub(crate) mod launch;
+pub(crate) mod inplace;
 pub(crate) mod linalg;
 pub(crate) mod losses;
 pub(crate) mod nn;
 pub(crate) mod normalization;
+pub mod operators;
 pub(crate) mod optim;
+pub(crate) mod random;
 pub(crate) mod reducing;
 pub(crate) mod shaping;
 pub(crate) mod sorting;
+pub(crate) mod subscript;
 
 // The arity of a generated function is its PyTorch schema's (conv_transpose2d takes 8).
 #[allow(
@@ -27,8 +31,8 @@ pub(crate) mod sorting;
 )]
 mod generated {
     use crate::autograd::{self, Node, NodeBase, SavedTensor};
+    use crate::dispatch::launch;
     use crate::ops::backward::*;
-    use crate::ops::launch;
     use crate::tensor::promotion::Operand;
     use crate::{DType, Device, Error, Result, Scalar, Tensor};
     use kiln_kernels::Element;

@@ -1578,7 +1578,7 @@ pub fn embedding_bag(
     };
     let mut operands = vec![weight, indices, offsets];
     operands.extend(per_sample_weights);
-    let device = crate::ops::launch::device_of(op, &operands)?;
+    let device = crate::dispatch::launch::device_of(op, &operands)?;
     let idx = indices.to_vec::<i64>()?;
     let offs = offsets.to_vec::<i64>()?;
     let n = idx.len();

@@ -7,7 +7,7 @@
 //! nothing, which the generator's in-place/out model (one mutated `self`, one result) does
 //! not express, and the ops are not differentiable. So, like `copy_`, they check their
 //! arguments here and call the CPU kernels in `kiln_kernels::cpu::optim` directly, or on
-//! CUDA the launchers in `src/cuda/ops/optim.rs` (kernels/cuda/optim.cu.j2).
+//! CUDA the launchers in `src/backends/cuda/ops/optim.rs` (kernels/cuda/optim.cu.j2).
 //!
 //! Every tensor of one parameter (the parameter, its gradient and its state buffers) must
 //! have the parameter's shape, dtype and device and the parameter's strides, and the
@@ -15,7 +15,7 @@
 //! gradient layout contract and `zeros_like` state give); the update then runs over each as
 //! one flat block. Callers with other layouts use the composite (op-by-op) update instead.
 
-use crate::tensor::access::with_buffers;
+use crate::dispatch::with_buffers;
 use crate::tensor::BufferElement;
 use crate::{autograd, DType, Device, Error, Result, Tensor};
 use kiln_kernels::cpu::optim::{
@@ -317,7 +317,14 @@ fn adam_impl(
     for (i, (p, &step)) in params.iter().zip(state_steps).enumerate() {
         let g = group(i);
         let h = AdamStep { step, ..h };
-        step_one!(op, p, g, h, crate::cuda::ops::optim::fused_adam, adam_one);
+        step_one!(
+            op,
+            p,
+            g,
+            h,
+            crate::backends::cuda::ops::optim::fused_adam,
+            adam_one
+        );
     }
     Ok(())
 }
@@ -454,7 +461,14 @@ pub fn _fused_sgd_(
     };
     for (i, p) in params.iter().enumerate() {
         let g = group(i);
-        step_one!(op, p, g, h, crate::cuda::ops::optim::fused_sgd, sgd_one);
+        step_one!(
+            op,
+            p,
+            g,
+            h,
+            crate::backends::cuda::ops::optim::fused_sgd,
+            sgd_one
+        );
     }
     Ok(())
 }
@@ -528,7 +542,7 @@ pub fn _fused_rmsprop_(
             p,
             g,
             h,
-            crate::cuda::ops::optim::fused_rmsprop,
+            crate::backends::cuda::ops::optim::fused_rmsprop,
             rmsprop_one
         );
     }
@@ -584,7 +598,7 @@ pub fn _fused_adagrad_(
             p,
             g,
             h,
-            crate::cuda::ops::optim::fused_adagrad,
+            crate::backends::cuda::ops::optim::fused_adagrad,
             adagrad_one
         );
     }

@@ -773,7 +773,7 @@ fn check_bool_mask(op: &str, mask: &Tensor) -> Result<()> {
 /// 1-D tensor.
 pub fn masked_select(t: &Tensor, mask: &Tensor) -> Result<Tensor> {
     check_bool_mask("masked_select", mask)?;
-    let shape = crate::ops::launch::broadcast_shapes("masked_select", &[t, mask])?;
+    let shape = crate::dispatch::launch::broadcast_shapes("masked_select", &[t, mask])?;
     let m = mask.expand(i64s(&shape))?.reshape([-1])?;
     let idx = nonzero(&m)?.reshape([-1])?;
     t.expand(i64s(&shape))?.reshape([-1])?.index_select(0, &idx)
@@ -801,7 +801,7 @@ pub fn masked_fill_tensor(t: &Tensor, mask: &Tensor, value: &Tensor) -> Result<T
             ),
         ));
     }
-    let shape = crate::ops::launch::broadcast_shapes("masked_fill", &[mask, t])?;
+    let shape = crate::dispatch::launch::broadcast_shapes("masked_fill", &[mask, t])?;
     let mask = mask.expand(i64s(&shape))?;
     let v = value.to_dtype(t.dtype())?.to_device(t.device())?;
     v.where_cond(&mask, &t.expand(i64s(&shape))?)
@@ -1134,7 +1134,7 @@ pub fn masked_scatter(t: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tens
     }
     // Out of place, `self` broadcasts with the mask (PyTorch's `masked_scatter` expands both).
     // (PyTorch's message names the mask as tensor a.)
-    let shape = crate::ops::launch::broadcast_shapes(op, &[mask, t])?;
+    let shape = crate::dispatch::launch::broadcast_shapes(op, &[mask, t])?;
     let t = &t.expand(i64s(&shape))?;
     let m = mask.expand(i64s(&shape))?.reshape([-1])?;
     let hits = m.to_dtype(DType::I64)?.sum()?.item::<i64>()?;

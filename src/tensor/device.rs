@@ -40,7 +40,7 @@ impl Device {
     pub fn ensure_available(self) -> Result<()> {
         match self {
             Device::Cpu | Device::Meta => Ok(()),
-            Device::Cuda(i) => match crate::cuda::unavailable_reason(i) {
+            Device::Cuda(i) => match crate::backends::cuda::unavailable_reason(i) {
                 None => Ok(()),
                 Some(why) => Err(Error::Device(format!("cannot use device cuda:{i}: {why}"))),
             },

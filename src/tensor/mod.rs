@@ -1,28 +1,17 @@
 //! `Tensor`: a cheap handle to a strided view of shared storage, plus its autograd state.
 
-pub(crate) mod access;
-pub(crate) use access::{dst, elems, elems_mut, src, with_buffers, with_dense};
 pub mod cache;
-mod create;
 mod device;
-mod dims;
+pub(crate) mod dims;
 mod display;
-pub mod indexing;
-mod inplace;
-pub mod operators;
 pub mod promotion;
-pub(crate) mod random;
 mod scalar;
 pub(crate) mod storage;
 
-pub use create::TensorData;
 pub use device::Device;
 pub use dims::{DimElem, IntoDims};
-pub use indexing::{Ellipsis, IntoIndices, NewAxis, SliceRange, TensorIndexer};
 use kiln_kernels::Dims;
 pub use kiln_kernels::{DType, Layout};
-pub use operators::ScalarOperand;
-pub use random::{manual_seed, Generator};
 pub use scalar::Scalar;
 pub use storage::{BufferElement, CpuBuffer, Storage};
 
@@ -274,11 +263,11 @@ impl Tensor {
         match device {
             Device::Cpu => Tensor::alloc(op, shape, dtype),
             #[cfg(feature = "cuda")]
-            Device::Cuda(i) => crate::cuda::ops::alloc(op, shape, dtype, i),
+            Device::Cuda(i) => crate::backends::cuda::ops::alloc(op, shape, dtype, i),
             #[cfg(not(feature = "cuda"))]
             Device::Cuda(i) => Err(Error::Device(format!(
                 "cannot use device cuda:{i}: {}",
-                crate::cuda::unavailable_reason(i).unwrap_or_default()
+                crate::backends::cuda::unavailable_reason(i).unwrap_or_default()
             ))),
             Device::Meta => Err(Error::Device(format!(
                 "{op}: tensors on the meta device are not supported yet"

@@ -223,7 +223,7 @@ impl CpuBuffer {
 pub(crate) enum Buffer {
     Cpu(CpuBuffer),
     #[cfg(feature = "cuda")]
-    Cuda(crate::cuda::CudaBuffer),
+    Cuda(crate::backends::cuda::CudaBuffer),
 }
 
 /// A tensor's memory. Views share one `Storage` through an `Arc`.
@@ -265,7 +265,7 @@ impl Storage {
 
     /// Wraps a CUDA buffer.
     #[cfg(feature = "cuda")]
-    pub(crate) fn cuda(buf: crate::cuda::CudaBuffer) -> Self {
+    pub(crate) fn cuda(buf: crate::backends::cuda::CudaBuffer) -> Self {
         Storage {
             len: buf.len(),
             device: Device::Cuda(buf.gpu().ordinal),

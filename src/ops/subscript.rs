@@ -27,7 +27,7 @@
 //! One deviation: a second `...` is an error here (numpy's), where PyTorch accepts it and
 //! expands it to the dimensions left after the first, which is rarely what was meant.
 
-use super::Tensor;
+use crate::Tensor;
 use crate::{Error, Result};
 use std::ops::{Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
 

@@ -3,7 +3,7 @@
 //! that what each op's generated code holds is only what differs between ops.
 
 use crate::autograd;
-use crate::tensor::access::OutBufs;
+use crate::dispatch::access::OutBufs;
 use crate::tensor::promotion::{self, Operand};
 use crate::tensor::{BufferElement, CpuBuffer};
 use crate::{DType, Device, Error, Layout, Result, Scalar, Tensor};
@@ -11,8 +11,8 @@ use kiln_kernels::{cpu::pointwise, KResult};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 
-pub(crate) use crate::tensor::{dst, src, with_buffers};
-use crate::tensor::{elems, elems_mut, with_dense};
+pub(crate) use crate::dispatch::{dst, src, with_buffers};
+use crate::dispatch::{elems, elems_mut, with_dense};
 
 /// `torch.result_type` of the operands.
 #[inline]

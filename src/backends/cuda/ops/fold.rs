@@ -2,7 +2,7 @@
 //! computed by the CPU module's `Geometry`.
 
 use super::{gpu_of, grid, operand_with};
-use crate::cuda::runtime::driver_error;
+use crate::backends::cuda::runtime::driver_error;
 use crate::{Error, Layout, Result, Tensor};
 use cudarc::driver::{DeviceRepr, PushKernelArg};
 use kiln_kernels::cpu::fold::Geometry;

@@ -1,14 +1,14 @@
 //! Getting at a tensor's elements: locking storages for a kernel, copying out, casting.
 
-use super::storage::Buffer;
-use super::{BufferElement, CpuBuffer, Storage, Tensor};
+use crate::tensor::storage::Buffer;
+use crate::tensor::{BufferElement, CpuBuffer, Storage, Tensor};
 use crate::{Error, Result};
 use kiln_kernels::{cpu::pointwise, cpu::strided, with_dtype, Dst, Element, Src};
 use smallvec::SmallVec;
 use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
 
 /// The CPU buffer inside a locked storage. Callers reach here only for CPU tensors (every
-/// op routes CUDA tensors to `crate::cuda` first).
+/// op routes CUDA tensors to `crate::backends::cuda` first).
 fn cpu(b: &Buffer) -> &CpuBuffer {
     match b {
         Buffer::Cpu(c) => c,
@@ -242,7 +242,10 @@ impl Tensor {
         let n = self.numel();
         let mut out: Vec<T> = Vec::new();
         out.try_reserve_exact(n).map_err(|_| {
-            super::storage::out_of_memory("to_vec", n as u128 * std::mem::size_of::<T>() as u128)
+            crate::tensor::storage::out_of_memory(
+                "to_vec",
+                n as u128 * std::mem::size_of::<T>() as u128,
+            )
         })?;
         with_buffers(&[self], &[], |ins, _| {
             with_dtype!(self.dtype(), S, {
@@ -303,7 +306,7 @@ impl Tensor {
         }
         #[cfg(feature = "cuda")]
         if self.device().is_cuda() {
-            return crate::cuda::ops::copy("copy_", &src_t, self);
+            return crate::backends::cuda::ops::copy("copy_", &src_t, self);
         }
         with_buffers(&[&src_t], &[self], |ins, mut outs| {
             let out = outs.pop().expect("output locked");
@@ -321,7 +324,7 @@ impl Tensor {
         let out = Tensor::alloc_empty_on("clone", self.shape(), self.dtype(), self.device())?;
         #[cfg(feature = "cuda")]
         if self.device().is_cuda() {
-            crate::cuda::ops::copy("clone", self, &out)?;
+            crate::backends::cuda::ops::copy("clone", self, &out)?;
             return Ok(out);
         }
         with_buffers(&[self], &[&out], |ins, mut o| {
@@ -348,7 +351,7 @@ impl Tensor {
             .map_err(|e| Error::op("to", e.to_string()))?;
         #[cfg(feature = "cuda")]
         {
-            crate::cuda::ops::transfer(self, dtype, device)
+            crate::backends::cuda::ops::transfer(self, dtype, device)
         }
         // Without CUDA every tensor is on the CPU and `ensure_available` failed above.
         #[cfg(not(feature = "cuda"))]

@@ -2,7 +2,7 @@
 //! softmax dim last, one block per row (kernels/cuda/softmax.cu.j2).
 
 use super::{gpu_of, operand_with, rows, KilnTensor};
-use crate::cuda::runtime::driver_error;
+use crate::backends::cuda::runtime::driver_error;
 use crate::{DType, Error, Layout, Result, Tensor};
 use cudarc::driver::PushKernelArg;
 

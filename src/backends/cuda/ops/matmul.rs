@@ -2,7 +2,7 @@
 //! their own type, f16 and bf16 accumulate in f32, as PyTorch does by default.
 
 use super::{copy, gpu_of};
-use crate::cuda::runtime::{driver_error, Gpu};
+use crate::backends::cuda::runtime::{driver_error, Gpu};
 use crate::{DType, Error, Result, Tensor};
 use cudarc::cublas::{result as blas, sys};
 use std::ffi::c_void;
@@ -100,7 +100,7 @@ fn gemm(
     let mut guard = gpu.blas.lock().unwrap_or_else(|e| e.into_inner());
     if guard.is_none() {
         // cudarc panics when a library is missing; check first and name what is missing.
-        crate::cuda::libs::require_cublas(op)?;
+        crate::backends::cuda::libs::require_cublas(op)?;
         let h = blas::create_handle().map_err(|e| driver_error(op, e))?;
         // SAFETY: `h` is a fresh handle; the stream belongs to this device's context.
         unsafe { blas::set_stream(h, gpu.stream.cu_stream() as _) }

@@ -7,11 +7,11 @@
 //! `rand_on(shape, dtype, cuda)` equals `rand(shape, dtype).to_device(cuda)`; PyTorch uses two
 //! unrelated generators there (mt19937 and Philox).
 
-use super::dims::{new_shape, IntoDims};
-use super::{storage_numel, BufferElement, CpuBuffer, Tensor};
+use crate::tensor::dims::{new_shape, IntoDims};
+use crate::tensor::{storage_numel, BufferElement, CpuBuffer, Tensor};
 use crate::{DType, Device, Error, Result};
-use kiln_kernels::philox;
-use kiln_kernels::{with_dtype, Element};
+use kiln_kernels::random::{element, uniform_bits, Distribution};
+use kiln_kernels::{philox, with_dtype};
 use std::sync::Mutex;
 
 /// PyTorch's default seed, so an unseeded program is still reproducible.
@@ -77,53 +77,6 @@ fn float_only(op: &str, dtype: DType) -> Result<()> {
     }
 }
 
-/// What one element of a draw is.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Distribution {
-    /// Uniform in `[0, 1)`.
-    Uniform,
-    /// Standard normal.
-    Normal,
-    /// Uniform over the integers `[low, low + range)`.
-    Int { low: i64, range: u64 },
-}
-
-/// Bits of uniform resolution for `dtype`: its precision, so every value is exact in it.
-pub(crate) fn uniform_bits(dtype: DType) -> u32 {
-    match dtype {
-        DType::F16 => 11,
-        DType::BF16 => 8,
-        _ => 24,
-    }
-}
-
-/// `v` as a floating `T`, rounded once to nearest even as a GPU's f32 -> f16/bf16 conversion
-/// does. Not `T::from_f64`: the half crate's `from_f64` rounds bf16 (and f16 on CPUs
-/// without F16C) from the top 20 mantissa bits only, which rounds about one normal sample in
-/// 20,000 the other way.
-fn from_f32<T: Element>(v: f32) -> T {
-    match T::DTYPE {
-        DType::F16 => T::from_f64(half::f16::from_f32(v).to_f64()),
-        DType::BF16 => T::from_f64(half::bf16::from_f32(v).to_f64()),
-        _ => T::from_f64(f64::from(v)),
-    }
-}
-
-/// Element `i` of draw `(seed, offset)` as a `T`. kernels/cuda/random.cu.j2 converts the
-/// same way (for randint into bf16, `kiln_i64_to_bf16_as_cpu` repeats `T::from_i64`).
-fn element<T: Element>(dist: Distribution, bits: u32, seed: u64, offset: u64, i: usize) -> T {
-    let w = philox::block(seed, offset, i as u64);
-    match dist {
-        Distribution::Uniform if T::DTYPE == DType::F64 => {
-            T::from_f64(philox::uniform_f64(w[0], w[1]))
-        }
-        Distribution::Uniform => from_f32(philox::uniform_f32(w[0], bits)),
-        Distribution::Normal if T::DTYPE == DType::F64 => T::from_f64(philox::normal_f64(w)),
-        Distribution::Normal => from_f32(philox::normal_f32(w)),
-        Distribution::Int { low, range } => T::from_i64(philox::int_in(w, low, range)),
-    }
-}
-
 /// A fresh `shape` tensor of `dtype` on `device` holding one draw of `dist` from `gen`.
 fn sample(
     op: &str,
@@ -139,7 +92,7 @@ fn sample(
         #[cfg(feature = "cuda")]
         {
             let (seed, offset) = gen.next_draw();
-            crate::cuda::ops::random::fill(op, &out, dist, seed, offset)?;
+            crate::backends::cuda::ops::random::fill(op, &out, dist, seed, offset)?;
         }
         return Ok(out);
     }

@@ -32,7 +32,7 @@
 //! `"add: The size of tensor a (3) must match the size of tensor b (4) at non-singleton
 //! dimension 0"`. Call the methods above (`a.add(&b)?`) where the input is not known to be valid.
 
-use super::{Scalar, Tensor};
+use crate::{Scalar, Tensor};
 use std::ops::{
     Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Rem, RemAssign, Sub, SubAssign,
 };

@@ -3,7 +3,7 @@
 //! piece of an output and a second pass over the pieces' partials (kernels/cuda/reduce.cu.j2).
 
 use super::{alloc, gpu_of, operand_with, rows, KilnTensor};
-use crate::cuda::runtime::driver_error;
+use crate::backends::cuda::runtime::driver_error;
 use crate::{DType, Error, Layout, Result, Tensor};
 use cudarc::driver::PushKernelArg;
 

@@ -5,7 +5,7 @@
 //! atomics (native adds, compare-and-swap loops for the rest), in no fixed order.
 
 use super::{copy, gpu_of, grid, operand_with, KilnTensor, Param};
-use crate::cuda::runtime::driver_error;
+use crate::backends::cuda::runtime::driver_error;
 use crate::{DType, Error, Layout, Result, Tensor};
 use cudarc::driver::PushKernelArg;
 use kiln_kernels::cpu::index::ScatterReduce;

@@ -3,7 +3,7 @@
 //! block per line, by the line's length). (sort is in sort.rs.)
 
 use super::{gpu_of, operand_with};
-use crate::cuda::runtime::driver_error;
+use crate::backends::cuda::runtime::driver_error;
 use crate::{DType, Error, Layout, Result, Tensor};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 

@@ -3,7 +3,7 @@
 //! `_fused_adagrad_` (src/ops/optim.rs checks the arguments). Each tensor goes to the kernel as a 1-d view of its dense block.
 
 use super::{gpu_of, grid, operand_with, KilnTensor};
-use crate::cuda::runtime::driver_error;
+use crate::backends::cuda::runtime::driver_error;
 use crate::{Layout, Result, Tensor};
 use cudarc::driver::PushKernelArg;
 use kiln_kernels::cpu::optim::{adagrad_clr, AdagradStep, AdamStep, RmspropStep, SgdStep};

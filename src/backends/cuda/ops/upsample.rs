@@ -3,7 +3,7 @@
 //! the same source pixels.
 
 use super::{gpu_of, grid, operand_with};
-use crate::cuda::runtime::driver_error;
+use crate::backends::cuda::runtime::driver_error;
 use crate::{Result, Tensor};
 use cudarc::driver::PushKernelArg;
 use kiln_kernels::cpu::upsample::{linear_ratio, scale_ratio};

@@ -2,7 +2,7 @@
 //! shapes were checked by the CPU module's meta function.
 
 use super::{gpu_of, grid, operand_with};
-use crate::cuda::runtime::driver_error;
+use crate::backends::cuda::runtime::driver_error;
 use crate::{Layout, Result, Tensor};
 use cudarc::driver::PushKernelArg;
 

@@ -1,7 +1,8 @@
 //! Making tensors: from Rust data, filled, ranges, identity.
 
-use super::dims::{new_shape, IntoDims};
-use super::{storage_numel, with_buffers, BufferElement, CpuBuffer, Tensor};
+use crate::dispatch::with_buffers;
+use crate::tensor::dims::{new_shape, IntoDims};
+use crate::tensor::{storage_numel, BufferElement, CpuBuffer, Tensor};
 use crate::{DType, Device, Error, Result, Scalar};
 use kiln_kernels::{with_dtype, Element};
 

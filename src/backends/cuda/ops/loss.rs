@@ -6,7 +6,7 @@
 //! than a device-side assert.
 
 use super::{alloc, gpu_of, grid, operand_with, KilnTensor};
-use crate::cuda::runtime::driver_error;
+use crate::backends::cuda::runtime::driver_error;
 use crate::{DType, Error, Layout, Result, Tensor};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use kiln_kernels::cpu::loss::{nll_geometry, MEAN, NONE};

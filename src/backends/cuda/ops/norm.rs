@@ -5,7 +5,7 @@
 //! operand is made contiguous here, so the kernels index it linearly.
 
 use super::{alloc, copy, gpu_of, grid, operand, rows};
-use crate::cuda::runtime::{driver_error, Gpu};
+use crate::backends::cuda::runtime::{driver_error, Gpu};
 use crate::{Result, Tensor};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 

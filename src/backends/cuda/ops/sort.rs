@@ -4,7 +4,7 @@
 
 use super::scan::lines;
 use super::{alloc, gpu_of, grid, operand_with, rows, KilnTensor};
-use crate::cuda::runtime::{driver_error, Gpu};
+use crate::backends::cuda::runtime::{driver_error, Gpu};
 use crate::{DType, Error, Layout, Result, Tensor};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 

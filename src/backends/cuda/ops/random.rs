@@ -2,10 +2,10 @@
 //! (kernels/cuda/random.cu.j2), the same stream the CPU draws from (kiln_kernels::philox).
 
 use super::{gpu_of, grid, operand};
-use crate::cuda::runtime::driver_error;
-use crate::tensor::random::{uniform_bits, Distribution};
+use crate::backends::cuda::runtime::driver_error;
 use crate::{Result, Tensor};
 use cudarc::driver::PushKernelArg;
+use kiln_kernels::random::{uniform_bits, Distribution};
 
 /// Fills `out` (fresh, contiguous, on a GPU) with draw `(seed, offset)` of `dist`.
 pub(crate) fn fill(

@@ -4,7 +4,7 @@
 //! and with grad enabled the write is recorded (a copy's gradient flows to `src`, none flows
 //! to the overwritten values).
 
-use crate::ops::launch::{self, Inplace};
+use crate::dispatch::launch::{self, Inplace};
 use crate::{no_grad, Error, Result, Scalar, Tensor};
 
 impl Tensor {

@@ -204,7 +204,7 @@ pub(crate) fn pointwise(
     let inputs: Vec<Tensor> = inputs
         .iter()
         .map(|t| {
-            if t.shares_storage_with(out) && !crate::ops::launch::is_output(t, out) {
+            if t.shares_storage_with(out) && !crate::dispatch::launch::is_output(t, out) {
                 t.fresh_copy()
             } else {
                 Ok((*t).clone())
@@ -343,7 +343,7 @@ pub(crate) fn transfer(t: &Tensor, dtype: DType, device: Device) -> Result<Tenso
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cuda::nvrtc::{self, Target};
+    use crate::backends::cuda::nvrtc::{self, Target};
 
     /// The structs passed to kernels by value have the same size and alignment in Rust and
     /// in CUDA C++: checked by NVRTC evaluating `static_assert`s written from Rust's
@@ -351,11 +351,11 @@ mod tests {
     /// NVRTC, which CI provides).
     #[test]
     fn kernel_argument_structs_have_the_c_layout() {
-        if !crate::cuda::nvrtc_available() {
+        if !crate::backends::cuda::nvrtc_available() {
             eprintln!("layout check skipped: NVRTC library not found");
             return;
         }
-        let fold = crate::cuda::module_source("fold").expect("the fold module");
+        let fold = crate::backends::cuda::module_source("fold").expect("the fold module");
         // NVRTC has no offsetof (no standard headers, no __builtin_offsetof), so sizes and
         // alignments: a field of another width or padding in another place changes them.
         let checks = format!(
