@@ -167,7 +167,6 @@ fn backend_branch(op: &Op, key: BackendKey) -> TokenStream {
         return quote!();
     }
     match key {
-        BackendKey::Meta if true => quote!(),
         BackendKey::Meta => {
             let ret = outputs_value(op);
             quote! {
