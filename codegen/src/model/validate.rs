@@ -84,107 +84,12 @@ pub(super) fn vectorized_entry(
     })
 }
 
-/// The functions `op` names in Rust and CUDA sources take what the generated code passes.
+/// The functions `op` names in Rust and CUDA sources take what the generated code passes:
+/// its CPU kernel (by kind) or composite function, then its CUDA kernel.
 pub(super) fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), ModelError> {
-    let line = op.line;
-    let args = op.args();
     match &op.kind {
-        Kind::Pointwise { check } => {
-            let (module, kernel) = (&op.cpu().kernel.module, &op.cpu().kernel.name);
-            if let Some(a) = args.iter().find(|a| !pointwise_kind(a.kind)) {
-                return Err(nerr(
-                    line,
-                    format!(
-                        "{func}: a pointwise kernel takes tensors, Scalar, Scalar?, float and str arguments; argument `{}` is {:?} (drop the pointwise tag and write a structured kernel)",
-                        a.name, a.kind
-                    ),
-                ));
-            }
-            if let Some(s) = op.saturate.iter().find(|s| {
-                !args.iter().any(|a| {
-                    &a.name == *s && matches!(a.kind, ArgKind::Scalar | ArgKind::OptScalar)
-                })
-            }) {
-                return Err(nerr(
-                    line,
-                    format!("{func}: `saturate:` names `{s}`, which is not a Scalar or Scalar? argument"),
-                ));
-            }
-            let outputs = op.outputs();
-            if let Some((a, _)) = op.fixed.iter().find(|(_, d)| **d == Fixed::Opmath) {
-                return Err(nerr(
-                    line,
-                    format!(
-                        "{func}: `{a}: opmath` needs a structured kernel; a pointwise kernel computes every operand in `T`'s compute type already"
-                    ),
-                ));
-            }
-            if let Some(o) = op.fixed.keys().find(|k| outputs.contains(k)) {
-                return Err(nerr(
-                    line,
-                    format!(
-                        "{func}: a pointwise op's output `{o}` takes the compute dtype (bool with promote: comparison); `fixed:` applies to its inputs only"
-                    ),
-                ));
-            }
-            let call = contract::pointwise_kernel(op, module, kernel);
-            check_call(line, func, &call, kernels.cpu_signature(module, kernel))?;
-            if let Some(v) = &op.vectorized {
-                let tensors: Vec<&Arg> =
-                    args.iter().filter(|a| a.kind == ArgKind::Tensor).collect();
-                let unary_same = matches!(tensors.as_slice(), [t] if !op.fixed.contains_key(&t.name))
-                    && op.promote != Promote::Comparison;
-                if !unary_same {
-                    return Err(nerr(
-                        line,
-                        format!("{func}: `vectorized:` slice kernels serve ops with one tensor argument whose result has its dtype (not fixed, not promote: comparison)"),
-                    ));
-                }
-                for &elem in &v.elems {
-                    let name = v.name(elem);
-                    let call = contract::slice_kernel(op, &v.module, &name, elem, false);
-                    check_call(line, func, &call, kernels.cpu_signature(&v.module, &name))?;
-                    if let Some(name) = v.inplace_name(elem) {
-                        let call = contract::slice_kernel(op, &v.module, &name, elem, true);
-                        check_call(line, func, &call, kernels.cpu_signature(&v.module, &name))?;
-                    }
-                }
-            }
-            if *check {
-                let name = format!("{kernel}_check");
-                let call = contract::pointwise_check(op, module, kernel);
-                check_call(line, func, &call, kernels.cpu_signature(module, &name))?;
-            }
-        }
-        Kind::Structured => {
-            let (module, kernel) = (&op.cpu().kernel.module, &op.cpu().kernel.name);
-            if let Some(a) = args.iter().find(|a| a.kind == ArgKind::OptTensorList) {
-                return Err(nerr(
-                    line,
-                    format!(
-                        "{func}: a structured kernel cannot take a list of optional tensors (`{}`): absent entries and bool masks change the output's shape with the data; write the op as CompositeExplicitAutograd over kernels (as `index.Tensor` is)",
-                        a.name
-                    ),
-                ));
-            }
-            if let Some(a) = args
-                .iter()
-                .find(|a| a.kind == ArgKind::TensorList && op.fixed.contains_key(&a.name))
-            {
-                return Err(nerr(
-                    line,
-                    format!(
-                        "{func}: `fixed:` applies to tensors and outputs, not to the tensor list `{}`",
-                        a.name
-                    ),
-                ));
-            }
-            let call = contract::structured_kernel(op, module, kernel);
-            check_call(line, func, &call, kernels.cpu_signature(module, kernel))?;
-            let meta = format!("{kernel}_meta");
-            let call = contract::structured_meta(op, module, kernel);
-            check_call(line, func, &call, kernels.cpu_signature(module, &meta))?;
-        }
+        Kind::Pointwise { check } => check_pointwise(op, func, *check, kernels)?,
+        Kind::Structured => check_structured(op, func, kernels)?,
         Kind::Composite { path } | Kind::Explicit { path } => {
             let role = if matches!(op.kind, Kind::Composite { .. }) {
                 "CompositeImplicitAutograd function"
@@ -193,50 +98,149 @@ pub(super) fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Resul
             };
             let call = contract::rust_op(op, role, path);
             let sig = kernels.rust_ops.as_ref().and_then(|o| o.get(path));
-            check_call(line, func, &call, sig)?;
+            check_call(op.line, func, &call, sig)?;
         }
     }
+    check_cuda(op, func, kernels)
+}
+
+/// A pointwise op: its arguments, `saturate:` and `fixed:`, the scalar kernel, the
+/// `vectorized:` slice kernels and the `_check`.
+fn check_pointwise(
+    op: &Op,
+    func: &str,
+    check: bool,
+    kernels: &KernelIndex,
+) -> Result<(), ModelError> {
+    let line = op.line;
+    let args = op.args();
+    let (module, kernel) = (&op.cpu().kernel.module, &op.cpu().kernel.name);
+    if let Some(a) = args.iter().find(|a| !pointwise_kind(a.kind)) {
+        return Err(nerr(
+            line,
+            format!(
+                "{func}: a pointwise kernel takes tensors, Scalar, Scalar?, float and str arguments; argument `{}` is {:?} (drop the pointwise tag and write a structured kernel)",
+                a.name, a.kind
+            ),
+        ));
+    }
+    if let Some(s) = op.saturate.iter().find(|s| {
+        !args
+            .iter()
+            .any(|a| &a.name == *s && matches!(a.kind, ArgKind::Scalar | ArgKind::OptScalar))
+    }) {
+        return Err(nerr(
+            line,
+            format!("{func}: `saturate:` names `{s}`, which is not a Scalar or Scalar? argument"),
+        ));
+    }
+    let outputs = op.outputs();
+    if let Some((a, _)) = op.fixed.iter().find(|(_, d)| **d == Fixed::Opmath) {
+        return Err(nerr(
+            line,
+            format!(
+                "{func}: `{a}: opmath` needs a structured kernel; a pointwise kernel computes every operand in `T`'s compute type already"
+            ),
+        ));
+    }
+    if let Some(o) = op.fixed.keys().find(|k| outputs.contains(k)) {
+        return Err(nerr(
+            line,
+            format!(
+                "{func}: a pointwise op's output `{o}` takes the compute dtype (bool with promote: comparison); `fixed:` applies to its inputs only"
+            ),
+        ));
+    }
+    let call = contract::pointwise_kernel(op, module, kernel);
+    check_call(line, func, &call, kernels.cpu_signature(module, kernel))?;
+    if check {
+        let name = format!("{kernel}_check");
+        let call = contract::pointwise_check(op, module, kernel);
+        check_call(line, func, &call, kernels.cpu_signature(module, &name))?;
+    }
+    if let Some(v) = &op.vectorized {
+        check_vectorized(op, func, v, kernels)?;
+    }
+    Ok(())
+}
+
+/// `vectorized:` serves a unary op that keeps its dtype; each slice kernel fits.
+fn check_vectorized(
+    op: &Op,
+    func: &str,
+    v: &Vectorized,
+    kernels: &KernelIndex,
+) -> Result<(), ModelError> {
+    let line = op.line;
+    let args = op.args();
+    let tensors: Vec<&Arg> = args.iter().filter(|a| a.kind == ArgKind::Tensor).collect();
+    let unary_same = matches!(tensors.as_slice(), [t] if !op.fixed.contains_key(&t.name))
+        && op.promote != Promote::Comparison;
+    if !unary_same {
+        return Err(nerr(
+            line,
+            format!("{func}: `vectorized:` slice kernels serve ops with one tensor argument whose result has its dtype (not fixed, not promote: comparison)"),
+        ));
+    }
+    for &elem in &v.elems {
+        let name = v.name(elem);
+        let call = contract::slice_kernel(op, &v.module, &name, elem, false);
+        check_call(line, func, &call, kernels.cpu_signature(&v.module, &name))?;
+        if let Some(name) = v.inplace_name(elem) {
+            let call = contract::slice_kernel(op, &v.module, &name, elem, true);
+            check_call(line, func, &call, kernels.cpu_signature(&v.module, &name))?;
+        }
+    }
+    Ok(())
+}
+
+/// A structured op: arguments it can take, the kernel and its `_meta`.
+fn check_structured(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), ModelError> {
+    let line = op.line;
+    let args = op.args();
+    let (module, kernel) = (&op.cpu().kernel.module, &op.cpu().kernel.name);
+    if let Some(a) = args.iter().find(|a| a.kind == ArgKind::OptTensorList) {
+        return Err(nerr(
+            line,
+            format!(
+                "{func}: a structured kernel cannot take a list of optional tensors (`{}`): absent entries and bool masks change the output's shape with the data; write the op as CompositeExplicitAutograd over kernels (as `index.Tensor` is)",
+                a.name
+            ),
+        ));
+    }
+    if let Some(a) = args
+        .iter()
+        .find(|a| a.kind == ArgKind::TensorList && op.fixed.contains_key(&a.name))
+    {
+        return Err(nerr(
+            line,
+            format!(
+                "{func}: `fixed:` applies to tensors and outputs, not to the tensor list `{}`",
+                a.name
+            ),
+        ));
+    }
+    let call = contract::structured_kernel(op, module, kernel);
+    check_call(line, func, &call, kernels.cpu_signature(module, kernel))?;
+    let meta = format!("{kernel}_meta");
+    let call = contract::structured_meta(op, module, kernel);
+    check_call(line, func, &call, kernels.cpu_signature(module, &meta))?;
+    Ok(())
+}
+
+/// The CUDA entry: a `__device__` scalar function of the right arity for a pointwise op, a
+/// launcher that fits otherwise.
+fn check_cuda(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), ModelError> {
     let Some(cuda) = op.backend(BackendKey::Cuda) else {
         return Ok(());
     };
-    let (module, name) = (&cuda.kernel.module, &cuda.kernel.name);
     if !kernels.has_cuda_sources() {
         return Ok(());
     }
-    let device = kernels.device_fns(module, name);
-    if matches!(op.kind, Kind::Pointwise { .. }) {
-        if device.is_empty() {
-            return Err(nerr(
-                line,
-                format!(
-                    "{func}: CUDA kernel `{module}::{name}` of a pointwise op must be a `__device__` scalar function in {CUDA_KERNELS_DIR}/{module}.cuh; {CUDA_LAUNCHERS_DIR}/{module}.rs has a launcher of that name, which serves non-pointwise ops"
-                ),
-            ));
-        }
-        let n = args.len();
-        let known: Vec<&crate::kernels_index::DeviceFn> =
-            device.iter().filter(|d| d.arity.is_some()).collect();
-        if !known.is_empty() && !known.iter().any(|d| d.arity == Some(n)) {
-            let found: Vec<String> = known
-                .iter()
-                .map(|d| {
-                    format!(
-                        "{} parameter(s) at {}",
-                        d.arity.unwrap_or_default(),
-                        d.location
-                    )
-                })
-                .collect();
-            return Err(nerr(
-                line,
-                format!(
-                    "{func}: CUDA kernel `{module}::{name}` does not fit the schema: the generated kernel calls it with {n} argument(s) ({}), but it takes {}",
-                    args.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", "),
-                    found.join(", ")
-                ),
-            ));
-        }
-    } else {
+    let line = op.line;
+    let args = op.args();
+    let (module, name) = (&cuda.kernel.module, &cuda.kernel.name);
+    if !matches!(op.kind, Kind::Pointwise { .. }) {
         let Some(sig) = kernels.cuda_signature(module, name) else {
             return Err(nerr(
                 line,
@@ -247,6 +251,39 @@ pub(super) fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Resul
         };
         let call = contract::cuda_launcher(op, module, name);
         check_call(line, func, &call, Some(sig))?;
+        return Ok(());
+    }
+    let device = kernels.device_fns(module, name);
+    if device.is_empty() {
+        return Err(nerr(
+            line,
+            format!(
+                "{func}: CUDA kernel `{module}::{name}` of a pointwise op must be a `__device__` scalar function in {CUDA_KERNELS_DIR}/{module}.cuh; {CUDA_LAUNCHERS_DIR}/{module}.rs has a launcher of that name, which serves non-pointwise ops"
+            ),
+        ));
+    }
+    let n = args.len();
+    let known: Vec<&crate::kernels_index::DeviceFn> =
+        device.iter().filter(|d| d.arity.is_some()).collect();
+    if !known.is_empty() && !known.iter().any(|d| d.arity == Some(n)) {
+        let found: Vec<String> = known
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} parameter(s) at {}",
+                    d.arity.unwrap_or_default(),
+                    d.location
+                )
+            })
+            .collect();
+        return Err(nerr(
+            line,
+            format!(
+                "{func}: CUDA kernel `{module}::{name}` does not fit the schema: the generated kernel calls it with {n} argument(s) ({}), but it takes {}",
+                args.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", "),
+                found.join(", ")
+            ),
+        ));
     }
     Ok(())
 }

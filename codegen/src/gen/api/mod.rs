@@ -258,122 +258,143 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
             });
         }
         if op.variants.inplace && !composite {
-            let iid = format_ident!("{}_", fname);
-            let ps = params(&args, *all, true);
-            let norm = normalise(&args, *all);
-            let tensor_inputs: Vec<TokenStream> = args
-                .iter()
-                .filter(|x| x.kind == ArgKind::Tensor && x.name != "self")
-                .map(|x| {
-                    let id = ident(&x.name);
-                    quote!(#id)
-                })
-                .collect();
-            let needs_original = op
-                .derivative
-                .as_ref()
-                .is_some_and(|d| d.formulas.iter().any(|f| f.uses.names.contains("self")));
-            let original = if needs_original {
-                quote!(let original = if record { Some(self.detached_copy()?) } else { None };)
-            } else {
-                quote!(let original: Option<Tensor> = None;)
-            };
-            let dest = if pointwise {
-                quote!(, Some(self))
-            } else {
-                quote!()
-            };
-            let rec = if has_record {
-                quote!(if record { #record(#(#a,)* &[self], original.as_ref(), Some(autograd::InplaceTarget { tensor: self, written: true })); })
-            } else {
-                quote!()
-            };
-            // On the view path `self` is overwritten after recording: a formula reading
-            // `self` gets a copy of the original, and inputs sharing its storage are saved
-            // without their history (see `SavedTensor::input_beside`).
-            let rec_fresh = if has_record {
-                let outs = outputs_of(op, &quote!(result));
-                let orig = if needs_original {
-                    quote!(Some(&self.detached_copy()?))
-                } else {
-                    quote!(None)
-                };
-                quote!(#record(#(#a,)* &#outs, #orig, Some(autograd::InplaceTarget { tensor: self, written: false }));)
-            } else {
-                quote!()
-            };
-            let op_lit = format!("{}_", op.schema.name);
-            methods.push(quote! {
-                #[doc = "In-place version; returns `self`."]
-                pub fn #iid(&self, #(#ps),*) -> Result<Tensor> {
-                    let self_ = self;
-                    #(#norm)*
-                    let record = match launch::check_inplace(#op_lit, self, &[#(#tensor_inputs),*])? {
-                        launch::Inplace::ViewOf(base) => {
-                            // A view in the graph: compute out of place, then write through.
-                            let result = #compute(#(#a),* #dest_none)?;
-                            #rec_fresh
-                            launch::commit_view_inplace(#op_lit, self, &base, &result)?;
-                            return Ok(self.clone());
-                        }
-                        launch::Inplace::Record => true,
-                        launch::Inplace::Untracked => false,
-                    };
-                    #original
-                    let result = #compute(#(#a),* #dest)?;
-                    launch::commit_inplace(#op_lit, self, &result)?;
-                    #rec
-                    Ok(self.clone())
-                }
-            });
+            methods.push(inplace_method(op, fname, *all));
         }
     }
     if op.variants.out && !composite {
-        let oid = format_ident!("{}_out", op.rust);
-        let ps = params(&args, true, false);
-        let outs: Vec<syn::Ident> = op
-            .outputs()
-            .iter()
-            .map(|o| format_ident!("out_{}", o))
-            .collect();
-        let norm = normalise(&args, true);
-        let op_lit = format!("{}_out", op.rust);
-        let n = outs.len();
-        let result_list = if n == 1 {
-            quote!([&result])
-        } else {
-            let idx = (0..n).map(syn::Index::from);
-            quote!([#(&result.#idx),*])
-        };
-        // An op that insists on one dtype also rejects an `out=` of another (PyTorch's
-        // gather / scatter); others cast into `out` when the cast is safe.
-        let commit = match &op.same_dtype_error {
-            Some(m) => quote!(launch::commit_out_same_dtype(#op_lit, #m, o, r)?;),
-            None => quote!(launch::commit_out(#op_lit, o, r)?;),
-        };
-        let ret_val = if n == 1 {
-            let o = &outs[0];
-            quote!(#o.clone())
-        } else {
-            quote!((#(#outs.clone()),*))
-        };
-        free.push(quote! {
-            #[doc = "`out=` version: writes the result into `out` (which must have the result's shape) and returns it."]
-            pub fn #oid(#(#ps,)* #(#outs: &Tensor),*) -> Result<#ret> {
-                #(#norm)*
-                // `out=` forms are not differentiable: compute without recording a node.
-                let result = {
-                    let _no_grad = crate::no_grad();
-                    call(#(#a),*)?
-                };
-                for (o, r) in [#(#outs),*].into_iter().zip(#result_list) {
-                    #commit
-                }
-                Ok(#ret_val)
-            }
-        });
+        free.push(out_fn(op));
     }
     (quote!(#(#free)*), quote!(#(#methods)*))
+}
+
+/// The in-place method `<form>_` (`add_`): checks `self` may be written, computes (into
+/// `self` for a pointwise op), commits and records with `self` as the in-place target.
+fn inplace_method(op: &Op, fname: &str, all: bool) -> TokenStream {
+    let args = op.args();
+    let a = call_args(&args);
+    let compute = format_ident!("__{}_compute", op.rust);
+    let record = format_ident!("__{}_record", op.rust);
+    let pointwise = matches!(op.kind, Kind::Pointwise { .. });
+    let has_record = op.derivative.is_some();
+    let dest_none = if pointwise { quote!(, None) } else { quote!() };
+    let iid = format_ident!("{}_", fname);
+    let ps = params(&args, all, true);
+    let norm = normalise(&args, all);
+    let tensor_inputs: Vec<TokenStream> = args
+        .iter()
+        .filter(|x| x.kind == ArgKind::Tensor && x.name != "self")
+        .map(|x| {
+            let id = ident(&x.name);
+            quote!(#id)
+        })
+        .collect();
+    let needs_original = op
+        .derivative
+        .as_ref()
+        .is_some_and(|d| d.formulas.iter().any(|f| f.uses.names.contains("self")));
+    let original = if needs_original {
+        quote!(let original = if record { Some(self.detached_copy()?) } else { None };)
+    } else {
+        quote!(let original: Option<Tensor> = None;)
+    };
+    let dest = if pointwise {
+        quote!(, Some(self))
+    } else {
+        quote!()
+    };
+    let rec = if has_record {
+        quote!(if record { #record(#(#a,)* &[self], original.as_ref(), Some(autograd::InplaceTarget { tensor: self, written: true })); })
+    } else {
+        quote!()
+    };
+    // On the view path `self` is overwritten after recording: a formula reading
+    // `self` gets a copy of the original, and inputs sharing its storage are saved
+    // without their history (see `SavedTensor::input_beside`).
+    let rec_fresh = if has_record {
+        let outs = outputs_of(op, &quote!(result));
+        let orig = if needs_original {
+            quote!(Some(&self.detached_copy()?))
+        } else {
+            quote!(None)
+        };
+        quote!(#record(#(#a,)* &#outs, #orig, Some(autograd::InplaceTarget { tensor: self, written: false }));)
+    } else {
+        quote!()
+    };
+    let op_lit = format!("{}_", op.schema.name);
+    quote! {
+        #[doc = "In-place version; returns `self`."]
+        pub fn #iid(&self, #(#ps),*) -> Result<Tensor> {
+            let self_ = self;
+            #(#norm)*
+            let record = match launch::check_inplace(#op_lit, self, &[#(#tensor_inputs),*])? {
+                launch::Inplace::ViewOf(base) => {
+                    // A view in the graph: compute out of place, then write through.
+                    let result = #compute(#(#a),* #dest_none)?;
+                    #rec_fresh
+                    launch::commit_view_inplace(#op_lit, self, &base, &result)?;
+                    return Ok(self.clone());
+                }
+                launch::Inplace::Record => true,
+                launch::Inplace::Untracked => false,
+            };
+            #original
+            let result = #compute(#(#a),* #dest)?;
+            launch::commit_inplace(#op_lit, self, &result)?;
+            #rec
+            Ok(self.clone())
+        }
+    }
+}
+
+/// `<op>_out`: computes without recording, then writes into the `out` tensors.
+fn out_fn(op: &Op) -> TokenStream {
+    let args = op.args();
+    let a = call_args(&args);
+    let ret = ret_type(op);
+    let oid = format_ident!("{}_out", op.rust);
+    let ps = params(&args, true, false);
+    let outs: Vec<syn::Ident> = op
+        .outputs()
+        .iter()
+        .map(|o| format_ident!("out_{}", o))
+        .collect();
+    let norm = normalise(&args, true);
+    let op_lit = format!("{}_out", op.rust);
+    let n = outs.len();
+    let result_list = if n == 1 {
+        quote!([&result])
+    } else {
+        let idx = (0..n).map(syn::Index::from);
+        quote!([#(&result.#idx),*])
+    };
+    // An op that insists on one dtype also rejects an `out=` of another (PyTorch's
+    // gather / scatter); others cast into `out` when the cast is safe.
+    let commit = match &op.same_dtype_error {
+        Some(m) => quote!(launch::commit_out_same_dtype(#op_lit, #m, o, r)?;),
+        None => quote!(launch::commit_out(#op_lit, o, r)?;),
+    };
+    let ret_val = if n == 1 {
+        let o = &outs[0];
+        quote!(#o.clone())
+    } else {
+        quote!((#(#outs.clone()),*))
+    };
+    quote! {
+        #[doc = "`out=` version: writes the result into `out` (which must have the result's shape) and returns it."]
+        pub fn #oid(#(#ps,)* #(#outs: &Tensor),*) -> Result<#ret> {
+            #(#norm)*
+            // `out=` forms are not differentiable: compute without recording a node.
+            let result = {
+                let _no_grad = crate::no_grad();
+                call(#(#a),*)?
+            };
+            for (o, r) in [#(#outs),*].into_iter().zip(#result_list) {
+                #commit
+            }
+            Ok(#ret_val)
+        }
+    }
 }
 
 /// The whole generated `ops.rs`.
