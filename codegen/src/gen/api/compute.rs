@@ -329,8 +329,8 @@ fn pointwise_compute(op: &Op, check: bool) -> TokenStream {
     }
 }
 
-/// A pointwise operand's fixed dtype (a pointwise op has no `opmath` operand; model.rs
-/// checked).
+/// A pointwise operand's fixed dtype (a pointwise op has no `opmath` operand;
+/// `model::validate` checked).
 fn fixed_dtype_variant(d: Fixed) -> syn::Ident {
     match d {
         Fixed::DType(d) => d.variant(),
@@ -463,8 +463,8 @@ fn pointwise_cpu_dispatch(op: &Op) -> TokenStream {
 }
 
 /// The body of dtype `d`'s arm when a `vectorized:` slice kernel computes it: whole chunks
-/// instead of the scalar kernel (model.rs has checked that the op is unary and keeps its
-/// dtype, so `tnames` is `[self_]`).
+/// instead of the scalar kernel (`model::validate` has checked that the op is unary and keeps
+/// its dtype, so `tnames` is `[self_]`).
 fn vectorized_body(
     op: &Op,
     d: DType,
