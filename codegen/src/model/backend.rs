@@ -113,3 +113,24 @@ pub struct BackendKernel {
 
 /// An op's dispatch table.
 pub type Backends = BTreeMap<BackendKey, BackendKernel>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip_and_composites_are_not_backends() {
+        for k in BackendKey::ALL {
+            assert_eq!(BackendKey::parse(k.yaml_key()), Some(k));
+            assert_eq!(
+                DispatchKey::parse(k.yaml_key()),
+                Some(DispatchKey::Backend(k))
+            );
+        }
+        for name in DispatchKey::NAMES {
+            assert!(DispatchKey::parse(name).is_some(), "{name}");
+        }
+        assert!(DispatchKey::parse("Composite").unwrap().is_composite());
+        assert_eq!(DispatchKey::parse("cpu"), None);
+    }
+}

@@ -212,3 +212,32 @@ pub fn parse_dtype(d: &str) -> Result<DType, String> {
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_dtype_round_trips_through_its_short_name() {
+        for d in DType::ALL {
+            assert_eq!(DType::parse(d.short()), Some(d));
+            assert_eq!(Fixed::parse(d.short()), Some(Fixed::DType(d)));
+        }
+        assert_eq!(Fixed::parse("opmath"), Some(Fixed::Opmath));
+        assert_eq!(DType::parse("float32"), None);
+        assert_eq!(DType::BF16.variant().to_string(), "BF16");
+        assert_eq!(DType::Bool.variant().to_string(), "Bool");
+        assert_eq!(DType::F16.rust_type().to_string(), "half :: f16");
+        assert_eq!(DType::I64.ctype(), "long long");
+        assert!(DType::BF16.is_floating() && !DType::U8.is_floating());
+    }
+
+    #[test]
+    fn an_unknown_dtype_suggests_the_closest() {
+        let e = parse_dtype("bf61").unwrap_err();
+        assert!(
+            e.starts_with("unknown dtype 'bf61' (did you mean `bf16`?)"),
+            "{e}"
+        );
+    }
+}
