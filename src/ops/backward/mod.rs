@@ -22,13 +22,13 @@ pub(crate) use reducing::*;
 pub(crate) use shaping::*;
 
 // Helpers that live beside their forward ops.
+pub(crate) use crate::ops::embedding::{
+    embedding_bag_backward, embedding_bag_per_sample_weights_backward,
+};
 pub(crate) use crate::ops::indexing::{
     index_backward, index_put_self_backward, index_put_values_backward,
 };
 pub(crate) use crate::ops::linalg::{
     cholesky_backward, det_backward, inv_backward, qr_backward, solve_backward_a, solve_backward_b,
-};
-pub(crate) use crate::ops::nn::{
-    embedding_bag_backward, embedding_bag_per_sample_weights_backward,
 };
 pub(crate) use crate::ops::reducing::{extreme_backward, norm_backward};
