@@ -45,7 +45,10 @@ pub mod dropout;
 pub mod embedding;
 pub mod functional;
 pub mod init;
-pub mod layer_norm;
+/// The path `LayerNorm` had before it joined [`normalization`]; kept for existing code.
+pub mod layer_norm {
+    pub use crate::normalization::LayerNorm;
+}
 pub mod linear;
 pub mod loss;
 pub mod module;
@@ -72,7 +75,6 @@ pub use dropout::{Dropout, Dropout1d, Dropout2d, Dropout3d};
 pub use embedding::{Embedding, EmbeddingOptions};
 pub use kiln::Result;
 pub use kiln_macros::Module;
-pub use layer_norm::LayerNorm;
 pub use linear::Linear;
 pub use loss::{
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, KLDivReduction, L1Loss,
@@ -85,7 +87,8 @@ pub use loss::{
 };
 pub use module::{BufferField, Forward, Module, ModuleField, TensorKind, Visitor, VisitorMut};
 pub use normalization::{
-    BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormOptions, GroupNorm, RMSNorm,
+    BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormOptions, GroupNorm, LayerNorm,
+    RMSNorm,
 };
 pub use pooling::{
     AdaptiveAvgPool, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool, AdaptiveMaxPool1d,

@@ -4,9 +4,9 @@
 
 use crate::attention::{AttentionArgs, MultiheadAttention, MultiheadAttentionOptions};
 use crate::dropout::Dropout;
-use crate::layer_norm::LayerNorm;
 use crate::linear::Linear;
 use crate::module::Forward;
+use crate::normalization::LayerNorm;
 use crate::Module;
 use kiln::{DType, Result, Tensor};
 
