@@ -4,10 +4,10 @@
 //! ```
 //! use kiln_nn::{Forward, Linear, Module};
 //! let fc = Linear::new(4, 2)?;
-//! let y = fc.forward(&kiln::Tensor::ones(&[3, 4], kiln::DType::F32)?)?;
+//! let y = fc.forward(&kiln_core::Tensor::ones(&[3, 4], kiln_core::DType::F32)?)?;
 //! assert_eq!(y.shape(), &[3, 2]);
 //! assert_eq!(fc.state_dict().keys().collect::<Vec<_>>(), ["weight", "bias"]);
-//! # Ok::<(), kiln::Error>(())
+//! # Ok::<(), kiln_core::Error>(())
 //! ```
 //!
 //! Layers carry PyTorch's names, parameter and buffer names (so `state_dict` keys match
@@ -73,7 +73,7 @@ pub use conv::{
 };
 pub use dropout::{Dropout, Dropout1d, Dropout2d, Dropout3d};
 pub use embedding::{Embedding, EmbeddingOptions};
-pub use kiln::Result;
+pub use kiln_core::Result;
 pub use kiln_macros::Module;
 pub use linear::Linear;
 pub use loss::{

@@ -3,7 +3,7 @@
 use crate::init;
 use crate::module::{BufferField, Forward, ModuleField, Visitor, VisitorMut};
 use crate::Module;
-use kiln::{no_grad, DType, Error, Result, Tensor};
+use kiln_core::{no_grad, DType, Error, Result, Tensor};
 
 /// The keyword arguments of `nn.BatchNorm{1,2,3}d` after `num_features`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -203,7 +203,7 @@ impl<const D: usize> Forward for BatchNorm<D> {
         } else {
             (None, None)
         };
-        kiln::batch_norm(
+        kiln_core::batch_norm(
             input,
             self.weight.as_ref(),
             self.bias.as_ref(),
@@ -277,7 +277,7 @@ impl Forward for GroupNorm {
                 ),
             ));
         }
-        kiln::group_norm_with(
+        kiln_core::group_norm_with(
             input,
             self.num_groups as i64,
             self.weight.as_ref(),
@@ -343,7 +343,7 @@ impl Forward for RMSNorm {
             ));
         }
         let shape: Vec<i64> = self.normalized_shape.iter().map(|&x| x as i64).collect();
-        kiln::rms_norm_with(input, &shape, self.weight.as_ref(), self.eps)
+        kiln_core::rms_norm_with(input, &shape, self.weight.as_ref(), self.eps)
     }
 }
 
@@ -418,7 +418,7 @@ impl Forward for LayerNorm {
             ));
         }
         let shape: Vec<i64> = self.normalized_shape.iter().map(|&d| d as i64).collect();
-        kiln::layer_norm_with(
+        kiln_core::layer_norm_with(
             input,
             &shape,
             self.weight.as_ref(),
