@@ -9,7 +9,7 @@
 //! let mut other = Linear::new(3, 2)?;
 //! other.load_state_dict(&safetensors::load(&bytes)?, true)?;
 //! assert_eq!(other.weight.to_vec::<f32>()?, fc.weight.to_vec::<f32>()?);
-//! # Ok::<(), kiln::Error>(())
+//! # Ok::<(), kiln_core::Error>(())
 //! ```
 //!
 //! Files are interchangeable with PyTorch's `safetensors.torch.save_file` / `load_file`.
@@ -30,7 +30,7 @@
 
 use ::safetensors::tensor::{Dtype, SafeTensorError, SafeTensors, View};
 use half::{bf16, f16};
-use kiln::{DType, Error, Result, Tensor};
+use kiln_core::{DType, Error, Result, Tensor};
 use kiln_nn::StateDict;
 use std::borrow::Cow;
 use std::collections::HashMap;

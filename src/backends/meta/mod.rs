@@ -27,7 +27,7 @@ impl Backend for MetaBackend {
         Err(Error::op("to", "Cannot copy out of meta tensor; no data!"))
     }
 
-    fn from_host(&self, host: &Tensor, dtype: DType, _: Device) -> Result<Tensor> {
+    fn upload(&self, host: &Tensor, dtype: DType, _: Device) -> Result<Tensor> {
         Tensor::alloc_meta("to", host.shape(), dtype)
     }
 
