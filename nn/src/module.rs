@@ -126,6 +126,13 @@ pub trait Module {
     fn to_device(&mut self, device: Device) -> Result<()> {
         convert(self, |t| t.to_device(device))
     }
+    /// Moves every parameter and buffer to `device` without copying their values (PyTorch's
+    /// `module.to_empty(device=...)`): new zero-filled tensors of the same shapes and dtypes.
+    /// With the meta device, build a model without memory, then `to_empty(Device::Cpu)` and
+    /// initialise or load a checkpoint into it.
+    fn to_empty(&mut self, device: Device) -> Result<()> {
+        convert(self, |t| Tensor::empty_on(t.shape(), t.dtype(), device))
+    }
     /// Casts floating-point parameters and buffers to `dtype` (`module.to(dtype)`); integer
     /// buffers (`num_batches_tracked`) keep theirs, as in PyTorch. As with
     /// [`Module::to_device`], build optimizers after converting.

@@ -130,6 +130,9 @@ impl Tensor {
         device
             .ensure_available()
             .map_err(|e| Error::op("to", e.to_string()))?;
+        if device.is_meta() {
+            return Tensor::alloc_meta("to", self.shape(), dtype);
+        }
         // Through the host: a backend knows its own memory and the CPU's.
         let host = backend(self.device()).to_host(self, dtype)?;
         backend(device).upload(&host, dtype, device)

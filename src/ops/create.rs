@@ -140,7 +140,18 @@ impl Tensor {
         device: Device,
     ) -> Result<Tensor> {
         check_device("full", device)?;
+        if device.is_meta() {
+            let value = value.into();
+            value.check_fits(dtype).map_err(|m| Error::op("full", m))?;
+            return Tensor::alloc_meta("full", &new_shape("full", shape)?, dtype);
+        }
         Tensor::full(shape, value, dtype)?.to_device(device)
+    }
+
+    /// Like [`Tensor::empty`], on the given device (on the meta device, no memory at all).
+    pub fn empty_on(shape: impl IntoDims, dtype: DType, device: Device) -> Result<Tensor> {
+        check_device("empty", device)?;
+        Tensor::alloc_empty_on("empty", &new_shape("empty", shape)?, dtype, device)
     }
 
     /// Zeros with `self`'s shape, dtype and device.
@@ -150,12 +161,12 @@ impl Tensor {
 
     /// Ones with `self`'s shape, dtype and device.
     pub fn ones_like(&self) -> Result<Tensor> {
-        Tensor::ones(self.shape(), self.dtype())?.to_device(self.device())
+        Tensor::full_on(self.shape(), 1, self.dtype(), self.device())
     }
 
     /// `value` with `self`'s shape, dtype and device.
     pub fn full_like(&self, value: impl Into<Scalar>) -> Result<Tensor> {
-        Tensor::full(self.shape(), value, self.dtype())?.to_device(self.device())
+        Tensor::full_on(self.shape(), value, self.dtype(), self.device())
     }
 
     /// `[start, end)` in steps of `step`, as `dtype` (PyTorch's `arange`).

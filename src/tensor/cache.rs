@@ -127,6 +127,23 @@ fn keep(buf: CpuBuffer, dtype: DType, cap: usize, bytes: usize) {
     drop(rejected);
 }
 
+/// Heap buffers handed out so far (fresh from the allocator or reused from the cache).
+static ALLOCATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts one heap buffer handed out.
+#[inline]
+pub(crate) fn count_allocation() {
+    ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How many CPU buffers of more than 16 bytes kiln has handed out since the program started,
+/// fresh or from the cache (smaller ones live inside the tensor and allocate nothing). Like
+/// PyTorch's `memory_stats()["allocation.all.allocated"]`: compare two readings to see
+/// whether code allocated, e.g. a model run on the meta device.
+pub fn allocation_count() -> u64 {
+    ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Frees every cached CPU buffer (PyTorch's `torch.cuda.empty_cache`, for kiln's CPU cache).
 /// Tensors alive keep their memory.
 pub fn empty_cache() {

@@ -166,6 +166,7 @@ impl CpuBuffer {
     /// buffer comes from the cache (see [`super::cache`]) when one is free, zero-filled.
     pub fn zeros(op: &str, dtype: DType, len: usize) -> Result<CpuBuffer> {
         if let Some(mut buf) = cache::take(dtype, len) {
+            cache::count_allocation();
             buf.fill_zero();
             return Ok(buf);
         }
@@ -180,7 +181,10 @@ impl CpuBuffer {
     #[inline]
     pub fn empty(op: &str, dtype: DType, len: usize) -> Result<CpuBuffer> {
         let mut buf = match cache::take(dtype, len) {
-            Some(buf) => buf,
+            Some(buf) => {
+                cache::count_allocation();
+                buf
+            }
             None => CpuBuffer::fresh(op, dtype, len)?,
         };
         #[cfg(debug_assertions)]
@@ -196,6 +200,7 @@ impl CpuBuffer {
             if len <= T::INLINE {
                 return Ok(T::inline_zeros(len));
             }
+            cache::count_allocation();
             zeroed_vec::<T>(len, cap)
                 .map(T::wrap)
                 .map_err(|bytes| out_of_memory(op, bytes))
