@@ -35,7 +35,8 @@ pub use warning::{catch_warnings, warn};
 /// by later allocations of the same dtype and size class.
 pub mod cpu {
     pub use crate::tensor::cache::{
-        allocation_count, cached_bytes, empty_cache, limit as cache_limit, set_limit as set_cache_limit,
+        allocation_count, cached_bytes, empty_cache, limit as cache_limit,
+        set_limit as set_cache_limit,
     };
 }
 

@@ -78,7 +78,10 @@ impl ResNet50 {
         let stem = ConvOptions::default().stride(2).padding(3).bias(false);
         let mut blocks = Vec::new();
         let mut cin = 64;
-        for (i, (width, n)) in [(64, 3), (128, 4), (256, 6), (512, 3)].into_iter().enumerate() {
+        for (i, (width, n)) in [(64, 3), (128, 4), (256, 6), (512, 3)]
+            .into_iter()
+            .enumerate()
+        {
             for j in 0..n {
                 let stride = if i > 0 && j == 0 { 2 } else { 1 };
                 blocks.push(Bottleneck::new(cin, width, stride)?);
@@ -110,12 +113,15 @@ impl Forward for ResNet50 {
 fn resnet50_forward_on_meta_allocates_nothing_and_gives_the_cpu_shapes() -> Result<()> {
     let mut model = ResNet50::new(1000)?;
     assert_eq!(model.num_parameters(), 25_557_032); // torchvision's resnet50
-    // The CPU's answer on a small input, for the shapes (and the autograd record).
+                                                    // The CPU's answer on a small input, for the shapes (and the autograd record).
     let small = Tensor::randn([1, 3, 64, 64], DType::F32)?.requires_grad_(true)?;
     let cpu_out = model.forward(&small)?;
 
     model.to_device(Device::Meta)?;
-    assert!(model.parameters().iter().all(|p| p.device() == Device::Meta));
+    assert!(model
+        .parameters()
+        .iter()
+        .all(|p| p.device() == Device::Meta));
     let x = Tensor::empty_on([64, 3, 224, 224], DType::F32, Device::Meta)?;
     let small_meta = small.to_device(Device::Meta)?;
 
@@ -142,9 +148,16 @@ fn resnet50_forward_on_meta_allocates_nothing_and_gives_the_cpu_shapes() -> Resu
     assert!(loss.grad_fn().is_some());
     // Reading a meta tensor's values is PyTorch's error, not a panic.
     let err = out.to_vec::<f32>().unwrap_err();
-    assert!(err.to_string().contains("Cannot copy out of meta tensor; no data!"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("Cannot copy out of meta tensor; no data!"),
+        "{err}"
+    );
     let err = loss.item::<f32>().unwrap_err();
-    assert!(err.to_string().contains("cannot be called on meta tensors"), "{err}");
+    assert!(
+        err.to_string().contains("cannot be called on meta tensors"),
+        "{err}"
+    );
 
     // Materialise: new CPU memory of the right shapes, ready for a checkpoint.
     model.to_empty(Device::Cpu)?;

@@ -131,7 +131,13 @@ impl Tensor {
             .ensure_available()
             .map_err(|e| Error::op("to", e.to_string()))?;
         if device.is_meta() {
-            return Tensor::alloc_meta("to", self.shape(), dtype);
+            // The same layout over a meta storage of the same length, as PyTorch's `to`
+            // keeps a dense tensor's strides: a transposed input stays transposed.
+            return Ok(Tensor::from_storage(
+                std::sync::Arc::new(crate::tensor::Storage::meta(self.storage().len())),
+                self.layout().clone(),
+                dtype,
+            ));
         }
         // Through the host: a backend knows its own memory and the CPU's.
         let host = backend(self.device()).to_host(self, dtype)?;

@@ -882,6 +882,139 @@ pub fn check_gradgradcheck(info: &OpInfo, device: Device) {
     }
 }
 
+/// Ops whose output shape depends on the input's values (or that read a value as an
+/// argument): on meta they fail with PyTorch's error for reading a meta tensor, as PyTorch's
+/// do. `to.device` is here for its "meta to cpu" sample, which has no data to copy.
+const DATA_DEPENDENT: &[&str] = &[
+    "argwhere",
+    "nonzero",
+    "masked_select",
+    "repeat_interleave.self_Tensor",
+    "one_hot",
+    "narrow.Tensor",
+    "index.Tensor",
+    "to.device",
+];
+
+/// Ops whose meta path is not finished: they read values where PyTorch's meta function
+/// would not, or miss a CPU-side argument check, so on meta they may fail (with an error,
+/// never a panic) or accept what the CPU rejects. Each one to be given a shape function.
+const META_GAPS: &[&str] = &[
+    "div.Tensor_mode",
+    "linalg_inv",
+    "linalg_det",
+    "linalg_solve",
+    "linalg_cholesky",
+    "linalg_qr",
+    "masked_scatter",
+    "masked_fill.Scalar",
+    "where",
+    "where.self",
+    "take",
+    "index_put",
+    "scatter_reduce.two",
+    "embedding_bag",
+    "embedding_bag.functional",
+    "_softmax_backward_data",
+    "_log_softmax_backward_data",
+];
+
+/// What the meta device must reproduce of a CPU result: shape, dtype, strides.
+fn meta_view(t: &Tensor) -> (Vec<usize>, DType, Vec<usize>) {
+    (t.shape().to_vec(), t.dtype(), t.strides().to_vec())
+}
+
+/// On the meta device every sample gives the CPU's output shapes, dtypes and strides, with
+/// outputs on meta and the same autograd node; every error sample fails with the CPU's
+/// message, unless only the values could reveal the error (an index out of range).
+pub fn check_meta(info: &OpInfo, dtype: DType) {
+    let data_dependent = DATA_DEPENDENT.contains(&info.name);
+    let gap = META_GAPS.contains(&info.name);
+    for s in (info.samples)(dtype) {
+        let cpu = (info.call)(&s);
+        let meta = (info.call)(&s.on(Device::Meta));
+        let ctx = format!("{} [meta] {}", info.name, s.desc);
+        match (cpu, meta) {
+            (Ok(c), Ok(m)) => {
+                assert_eq!(c.len(), m.len(), "{ctx}: output count");
+                for (i, (c, m)) in c.iter().zip(&m).enumerate() {
+                    assert_eq!(m.device(), Device::Meta, "{ctx}: output {i} device");
+                    assert_eq!(
+                        meta_view(m),
+                        meta_view(c),
+                        "{ctx}: output {i} (shape, dtype, strides)"
+                    );
+                }
+            }
+            (Err(c), Err(m)) => assert!(
+                m.to_string() == c.to_string()
+                    || value_dependent_error(&c)
+                    || gap
+                    || (data_dependent && m.to_string().contains("meta")),
+                "{ctx}: errors differ: {m} (CPU: {c})"
+            ),
+            (Ok(_), Err(m)) => assert!(
+                (data_dependent || gap) && m.to_string().contains("meta"),
+                "{ctx}: fails on meta only: {m}"
+            ),
+            (Err(c), Ok(_)) => assert!(
+                value_dependent_error(&c) || gap,
+                "{ctx}: the CPU fails ({c}), meta does not"
+            ),
+        }
+    }
+}
+
+/// On meta, every error sample fails as on the CPU (same message), except errors only the
+/// values could reveal.
+pub fn check_meta_errors(info: &OpInfo) {
+    let data_dependent = DATA_DEPENDENT.contains(&info.name);
+    let gap = META_GAPS.contains(&info.name);
+    for c in (info.error_samples)() {
+        let cpu = (info.call)(&c.sample)
+            .err()
+            .expect("error sample fails on the CPU");
+        match (info.call)(&c.sample.on(Device::Meta)) {
+            Err(m) => assert!(
+                m.to_string() == cpu.to_string()
+                    || value_dependent_error(&cpu)
+                    || gap
+                    || (data_dependent && m.to_string().contains("meta")),
+                "{} [meta] {}: errors differ: {m} (CPU: {cpu})",
+                info.name,
+                c.sample.desc
+            ),
+            Ok(_) => assert!(
+                value_dependent_error(&cpu) || gap,
+                "{} [meta] {}: the CPU fails ({cpu}), meta does not",
+                info.name,
+                c.sample.desc
+            ),
+        }
+    }
+}
+
+/// An error only the values of a tensor could reveal, which no meta kernel can see.
+fn value_dependent_error(e: &kiln::Error) -> bool {
+    let m = e.to_string();
+    [
+        "out of bounds",
+        "out of range",
+        "between 0 and 1",
+        "must be non-negative",
+        "negative",
+        "must be in",
+        "nan",
+        "NaN",
+        "inf",
+        "singular",
+        "positive-definite",
+        "not positive",
+    ]
+    .iter()
+    .any(|p| m.contains(p))
+}
+
 /// Bad inputs give an `Err` whose message says what is wrong; so does an `out=` tensor of
 /// the wrong shape.
 pub fn check_errors(info: &OpInfo, device: Device) {

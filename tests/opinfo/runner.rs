@@ -21,6 +21,8 @@ enum Check {
     Gradcheck,
     Gradgradcheck,
     Errors,
+    Meta,
+    MetaErrors,
 }
 
 impl Check {
@@ -33,6 +35,8 @@ impl Check {
             Check::Gradcheck => "gradcheck",
             Check::Gradgradcheck => "gradgradcheck",
             Check::Errors => "errors",
+            Check::Meta => "meta",
+            Check::MetaErrors => "meta-errors",
         }
     }
 }
@@ -73,6 +77,8 @@ impl Case {
             Check::Gradcheck => harness::check_gradcheck(info, device),
             Check::Gradgradcheck => harness::check_gradgradcheck(info, device),
             Check::Errors => harness::check_errors(info, device),
+            Check::Meta => harness::check_meta(info, dtype()),
+            Check::MetaErrors => harness::check_meta_errors(info),
         }
     }
 }
@@ -88,6 +94,16 @@ fn op_cases(info: &'static OpInfo, device: Device) -> Vec<Case> {
             device,
         })
     };
+    // The meta device runs one check per dtype: the CPU's shapes, dtypes and strides.
+    if device == Device::Meta {
+        for &d in info.dtypes {
+            add(Check::Meta, Some(d));
+        }
+        if info.errors {
+            add(Check::MetaErrors, None);
+        }
+        return cases;
+    }
     for &d in info.dtypes {
         add(Check::Forward, Some(d));
         add(Check::Edge, Some(d));
@@ -108,7 +124,7 @@ fn op_cases(info: &'static OpInfo, device: Device) -> Vec<Case> {
 
 /// The devices every case is instantiated for. A CUDA case runs only when
 /// `kiln::cuda::is_available()`; otherwise it is counted as skipped.
-const DEVICES: [Device; 2] = [Device::Cpu, Device::Cuda(0)];
+const DEVICES: [Device; 3] = [Device::Cpu, Device::Cuda(0), Device::Meta];
 
 fn device_available(device: Device) -> bool {
     match device {

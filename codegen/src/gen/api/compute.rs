@@ -168,9 +168,14 @@ fn backend_branch(op: &Op, key: BackendKey) -> TokenStream {
     }
     match key {
         BackendKey::Meta => {
+            // The CPU's dtype check, so meta fails exactly where the CPU does.
+            let dtypes = op.cpu().dtypes.iter().map(|d| d.variant());
             let ret = outputs_value(op);
             quote! {
                 if device.is_meta() {
+                    if !matches!(compute, #(DType::#dtypes)|*) {
+                        return Err(launch::not_implemented(OP, compute));
+                    }
                     return Ok(#ret);
                 }
             }
