@@ -971,9 +971,12 @@ pub fn check_meta_errors(info: &OpInfo) {
     let data_dependent = DATA_DEPENDENT.contains(&info.name);
     let gap = META_GAPS.contains(&info.name);
     for c in (info.error_samples)() {
-        let cpu = (info.call)(&c.sample)
-            .err()
-            .expect("error sample fails on the CPU");
+        let Err(cpu) = (info.call)(&c.sample) else {
+            panic!(
+                "{} {}: the error sample runs on the CPU",
+                info.name, c.sample.desc
+            );
+        };
         match (info.call)(&c.sample.on(Device::Meta)) {
             Err(m) => assert!(
                 m.to_string() == cpu.to_string()
