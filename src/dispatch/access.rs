@@ -272,7 +272,7 @@ impl Tensor {
     /// The value of a one-element tensor, converted to `T` (PyTorch's `item()`).
     pub fn item<T: BufferElement>(&self) -> Result<T> {
         if self.numel() != 1 {
-            return Err(Error::op(
+            return Err(Error::shape(
                 "item",
                 format!(
                     "a Tensor with {} elements cannot be converted to Scalar",
@@ -295,7 +295,7 @@ impl Tensor {
             src_t = src_t.fresh_copy()?;
         }
         if src_t.device() != self.device() {
-            return Err(Error::op(
+            return Err(Error::device(
                 "copy_",
                 format!(
                     "Expected all tensors to be on the same device, but found at least two devices, {} and {}!",
@@ -348,14 +348,14 @@ impl Tensor {
         }
         device
             .ensure_available()
-            .map_err(|e| Error::op("to", e.to_string()))?;
+            .map_err(|e| Error::device("to", e.to_string()))?;
         #[cfg(feature = "cuda")]
         {
             crate::backends::cuda::ops::transfer(self, dtype, device)
         }
         // Without CUDA every tensor is on the CPU and `ensure_available` failed above.
         #[cfg(not(feature = "cuda"))]
-        Err(Error::op(
+        Err(Error::device(
             "to",
             format!("no copy path from {} to {device}", self.device()),
         ))
