@@ -916,4 +916,14 @@ mod tests {
             Err((GPU, Device::Cuda(1)))
         );
     }
+
+    #[test]
+    fn a_device_mix_is_a_device_error() {
+        let e = device_mix("add", Device::Cpu, GPU);
+        assert_eq!(e.kind(), crate::ErrorKind::Device);
+        assert_eq!(
+            e.to_string(),
+            "add: Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0!"
+        );
+    }
 }
