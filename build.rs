@@ -6,18 +6,11 @@ fn main() {
     );
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     // Every source the YAML names is read to check it (kernel signatures, composite fns).
-    // tests/opinfo/{samples,refs}.rs are read too but not listed: a rerun here rebuilds the
+    // The OpInfo samples and refs are read too but not listed: a rerun here rebuilds the
     // library, which an edit of the tests alone should not cost; their names are checked
     // whenever the YAML changes, and by `cargo run -p kiln-codegen -- check`.
-    for p in [
-        "native_functions.yaml",
-        "derivatives.yaml",
-        "kernels/src/cpu",
-        "kernels/cuda",
-        "src/backends/cuda/ops",
-        "src/ops",
-        "codegen/src",
-    ] {
+    // The paths live in `kiln_codegen::paths`, where the generator reads them.
+    for p in kiln_codegen::paths::WATCHED {
         println!("cargo:rerun-if-changed={p}");
     }
     if let Err(e) = kiln_codegen::generate(&root, &out) {

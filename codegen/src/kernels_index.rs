@@ -5,6 +5,7 @@
 //! are read with `syn`, so a misspelt name or a kernel whose parameters do not fit its schema
 //! is a YAML error with a line number, not a link error or a rustc error in generated code.
 
+use crate::paths;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -70,20 +71,20 @@ impl KernelIndex {
     /// without its tests still builds); an unreadable or unparsable file is an error.
     pub fn scan_repo(root: &Path) -> Result<Self, String> {
         let mut index = KernelIndex::default();
-        let cpu = root.join("kernels/src/cpu");
+        let cpu = root.join(paths::CPU_KERNELS_DIR);
         if !cpu.is_dir() {
             return Err(format!("cannot read {}: not a folder", cpu.display()));
         }
         for (path, text) in files_with_ext(&cpu, "rs")? {
             index.add_cpu_source(&stem(&path), &label(root, &path), &text)?;
         }
-        for (path, text) in files_with_ext(&root.join("kernels/cuda"), "cuh")? {
+        for (path, text) in files_with_ext(&root.join(paths::CUDA_KERNELS_DIR), "cuh")? {
             index.add_cuda_header(&stem(&path), &label(root, &path), &text);
         }
-        for (path, text) in files_with_ext(&root.join("src/backends/cuda/ops"), "rs")? {
+        for (path, text) in files_with_ext(&root.join(paths::CUDA_LAUNCHERS_DIR), "rs")? {
             index.add_cuda_launchers(&stem(&path), &label(root, &path), &text)?;
         }
-        let ops = root.join("src/ops");
+        let ops = root.join(paths::RUST_OPS_DIR);
         if ops.is_dir() {
             index.rust_ops = Some(BTreeMap::new());
             for (path, text) in files_with_ext(&ops, "rs")? {
@@ -93,8 +94,8 @@ impl KernelIndex {
         // Files of `mod x;` declarations, read as rustc would find them.
         let load = |file: &str| std::fs::read_to_string(root.join(file)).ok();
         for (file, slot) in [
-            ("tests/opinfo/samples.rs", &mut index.samples),
-            ("tests/opinfo/refs.rs", &mut index.refs),
+            (paths::SAMPLES_FILE, &mut index.samples),
+            (paths::REFS_FILE, &mut index.refs),
         ] {
             if let Some(text) = load(file) {
                 *slot = Some(visible_fns(file, &text, &load)?);
@@ -211,7 +212,9 @@ impl KernelIndex {
         match self.cuda.get(name) {
             Some(ms) if ms.iter().any(|m| m == module) => Ok((module.to_string(), name.to_string())),
             _ => Err(format!(
-                "unknown CUDA kernel '{spec}': no `__device__` function {name} in kernels/cuda/{module}.cuh and no `pub fn {name}` in src/backends/cuda/ops/{module}.rs"
+                "unknown CUDA kernel '{spec}': no `__device__` function {name} in {}/{module}.cuh and no `pub fn {name}` in {}/{module}.rs",
+                paths::CUDA_KERNELS_DIR,
+                paths::CUDA_LAUNCHERS_DIR
             )),
         }
     }
@@ -231,7 +234,8 @@ impl KernelIndex {
                 mods.join(", ")
             )),
             _ => Err(format!(
-                "unknown CPU kernel '{spec}': no `pub fn {name}` in kernels/src/cpu/"
+                "unknown CPU kernel '{spec}': no `pub fn {name}` in {}/",
+                paths::CPU_KERNELS_DIR
             )),
         }
     }

@@ -3,14 +3,16 @@
 //! `model::build` parses and validates `native_functions.yaml` and `derivatives.yaml` once;
 //! each generator in [`gen`] is a pure function of that model.
 
-pub mod contract;
 pub mod formula;
 pub mod gen;
 pub mod kernels_index;
 pub mod model;
+pub mod paths;
 pub mod schema;
 pub mod types;
 pub mod yaml;
+
+pub use model::contract;
 
 use std::path::Path;
 
@@ -20,8 +22,8 @@ use std::path::Path;
 pub fn load(root: &Path) -> Result<model::Model, String> {
     let read =
         |name: &str| std::fs::read_to_string(root.join(name)).map_err(|e| format!("{name}: {e}"));
-    let native = read("native_functions.yaml")?;
-    let derivs = read("derivatives.yaml")?;
+    let native = read(paths::NATIVE_FUNCTIONS)?;
+    let derivs = read(paths::DERIVATIVES)?;
     let kernels = kernels_index::KernelIndex::scan_repo(root)?;
     model::build(&native, &derivs, &kernels).map_err(|errors| {
         let n = errors.len();
@@ -52,7 +54,7 @@ pub fn generate(root: &Path, out_dir: &Path) -> Result<(), String> {
         ("opinfo.rs", gen::tests::generate(&model)),
         (
             "cuda_sources.rs",
-            gen::cuda::generate(&model, &root.join("kernels/cuda"))?,
+            gen::cuda::generate(&model, &root.join(paths::CUDA_KERNELS_DIR))?,
         ),
     ];
     write_all(out_dir, files)

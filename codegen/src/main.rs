@@ -5,6 +5,8 @@
 //! or prints a summary.
 //! `cargo run -p kiln-codegen -- cuda <dir>`: writes every generated CUDA module as
 //! `<dir>/<module>.cu`, to read or to compile by hand (`nvcc -ptx`, NVRTC).
+//! `cargo run -p kiln-codegen -- gen <dir>`: writes everything `build.rs` (and the fuzz
+//! crate's) would write into `OUT_DIR`, to diff the generated code before and after a change.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,7 +26,7 @@ fn main() -> ExitCode {
             format!("{} operators, {} backward nodes: OK", m.ops.len(), nodes)
         }),
         ["cuda", dir] => kiln_codegen::load(&root).and_then(|m| {
-            let modules = kiln_codegen::gen::cuda::modules(&m, &root.join("kernels/cuda"))?;
+            let modules = kiln_codegen::gen::cuda::modules(&m, &root.join(kiln_codegen::paths::CUDA_KERNELS_DIR))?;
             std::fs::create_dir_all(dir).map_err(|e| format!("{dir}: {e}"))?;
             for (name, src) in &modules {
                 let path = PathBuf::from(dir).join(format!("{name}.cu"));
@@ -32,8 +34,15 @@ fn main() -> ExitCode {
             }
             Ok(format!("{} CUDA modules written to {dir}", modules.len()))
         }),
+        ["gen", dir] => {
+            let dir = PathBuf::from(dir);
+            kiln_codegen::generate(&root, &dir)
+                .and_then(|()| kiln_codegen::generate_fuzz(&root, &dir))
+                .map(|()| format!("generated code written to {}", dir.display()))
+        }
         _ => Err(
-            "usage: kiln-codegen show <op> | kiln-codegen check | kiln-codegen cuda <dir>".into(),
+            "usage: kiln-codegen show <op> | kiln-codegen check | kiln-codegen cuda <dir> | kiln-codegen gen <dir>"
+                .into(),
         ),
     };
     match result {

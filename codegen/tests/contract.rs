@@ -4,7 +4,7 @@
 //! checks the message names the YAML line, the op, the function and what differs.
 
 use kiln_codegen::kernels_index::KernelIndex;
-use kiln_codegen::model::{build, Model, ModelError};
+use kiln_codegen::model::{build, DType, Model, ModelError};
 
 const BINARY_RS: &str = r#"
 pub fn mul<T: Arith>(a: T, b: T) -> T { a * b }
@@ -832,13 +832,16 @@ fn vectorized_names_the_slice_kernels_that_exist() {
         .find(|o| o.rust == "pow_tensor_scalar")
         .unwrap();
     let v = op.vectorized.as_ref().unwrap();
-    assert_eq!(v.elems, ["f32"]);
-    assert_eq!(v.inplace_name("f32").as_deref(), Some("pow_scalar_f32_"));
+    assert_eq!(v.elems, [DType::F32]);
+    assert_eq!(
+        v.inplace_name(DType::F32).as_deref(),
+        Some("pow_scalar_f32_")
+    );
     // f32 and the half types take the f32 kernel; f64 and the rest the scalar one.
-    assert_eq!(v.elem_for("f16"), Some("f32"));
-    assert_eq!(v.elem_for("f32"), Some("f32"));
-    assert_eq!(v.elem_for("f64"), None);
-    assert_eq!(v.elem_for("i64"), None);
+    assert_eq!(v.elem_for(DType::F16), Some(DType::F32));
+    assert_eq!(v.elem_for(DType::F32), Some(DType::F32));
+    assert_eq!(v.elem_for(DType::F64), None);
+    assert_eq!(v.elem_for(DType::I64), None);
     let code = kiln_codegen::gen::format(kiln_codegen::gen::api::op_file(op)).unwrap();
     let code: String = code.chars().filter(|c| !c.is_whitespace()).collect();
     for part in [

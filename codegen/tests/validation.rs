@@ -2,7 +2,7 @@
 //! and what is wrong. Each test feeds one bad snippet and checks the message.
 
 use kiln_codegen::kernels_index::KernelIndex;
-use kiln_codegen::model::{build, ModelError};
+use kiln_codegen::model::{build, BackendKey, DType, ModelError};
 
 fn kernels() -> KernelIndex {
     let mut k = KernelIndex::default();
@@ -280,8 +280,12 @@ fn unknown_cuda_kernel_is_an_error() {
 fn per_backend_dtypes() {
     let native = MUL.replace("dtypes: all", "dtypes: {CPU: all, CUDA: floating}");
     let m = build(&native, MUL_D, &kernels()).unwrap();
-    assert_eq!(m.ops[0].dtypes.len(), 10);
-    assert_eq!(m.ops[0].cuda_dtypes, vec!["f16", "bf16", "f32", "f64"]);
+    let op = &m.ops[0];
+    assert_eq!(op.dtypes.len(), 10);
+    assert_eq!(op.cpu().dtypes, DType::ALL);
+    let cuda = op.backend(BackendKey::Cuda).unwrap();
+    assert_eq!(cuda.dtypes, DType::FLOATING);
+    assert_eq!(cuda.kernel.to_string(), "binary::mul");
     let e = err(
         &MUL.replace("dtypes: all", "dtypes: {CPU: all, TPU: all}"),
         MUL_D,
@@ -297,4 +301,96 @@ fn a_composite_op_takes_no_backend_key() {
     );
     let e = err(&native, MUL_D);
     assert!(e.message.contains("takes no CPU or CUDA key"), "{e}");
+}
+
+#[test]
+fn every_kernel_op_has_cpu_cuda_and_an_implicit_meta_entry() {
+    let m = build(MUL, MUL_D, &kernels()).unwrap();
+    let op = &m.ops[0];
+    let keys: Vec<BackendKey> = op.backends.keys().copied().collect();
+    assert_eq!(keys, [BackendKey::Meta, BackendKey::Cuda, BackendKey::Cpu]);
+    let meta = op.backend(BackendKey::Meta).unwrap();
+    assert_eq!(meta.dtypes, DType::ALL, "nothing runs on meta: every dtype");
+    assert_eq!(op.cpu().kernel.to_string(), "binary::mul");
+}
+
+#[test]
+fn unknown_dtype_is_an_error_with_a_suggestion() {
+    let e = err(&MUL.replace("dtypes: all", "dtypes: [f32, f46]"), MUL_D);
+    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 2));
+    assert!(e.message.contains("unknown dtype 'f46'"), "{e}");
+    assert!(
+        e.message.contains("did you mean `f16`?") || e.message.contains("did you mean `f64`?"),
+        "{e}"
+    );
+    let e = err(&MUL.replace("dtypes: all", "dtypes: floatin"), MUL_D);
+    assert!(
+        e.message
+            .contains("unknown dtype group 'floatin' (did you mean `floating`?)"),
+        "{e}"
+    );
+    let e = err(
+        &MUL.replace(
+            r#"ref: "|a, b| a * b"}"#,
+            r#"ref: "|a, b| a * b", dtypes: [f32, int]}"#,
+        ),
+        MUL_D,
+    );
+    assert!(e.message.contains("unknown dtype 'int'"), "{e}");
+}
+
+#[test]
+fn unknown_fixed_dtype_is_an_error() {
+    let native = MUL.replace("  dtypes: all\n", "  dtypes: all\n  fixed: {other: i46}\n");
+    let e = err(&native, MUL_D);
+    assert_eq!(e.line, 2);
+    assert!(
+        e.message
+            .contains("unknown dtype 'i46' in fixed: (did you mean `i16`?)")
+            || e.message
+                .contains("unknown dtype 'i46' in fixed: (did you mean `i64`?)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_tag_is_an_error_with_a_suggestion() {
+    let e = err(
+        &MUL.replace("tags: [pointwise]", "tags: [pointwize]"),
+        MUL_D,
+    );
+    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 2));
+    assert!(
+        e.message
+            .contains("unknown tag 'pointwize' (did you mean `pointwise`?)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_dispatch_key_is_an_error_with_a_suggestion() {
+    let e = err(
+        &MUL.replace("CUDA: binary::mul", "CUDa: binary::mul"),
+        MUL_D,
+    );
+    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 2));
+    assert!(
+        e.message
+            .contains("unknown dispatch key 'CUDa' (did you mean `CUDA`?)"),
+        "{e}"
+    );
+    let e = err(&MUL.replace("CUDA: binary::mul", "TPU: binary::mul"), MUL_D);
+    assert!(e.message.contains("unknown dispatch key 'TPU'"), "{e}");
+}
+
+#[test]
+fn meta_is_implied_not_written() {
+    let e = err(
+        &MUL.replace(
+            "CUDA: binary::mul}",
+            "CUDA: binary::mul, Meta: binary::mul}",
+        ),
+        MUL_D,
+    );
+    assert!(e.message.contains("`Meta` is implied"), "{e}");
 }

@@ -2,8 +2,9 @@
 //! de-aliasing, locking, and the in-place / `out=` commit rules. Generated code calls these so
 //! that what each op's generated code holds is only what differs between ops.
 
+use super::memory::device_mix;
+use super::OutBufs;
 use crate::autograd;
-use crate::dispatch::access::OutBufs;
 use crate::tensor::promotion::{self, Operand};
 use crate::tensor::{BufferElement, CpuBuffer};
 use crate::{DType, Device, Error, Layout, Result, Scalar, Tensor};
@@ -148,16 +149,6 @@ fn broadcast_all(op: &str, tensors: &[&Tensor]) -> Result<kiln_kernels::Dims> {
             .map_err(|m| Error::op(op, m))?;
     }
     Ok(shape)
-}
-
-/// PyTorch's error for tensors on two devices.
-fn device_mix(op: &str, a: Device, b: Device) -> Error {
-    Error::device(
-        op,
-        format!(
-            "Expected all tensors to be on the same device, but found at least two devices, {a} and {b}!"
-        ),
-    )
 }
 
 /// The device every tensor operand is on, or PyTorch's error for a mix.

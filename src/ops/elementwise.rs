@@ -1,6 +1,7 @@
 //! Elementwise ops composed from pointwise kernels (PyTorch's CompositeImplicitAutograd):
-//! interpolation, fused multiply-adds, safe logs, and the activations `torch.nn.functional`
-//! defines in terms of others. Autograd and every backend come from the ops they call.
+//! interpolation, fused multiply-adds, safe logs, the activations `torch.nn.functional`
+//! defines in terms of others (softmax among them), and `maximum` / `minimum` / `clamp` with
+//! tensors. Autograd and every backend come from the ops they call.
 
 use crate::{DType, Error, Result, Scalar, Tensor};
 
@@ -344,6 +345,45 @@ pub fn softmin(t: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     x.neg()?.softmax(dim)
 }
 
+/// `softmax(dim, dtype)`: optional cast, then `_softmax`.
+pub fn softmax(t: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    let x = match dtype {
+        Some(d) => t.to_dtype(d)?,
+        None => t.clone(),
+    };
+    x._softmax(dim, false)
+}
+
+/// `log_softmax(dim, dtype)`: optional cast, then `_log_softmax`.
+pub fn log_softmax(t: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    let x = match dtype {
+        Some(d) => t.to_dtype(d)?,
+        None => t.clone(),
+    };
+    x._log_softmax(dim, false)
+}
+
+/// `relu6(x) = hardtanh(x, 0, 6)`, as PyTorch defines it.
+pub fn relu6(t: &Tensor) -> Result<Tensor> {
+    crate::hardtanh_with(t, 0, 6)
+}
+
+/// `selu`: `elu` with the self-normalising constants of Klambauer et al. (2017).
+pub fn selu(t: &Tensor) -> Result<Tensor> {
+    const ALPHA: f64 = 1.673_263_242_354_377_3;
+    const SCALE: f64 = 1.050_700_987_355_480_5;
+    crate::elu_with(t, ALPHA, SCALE, 1)
+}
+
+/// `celu(x, alpha) = elu(x, alpha, 1, 1 / alpha)`; PyTorch rejects `alpha == 0`.
+pub fn celu(t: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    let a = alpha.to::<f64>();
+    if a == 0.0 {
+        return Err(Error::op("celu", "ZeroDivisionError"));
+    }
+    crate::elu_with(t, alpha, 1, 1.0 / a)
+}
+
 /// `div(other, rounding_mode)`: true division, or its quotient rounded toward zero
 /// (`"trunc"`) or down (`"floor"`). With a rounding mode, integers stay integers (computed
 /// exactly through float64 for magnitudes below 2^53) and a zero integer divisor is
@@ -389,4 +429,32 @@ pub fn div_mode(t: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Resu
     }
     let q = t.to_dtype(DType::F64)?.div(&other.to_dtype(DType::F64)?)?;
     round(q)?.to_dtype(result)
+}
+
+/// `max(other)`: PyTorch's alias of `maximum`.
+pub fn max_other(t: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::maximum(t, other)
+}
+
+/// `min(other)`: PyTorch's alias of `minimum`.
+pub fn min_other(t: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::minimum(t, other)
+}
+
+/// `clamp(min, max)` with tensor bounds (broadcast, promoted); a missing bound is no bound.
+pub fn clamp_tensor(t: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    if min.is_none() && max.is_none() {
+        return Err(Error::op(
+            "clamp",
+            "torch.clamp: At least one of 'min' or 'max' must not be None",
+        ));
+    }
+    let mut r = t.clone();
+    if let Some(lo) = min {
+        r = r.maximum(lo)?;
+    }
+    if let Some(hi) = max {
+        r = r.minimum(hi)?;
+    }
+    Ok(r)
 }

@@ -118,7 +118,7 @@ impl AdvancedIndex {
                         ));
                     }
                     // `nonzero()` is `[hits, dims]`, row-major: one column per dim it covers.
-                    let hits = crate::ops::shaping::nonzero(ix)?.to_vec::<i64>()?;
+                    let hits = crate::ops::selection::nonzero(ix)?.to_vec::<i64>()?;
                     for j in 0..ix.dim() {
                         let col: Vec<i64> =
                             hits.iter().skip(j).step_by(ix.dim()).copied().collect();

@@ -1,23 +1,35 @@
 //! Operators: the generated API (`include!`d from `OUT_DIR`), plus the hand-written Rust the
-//! YAML points at — explicit ops (views, dtype conversion), composites, backward helpers.
+//! YAML points at — explicit ops (views, dtype conversion), composites in one file per operator
+//! family, and the backward helpers (`backward/`, one file per family).
 
+pub(crate) mod attention;
 pub(crate) mod backward;
-pub(crate) mod composite;
+pub(crate) mod conversion;
+pub(crate) mod convolution;
 pub(crate) mod create;
+pub(crate) mod dropout;
 pub(crate) mod elementwise;
+pub(crate) mod embedding;
 pub(crate) mod explicit;
 pub(crate) mod indexing;
 pub(crate) mod inplace;
 pub(crate) mod linalg;
+pub(crate) mod linear;
 pub(crate) mod losses;
-pub(crate) mod nn;
+pub(crate) mod matmul;
 pub(crate) mod normalization;
 pub mod operators;
 pub(crate) mod optim;
+pub(crate) mod padding;
+pub(crate) mod pixel_shuffle;
+pub(crate) mod pooling;
 pub(crate) mod random;
 pub(crate) mod reducing;
+pub(crate) mod repeat;
+pub(crate) mod selection;
 pub(crate) mod shaping;
 pub(crate) mod sorting;
+pub(crate) mod split_join;
 pub(crate) mod subscript;
 
 // The arity of a generated function is its PyTorch schema's (conv_transpose2d takes 8).

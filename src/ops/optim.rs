@@ -15,13 +15,10 @@
 //! gradient layout contract and `zeros_like` state give); the update then runs over each as
 //! one flat block. Callers with other layouts use the composite (op-by-op) update instead.
 
-use crate::dispatch::with_buffers;
-use crate::tensor::BufferElement;
-use crate::{autograd, DType, Device, Error, Result, Tensor};
-use kiln_kernels::cpu::optim::{
-    fused_adagrad, fused_adam, fused_rmsprop, fused_sgd, AdagradStep, AdamStep, RmspropStep,
-    SgdStep,
-};
+use crate::dispatch::backend;
+use crate::tensor::FusedStep;
+use crate::{autograd, DType, Error, Result, Tensor};
+use kiln_kernels::cpu::optim::{AdagradStep, AdamStep, RmspropStep, SgdStep};
 
 /// True when `t` has `p`'s strides on every dim of size > 1.
 fn same_strides(p: &Tensor, t: &Tensor) -> bool {
@@ -47,15 +44,9 @@ fn check_group(op: &str, index: usize, names: &[&str], group: &[&Tensor]) -> Res
             ),
         ));
     }
-    if p.device() != Device::Cpu && !cfg!(feature = "cuda") {
-        return Err(Error::op(
-            op,
-            format!(
-                "params[{index}] is on {}, but this build of kiln has no CUDA backend",
-                p.device()
-            ),
-        ));
-    }
+    p.device()
+        .ensure_available()
+        .map_err(|e| Error::op(op, format!("params[{index}]: {e}")))?;
     if !p.layout().is_non_overlapping_and_dense() {
         return Err(Error::op(
             op,
@@ -136,103 +127,6 @@ fn check_lens(op: &str, params: &[Tensor], lists: &[(&str, usize)]) -> Result<()
     Ok(())
 }
 
-/// The dense block of `t` (all its elements, in storage order) inside its buffer.
-fn block<'a, T: BufferElement>(buf: &'a [T], t: &Tensor) -> &'a [T] {
-    let start = t.storage_offset();
-    &buf[start..start + t.numel()]
-}
-
-fn block_mut<'a, T: BufferElement>(buf: &'a mut [T], t: &Tensor) -> &'a mut [T] {
-    let start = t.storage_offset();
-    &mut buf[start..start + t.numel()]
-}
-
-fn adam_one<T: BufferElement>(group: &[&Tensor], h: &AdamStep)
-where
-    T::Compute: kiln_kernels::FloatMath,
-{
-    let (param, grad) = (group[0], group[1]);
-    let outs: Vec<&Tensor> = std::iter::once(param)
-        .chain(group[2..].iter().copied())
-        .collect();
-    with_buffers(&[grad], &outs, |ins, bufs| {
-        let g = block(T::slice(ins[0]).expect("checked dtype"), grad);
-        let mut it = bufs.into_iter().zip(outs.iter());
-        let mut next = || {
-            let (b, t) = it.next().expect("one buffer per tensor");
-            block_mut(T::slice_mut(b).expect("checked dtype"), t)
-        };
-        let p = next();
-        let m = next();
-        let v = next();
-        let mx = if h.amsgrad { Some(next()) } else { None };
-        fused_adam(p, g, m, v, mx, h);
-    });
-}
-
-fn sgd_one<T: BufferElement>(group: &[&Tensor], h: &SgdStep)
-where
-    T::Compute: kiln_kernels::FloatMath,
-{
-    let (param, grad) = (group[0], group[1]);
-    let outs: Vec<&Tensor> = std::iter::once(param)
-        .chain(group[2..].iter().copied())
-        .collect();
-    with_buffers(&[grad], &outs, |ins, bufs| {
-        let g = block(T::slice(ins[0]).expect("checked dtype"), grad);
-        let mut it = bufs.into_iter().zip(outs.iter());
-        let (pb, pt) = it.next().expect("param buffer");
-        let p = block_mut(T::slice_mut(pb).expect("checked dtype"), pt);
-        let m = it
-            .next()
-            .map(|(b, t)| block_mut(T::slice_mut(b).expect("checked dtype"), t));
-        fused_sgd(p, g, m, h);
-    });
-}
-
-fn rmsprop_one<T: BufferElement>(group: &[&Tensor], h: &RmspropStep)
-where
-    T::Compute: kiln_kernels::FloatMath,
-{
-    let (param, grad) = (group[0], group[1]);
-    let outs: Vec<&Tensor> = std::iter::once(param)
-        .chain(group[2..].iter().copied())
-        .collect();
-    with_buffers(&[grad], &outs, |ins, bufs| {
-        let g = block(T::slice(ins[0]).expect("checked dtype"), grad);
-        let mut it = bufs.into_iter().zip(outs.iter());
-        let mut next = || {
-            let (b, t) = it.next().expect("one buffer per tensor");
-            block_mut(T::slice_mut(b).expect("checked dtype"), t)
-        };
-        let p = next();
-        let sq = next();
-        let ga = if h.centered { Some(next()) } else { None };
-        let mb = if h.momentum > 0.0 { Some(next()) } else { None };
-        fused_rmsprop(p, g, sq, ga, mb, h);
-    });
-}
-
-fn adagrad_one<T: BufferElement>(group: &[&Tensor], h: &AdagradStep)
-where
-    T::Compute: kiln_kernels::FloatMath,
-{
-    let (param, grad, sum) = (group[0], group[1], group[2]);
-    with_buffers(&[grad], &[param, sum], |ins, bufs| {
-        let g = block(T::slice(ins[0]).expect("checked dtype"), grad);
-        let mut it = bufs.into_iter();
-        let p = block_mut(
-            T::slice_mut(it.next().expect("param buffer")).expect("checked dtype"),
-            param,
-        );
-        let s = block_mut(
-            T::slice_mut(it.next().expect("state_sum buffer")).expect("checked dtype"),
-            sum,
-        );
-        fused_adagrad(p, g, s, h);
-    });
-}
-
 /// Refuses a NaN step or one below 1 (`state_steps` hold the count after the increment).
 fn check_step(op: &str, i: usize, step: f64) -> Result<()> {
     // Also refuses NaN.
@@ -245,33 +139,16 @@ fn check_step(op: &str, i: usize, step: f64) -> Result<()> {
     Ok(())
 }
 
-/// One parameter's fused step: the CUDA launcher `$cuda` for a GPU tensor, else the CPU
-/// kernel `$one::<T>` for its dtype; then every tensor written (all of the group but the
-/// gradient, `group[1]`) gets a new version.
-macro_rules! step_one {
-    ($op:expr, $p:expr, $g:expr, $h:expr, $cuda:path, $one:ident) => {{
-        #[cfg(feature = "cuda")]
-        let on_gpu = $p.device() != Device::Cpu;
-        #[cfg(not(feature = "cuda"))]
-        let on_gpu = false;
-        if on_gpu {
-            #[cfg(feature = "cuda")]
-            $cuda($op, &$g, &$h)?;
-        } else {
-            match $p.dtype() {
-                DType::F32 => $one::<f32>(&$g, &$h),
-                DType::F64 => $one::<f64>(&$g, &$h),
-                DType::F16 => $one::<half::f16>(&$g, &$h),
-                DType::BF16 => $one::<half::bf16>(&$g, &$h),
-                _ => unreachable!("dtype checked above"),
-            }
+/// One parameter's fused step on its device's backend; then every tensor written (all of the
+/// group but the gradient, `group[1]`) gets a new version.
+fn step_one(op: &str, group: &[&Tensor], step: FusedStep<'_>) -> Result<()> {
+    backend(group[0].device()).fused_step(op, group, step)?;
+    for (j, t) in group.iter().enumerate() {
+        if j != 1 {
+            t.storage().bump_version();
         }
-        for (j, t) in $g.iter().enumerate() {
-            if j != 1 {
-                t.storage().bump_version();
-            }
-        }
-    }};
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -314,17 +191,10 @@ fn adam_impl(
         check_group(op, i, &names, &group(i))?;
         check_step(op, i, step)?;
     }
-    for (i, (p, &step)) in params.iter().zip(state_steps).enumerate() {
+    for (i, &step) in state_steps.iter().enumerate() {
         let g = group(i);
         let h = AdamStep { step, ..h };
-        step_one!(
-            op,
-            p,
-            g,
-            h,
-            crate::backends::cuda::ops::optim::fused_adam,
-            adam_one
-        );
+        step_one(op, &g, FusedStep::Adam(&h))?;
     }
     Ok(())
 }
@@ -459,16 +329,9 @@ pub fn _fused_sgd_(
         maximize,
         first_step: is_first_step,
     };
-    for (i, p) in params.iter().enumerate() {
+    for i in 0..params.len() {
         let g = group(i);
-        step_one!(
-            op,
-            p,
-            g,
-            h,
-            crate::backends::cuda::ops::optim::fused_sgd,
-            sgd_one
-        );
+        step_one(op, &g, FusedStep::Sgd(&h))?;
     }
     Ok(())
 }
@@ -535,16 +398,9 @@ pub fn _fused_rmsprop_(
         centered,
         maximize,
     };
-    for (i, p) in params.iter().enumerate() {
+    for i in 0..params.len() {
         let g = group(i);
-        step_one!(
-            op,
-            p,
-            g,
-            h,
-            crate::backends::cuda::ops::optim::fused_rmsprop,
-            rmsprop_one
-        );
+        step_one(op, &g, FusedStep::Rmsprop(&h))?;
     }
     Ok(())
 }
@@ -583,7 +439,7 @@ pub fn _fused_adagrad_(
         check_group(op, i, &names, &group(i))?;
         check_step(op, i, step)?;
     }
-    for (i, (p, &step)) in params.iter().zip(state_steps).enumerate() {
+    for (i, &step) in state_steps.iter().enumerate() {
         let g = group(i);
         let h = AdagradStep {
             lr,
@@ -593,14 +449,7 @@ pub fn _fused_adagrad_(
             step,
             maximize,
         };
-        step_one!(
-            op,
-            p,
-            g,
-            h,
-            crate::backends::cuda::ops::optim::fused_adagrad,
-            adagrad_one
-        );
+        step_one(op, &g, FusedStep::Adagrad(&h))?;
     }
     Ok(())
 }

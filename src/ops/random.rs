@@ -7,11 +7,12 @@
 //! `rand_on(shape, dtype, cuda)` equals `rand(shape, dtype).to_device(cuda)`; PyTorch uses two
 //! unrelated generators there (mt19937 and Philox).
 
+use crate::dispatch::backend;
 use crate::tensor::dims::{new_shape, IntoDims};
 use crate::tensor::{storage_numel, BufferElement, CpuBuffer, Tensor};
 use crate::{DType, Device, Error, Result};
-use kiln_kernels::random::{element, uniform_bits, Distribution};
-use kiln_kernels::{philox, with_dtype};
+use kiln_kernels::philox;
+use kiln_kernels::random::Distribution;
 use std::sync::Mutex;
 
 /// PyTorch's default seed, so an unseeded program is still reproducible.
@@ -86,22 +87,14 @@ fn sample(
     dist: Distribution,
     gen: &mut Generator,
 ) -> Result<Tensor> {
-    let n = storage_numel(op, shape, dtype)?;
-    if device.is_cuda() {
-        let out = Tensor::alloc_on(op, shape, dtype, device)?;
-        #[cfg(feature = "cuda")]
-        {
-            let (seed, offset) = gen.next_draw();
-            crate::backends::cuda::ops::random::fill(op, &out, dist, seed, offset)?;
-        }
+    let out = Tensor::alloc_empty_on(op, shape, dtype, device)?;
+    // A meta tensor has no values to draw, and draws nothing from the stream (as PyTorch).
+    if device.is_meta() {
         return Ok(out);
     }
     let (seed, offset) = gen.next_draw();
-    let bits = uniform_bits(dtype);
-    with_dtype!(dtype, T, {
-        let buf = CpuBuffer::from_fn(op, n, |i| element::<T>(dist, bits, seed, offset, i))?;
-        Ok(Tensor::from_buffer(buf, shape))
-    })
+    backend(device).fill_random(op, &out, dist, seed, offset)?;
+    Ok(out)
 }
 
 /// PyTorch's bounds check on `randint`'s range for `dtype`.

@@ -232,6 +232,239 @@ pub fn norm_dim(t: &Tensor, p: Option<Scalar>, dim: &[i64], keepdim: bool) -> Re
     crate::linalg_vector_norm_with(t, p.unwrap_or(Scalar::Int(2)), Some(dim), keepdim, None)
 }
 
+fn mean_check(t: &Tensor, dtype: Option<DType>) -> Result<()> {
+    let d = dtype.unwrap_or(t.dtype());
+    if !d.is_floating_point() {
+        return Err(Error::op(
+            "mean",
+            format!(
+                "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+                d.scalar_type_name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Half-precision means accumulate and divide in float32 and round once, as PyTorch does.
+fn mean_accumulator(t: &Tensor, dtype: Option<DType>) -> (Option<DType>, Option<DType>) {
+    let d = dtype.unwrap_or(t.dtype());
+    if matches!(d, DType::F16 | DType::BF16) {
+        (Some(DType::F32), Some(d))
+    } else {
+        (dtype, None)
+    }
+}
+
+/// `mean()`: sum / numel.
+pub fn mean(t: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
+    mean_check(t, dtype)?;
+    let (acc, back) = mean_accumulator(t, dtype);
+    let m = t.sum_with(acc)?.div_scalar(t.numel() as f64)?;
+    match back {
+        Some(d) => m.to_dtype(d),
+        None => Ok(m),
+    }
+}
+
+/// `mean(dim, keepdim)`.
+pub fn mean_dim(
+    t: &Tensor,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<DType>,
+) -> Result<Tensor> {
+    mean_check(t, dtype)?;
+    let (acc, back) = mean_accumulator(t, dtype);
+    let s = crate::sum_dim_with(t, dim.unwrap_or(&[]), keepdim, acc)?;
+    let count = (t.numel().max(1) / s.numel().max(1)) as f64;
+    let count = if t.numel() == 0 { 0.0 } else { count };
+    let m = s.div_scalar(count)?;
+    match back {
+        Some(d) => m.to_dtype(d),
+        None => Ok(m),
+    }
+}
+
+/// `sum_to_size(size)`: sums broadcast dims away so the result has `size`.
+pub fn sum_to_size(t: &Tensor, size: &[i64]) -> Result<Tensor> {
+    let target: Vec<usize> = size.iter().map(|&s| s.max(0) as usize).collect();
+    if size.iter().any(|&s| s < 0)
+        || kiln_kernels::layout::broadcast_shapes(&target, t.shape())
+            .ok()
+            .as_deref()
+            != Some(t.shape())
+    {
+        return Err(Error::op(
+            "sum_to_size",
+            format!("size {size:?} is not expandable to size {:?}", t.shape()),
+        ));
+    }
+    if target.is_empty() {
+        // ATen's `sum_to` sums everything for an empty size, even a 0-d tensor (so integers
+        // and bool come back int64, like `sum()`).
+        return t.sum();
+    }
+    let lead = t.dim() - target.len();
+    let mut dims: Vec<i64> = (0..lead as i64).collect();
+    for (i, &s) in target.iter().enumerate() {
+        if s == 1 && t.shape()[lead + i] != 1 {
+            dims.push((lead + i) as i64);
+        }
+    }
+    if dims.is_empty() {
+        return Ok(t.clone());
+    }
+    let s = crate::sum_dim_with(t, &dims, true, None)?;
+    if lead > 0 {
+        s.reshape(size)
+    } else {
+        Ok(s)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reductions built from sum and max
+// ---------------------------------------------------------------------------------------
+
+/// The number of elements each output of a reduction over `dims` (all when empty) reads.
+fn reduced_count(op: &str, t: &Tensor, dims: &[i64]) -> Result<usize> {
+    if dims.is_empty() {
+        return Ok(t.numel());
+    }
+    // Distinct dims (PyTorch's error for a repeated one), so a non-empty tensor's product is
+    // at most its numel. An empty tensor's other dims may multiply past usize: saturate (the
+    // count is then 0 if a reduced dim is, and otherwise no output element uses it).
+    let dims = crate::ops::reducing::reduction_dims(op, t, dims)?;
+    Ok(dims
+        .iter()
+        .map(|&w| if t.dim() == 0 { 1 } else { t.shape()[w] })
+        .fold(1usize, |n, s| n.saturating_mul(s)))
+}
+
+/// Half-precision inputs are reduced in float32 and cast back, as PyTorch's reduction
+/// kernels accumulate them.
+fn widened(t: &Tensor) -> Result<(Tensor, Option<DType>)> {
+    match t.dtype() {
+        DType::F16 | DType::BF16 => Ok((t.to_dtype(DType::F32)?, Some(t.dtype()))),
+        _ => Ok((t.clone(), None)),
+    }
+}
+
+fn narrowed(t: Tensor, back: Option<DType>) -> Result<Tensor> {
+    match back {
+        Some(d) => t.to_dtype(d),
+        None => Ok(t),
+    }
+}
+
+/// PyTorch's dtype check shared by `var` and `std`.
+fn check_std_var(op: &str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_floating_point() {
+        Ok(())
+    } else {
+        Err(Error::op(
+            op,
+            "std and var only support floating point and complex dtypes",
+        ))
+    }
+}
+
+/// `var(dim, correction, keepdim)`: the mean squared deviation, divided by
+/// `max(N - correction, 0)` (correction defaults to 1, Bessel's).
+pub fn var(
+    t: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    check_std_var("var", t)?;
+    let dims = dim.unwrap_or(&[]);
+    let n = reduced_count("var", t, dims)? as f64;
+    let (x, back) = widened(t)?;
+    let mean = crate::mean_dim_with(&x, dims, true, None)?;
+    let dev = x.sub(&mean)?;
+    let squares = crate::sum_dim_with(&dev.mul(&dev)?, dims, keepdim, None)?;
+    let c = correction.map_or(1.0, |c| c.to::<f64>());
+    narrowed(squares.div_scalar((n - c).max(0.0))?, back)
+}
+
+/// `std(dim, correction, keepdim)`: the square root of [`var`].
+pub fn std(
+    t: &Tensor,
+    dim: Option<&[i64]>,
+    correction: Option<Scalar>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    check_std_var("std", t)?;
+    let (x, back) = widened(t)?;
+    narrowed(var(&x, dim, correction, keepdim)?.sqrt()?, back)
+}
+
+/// `logsumexp(dim, keepdim)`: `m + log(sum(exp(x - m)))` with `m` the (detached) maximum
+/// over `dim`, so large values do not overflow; an infinite maximum is replaced by 0 as in
+/// PyTorch. Integers are promoted to the default float dtype.
+pub fn logsumexp(t: &Tensor, dim: &[i64], keepdim: bool) -> Result<Tensor> {
+    let x = if t.dtype().is_floating_point() {
+        t.clone()
+    } else {
+        t.to_dtype(DType::F32)?
+    };
+    let (x, back) = widened(&x)?;
+    if x.numel() == 0 {
+        let s = crate::sum_dim_with(&x.exp()?, dim, keepdim, None)?;
+        return narrowed(s.log()?, back);
+    }
+    let mut m = x.detach();
+    for &d in dim {
+        m = m.max_dim_with(d, true)?.0;
+    }
+    if dim.is_empty() {
+        m = m.max()?;
+    }
+    let m = m.where_cond(&m.isinf()?.logical_not()?, &m.zeros_like()?)?;
+    let s = crate::sum_dim_with(&x.sub(&m)?.exp()?, dim, true, None)?;
+    let r = s.log()?.add(&m)?;
+    let r = if keepdim {
+        r
+    } else {
+        r.reshape(crate::ops::backward::i64s(&reduced_shape(t, dim)))?
+    };
+    narrowed(r, back)
+}
+
+/// The shape of a reduction over `dims` (all when empty) without kept dims.
+fn reduced_shape(t: &Tensor, dims: &[i64]) -> Vec<usize> {
+    let nd = t.dim();
+    let wrapped: Vec<usize> = dims
+        .iter()
+        .filter_map(|&d| kiln_kernels::layout::wrap_dim(d, nd).ok())
+        .collect();
+    (0..nd)
+        .filter(|d| !dims.is_empty() && !wrapped.contains(d))
+        .map(|d| t.shape()[d])
+        .collect()
+}
+
+/// `all`/`any` answer in bool, or in uint8 for a uint8 input, as PyTorch.
+fn truth_like(t: &Tensor, r: Tensor) -> Result<Tensor> {
+    if t.dtype() == DType::U8 {
+        r.to_dtype(DType::U8)
+    } else {
+        Ok(r)
+    }
+}
+
+/// `all()`: whether every element is nonzero.
+pub fn all(t: &Tensor) -> Result<Tensor> {
+    truth_like(t, t.eq_scalar(0)?.sum()?.eq_scalar(0)?)
+}
+
+/// `any()`: whether some element is nonzero.
+pub fn any(t: &Tensor) -> Result<Tensor> {
+    truth_like(t, t.ne_scalar(0)?.sum()?.gt_scalar(0)?)
+}
+
 /// Backward of `amax`/`amin`: the gradient split evenly among the elements equal to the
 /// extreme.
 pub fn extreme_backward(

@@ -1,6 +1,5 @@
 //! Where a tensor's storage lives.
 
-use crate::{Error, Result};
 use std::fmt;
 
 /// A compute device. CUDA is part of the type from the start so that code written against
@@ -33,17 +32,6 @@ impl Device {
         match self {
             Device::Cpu | Device::Meta => 0,
             Device::Cuda(i) => i,
-        }
-    }
-
-    /// Fails unless this device can hold tensors in this build on this machine.
-    pub fn ensure_available(self) -> Result<()> {
-        match self {
-            Device::Cpu | Device::Meta => Ok(()),
-            Device::Cuda(i) => match crate::backends::cuda::unavailable_reason(i) {
-                None => Ok(()),
-                Some(why) => Err(Error::Device(format!("cannot use device cuda:{i}: {why}"))),
-            },
         }
     }
 }

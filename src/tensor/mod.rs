@@ -1,5 +1,6 @@
 //! `Tensor`: a cheap handle to a strided view of shared storage, plus its autograd state.
 
+pub(crate) mod backend;
 pub mod cache;
 mod device;
 pub(crate) mod dims;
@@ -8,11 +9,14 @@ pub mod promotion;
 mod scalar;
 pub(crate) mod storage;
 
+pub(crate) use backend::{Backend, FusedStep};
 pub use device::Device;
 pub use dims::{DimElem, IntoDims};
 use kiln_kernels::Dims;
 pub use kiln_kernels::{DType, Layout};
 pub use scalar::Scalar;
+#[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
+pub(crate) use storage::DeviceMemory;
 pub use storage::{BufferElement, CpuBuffer, Storage};
 
 use crate::autograd::{AccumulateGrad, Hook, Node};
@@ -240,39 +244,15 @@ impl Tensor {
         ))
     }
 
-    /// Like [`Tensor::alloc_empty`], on `device`.
-    pub(crate) fn alloc_empty_on(
-        op: &str,
-        shape: &[usize],
-        dtype: DType,
-        device: Device,
-    ) -> Result<Tensor> {
-        match device {
-            Device::Cpu => Tensor::alloc_empty(op, shape, dtype),
-            _ => Tensor::alloc_on(op, shape, dtype, device),
-        }
-    }
-
-    /// Like [`Tensor::alloc`], on `device`.
-    pub(crate) fn alloc_on(
-        op: &str,
-        shape: &[usize],
-        dtype: DType,
-        device: Device,
-    ) -> Result<Tensor> {
-        match device {
-            Device::Cpu => Tensor::alloc(op, shape, dtype),
-            #[cfg(feature = "cuda")]
-            Device::Cuda(i) => crate::backends::cuda::ops::alloc(op, shape, dtype, i),
-            #[cfg(not(feature = "cuda"))]
-            Device::Cuda(i) => Err(Error::Device(format!(
-                "cannot use device cuda:{i}: {}",
-                crate::backends::cuda::unavailable_reason(i).unwrap_or_default()
-            ))),
-            Device::Meta => Err(Error::Device(format!(
-                "{op}: tensors on the meta device are not supported yet"
-            ))),
-        }
+    /// A contiguous `shape` tensor of `dtype` on the meta device: no memory behind it.
+    pub(crate) fn alloc_meta(op: &str, shape: &[usize], dtype: DType) -> Result<Tensor> {
+        let n = storage_numel(op, shape, dtype)?;
+        Ok(Tensor::contiguous_from_parts(
+            Arc::new(Storage::meta(n)),
+            shape,
+            n,
+            dtype,
+        ))
     }
 
     /// A contiguous tensor over `buf`, which holds exactly the shape's element count.

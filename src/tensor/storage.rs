@@ -222,8 +222,18 @@ impl CpuBuffer {
 #[derive(Debug)]
 pub(crate) enum Buffer {
     Cpu(CpuBuffer),
-    #[cfg(feature = "cuda")]
-    Cuda(crate::backends::cuda::CudaBuffer),
+    /// Memory on an accelerator, owned by its backend, which alone reads or writes it: the
+    /// tensor core knows only its address (a `Box`, so this type names no backend).
+    Device(Box<dyn DeviceMemory>),
+    /// A meta tensor's: a length and no memory.
+    Meta,
+}
+
+/// An accelerator backend's memory block, as the tensor core sees it. Dropping it returns
+/// the block to its backend (e.g. the CUDA caching allocator).
+pub(crate) trait DeviceMemory: Send + Sync + std::fmt::Debug {
+    /// The device address of element 0.
+    fn ptr(&self) -> u64;
 }
 
 /// A tensor's memory. Views share one `Storage` through an `Arc`.
@@ -241,7 +251,6 @@ impl Drop for Storage {
     /// and size class or frees it.
     fn drop(&mut self) {
         let buf = self.buf.get_mut().unwrap_or_else(|e| e.into_inner());
-        #[allow(irrefutable_let_patterns)] // without the `cuda` feature every buffer is CPU
         if let Buffer::Cpu(b) = buf {
             // Most buffers are too small to keep: dropped where they lie, not moved out.
             if cache::keeps(b) {
@@ -263,13 +272,23 @@ impl Storage {
         }
     }
 
-    /// Wraps a CUDA buffer.
-    #[cfg(feature = "cuda")]
-    pub(crate) fn cuda(buf: crate::backends::cuda::CudaBuffer) -> Self {
+    /// Wraps `len` elements of an accelerator's memory on `device`.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn on_device(mem: Box<dyn DeviceMemory>, len: usize, device: Device) -> Self {
         Storage {
-            len: buf.len(),
-            device: Device::Cuda(buf.gpu().ordinal),
-            buf: RwLock::new(Buffer::Cuda(buf)),
+            len,
+            device,
+            buf: RwLock::new(Buffer::Device(mem)),
+            version: AtomicU64::new(0),
+        }
+    }
+
+    /// A meta storage of `len` elements: no memory behind it.
+    pub(crate) fn meta(len: usize) -> Self {
+        Storage {
+            len,
+            device: Device::Meta,
+            buf: RwLock::new(Buffer::Meta),
             version: AtomicU64::new(0),
         }
     }
@@ -321,12 +340,12 @@ impl Storage {
         }
     }
 
-    /// The device address of element 0 of a CUDA storage.
-    #[cfg(feature = "cuda")]
-    pub(crate) fn cuda_ptr(&self) -> Option<u64> {
+    /// The device address of element 0 of an accelerator's storage.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn device_ptr(&self) -> Option<u64> {
         match &*self.read() {
-            Buffer::Cuda(b) => Some(b.ptr()),
-            Buffer::Cpu(_) => None,
+            Buffer::Device(b) => Some(b.ptr()),
+            Buffer::Cpu(_) | Buffer::Meta => None,
         }
     }
 

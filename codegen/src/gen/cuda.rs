@@ -3,56 +3,23 @@
 //! The result is a Rust table of `(module name, source)` that kiln compiles with NVRTC at
 //! run time (and CI compiles to PTX without a GPU).
 
-use crate::model::{Kind, Model, Op, Promote, ALL_DTYPES};
+use crate::model::{BackendKey, DType, Fixed, Kind, Model, Op, Promote};
+use crate::paths::CUDA_KERNELS_DIR;
 use crate::types::ArgKind;
 use minijinja::{context, Environment, Value};
 use proc_macro2::TokenStream;
 use quote::quote;
 use std::path::Path;
 
-/// The C++ type kiln stores a dtype as.
-pub fn ctype(d: &str) -> &'static str {
-    match d {
-        "bool" => "bool",
-        "u8" => "unsigned char",
-        "i8" => "signed char",
-        "i16" => "short",
-        "i32" => "int",
-        "i64" => "long long",
-        "f16" => "kiln_f16",
-        "bf16" => "kiln_bf16",
-        "f32" => "float",
-        _ => "double",
-    }
-}
-
-/// The type sums accumulate in.
-fn acc_type(d: &str) -> &'static str {
-    match d {
-        "f16" | "bf16" | "f32" => "float",
-        "f64" => "double",
-        _ => "long long",
-    }
-}
-
-/// The type a kernel computes in (float for the 16-bit floats, as `kiln_compute` in the
-/// prelude): the C type of a scalar argument such as `index_add`'s `alpha`.
-fn compute_type(d: &str) -> &'static str {
-    match d {
-        "f16" | "bf16" => "float",
-        other => ctype(other),
-    }
-}
-
-fn dtype_values(dtypes: &[&str]) -> Vec<Value> {
+fn dtype_values(dtypes: &[DType]) -> Vec<Value> {
     dtypes
         .iter()
         .map(|d| {
             Value::from_serialize(context! {
-                name => d,
-                ctype => ctype(d),
-                acc => acc_type(d),
-                compute => compute_type(d),
+                name => d.short(),
+                ctype => d.ctype(),
+                acc => d.cuda_acc_type(),
+                compute => d.cuda_compute_type(),
             })
         })
         .collect()
@@ -75,7 +42,11 @@ fn pointwise_context(op: &Op, module: &str, func: &str) -> Result<Value, String>
         let name = cname(&a.name);
         match a.kind {
             ArgKind::Tensor => {
-                let fixed = op.fixed.get(&a.name).map(|d| ctype(d)).unwrap_or("");
+                let fixed = match op.fixed.get(&a.name) {
+                    Some(Fixed::DType(d)) => d.ctype(),
+                    // model::build rejects `opmath` operands of pointwise ops.
+                    Some(Fixed::Opmath) | None => "",
+                };
                 tensors.push(context! { name => name.clone(), fixed => fixed });
             }
             ArgKind::Scalar | ArgKind::Float => {
@@ -94,7 +65,10 @@ fn pointwise_context(op: &Op, module: &str, func: &str) -> Result<Value, String>
         }
         call_args.push(name);
     }
-    let dtypes: Vec<&str> = op.cuda_dtypes.iter().map(String::as_str).collect();
+    let dtypes = op
+        .backend(BackendKey::Cuda)
+        .map(|b| b.dtypes.clone())
+        .unwrap_or_default();
     Ok(Value::from_serialize(context! {
         op => op.rust.clone(),
         dtypes => dtype_values(&dtypes),
@@ -107,7 +81,7 @@ fn pointwise_context(op: &Op, module: &str, func: &str) -> Result<Value, String>
 
 fn read(dir: &Path, name: &str) -> Result<String, String> {
     std::fs::read_to_string(dir.join(name))
-        .map_err(|e| format!("cannot read kernels/cuda/{name}: {e}"))
+        .map_err(|e| format!("cannot read {CUDA_KERNELS_DIR}/{name}: {e}"))
 }
 
 /// The names of the `<name>.cu.j2` templates in `cuda_dir`, sorted.
@@ -140,30 +114,29 @@ pub fn modules(model: &Model, cuda_dir: &Path) -> Result<Vec<(String, String)>, 
         .collect::<Result<_, String>>()?;
     for (name, text) in &texts {
         env.add_template(name, text)
-            .map_err(|e| format!("kernels/cuda/{name}.cu.j2: {e}"))?;
+            .map_err(|e| format!("{CUDA_KERNELS_DIR}/{name}.cu.j2: {e}"))?;
     }
     let render = |name: &str, ctx: Value| -> Result<String, String> {
         env.get_template(name)
             .and_then(|t| t.render(ctx))
-            .map_err(|e| format!("kernels/cuda/{name}.cu.j2: {e:#}"))
+            .map_err(|e| format!("{CUDA_KERNELS_DIR}/{name}.cu.j2: {e:#}"))
     };
     let mut out = Vec::new();
-    let all: Vec<&str> = ALL_DTYPES.to_vec();
-    let floating: Vec<&str> = vec!["f16", "bf16", "f32", "f64"];
     for t in templates.iter().filter(|t| *t != "pointwise") {
         let body = render(
             t,
             Value::from_serialize(context! {
-                dtypes => dtype_values(&all),
-                floating => dtype_values(&floating),
+                dtypes => dtype_values(&DType::ALL),
+                floating => dtype_values(&DType::FLOATING),
             }),
         )?;
         out.push((t.clone(), format!("{prelude}\n{body}")));
     }
     for op in &model.ops {
-        let (Kind::Pointwise { .. }, Some((module, func))) = (&op.kind, &op.cuda) else {
+        let (Kind::Pointwise { .. }, Some(cuda)) = (&op.kind, op.backend(BackendKey::Cuda)) else {
             continue;
         };
+        let (module, func) = (&cuda.kernel.module, &cuda.kernel.name);
         let scalar_fns = read(cuda_dir, &format!("{module}.cuh"))?;
         let body = render("pointwise", pointwise_context(op, module, func)?)?;
         out.push((

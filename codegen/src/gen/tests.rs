@@ -4,7 +4,6 @@
 //! generated: `tests/opinfo/runner.rs` enumerates op × device × dtype × check at run time
 //! (PyTorch's device-generic tests), and the checks live in `tests/opinfo/harness.rs`.
 
-use super::dtype_variant;
 use crate::model::{Kind, Model, Op, OpInfo};
 use crate::types::{ident, ArgKind};
 use proc_macro2::TokenStream;
@@ -326,7 +325,7 @@ fn table_entry(op: &Op, info: &OpInfo, m: &syn::Ident, a: &Adaptors) -> TokenStr
     let differentiable =
         op.derivative.is_some() || (composite && op.has_float_output() && info.gradcheck);
     let name = op.full_name();
-    let dtypes = info.dtypes.iter().map(|d| dtype_variant(d));
+    let dtypes = info.dtypes.iter().map(|d| d.variant());
     let (variants, gradcheck, errors_check) = (info.variants, info.gradcheck, info.errors);
     let declared = format!("native_functions.yaml:{}", op.line);
     let gradient = gradient_source(op);

@@ -54,18 +54,11 @@ impl CudaBuffer {
         .map_err(|e| driver_error(op, e))?;
         Ok(buf)
     }
+}
 
-    /// The device address of element 0.
-    pub fn ptr(&self) -> u64 {
+impl crate::tensor::DeviceMemory for CudaBuffer {
+    fn ptr(&self) -> u64 {
         self.ptr
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn gpu(&self) -> &Arc<Gpu> {
-        &self.gpu
     }
 }
 

@@ -7,6 +7,7 @@
 
 #[cfg(feature = "cuda")]
 mod alloc;
+mod backend;
 #[cfg(feature = "cuda")]
 mod buffer;
 #[cfg(feature = "cuda")]
@@ -20,6 +21,7 @@ pub(crate) mod ops;
 #[cfg(feature = "cuda")]
 mod runtime;
 
+pub(crate) use backend::CudaBackend;
 #[cfg(feature = "cuda")]
 pub(crate) use buffer::CudaBuffer;
 

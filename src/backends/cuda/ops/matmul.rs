@@ -34,7 +34,7 @@ fn row_major(op: &str, t: &Tensor) -> Result<Tensor> {
 fn ptr(op: &str, t: &Tensor) -> Result<u64> {
     let base = t
         .storage()
-        .cuda_ptr()
+        .device_ptr()
         .ok_or_else(|| Error::device(op, "kiln internal error: a CPU tensor reached cuBLAS"))?;
     Ok(base + (t.storage_offset() * t.dtype().size_in_bytes()) as u64)
 }

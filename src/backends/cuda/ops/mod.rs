@@ -93,11 +93,14 @@ pub(crate) fn operand_with(op: &str, t: &Tensor, layout: &Layout) -> Result<Kiln
         ));
     }
     let base = match &*t.storage().read() {
-        Buffer::Cuda(b) => b.ptr(),
-        Buffer::Cpu(_) => {
+        Buffer::Device(b) if t.device().is_cuda() => b.ptr(),
+        _ => {
             return Err(Error::device(
                 op,
-                "kiln internal error: a CPU tensor reached a CUDA kernel",
+                format!(
+                    "kiln internal error: a tensor on {} reached a CUDA kernel",
+                    t.device()
+                ),
             ))
         }
     };
@@ -271,7 +274,11 @@ pub(crate) fn alloc(op: &str, shape: &[usize], dtype: DType, ordinal: usize) -> 
     let n = crate::tensor::storage_numel(op, shape, dtype)?;
     let buf = super::CudaBuffer::zeros(op, ordinal, dtype, n)?;
     Ok(Tensor::from_storage(
-        Arc::new(crate::tensor::Storage::cuda(buf)),
+        Arc::new(crate::tensor::Storage::on_device(
+            Box::new(buf),
+            n,
+            Device::Cuda(ordinal),
+        )),
         Layout::contiguous(shape),
         dtype,
     ))
@@ -282,10 +289,18 @@ pub(crate) fn transfer(t: &Tensor, dtype: DType, device: Device) -> Result<Tenso
     const OP: &str = "to";
     match (t.device(), device) {
         (Device::Cpu, Device::Cuda(i)) => {
-            let host = t.cast_copy(dtype)?;
+            let dense = t.is_contiguous()
+                && t.dtype() == dtype
+                && t.storage_offset() == 0
+                && t.storage().len() == t.numel();
+            let host = if dense {
+                t.clone()
+            } else {
+                t.cast_copy(dtype)?
+            };
             let out = alloc(OP, t.shape(), dtype, i)?;
             gpu_of(OP, &out)?; // binds the device's context to this thread
-            let dst = out.storage().cuda_ptr().expect("allocated on CUDA");
+            let dst = out.storage().device_ptr().expect("allocated on CUDA");
             let src = host.storage().read();
             let Buffer::Cpu(c) = &*src else {
                 return Err(Error::device(
@@ -316,7 +331,7 @@ pub(crate) fn transfer(t: &Tensor, dtype: DType, device: Device) -> Result<Tenso
                 d
             };
             gpu_of(OP, &dev)?; // binds the device's context to this thread
-            let src = dev.storage().cuda_ptr().expect("on CUDA");
+            let src = dev.storage().device_ptr().expect("on CUDA");
             let mut host = crate::tensor::CpuBuffer::zeros(OP, dtype, t.numel())?;
             kiln_kernels::with_dtype!(dtype, T, {
                 let s =

@@ -16,7 +16,7 @@ const THREADS: u32 = 512;
 /// The device address of a fresh contiguous CUDA tensor's first element.
 fn ptr(op: &str, t: &Tensor) -> Result<u64> {
     t.storage()
-        .cuda_ptr()
+        .device_ptr()
         .ok_or_else(|| Error::device(op, "kiln internal error: scratch buffer not on CUDA"))
 }
 

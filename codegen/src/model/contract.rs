@@ -1,5 +1,5 @@
 //! The kernel contract: for each function an op's YAML entry names, the parameters the
-//! generated code passes to it, derived from the op exactly as [`crate::gen::api`] writes the
+//! generated code passes to it, derived from the op exactly as `gen::api` writes the
 //! call, and the check of a signature read from source ([`FnSig`]) against them. A kernel
 //! that does not fit its schema is then a YAML error on the op's line, not a rustc error in
 //! `OUT_DIR/ops/<op>.rs`.
@@ -7,9 +7,9 @@
 //! Types are compared in [`canonical_type`] form: `Src<'_, E>` is `Src<T>`, `crate::DType`
 //! is `DType`.
 
-use crate::gen::api::elem_type;
+use super::dtype::{DType, Fixed};
+use super::op::{Op, Promote};
 use crate::kernels_index::{canonical_type, FnSig};
-use crate::model::{Op, Promote, OPMATH};
 use crate::types::{ident_str, ArgKind};
 use proc_macro2::TokenStream;
 
@@ -81,7 +81,7 @@ fn outputs(op: &Op) -> Vec<(String, String)> {
         .enumerate()
         .map(|(i, name)| {
             let elem = match op.output_fixed_dtype(i) {
-                Some(d) => fixed_canon(&d),
+                Some(d) => fixed_canon(d),
                 None => "T".to_string(),
             };
             (name, elem)
@@ -92,17 +92,16 @@ fn outputs(op: &Op) -> Vec<(String, String)> {
 /// The element type a structured kernel's `Src<_>` has for tensor argument `name`.
 fn src_elem(op: &Op, name: &str) -> String {
     match op.fixed.get(name) {
-        Some(d) => fixed_canon(d),
+        Some(d) => fixed_canon(*d),
         None => "T".to_string(),
     }
 }
 
 /// The canonical element type of a `fixed:` dtype: `i64`, or `T::Compute` for `opmath`.
-fn fixed_canon(d: &str) -> String {
-    if d == OPMATH {
-        "T::Compute".to_string()
-    } else {
-        canon(elem_type(d))
+fn fixed_canon(d: Fixed) -> String {
+    match d {
+        Fixed::Opmath => "T::Compute".to_string(),
+        Fixed::DType(d) => canon(d.rust_type()),
     }
 }
 
@@ -141,7 +140,7 @@ pub fn pointwise_kernel(op: &Op, module: &str, kernel: &str) -> Call {
 /// `(self_: &[elem], out: &mut [elem], <non-tensor arguments>)`, or in place
 /// `(self_: &mut [elem], <non-tensor arguments>)`, the non-tensor arguments as the scalar
 /// kernel takes them with `T` = `elem`, returning nothing.
-pub fn slice_kernel(op: &Op, module: &str, name: &str, elem: &str, inplace: bool) -> Call {
+pub fn slice_kernel(op: &Op, module: &str, name: &str, elem: DType, inplace: bool) -> Call {
     let args = op.args();
     let input = args
         .iter()

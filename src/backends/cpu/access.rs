@@ -1,27 +1,29 @@
-//! Getting at a tensor's elements: locking storages for a kernel, copying out, casting.
+//! The CPU backend's access to tensor memory: locking storages for a kernel, in an order
+//! that cannot deadlock, and typed views of the locked buffers.
 
 use crate::tensor::storage::Buffer;
 use crate::tensor::{BufferElement, CpuBuffer, Storage, Tensor};
-use crate::{Error, Result};
-use kiln_kernels::{cpu::pointwise, cpu::strided, with_dtype, Dst, Element, Src};
+use kiln_kernels::{Dst, Src};
 use smallvec::SmallVec;
 use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
 
-/// The CPU buffer inside a locked storage. Callers reach here only for CPU tensors (every
-/// op routes CUDA tensors to `crate::backends::cuda` first).
+/// The CPU buffer inside a locked storage. Callers reach here only for CPU tensors: every
+/// op routes other devices' tensors to their backend first.
 fn cpu(b: &Buffer) -> &CpuBuffer {
     match b {
         Buffer::Cpu(c) => c,
-        #[cfg(feature = "cuda")]
-        Buffer::Cuda(_) => panic!("kiln internal error: a CUDA storage reached a CPU kernel"),
+        Buffer::Device(_) | Buffer::Meta => {
+            panic!("kiln internal error: a storage of another device reached a CPU kernel")
+        }
     }
 }
 
 fn cpu_mut(b: &mut Buffer) -> &mut CpuBuffer {
     match b {
         Buffer::Cpu(c) => c,
-        #[cfg(feature = "cuda")]
-        Buffer::Cuda(_) => panic!("kiln internal error: a CUDA storage reached a CPU kernel"),
+        Buffer::Device(_) | Buffer::Meta => {
+            panic!("kiln internal error: a storage of another device reached a CPU kernel")
+        }
     }
 }
 
@@ -223,150 +225,6 @@ pub(crate) fn dst<'a, T: BufferElement>(buf: &'a mut CpuBuffer, t: &'a Tensor) -
         T::slice_mut(buf).expect("dispatch matched the buffer's dtype"),
         t.layout(),
     )
-}
-
-impl Tensor {
-    /// The elements in row-major order, converted to `T` (like PyTorch's `tolist()`).
-    ///
-    /// ```
-    /// let x = kiln::Tensor::from([1i64, 2, 3]);
-    /// assert_eq!(x.to_vec::<f32>()?, vec![1.0, 2.0, 3.0]);
-    /// # Ok::<(), kiln::Error>(())
-    /// ```
-    pub fn to_vec<T: BufferElement>(&self) -> Result<Vec<T>> {
-        self.device().ensure_available()?;
-        if self.device().is_cuda() {
-            return self.copy_to(self.dtype(), crate::Device::Cpu)?.to_vec();
-        }
-        // Reserved fallibly: an expanded view may have far more elements than memory holds.
-        let n = self.numel();
-        let mut out: Vec<T> = Vec::new();
-        out.try_reserve_exact(n).map_err(|_| {
-            crate::tensor::storage::out_of_memory(
-                "to_vec",
-                n as u128 * std::mem::size_of::<T>() as u128,
-            )
-        })?;
-        with_buffers(&[self], &[], |ins, _| {
-            with_dtype!(self.dtype(), S, {
-                let s = src::<S>(ins[0], self);
-                match s.as_contiguous() {
-                    Some(c) => out.extend(c.iter().map(|x| x.cast::<T>())),
-                    None => strided::for_each_offset(s.layout, |o| out.push(s.data[o].cast())),
-                }
-            })
-        });
-        Ok(out)
-    }
-
-    /// A copy on the CPU, or `self` when it is already there (PyTorch's `cpu()`).
-    pub fn cpu(&self) -> Result<Tensor> {
-        self.to_device(crate::Device::Cpu)
-    }
-
-    /// A copy on `cuda:0`, or `self` when it is already there (PyTorch's `cuda()`).
-    pub fn cuda(&self) -> Result<Tensor> {
-        self.to_device(crate::Device::Cuda(0))
-    }
-
-    /// The value of a one-element tensor, converted to `T` (PyTorch's `item()`).
-    pub fn item<T: BufferElement>(&self) -> Result<T> {
-        if self.numel() != 1 {
-            return Err(Error::shape(
-                "item",
-                format!(
-                    "a Tensor with {} elements cannot be converted to Scalar",
-                    self.numel()
-                ),
-            ));
-        }
-        Ok(self.to_vec::<T>()?[0])
-    }
-
-    /// Copies `src` (broadcast to `self`'s shape, cast to `self`'s dtype) into `self`'s
-    /// elements, without autograd and without bumping the version. Overlap-safe.
-    pub(crate) fn copy_data_from(&self, src_t: &Tensor) -> Result<()> {
-        let layout = src_t
-            .layout()
-            .broadcast_to(self.shape())
-            .map_err(|m| Error::op("copy_", m))?;
-        let mut src_t = src_t.with_layout(layout);
-        if src_t.shares_storage_with(self) {
-            src_t = src_t.fresh_copy()?;
-        }
-        if src_t.device() != self.device() {
-            return Err(Error::device(
-                "copy_",
-                format!(
-                    "Expected all tensors to be on the same device, but found at least two devices, {} and {}!",
-                    self.device(),
-                    src_t.device()
-                ),
-            ));
-        }
-        #[cfg(feature = "cuda")]
-        if self.device().is_cuda() {
-            return crate::backends::cuda::ops::copy("copy_", &src_t, self);
-        }
-        with_buffers(&[&src_t], &[self], |ins, mut outs| {
-            let out = outs.pop().expect("output locked");
-            with_dtype!(src_t.dtype(), S, {
-                with_dtype!(self.dtype(), O, {
-                    pointwise::copy_cast(src::<S>(ins[0], &src_t), dst::<O>(out, self));
-                })
-            })
-        });
-        Ok(())
-    }
-
-    /// A contiguous copy in fresh storage, without autograd history.
-    pub(crate) fn fresh_copy(&self) -> Result<Tensor> {
-        let out = Tensor::alloc_empty_on("clone", self.shape(), self.dtype(), self.device())?;
-        #[cfg(feature = "cuda")]
-        if self.device().is_cuda() {
-            crate::backends::cuda::ops::copy("clone", self, &out)?;
-            return Ok(out);
-        }
-        with_buffers(&[self], &[&out], |ins, mut o| {
-            with_dtype!(self.dtype(), T, {
-                let o = o.pop().expect("output locked");
-                pointwise::copy_cast(src::<T>(ins[0], self), dst::<T>(o, &out));
-            })
-        });
-        Ok(out)
-    }
-
-    /// A contiguous copy of the data in fresh storage, cut from the graph.
-    pub fn detached_copy(&self) -> Result<Tensor> {
-        self.fresh_copy()
-    }
-
-    /// A contiguous copy with elements cast to `dtype` on `device`, without autograd history.
-    pub(crate) fn copy_to(&self, dtype: crate::DType, device: crate::Device) -> Result<Tensor> {
-        if device == self.device() {
-            return self.cast_copy(dtype);
-        }
-        device
-            .ensure_available()
-            .map_err(|e| Error::device("to", e.to_string()))?;
-        #[cfg(feature = "cuda")]
-        {
-            crate::backends::cuda::ops::transfer(self, dtype, device)
-        }
-        // Without CUDA every tensor is on the CPU and `ensure_available` failed above.
-        #[cfg(not(feature = "cuda"))]
-        Err(Error::device(
-            "to",
-            format!("no copy path from {} to {device}", self.device()),
-        ))
-    }
-
-    /// A contiguous copy with elements cast to `dtype`, without autograd history.
-    pub(crate) fn cast_copy(&self, dtype: crate::DType) -> Result<Tensor> {
-        let out = Tensor::alloc_empty_on("to", self.shape(), dtype, self.device())?;
-        out.copy_data_from(self)?;
-        Ok(out)
-    }
 }
 
 #[cfg(test)]

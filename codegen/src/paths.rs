@@ -1,0 +1,37 @@
+//! Every path the generator reads or names, in one place: where the sources the YAML names
+//! live (relative to the repository root), and the Rust paths generated code calls. Moving
+//! one of them is one edit here.
+
+/// The CPU kernels: `kernels/src/cpu/<module>.rs`, `kernels::cpu::<module>::<fn>`.
+pub const CPU_KERNELS_DIR: &str = "kernels/src/cpu";
+/// The CUDA templates (`*.cu.j2`) and `__device__` scalar functions (`<module>.cuh`).
+pub const CUDA_KERNELS_DIR: &str = "kernels/cuda";
+/// The CUDA launchers of non-pointwise ops: `<dir>/<module>.rs`.
+pub const CUDA_LAUNCHERS_DIR: &str = "src/backends/cuda/ops";
+/// Composite and explicit ops: `<dir>/<module>.rs`.
+pub const RUST_OPS_DIR: &str = "src/ops";
+/// The OpInfo sample sets.
+pub const SAMPLES_FILE: &str = "tests/opinfo/samples.rs";
+/// The OpInfo float64 references of non-pointwise ops.
+pub const REFS_FILE: &str = "tests/opinfo/refs.rs";
+
+/// The YAML files.
+pub const NATIVE_FUNCTIONS: &str = "native_functions.yaml";
+pub const DERIVATIVES: &str = "derivatives.yaml";
+
+/// What `build.rs` watches: a change to any of these reruns the generator.
+pub const WATCHED: [&str; 7] = [
+    NATIVE_FUNCTIONS,
+    DERIVATIVES,
+    CPU_KERNELS_DIR,
+    CUDA_KERNELS_DIR,
+    CUDA_LAUNCHERS_DIR,
+    RUST_OPS_DIR,
+    "codegen/src",
+];
+
+/// The Rust module generated code reaches the CUDA launchers through (`<path>::pointwise`,
+/// `<path>::<module>::<fn>`, `<path>::Arg`).
+pub const CUDA_OPS_RUST: &str = "crate::cuda::ops";
+/// The Rust module composite and explicit ops are reached through (`<path>::<module>::<fn>`).
+pub const RUST_OPS_RUST: &str = "crate::ops";

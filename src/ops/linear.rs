@@ -1,0 +1,68 @@
+//! Linear layers: `linear` (`input @ weightᵀ + bias`) and `bilinear`.
+
+use crate::ops::backward::i64s;
+use crate::{Error, Result, Tensor};
+
+/// `linear(input, weight, bias)`: `input @ weightᵀ + bias`.
+pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    if weight.dim() != 2 && weight.dim() != 1 {
+        return Err(Error::op(
+            "linear",
+            format!(
+                "linear(): weight must be 1-D or 2-D, but got weight of size {:?}",
+                weight.shape()
+            ),
+        ));
+    }
+    let y = input.matmul(&weight.t()?)?;
+    match bias {
+        Some(b) => y.add(b),
+        None => Ok(y),
+    }
+}
+
+/// `bilinear(input1, input2, weight, bias)`: `y_k = x1ᵀ W_k x2 + b_k`.
+pub fn bilinear(
+    input1: &Tensor,
+    input2: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+) -> Result<Tensor> {
+    let op = "bilinear";
+    if weight.dim() != 3 {
+        return Err(Error::op(
+            op,
+            format!(
+                "bilinear(): weight must be 3-D, but got {:?}",
+                weight.shape()
+            ),
+        ));
+    }
+    let (o, i1, i2) = (
+        weight.shape()[0] as i64,
+        weight.shape()[1],
+        weight.shape()[2] as i64,
+    );
+    let (d1, d2) = (input1.dim(), input2.dim());
+    if d1 == 0 || d2 == 0 || input1.shape()[d1 - 1] != i1 || input2.shape()[d2 - 1] as i64 != i2 {
+        return Err(Error::op(
+            op,
+            format!(
+                "bilinear(): input sizes {:?} and {:?} do not match weight {:?}",
+                input1.shape(),
+                input2.shape(),
+                weight.shape()
+            ),
+        ));
+    }
+    // x1 @ W viewed as [I1, O*I2], then a dot with x2 per output feature.
+    let w = weight.permute(&[1, 0, 2])?.reshape([i1 as i64, o * i2])?;
+    let mut lead = i64s(&input1.shape()[..d1 - 1]);
+    lead.extend([o, i2]);
+    let t = input1.matmul(&w)?.reshape(&lead)?;
+    let y = crate::sum_dim_with(&t.mul(&input2.unsqueeze(-2)?)?, &[-1], false, None)?;
+    match bias {
+        Some(b) => y.add(b),
+        None => Ok(y),
+    }
+}
