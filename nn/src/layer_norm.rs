@@ -61,7 +61,7 @@ impl Forward for LayerNorm {
         let n = self.normalized_shape.len();
         let s = input.shape();
         if s.len() < n || s[s.len() - n..] != self.normalized_shape[..] {
-            return Err(Error::op(
+            return Err(Error::shape(
                 "LayerNorm",
                 format!(
                     "Given normalized_shape={:?}, expected input with shape [*, {}], but got input of size{:?}",
