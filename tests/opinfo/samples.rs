@@ -42,7 +42,7 @@ mod shaping;
 mod sorting;
 pub use elementwise::*;
 pub use indexing::*;
-use kiln::{DType, Device, Generator, Scalar, Tensor};
+use kiln::{DType, Device, ErrorKind, Generator, Scalar, Tensor};
 pub use linalg::*;
 pub use losses::*;
 pub use nn::*;
@@ -258,8 +258,12 @@ fn opt_int(x: Option<i64>) -> Arg {
     Arg::OptInt(x)
 }
 
-fn err(sample: Sample, message: &'static str) -> ErrorSample {
-    ErrorSample { sample, message }
+fn err(sample: Sample, kind: ErrorKind, message: &'static str) -> ErrorSample {
+    ErrorSample {
+        sample,
+        kind,
+        message,
+    }
 }
 
 const BROADCAST_ERROR: &str =
@@ -336,6 +340,7 @@ pub fn binary_errors() -> Vec<ErrorSample> {
             "shapes [2,3] and [2,4] do not broadcast",
             mismatched_pair(DType::F32),
         ),
+        ErrorKind::Shape,
         BROADCAST_ERROR,
     )]
 }
@@ -368,6 +373,7 @@ pub fn binary_nonzero_errors() -> Vec<ErrorSample> {
                 nonzero(&[2, 4], DType::F32, 93),
             ],
         ),
+        ErrorKind::Shape,
         BROADCAST_ERROR,
     )]
 }
@@ -396,10 +402,12 @@ pub fn pow_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("shapes [2,3] and [2,4] do not broadcast", pair),
+            ErrorKind::Shape,
             BROADCAST_ERROR,
         ),
         err(
             Sample::new("bool ** bool", vec![mask(&[3], 96), mask(&[3], 97)]),
+            ErrorKind::DType,
             "\"pow\" not implemented for 'Bool'",
         ),
     ]
@@ -551,6 +559,7 @@ pub fn pow_scalar_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("bool tensor ** True", vec![mask(&[3], 98)])
             .arg("exponent", Arg::Scalar(Scalar::Bool(true))),
+        ErrorKind::DType,
         "\"pow\" not implemented for 'Bool'",
     )]
 }
@@ -608,12 +617,14 @@ pub fn clamp_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("neither min nor max", vec![vals(&[3], DType::F32, 99)]),
+            ErrorKind::Value,
             "At least one of 'min' or 'max' must not be None",
         ),
         err(
             Sample::new("bool tensor with bool bounds", vec![mask(&[3], 100)])
                 .arg("min", Arg::OptScalar(Some(Scalar::Bool(false))))
                 .arg("max", Arg::OptScalar(Some(Scalar::Bool(true)))),
+            ErrorKind::DType,
             "\"clamp\" not implemented for 'Bool'",
         ),
     ]
@@ -653,6 +664,7 @@ pub fn where_cond_errors() -> Vec<ErrorSample> {
                     f(&[3], 103),
                 ],
             ),
+            ErrorKind::DType,
             "expected condition to have dtype torch.bool, but got torch.uint8",
         ),
         err(
@@ -660,6 +672,7 @@ pub fn where_cond_errors() -> Vec<ErrorSample> {
                 "shapes do not broadcast",
                 vec![mask(&[2, 3], 104), f(&[2, 3], 105), f(&[2, 4], 106)],
             ),
+            ErrorKind::Shape,
             BROADCAST_ERROR,
         ),
     ]
@@ -711,6 +724,7 @@ pub fn masked_fill_errors() -> Vec<ErrorSample> {
                 ],
             )
             .arg("value", float(1.0)),
+            ErrorKind::DType,
             "expected mask to have dtype torch.bool, but got torch.uint8",
         ),
         err(
@@ -719,6 +733,7 @@ pub fn masked_fill_errors() -> Vec<ErrorSample> {
                 vec![vals(&[2, 3], DType::F32, 109), mask(&[2, 4], 110)],
             )
             .arg("value", float(1.0)),
+            ErrorKind::Shape,
             BROADCAST_ERROR,
         ),
     ]
@@ -768,6 +783,7 @@ pub fn square_errors() -> Vec<ErrorSample> {
 pub fn unary_nonzero_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("bool input", vec![mask(&[3], 111)]),
+        ErrorKind::DType,
         "not implemented for 'Bool'",
     )]
 }
@@ -811,6 +827,7 @@ pub fn unary_floating(dtype: DType) -> Vec<Sample> {
 pub fn unary_floating_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("int64 input", vec![vals(&[3], DType::I64, 112)]),
+        ErrorKind::DType,
         "not implemented for 'Long'",
     )]
 }
@@ -867,6 +884,7 @@ pub fn binary_floating_errors() -> Vec<ErrorSample> {
             "int64 operands",
             vec![vals(&[3], DType::I64, 94), vals(&[3], DType::I64, 95)],
         ),
+        ErrorKind::DType,
         "not implemented for 'Long'",
     ));
     v
@@ -939,12 +957,14 @@ pub fn hardtanh_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("bool input", vec![vals(&[3], DType::Bool, 112)]),
+            ErrorKind::DType,
             "Bool inputs not supported for hardtanh",
         ),
         err(
             Sample::new("min_val > max_val", vec![vals(&[3], DType::F32, 113)])
                 .arg("min_val", float(2.0))
                 .arg("max_val", float(1.0)),
+            ErrorKind::Value,
             "min_val cannot be greater than max_val",
         ),
     ]
@@ -958,6 +978,7 @@ pub fn relu6(dtype: DType) -> Vec<Sample> {
 pub fn relu6_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("bool input", vec![vals(&[3], DType::Bool, 114)]),
+        ErrorKind::DType,
         "Bool inputs not supported for hardtanh",
     )]
 }
@@ -991,6 +1012,7 @@ pub fn celu_errors() -> Vec<ErrorSample> {
     v.push(err(
         Sample::new("alpha = 0", vec![make(&[3], DType::F32, -1.0, 1.0, 14)])
             .arg("alpha", float(0.0)),
+        ErrorKind::Value,
         "ZeroDivisionError",
     ));
     v
@@ -1019,10 +1041,12 @@ pub fn gelu_errors() -> Vec<ErrorSample> {
         err(
             Sample::new("approximate='fast'", vec![vals(&[3], DType::F32, 112)])
                 .arg("approximate", Arg::Str("fast")),
+            ErrorKind::Value,
             "approximate argument must be either none or tanh, got 'fast'",
         ),
         err(
             Sample::new("int64 input", vec![vals(&[3], DType::I64, 113)]),
+            ErrorKind::DType,
             "\"gelu\" not implemented for 'Long'",
         ),
     ]
@@ -1093,6 +1117,7 @@ pub fn to_device_errors() -> Vec<ErrorSample> {
     vec![ErrorSample {
         sample: Sample::new("to cuda:64", vec![Tensor::from([1f32, 2.])])
             .arg("device", Arg::Device(Device::Cuda(64))),
+        kind: ErrorKind::Device,
         message: "cannot use device cuda:64",
     }]
 }
@@ -1121,6 +1146,7 @@ pub fn reduce_all_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("dtype=bool", vec![vals(&[3], DType::F32, 114)])
             .arg("dtype", Arg::OptDType(Some(DType::Bool))),
+        ErrorKind::DType,
         "Bool",
     )]
 }
@@ -1172,10 +1198,12 @@ pub fn reduce_dim_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("dim 2 of a 2-d tensor", vec![x()]).arg("dim", ints(&[2])),
+            ErrorKind::Index,
             "Dimension out of range (expected to be in range of [-2, 1], but got 2)",
         ),
         err(
             Sample::new("repeated dim", vec![x()]).arg("dim", ints(&[0, -2])),
+            ErrorKind::Shape,
             "dim 0 appears multiple times in the list of dims",
         ),
     ]
@@ -1195,6 +1223,7 @@ pub fn reduce_all_nonempty(dtype: DType) -> Vec<Sample> {
 pub fn reduce_all_nonempty_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("empty [0,3]", vec![vals(&[0, 3], DType::F32, 116)]),
+        ErrorKind::Shape,
         "Expected reduction dim to be specified for input.numel() == 0",
     )]
 }
@@ -1233,6 +1262,7 @@ pub fn reduce_one_dim_errors() -> Vec<ErrorSample> {
                 vec![vals(&[0, 3], DType::F32, 117)],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::Index,
             "Expected reduction dim 0 to have non-zero size.",
         ),
         err(
@@ -1241,6 +1271,7 @@ pub fn reduce_one_dim_errors() -> Vec<ErrorSample> {
                 vec![vals(&[3, 4], DType::F32, 118)],
             )
             .arg("dim", Arg::Int(2)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]
@@ -1274,6 +1305,7 @@ pub fn reduce_arg_errors() -> Vec<ErrorSample> {
                 "empty [0,3] flattened",
                 vec![vals(&[0, 3], DType::F32, 119)],
             ),
+            ErrorKind::Shape,
             "Expected reduction dim to be specified for input.numel() == 0.",
         ),
         err(
@@ -1282,6 +1314,7 @@ pub fn reduce_arg_errors() -> Vec<ErrorSample> {
                 vec![vals(&[3, 4], DType::F32, 120)],
             )
             .arg("dim", opt_int(Some(2))),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]
@@ -1314,6 +1347,7 @@ pub fn sum_to_size_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("[3,4] to [2,4]", vec![vals(&[3, 4], DType::F32, 121)])
             .arg("size", ints(&[2, 4])),
+        ErrorKind::Shape,
         "size [2, 4] is not expandable to size [3, 4]",
     )]
 }
@@ -1358,12 +1392,14 @@ pub fn softmax_raw_errors() -> Vec<ErrorSample> {
             Sample::new("dim 2 of a 2-d tensor", vec![x()])
                 .arg("dim", Arg::Int(2))
                 .arg("half_to_float", Arg::Bool(false)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
         err(
             Sample::new("half_to_float on CPU", vec![x()])
                 .arg("dim", Arg::Int(1))
                 .arg("half_to_float", Arg::Bool(true)),
+            ErrorKind::DType,
             "with half to float conversion is not supported on CPU",
         ),
     ]
@@ -1385,12 +1421,14 @@ pub fn softmax_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("dim 2 of a 2-d tensor", vec![x()]).arg("dim", Arg::Int(2)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
         err(
             Sample::new("dtype=int64", vec![x()])
                 .arg("dim", Arg::Int(1))
                 .arg("dtype", Arg::OptDType(Some(DType::I64))),
+            ErrorKind::DType,
             "not implemented for 'Long'",
         ),
     ]
@@ -1422,10 +1460,12 @@ pub fn mm_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("[2,3] x [4,5]", two(&[2, 3], &[4, 5], f, 124)),
+            ErrorKind::Shape,
             "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
         ),
         err(
             Sample::new("3-d self", two(&[2, 3, 4], &[4, 5], f, 126)),
+            ErrorKind::Shape,
             "self must be a matrix",
         ),
         err(
@@ -1433,6 +1473,7 @@ pub fn mm_errors() -> Vec<ErrorSample> {
                 "float32 x float64",
                 vec![vals(&[2, 3], f, 128), vals(&[3, 2], DType::F64, 129)],
             ),
+            ErrorKind::DType,
             "expected m1 and m2 to have the same dtype, but got: Float != Double",
         ),
     ]
@@ -1460,10 +1501,10 @@ pub fn bmm(dtype: DType) -> Vec<Sample> {
 pub fn bmm_errors() -> Vec<ErrorSample> {
     let f = DType::F32;
     vec![
-        err(Sample::new("2-d self", two(&[2, 3], &[2, 3, 4], f, 130)), "batch1 must be a 3D tensor"),
+        err(Sample::new("2-d self", two(&[2, 3], &[2, 3, 4], f, 130)), ErrorKind::Shape, "batch1 must be a 3D tensor"),
         err(
             Sample::new("[2,3,4] x [2,5,2]", two(&[2, 3, 4], &[2, 5, 2], f, 132)),
-            "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 5].",
+            ErrorKind::Shape, "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 5].",
         ),
     ]
 }
@@ -1505,18 +1546,22 @@ pub fn matmul_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("0-d operand", two(&[], &[3], f, 134)),
+            ErrorKind::Shape,
             "both arguments to matmul need to be at least 1D",
         ),
         err(
             Sample::new("[2,3] x [4,5]", two(&[2, 3], &[4, 5], f, 136)),
+            ErrorKind::Shape,
             "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
         ),
         err(
             Sample::new("[3] x [4]", two(&[3], &[4], f, 138)),
+            ErrorKind::Shape,
             "inconsistent tensor size",
         ),
         err(
             Sample::new("[2,2,3] x [2,4,5]", two(&[2, 2, 3], &[2, 4, 5], f, 140)),
+            ErrorKind::Shape,
             "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
         ),
     ]
@@ -1586,12 +1631,12 @@ pub fn cat_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::with_lists("[2,3] + [2,4] along dim 0", vec![list(&[&[2, 3], &[2, 4]], f, 142)]),
-            "Sizes of tensors must match except in dimension 0. Expected size 3 but got size 4 for tensor number 1 in the list.",
+            ErrorKind::Shape, "Sizes of tensors must match except in dimension 0. Expected size 3 but got size 4 for tensor number 1 in the list.",
         ),
-        err(Sample::with_lists("0-d input", vec![list(&[&[], &[]], f, 144)]), "zero-dimensional tensor (at position 0) cannot be concatenated"),
-        err(Sample::with_lists("empty list", vec![vec![]]), "expected a non-empty list of Tensors"),
-        err(Sample::with_lists("dim 2 of 2-d inputs", vec![list(&[&[2, 3], &[2, 3]], f, 146)]).arg("dim", Arg::Int(2)), "Dimension out of range"),
-        err(Sample::with_lists("different ranks", vec![list(&[&[2, 2], &[2, 2, 2]], f, 148)]), "Tensors must have same number of dimensions: got 2 and 3"),
+        err(Sample::with_lists("0-d input", vec![list(&[&[], &[]], f, 144)]), ErrorKind::Shape, "zero-dimensional tensor (at position 0) cannot be concatenated"),
+        err(Sample::with_lists("empty list", vec![vec![]]), ErrorKind::Shape, "expected a non-empty list of Tensors"),
+        err(Sample::with_lists("dim 2 of 2-d inputs", vec![list(&[&[2, 3], &[2, 3]], f, 146)]).arg("dim", Arg::Int(2)), ErrorKind::Index, "Dimension out of range"),
+        err(Sample::with_lists("different ranks", vec![list(&[&[2, 2], &[2, 2, 2]], f, 148)]), ErrorKind::Shape, "Tensors must have same number of dimensions: got 2 and 3"),
     ]
 }
 
@@ -1623,15 +1668,18 @@ pub fn stack_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::with_lists("[2,3] and [2,4]", vec![list(&[&[2, 3], &[2, 4]], f, 150)]),
+            ErrorKind::Shape,
             "stack expects each tensor to be equal size",
         ),
         err(
             Sample::with_lists("empty list", vec![vec![]]),
+            ErrorKind::Shape,
             "stack expects a non-empty TensorList",
         ),
         err(
             Sample::with_lists("dim 3 for 1-d inputs", vec![list(&[&[2], &[2]], f, 152)])
                 .arg("dim", Arg::Int(3)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]
@@ -1689,6 +1737,7 @@ pub fn index_select_errors() -> Vec<ErrorSample> {
         err(
             Sample::new("index 3 of size 3", vec![x(), index(&[0, 3], &[2])])
                 .arg("dim", Arg::Int(0)),
+            ErrorKind::Index,
             "index out of range in self",
         ),
         err(
@@ -1697,15 +1746,18 @@ pub fn index_select_errors() -> Vec<ErrorSample> {
                 vec![x(), make(&[2], DType::I16, 0.0, 3.0, 155)],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::DType,
             "Expected dtype int32/int64 for index",
         ),
         err(
             Sample::new("2-d index", vec![x(), index(&[0, 1, 1, 0], &[2, 2])])
                 .arg("dim", Arg::Int(0)),
+            ErrorKind::Index,
             "Index is supposed to be a vector",
         ),
         err(
             Sample::new("dim 2", vec![x(), index(&[0], &[1])]).arg("dim", Arg::Int(2)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]
@@ -1762,11 +1814,13 @@ pub fn gather_errors() -> Vec<ErrorSample> {
                 vec![x(), index(&[0, 3, 1, 2], &[2, 2])],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::Index,
             "index 3 is out of bounds for dimension 0 with size 3",
         ),
         err(
             Sample::new("1-d index for 2-d self", vec![x(), index(&[0, 1], &[2])])
                 .arg("dim", Arg::Int(0)),
+            ErrorKind::Shape,
             "Index tensor must have the same number of dimensions as input tensor",
         ),
         err(
@@ -1775,6 +1829,7 @@ pub fn gather_errors() -> Vec<ErrorSample> {
                 vec![x(), make(&[2, 2], DType::I16, 0.0, 3.0, 157)],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::DType,
             "Expected dtype int32/int64 for index",
         ),
     ]
@@ -1845,6 +1900,7 @@ pub fn scatter_add_errors() -> Vec<ErrorSample> {
                 ],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::Index,
             "index 3 is out of bounds for dimension 0 with size 3",
         ),
         err(
@@ -1857,6 +1913,7 @@ pub fn scatter_add_errors() -> Vec<ErrorSample> {
                 ],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::Shape,
             "Index tensor must have the same number of dimensions as self tensor",
         ),
     ]
@@ -1923,6 +1980,7 @@ pub fn index_add_errors() -> Vec<ErrorSample> {
                 ],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::Index,
             "index out of range in self",
         ),
         err(
@@ -1935,6 +1993,7 @@ pub fn index_add_errors() -> Vec<ErrorSample> {
                 ],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::Shape,
             "Number of indices (2) should be equal to source.size(dim) (3)",
         ),
     ]
@@ -1978,6 +2037,7 @@ pub fn view_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("6 elements to [5]", vec![vals(&[2, 3], f, 166)]).arg("size", ints(&[5])),
+            ErrorKind::Shape,
             "shape '[5]' is invalid for input of size 6",
         ),
         err(
@@ -1986,6 +2046,7 @@ pub fn view_errors() -> Vec<ErrorSample> {
                 vec![noncontiguous(&vals(&[3, 4], f, 167))],
             )
             .arg("size", ints(&[12])),
+            ErrorKind::Shape,
             "view size is not compatible with input tensor's size and stride",
         ),
     ]
@@ -2021,10 +2082,12 @@ pub fn reshape_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("6 elements to [5]", vec![x()]).arg("shape", ints(&[5])),
+            ErrorKind::Shape,
             "shape '[5]' is invalid for input of size 6",
         ),
         err(
             Sample::new("two -1", vec![x()]).arg("shape", ints(&[-1, -1])),
+            ErrorKind::Shape,
             "only one dimension can be inferred",
         ),
     ]
@@ -2052,10 +2115,12 @@ pub fn permute_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("1 dim for a 2-d tensor", vec![x()]).arg("dims", ints(&[0])),
+            ErrorKind::Shape,
             "number of dims don't match in permute",
         ),
         err(
             Sample::new("repeated dim", vec![x()]).arg("dims", ints(&[0, -2])),
+            ErrorKind::Shape,
             "repeated dim in permute",
         ),
     ]
@@ -2087,6 +2152,7 @@ pub fn transpose_errors() -> Vec<ErrorSample> {
         )
         .arg("dim0", Arg::Int(0))
         .arg("dim1", Arg::Int(2)),
+        ErrorKind::Index,
         "Dimension out of range (expected to be in range of [-2, 1], but got 2)",
     )]
 }
@@ -2107,6 +2173,7 @@ pub fn matrix_or_less(dtype: DType) -> Vec<Sample> {
 pub fn matrix_or_less_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("3-d", vec![vals(&[2, 3, 4], DType::F32, 171)]),
+        ErrorKind::Shape,
         "t() expects a tensor with <= 2 dimensions, but self is 3D",
     )]
 }
@@ -2141,6 +2208,7 @@ pub fn unsqueeze_errors() -> Vec<ErrorSample> {
             vec![vals(&[3, 4], DType::F32, 172)],
         )
         .arg("dim", Arg::Int(3)),
+        ErrorKind::Index,
         "Dimension out of range (expected to be in range of [-3, 2], but got 3)",
     )]
 }
@@ -2195,6 +2263,7 @@ pub fn squeeze_dim_errors() -> Vec<ErrorSample> {
             vec![vals(&[3, 4], DType::F32, 173)],
         )
         .arg("dim", Arg::Int(2)),
+        ErrorKind::Index,
         "Dimension out of range (expected to be in range of [-2, 1], but got 2)",
     )]
 }
@@ -2231,11 +2300,11 @@ pub fn expand_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("[3] to [4]", vec![vals(&[3], f, 174)]).arg("size", ints(&[4])),
-            "The expanded size of the tensor (4) must match the existing size (3) at non-singleton dimension 0",
+            ErrorKind::Shape, "The expanded size of the tensor (4) must match the existing size (3) at non-singleton dimension 0",
         ),
         err(
             Sample::new("fewer sizes than dims", vec![vals(&[2, 3], f, 175)]).arg("size", ints(&[3])),
-            "the number of sizes provided (1) must be greater or equal to the number of dimensions in the tensor (2)",
+            ErrorKind::Shape, "the number of sizes provided (1) must be greater or equal to the number of dimensions in the tensor (2)",
         ),
     ]
 }
@@ -2298,10 +2367,12 @@ pub fn narrow_errors() -> Vec<ErrorSample> {
             .arg("dim", Arg::Int(1))
             .arg("start", Arg::Int(4))
             .arg("length", Arg::Int(3)),
+            ErrorKind::Shape,
             "start (4) + length (3) exceeds dimension size (6).",
         ),
         err(
             n(Sample::new("0-d", vec![vals(&[], DType::F32, 177)])),
+            ErrorKind::Shape,
             "narrow() cannot be applied to a 0-dim tensor.",
         ),
     ]
@@ -2359,10 +2430,12 @@ pub fn select_errors() -> Vec<ErrorSample> {
                 4,
                 Sample::new("index 4 of size 4", vec![vals(&[4, 6], DType::F32, 178)]),
             ),
+            ErrorKind::Index,
             "select(): index 4 out of range for tensor of size [4, 6] at dimension 0",
         ),
         err(
             sel(0, 0, Sample::new("0-d", vec![vals(&[], DType::F32, 179)])),
+            ErrorKind::Index,
             "select() cannot be applied to a 0-dim tensor.",
         ),
     ]
@@ -2414,14 +2487,17 @@ pub fn slice_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("step 0", vec![x()]).arg("step", Arg::Int(0)),
+            ErrorKind::Value,
             "slice step must be positive",
         ),
         err(
             Sample::new("dim 2 of a 2-d tensor", vec![x()]).arg("dim", Arg::Int(2)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
         err(
             Sample::new("0-d", vec![vals(&[], DType::F32, 181)]),
+            ErrorKind::Index,
             "slice() cannot be applied to a 0-dim tensor.",
         ),
     ]
@@ -2514,12 +2590,14 @@ pub fn as_strided_errors() -> Vec<ErrorSample> {
             Sample::new("reads past the storage", vec![x()])
                 .arg("size", ints(&[3, 3]))
                 .arg("stride", ints(&[3, 1])),
+            ErrorKind::Shape,
             "out of bounds for storage of size 4",
         ),
         err(
             Sample::new("2 sizes, 1 stride", vec![x()])
                 .arg("size", ints(&[2, 2]))
                 .arg("stride", ints(&[1])),
+            ErrorKind::Shape,
             "mismatch in length of strides and shape",
         ),
     ]
@@ -2552,10 +2630,12 @@ pub fn flatten_errors() -> Vec<ErrorSample> {
             Sample::new("start_dim after end_dim", vec![x()])
                 .arg("start_dim", Arg::Int(2))
                 .arg("end_dim", Arg::Int(1)),
+            ErrorKind::Shape,
             "flatten() has invalid args: start_dim cannot come after end_dim",
         ),
         err(
             Sample::new("start_dim 3 of a 3-d tensor", vec![x()]).arg("start_dim", Arg::Int(3)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]
@@ -2607,6 +2687,7 @@ pub fn unflatten_errors() -> Vec<ErrorSample> {
         )
         .arg("dim", Arg::Int(0))
         .arg("sizes", ints(&[4, 2])),
+        ErrorKind::Shape,
         "don't multiply up to the size of dim 0 (6) in the input tensor",
     )]
 }
@@ -2696,6 +2777,7 @@ pub fn slice_backward_errors() -> Vec<ErrorSample> {
                     vec![vals(&[3, 3], DType::F32, 185)],
                 ),
             ),
+            ErrorKind::Shape,
             "The expanded size of the tensor",
         ),
         err(
@@ -2707,6 +2789,7 @@ pub fn slice_backward_errors() -> Vec<ErrorSample> {
                 0,
                 Sample::new("step 0", vec![vals(&[4, 2], DType::F32, 186)]),
             ),
+            ErrorKind::Value,
             "slice step must be positive",
         ),
     ]
@@ -2767,6 +2850,7 @@ pub fn select_backward_errors() -> Vec<ErrorSample> {
             .arg("input_sizes", ints(&[4, 6]))
             .arg("dim", Arg::Int(0))
             .arg("index", Arg::Int(4)),
+        ErrorKind::Index,
         "select(): index 4 out of range",
     )]
 }
@@ -2806,6 +2890,7 @@ pub fn var(dtype: DType) -> Vec<Sample> {
 pub fn var_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("int64 input", vec![vals(&[3], DType::I64, 120)]),
+        ErrorKind::DType,
         "std and var only support floating point and complex dtypes",
     )]
 }
@@ -2839,6 +2924,7 @@ pub fn logsumexp_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("dim out of range", vec![vals(&[2, 3], DType::F32, 135)])
             .arg("dim", ints(&[2])),
+        ErrorKind::Index,
         "Dimension out of range",
     )]
 }
@@ -2873,6 +2959,7 @@ pub fn triangle(dtype: DType) -> Vec<Sample> {
 pub fn triangle_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("1-d input", vec![vals(&[3], DType::F32, 121)]),
+        ErrorKind::Shape,
         "input tensor must have at least 2 dimensions",
     )]
 }
@@ -2889,6 +2976,7 @@ pub fn expand_as(dtype: DType) -> Vec<Sample> {
 pub fn expand_as_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("[3] as [4]", two(&[3], &[4], DType::F32, 122)),
+        ErrorKind::Shape,
         "must match the existing size",
     )]
 }
@@ -2914,6 +3002,7 @@ pub fn swapaxes_errors() -> Vec<ErrorSample> {
         Sample::new("axis out of range", vec![vals(&[2, 3], DType::F32, 123)])
             .arg("axis0", Arg::Int(2))
             .arg("axis1", Arg::Int(0)),
+        ErrorKind::Index,
         "Dimension out of range",
     )]
 }
@@ -2937,7 +3026,7 @@ pub fn repeat_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("fewer repeats than dims", vec![vals(&[2, 3], DType::F32, 124)])
             .arg("repeats", ints(&[2])),
-        "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
+        ErrorKind::Shape, "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
     )]
 }
 
@@ -2956,6 +3045,7 @@ pub fn tile_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("negative dims", vec![vals(&[2, 3], DType::F32, 136)])
             .arg("dims", ints(&[2, -1])),
+        ErrorKind::Shape,
         "Trying to create tensor with negative dimension",
     )]
 }
@@ -2972,10 +3062,12 @@ pub fn dot_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("2-d operands", two(&[2, 2], &[2, 2], f, 125)),
+            ErrorKind::Shape,
             "1D tensors expected, but got 2D and 2D tensors",
         ),
         err(
             Sample::new("[3] . [4]", two(&[3], &[4], f, 127)),
+            ErrorKind::Shape,
             "inconsistent tensor size",
         ),
         err(
@@ -2983,6 +3075,7 @@ pub fn dot_errors() -> Vec<ErrorSample> {
                 "float32 . float64",
                 vec![vals(&[3], f, 129), vals(&[3], DType::F64, 130)],
             ),
+            ErrorKind::DType,
             "dot : expected both vectors to have same dtype, but found Float and Double",
         ),
     ]
@@ -2998,6 +3091,7 @@ pub fn outer(dtype: DType) -> Vec<Sample> {
 pub fn outer_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("2-d self", two(&[2, 2], &[3], DType::F32, 131)),
+        ErrorKind::Shape,
         "outer: Expected 1-D argument self, but got 2-D",
     )]
 }
@@ -3039,6 +3133,7 @@ pub fn addmm_errors() -> Vec<ErrorSample> {
                 vals(&[4, 5], DType::F32, 134),
             ],
         ),
+        ErrorKind::Shape,
         "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
     )]
 }
@@ -3110,6 +3205,7 @@ pub fn loss_backward_errors() -> Vec<ErrorSample> {
             ],
         )
         .arg("reduction", Arg::Int(3)),
+        ErrorKind::Value,
         "3 is not a valid value for reduction",
     )]
 }
@@ -3151,6 +3247,7 @@ pub fn smooth_l1_loss_backward_errors() -> Vec<ErrorSample> {
         )
         .arg("reduction", Arg::Int(1))
         .arg("beta", Arg::Float(-1.0)),
+        ErrorKind::Value,
         "smooth_l1_loss does not support negative values for beta.",
     )]
 }
@@ -3190,6 +3287,7 @@ pub fn huber_loss_backward_errors() -> Vec<ErrorSample> {
         )
         .arg("reduction", Arg::Int(1))
         .arg("delta", Arg::Float(0.0)),
+        ErrorKind::Value,
         "huber_loss does not support non-positive values for delta.",
     )]
 }
@@ -3197,6 +3295,7 @@ pub fn huber_loss_backward_errors() -> Vec<ErrorSample> {
 pub fn loss_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("reduction 3", two(&[3], &[3], DType::F32, 140)).arg("reduction", Arg::Int(3)),
+        ErrorKind::Value,
         "3 is not a valid value for reduction",
     )]
 }
@@ -3216,6 +3315,7 @@ pub fn smooth_l1_loss(dtype: DType) -> Vec<Sample> {
 pub fn smooth_l1_loss_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("beta -1", two(&[3], &[3], DType::F32, 141)).arg("beta", Arg::Float(-1.0)),
+        ErrorKind::Value,
         "smooth_l1_loss does not support negative values for beta.",
     )]
 }
@@ -3229,6 +3329,7 @@ pub fn huber_loss(dtype: DType) -> Vec<Sample> {
 pub fn huber_loss_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("delta 0", two(&[3], &[3], DType::F32, 142)).arg("delta", Arg::Float(0.0)),
+        ErrorKind::Value,
         "huber_loss does not support non-positive values for delta.",
     )]
 }
@@ -3278,6 +3379,7 @@ pub fn cosine_similarity(dtype: DType) -> Vec<Sample> {
 pub fn cosine_similarity_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("[2,3] with [2,4]", two(&[2, 3], &[2, 4], DType::F32, 143)),
+        ErrorKind::Shape,
         BROADCAST_ERROR,
     )]
 }

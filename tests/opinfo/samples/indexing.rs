@@ -4,7 +4,7 @@
 
 use super::{err, index, mask, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 /// A uint8 mask of `shape` holding `v`.
 fn byte_mask(v: &[u8], shape: &[usize]) -> Tensor {
@@ -140,6 +140,7 @@ fn index_error(desc: &str, shape: &[usize], list: Vec<Option<Tensor>>) -> Sample
 }
 
 /// Inputs `index` and `index_put` both reject, with PyTorch's messages.
+/// Every one is an `IndexError` in PyTorch, so their kind is `ErrorKind::Index`.
 fn index_list_errors() -> Vec<(Sample, &'static str)> {
     vec![
         (
@@ -197,7 +198,7 @@ fn index_list_errors() -> Vec<(Sample, &'static str)> {
 pub fn index_tensor_errors() -> Vec<ErrorSample> {
     index_list_errors()
         .into_iter()
-        .map(|(s, m)| err(s, m))
+        .map(|(s, m)| err(s, ErrorKind::Index, m))
         .collect()
 }
 
@@ -260,7 +261,7 @@ pub fn index_put_errors() -> Vec<ErrorSample> {
         let v = vals(&[], DType::F32, 172);
         let mut s = s;
         s.tensors.push(v);
-        err(s.arg("accumulate", Arg::Bool(false)), m)
+        err(s.arg("accumulate", Arg::Bool(false)), ErrorKind::Index, m)
     };
     let mut out: Vec<ErrorSample> = index_list_errors().into_iter().map(with_values).collect();
     let x = || vals(&[3, 4], DType::F32, 173);
@@ -269,13 +270,13 @@ pub fn index_put_errors() -> Vec<ErrorSample> {
             Sample::new("values [3] for [2,4]", vec![x(), vals(&[3], DType::F32, 174)])
                 .with_opt_list(vec![Some(index(&[0, 2], &[2]))])
                 .arg("accumulate", Arg::Bool(false)),
-            "shape mismatch: value tensor of shape [3] cannot be broadcast to indexing result of shape [2, 4]",
+            ErrorKind::Shape, "shape mismatch: value tensor of shape [3] cannot be broadcast to indexing result of shape [2, 4]",
         ),
         err(
             Sample::new("float64 values", vec![x(), vals(&[4], DType::F64, 175)])
                 .with_opt_list(vec![Some(index(&[1], &[1]))])
                 .arg("accumulate", Arg::Bool(true)),
-            "Index put requires the source and destination dtypes match, got Float for the destination and Double for the source.",
+            ErrorKind::DType, "Index put requires the source and destination dtypes match, got Float for the destination and Double for the source.",
         ),
     ]);
     out

@@ -2,7 +2,7 @@
 
 use super::{err, ints, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 /// `[..batch, n, n]` random values plus `n` on the diagonal: diagonally dominant, so
 /// invertible and well conditioned.
@@ -42,10 +42,12 @@ fn matrix_errors(op: &str) -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("2 x 3", vec![vals(&[2, 3], DType::F32, 170)]),
+            ErrorKind::Shape,
             "must be batches of square matrices, but they are 2 by 3 matrices",
         ),
         err(
             Sample::new("int64", vec![vals(&[2, 2], DType::I64, 171)]),
+            ErrorKind::DType,
             "Expected a floating point or complex tensor as input. Got Long",
         ),
     ]
@@ -96,6 +98,7 @@ pub fn solve_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("singular A", vec![singular, vals(&[2], DType::F32, 172)]),
+            ErrorKind::Value,
             "linalg.solve: The solver failed because the input matrix is singular.",
         ),
         err(
@@ -106,6 +109,7 @@ pub fn solve_errors() -> Vec<ErrorSample> {
                     vals(&[2, 2], DType::F32, 174),
                 ],
             ),
+            ErrorKind::Shape,
             "Incompatible shapes of A and B",
         ),
     ]
@@ -124,7 +128,7 @@ pub fn spd_matrices_errors() -> Vec<ErrorSample> {
     let indefinite = Tensor::from_vec(vec![1.0f32, 2.0, 2.0, 1.0], &[2, 2]).expect("shape");
     vec![err(
         Sample::new("indefinite", vec![indefinite]),
-        "linalg.cholesky: The factorization could not be completed because the input is not positive-definite (the leading minor of order 2 is not positive-definite).",
+        ErrorKind::Value, "linalg.cholesky: The factorization could not be completed because the input is not positive-definite (the leading minor of order 2 is not positive-definite).",
     )]
 }
 
@@ -151,7 +155,7 @@ pub fn qr_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("mode full", vec![vals(&[3, 2], DType::F32, 175)])
             .arg("mode", Arg::Str("full")),
-        "qr received unrecognized mode 'full' but expected one of 'reduced' (default), 'r', or 'complete'",
+        ErrorKind::Value, "qr received unrecognized mode 'full' but expected one of 'reduced' (default), 'r', or 'complete'",
     )]
 }
 
@@ -171,6 +175,7 @@ pub fn inner_errors() -> Vec<ErrorSample> {
             "[3] . [4]",
             vec![vals(&[3], DType::F32, 176), vals(&[4], DType::F32, 177)],
         ),
+        ErrorKind::Shape,
         "inner() the last dimension must match on both input tensors",
     )]
 }
@@ -219,7 +224,7 @@ pub fn tensordot_errors() -> Vec<ErrorSample> {
         Sample::new("sizes differ", vec![vals(&[2, 3], DType::F32, 178), vals(&[4, 2], DType::F32, 179)])
             .arg("dims_self", ints(&[1]))
             .arg("dims_other", ints(&[0])),
-        "contracted dimensions need to match, but first has size 3 in dim 1 and second has size 4 in dim 0",
+        ErrorKind::Shape, "contracted dimensions need to match, but first has size 3 in dim 1 and second has size 4 in dim 0",
     )]
 }
 
@@ -283,11 +288,13 @@ pub fn einsum_errors() -> Vec<ErrorSample> {
                 vec![vec![vals(&[2, 2], DType::F32, 180)]],
             )
             .arg("equation", Arg::Str("ij,jk->ik")),
+            ErrorKind::Value,
             "einsum(): fewer operands were provided than specified in the equation",
         ),
         err(
             Sample::with_lists("rank mismatch", vec![vec![vals(&[2, 2], DType::F32, 181)]])
                 .arg("equation", Arg::Str("ijk->i")),
+            ErrorKind::Shape,
             "does not match the number of dimensions",
         ),
     ]

@@ -4,7 +4,7 @@
 
 use super::{err, from_f64, make, uniform, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Scalar, Tensor};
+use kiln::{DType, ErrorKind, Scalar, Tensor};
 
 /// ±1 labels of `dtype`, deterministic from `seed`.
 fn signs(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
@@ -28,6 +28,7 @@ fn reduction(r: i64) -> Arg {
 fn bad_reduction(tensors: Vec<Tensor>) -> ErrorSample {
     err(
         Sample::new("reduction 3", tensors).arg("reduction", reduction(3)),
+        ErrorKind::Value,
         "3 is not a valid value for reduction",
     )
 }
@@ -67,6 +68,7 @@ pub fn margin_ranking_loss_errors() -> Vec<ErrorSample> {
                     signs(&[2, 3], f, 6),
                 ],
             ),
+            ErrorKind::Shape,
             "must match the size of tensor b",
         ),
     ]
@@ -173,6 +175,7 @@ pub fn cosine_embedding_loss_errors() -> Vec<ErrorSample> {
                     signs(&[2, 3], f, 6),
                 ],
             ),
+            ErrorKind::Shape,
             "0D or 1D target tensor expected, multi-target not supported",
         ),
         err(
@@ -180,6 +183,7 @@ pub fn cosine_embedding_loss_errors() -> Vec<ErrorSample> {
                 "1-d target, 1-d inputs",
                 vec![vals(&[3], f, 7), vals(&[3], f, 8), signs(&[3], f, 9)],
             ),
+            ErrorKind::Shape,
             "1D target tensor expects 2D input tensors, but found inputs with sizes [3] and [3].",
         ),
         err(
@@ -191,6 +195,7 @@ pub fn cosine_embedding_loss_errors() -> Vec<ErrorSample> {
                     signs(&[], f, 12),
                 ],
             ),
+            ErrorKind::Shape,
             "0D target tensor expects 1D input tensors",
         ),
     ]
@@ -225,7 +230,7 @@ pub fn triplet_margin_loss_errors() -> Vec<ErrorSample> {
                 "2-d, 2-d, 1-d",
                 vec![vals(&[2, 3], f, 4), vals(&[2, 3], f, 5), vals(&[3], f, 6)],
             ),
-            "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but got: anchor 2D, positive 2D, and negative 1D inputs",
+            ErrorKind::Shape, "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but got: anchor 2D, positive 2D, and negative 1D inputs",
         ),
     ]
 }
@@ -300,6 +305,7 @@ pub fn poisson_nll_loss_errors() -> Vec<ErrorSample> {
             1e-8,
             3,
         ),
+        ErrorKind::Value,
         "3 is not a valid value for reduction",
     )]
 }
@@ -336,26 +342,26 @@ pub fn multi_margin_loss_errors() -> Vec<ErrorSample> {
         err(
             Sample::new("p 3", vec![vals(&[2, 3], f, 1), classes(&[2], 3, 2)])
                 .arg("p", Arg::Scalar(Scalar::Int(3))),
-            "only p == 1 and p == 2 supported",
+            ErrorKind::Value, "only p == 1 and p == 2 supported",
         ),
         err(
             Sample::new("float target", vec![vals(&[2, 3], f, 3), vals(&[2], f, 4)]),
-            "expected scalar type Long but found Float",
+            ErrorKind::DType, "expected scalar type Long but found Float",
         ),
         err(
             Sample::new("target [3] for [2,3]", vec![vals(&[2, 3], f, 5), classes(&[3], 3, 6)]),
-            "inconsistent target size, expected 2 but got [3]",
+            ErrorKind::Shape, "inconsistent target size, expected 2 but got [3]",
         ),
         err(
             Sample::new(
                 "weight [2] for 3 classes",
                 vec![vals(&[2, 3], f, 7), classes(&[2], 3, 8), vals(&[2], f, 9)],
             ),
-            "inconsistent weight size, expected 3 but got [2]",
+            ErrorKind::Shape, "inconsistent weight size, expected 3 but got [2]",
         ),
         err(
             Sample::new("3-d input", vec![vals(&[2, 3, 2], f, 10), classes(&[2], 3, 11)]),
-            "Expected non-empty vector or matrix with optional 0-dim batch size, but got: [2, 3, 2]",
+            ErrorKind::Shape, "Expected non-empty vector or matrix with optional 0-dim batch size, but got: [2, 3, 2]",
         ),
     ]
 }
@@ -414,6 +420,7 @@ pub fn multilabel_margin_loss_errors() -> Vec<ErrorSample> {
                 "target [2,2] for [2,3]",
                 vec![vals(&[2, 3], f, 3), classes(&[2, 2], 3, 4)],
             ),
+            ErrorKind::Shape,
             "inconsistent target size: [2, 2] for input of size: [2, 3]",
         ),
         err(
@@ -421,6 +428,7 @@ pub fn multilabel_margin_loss_errors() -> Vec<ErrorSample> {
                 "float target",
                 vec![vals(&[2, 3], f, 5), vals(&[2, 3], f, 6)],
             ),
+            ErrorKind::DType,
             "expected scalar type Long but found Float",
         ),
     ]

@@ -2,7 +2,7 @@
 
 use super::{err, index, ints, mask, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 fn geometry(s: Sample, k: &[i64], d: &[i64], p: &[i64], st: &[i64]) -> Sample {
     s.arg("kernel_size", ints(k))
@@ -67,6 +67,7 @@ pub fn im2col_errors() -> Vec<ErrorSample> {
                 &[0],
                 &[1],
             ),
+            ErrorKind::Shape,
             "calculated shape of the array of sliding blocks is non-positive",
         ),
         err(
@@ -77,6 +78,7 @@ pub fn im2col_errors() -> Vec<ErrorSample> {
                 &[0],
                 &[0],
             ),
+            ErrorKind::Value,
             "stride should be greater than zero",
         ),
         err(
@@ -90,6 +92,7 @@ pub fn im2col_errors() -> Vec<ErrorSample> {
                 &[0],
                 &[1],
             ),
+            ErrorKind::Shape,
             "Expected 3D (unbatched) or 4D (batched) input to im2col",
         ),
     ]
@@ -160,6 +163,7 @@ pub fn col2im_errors() -> Vec<ErrorSample> {
             &[1],
         )
         .arg("output_size", ints(&[3, 3])),
+        ErrorKind::Shape,
         "expected size of input's dimension 2 to match the calculated number of sliding blocks 4",
     )]
 }
@@ -235,11 +239,11 @@ pub fn conv1d_errors() -> Vec<ErrorSample> {
     vec![
         err(
             conv_args(Sample::new("channel mismatch", vec![vals(&[2, 4, 5], f, 100), vals(&[2, 3, 2], f, 101)]), &[1], &[0], &[1], 1),
-            "Given groups=1, weight of size [2, 3, 2], expected input[2, 4, 5] to have 3 channels, but got 4 channels instead",
+            ErrorKind::Shape, "Given groups=1, weight of size [2, 3, 2], expected input[2, 4, 5] to have 3 channels, but got 4 channels instead",
         ),
         err(
             conv_args(Sample::new("4-d input", vec![vals(&[1, 2, 3, 4], f, 102), vals(&[2, 2, 2], f, 103)]), &[1], &[0], &[1], 1),
-            "Expected 2D (unbatched) or 3D (batched) input to conv1d",
+            ErrorKind::Shape, "Expected 2D (unbatched) or 3D (batched) input to conv1d",
         ),
     ]
 }
@@ -400,6 +404,7 @@ fn conv_padding_errors(n: usize) -> Vec<ErrorSample> {
         err(
             Sample::new("unknown string", vec![vals(&xs, f, 196), vals(&ws, f, 197)])
                 .arg("padding", Arg::Str("full")),
+            ErrorKind::Value,
             "Invalid padding string: 'full'",
         ),
         err(
@@ -409,6 +414,7 @@ fn conv_padding_errors(n: usize) -> Vec<ErrorSample> {
             )
             .arg("stride", ints(&[2]))
             .arg("padding", Arg::Str("same")),
+            ErrorKind::Value,
             "padding='same' is not supported for strided convolutions",
         ),
     ]
@@ -440,6 +446,7 @@ pub fn conv2d_errors() -> Vec<ErrorSample> {
                 &[1],
                 2,
             ),
+            ErrorKind::Shape,
             "expected weight to be divisible by 2 at dimension 0",
         ),
         err(
@@ -453,6 +460,7 @@ pub fn conv2d_errors() -> Vec<ErrorSample> {
                 &[1],
                 1,
             ),
+            ErrorKind::Shape,
             "calculated shape of the array of sliding blocks is non-positive",
         ),
         err(
@@ -466,6 +474,7 @@ pub fn conv2d_errors() -> Vec<ErrorSample> {
                 &[1],
                 1,
             ),
+            ErrorKind::Value,
             "expected stride to be a single integer value or a list of 2 values",
         ),
     ]
@@ -534,6 +543,7 @@ pub fn conv3d_errors() -> Vec<ErrorSample> {
             &[1],
             1,
         ),
+        ErrorKind::Shape,
         "expected a 5-d weight",
     )]
 }
@@ -617,6 +627,7 @@ pub fn conv_transpose1d_errors() -> Vec<ErrorSample> {
             1,
             &[1],
         ),
+        ErrorKind::Value,
         "output padding must be smaller than either stride or dilation",
     )]
 }
@@ -689,6 +700,7 @@ pub fn conv_transpose2d_errors() -> Vec<ErrorSample> {
             1,
             &[1],
         ),
+        ErrorKind::Shape,
         "expected input[1, 3, 3, 3] to have 2 channels, but got 3 channels instead",
     )]
 }
@@ -735,7 +747,7 @@ pub fn max_pool1d(dtype: DType) -> Vec<Sample> {
 pub fn max_pool1d_errors() -> Vec<ErrorSample> {
     vec![err(
         pool_args(Sample::new("pad 2 for kernel 3", vec![vals(&[1, 2, 6], DType::F32, 116)]), &[3], &[], &[2]),
-        "pad should be at most half of effective kernel size, but got pad=2, kernel_size=3 and dilation=1",
+        ErrorKind::Value, "pad should be at most half of effective kernel size, but got pad=2, kernel_size=3 and dilation=1",
     )]
 }
 
@@ -786,6 +798,7 @@ pub fn max_pool2d_errors() -> Vec<ErrorSample> {
             &[],
             &[0],
         ),
+        ErrorKind::Shape,
         "Expected 3D (unbatched) or 4D (batched) input to max_pool2d",
     )]
 }
@@ -831,6 +844,7 @@ pub fn avg_pool1d_errors() -> Vec<ErrorSample> {
             &[],
             &[0],
         ),
+        ErrorKind::Value,
         "kernel_size, stride and dilation must be greater than zero",
     )]
 }
@@ -897,6 +911,7 @@ pub fn avg_pool2d_errors() -> Vec<ErrorSample> {
             &[0],
         )
         .arg("divisor_override", super::opt_int(Some(0))),
+        ErrorKind::Value,
         "divisor must be not zero",
     )]
 }
@@ -918,6 +933,7 @@ pub fn adaptive_avg_pool1d_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("int64", vec![vals(&[1, 2, 4], DType::I64, 120)])
             .arg("output_size", ints(&[2])),
+        ErrorKind::DType,
         "not implemented for 'Long'",
     )]
 }
@@ -940,6 +956,7 @@ pub fn adaptive_avg_pool2d_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("2-d input", vec![vals(&[4, 4], DType::F32, 121)])
             .arg("output_size", ints(&[2, 2])),
+        ErrorKind::Shape,
         "Expected 3D or 4D tensor",
     )]
 }
@@ -974,6 +991,7 @@ pub fn linear_errors() -> Vec<ErrorSample> {
             "in_features mismatch",
             vec![vals(&[3, 4], f, 122), vals(&[5, 3], f, 123)],
         ),
+        ErrorKind::Shape,
         "cannot be multiplied",
     )]
 }
@@ -1015,6 +1033,7 @@ pub fn bilinear_errors() -> Vec<ErrorSample> {
                 vals(&[2, 4, 5], f, 126),
             ],
         ),
+        ErrorKind::Shape,
         "do not match weight",
     )]
 }
@@ -1035,6 +1054,7 @@ pub fn mv_errors() -> Vec<ErrorSample> {
             "vector @ vector",
             vec![vals(&[3], DType::F32, 127), vals(&[3], DType::F32, 128)],
         ),
+        ErrorKind::Shape,
         "vector + matrix @ vector expected, got 1, 1, 1",
     )]
 }
@@ -1077,6 +1097,7 @@ pub fn addmv_errors() -> Vec<ErrorSample> {
                 vals(&[4, 1], f, 131),
             ],
         ),
+        ErrorKind::Shape,
         "vector + matrix @ vector expected",
     )]
 }
@@ -1118,6 +1139,7 @@ pub fn baddbmm_errors() -> Vec<ErrorSample> {
                 vals(&[2, 4, 5], f, 134),
             ],
         ),
+        ErrorKind::Shape,
         "batch1 must be a 3D tensor",
     )]
 }
@@ -1174,6 +1196,7 @@ pub fn upsample_nearest1d_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("2-d input", vec![vals(&[2, 3], DType::F32, 135)])
             .arg("output_size", ints(&[4])),
+        ErrorKind::Shape,
         "expected a 3D input",
     )]
 }
@@ -1197,6 +1220,7 @@ pub fn upsample_nearest2d_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("output size 0", vec![vals(&[1, 1, 2, 2], DType::F32, 136)])
             .arg("output_size", ints(&[0, 2])),
+        ErrorKind::Shape,
         "output_size must be 2 positive values",
     )]
 }
@@ -1228,6 +1252,7 @@ pub fn upsample_bilinear2d_errors() -> Vec<ErrorSample> {
         Sample::new("int64", vec![vals(&[1, 1, 2, 2], DType::I64, 137)])
             .arg("output_size", ints(&[3, 3]))
             .arg("align_corners", Arg::Bool(false)),
+        ErrorKind::DType,
         "not implemented for 'Long'",
     )]
 }
@@ -1262,11 +1287,11 @@ pub fn upsample_nearest1d_backward_errors() -> Vec<ErrorSample> {
     vec![
         err(
             resize_error("grad_output [1,1,5] for output 4", &[1, 1, 5], &[4], &[1, 1, 2], 138),
-            "Expected grad_output to have the same shape as output; output.size(2) = 4 but got grad_output.size(2) = 5",
+            ErrorKind::Shape, "Expected grad_output to have the same shape as output; output.size(2) = 4 but got grad_output.size(2) = 5",
         ),
         err(
             resize_error("input_size of 2 dims", &[1, 1, 4], &[4], &[1, 2], 139),
-            "It is expected input_size equals to 3, but got size 2",
+            ErrorKind::Shape, "It is expected input_size equals to 3, but got size 2",
         ),
     ]
 }
@@ -1298,6 +1323,7 @@ pub fn upsample_nearest2d_backward_errors() -> Vec<ErrorSample> {
             &[1, 1, 2, 2],
             140,
         ),
+        ErrorKind::Shape,
         "output.size(3) = 4 but got grad_output.size(3) = 5",
     )]
 }
@@ -1359,6 +1385,7 @@ pub fn upsample_bilinear2d_backward_errors() -> Vec<ErrorSample> {
             141,
         )
         .arg("align_corners", Arg::Bool(false)),
+        ErrorKind::Shape,
         "Expected grad_output to be a tensor of dimension 4 but got: dimension 3",
     )]
 }
@@ -1380,6 +1407,7 @@ pub fn pixel_shuffle_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("5 channels r 2", vec![vals(&[1, 5, 2, 2], DType::F32, 138)])
             .arg("upscale_factor", Arg::Int(2)),
+        ErrorKind::Shape,
         "input.size(-3)=5 is not divisible by 4",
     )]
 }
@@ -1401,6 +1429,7 @@ pub fn pixel_unshuffle_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("height 3 r 2", vec![vals(&[1, 1, 3, 4], DType::F32, 139)])
             .arg("downscale_factor", Arg::Int(2)),
+        ErrorKind::Shape,
         "expects height and width to be divisible by downscale_factor",
     )]
 }
@@ -1439,6 +1468,7 @@ pub fn embedding_errors() -> Vec<ErrorSample> {
             "index 5 of 5",
             vec![vals(&[5, 2], DType::F32, 140), index(&[5], &[1])],
         ),
+        ErrorKind::Index,
         "index out of range in self",
     )]
 }
@@ -1469,6 +1499,7 @@ pub fn dropout_errors() -> Vec<ErrorSample> {
         Sample::new("p 1.5", vec![vals(&[3], DType::F32, 141)])
             .arg("p", Arg::Float(1.5))
             .arg("train", Arg::Bool(true)),
+        ErrorKind::Value,
         "dropout probability has to be between 0 and 1, but got 1.5",
     )]
 }
@@ -1555,6 +1586,7 @@ pub fn sdpa_errors() -> Vec<ErrorSample> {
             ],
         )
         .arg("is_causal", Arg::Bool(true)),
+        ErrorKind::Value,
         "Explicit attn_mask should not be set when is_causal=True",
     )]
 }
@@ -1629,6 +1661,7 @@ pub fn batch_norm_errors() -> Vec<ErrorSample> {
             .arg("momentum", Arg::Float(0.1))
             .arg("eps", Arg::Float(1e-5))
             .arg("cudnn_enabled", Arg::Bool(false)),
+        ErrorKind::Shape,
         "Expected more than 1 value per channel when training, got input size [1, 3]",
     )]
 }
@@ -1656,6 +1689,7 @@ pub fn layer_norm_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("shape mismatch", vec![vals(&[2, 3], DType::F32, 147)])
             .arg("normalized_shape", ints(&[4])),
+        ErrorKind::Shape,
         "Given normalized_shape=[4], expected input with shape [*, 4], but got input of size[2, 3]",
     )]
 }
@@ -1680,7 +1714,7 @@ pub fn group_norm(dtype: DType) -> Vec<Sample> {
 pub fn group_norm_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("6 channels, 4 groups", vec![vals(&[2, 6, 4], DType::F32, 148)]).arg("num_groups", Arg::Int(4)),
-        "Expected number of channels in input to be divisible by num_groups, but got input of shape [2, 6, 4] and num_groups=4",
+        ErrorKind::Shape, "Expected number of channels in input to be divisible by num_groups, but got input of shape [2, 6, 4] and num_groups=4",
     )]
 }
 
@@ -1724,6 +1758,7 @@ pub fn instance_norm_errors() -> Vec<ErrorSample> {
             .arg("momentum", Arg::Float(0.1))
             .arg("eps", Arg::Float(1e-5))
             .arg("cudnn_enabled", Arg::Bool(false)),
+        ErrorKind::Shape,
         "expected an input with at least 3 dims",
     )]
 }
@@ -1747,6 +1782,7 @@ pub fn rms_norm_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("shape mismatch", vec![vals(&[2, 3], DType::F32, 150)])
             .arg("normalized_shape", ints(&[2])),
+        ErrorKind::Shape,
         "Given normalized_shape=[2], expected input with shape [*, 2]",
     )]
 }
@@ -1847,7 +1883,7 @@ pub fn nll_loss_forward_errors() -> Vec<ErrorSample> {
                 1,
                 -100,
             ),
-            "Target 5 is out of bounds.",
+            ErrorKind::Index, "Target 5 is out of bounds.",
         ),
         err(
             nll_args(
@@ -1858,7 +1894,7 @@ pub fn nll_loss_forward_errors() -> Vec<ErrorSample> {
                 1,
                 -100,
             ),
-            "size mismatch (got input: [3, 5], target: [2])",
+            ErrorKind::Shape, "size mismatch (got input: [3, 5], target: [2])",
         ),
         err(
             nll_args(
@@ -1873,7 +1909,7 @@ pub fn nll_loss_forward_errors() -> Vec<ErrorSample> {
                 1,
                 -100,
             ),
-            "weight tensor should be defined either for all 5 classes or no classes but got weight tensor of shape: [4]",
+            ErrorKind::Shape, "weight tensor should be defined either for all 5 classes or no classes but got weight tensor of shape: [4]",
         ),
         err(
             nll_args(
@@ -1884,7 +1920,7 @@ pub fn nll_loss_forward_errors() -> Vec<ErrorSample> {
                 3,
                 -100,
             ),
-            "3 is not a valid value for reduction",
+            ErrorKind::Value, "3 is not a valid value for reduction",
         ),
     ]
 }
@@ -1998,14 +2034,17 @@ pub fn nll_loss_backward_errors() -> Vec<ErrorSample> {
                 1,
                 -100,
             ),
+            ErrorKind::Shape,
             "Expected a single element grad_output tensor, but got: [2]",
         ),
         err(
             nll_args(case("total_weight [2]", &[], &[2], &[0, 1]), 2, -100),
+            ErrorKind::Shape,
             "expected total_weight to be a single element tensor, got: [2] (2 elements)",
         ),
         err(
             nll_args(case("target 7 of 5 classes", &[], &[], &[0, 7]), 2, -100),
+            ErrorKind::Index,
             "Target 7 is out of bounds.",
         ),
     ]
@@ -2051,6 +2090,7 @@ pub fn nll_loss_errors() -> Vec<ErrorSample> {
                 "target 5 of 5 classes",
                 vec![vals(&[2, 5], f, 151), index(&[0, 5], &[2])],
             ),
+            ErrorKind::Index,
             "Target 5 is out of bounds.",
         ),
         err(
@@ -2058,6 +2098,7 @@ pub fn nll_loss_errors() -> Vec<ErrorSample> {
                 "batch mismatch",
                 vec![vals(&[3, 5], f, 152), index(&[0, 1], &[2])],
             ),
+            ErrorKind::Shape,
             "Expected input batch_size (3) to match target batch_size (2).",
         ),
     ]
@@ -2110,6 +2151,7 @@ pub fn cross_entropy_errors() -> Vec<ErrorSample> {
             vec![vals(&[2, 3], DType::F32, 153), index(&[0, 1], &[2])],
         )
         .arg("label_smoothing", Arg::Float(1.5)),
+        ErrorKind::Value,
         "label_smoothing must be between 0.0 and 1.0. Got: 1.5",
     )]
 }
@@ -2144,6 +2186,7 @@ pub fn bce_errors() -> Vec<ErrorSample> {
                 "input above 1",
                 vec![super::make(&[3], f, 1.5, 2.0, 154), vals(&[3], f, 155)],
             ),
+            ErrorKind::Value,
             "all elements of input should be between 0 and 1",
         ),
         err(
@@ -2151,6 +2194,7 @@ pub fn bce_errors() -> Vec<ErrorSample> {
                 "shape mismatch",
                 vec![super::make(&[2, 3], f, 0.1, 0.9, 156), vals(&[3], f, 157)],
             ),
+            ErrorKind::Value,
             "Please ensure they have the same size.",
         ),
     ]
@@ -2202,6 +2246,7 @@ pub fn bce_backward_errors() -> Vec<ErrorSample> {
                 vals(&[3], f, 161),
             ],
         ),
+        ErrorKind::Value,
         "Please ensure they have the same size.",
     )]
 }
@@ -2229,6 +2274,7 @@ pub fn bce_logits_errors() -> Vec<ErrorSample> {
             "shape mismatch",
             vec![vals(&[2, 3], f, 158), vals(&[2], f, 159)],
         ),
+        ErrorKind::Value,
         "Please ensure they have the same size.",
     )]
 }
@@ -2255,6 +2301,7 @@ pub fn cdist_errors() -> Vec<ErrorSample> {
             "columns differ",
             vec![vals(&[3, 4], f, 160), vals(&[3, 5], f, 161)],
         ),
+        ErrorKind::Shape,
         "X1 and X2 must have the same number of columns. X1: 4 X2: 5",
     )]
 }
@@ -2308,11 +2355,13 @@ pub fn adaptive_max_pool2d_errors() -> Vec<ErrorSample> {
         err(
             Sample::new("2-d input", vec![vals(&[4, 4], DType::F32, 190)])
                 .arg("output_size", ints(&[2, 2])),
+            ErrorKind::Shape,
             "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: [4, 4]",
         ),
         err(
             Sample::new("empty height", vec![vals(&[2, 0, 4], DType::F32, 191)])
                 .arg("output_size", ints(&[2, 2])),
+            ErrorKind::Shape,
             "with dimension 1 being empty",
         ),
         err(
@@ -2321,11 +2370,13 @@ pub fn adaptive_max_pool2d_errors() -> Vec<ErrorSample> {
                 vec![vals(&[2, 3, 4], DType::F32, 192)],
             )
             .arg("output_size", ints(&[-1, 2])),
+            ErrorKind::Value,
             "elements of output_size must be greater than or equal to 0",
         ),
         err(
             Sample::new("integer input", vec![index(&[1; 24], &[2, 3, 4])])
                 .arg("output_size", ints(&[2, 2])),
+            ErrorKind::DType,
             "not implemented for 'Long'",
         ),
     ]
@@ -2349,12 +2400,12 @@ pub fn adaptive_max_pool1d_errors() -> Vec<ErrorSample> {
         err(
             Sample::new("4-d input", vec![vals(&[1, 2, 3, 4], DType::F32, 194)])
                 .arg("output_size", ints(&[2])),
-            "Expected 2 to 3 dimensions, but got 4-dimensional tensor for argument #1 'self' (while checking arguments for adaptive_max_pool1d)",
+            ErrorKind::Shape, "Expected 2 to 3 dimensions, but got 4-dimensional tensor for argument #1 'self' (while checking arguments for adaptive_max_pool1d)",
         ),
         err(
             Sample::new("two output sizes", vec![vals(&[2, 3, 4], DType::F32, 195)])
                 .arg("output_size", ints(&[2, 2])),
-            "adaptive_max_pool1d() argument 'output_size' should contain one int (got 2)",
+            ErrorKind::Shape, "adaptive_max_pool1d() argument 'output_size' should contain one int (got 2)",
         ),
     ]
 }
@@ -2469,19 +2520,19 @@ pub fn embedding_bag_errors() -> Vec<ErrorSample> {
     vec![
         err(
             bag("index 5 of 5", index(&[0, 5], &[2]), index(&[0], &[1])),
-            "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be 5",
+            ErrorKind::Index, "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be 5",
         ),
         err(
             bag("offsets[0] = 1", index(&[0, 1], &[2]), index(&[1], &[1])),
-            "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. However, got 1",
+            ErrorKind::Value, "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. However, got 1",
         ),
         err(
             bag("offsets[-1] = 3 of 2", index(&[0, 1], &[2]), index(&[0, 3], &[2])),
-            "offsets[-1] can not be greater than input's length 2 but got offsets[-1] of 3",
+            ErrorKind::Value, "offsets[-1] can not be greater than input's length 2 but got offsets[-1] of 3",
         ),
         err(
             bag("decreasing offsets", index(&[0, 1, 2], &[3]), index(&[0, 2, 1], &[3])),
-            "offsets has to be non-decreasing, but offsets[2] = 1 is less than offsets[1] = 2",
+            ErrorKind::Value, "offsets has to be non-decreasing, but offsets[2] = 1 is less than offsets[1] = 2",
         ),
         err(
             bag(
@@ -2489,18 +2540,18 @@ pub fn embedding_bag_errors() -> Vec<ErrorSample> {
                 Tensor::from(vec![0.0f32, 1.0]),
                 index(&[0], &[1]),
             ),
-            "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got Float instead",
+            ErrorKind::DType, "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got Float instead",
         ),
         err(
             bag("2-d indices", index(&[0, 1, 1, 0], &[2, 2]), index(&[0], &[1])),
-            "if input is 2D, then offsets has to be None",
+            ErrorKind::Shape, "if input is 2D, then offsets has to be None",
         ),
         err(
             Sample::new(
                 "1-d weight",
                 vec![vals(&[5], DType::F32, 181), index(&[0], &[1]), index(&[0], &[1])],
             ),
-            "weight has to be a 2D Tensor, but got Tensor of dimension 1",
+            ErrorKind::Shape, "weight has to be a 2D Tensor, but got Tensor of dimension 1",
         ),
         err(
             Sample::new(
@@ -2513,25 +2564,25 @@ pub fn embedding_bag_errors() -> Vec<ErrorSample> {
                 ],
             )
             .arg("mode", Arg::Int(1)),
-            "embedding_bag: per_sample_weights only supported with mode='sum'",
+            ErrorKind::Value, "embedding_bag: per_sample_weights only supported with mode='sum'",
         ),
         err(
             bag("padding_idx 5 of 5", index(&[0, 1], &[2]), index(&[0], &[1]))
                 .arg("padding_idx", Arg::OptInt(Some(5))),
-            "padding_idx must be within the number of embeddings, -5 through 4, but got 5",
+            ErrorKind::Value, "padding_idx must be within the number of embeddings, -5 through 4, but got 5",
         ),
         err(
             bag("mode 3", index(&[0, 1], &[2]), index(&[0], &[1])).arg("mode", Arg::Int(3)),
-            "mode has to be one of sum (0), mean (1) or max (2), but got 3",
+            ErrorKind::Value, "mode has to be one of sum (0), mean (1) or max (2), but got 3",
         ),
         err(
             bag("sparse", index(&[0, 1], &[2]), index(&[0], &[1])).arg("sparse", Arg::Bool(true)),
-            "sparse gradients are not supported by kiln",
+            ErrorKind::NotImplemented, "sparse gradients are not supported by kiln",
         ),
         err(
             bag("include_last_offset without offsets", index(&[], &[0]), index(&[], &[0]))
                 .arg("include_last_offset", Arg::Bool(true)),
-            "include_last_offset: number of offset should be at least 1",
+            ErrorKind::Value, "include_last_offset: number of offset should be at least 1",
         ),
     ]
 }
@@ -2583,26 +2634,26 @@ pub fn embedding_bag_functional_errors() -> Vec<ErrorSample> {
                 "2-d input with offsets",
                 vec![index(&[0, 1, 1, 0], &[2, 2]), w(), index(&[0], &[1])],
             ),
-            "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length sequences. However, found offsets of type Tensor",
+            ErrorKind::Shape, "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length sequences. However, found offsets of type Tensor",
         ),
         err(
             Sample::new("1-d input without offsets", vec![index(&[0, 1], &[2]), w()]),
-            "offsets has to be a 1D Tensor but got None",
+            ErrorKind::Value, "offsets has to be a 1D Tensor but got None",
         ),
         err(
             Sample::new("3-d input", vec![index(&[0; 8], &[2, 2, 2]), w()]),
-            "input has to be 1D or 2D Tensor, but got Tensor of dimension 3",
+            ErrorKind::Shape, "input has to be 1D or 2D Tensor, but got Tensor of dimension 3",
         ),
         err(
             Sample::new("mode min", vec![index(&[0, 1, 1, 0], &[2, 2]), w()])
                 .arg("mode", Arg::Str("min")),
-            "mode has to be one of sum, mean or max",
+            ErrorKind::Value, "mode has to be one of sum, mean or max",
         ),
         err(
             Sample::new("max with scale_grad_by_freq", vec![index(&[0, 1, 1, 0], &[2, 2]), w()])
                 .arg("mode", Arg::Str("max"))
                 .arg("scale_grad_by_freq", Arg::Bool(true)),
-            "max mode does not support scaling the gradient by the frequency",
+            ErrorKind::Value, "max mode does not support scaling the gradient by the frequency",
         ),
         err(
             Sample::new(
@@ -2615,7 +2666,7 @@ pub fn embedding_bag_functional_errors() -> Vec<ErrorSample> {
                 ],
             )
             .arg("mode", Arg::Str("sum")),
-            "embedding_bag: If per_sample_weights ([3]) is not None, then it must have the same shape as the input ([2])",
+            ErrorKind::Shape, "embedding_bag: If per_sample_weights ([3]) is not None, then it must have the same shape as the input ([2])",
         ),
         err(
             Sample::new(
@@ -2627,7 +2678,7 @@ pub fn embedding_bag_functional_errors() -> Vec<ErrorSample> {
                     vals(&[2], DType::F32, 184),
                 ],
             ),
-            "per_sample_weights is only supported for mode='sum' (got mode='mean')",
+            ErrorKind::Value, "per_sample_weights is only supported for mode='sum' (got mode='mean')",
         ),
     ]
 }
@@ -2674,6 +2725,7 @@ pub fn softmax_backward_data_errors() -> Vec<ErrorSample> {
                 0,
                 f,
             ),
+            ErrorKind::Shape,
             "but [2, 3] does not equal [3, 2]",
         ),
         err(
@@ -2685,6 +2737,7 @@ pub fn softmax_backward_data_errors() -> Vec<ErrorSample> {
                 2,
                 f,
             ),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
         err(
@@ -2696,6 +2749,7 @@ pub fn softmax_backward_data_errors() -> Vec<ErrorSample> {
                 1,
                 DType::F16,
             ),
+            ErrorKind::DType,
             "with half to float conversion is not supported",
         ),
     ]

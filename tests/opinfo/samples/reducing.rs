@@ -2,7 +2,7 @@
 
 use super::{distinct, err, float, ints, opt_int, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Scalar, Tensor};
+use kiln::{DType, ErrorKind, Scalar, Tensor};
 
 fn opt_dims(v: &[i64]) -> Arg {
     Arg::OptInts(Some(v.to_vec()))
@@ -38,11 +38,13 @@ pub fn amax_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("empty dim", vec![vals(&[0, 3], DType::F32, 60)]).arg("dim", ints(&[0])),
+            ErrorKind::Index,
             "Expected reduction dim 0 to have non-zero size.",
         ),
         err(
             Sample::new("repeated dim", vec![vals(&[2, 3], DType::F32, 61)])
                 .arg("dim", ints(&[1, -1])),
+            ErrorKind::Shape,
             "dim 1 appears multiple times in the list of dims",
         ),
         err(
@@ -51,6 +53,7 @@ pub fn amax_errors() -> Vec<ErrorSample> {
                 vec![Tensor::ones(vec![1usize; 65], DType::F32).expect("ones")],
             )
             .arg("dim", ints(&[0])),
+            ErrorKind::Shape,
             "only tensors with up to 64 dims are supported",
         ),
     ]
@@ -73,6 +76,7 @@ pub fn aminmax_errors() -> Vec<ErrorSample> {
         err(
             Sample::new("empty dim", vec![vals(&[3, 0], DType::F32, 62)])
                 .arg("dim", opt_int(Some(1))),
+            ErrorKind::Index,
             "Expected reduction dim 1 to have non-zero size.",
         ),
         err(
@@ -81,6 +85,7 @@ pub fn aminmax_errors() -> Vec<ErrorSample> {
                 vec![Tensor::ones(vec![1usize; 65], DType::F32).expect("ones")],
             )
             .arg("dim", opt_int(Some(0))),
+            ErrorKind::Shape,
             "aminmax: only tensors with up to 64 dims are supported",
         ),
     ]
@@ -111,6 +116,7 @@ pub fn nan_reduce(dtype: DType) -> Vec<Sample> {
 pub fn nan_reduce_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("int64", vec![vals(&[3], DType::I64, 63)]),
+        ErrorKind::DType,
         "nanmean(): expected input to have floating point or complex dtype but got Long",
     )]
 }
@@ -135,6 +141,7 @@ pub fn count_nonzero_dims(dtype: DType) -> Vec<Sample> {
 pub fn count_nonzero_dims_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("repeated dim", vec![vals(&[2, 3], DType::F32, 64)]).arg("dim", ints(&[0, 0])),
+        ErrorKind::Shape,
         "dim 0 appears multiple times in the list of dims",
     )]
 }
@@ -153,6 +160,7 @@ pub fn count_nonzero_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("dim 2 of 2-d", vec![vals(&[2, 3], DType::F32, 65)])
             .arg("dim", opt_int(Some(2))),
+        ErrorKind::Index,
         "Dimension out of range",
     )]
 }
@@ -192,11 +200,13 @@ pub fn vector_norm_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("int64", vec![vals(&[3], DType::I64, 66)]),
+            ErrorKind::DType,
             "Expected a floating point or complex tensor as input. Got Long",
         ),
         err(
             Sample::new("inf norm of empty", vec![vals(&[0], DType::F32, 67)])
                 .arg("ord", Arg::Scalar(Scalar::Float(f64::INFINITY))),
+            ErrorKind::Shape,
             "cannot compute the inf norm on an empty tensor",
         ),
     ]
@@ -215,6 +225,7 @@ pub fn norm(dtype: DType) -> Vec<Sample> {
 pub fn norm_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("int64", vec![vals(&[3], DType::I64, 68)]),
+        ErrorKind::DType,
         "Expected a floating point or complex tensor as input. Got Long",
     )]
 }
@@ -247,6 +258,7 @@ pub fn norm_dim_errors() -> Vec<ErrorSample> {
                 e.sample
                     .arg("p", Arg::OptScalar(None))
                     .arg("dim", ints(&[0])),
+                e.kind,
                 e.message,
             )
         })
@@ -303,11 +315,13 @@ pub fn mode_errors() -> Vec<ErrorSample> {
                 vec![vals(&[3, 0], DType::F32, 81)],
             )
             .arg("dim", Arg::Int(1)),
+            ErrorKind::Index,
             "mode(): Expected reduction dim 1 to have non-zero size.",
         ),
         err(
             Sample::new("dim 2 of 2-d", vec![vals(&[2, 3], DType::F32, 82)])
                 .arg("dim", Arg::Int(2)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]

@@ -3,7 +3,7 @@
 
 use super::{err, index, ints, mask, opt_int, rand_index, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 fn f32v(shape: &[usize], seed: u64) -> Tensor {
     vals(shape, DType::F32, seed)
@@ -29,10 +29,12 @@ pub fn flip_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("repeated dim", vec![f32v(&[2, 3], 7)]).arg("dims", ints(&[0, -2])),
+            ErrorKind::Shape,
             "dim 0 appears multiple times in the list of dims",
         ),
         err(
             Sample::new("dim out of range", vec![f32v(&[2, 3], 8)]).arg("dims", ints(&[2])),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]
@@ -51,6 +53,7 @@ pub fn flip_lr_ud(dtype: DType) -> Vec<Sample> {
 pub fn flip_lr_ud_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("0-d", vec![f32v(&[], 9)]),
+        ErrorKind::Shape,
         "Input must be >= ",
     )]
 }
@@ -81,12 +84,14 @@ pub fn roll_errors() -> Vec<ErrorSample> {
             Sample::new("2 shifts, 1 dim", vec![f32v(&[2, 3], 10)])
                 .arg("shifts", ints(&[1, 2]))
                 .arg("dims", ints(&[0])),
+            ErrorKind::Shape,
             "shifts and dimensions must align. shifts: 2, dims:1",
         ),
         err(
             Sample::new("0-d along dim 0", vec![Tensor::from(1.0f32)])
                 .arg("shifts", ints(&[1]))
                 .arg("dims", ints(&[0])),
+            ErrorKind::Index,
             "Dimension specified as 0 but tensor has no dimensions",
         ),
     ]
@@ -109,14 +114,17 @@ pub fn rot90_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("one dim", vec![f32v(&[2, 3], 11)]).arg("dims", ints(&[0])),
+            ErrorKind::Shape,
             "expected total rotation dims == 2, but got dims = 1",
         ),
         err(
             Sample::new("same dims", vec![f32v(&[2, 3], 12)]).arg("dims", ints(&[0, -2])),
+            ErrorKind::Shape,
             "expected rotation dims to be different",
         ),
         err(
             Sample::new("1-d input", vec![f32v(&[3], 13)]),
+            ErrorKind::Shape,
             "expected total dims >= 2, but got total dims = 1",
         ),
     ]
@@ -146,6 +154,7 @@ pub fn diagonal_errors() -> Vec<ErrorSample> {
         Sample::new("same dims", vec![f32v(&[3, 3], 14)])
             .arg("dim1", Arg::Int(1))
             .arg("dim2", Arg::Int(-1)),
+        ErrorKind::Shape,
         "diagonal dimensions cannot be identical 1, -1",
     )]
 }
@@ -165,6 +174,7 @@ pub fn diag(dtype: DType) -> Vec<Sample> {
 pub fn diag_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("3-d", vec![f32v(&[2, 2, 2], 15)]),
+        ErrorKind::Shape,
         "diag(): Supports 1D or 2D tensors. Got 3D",
     )]
 }
@@ -182,6 +192,7 @@ pub fn trace(dtype: DType) -> Vec<Sample> {
 pub fn trace_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("1-d", vec![f32v(&[3], 16)]),
+        ErrorKind::Shape,
         "trace: expected a matrix, but got tensor with dim 1",
     )]
 }
@@ -211,12 +222,14 @@ pub fn movedim_errors() -> Vec<ErrorSample> {
             Sample::new("lengths differ", vec![f32v(&[2, 3], 17)])
                 .arg("source", ints(&[0, 1]))
                 .arg("destination", ints(&[0])),
+            ErrorKind::Shape,
             "should contain the same number of dims as destination",
         ),
         err(
             Sample::new("repeated source", vec![f32v(&[2, 3], 18)])
                 .arg("source", ints(&[0, 0]))
                 .arg("destination", ints(&[0, 1])),
+            ErrorKind::Shape,
             "movedim: repeated dim in `source` ([0, 0])",
         ),
     ]
@@ -237,6 +250,7 @@ pub fn broadcast_to(dtype: DType) -> Vec<Sample> {
 pub fn broadcast_to_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("[3] to [4]", vec![f32v(&[3], 19)]).arg("size", ints(&[4])),
+        ErrorKind::Shape,
         "must match the existing size (3) at non-singleton dimension 0",
     )]
 }
@@ -274,9 +288,10 @@ pub fn unfold_errors() -> Vec<ErrorSample> {
     vec![
         err(
             s(4, 1, 20),
+            ErrorKind::Shape,
             "maximum size for tensor at dimension 0 is 3 but size is 4",
         ),
-        err(s(2, 0, 21), "step is 0 but must be > 0"),
+        err(s(2, 0, 21), ErrorKind::Value, "step is 0 but must be > 0"),
     ]
 }
 
@@ -299,6 +314,7 @@ pub fn squeeze_dims(dtype: DType) -> Vec<Sample> {
 pub fn squeeze_dims_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("repeated", vec![f32v(&[1, 3], 22)]).arg("dim", ints(&[0, 0])),
+        ErrorKind::Shape,
         "dim 0 appears multiple times in the list of dims",
     )]
 }
@@ -328,6 +344,7 @@ pub fn narrow_tensor_errors() -> Vec<ErrorSample> {
         Sample::new("float start", vec![f32v(&[3], 23), Tensor::from(1.0f32)])
             .arg("dim", Arg::Int(0))
             .arg("length", Arg::Int(1)),
+        ErrorKind::DType,
         "start must be an 0-dim integral Tensor.",
     )]
 }
@@ -350,10 +367,12 @@ pub fn split_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("negative size", vec![f32v(&[3], 24)]).arg("split_size", Arg::Int(-1)),
+            ErrorKind::Shape,
             "split expects split_size be non-negative, but got split_size=-1",
         ),
         err(
             Sample::new("0-d", vec![f32v(&[], 25)]).arg("split_size", Arg::Int(1)),
+            ErrorKind::Shape,
             "split expects at least a 1-dimensional tensor",
         ),
     ]
@@ -376,7 +395,7 @@ pub fn split_with_sizes(dtype: DType) -> Vec<Sample> {
 pub fn split_with_sizes_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("sizes sum to 2 of 3", vec![f32v(&[3], 26)]).arg("split_sizes", ints(&[1, 1])),
-        "split_with_sizes expects split_sizes to sum exactly to 3 (input tensor's size at dimension 0), but got split_sizes=[1, 1]",
+        ErrorKind::Shape, "split_with_sizes expects split_sizes to sum exactly to 3 (input tensor's size at dimension 0), but got split_sizes=[1, 1]",
     )]
 }
 
@@ -397,6 +416,7 @@ pub fn chunk(dtype: DType) -> Vec<Sample> {
 pub fn chunk_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("0 chunks", vec![f32v(&[3], 27)]).arg("chunks", Arg::Int(0)),
+        ErrorKind::Value,
         "chunk expects `chunks` to be greater than 0, got: 0",
     )]
 }
@@ -416,6 +436,7 @@ pub fn unbind(dtype: DType) -> Vec<Sample> {
 pub fn unbind_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("0-d", vec![f32v(&[], 28)]),
+        ErrorKind::Index,
         "Dimension specified as 0 but tensor has no dimensions",
     )]
 }
@@ -438,11 +459,13 @@ pub fn meshgrid_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::with_lists("2-d input", vec![vec![f32v(&[2, 2], 29)]]),
+            ErrorKind::Shape,
             "torch.meshgrid: Expected 0D or 1D tensor in the input list but got: [2, 2]",
         ),
         err(
             Sample::with_lists("bad indexing", vec![vec![f32v(&[2], 30)]])
                 .arg("indexing", Arg::Str("yx")),
+            ErrorKind::Value,
             "torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: yx",
         ),
     ]
@@ -468,6 +491,7 @@ pub fn take_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("index 6 of 6", vec![f32v(&[2, 3], 31), index(&[6], &[1])]),
+            ErrorKind::Index,
             "out of range: tried to access index 6 on a tensor of 6 elements.",
         ),
         err(
@@ -475,6 +499,7 @@ pub fn take_errors() -> Vec<ErrorSample> {
                 "int32 index",
                 vec![f32v(&[2, 3], 32), Tensor::from(vec![1i32])],
             ),
+            ErrorKind::DType,
             "take(): Expected a long tensor for index, but got Int",
         ),
     ]
@@ -516,7 +541,7 @@ pub fn take_along_dim_errors() -> Vec<ErrorSample> {
         err(
             Sample::new("ranks differ", vec![f32v(&[2, 3], 33), index(&[0], &[1])])
                 .arg("dim", opt_int(Some(0))),
-            "input and indices should have the same number of dimensions, but got 2 dimensions for input, and 1 dimensions for indices",
+            ErrorKind::Shape, "input and indices should have the same number of dimensions, but got 2 dimensions for input, and 1 dimensions for indices",
         ),
         err(
             Sample::new(
@@ -524,17 +549,17 @@ pub fn take_along_dim_errors() -> Vec<ErrorSample> {
                 vec![f32v(&[2, 3], 34), Tensor::from(vec![0i32, 1]).reshape([2, 1]).expect("shape")],
             )
             .arg("dim", opt_int(Some(1))),
-            "torch.take_along_dim(): dtype of indices should be Long but got Int",
+            ErrorKind::DType, "torch.take_along_dim(): dtype of indices should be Long but got Int",
         ),
         err(
             Sample::new("0-d input", vec![Tensor::from(1.0f32), index(&[0], &[])])
                 .arg("dim", opt_int(Some(0))),
-            "Dimension specified as 0 but tensor has no dimensions",
+            ErrorKind::Index, "Dimension specified as 0 but tensor has no dimensions",
         ),
         err(
             Sample::new("size-0 dim", vec![f32v(&[3, 0], 35), index(&[0], &[1, 1])])
                 .arg("dim", opt_int(Some(1))),
-            "ZeroDivisionError",
+            ErrorKind::Value, "ZeroDivisionError",
         ),
     ]
 }
@@ -557,14 +582,17 @@ pub fn one_hot_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("class 3 of 3", vec![index(&[0, 3], &[2])]).arg("num_classes", Arg::Int(3)),
+            ErrorKind::Value,
             "Class values must be smaller than num_classes.",
         ),
         err(
             Sample::new("negative class", vec![index(&[-1], &[1])]),
+            ErrorKind::Value,
             "Class values must be non-negative.",
         ),
         err(
             Sample::new("float input", vec![f32v(&[2], 34)]),
+            ErrorKind::DType,
             "one_hot is only applicable to index tensor of type LongTensor.",
         ),
     ]
@@ -604,6 +632,7 @@ pub fn masked_select_errors() -> Vec<ErrorSample> {
             "uint8 mask",
             vec![f32v(&[3], 35), vals(&[3], DType::U8, 36)],
         ),
+        ErrorKind::DType,
         "masked_select: expected BoolTensor for mask",
     )]
 }
@@ -641,7 +670,7 @@ pub fn masked_fill_tensor_errors() -> Vec<ErrorSample> {
             "1-d value",
             vec![f32v(&[3], 37), mask(&[3], 38), f32v(&[1], 39)],
         ),
-        "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with 1 dimension(s).",
+        ErrorKind::Shape, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with 1 dimension(s).",
     )]
 }
 
@@ -679,6 +708,7 @@ pub fn clamp_tensor(dtype: DType) -> Vec<Sample> {
 pub fn clamp_tensor_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("no bounds", vec![f32v(&[3], 40)]),
+        ErrorKind::Value,
         "torch.clamp: At least one of 'min' or 'max' must not be None",
     )]
 }
@@ -731,6 +761,7 @@ pub fn repeat_interleave(dtype: DType) -> Vec<Sample> {
 pub fn repeat_interleave_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("negative repeats", vec![f32v(&[3], 41)]).arg("repeats", Arg::Int(-1)),
+        ErrorKind::Value,
         "repeats can not be negative",
     )]
 }
@@ -760,7 +791,7 @@ pub fn repeat_interleave_tensor_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("2 counts for 3", vec![f32v(&[3], 42), index(&[1, 1], &[2])])
             .arg("dim", opt_int(Some(0))),
-        "repeats must have the same size as input along dim, but got repeats.size(0) = 2 and input.size(0) = 3",
+        ErrorKind::Shape, "repeats must have the same size as input along dim, but got repeats.size(0) = 2 and input.size(0) = 3",
     )]
 }
 
@@ -803,15 +834,22 @@ pub fn pad_errors() -> Vec<ErrorSample> {
     vec![
         err(
             s(&[1], "constant", 43),
+            ErrorKind::Shape,
             "Padding length must be divisible by 2",
         ),
         err(
             s(&[3, 0], "reflect", 44),
+            ErrorKind::Shape,
             "Padding size should be less than the corresponding input dimension",
         ),
-        err(s(&[1, 1], "wrap", 45), "Unrecognised padding mode wrap"),
+        err(
+            s(&[1, 1], "wrap", 45),
+            ErrorKind::Value,
+            "Unrecognised padding mode wrap",
+        ),
         err(
             s(&[1, 1, 1, 1, 1, 1], "constant", 46),
+            ErrorKind::Shape,
             "Padding length should be less than or equal to two times the input dimension",
         ),
     ]
@@ -886,6 +924,7 @@ pub fn scatter_errors() -> Vec<ErrorSample> {
             ],
         )
         .arg("dim", Arg::Int(0)),
+        ErrorKind::Index,
         "index 3 is out of bounds for dimension 0 with size 3",
     )]
 }
@@ -932,6 +971,7 @@ pub fn scatter_value_errors() -> Vec<ErrorSample> {
         Sample::new("index -1", vec![f32v(&[3], 52), index(&[-1], &[1])])
             .arg("dim", Arg::Int(0))
             .arg("value", super::float(1.0)),
+        ErrorKind::Index,
         "index -1 is out of bounds for dimension 0 with size 3",
     )]
 }
@@ -973,6 +1013,7 @@ pub fn masked_scatter_errors() -> Vec<ErrorSample> {
                 f32v(&[2], 54),
             ],
         ),
+        ErrorKind::Shape,
         "masked_scatter: expected source to have at least 3 elements",
     )]
 }
@@ -1229,6 +1270,7 @@ pub fn scatter_reduce_errors() -> Vec<ErrorSample> {
                 vec![f32v(&[3, 4], 60), i(), f32v(&[1, 4], 61)],
                 "max",
             ),
+            ErrorKind::Value,
             "reduce argument must be either sum, prod, mean, amax or amin, got max",
         ),
         err(
@@ -1241,6 +1283,7 @@ pub fn scatter_reduce_errors() -> Vec<ErrorSample> {
                 ],
                 "sum",
             ),
+            ErrorKind::Index,
             "index 3 is out of bounds for dimension 0 with size 3",
         ),
         err(
@@ -1249,6 +1292,7 @@ pub fn scatter_reduce_errors() -> Vec<ErrorSample> {
                 vec![f32v(&[3, 4], 64), i(), vals(&[1, 4], DType::F64, 65)],
                 "amax",
             ),
+            ErrorKind::DType,
             "scatter(): Expected self.dtype to be equal to src.dtype",
         ),
         err(
@@ -1257,6 +1301,7 @@ pub fn scatter_reduce_errors() -> Vec<ErrorSample> {
                 vec![f32v(&[3, 4], 66), index(&[0, 1], &[2]), f32v(&[2], 67)],
                 "prod",
             ),
+            ErrorKind::Shape,
             "Index tensor must have the same number of dimensions as self tensor",
         ),
         err(
@@ -1269,6 +1314,7 @@ pub fn scatter_reduce_errors() -> Vec<ErrorSample> {
                 ],
                 "mean",
             ),
+            ErrorKind::DType,
             "not implemented for 'Bool'",
         ),
         err(
@@ -1278,6 +1324,7 @@ pub fn scatter_reduce_errors() -> Vec<ErrorSample> {
             )
             .arg("dim", Arg::Int(2))
             .arg("reduce", Arg::Str("sum")),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]
@@ -1349,6 +1396,7 @@ pub fn scatter_src_reduce_errors() -> Vec<ErrorSample> {
                 vec![f32v(&[3, 4], 72), i(), f32v(&[1, 4], 73)],
                 "sum",
             ),
+            ErrorKind::Value,
             "reduce argument must be either add or multiply.",
         ),
         err(
@@ -1361,6 +1409,7 @@ pub fn scatter_src_reduce_errors() -> Vec<ErrorSample> {
                 ],
                 "add",
             ),
+            ErrorKind::Index,
             "index -1 is out of bounds for dimension 0 with size 3",
         ),
     ]
@@ -1426,6 +1475,7 @@ pub fn scatter_value_reduce_errors() -> Vec<ErrorSample> {
             .arg("dim", Arg::Int(0))
             .arg("value", super::float(1.0))
             .arg("reduce", Arg::Str("mean")),
+        ErrorKind::Value,
         "reduce argument must be either add or multiply.",
     )]
 }
