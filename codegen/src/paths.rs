@@ -32,6 +32,6 @@ pub const WATCHED: [&str; 7] = [
 
 /// The Rust module generated code reaches the CUDA launchers through (`<path>::pointwise`,
 /// `<path>::<module>::<fn>`, `<path>::Arg`).
-pub const CUDA_OPS_RUST: &str = "crate::cuda::ops";
+pub const CUDA_OPS_RUST: &str = "crate::backends::cuda::ops";
 /// The Rust module composite and explicit ops are reached through (`<path>::<module>::<fn>`).
 pub const RUST_OPS_RUST: &str = "crate::ops";

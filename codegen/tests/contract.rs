@@ -804,7 +804,7 @@ fn the_repository_passes_every_check() {
     assert!(index
         .rust_ops
         .as_ref()
-        .is_some_and(|o| o.contains_key("composite::stack")));
+        .is_some_and(|o| o.contains_key("split_join::stack")));
     assert!(index
         .samples
         .as_ref()
