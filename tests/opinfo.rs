@@ -2,8 +2,8 @@
 //! PyTorch instantiates its device-generic tests. The generator writes one `OpInfo` per op
 //! from native_functions.yaml into the table `OPINFOS` (see `cargo run -p kiln-codegen --
 //! show <op>`); `opinfo/runner.rs` turns it into cases named `forward/exp/f32/cpu`, the
-//! checks are in `opinfo/harness.rs`, inputs in `opinfo/samples.rs`, float64 references in
-//! `opinfo/refs.rs`.
+//! checks are in `opinfo/harness.rs`, inputs in `opinfo/samples.rs` (family files under
+//! `opinfo/samples/`), float64 references in `opinfo/refs.rs` (and `opinfo/refs/`).
 //!
 //! A `harness = false` test binary: `cargo test --test opinfo -- exp` runs the cases whose
 //! name contains `exp`; `-- --list` lists them. It ends with `opinfo: N passed, M failed, K

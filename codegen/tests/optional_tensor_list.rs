@@ -144,7 +144,7 @@ fn opinfo_and_fuzz_pass_the_list_as_borrowed_options() {
     );
     assert!(
         fuzz.contains(
-            "kiln::index(&self_,&indices.iter().map(Option::as_ref).collect::<Vec<_>>())"
+            "kiln_core::index(&self_,&indices.iter().map(Option::as_ref).collect::<Vec<_>>())"
         ),
         "{fuzz}"
     );

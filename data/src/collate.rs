@@ -2,7 +2,7 @@
 //! [`default_collate`], and [`CollateFn`], which the [`crate::DataLoader`] calls.
 
 use crate::dataset::Dataset;
-use kiln::{Error, Result, Tensor};
+use kiln_core::{Error, Result, Tensor};
 
 /// How [`default_collate`] batches samples of a type (PyTorch's `default_collate`): tensors
 /// are stacked along a new dim 0, tuples and `Vec`s are batched element by element, numbers
@@ -28,14 +28,14 @@ pub trait Collate: Sized + Send + 'static {
 /// [`Collate`]).
 ///
 /// ```
-/// use kiln::Tensor;
+/// use kiln_core::Tensor;
 /// let batch = kiln_data::default_collate(vec![
 ///     (Tensor::from([1f32, 2.]), 0i64),
 ///     (Tensor::from([3f32, 4.]), 1i64),
 /// ])?;
 /// assert_eq!(batch.0.shape(), &[2, 2]);
 /// assert_eq!(batch.1.to_vec::<i64>()?, [0, 1]);
-/// # Ok::<(), kiln::Error>(())
+/// # Ok::<(), kiln_core::Error>(())
 /// ```
 pub fn default_collate<T: Collate>(items: Vec<T>) -> Result<T::Batch> {
     if items.is_empty() {
@@ -50,7 +50,7 @@ pub fn default_collate<T: Collate>(items: Vec<T>) -> Result<T::Batch> {
 impl Collate for Tensor {
     type Batch = Tensor;
     fn collate(items: Vec<Tensor>) -> Result<Tensor> {
-        kiln::stack(&items).map_err(|e| Error::new(e.kind(), "default_collate", e.to_string()))
+        kiln_core::stack(&items).map_err(|e| Error::new(e.kind(), "default_collate", e.to_string()))
     }
     fn item_as_batch(item: Tensor) -> Option<Tensor> {
         Some(item)

@@ -3,7 +3,7 @@
 
 use crate::collate::{CollateFn, DefaultCollate};
 use crate::dataset::{randperm, Dataset, IterableDataset};
-use kiln::{DType, Error, Generator, Result, Tensor};
+use kiln_core::{DType, Error, Generator, Result, Tensor};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Condvar, Mutex};
@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 ///
 /// ```
 /// use kiln_data::{DataLoader, TensorDataset};
-/// use kiln::{DType, Tensor};
+/// use kiln_core::{DType, Tensor};
 /// let x = Tensor::arange(0.0, 10.0, 1.0, DType::F32)?.reshape(&[5, 2])?;
 /// let y = Tensor::arange(0.0, 5.0, 1.0, DType::I64)?;
 /// let loader = DataLoader::builder(TensorDataset::new((x, y))?)
 ///     .batch_size(2)
 ///     .shuffle(true)
-///     .generator(kiln::Generator::new(0))
+///     .generator(kiln_core::Generator::new(0))
 ///     .build()?;
 /// assert_eq!(loader.len(), 3); // 2 + 2 + 1
 /// for batch in &loader {
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 ///     assert_eq!(xb.shape()[1], 2);
 ///     assert_eq!(xb.shape()[0], yb.shape()[0]);
 /// }
-/// # Ok::<(), kiln::Error>(())
+/// # Ok::<(), kiln_core::Error>(())
 /// ```
 ///
 /// Each call to [`DataLoader::iter`] (each `for` loop) is one epoch; with `shuffle` every
@@ -523,15 +523,15 @@ impl<D: Dataset, C: CollateFn<D::Item>> Drop for DataLoaderIter<D, C> {
 /// struct Count(i64);
 /// impl IterableDataset for Count {
 ///     type Item = i64;
-///     fn iter(&self) -> Box<dyn Iterator<Item = kiln::Result<i64>> + Send + '_> {
+///     fn iter(&self) -> Box<dyn Iterator<Item = kiln_core::Result<i64>> + Send + '_> {
 ///         Box::new((0..self.0).map(Ok))
 ///     }
 /// }
 /// let loader = IterableDataLoader::new(Count(5)).batch_size(2)?;
-/// let batches: Vec<_> = loader.iter().collect::<kiln::Result<_>>()?;
+/// let batches: Vec<_> = loader.iter().collect::<kiln_core::Result<_>>()?;
 /// assert_eq!(batches.len(), 3);
 /// assert_eq!(batches[2].to_vec::<i64>()?, [4]);
-/// # Ok::<(), kiln::Error>(())
+/// # Ok::<(), kiln_core::Error>(())
 /// ```
 pub struct IterableDataLoader<D, C = DefaultCollate> {
     dataset: D,

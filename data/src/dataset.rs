@@ -1,7 +1,7 @@
 //! Map-style and iterable datasets (PyTorch's `Dataset`, `IterableDataset`), `TensorDataset`,
 //! `Subset` and `random_split`.
 
-use kiln::{DType, Error, Generator, Result, Tensor};
+use kiln_core::{DType, Error, Generator, Result, Tensor};
 use std::sync::Arc;
 
 /// A map-style dataset (PyTorch's `torch.utils.data.Dataset`): `len()` items, fetched by
@@ -128,14 +128,14 @@ tensors_tuple!(A, B, C, D);
 ///
 /// ```
 /// use kiln_data::{Dataset, TensorDataset};
-/// use kiln::{DType, Tensor};
+/// use kiln_core::{DType, Tensor};
 /// let x = Tensor::arange(0.0, 6.0, 1.0, DType::F32)?.reshape(&[3, 2])?;
 /// let y = Tensor::from([10i64, 11, 12]);
 /// let ds = TensorDataset::new((x, y))?;
 /// let (xi, yi) = ds.get(1)?;
 /// assert_eq!(xi.to_vec::<f32>()?, [2.0, 3.0]);
 /// assert_eq!(yi.item::<i64>()?, 11);
-/// # Ok::<(), kiln::Error>(())
+/// # Ok::<(), kiln_core::Error>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct TensorDataset<T: Tensors> {
@@ -346,10 +346,10 @@ impl<const N: usize> From<[f64; N]> for Lengths {
 ///
 /// ```
 /// use kiln_data::{random_split, Dataset, TensorDataset};
-/// let ds = TensorDataset::new(kiln::Tensor::zeros(&[10, 2], kiln::DType::F32)?)?;
-/// let parts = random_split(ds, [0.7, 0.3], &mut kiln::Generator::new(42))?;
+/// let ds = TensorDataset::new(kiln_core::Tensor::zeros(&[10, 2], kiln_core::DType::F32)?)?;
+/// let parts = random_split(ds, [0.7, 0.3], &mut kiln_core::Generator::new(42))?;
 /// assert_eq!((parts[0].len(), parts[1].len()), (7, 3));
-/// # Ok::<(), kiln::Error>(())
+/// # Ok::<(), kiln_core::Error>(())
 /// ```
 pub fn random_split<D: Dataset>(
     dataset: D,

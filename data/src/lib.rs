@@ -3,7 +3,7 @@
 //!
 //! - [`Dataset`] (map-style, `len` + `get`) and [`IterableDataset`] (a stream);
 //!   [`TensorDataset`], [`Subset`], [`random_split`].
-//! - [`DataLoader`]: batches, shuffling from a seeded [`kiln::Generator`], `drop_last`,
+//! - [`DataLoader`]: batches, shuffling from a seeded [`kiln::Generator`](kiln_core::Generator), `drop_last`,
 //!   a `collate_fn`, and worker threads with a bounded prefetch queue.
 //! - [`safetensors`]: `save_file`/`load_file` of a [`kiln_nn::StateDict`], as
 //!   `safetensors.torch` does, readable by PyTorch and from files it wrote.
@@ -18,4 +18,4 @@ pub use dataloader::{DataLoader, DataLoaderBuilder, DataLoaderIter, IterableData
 pub use dataset::{
     random_split, Dataset, IterableDataset, Lengths, Subset, TensorDataset, Tensors,
 };
-pub use kiln::Result;
+pub use kiln_core::Result;

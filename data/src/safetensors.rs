@@ -9,7 +9,7 @@
 //! let mut other = Linear::new(3, 2)?;
 //! other.load_state_dict(&safetensors::load(&bytes)?, true)?;
 //! assert_eq!(other.weight.to_vec::<f32>()?, fc.weight.to_vec::<f32>()?);
-//! # Ok::<(), kiln::Error>(())
+//! # Ok::<(), kiln_core::Error>(())
 //! ```
 //!
 //! Files are interchangeable with PyTorch's `safetensors.torch.save_file` / `load_file`.
@@ -30,8 +30,8 @@
 
 use ::safetensors::tensor::{Dtype, SafeTensorError, SafeTensors, View};
 use half::{bf16, f16};
-use kiln::KernelError;
-use kiln::{DType, Error, Result, Tensor};
+use kiln_core::KernelError;
+use kiln_core::{DType, Error, Result, Tensor};
 use kiln_nn::StateDict;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -192,7 +192,7 @@ fn to_tensor(name: &str, dtype: Dtype, shape: &[usize], data: &[u8]) -> Result<T
     }
 }
 
-/// A malformed file is a [`kiln::ErrorKind::Value`] error; a tensor kiln cannot hold keeps
+/// A malformed file is a [`kiln_core::ErrorKind::Value`] error; a tensor kiln cannot hold keeps
 /// the kind `to_tensor` gave it.
 fn deserialize(bytes: &[u8]) -> Result<(StateDict, Option<Metadata>), KernelError> {
     let bad = |e: SafeTensorError| KernelError::value(e.to_string());

@@ -1,7 +1,7 @@
 //! DataLoader: batch contents and order against hand-computed values, shuffling, drop_last,
 //! worker threads (same batches as without, bounded prefetch, clean early drop) and errors.
 
-use kiln::{DType, Error, Generator, Result, Tensor};
+use kiln_core::{DType, Error, Generator, Result, Tensor};
 use kiln_data::{
     random_split, DataLoader, Dataset, IterableDataLoader, IterableDataset, TensorDataset,
 };
@@ -121,10 +121,10 @@ fn shuffle_without_generator_follows_manual_seed() -> R {
         .batch_size(4)
         .shuffle(true)
         .build()?;
-    kiln::manual_seed(123);
+    kiln_core::manual_seed(123);
     let first = epoch(&loader)?;
     let second = epoch(&loader)?;
-    kiln::manual_seed(123);
+    kiln_core::manual_seed(123);
     assert_eq!(epoch(&loader)?, first);
     assert_ne!(first, second);
     assert!(is_permutation(&first, 30));

@@ -4,7 +4,7 @@
 //! discarded), and `shuffle=True` over an empty dataset fails at construction with
 //! RandomSampler's message.
 
-use kiln::{DType, Result, Tensor};
+use kiln_core::{DType, Result, Tensor};
 use kiln_data::{DataLoader, Dataset, TensorDataset};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};

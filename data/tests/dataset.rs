@@ -1,13 +1,13 @@
 //! TensorDataset, Subset, random_split and default_collate against hand-computed values.
 
-use kiln::{DType, Generator, Tensor};
+use kiln_core::{DType, Generator, Tensor};
 use kiln_data::{default_collate, random_split, Dataset, Lengths, Subset, TensorDataset};
 use std::collections::HashSet;
 
-type R = kiln::Result<()>;
+type R = kiln_core::Result<()>;
 
 /// x[i] = [2i, 2i + 1] (float32), y[i] = 100 + i (int64).
-fn xy(n: usize) -> kiln::Result<TensorDataset<(Tensor, Tensor)>> {
+fn xy(n: usize) -> kiln_core::Result<TensorDataset<(Tensor, Tensor)>> {
     let x = Tensor::arange(0.0, (2 * n) as f64, 1.0, DType::F32)?.reshape([n as i64, 2])?;
     let y = Tensor::arange(100.0, (100 + n) as f64, 1.0, DType::I64)?;
     TensorDataset::new((x, y))

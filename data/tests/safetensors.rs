@@ -2,7 +2,7 @@
 //! equivalent kiln model that reproduces PyTorch's output; every dtype round-trips; corrupt
 //! files are errors, never panics.
 
-use kiln::{DType, Result, Tensor};
+use kiln_core::{DType, Result, Tensor};
 use kiln_data::safetensors::{load, load_file, load_file_with_metadata, save, save_file};
 use kiln_nn::{Forward, Linear, Module, StateDict};
 use std::collections::HashMap;
@@ -77,7 +77,7 @@ impl Tiny {
 
 impl Forward for Tiny {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let h = kiln::conv2d_with(
+        let h = kiln_core::conv2d_with(
             x,
             &self.conv.weight,
             Some(&self.conv.bias),
@@ -87,7 +87,7 @@ impl Forward for Tiny {
             1,
         )?;
         let bn = &self.bn;
-        let h = kiln::batch_norm(
+        let h = kiln_core::batch_norm(
             &h,
             Some(&bn.weight),
             Some(&bn.bias),

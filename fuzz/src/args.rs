@@ -2,7 +2,7 @@
 //! failing call can be described and replayed. Past the end of the bytes every draw reads 0,
 //! so any byte string (libfuzzer's or the stable runner's) decodes to some call.
 
-use kiln::{DType, Device, Scalar, Tensor};
+use kiln_core::{DType, Device, Scalar, Tensor};
 
 /// Ints a new user might pass: small values, dims, and the edges of i32/u32/i64.
 const EDGE_INTS: [i64; 10] = [
@@ -514,7 +514,7 @@ fn leaf(a: &mut Args, shape: &[usize], dtype: DType, grad: bool, name: &str) -> 
 
 /// `vals` converted to `dtype` on the Rust side (so building arguments exercises no kiln op).
 fn typed(vals: &[f64], shape: &[usize], dtype: DType) -> Tensor {
-    fn mk<T: kiln::BufferElement>(v: Vec<T>, shape: &[usize]) -> Tensor {
+    fn mk<T: kiln_core::BufferElement>(v: Vec<T>, shape: &[usize]) -> Tensor {
         Tensor::from_vec(v, shape).expect("length matches shape")
     }
     let ints = || vals.iter().map(|&v| v as i64);
@@ -546,7 +546,7 @@ fn build_view(
     dtype: DType,
     grad: bool,
     name: &str,
-) -> kiln::Result<(Tensor, String)> {
+) -> kiln_core::Result<(Tensor, String)> {
     let nd = shape.len() as i64;
     Ok(match how {
         // Transposed: a leaf of the shape with two dims swapped, transposed back.

@@ -7,10 +7,10 @@
 pub mod args;
 
 pub use args::{Args, Phase};
-use kiln::{DType, Tensor};
+use kiln_core::{DType, Tensor};
 
 /// One fuzzable entry point.
-pub type FuzzFn = fn(&mut Args) -> kiln::Result<()>;
+pub type FuzzFn = fn(&mut Args) -> kiln_core::Result<()>;
 
 /// The stable runner's allocator refuses any single allocation over this (1 GiB), turning a
 /// call that would exhaust memory into a reported abort; see the README.
@@ -71,8 +71,8 @@ fn wrapped_numel(shape: &[usize]) -> usize {
 /// than [`MAX_MADE`]. Draw the constructor's other arguments before calling this.
 fn sized(
     a: &mut Args,
-    f: impl FnOnce(&[usize], DType) -> kiln::Result<Tensor>,
-) -> kiln::Result<()> {
+    f: impl FnOnce(&[usize], DType) -> kiln_core::Result<Tensor>,
+) -> kiln_core::Result<()> {
     let shape = a.sizes("shape");
     let dtype = a.dtype("dtype");
     if !fits(wrapped_numel(&shape), dtype) {
@@ -85,18 +85,18 @@ fn sized(
     Ok(())
 }
 
-fn full(a: &mut Args) -> kiln::Result<()> {
+fn full(a: &mut Args) -> kiln_core::Result<()> {
     let value = a.scalar("value");
     sized(a, |shape, dtype| Tensor::full(shape, value, dtype))
 }
 
-fn randint(a: &mut Args) -> kiln::Result<()> {
+fn randint(a: &mut Args) -> kiln_core::Result<()> {
     let low = a.int("low");
     let high = a.int("high");
     sized(a, |shape, dtype| Tensor::randint(low, high, shape, dtype))
 }
 
-fn arange(a: &mut Args) -> kiln::Result<()> {
+fn arange(a: &mut Args) -> kiln_core::Result<()> {
     let (start, end, step) = (a.scalar("start"), a.scalar("end"), a.scalar("step"));
     let dtype = a.dtype("dtype");
     // kiln's own length formula; NaN and negative lengths are kiln's to reject.
@@ -113,7 +113,7 @@ fn arange(a: &mut Args) -> kiln::Result<()> {
     Ok(())
 }
 
-fn linspace(a: &mut Args) -> kiln::Result<()> {
+fn linspace(a: &mut Args) -> kiln_core::Result<()> {
     let (start, end) = (a.float("start"), a.float("end"));
     let steps = a.size("steps");
     let dtype = a.dtype("dtype");
@@ -128,7 +128,7 @@ fn linspace(a: &mut Args) -> kiln::Result<()> {
     Ok(())
 }
 
-fn eye(a: &mut Args) -> kiln::Result<()> {
+fn eye(a: &mut Args) -> kiln_core::Result<()> {
     let n = a.size("n");
     let m = if a.bool("has_m") {
         Some(a.size("m"))
@@ -146,7 +146,7 @@ fn eye(a: &mut Args) -> kiln::Result<()> {
     Ok(())
 }
 
-fn randperm(a: &mut Args) -> kiln::Result<()> {
+fn randperm(a: &mut Args) -> kiln_core::Result<()> {
     let n = a.size("n");
     if !fits(n, DType::I64) {
         a.skip();
@@ -158,7 +158,7 @@ fn randperm(a: &mut Args) -> kiln::Result<()> {
     Ok(())
 }
 
-fn from_vec(a: &mut Args) -> kiln::Result<()> {
+fn from_vec(a: &mut Args) -> kiln_core::Result<()> {
     let len = a.below(9);
     let shape = a.sizes("shape");
     a.log.push(format!("data = vec![1f32; {len}]"));
@@ -168,7 +168,7 @@ fn from_vec(a: &mut Args) -> kiln::Result<()> {
     Ok(())
 }
 
-fn scalar_tensor(a: &mut Args) -> kiln::Result<()> {
+fn scalar_tensor(a: &mut Args) -> kiln_core::Result<()> {
     let value = a.scalar("value");
     let dtype = a.dtype("dtype");
     a.call();
@@ -177,7 +177,7 @@ fn scalar_tensor(a: &mut Args) -> kiln::Result<()> {
     Ok(())
 }
 
-fn reshape(a: &mut Args) -> kiln::Result<()> {
+fn reshape(a: &mut Args) -> kiln_core::Result<()> {
     let t = a.tensor("self");
     let shape = a.int_list("shape");
     a.call();
@@ -186,7 +186,7 @@ fn reshape(a: &mut Args) -> kiln::Result<()> {
     Ok(())
 }
 
-fn to_dtype(a: &mut Args) -> kiln::Result<()> {
+fn to_dtype(a: &mut Args) -> kiln_core::Result<()> {
     let t = a.tensor("self");
     let d1 = a.dtype("dtype");
     let d2 = a.dtype("then");
@@ -196,7 +196,7 @@ fn to_dtype(a: &mut Args) -> kiln::Result<()> {
     Ok(())
 }
 
-fn item(a: &mut Args) -> kiln::Result<()> {
+fn item(a: &mut Args) -> kiln_core::Result<()> {
     let t = a.tensor("self");
     let which = a.below(4);
     a.log.push(format!(
@@ -218,7 +218,7 @@ fn item(a: &mut Args) -> kiln::Result<()> {
 }
 
 /// `backward` on results that may be non-scalar, integral, already freed or never recorded.
-fn backward(a: &mut Args) -> kiln::Result<()> {
+fn backward(a: &mut Args) -> kiln_core::Result<()> {
     let t = a.tensor("self");
     let u = a.tensor("other");
     let scalar = a.bool("reduce_first");

@@ -20,27 +20,35 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// aborts the worker ("memory allocation of N bytes failed") instead of swapping the machine.
 struct Capped;
 
+// SAFETY: every method forwards to `System`, a sound allocator, with the caller's arguments
+// unchanged, or returns null, which `GlobalAlloc` allows for any request it cannot satisfy.
 unsafe impl GlobalAlloc for Capped {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         if l.size() > MAX_BYTES {
             return std::ptr::null_mut();
         }
-        System.alloc(l)
+        // SAFETY: the caller upholds `alloc`'s contract (a non-zero size), passed on as is.
+        unsafe { System.alloc(l) }
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
         if l.size() > MAX_BYTES {
             return std::ptr::null_mut();
         }
-        System.alloc_zeroed(l)
+        // SAFETY: as in `alloc`.
+        unsafe { System.alloc_zeroed(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l)
+        // SAFETY: `p` came from this allocator with layout `l`, so from `System` (the only
+        // allocator that hands out memory here).
+        unsafe { System.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
         if new > MAX_BYTES {
             return std::ptr::null_mut();
         }
-        System.realloc(p, l, new)
+        // SAFETY: `p` came from `System` with layout `l` (see `dealloc`), and the caller
+        // upholds `realloc`'s contract for `new`.
+        unsafe { System.realloc(p, l, new) }
     }
 }
 
@@ -155,14 +163,14 @@ fn worker(seed: u64, start: u64, until: u64, no_huge: &BTreeSet<usize>) {
     let all = entries();
     let mut out = std::io::stdout().lock();
     let mut i = start;
-    while i % 64 != 0 || now_ms() < until {
+    while !i.is_multiple_of(64) || now_ms() < until {
         let idx = (i % all.len() as u64) as usize;
         let case = case_of(seed, i);
         let _ = writeln!(out, "c {i} {idx} {case}");
         let data = input(case);
         let mut args = Args::new(&data);
         args.huge = !no_huge.contains(&idx);
-        kiln::manual_seed(case);
+        kiln_core::manual_seed(case);
         let r = catch_unwind(AssertUnwindSafe(|| (all[idx].1)(&mut args)));
         PROGRESS.fetch_add(1, Ordering::Relaxed);
         if args.skipped {
@@ -397,7 +405,7 @@ fn replay(name: &str, case: u64, huge: bool) -> ExitCode {
     let data = input(case);
     let mut args = Args::new(&data);
     args.huge = huge;
-    kiln::manual_seed(case);
+    kiln_core::manual_seed(case);
     let r = (all[idx].1)(&mut args);
     println!("result: {r:?}");
     ExitCode::SUCCESS

@@ -6,7 +6,7 @@
 
 use crate::module::Forward;
 use crate::Module;
-use kiln::{DType, Error, Result, Tensor};
+use kiln_core::{DType, Error, Result, Tensor};
 
 macro_rules! unit_activation {
     ($($(#[$doc:meta])* $name:ident => $f:expr;)*) => {$(
@@ -26,29 +26,29 @@ macro_rules! unit_activation {
 
 unit_activation! {
     /// `nn.ReLU()`: max(0, x).
-    ReLU => kiln::relu;
+    ReLU => kiln_core::relu;
     /// `nn.SiLU()`: x·σ(x).
-    SiLU => kiln::silu;
+    SiLU => kiln_core::silu;
     /// `nn.Sigmoid()`.
-    Sigmoid => kiln::sigmoid;
+    Sigmoid => kiln_core::sigmoid;
     /// `nn.Tanh()`.
-    Tanh => kiln::tanh;
+    Tanh => kiln_core::tanh;
     /// `nn.SELU()`: scale·ELU(x, α) with PyTorch's constants.
-    SELU => kiln::selu;
+    SELU => kiln_core::selu;
     /// `nn.Hardswish()`: x·relu6(x + 3)/6.
-    Hardswish => kiln::hardswish;
+    Hardswish => kiln_core::hardswish;
     /// `nn.Hardsigmoid()`: relu6(x + 3)/6.
-    Hardsigmoid => kiln::hardsigmoid;
+    Hardsigmoid => kiln_core::hardsigmoid;
     /// `nn.Mish()`: x·tanh(softplus(x)).
-    Mish => kiln::mish;
+    Mish => kiln_core::mish;
     /// `nn.ReLU6()`: min(max(0, x), 6).
-    ReLU6 => kiln::relu6;
+    ReLU6 => kiln_core::relu6;
     /// `nn.Softsign()`: x / (1 + |x|).
-    Softsign => kiln::softsign;
+    Softsign => kiln_core::softsign;
     /// `nn.Tanhshrink()`: x − tanh(x).
-    Tanhshrink => kiln::tanhshrink;
+    Tanhshrink => kiln_core::tanhshrink;
     /// `nn.LogSigmoid()`: log σ(x).
-    LogSigmoid => kiln::log_sigmoid;
+    LogSigmoid => kiln_core::log_sigmoid;
 }
 
 /// `nn.LeakyReLU(negative_slope=0.01)`.
@@ -72,7 +72,7 @@ impl Default for LeakyReLU {
 
 impl Forward for LeakyReLU {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        kiln::leaky_relu_with(input, self.negative_slope)
+        kiln_core::leaky_relu_with(input, self.negative_slope)
     }
 }
 
@@ -109,7 +109,7 @@ impl GELU {
 
 impl Forward for GELU {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        kiln::gelu_with(input, self.approximate.as_str())
+        kiln_core::gelu_with(input, self.approximate.as_str())
     }
 }
 
@@ -139,11 +139,11 @@ macro_rules! dim_activation {
 
 dim_activation! {
     /// `nn.Softmax(dim)`. (PyTorch's legacy `dim=None` is not offered: name the dim.)
-    Softmax => |x, d| kiln::softmax(x, d);
+    Softmax => |x, d| kiln_core::softmax(x, d);
     /// `nn.LogSoftmax(dim)`.
-    LogSoftmax => |x, d| kiln::log_softmax(x, d);
+    LogSoftmax => |x, d| kiln_core::log_softmax(x, d);
     /// `nn.Softmin(dim)`: softmax(−x).
-    Softmin => |x, d| kiln::softmax(&x.neg()?, d);
+    Softmin => |x, d| kiln_core::softmax(&x.neg()?, d);
 }
 
 /// `nn.GLU(dim=-1)`: a ⊗ σ(b) for the two halves of `dim`.
@@ -167,7 +167,7 @@ impl Default for GLU {
 
 impl Forward for GLU {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        kiln::glu_with(input, self.dim)
+        kiln_core::glu_with(input, self.dim)
     }
 }
 
@@ -192,7 +192,7 @@ impl Default for ELU {
 
 impl Forward for ELU {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        kiln::elu_with(input, self.alpha, 1.0, 1.0)
+        kiln_core::elu_with(input, self.alpha, 1.0, 1.0)
     }
 }
 
@@ -217,7 +217,7 @@ impl Default for CELU {
 
 impl Forward for CELU {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        kiln::celu_with(input, self.alpha)
+        kiln_core::celu_with(input, self.alpha)
     }
 }
 
@@ -243,7 +243,7 @@ impl Default for Softplus {
 
 impl Forward for Softplus {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        kiln::softplus_with(input, self.beta, self.threshold)
+        kiln_core::softplus_with(input, self.beta, self.threshold)
     }
 }
 
@@ -279,7 +279,7 @@ impl Default for Hardtanh {
 
 impl Forward for Hardtanh {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        kiln::hardtanh_with(input, self.min_val, self.max_val)
+        kiln_core::hardtanh_with(input, self.min_val, self.max_val)
     }
 }
 
@@ -299,7 +299,7 @@ impl Threshold {
 
 impl Forward for Threshold {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        kiln::threshold(input, self.threshold, self.value)
+        kiln_core::threshold(input, self.threshold, self.value)
     }
 }
 
@@ -318,7 +318,7 @@ impl Default for Hardshrink {
 
 impl Forward for Hardshrink {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        kiln::hardshrink_with(input, self.lambd)
+        kiln_core::hardshrink_with(input, self.lambd)
     }
 }
 
@@ -337,7 +337,7 @@ impl Default for Softshrink {
 
 impl Forward for Softshrink {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        kiln::softshrink_with(input, self.lambd)
+        kiln_core::softshrink_with(input, self.lambd)
     }
 }
 
@@ -383,6 +383,6 @@ impl Forward for PReLU {
                 ));
             }
         }
-        kiln::prelu(input, &self.weight)
+        kiln_core::prelu(input, &self.weight)
     }
 }

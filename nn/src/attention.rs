@@ -3,7 +3,7 @@
 use crate::init;
 use crate::linear::Linear;
 use crate::Module;
-use kiln::{DType, Error, Result, Tensor};
+use kiln_core::{DType, Error, Result, Tensor};
 
 /// `nn.MultiheadAttention(embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
 /// add_zero_attn=False, kdim=None, vdim=None, batch_first=False)`.
@@ -156,7 +156,7 @@ impl MultiheadAttention {
         };
         let out_proj = Linear::with_options(e, e, o.bias, dt)?;
         if let Some(b) = &out_proj.bias {
-            let _g = kiln::no_grad();
+            let _g = kiln_core::no_grad();
             init::zeros_(b)?;
         }
         let (bias_k, bias_v) = if o.add_bias_kv {
@@ -388,15 +388,15 @@ impl MultiheadAttention {
             ),
             None => (None, None, None),
         };
-        q = kiln::linear_with(&q, &wq, bq.as_ref())?;
-        k = kiln::linear_with(&k, &wk, bk.as_ref())?;
-        v = kiln::linear_with(&v, &wv, bv.as_ref())?;
+        q = kiln_core::linear_with(&q, &wq, bq.as_ref())?;
+        k = kiln_core::linear_with(&k, &wk, bk.as_ref())?;
+        v = kiln_core::linear_with(&v, &wv, bv.as_ref())?;
 
         // One column of masks for each key appended below.
-        let pad_col = |m: Option<Tensor>| m.map(|m| kiln::pad(&m, [0, 1])).transpose();
+        let pad_col = |m: Option<Tensor>| m.map(|m| kiln_core::pad(&m, [0, 1])).transpose();
         if let (Some(bias_k), Some(bias_v)) = (&self.bias_k, &self.bias_v) {
-            k = kiln::cat_with(&[k, bias_k.repeat([1, bsz as i64, 1])?], 0)?;
-            v = kiln::cat_with(&[v, bias_v.repeat([1, bsz as i64, 1])?], 0)?;
+            k = kiln_core::cat_with(&[k, bias_k.repeat([1, bsz as i64, 1])?], 0)?;
+            v = kiln_core::cat_with(&[v, bias_v.repeat([1, bsz as i64, 1])?], 0)?;
             attn_mask = pad_col(attn_mask)?;
             kpm = pad_col(kpm)?;
         }
@@ -412,8 +412,8 @@ impl MultiheadAttention {
         v = split(&v)?;
         if self.add_zero_attn {
             let z = Tensor::full_on([bsz * heads, 1, self.head_dim], 0.0, dtype, k.device())?;
-            k = kiln::cat_with(&[k, z.clone()], 1)?;
-            v = kiln::cat_with(&[v, z], 1)?;
+            k = kiln_core::cat_with(&[k, z.clone()], 1)?;
+            v = kiln_core::cat_with(&[v, z], 1)?;
             attn_mask = pad_col(attn_mask)?;
             kpm = pad_col(kpm)?;
         }
@@ -451,7 +451,7 @@ impl MultiheadAttention {
             };
             w = w.softmax(-1)?;
             if dropout_p > 0.0 {
-                w = kiln::dropout(&w, dropout_p, true)?;
+                w = kiln_core::dropout(&w, dropout_p, true)?;
             }
             let out = w.bmm(&v)?.transpose(0, 1)?;
             let mut w = w.reshape([bsz as i64, heads as i64, tgt_len as i64, src_len as i64])?;
@@ -466,7 +466,7 @@ impl MultiheadAttention {
                 None => None,
             };
             let four = |t: &Tensor| t.reshape([bsz as i64, heads as i64, -1, hd]);
-            let o = kiln::scaled_dot_product_attention_with(
+            let o = kiln_core::scaled_dot_product_attention_with(
                 &four(&q)?,
                 &four(&k)?,
                 &four(&v)?,
@@ -494,6 +494,6 @@ impl MultiheadAttention {
     }
 
     fn out_proj_forward(&self, x: &Tensor) -> Result<Tensor> {
-        kiln::linear_with(x, &self.out_proj.weight, self.out_proj.bias.as_ref())
+        kiln_core::linear_with(x, &self.out_proj.weight, self.out_proj.bias.as_ref())
     }
 }

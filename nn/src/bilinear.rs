@@ -1,7 +1,7 @@
 //! `Bilinear`: y = x₁ᵀ A x₂ + b.
 
 use crate::Module;
-use kiln::{DType, Error, Result, Tensor};
+use kiln_core::{DType, Error, Result, Tensor};
 
 /// `nn.Bilinear(in1_features, in2_features, out_features, bias=True)`: weight
 /// `[out, in1, in2]`, bias `[out]`, both U(±1/√in1_features) as PyTorch. Takes two inputs,
@@ -68,6 +68,6 @@ impl Bilinear {
                 ),
             ));
         }
-        kiln::bilinear_with(input1, input2, &self.weight, self.bias.as_ref())
+        kiln_core::bilinear_with(input1, input2, &self.weight, self.bias.as_ref())
     }
 }

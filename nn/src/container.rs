@@ -2,7 +2,7 @@
 //! by their keys), as PyTorch names them.
 
 use crate::module::{Forward, Module, ModuleField, Visitor, VisitorMut};
-use kiln::{Result, Tensor};
+use kiln_core::{Result, Tensor};
 
 /// A module with a one-tensor forward: what `Sequential` holds.
 pub trait Layer: Module + Forward {}
@@ -34,8 +34,8 @@ impl Forward for Box<dyn Layer> {
 /// ```
 /// use kiln_nn::{Forward, Linear, Sequential};
 /// let net = Sequential::new().add(Linear::new(4, 8)?).add(Linear::new(8, 2)?);
-/// assert_eq!(net.forward(&kiln::Tensor::ones(&[1, 4], kiln::DType::F32)?)?.shape(), &[1, 2]);
-/// # Ok::<(), kiln::Error>(())
+/// assert_eq!(net.forward(&kiln_core::Tensor::ones(&[1, 4], kiln_core::DType::F32)?)?.shape(), &[1, 2]);
+/// # Ok::<(), kiln_core::Error>(())
 /// ```
 #[derive(Default)]
 pub struct Sequential {

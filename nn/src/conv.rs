@@ -10,15 +10,15 @@
 //! ```
 //! use kiln_nn::{Conv2d, ConvOptions, Forward, Padding};
 //! let conv = Conv2d::with_options(3, 8, 3, ConvOptions::default().padding(Padding::Same))?;
-//! let y = conv.forward(&kiln::Tensor::ones(&[1, 3, 5, 5], kiln::DType::F32)?)?;
+//! let y = conv.forward(&kiln_core::Tensor::ones(&[1, 3, 5, 5], kiln_core::DType::F32)?)?;
 //! assert_eq!(y.shape(), &[1, 8, 5, 5]);
-//! # Ok::<(), kiln::Error>(())
+//! # Ok::<(), kiln_core::Error>(())
 //! ```
 
 use crate::init::{self, FanMode, Nonlinearity};
 use crate::module::Forward;
 use crate::Module;
-use kiln::{DType, Error, Result, Tensor};
+use kiln_core::{DType, Error, Result, Tensor};
 
 /// A size per spatial dim: a `usize` (the same for every dim) or `[usize; N]`.
 pub trait IntoSize<const N: usize> {
@@ -325,9 +325,9 @@ fn conv_nd(
     groups: i64,
 ) -> Result<Tensor> {
     match n {
-        1 => kiln::conv1d_with(input, weight, bias, stride, padding, dilation, groups),
-        2 => kiln::conv2d_with(input, weight, bias, stride, padding, dilation, groups),
-        _ => kiln::conv3d_with(input, weight, bias, stride, padding, dilation, groups),
+        1 => kiln_core::conv1d_with(input, weight, bias, stride, padding, dilation, groups),
+        2 => kiln_core::conv2d_with(input, weight, bias, stride, padding, dilation, groups),
+        _ => kiln_core::conv3d_with(input, weight, bias, stride, padding, dilation, groups),
     }
 }
 
@@ -339,7 +339,7 @@ impl<const N: usize> Forward for Conv<N> {
         let (stride, dilation, groups) = (i64s(&o.stride), i64s(&o.dilation), o.groups as i64);
         let bias = self.bias.as_ref();
         if o.padding_mode != PaddingMode::Zeros {
-            let padded = kiln::pad_with(
+            let padded = kiln_core::pad_with(
                 input,
                 self.reversed_padding(),
                 o.padding_mode.pad_mode(),
@@ -374,7 +374,7 @@ impl<const N: usize> Forward for Conv<N> {
                     "valid"
                 };
                 match N {
-                    1 => kiln::conv1d_padding_with(
+                    1 => kiln_core::conv1d_padding_with(
                         input,
                         &self.weight,
                         bias,
@@ -383,7 +383,7 @@ impl<const N: usize> Forward for Conv<N> {
                         &dilation,
                         groups,
                     ),
-                    2 => kiln::conv2d_padding_with(
+                    2 => kiln_core::conv2d_padding_with(
                         input,
                         &self.weight,
                         bias,
@@ -392,7 +392,7 @@ impl<const N: usize> Forward for Conv<N> {
                         &dilation,
                         groups,
                     ),
-                    _ => kiln::conv3d_padding_with(
+                    _ => kiln_core::conv3d_padding_with(
                         input,
                         &self.weight,
                         bias,
@@ -596,7 +596,7 @@ impl<const N: usize> ConvTranspose<N> {
         );
         let bias = self.bias.as_ref();
         match N {
-            1 => kiln::conv_transpose1d_with(
+            1 => kiln_core::conv_transpose1d_with(
                 input,
                 &self.weight,
                 bias,
@@ -606,7 +606,7 @@ impl<const N: usize> ConvTranspose<N> {
                 args.3,
                 &args.4,
             ),
-            _ => kiln::conv_transpose2d_with(
+            _ => kiln_core::conv_transpose2d_with(
                 input,
                 &self.weight,
                 bias,

@@ -3,7 +3,7 @@
 
 use crate::module::Forward;
 use crate::Module;
-use kiln::{Error, Result, Tensor};
+use kiln_core::{Error, Result, Tensor};
 
 fn check_p(layer: &str, p: f64) -> Result<()> {
     if !(0.0..=1.0).contains(&p) {
@@ -43,7 +43,7 @@ impl Default for Dropout {
 
 impl Forward for Dropout {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        kiln::dropout(input, self.p, self.training)
+        kiln_core::dropout(input, self.p, self.training)
     }
 }
 
@@ -85,7 +85,7 @@ fn channel_dropout(
     let compute = if x.dtype().is_floating_point() {
         x.dtype()
     } else {
-        kiln::DType::F32
+        kiln_core::DType::F32
     };
     let y = if p == 1.0 {
         x.mul(&x.zeros_like()?)?

@@ -2,7 +2,7 @@
 
 use crate::module::Forward;
 use crate::Module;
-use kiln::{no_grad, DType, Error, Result, Tensor};
+use kiln_core::{no_grad, DType, Error, Result, Tensor};
 use std::collections::HashMap;
 
 /// The keyword arguments of `nn.Embedding` after the two sizes.
@@ -191,7 +191,7 @@ pub(crate) fn embedding_renorm_(
     let device = weight.device();
     let read = Tensor::from_vec(rows.clone(), &[rows.len()])?.to_device(device)?;
     let picked = weight.index_select(0, &read)?;
-    let norms = kiln::linalg_vector_norm_with(&picked, norm_type, Some(&[1]), false, None)?
+    let norms = kiln_core::linalg_vector_norm_with(&picked, norm_type, Some(&[1]), false, None)?
         .to_dtype(DType::F64)?
         .to_vec::<f64>()?;
     let (mut hit, mut scale) = (Vec::new(), Vec::new());
@@ -257,7 +257,7 @@ pub(crate) fn embedding_scaled(
     padding_idx: i64,
     scale_grad_by_freq: bool,
 ) -> Result<Tensor> {
-    let out = kiln::embedding_with(weight, indices, padding_idx, false, false)?;
+    let out = kiln_core::embedding_with(weight, indices, padding_idx, false, false)?;
     if !scale_grad_by_freq || !out.requires_grad() {
         return Ok(out);
     }

@@ -11,18 +11,18 @@
 //! ```
 //! use kiln_nn::functional as F;
 //! use kiln_nn::Reduction;
-//! let x = kiln::Tensor::from([[1.0f32, -2.0, 3.0]]);
-//! let t = kiln::Tensor::from([2i64]);
+//! let x = kiln_core::Tensor::from([[1.0f32, -2.0, 3.0]]);
+//! let t = kiln_core::Tensor::from([2i64]);
 //! let loss = F::cross_entropy_with(&F::relu(&x)?, &t, None, -100, Reduction::Sum, 0.0)?;
 //! assert!(loss.item::<f32>()? < 0.2);
-//! # Ok::<(), kiln::Error>(())
+//! # Ok::<(), kiln_core::Error>(())
 //! ```
 
 use crate::loss::{self, KLDivReduction, Reduction};
-use kiln::{Error, Result, Scalar, Tensor};
+use kiln_core::{Error, Result, Scalar, Tensor};
 
 // Same names and arguments as PyTorch's F: re-exported from the core.
-pub use kiln::{
+pub use kiln_core::{
     adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool1d_with, avg_pool2d,
     avg_pool2d_with, bilinear, bilinear_with, celu, celu_with, conv1d, conv1d_padding_with,
     conv1d_with, conv2d, conv2d_padding_with, conv2d_with, conv3d, conv3d_padding_with,
@@ -39,27 +39,27 @@ pub use kiln::{
 
 /// `F.logsigmoid(input)`.
 pub fn logsigmoid(input: &Tensor) -> Result<Tensor> {
-    kiln::log_sigmoid(input)
+    kiln_core::log_sigmoid(input)
 }
 
 /// `F.elu(input)` (alpha 1).
 pub fn elu(input: &Tensor) -> Result<Tensor> {
-    kiln::elu(input)
+    kiln_core::elu(input)
 }
 
 /// `F.elu(input, alpha)`.
 pub fn elu_with(input: &Tensor, alpha: f64) -> Result<Tensor> {
-    kiln::elu_with(input, alpha, 1.0, 1.0)
+    kiln_core::elu_with(input, alpha, 1.0, 1.0)
 }
 
 /// `F.softmin(input, dim)`: softmax(−input).
 pub fn softmin(input: &Tensor, dim: i64) -> Result<Tensor> {
-    kiln::softmax(&input.neg()?, dim)
+    kiln_core::softmax(&input.neg()?, dim)
 }
 
 /// `F.adaptive_max_pool1d(input, output_size)`.
 pub fn adaptive_max_pool1d(input: &Tensor, output_size: &[i64]) -> Result<Tensor> {
-    Ok(kiln::adaptive_max_pool1d(input, output_size)?.0)
+    Ok(kiln_core::adaptive_max_pool1d(input, output_size)?.0)
 }
 
 /// `F.adaptive_max_pool1d(input, output_size, return_indices=True)`.
@@ -67,12 +67,12 @@ pub fn adaptive_max_pool1d_with_indices(
     input: &Tensor,
     output_size: &[i64],
 ) -> Result<(Tensor, Tensor)> {
-    kiln::adaptive_max_pool1d(input, output_size)
+    kiln_core::adaptive_max_pool1d(input, output_size)
 }
 
 /// `F.adaptive_max_pool2d(input, output_size)`.
 pub fn adaptive_max_pool2d(input: &Tensor, output_size: &[i64]) -> Result<Tensor> {
-    Ok(kiln::adaptive_max_pool2d(input, output_size)?.0)
+    Ok(kiln_core::adaptive_max_pool2d(input, output_size)?.0)
 }
 
 /// `F.adaptive_max_pool2d(input, output_size, return_indices=True)`.
@@ -80,7 +80,7 @@ pub fn adaptive_max_pool2d_with_indices(
     input: &Tensor,
     output_size: &[i64],
 ) -> Result<(Tensor, Tensor)> {
-    kiln::adaptive_max_pool2d(input, output_size)
+    kiln_core::adaptive_max_pool2d(input, output_size)
 }
 
 /// `F.batch_norm(input, running_mean, running_var)`: evaluation mode with the running
@@ -115,7 +115,7 @@ pub fn batch_norm_with(
     momentum: f64,
     eps: f64,
 ) -> Result<Tensor> {
-    kiln::batch_norm(
+    kiln_core::batch_norm(
         input,
         weight,
         bias,
@@ -146,7 +146,7 @@ pub fn instance_norm_with(
     momentum: f64,
     eps: f64,
 ) -> Result<Tensor> {
-    kiln::instance_norm(
+    kiln_core::instance_norm(
         input,
         weight,
         bias,
@@ -161,7 +161,7 @@ pub fn instance_norm_with(
 
 /// `F.layer_norm(input, normalized_shape)`.
 pub fn layer_norm(input: &Tensor, normalized_shape: &[i64]) -> Result<Tensor> {
-    kiln::layer_norm(input, normalized_shape)
+    kiln_core::layer_norm(input, normalized_shape)
 }
 
 /// `F.layer_norm(input, normalized_shape, weight, bias, eps)`.
@@ -172,12 +172,12 @@ pub fn layer_norm_with(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<Tensor> {
-    kiln::layer_norm_with(input, normalized_shape, weight, bias, eps, true)
+    kiln_core::layer_norm_with(input, normalized_shape, weight, bias, eps, true)
 }
 
 /// `F.group_norm(input, num_groups)`.
 pub fn group_norm(input: &Tensor, num_groups: i64) -> Result<Tensor> {
-    kiln::group_norm(input, num_groups)
+    kiln_core::group_norm(input, num_groups)
 }
 
 /// `F.group_norm(input, num_groups, weight, bias, eps)`.
@@ -188,12 +188,12 @@ pub fn group_norm_with(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<Tensor> {
-    kiln::group_norm_with(input, num_groups, weight, bias, eps, true)
+    kiln_core::group_norm_with(input, num_groups, weight, bias, eps, true)
 }
 
 /// `F.embedding(input, weight)`: rows of `weight` at the integer `input`.
 pub fn embedding(input: &Tensor, weight: &Tensor) -> Result<Tensor> {
-    kiln::embedding(weight, input)
+    kiln_core::embedding(weight, input)
 }
 
 /// `F.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)`
@@ -232,7 +232,7 @@ pub fn embedding_with(
 
 /// `F.cross_entropy(input, target)`.
 pub fn cross_entropy(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    kiln::cross_entropy_loss(input, target)
+    kiln_core::cross_entropy_loss(input, target)
 }
 
 /// `F.cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)`.
@@ -244,7 +244,7 @@ pub fn cross_entropy_with(
     reduction: Reduction,
     label_smoothing: f64,
 ) -> Result<Tensor> {
-    kiln::cross_entropy_loss_with(
+    kiln_core::cross_entropy_loss_with(
         input,
         target,
         weight,
@@ -256,7 +256,7 @@ pub fn cross_entropy_with(
 
 /// `F.nll_loss(input, target)`.
 pub fn nll_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    kiln::nll_loss(input, target)
+    kiln_core::nll_loss(input, target)
 }
 
 /// `F.nll_loss(input, target, weight, ignore_index, reduction)`.
@@ -267,32 +267,32 @@ pub fn nll_loss_with(
     ignore_index: i64,
     reduction: Reduction,
 ) -> Result<Tensor> {
-    kiln::nll_loss_with(input, target, weight, reduction.as_int(), ignore_index)
+    kiln_core::nll_loss_with(input, target, weight, reduction.as_int(), ignore_index)
 }
 
 /// `F.mse_loss(input, target)`.
 pub fn mse_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    kiln::mse_loss(input, target)
+    kiln_core::mse_loss(input, target)
 }
 
 /// `F.mse_loss(input, target, reduction)`.
 pub fn mse_loss_with(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
-    kiln::mse_loss_with(input, target, reduction.as_int())
+    kiln_core::mse_loss_with(input, target, reduction.as_int())
 }
 
 /// `F.l1_loss(input, target)`.
 pub fn l1_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    kiln::l1_loss(input, target)
+    kiln_core::l1_loss(input, target)
 }
 
 /// `F.l1_loss(input, target, reduction)`.
 pub fn l1_loss_with(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
-    kiln::l1_loss_with(input, target, reduction.as_int())
+    kiln_core::l1_loss_with(input, target, reduction.as_int())
 }
 
 /// `F.smooth_l1_loss(input, target)`.
 pub fn smooth_l1_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    kiln::smooth_l1_loss(input, target)
+    kiln_core::smooth_l1_loss(input, target)
 }
 
 /// `F.smooth_l1_loss(input, target, reduction, beta)`.
@@ -302,12 +302,12 @@ pub fn smooth_l1_loss_with(
     reduction: Reduction,
     beta: f64,
 ) -> Result<Tensor> {
-    kiln::smooth_l1_loss_with(input, target, reduction.as_int(), beta)
+    kiln_core::smooth_l1_loss_with(input, target, reduction.as_int(), beta)
 }
 
 /// `F.huber_loss(input, target)`.
 pub fn huber_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    kiln::huber_loss(input, target)
+    kiln_core::huber_loss(input, target)
 }
 
 /// `F.huber_loss(input, target, reduction, delta)`.
@@ -317,12 +317,12 @@ pub fn huber_loss_with(
     reduction: Reduction,
     delta: f64,
 ) -> Result<Tensor> {
-    kiln::huber_loss_with(input, target, reduction.as_int(), delta)
+    kiln_core::huber_loss_with(input, target, reduction.as_int(), delta)
 }
 
 /// `F.binary_cross_entropy(input, target)`.
 pub fn binary_cross_entropy(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    kiln::binary_cross_entropy(input, target)
+    kiln_core::binary_cross_entropy(input, target)
 }
 
 /// `F.binary_cross_entropy(input, target, weight, reduction)`.
@@ -332,12 +332,12 @@ pub fn binary_cross_entropy_with(
     weight: Option<&Tensor>,
     reduction: Reduction,
 ) -> Result<Tensor> {
-    kiln::binary_cross_entropy_with(input, target, weight, reduction.as_int())
+    kiln_core::binary_cross_entropy_with(input, target, weight, reduction.as_int())
 }
 
 /// `F.binary_cross_entropy_with_logits(input, target)`.
 pub fn binary_cross_entropy_with_logits(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    kiln::binary_cross_entropy_with_logits(input, target)
+    kiln_core::binary_cross_entropy_with_logits(input, target)
 }
 
 /// `F.binary_cross_entropy_with_logits(input, target, weight, reduction, pos_weight)`.
@@ -348,7 +348,7 @@ pub fn binary_cross_entropy_with_logits_with(
     reduction: Reduction,
     pos_weight: Option<&Tensor>,
 ) -> Result<Tensor> {
-    kiln::binary_cross_entropy_with_logits_with(
+    kiln_core::binary_cross_entropy_with_logits_with(
         input,
         target,
         weight,
@@ -390,7 +390,7 @@ pub fn margin_ranking_loss_with(
 
 /// `F.hinge_embedding_loss(input, target)` (margin 1).
 pub fn hinge_embedding_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    kiln::hinge_embedding_loss(input, target)
+    kiln_core::hinge_embedding_loss(input, target)
 }
 
 /// `F.hinge_embedding_loss(input, target, margin, reduction)`.
@@ -400,12 +400,12 @@ pub fn hinge_embedding_loss_with(
     margin: f64,
     reduction: Reduction,
 ) -> Result<Tensor> {
-    kiln::hinge_embedding_loss_with(input, target, margin, reduction.as_int())
+    kiln_core::hinge_embedding_loss_with(input, target, margin, reduction.as_int())
 }
 
 /// `F.soft_margin_loss(input, target)`.
 pub fn soft_margin_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    kiln::soft_margin_loss(input, target)
+    kiln_core::soft_margin_loss(input, target)
 }
 
 /// `F.soft_margin_loss(input, target, reduction)`.
@@ -414,12 +414,12 @@ pub fn soft_margin_loss_with(
     target: &Tensor,
     reduction: Reduction,
 ) -> Result<Tensor> {
-    kiln::soft_margin_loss_with(input, target, reduction.as_int())
+    kiln_core::soft_margin_loss_with(input, target, reduction.as_int())
 }
 
 /// `F.cosine_embedding_loss(input1, input2, target)` (margin 0).
 pub fn cosine_embedding_loss(input1: &Tensor, input2: &Tensor, target: &Tensor) -> Result<Tensor> {
-    kiln::cosine_embedding_loss(input1, input2, target)
+    kiln_core::cosine_embedding_loss(input1, input2, target)
 }
 
 /// `F.cosine_embedding_loss(input1, input2, target, margin, reduction)`.
@@ -430,7 +430,7 @@ pub fn cosine_embedding_loss_with(
     margin: f64,
     reduction: Reduction,
 ) -> Result<Tensor> {
-    kiln::cosine_embedding_loss_with(input1, input2, target, margin, reduction.as_int())
+    kiln_core::cosine_embedding_loss_with(input1, input2, target, margin, reduction.as_int())
 }
 
 /// `F.triplet_margin_loss(anchor, positive, negative)` (margin 1, p 2, eps 1e-6, no swap).
@@ -468,7 +468,7 @@ pub fn triplet_margin_loss_with(
 
 /// `F.poisson_nll_loss(input, target)` (log_input, not full, eps 1e-8).
 pub fn poisson_nll_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    kiln::poisson_nll_loss(input, target, true, false, 1e-8, 1)
+    kiln_core::poisson_nll_loss(input, target, true, false, 1e-8, 1)
 }
 
 /// `F.poisson_nll_loss(input, target, log_input, full, eps, reduction)`.
@@ -480,7 +480,7 @@ pub fn poisson_nll_loss_with(
     eps: f64,
     reduction: Reduction,
 ) -> Result<Tensor> {
-    kiln::poisson_nll_loss(input, target, log_input, full, eps, reduction.as_int())
+    kiln_core::poisson_nll_loss(input, target, log_input, full, eps, reduction.as_int())
 }
 
 /// `F.gaussian_nll_loss(input, target, var)` (not full, eps 1e-6).
@@ -534,7 +534,7 @@ pub fn multi_margin_loss_with(
 
 /// `F.multilabel_margin_loss(input, target)`.
 pub fn multilabel_margin_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
-    kiln::multilabel_margin_loss(input, target)
+    kiln_core::multilabel_margin_loss(input, target)
 }
 
 /// `F.multilabel_margin_loss(input, target, reduction)`.
@@ -543,7 +543,7 @@ pub fn multilabel_margin_loss_with(
     target: &Tensor,
     reduction: Reduction,
 ) -> Result<Tensor> {
-    kiln::multilabel_margin_loss_with(input, target, reduction.as_int())
+    kiln_core::multilabel_margin_loss_with(input, target, reduction.as_int())
 }
 
 /// `F.normalize(input)`: L2-normalizes along dim 1.
@@ -553,7 +553,7 @@ pub fn normalize(input: &Tensor) -> Result<Tensor> {
 
 /// `F.normalize(input, p, dim, eps)`: `input / max(‖input‖_p along dim, eps)`.
 pub fn normalize_with(input: &Tensor, p: f64, dim: i64, eps: f64) -> Result<Tensor> {
-    let norm = kiln::linalg_vector_norm_with(input, p, Some(&[dim]), true, None)?;
-    let denom = kiln::clamp_with(&norm, Some(Scalar::from(eps)), None)?;
+    let norm = kiln_core::linalg_vector_norm_with(input, p, Some(&[dim]), true, None)?;
+    let denom = kiln_core::clamp_with(&norm, Some(Scalar::from(eps)), None)?;
     input.div(&denom)
 }

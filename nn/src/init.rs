@@ -1,7 +1,7 @@
 //! `nn.init`: in-place initialisers with PyTorch's formulas and defaults. Each runs under
 //! `no_grad` and returns the tensor, like PyTorch's.
 
-use kiln::{no_grad, Error, Result, Tensor};
+use kiln_core::{no_grad, Error, Result, Tensor};
 
 /// Non-linearities `calculate_gain` knows, with their parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -147,9 +147,9 @@ pub fn orthogonal_(t: &Tensor, gain: f64) -> Result<Tensor> {
     let _g = no_grad();
     let rows = t.shape()[0];
     let cols = t.numel() / rows;
-    let flat = Tensor::randn_on([rows, cols], kiln::DType::F64, kiln::Device::Cpu)?;
+    let flat = Tensor::randn_on([rows, cols], kiln_core::DType::F64, kiln_core::Device::Cpu)?;
     let flat = if rows < cols { flat.t()? } else { flat };
-    let (q, r) = kiln::linalg_qr(&flat)?;
+    let (q, r) = kiln_core::linalg_qr(&flat)?;
     // QR's R already has a non-negative diagonal in kiln, so Q is the uniformly distributed
     // factor PyTorch's sign fix produces.
     let _ = r;

@@ -4,10 +4,10 @@
 //! ```
 //! use kiln_nn::{Forward, Linear, Module};
 //! let fc = Linear::new(4, 2)?;
-//! let y = fc.forward(&kiln::Tensor::ones(&[3, 4], kiln::DType::F32)?)?;
+//! let y = fc.forward(&kiln_core::Tensor::ones(&[3, 4], kiln_core::DType::F32)?)?;
 //! assert_eq!(y.shape(), &[3, 2]);
 //! assert_eq!(fc.state_dict().keys().collect::<Vec<_>>(), ["weight", "bias"]);
-//! # Ok::<(), kiln::Error>(())
+//! # Ok::<(), kiln_core::Error>(())
 //! ```
 //!
 //! Layers carry PyTorch's names, parameter and buffer names (so `state_dict` keys match
@@ -45,7 +45,10 @@ pub mod dropout;
 pub mod embedding;
 pub mod functional;
 pub mod init;
-pub mod layer_norm;
+/// The path `LayerNorm` had before it joined [`normalization`]; kept for existing code.
+pub mod layer_norm {
+    pub use crate::normalization::LayerNorm;
+}
 pub mod linear;
 pub mod loss;
 pub mod module;
@@ -70,9 +73,8 @@ pub use conv::{
 };
 pub use dropout::{Dropout, Dropout1d, Dropout2d, Dropout3d};
 pub use embedding::{Embedding, EmbeddingOptions};
-pub use kiln::Result;
+pub use kiln_core::Result;
 pub use kiln_macros::Module;
-pub use layer_norm::LayerNorm;
 pub use linear::Linear;
 pub use loss::{
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, KLDivReduction, L1Loss,
@@ -85,7 +87,8 @@ pub use loss::{
 };
 pub use module::{BufferField, Forward, Module, ModuleField, TensorKind, Visitor, VisitorMut};
 pub use normalization::{
-    BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormOptions, GroupNorm, RMSNorm,
+    BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormOptions, GroupNorm, LayerNorm,
+    RMSNorm,
 };
 pub use pooling::{
     AdaptiveAvgPool, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool, AdaptiveMaxPool1d,

@@ -3,7 +3,7 @@
 use crate::init::{self, FanMode, Nonlinearity};
 use crate::module::Forward;
 use crate::Module;
-use kiln::{DType, Result, Tensor};
+use kiln_core::{DType, Result, Tensor};
 
 /// `nn.Linear(in_features, out_features, bias=True)`: weight `[out, in]`, bias `[out]`,
 /// initialised as PyTorch does (kaiming_uniform with a = √5, bias U(±1/√in)).
@@ -63,6 +63,6 @@ impl Linear {
 
 impl Forward for Linear {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        kiln::linear_with(input, &self.weight, self.bias.as_ref())
+        kiln_core::linear_with(input, &self.weight, self.bias.as_ref())
     }
 }

@@ -6,7 +6,7 @@
 //! (`CrossEntropyLoss::new().label_smoothing(0.1)`).
 
 use crate::Module;
-use kiln::{Error, Result, Tensor};
+use kiln_core::{Error, Result, Tensor};
 use std::str::FromStr;
 
 /// `reduction`: `'none'`, `'mean'` (the default) or `'sum'`. Parses from PyTorch's strings.
@@ -88,7 +88,7 @@ impl MSELoss {
     reduction_setter!();
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("MSELoss", input, target)?;
-        kiln::mse_loss_with(input, target, self.reduction.as_int())
+        kiln_core::mse_loss_with(input, target, self.reduction.as_int())
     }
 }
 
@@ -107,7 +107,7 @@ impl L1Loss {
     reduction_setter!();
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("L1Loss", input, target)?;
-        kiln::l1_loss_with(input, target, self.reduction.as_int())
+        kiln_core::l1_loss_with(input, target, self.reduction.as_int())
     }
 }
 
@@ -137,7 +137,7 @@ impl SmoothL1Loss {
     crate::setters!(beta: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("SmoothL1Loss", input, target)?;
-        kiln::smooth_l1_loss_with(input, target, self.reduction.as_int(), self.beta)
+        kiln_core::smooth_l1_loss_with(input, target, self.reduction.as_int(), self.beta)
     }
 }
 
@@ -167,7 +167,7 @@ impl HuberLoss {
     crate::setters!(delta: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("HuberLoss", input, target)?;
-        kiln::huber_loss_with(input, target, self.reduction.as_int(), self.delta)
+        kiln_core::huber_loss_with(input, target, self.reduction.as_int(), self.delta)
     }
 }
 
@@ -190,7 +190,7 @@ impl BCELoss {
     crate::setters!(weight: Option<Tensor>);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("BCELoss", input, target)?;
-        kiln::binary_cross_entropy_with(
+        kiln_core::binary_cross_entropy_with(
             input,
             target,
             self.weight.as_ref(),
@@ -220,7 +220,7 @@ impl BCEWithLogitsLoss {
     crate::setters!(weight: Option<Tensor>, pos_weight: Option<Tensor>);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         same_shape("BCEWithLogitsLoss", input, target)?;
-        kiln::binary_cross_entropy_with_logits_with(
+        kiln_core::binary_cross_entropy_with_logits_with(
             input,
             target,
             self.weight.as_ref(),
@@ -260,7 +260,7 @@ impl NLLLoss {
     crate::setters!(weight: Option<Tensor>, ignore_index: i64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         class_shapes("NLLLoss", input, target, false)?;
-        kiln::nll_loss_with(
+        kiln_core::nll_loss_with(
             input,
             target,
             self.weight.as_ref(),
@@ -324,7 +324,7 @@ impl CrossEntropyLoss {
     crate::setters!(weight: Option<Tensor>, ignore_index: i64, label_smoothing: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         class_shapes("CrossEntropyLoss", input, target, true)?;
-        kiln::cross_entropy_loss_with(
+        kiln_core::cross_entropy_loss_with(
             input,
             target,
             self.weight.as_ref(),
@@ -368,11 +368,11 @@ pub(crate) fn kl_div(
     log_target: bool,
 ) -> Result<Tensor> {
     match reduction {
-        KLDivReduction::None => kiln::kl_div_with(input, target, 0, log_target),
-        KLDivReduction::Mean => kiln::kl_div_with(input, target, 1, log_target),
-        KLDivReduction::Sum => kiln::kl_div_with(input, target, 2, log_target),
+        KLDivReduction::None => kiln_core::kl_div_with(input, target, 0, log_target),
+        KLDivReduction::Mean => kiln_core::kl_div_with(input, target, 1, log_target),
+        KLDivReduction::Sum => kiln_core::kl_div_with(input, target, 2, log_target),
         KLDivReduction::BatchMean => {
-            let s = kiln::kl_div_with(input, target, 2, log_target)?;
+            let s = kiln_core::kl_div_with(input, target, 2, log_target)?;
             if input.dim() == 0 {
                 Ok(s)
             } else {
@@ -426,7 +426,7 @@ pub(crate) fn margin_ranking_loss(
             ),
         ));
     }
-    kiln::margin_ranking_loss_with(input1, input2, target, margin, reduction.as_int())
+    kiln_core::margin_ranking_loss_with(input1, input2, target, margin, reduction.as_int())
 }
 
 /// `nn.MarginRankingLoss(margin=0.0, reduction='mean')`: `max(0, -y (x1 - x2) + margin)`
@@ -476,7 +476,7 @@ impl HingeEmbeddingLoss {
     reduction_setter!();
     crate::setters!(margin: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
-        kiln::hinge_embedding_loss_with(input, target, self.margin, self.reduction.as_int())
+        kiln_core::hinge_embedding_loss_with(input, target, self.margin, self.reduction.as_int())
     }
 }
 
@@ -494,7 +494,7 @@ impl SoftMarginLoss {
     }
     reduction_setter!();
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
-        kiln::soft_margin_loss_with(input, target, self.reduction.as_int())
+        kiln_core::soft_margin_loss_with(input, target, self.reduction.as_int())
     }
 }
 
@@ -516,7 +516,7 @@ impl CosineEmbeddingLoss {
     reduction_setter!();
     crate::setters!(margin: f64);
     pub fn forward(&self, input1: &Tensor, input2: &Tensor, target: &Tensor) -> Result<Tensor> {
-        kiln::cosine_embedding_loss_with(
+        kiln_core::cosine_embedding_loss_with(
             input1,
             input2,
             target,
@@ -544,7 +544,7 @@ pub(crate) fn triplet_margin_loss(
             format!("margin must be greater than 0, got {margin}"),
         ));
     }
-    kiln::triplet_margin_loss_with(
+    kiln_core::triplet_margin_loss_with(
         anchor,
         positive,
         negative,
@@ -632,7 +632,7 @@ impl PoissonNLLLoss {
     reduction_setter!();
     crate::setters!(log_input: bool, full: bool, eps: f64);
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
-        kiln::poisson_nll_loss(
+        kiln_core::poisson_nll_loss(
             input,
             target,
             self.log_input,
@@ -679,7 +679,7 @@ pub(crate) fn gaussian_nll_loss(
     // PyTorch clamps a clone in place under no_grad: the value is clamped, the gradient
     // passes through as if it were not.
     let clamped = {
-        let _g = kiln::no_grad();
+        let _g = kiln_core::no_grad();
         let d = var.detach();
         d.clamp_with(Some(eps.into()), None)?.sub(&d)?
     };
@@ -740,12 +740,12 @@ pub(crate) fn multilabel_soft_margin_loss(
     reduction: Reduction,
 ) -> Result<Tensor> {
     let mut loss = target
-        .mul(&kiln::log_sigmoid(input)?)?
+        .mul(&kiln_core::log_sigmoid(input)?)?
         .add(
             &target
                 .neg()?
                 .add_scalar(1)?
-                .mul(&kiln::log_sigmoid(&input.neg()?)?)?,
+                .mul(&kiln_core::log_sigmoid(&input.neg()?)?)?,
         )?
         .neg()?;
     if let Some(w) = weight {
@@ -757,7 +757,7 @@ pub(crate) fn multilabel_soft_margin_loss(
     } else {
         input.shape()[class_dim as usize]
     };
-    let loss = kiln::sum_dim_with(&loss, &[class_dim], false, None)?.div_scalar(c as f64)?;
+    let loss = kiln_core::sum_dim_with(&loss, &[class_dim], false, None)?.div_scalar(c as f64)?;
     match reduction {
         Reduction::None => Ok(loss),
         Reduction::Mean => loss.mean(),
@@ -808,7 +808,7 @@ pub(crate) fn multi_margin_loss(
             "weight must be one-dimensional",
         ));
     }
-    kiln::multi_margin_loss_with(input, target, p, margin, weight, reduction.as_int())
+    kiln_core::multi_margin_loss_with(input, target, p, margin, weight, reduction.as_int())
 }
 
 /// `nn.MultiMarginLoss(p=1, margin=1.0, weight=None, reduction='mean')`: the multi-class
@@ -868,6 +868,6 @@ impl MultiLabelMarginLoss {
     }
     reduction_setter!();
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
-        kiln::multilabel_margin_loss_with(input, target, self.reduction.as_int())
+        kiln_core::multilabel_margin_loss_with(input, target, self.reduction.as_int())
     }
 }

@@ -4,7 +4,7 @@
 //! built on them.
 
 use crate::state_dict::{IncompatibleKeys, StateDict};
-use kiln::{no_grad, DType, Device, Error, Result, Tensor};
+use kiln_core::{no_grad, DType, Device, Error, Result, Tensor};
 
 /// What a tensor in a module is: trained by an optimizer, or state that travels with the
 /// module (running statistics).

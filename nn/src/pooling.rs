@@ -6,7 +6,7 @@
 use crate::conv::{i64s, IntoSize};
 use crate::module::Forward;
 use crate::Module;
-use kiln::{Error, Result, Tensor};
+use kiln_core::{Error, Result, Tensor};
 
 fn check_rank<const N: usize>(layer: &str, input: &Tensor) -> Result<()> {
     let d = input.dim();
@@ -83,11 +83,11 @@ impl<const N: usize> MaxPool<N> {
             i64s(&self.dilation),
         );
         if N == 2 {
-            return kiln::max_pool2d_with_indices_with(input, &k, &s, &p, &d, self.ceil_mode);
+            return kiln_core::max_pool2d_with_indices_with(input, &k, &s, &p, &d, self.ceil_mode);
         }
         // 1d as PyTorch computes it: a 2d pool over a unit height.
         let x = input.unsqueeze(-2)?;
-        let (v, i) = kiln::max_pool2d_with_indices_with(
+        let (v, i) = kiln_core::max_pool2d_with_indices_with(
             &x,
             &[1, k[0]],
             &[1, s[0]],
@@ -109,8 +109,8 @@ impl<const N: usize> Forward for MaxPool<N> {
             i64s(&self.dilation),
         );
         match N {
-            1 => kiln::max_pool1d_with(input, &k, &s, &p, &d, self.ceil_mode),
-            _ => kiln::max_pool2d_with(input, &k, &s, &p, &d, self.ceil_mode),
+            1 => kiln_core::max_pool1d_with(input, &k, &s, &p, &d, self.ceil_mode),
+            _ => kiln_core::max_pool2d_with(input, &k, &s, &p, &d, self.ceil_mode),
         }
     }
 }
@@ -182,9 +182,16 @@ impl<const N: usize> Forward for AvgPool<N> {
                         "AvgPool1d has no divisor_override",
                     ));
                 }
-                kiln::avg_pool1d_with(input, &k, &s, &p, self.ceil_mode, self.count_include_pad)
+                kiln_core::avg_pool1d_with(
+                    input,
+                    &k,
+                    &s,
+                    &p,
+                    self.ceil_mode,
+                    self.count_include_pad,
+                )
             }
-            _ => kiln::avg_pool2d_with(
+            _ => kiln_core::avg_pool2d_with(
                 input,
                 &k,
                 &s,
@@ -239,8 +246,8 @@ impl<const N: usize> Forward for AdaptiveAvgPool<N> {
         let name = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d"][N - 1];
         let size = adaptive_size::<N>(name, input, &self.output_size)?;
         match N {
-            1 => kiln::adaptive_avg_pool1d(input, &size),
-            _ => kiln::adaptive_avg_pool2d(input, &size),
+            1 => kiln_core::adaptive_avg_pool1d(input, &size),
+            _ => kiln_core::adaptive_avg_pool2d(input, &size),
         }
     }
 }
@@ -270,8 +277,8 @@ impl<const N: usize> AdaptiveMaxPool<N> {
         let name = ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d"][N - 1];
         let size = adaptive_size::<N>(name, input, &self.output_size)?;
         match N {
-            1 => kiln::adaptive_max_pool1d(input, &size),
-            _ => kiln::adaptive_max_pool2d(input, &size),
+            1 => kiln_core::adaptive_max_pool1d(input, &size),
+            _ => kiln_core::adaptive_max_pool2d(input, &size),
         }
     }
 }

@@ -8,7 +8,7 @@
 use crate::init;
 use crate::module::{Module, Visitor, VisitorMut};
 use crate::TensorKind;
-use kiln::{DType, Error, Result, Tensor};
+use kiln_core::{DType, Error, Result, Tensor};
 
 /// `nonlinearity` of [`RNN`] / [`RNNCell`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -93,7 +93,7 @@ fn step(
     c: Option<&Tensor>,
     cell: &Cell<'_>,
 ) -> Result<(Tensor, Option<Tensor>)> {
-    let hw = kiln::linear_with(h, cell.w_hh, cell.b_hh)?;
+    let hw = kiln_core::linear_with(h, cell.w_hh, cell.b_hh)?;
     match mode {
         Mode::Rnn(nl) => {
             let pre = xw.add(&hw)?;
@@ -113,7 +113,7 @@ fn step(
             let c2 = f.mul(c)?.add(&i.mul(&gg)?)?;
             let mut h2 = o.mul(&c2.tanh()?)?;
             if let Some(w_hr) = cell.w_hr {
-                h2 = kiln::linear(&h2, w_hr)?;
+                h2 = kiln_core::linear(&h2, w_hr)?;
             }
             Ok((h2, Some(c2)))
         }
@@ -400,7 +400,7 @@ impl RnnBase {
                 let idx = (layer * dirs + dir) as i64;
                 let mut h = h0.select(0, idx)?;
                 let mut c = c0.as_ref().map(|c| c.select(0, idx)).transpose()?;
-                let xw = kiln::linear_with(&layer_input, cell.w_ih, cell.b_ih)?;
+                let xw = kiln_core::linear_with(&layer_input, cell.w_ih, cell.b_ih)?;
                 let mut outs: Vec<Tensor> = Vec::with_capacity(seq);
                 let steps: Box<dyn Iterator<Item = usize>> = if dir == 0 {
                     Box::new(0..seq)
@@ -420,7 +420,7 @@ impl RnnBase {
                 let out = if seq == 0 {
                     Tensor::full_on([0, batch, real_hidden], 0.0, h.dtype(), h.device())?
                 } else {
-                    kiln::stack(&outs)?
+                    kiln_core::stack(&outs)?
                 };
                 dir_outs.push(out);
                 h_n.push(h);
@@ -431,15 +431,19 @@ impl RnnBase {
             layer_input = if dirs == 1 {
                 dir_outs.pop().expect("one direction")
             } else {
-                kiln::cat_with(&dir_outs, -1)?
+                kiln_core::cat_with(&dir_outs, -1)?
             };
             if self.dropout > 0.0 && self.training && layer + 1 < self.num_layers {
-                layer_input = kiln::dropout(&layer_input, self.dropout, true)?;
+                layer_input = kiln_core::dropout(&layer_input, self.dropout, true)?;
             }
         }
         let mut out = layer_input;
-        let mut h_n = kiln::stack(&h_n)?;
-        let mut c_n = if lstm { Some(kiln::stack(&c_n)?) } else { None };
+        let mut h_n = kiln_core::stack(&h_n)?;
+        let mut c_n = if lstm {
+            Some(kiln_core::stack(&c_n)?)
+        } else {
+            None
+        };
         if !batched {
             out = out.squeeze_dim(1)?;
             h_n = h_n.squeeze_dim(1)?;
@@ -764,7 +768,7 @@ macro_rules! cell_layer {
                     _ => None,
                 };
                 let cell = self.cell();
-                let xw = kiln::linear_with(&x, cell.w_ih, cell.b_ih)?;
+                let xw = kiln_core::linear_with(&x, cell.w_ih, cell.b_ih)?;
                 let (h, c) = step(self.mode, &xw, &h, c.as_ref(), &cell)?;
                 if batched {
                     Ok((h, c))

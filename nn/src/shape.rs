@@ -2,7 +2,7 @@
 
 use crate::module::Forward;
 use crate::Module;
-use kiln::{Result, Tensor};
+use kiln_core::{Result, Tensor};
 
 /// `nn.Flatten(start_dim=1, end_dim=-1)`: a view merging dims `start_dim..=end_dim`.
 #[derive(Module, Clone, Copy, Debug, PartialEq)]
@@ -27,7 +27,7 @@ impl Default for Flatten {
 
 impl Forward for Flatten {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        kiln::flatten_with(input, self.start_dim, self.end_dim)
+        kiln_core::flatten_with(input, self.start_dim, self.end_dim)
     }
 }
 
@@ -51,7 +51,7 @@ impl Unflatten {
 
 impl Forward for Unflatten {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        kiln::unflatten(input, self.dim, &self.unflattened_size)
+        kiln_core::unflatten(input, self.dim, &self.unflattened_size)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::module::{Module, Path, TensorKind, VisitorMut};
 use indexmap::IndexMap;
-use kiln::{no_grad, Error, Result, Tensor};
+use kiln_core::{no_grad, Error, Result, Tensor};
 
 /// An ordered map from dotted names (`encoder.layers.0.linear1.weight`) to tensors, like the
 /// `OrderedDict` PyTorch's `state_dict()` returns.

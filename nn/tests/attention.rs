@@ -5,8 +5,8 @@
 #[path = "common/reference.rs"]
 mod reference;
 
-use kiln::autograd::{gradcheck, GradcheckOptions};
-use kiln::{DType, Tensor};
+use kiln_core::autograd::{gradcheck, GradcheckOptions};
+use kiln_core::{DType, Tensor};
 use kiln_nn::{
     generate_square_subsequent_mask, Activation, AttentionArgs, DecoderArgs, Dropout, Dropout1d,
     Dropout2d, Forward, LayerNorm, Module, MultiheadAttention, MultiheadAttentionOptions,
@@ -31,7 +31,7 @@ fn layer_opts() -> TransformerLayerOptions {
     }
 }
 
-fn err<T>(r: kiln::Result<T>) -> String {
+fn err<T>(r: kiln_core::Result<T>) -> String {
     match r {
         Ok(_) => panic!("expected an error"),
         Err(e) => e.to_string(),
@@ -208,7 +208,7 @@ fn mha_state_dict_keys_and_init_follow_pytorch() {
 
 #[test]
 fn mha_bool_masks_equal_their_float_forms() {
-    kiln::manual_seed(7);
+    kiln_core::manual_seed(7);
     let m = MultiheadAttention::with_options(8, 2, mha_opts()).unwrap();
     let x = Tensor::rand([4, 2, 8], DType::F64).unwrap();
     let bool_mask = Tensor::ones([4, 4], DType::Bool)
@@ -277,7 +277,7 @@ fn mha_bool_masks_equal_their_float_forms() {
 
 #[test]
 fn mha_key_padding_mask_hides_keys_entirely() {
-    kiln::manual_seed(8);
+    kiln_core::manual_seed(8);
     let m = MultiheadAttention::with_options(4, 2, mha_opts()).unwrap();
     let q = Tensor::rand([3, 1, 4], DType::F64).unwrap();
     let k = Tensor::rand([5, 1, 4], DType::F64).unwrap();
@@ -308,7 +308,7 @@ fn mha_key_padding_mask_hides_keys_entirely() {
 
 #[test]
 fn gradcheck_mha() {
-    kiln::manual_seed(9);
+    kiln_core::manual_seed(9);
     let m = MultiheadAttention::with_options(
         4,
         2,
@@ -519,7 +519,7 @@ fn encoder_layer_keys_equal_pytorchs() {
 
 #[test]
 fn transformer_dropout_only_in_training() {
-    kiln::manual_seed(10);
+    kiln_core::manual_seed(10);
     let opts = TransformerLayerOptions {
         dim_feedforward: 16,
         dropout: 0.5,
@@ -560,7 +560,7 @@ fn transformer_dropout_only_in_training() {
 
 #[test]
 fn dropout_layers_train_and_eval() {
-    kiln::manual_seed(11);
+    kiln_core::manual_seed(11);
     let mut d = Dropout::new(0.25).unwrap();
     let x = Tensor::ones([1000], DType::F32).unwrap();
     let y = values(&d.forward(&x).unwrap());
@@ -657,7 +657,7 @@ fn full_transformer_keys_init_and_errors() {
 
 #[test]
 fn dropout1d_drops_whole_channels_of_unbatched_input() {
-    kiln::manual_seed(12);
+    kiln_core::manual_seed(12);
     let d = Dropout1d::new(0.5).unwrap();
     let x = Tensor::ones([16, 5], DType::F64).unwrap();
     let y = values(&d.forward(&x).unwrap());
@@ -698,7 +698,7 @@ fn float32_encoder_layer_agrees_with_pytorch_to_1e5() {
 
 #[test]
 fn mha_attention_dropout_follows_train_and_eval() {
-    kiln::manual_seed(14);
+    kiln_core::manual_seed(14);
     let mut m = MultiheadAttention::with_options(
         8,
         2,

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{assert_close, case, get, Case};
-use kiln::{DType, Tensor};
+use kiln_core::{DType, Tensor};
 use kiln_nn::functional as F;
 use kiln_nn::{KLDivReduction, Reduction};
 
@@ -278,7 +278,7 @@ fn activation_wrappers_match_pytorch() {
     for (name, f) in [
         (
             "softmin",
-            (|x: &Tensor| F::softmin(x, -1)) as fn(&Tensor) -> kiln::Result<Tensor>,
+            (|x: &Tensor| F::softmin(x, -1)) as fn(&Tensor) -> kiln_core::Result<Tensor>,
         ),
         ("elu", |x| F::elu_with(x, 0.7)),
         ("log_sigmoid", F::logsigmoid),

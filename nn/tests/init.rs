@@ -1,7 +1,7 @@
 //! `nn.init` against PyTorch's documented formulas: gains, bounds, standard deviations, and
 //! orthogonality checked with float64 loops.
 
-use kiln::{DType, Tensor};
+use kiln_core::{DType, Tensor};
 use kiln_nn::init::{self, FanMode, Nonlinearity};
 
 fn values(t: &Tensor) -> Vec<f64> {
@@ -39,7 +39,7 @@ fn fans_of_linear_and_conv_weights() {
 
 #[test]
 fn uniform_initialisers_stay_in_their_bounds() {
-    kiln::manual_seed(7);
+    kiln_core::manual_seed(7);
     let w = Tensor::zeros([200, 300], DType::F64).unwrap();
     init::xavier_uniform_(&w, 2.0).unwrap();
     let a = 2.0 * (6.0f64 / 500.0).sqrt();
@@ -61,7 +61,7 @@ fn uniform_initialisers_stay_in_their_bounds() {
 
 #[test]
 fn normal_initialisers_have_pytorchs_std() {
-    kiln::manual_seed(8);
+    kiln_core::manual_seed(8);
     let w = Tensor::zeros([300, 400], DType::F64).unwrap();
     init::xavier_normal_(&w, 1.0).unwrap();
     let (m, s) = mean_std(&values(&w));
@@ -124,7 +124,7 @@ fn assert_orthogonal(shape: &[usize], gain: f64) {
 
 #[test]
 fn orthogonal_gives_orthonormal_rows_or_columns() {
-    kiln::manual_seed(9);
+    kiln_core::manual_seed(9);
     assert_orthogonal(&[6, 10], 1.0);
     assert_orthogonal(&[10, 6], 1.0);
     assert_orthogonal(&[4, 2, 3], 2.0);

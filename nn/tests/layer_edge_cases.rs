@@ -4,7 +4,7 @@
 //! the layer once. Numbers from real PyTorch (`data/gen_layer_edge_cases.py` wrote
 //! `data/layer_edge_cases_ref.txt`), float64 loops written here, and PyTorch's error text.
 
-use kiln::{no_grad, DType, Tensor};
+use kiln_core::{no_grad, DType, Tensor};
 use kiln_nn::functional as F;
 use kiln_nn::*;
 use std::collections::HashMap;
@@ -62,7 +62,7 @@ fn assert_close(what: &str, got: &Tensor, want: &Tensor, tol: f64) {
     }
 }
 
-fn err<T>(r: kiln::Result<T>) -> String {
+fn err<T>(r: kiln_core::Result<T>) -> String {
     match r {
         Ok(_) => panic!("expected an error"),
         Err(e) => e.to_string(),

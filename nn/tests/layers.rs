@@ -5,7 +5,7 @@
 mod common;
 
 use common::{assert_close, check, get, gradcheck_module, inputs};
-use kiln::{DType, Result, Tensor};
+use kiln_core::{DType, Result, Tensor};
 use kiln_nn::*;
 
 const F64: DType = DType::F64;

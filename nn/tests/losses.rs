@@ -5,7 +5,7 @@
 mod common;
 
 use common::{check, gradcheck_module, inputs};
-use kiln::{DType, Result, Tensor};
+use kiln_core::{DType, Result, Tensor};
 use kiln_nn::*;
 
 macro_rules! loss_case {

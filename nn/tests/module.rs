@@ -1,7 +1,7 @@
 //! The Module trait and its derive: dotted names, buffers, children, containers, state_dict
 //! round trips and PyTorch's load errors, train/eval, dtype conversion.
 
-use kiln::{DType, Tensor};
+use kiln_core::{DType, Tensor};
 use kiln_nn::{Forward, Linear, Module, ModuleDict, ModuleList, Sequential, StateDict};
 
 #[derive(Module)]

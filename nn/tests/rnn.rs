@@ -5,8 +5,8 @@
 #[path = "common/reference.rs"]
 mod reference;
 
-use kiln::autograd::{gradcheck, gradgradcheck, GradcheckOptions};
-use kiln::{DType, Tensor};
+use kiln_core::autograd::{gradcheck, gradgradcheck, GradcheckOptions};
+use kiln_core::{DType, Tensor};
 use kiln_nn::{GRUCell, LSTMCell, Module, RNNCell, RnnNonlinearity, RnnOptions, GRU, LSTM, RNN};
 use reference::{assert_close, run_case, values, Reference};
 
@@ -206,7 +206,7 @@ fn gc() -> GradcheckOptions {
 
 #[test]
 fn gradcheck_lstm_bidirectional() {
-    kiln::manual_seed(1);
+    kiln_core::manual_seed(1);
     let m = LSTM::with_options(
         2,
         3,
@@ -232,7 +232,7 @@ fn gradcheck_lstm_bidirectional() {
 
 #[test]
 fn gradcheck_gru_and_cells() {
-    kiln::manual_seed(2);
+    kiln_core::manual_seed(2);
     let m = GRU::with_options(
         2,
         3,
@@ -267,7 +267,7 @@ fn gradcheck_gru_and_cells() {
 
 #[test]
 fn batch_first_is_a_transpose_of_seq_first() {
-    kiln::manual_seed(3);
+    kiln_core::manual_seed(3);
     let a = LSTM::with_options(3, 4, f64_opts()).unwrap();
     let mut b = LSTM::with_options(
         3,
@@ -289,7 +289,7 @@ fn batch_first_is_a_transpose_of_seq_first() {
 /// An independent float64 loop for one GRU step, from PyTorch's documented equations.
 #[test]
 fn gru_cell_follows_documented_equations() {
-    kiln::manual_seed(4);
+    kiln_core::manual_seed(4);
     let cell = GRUCell::with_options(2, 2, true, DType::F64).unwrap();
     let x = [0.3, -0.7];
     let h = [0.5, 0.1];
@@ -321,7 +321,7 @@ fn gru_cell_follows_documented_equations() {
 
 #[test]
 fn dropout_between_layers_only_in_training() {
-    kiln::manual_seed(5);
+    kiln_core::manual_seed(5);
     let mut m = LSTM::with_options(
         3,
         8,
@@ -355,7 +355,7 @@ fn dropout_between_layers_only_in_training() {
     assert_close("eval", &eval, &reference, 1e-6);
 }
 
-fn err<T>(r: kiln::Result<T>) -> String {
+fn err<T>(r: kiln_core::Result<T>) -> String {
     match r {
         Ok(_) => panic!("expected an error"),
         Err(e) => e.to_string(),
@@ -422,7 +422,7 @@ fn wrong_shapes_are_errors_naming_the_layer() {
 
 #[test]
 fn double_backward_through_lstm_cell() {
-    kiln::manual_seed(6);
+    kiln_core::manual_seed(6);
     let cell = LSTMCell::with_options(2, 2, true, DType::F64).unwrap();
     let x = Tensor::rand([2, 2], DType::F64).unwrap();
     let h = Tensor::rand([2, 2], DType::F64).unwrap();
@@ -465,7 +465,7 @@ fn float32_lstm_agrees_with_pytorch_to_1e5() {
 
 #[test]
 fn unbatched_input_and_state_equal_a_batch_of_one() {
-    kiln::manual_seed(13);
+    kiln_core::manual_seed(13);
     let m = LSTM::with_options(
         3,
         4,

@@ -4,7 +4,7 @@
 //! name it was first reached by (`remove_duplicate=True`), while `state_dict()` keeps every
 //! key; loading such a state dict and converting the model keep the tie.
 
-use kiln::{DType, Tensor};
+use kiln_core::{DType, Tensor};
 use kiln_nn::{Embedding, Forward, Linear, Module, StateDict};
 
 #[derive(Module)]

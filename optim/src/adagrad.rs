@@ -5,7 +5,7 @@ use crate::optimizer::{
     common_optimizer_impl, parse_bool, parse_f64, trait_common, Core, GroupOptions,
 };
 use crate::{fmt_f64, fusable, zeros_like_param, Optimizer, ParamGroup, ParamState};
-use kiln::{no_grad, Error, Result, Tensor};
+use kiln_core::{no_grad, Error, Result, Tensor};
 
 /// Adagrad's hyper-parameters, PyTorch's names and defaults.
 #[derive(Clone, Debug, PartialEq)]
@@ -156,7 +156,7 @@ impl Optimizer for Adagrad {
                 st.step = Some(step);
                 let sum = st.buf("sum")?;
                 if o.fused && fusable(p, &grad, &[sum]) {
-                    kiln::_fused_adagrad_(
+                    kiln_core::_fused_adagrad_(
                         std::slice::from_ref(p),
                         std::slice::from_ref(&grad),
                         std::slice::from_ref(sum),

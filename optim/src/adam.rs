@@ -5,7 +5,7 @@ use crate::optimizer::{
     common_optimizer_impl, parse_bool, parse_f64, trait_common, Core, GroupOptions,
 };
 use crate::{fmt_f64, fusable, zeros_like_param, Optimizer, ParamGroup};
-use kiln::{no_grad, Error, Result, Tensor};
+use kiln_core::{no_grad, Error, Result, Tensor};
 
 /// Adam's (and AdamW's) hyper-parameters, PyTorch's names. `Default` is Adam's defaults;
 /// [`AdamOptions::adamw`] is AdamW's (`weight_decay=1e-2`).
@@ -161,9 +161,9 @@ fn adam_step<const W: bool>(core: &mut Core<AdamOptions>) -> Result<()> {
             state.extend(max_sq.iter());
             if o.fused && fusable(p, &grad, &state) {
                 let f = if W {
-                    kiln::_fused_adamw_
+                    kiln_core::_fused_adamw_
                 } else {
-                    kiln::_fused_adam_
+                    kiln_core::_fused_adam_
                 };
                 f(
                     std::slice::from_ref(p),

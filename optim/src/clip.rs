@@ -1,6 +1,6 @@
 //! Gradient clipping (PyTorch's `torch.nn.utils.clip_grad_norm_` and `clip_grad_value_`).
 
-use kiln::{linalg_vector_norm_with, no_grad, stack, DType, Error, Result, Tensor};
+use kiln_core::{linalg_vector_norm_with, no_grad, stack, DType, Error, Result, Tensor};
 
 /// Scales the gradients of `params` in place so that their total `norm_type`-norm (the norm
 /// of all gradients viewed as one vector; `f64::INFINITY` for the max-norm) is at most
@@ -44,7 +44,7 @@ pub fn clip_grad_norm_with(
     if error_if_nonfinite {
         let t = total
             .to_dtype(DType::F64)?
-            .to_device(kiln::Device::Cpu)?
+            .to_device(kiln_core::Device::Cpu)?
             .item::<f64>()?;
         if !t.is_finite() {
             return Err(Error::value(

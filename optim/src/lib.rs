@@ -3,14 +3,14 @@
 //!
 //! ```
 //! use kiln_optim::{Adam, AdamOptions, Optimizer};
-//! use kiln::Tensor;
+//! use kiln_core::Tensor;
 //! let w = Tensor::from([1.0f32, -2.0]).requires_grad_(true)?;
 //! let mut opt = Adam::new(vec![w.clone()], AdamOptions { lr: 0.1, ..Default::default() })?;
 //! w.mul(&w)?.sum()?.backward()?;
 //! opt.step()?;
 //! opt.zero_grad()?;
 //! assert!(w.grad().is_none());
-//! # Ok::<(), kiln::Error>(())
+//! # Ok::<(), kiln_core::Error>(())
 //! ```
 //!
 //! Differences from PyTorch: hyper-parameters are typed option structs instead of dicts;
@@ -34,7 +34,7 @@ pub use optimizer::{GroupOptions, Optimizer, OptimizerState, ParamGroup, ParamSt
 pub use rmsprop::{RMSprop, RMSpropOptions};
 pub use sgd::{SGDOptions, SGD};
 
-use kiln::{DType, Result, Tensor};
+use kiln_core::{DType, Result, Tensor};
 
 /// Zeros shaped and laid out like `p` (PyTorch's `zeros_like(p,
 /// memory_format=torch.preserve_format)`): with `p`'s strides when `p` is dense, so the

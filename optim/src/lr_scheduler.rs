@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use kiln_optim::{lr_scheduler::{LRScheduler, StepLR}, Optimizer, SGD, SGDOptions};
-//! let w = kiln::Tensor::from([1.0f32]).requires_grad_(true)?;
+//! let w = kiln_core::Tensor::from([1.0f32]).requires_grad_(true)?;
 //! let mut opt = SGD::new(vec![w], SGDOptions { lr: 0.1, ..Default::default() })?;
 //! let mut sched = StepLR::new(&mut opt, 2, 0.5)?;
 //! for _ in 0..4 {
@@ -16,7 +16,7 @@
 //!     sched.step(&mut opt)?;
 //! }
 //! assert_eq!(sched.get_last_lr(), &[0.025]);
-//! # Ok::<(), kiln::Error>(())
+//! # Ok::<(), kiln_core::Error>(())
 //! ```
 //!
 //! The epoch-based schedulers compute PyTorch's closed forms (`_get_closed_form_lr`, or
@@ -32,7 +32,7 @@
 //! length zero) kiln returns an error, at construction when the arguments alone decide it.
 
 use crate::Optimizer;
-use kiln::{Error, Result};
+use kiln_core::{Error, Result};
 use std::f64::consts::PI;
 
 /// A learning-rate scheduler.

@@ -1,7 +1,7 @@
 //! The [`Optimizer`] trait, parameter groups, per-parameter state and the serialised
 //! [`OptimizerState`] shared by every optimizer.
 
-use kiln::{DType, Error, Result, Tensor};
+use kiln_core::{DType, Error, Result, Tensor};
 use kiln_nn::StateDict;
 use std::collections::BTreeMap;
 
@@ -22,7 +22,7 @@ pub trait Optimizer {
                 if set_to_none {
                     p.set_grad(None)?;
                 } else if let Some(grad) = p.grad() {
-                    let _g = kiln::no_grad();
+                    let _g = kiln_core::no_grad();
                     grad.zero_()?;
                 }
             }
@@ -216,7 +216,7 @@ impl<O: GroupOptions> Core<O> {
         }
         group.params = unique;
         if group.params.len() != listed {
-            kiln::warn(
+            kiln_core::warn(
                 "optimizer contains a parameter group with duplicate parameters; in future, this will cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
             );
         }
@@ -392,7 +392,7 @@ impl<O: GroupOptions> Core<O> {
                     // Like PyTorch: state takes the parameter's dtype and device.
                     let dst = crate::zeros_like_param(p)?;
                     {
-                        let _g = kiln::no_grad();
+                        let _g = kiln_core::no_grad();
                         dst.copy_(&t.to_device(p.device())?.to_dtype(p.dtype())?)?;
                     }
                     st.bufs.insert(name.to_string(), dst);
@@ -434,7 +434,7 @@ macro_rules! common_optimizer_impl {
             pub fn add_param_group(
                 &mut self,
                 group: $crate::ParamGroup<$opts>,
-            ) -> kiln::Result<()> {
+            ) -> kiln_core::Result<()> {
                 self.core.add_param_group(group)
             }
             /// The defaults the optimizer was built with.
@@ -455,7 +455,7 @@ macro_rules! trait_common {
         fn num_param_groups(&self) -> usize {
             self.core.groups.len()
         }
-        fn group_params(&self, group: usize) -> &[kiln::Tensor] {
+        fn group_params(&self, group: usize) -> &[kiln_core::Tensor] {
             &self.core.groups[group].params
         }
         fn lr(&self, group: usize) -> f64 {
@@ -467,11 +467,11 @@ macro_rules! trait_common {
         fn momentum(&self, group: usize) -> Option<f64> {
             $crate::GroupOptions::momentum(&self.core.groups[group].options)
         }
-        fn set_momentum(&mut self, group: usize, m: f64) -> kiln::Result<()> {
+        fn set_momentum(&mut self, group: usize, m: f64) -> kiln_core::Result<()> {
             if $crate::GroupOptions::set_momentum(&mut self.core.groups[group].options, m) {
                 Ok(())
             } else {
-                Err(kiln::Error::value(
+                Err(kiln_core::Error::value(
                     "set_momentum",
                     "optimizer must support momentum or beta1 with `cycle_momentum` option enabled",
                 ))
@@ -480,10 +480,10 @@ macro_rules! trait_common {
         fn group_options(&self, group: usize) -> std::collections::BTreeMap<String, String> {
             self.core.group_options(group)
         }
-        fn state_dict(&self) -> kiln::Result<$crate::OptimizerState> {
+        fn state_dict(&self) -> kiln_core::Result<$crate::OptimizerState> {
             self.core.state_dict()
         }
-        fn load_state_dict(&mut self, state: &$crate::OptimizerState) -> kiln::Result<()> {
+        fn load_state_dict(&mut self, state: &$crate::OptimizerState) -> kiln_core::Result<()> {
             self.core.load_state_dict(state)
         }
     };

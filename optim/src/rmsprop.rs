@@ -5,7 +5,7 @@ use crate::optimizer::{
     common_optimizer_impl, parse_bool, parse_f64, trait_common, Core, GroupOptions,
 };
 use crate::{fmt_f64, fusable, zeros_like_param, Optimizer, ParamGroup};
-use kiln::{no_grad, Error, Result, Tensor};
+use kiln_core::{no_grad, Error, Result, Tensor};
 
 /// RMSprop's hyper-parameters, PyTorch's names and defaults.
 #[derive(Clone, Debug, PartialEq)]
@@ -155,7 +155,7 @@ impl Optimizer for RMSprop {
                         .chain(&mom)
                         .collect();
                     if fusable(p, &grad, &state) {
-                        kiln::_fused_rmsprop_(
+                        kiln_core::_fused_rmsprop_(
                             std::slice::from_ref(p),
                             std::slice::from_ref(&grad),
                             std::slice::from_ref(square_avg),

@@ -5,7 +5,7 @@ use crate::optimizer::{
     common_optimizer_impl, parse_bool, parse_f64, trait_common, Core, GroupOptions,
 };
 use crate::{fmt_f64, fusable, zeros_like_param, Optimizer, ParamGroup};
-use kiln::{no_grad, Error, Result, Tensor};
+use kiln_core::{no_grad, Error, Result, Tensor};
 
 /// SGD's hyper-parameters, PyTorch's names and defaults (`lr=1e-3`).
 #[derive(Clone, Debug, PartialEq)]
@@ -143,7 +143,7 @@ impl Optimizer for SGD {
                 let buf = st.bufs.get("momentum_buffer").cloned();
                 let state: Vec<&Tensor> = buf.iter().filter(|_| has_mom).collect();
                 if o.fused && fusable(p, &grad, &state) {
-                    kiln::_fused_sgd_(
+                    kiln_core::_fused_sgd_(
                         std::slice::from_ref(p),
                         std::slice::from_ref(&grad),
                         &buf.iter().filter(|_| has_mom).cloned().collect::<Vec<_>>(),

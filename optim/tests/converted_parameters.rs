@@ -7,7 +7,7 @@
 //! PyTorch does); numbers from `tests/data/gen_converted_parameters.py`.
 
 mod common;
-use kiln::{no_grad, DType, Tensor};
+use kiln_core::{no_grad, DType, Tensor};
 use kiln_nn::{Forward, Linear, Module};
 use kiln_optim::*;
 use std::collections::HashMap;
@@ -76,7 +76,7 @@ fn optimizer_built_before_to_dtype_fails_to_step() {
 
 #[test]
 fn every_optimizer_built_before_conversion_fails_to_step() {
-    type Build = fn(Vec<Tensor>) -> kiln::Result<Box<dyn Optimizer>>;
+    type Build = fn(Vec<Tensor>) -> kiln_core::Result<Box<dyn Optimizer>>;
     let builds: [(&str, Build); 5] = [
         ("SGD", |p| Ok(Box::new(SGD::new(p, Default::default())?))),
         ("Adam", |p| Ok(Box::new(Adam::new(p, Default::default())?))),
@@ -113,7 +113,7 @@ fn optimizer_built_before_a_no_op_conversion_still_trains() {
     )
     .unwrap();
     m.to_dtype(DType::F32).unwrap();
-    m.to_device(kiln::Device::Cpu).unwrap();
+    m.to_device(kiln_core::Device::Cpu).unwrap();
     loss(&m).backward().unwrap();
     let before = values(&m.weight);
     opt.step().unwrap();

@@ -6,7 +6,7 @@
 //! point with the same message; where PyTorch fails on a division by zero kiln fails at the
 //! same point or earlier (at construction, when the arguments alone decide it).
 
-use kiln::{Result, Tensor};
+use kiln_core::{Result, Tensor};
 use kiln_optim::lr_scheduler::*;
 use kiln_optim::*;
 use std::collections::HashMap;
@@ -41,7 +41,7 @@ fn reference() -> Reference {
 }
 
 fn optimizer() -> SGD {
-    let w = Tensor::zeros([2], kiln::DType::F64)
+    let w = Tensor::zeros([2], kiln_core::DType::F64)
         .unwrap()
         .requires_grad_(true)
         .unwrap();
@@ -644,7 +644,7 @@ fn one_cycle_lr_with_an_epoch_count_overflowing_i64_runs() {
 }
 
 fn extra_group(opt: &mut SGD, lr: f64) {
-    let w = Tensor::zeros([1], kiln::DType::F64)
+    let w = Tensor::zeros([1], kiln_core::DType::F64)
         .unwrap()
         .requires_grad_(true)
         .unwrap();
@@ -756,7 +756,7 @@ fn every_optimizer_accepts_an_empty_parameter_group() {
     // PyTorch accepts `Adam([{"params": []}])` and `add_param_group({"params": []})`.
     let r = reference();
     let w = || {
-        Tensor::zeros([2], kiln::DType::F64)
+        Tensor::zeros([2], kiln_core::DType::F64)
             .unwrap()
             .requires_grad_(true)
             .unwrap()

@@ -2,7 +2,7 @@
 //! in `tests/data/reference.txt`) and against float64 reference loops written here.
 
 mod common;
-use kiln::{no_grad, DType, Result, Tensor};
+use kiln_core::{no_grad, DType, Result, Tensor};
 use kiln_optim::lr_scheduler::*;
 use kiln_optim::*;
 use std::collections::HashMap;
@@ -821,7 +821,7 @@ fn fused_ops_check_their_arguments() -> Result<()> {
     let g = Tensor::ones([3], DType::F32)?;
     let m = Tensor::zeros([3], DType::F32)?;
     let v = Tensor::zeros([4], DType::F32)?;
-    let e = kiln::_fused_adam_(
+    let e = kiln_core::_fused_adam_(
         std::slice::from_ref(&p),
         std::slice::from_ref(&g),
         std::slice::from_ref(&m),
@@ -839,7 +839,7 @@ fn fused_ops_check_their_arguments() -> Result<()> {
     .unwrap_err()
     .to_string();
     assert!(e.contains("exp_avg_sqs[0] must match params[0]"), "{e}");
-    let e = kiln::_fused_sgd_(
+    let e = kiln_core::_fused_sgd_(
         std::slice::from_ref(&p),
         &[],
         &[],
@@ -854,7 +854,7 @@ fn fused_ops_check_their_arguments() -> Result<()> {
     .unwrap_err()
     .to_string();
     assert!(e.contains("same number of elements"), "{e}");
-    let e = kiln::_fused_sgd_(
+    let e = kiln_core::_fused_sgd_(
         std::slice::from_ref(&p),
         std::slice::from_ref(&p),
         &[],
@@ -870,7 +870,7 @@ fn fused_ops_check_their_arguments() -> Result<()> {
     .to_string();
     assert!(e.contains("share memory"), "{e}");
     let leaf = Tensor::zeros([3], DType::F32)?.requires_grad_(true)?;
-    let e = kiln::_fused_sgd_(
+    let e = kiln_core::_fused_sgd_(
         std::slice::from_ref(&leaf),
         std::slice::from_ref(&g),
         &[],
@@ -888,7 +888,7 @@ fn fused_ops_check_their_arguments() -> Result<()> {
     // Under no_grad it runs: p -= 0.1 * 1.
     {
         let _g = no_grad();
-        kiln::_fused_sgd_(
+        kiln_core::_fused_sgd_(
             std::slice::from_ref(&leaf),
             std::slice::from_ref(&g),
             &[],
@@ -903,7 +903,7 @@ fn fused_ops_check_their_arguments() -> Result<()> {
     }
     assert_close(&vals(&leaf), &[-0.1; 3], 1e-7, 0.0, "fused sgd");
     let ints = Tensor::zeros([3], DType::I64)?;
-    let e = kiln::_fused_sgd_(
+    let e = kiln_core::_fused_sgd_(
         std::slice::from_ref(&ints),
         std::slice::from_ref(&ints),
         &[],
@@ -1181,7 +1181,7 @@ fn fused_rmsprop_and_adagrad_check_their_arguments() -> Result<()> {
     let wrong = Tensor::zeros([4], DType::F32)?;
     let one = std::slice::from_ref;
     let rms = |square_avgs: &[Tensor], grad_avgs: &[Tensor], bufs: &[Tensor], centered| {
-        kiln::_fused_rmsprop_(
+        kiln_core::_fused_rmsprop_(
             one(&p),
             one(&g),
             square_avgs,
@@ -1223,7 +1223,7 @@ fn fused_rmsprop_and_adagrad_check_their_arguments() -> Result<()> {
     let p2 = Tensor::zeros([2, 3], DType::F32)?;
     let g2 = Tensor::ones([2, 3], DType::F32)?;
     let st = Tensor::zeros([3, 2], DType::F32)?.t()?;
-    let e = kiln::_fused_adagrad_(
+    let e = kiln_core::_fused_adagrad_(
         one(&p2),
         one(&g2),
         one(&st),
@@ -1242,7 +1242,7 @@ fn fused_rmsprop_and_adagrad_check_their_arguments() -> Result<()> {
         "{e}"
     );
     let ada = |steps: &[f64]| {
-        kiln::_fused_adagrad_(
+        kiln_core::_fused_adagrad_(
             one(&p),
             one(&g),
             one(&sq),
@@ -1269,7 +1269,7 @@ fn fused_rmsprop_and_adagrad_check_their_arguments() -> Result<()> {
     assert_close(&vals(&p), &[-0.1; 3], 1e-7, 0.0, "adagrad param");
     // A leaf that requires grad is refused outside no_grad.
     let leaf = Tensor::zeros([3], DType::F32)?.requires_grad_(true)?;
-    let e = kiln::_fused_adagrad_(
+    let e = kiln_core::_fused_adagrad_(
         one(&leaf),
         one(&g),
         one(&Tensor::zeros([3], DType::F32)?),
@@ -1284,7 +1284,7 @@ fn fused_rmsprop_and_adagrad_check_their_arguments() -> Result<()> {
     .to_string();
     assert!(e.contains("leaf Variable that requires grad"), "{e}");
     let ints = Tensor::zeros([3], DType::I64)?;
-    let e = kiln::_fused_rmsprop_(
+    let e = kiln_core::_fused_rmsprop_(
         one(&ints),
         one(&ints),
         one(&ints),

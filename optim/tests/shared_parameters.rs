@@ -3,7 +3,7 @@
 //! real PyTorch (`tests/data/gen_shared_parameters.py` → `shared_parameters_ref.txt`).
 
 mod common;
-use kiln::{no_grad, DType, Tensor};
+use kiln_core::{no_grad, DType, Tensor};
 use kiln_nn::functional::cross_entropy;
 use kiln_nn::{Embedding, EmbeddingOptions, Forward, Linear, Module};
 use kiln_optim::*;
@@ -158,7 +158,7 @@ fn param(v: [f64; 2]) -> Tensor {
 fn same_tensor_twice_in_a_group_warns_and_is_stepped_once() {
     let p = param([1.0, 2.0]);
     let q = param([0.0, 0.0]);
-    let (opt, caught) = kiln::catch_warnings(|| {
+    let (opt, caught) = kiln_core::catch_warnings(|| {
         SGD::new(
             vec![p.clone(), q.clone(), p.clone()],
             SGDOptions {
@@ -179,7 +179,7 @@ fn same_tensor_twice_in_a_group_warns_and_is_stepped_once() {
 fn same_tensor_twice_warns_for_every_optimizer() {
     let p = param([1.0, 2.0]);
     let twice = || vec![p.clone(), p.clone()];
-    let builds: Vec<Box<dyn Fn() -> kiln::Result<usize>>> = vec![
+    let builds: Vec<Box<dyn Fn() -> kiln_core::Result<usize>>> = vec![
         Box::new(|| {
             Ok(SGD::new(twice(), Default::default())?.param_groups()[0]
                 .params
@@ -207,7 +207,7 @@ fn same_tensor_twice_warns_for_every_optimizer() {
         }),
     ];
     for build in builds {
-        let (n, caught) = kiln::catch_warnings(build);
+        let (n, caught) = kiln_core::catch_warnings(build);
         assert_eq!(n.unwrap(), 1);
         assert_eq!(caught, [DUPLICATE_WARNING]);
     }

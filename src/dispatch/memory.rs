@@ -132,7 +132,7 @@ impl Tensor {
             .map_err(|e| Error::device("to", e.to_string()))?;
         // Through the host: a backend knows its own memory and the CPU's.
         let host = backend(self.device()).to_host(self, dtype)?;
-        backend(device).from_host(&host, dtype, device)
+        backend(device).upload(&host, dtype, device)
     }
 
     /// A contiguous copy with elements cast to `dtype`, without autograd history.

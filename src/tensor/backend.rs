@@ -45,7 +45,7 @@ pub(crate) trait Backend: Sync {
     fn to_host(&self, t: &Tensor, dtype: DType) -> Result<Tensor>;
 
     /// A contiguous copy of the CPU tensor `host` (already of `dtype`) on `device`.
-    fn from_host(&self, host: &Tensor, dtype: DType, device: Device) -> Result<Tensor>;
+    fn upload(&self, host: &Tensor, dtype: DType, device: Device) -> Result<Tensor>;
 
     /// Overwrites `out` (contiguous, fresh) with draw `(seed, offset)` of `dist`, element `i`
     /// being the same value on every backend.

@@ -100,7 +100,7 @@ fn forms(op: &Op) -> Vec<(String, TokenStream, TokenStream)> {
             out.push((
                 format!("kiln::{fname}"),
                 quote!(),
-                quote!(kiln::#f(#(#ps),*)),
+                quote!(kiln_core::#f(#(#ps),*)),
             ));
         }
         if op.variants.method {
@@ -132,7 +132,7 @@ fn forms(op: &Op) -> Vec<(String, TokenStream, TokenStream)> {
         out.push((
             format!("kiln::{}_out", op.rust),
             quote!(#(let #outs = a.tensor(#names);)*),
-            quote!(kiln::#f(#(#ps,)* #(&#outs),*)),
+            quote!(kiln_core::#f(#(#ps,)* #(&#outs),*)),
         ));
     }
     out
@@ -146,7 +146,7 @@ fn fn_name(op: &Op) -> syn::Ident {
     }
 }
 
-/// `fn fuzz_<op>(a: &mut Args) -> kiln::Result<()>`.
+/// `fn fuzz_<op>(a: &mut Args) -> kiln_core::Result<()>`.
 fn fuzz_fn(op: &Op) -> TokenStream {
     let name = fn_name(op);
     let doc = format!("Fuzzes `{}`.", op.schema);
@@ -190,7 +190,7 @@ fn fuzz_fn(op: &Op) -> TokenStream {
     };
     quote! {
         #[doc = #doc]
-        pub fn #name(a: &mut Args) -> kiln::Result<()> {
+        pub fn #name(a: &mut Args) -> kiln_core::Result<()> {
             #(#draws)*
             #body
             Ok(())

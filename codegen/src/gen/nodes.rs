@@ -297,6 +297,10 @@ pub fn node(op: &Op) -> TokenStream {
             let Some(grad) = grads.into_iter().next().flatten() else { return Ok(out) };
         }
     };
+    // `apply`'s allows, for code written once for every op: `NAME` is read only where a
+    // formula unpacks a saved tensor (dead_code); an input's slot, and `grad`, go unread when
+    // no formula needs them (unused_variables) and the last `slot += n` is never read
+    // (unused_assignments); a formula's `&x` or `.clone()` is needless for some argument types.
     quote! {
         #[doc = #doc]
         pub struct #name {
@@ -308,7 +312,7 @@ pub fn node(op: &Op) -> TokenStream {
             fn name(&self) -> &'static str { #name_lit }
             fn base(&self) -> &NodeBase { &self.base }
             fn release_variables(&self) { #(#releases)* }
-            #[allow(unused_variables, unused_assignments, clippy::needless_borrow, clippy::redundant_clone)]
+            #[allow(dead_code, unused_variables, unused_assignments, clippy::needless_borrow, clippy::redundant_clone)]
             fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
                 const NAME: &str = #name_lit;
                 let mut out: Vec<Option<Tensor>> = vec![None; self.base.next_edges.len()];

@@ -2,8 +2,8 @@
 //! written by `data/gen_layers.py`, and `data/losses_ref.txt`, by `data/gen_losses.py`) and the checks every layer goes through.
 #![allow(dead_code)]
 
-use kiln::autograd::{gradcheck, GradcheckOptions};
-use kiln::{DType, Result, Tensor};
+use kiln_core::autograd::{gradcheck, GradcheckOptions};
+use kiln_core::{DType, Result, Tensor};
 use kiln_nn::{Module, StateDict, TensorKind, VisitorMut};
 use std::cell::RefCell;
 use std::collections::HashMap;

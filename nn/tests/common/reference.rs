@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use kiln::{DType, Result, Tensor};
+use kiln_core::{DType, Result, Tensor};
 use kiln_nn::{Module, StateDict};
 use std::collections::HashMap;
 

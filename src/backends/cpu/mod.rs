@@ -52,7 +52,7 @@ impl Backend for CpuBackend {
         t.cast_copy(dtype)
     }
 
-    fn from_host(&self, host: &Tensor, _: DType, _: Device) -> Result<Tensor> {
+    fn upload(&self, host: &Tensor, _: DType, _: Device) -> Result<Tensor> {
         Ok(host.clone())
     }
 

@@ -34,7 +34,7 @@ impl Backend for CudaBackend {
         super::ops::transfer(t, dtype, Device::Cpu)
     }
 
-    fn from_host(&self, host: &Tensor, dtype: DType, device: Device) -> Result<Tensor> {
+    fn upload(&self, host: &Tensor, dtype: DType, device: Device) -> Result<Tensor> {
         super::ops::transfer(host, dtype, device)
     }
 
@@ -82,7 +82,7 @@ impl Backend for CudaBackend {
         Err(not_compiled(t.device()))
     }
 
-    fn from_host(&self, _: &Tensor, _: DType, device: Device) -> Result<Tensor> {
+    fn upload(&self, _: &Tensor, _: DType, device: Device) -> Result<Tensor> {
         Err(not_compiled(device))
     }
 

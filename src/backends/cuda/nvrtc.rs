@@ -129,8 +129,10 @@ unsafe fn build(
     target: Target,
     options: &[String],
 ) -> Result<Compiled> {
-    let compiled = rtc::compile_program(prog, options);
-    let log = rtc::get_program_log(prog)
+    // SAFETY: `prog` is a live program (this function's contract).
+    let compiled = unsafe { rtc::compile_program(prog, options) };
+    // SAFETY: as above; the log is read after compiling, as NVRTC requires.
+    let log = unsafe { rtc::get_program_log(prog) }
         .map(|l| {
             // SAFETY: NVRTC's log is NUL-terminated.
             unsafe { CStr::from_ptr(l.as_ptr()) }
@@ -146,16 +148,20 @@ unsafe fn build(
     let image = match target {
         Target::Cubin(_) => {
             let mut size = 0usize;
-            sys::nvrtcGetCUBINSize(prog, &mut size)
+            // SAFETY: `prog` is a live, compiled program; `size` is a valid out-pointer.
+            unsafe { sys::nvrtcGetCUBINSize(prog, &mut size) }
                 .result()
                 .map_err(|e| Error::Device(format!("nvrtcGetCUBINSize on '{name}': {e:?}")))?;
             let mut bytes = vec![0u8; size];
-            sys::nvrtcGetCUBIN(prog, bytes.as_mut_ptr().cast())
+            // SAFETY: `bytes` holds the `size` bytes NVRTC just reported for this program's
+            // CUBIN, which it writes in full.
+            unsafe { sys::nvrtcGetCUBIN(prog, bytes.as_mut_ptr().cast()) }
                 .result()
                 .map_err(|e| Error::Device(format!("nvrtcGetCUBIN on '{name}': {e:?}")))?;
             bytes
         }
-        Target::Ptx(_) => rtc::get_ptx(prog)
+        // SAFETY: `prog` is a live, compiled program.
+        Target::Ptx(_) => unsafe { rtc::get_ptx(prog) }
             .map_err(|e| Error::Device(format!("nvrtcGetPTX on '{name}': {e:?}")))?
             .into_iter()
             .map(|c| c as u8)

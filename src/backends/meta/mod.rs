@@ -30,7 +30,7 @@ impl Backend for MetaBackend {
         ))
     }
 
-    fn from_host(&self, host: &Tensor, dtype: DType, _: Device) -> Result<Tensor> {
+    fn upload(&self, host: &Tensor, dtype: DType, _: Device) -> Result<Tensor> {
         Tensor::alloc_meta("to", host.shape(), dtype)
     }
 

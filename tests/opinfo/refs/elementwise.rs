@@ -1,7 +1,9 @@
 //! Float64 references for the elementwise composites (src/ops/elementwise.rs) and the
-//! reductions of src/ops/reducing.rs.
+//! reductions of src/ops/reducing.rs; maximum/minimum.
 
-use super::{correction, grouped, groups, input, keepdim, opt_dims, reduced_mask, variance, wrap};
+use super::{
+    broadcast2, correction, grouped, groups, input, keepdim, opt_dims, reduced_mask, variance, wrap,
+};
 use crate::harness::{ref_pointwise, RefTensor, RefValue, Sample};
 
 fn map1(s: &Sample, f: impl Fn(f64) -> f64) -> Vec<RefTensor> {
@@ -354,5 +356,26 @@ pub fn div_mode(s: &Sample) -> Vec<RefTensor> {
         Some("trunc") => (a / b).trunc(),
         Some("floor") => (a / b).floor(),
         _ => a / b,
+    })
+}
+
+/// max(other): the larger element, NaN if either is NaN.
+pub fn max_other(s: &Sample) -> Vec<RefTensor> {
+    broadcast2(s, |a, b| {
+        if a.is_nan() || b.is_nan() {
+            f64::NAN
+        } else {
+            a.max(b)
+        }
+    })
+}
+
+pub fn min_other(s: &Sample) -> Vec<RefTensor> {
+    broadcast2(s, |a, b| {
+        if a.is_nan() || b.is_nan() {
+            f64::NAN
+        } else {
+            a.min(b)
+        }
     })
 }

@@ -1,8 +1,9 @@
 //! Float64 references for advanced indexing (src/ops/indexing.rs), NumPy's rules spelled out
 //! per result element: the result's multi-index splits into the index-tensor part and the
 //! whole dims, and each indexed dim's coordinate is read from its (broadcast) index tensor.
+//! Also index_select, gather, take, take_along_dim, one_hot, nonzero and masked_select.
 
-use super::numel;
+use super::{as_index, at, at_broadcast, broadcast, input, numel, tabulate, with_shape, wrap};
 use crate::harness::{RefTensor, Sample};
 use kiln::{DType, Tensor};
 
@@ -27,7 +28,7 @@ fn broadcast_at(x: &RefTensor, idx: &[usize]) -> f64 {
 }
 
 /// NumPy's broadcast of `shapes`.
-fn broadcast(shapes: &[&[usize]]) -> Vec<usize> {
+fn broadcast_shapes(shapes: &[&[usize]]) -> Vec<usize> {
     let nd = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
     let mut out = vec![1; nd];
     for s in shapes {
@@ -104,7 +105,7 @@ fn positions(x_shape: &[usize], list: &[Option<Tensor>]) -> (Vec<usize>, Vec<usi
             Entry::Whole => None,
         })
         .collect();
-    let b = broadcast(&shapes);
+    let b = broadcast_shapes(&shapes);
     // Adjacent indexed dims keep their place; separated ones go first.
     let adjacent = match (picked.first(), picked.last()) {
         (Some(f), Some(l)) => l - f + 1 == picked.len(),
@@ -182,4 +183,132 @@ pub fn index_put(s: &Sample) -> Vec<RefTensor> {
         }
     }
     vec![out]
+}
+
+/// index_select(self, dim, index): `out[.., r, ..] = self[.., index[r], ..]`; a 0-d self
+/// gives its single value.
+pub fn index_select(s: &Sample) -> Vec<RefTensor> {
+    let (x, index) = (input(s, 0), input(s, 1));
+    if x.shape.is_empty() {
+        return vec![x];
+    }
+    let d = wrap(s.int("dim").expect("sample provides dim"), x.shape.len());
+    let mut shape = x.shape.clone();
+    shape[d] = index.data.len();
+    vec![tabulate(shape, |ix| {
+        let mut j = ix.to_vec();
+        j[d] = as_index(index.data[ix[d]]);
+        at(&x, &j)
+    })]
+}
+
+/// gather(self, dim, index): `out[p] = self[p with p[dim] = index[p]]`, of the index's shape.
+pub fn gather(s: &Sample) -> Vec<RefTensor> {
+    let (x, index) = (input(s, 0), input(s, 1));
+    if x.shape.is_empty() {
+        return vec![with_shape(
+            RefTensor {
+                shape: vec![],
+                data: vec![x.data[0]; index.data.len()],
+            },
+            index.shape.clone(),
+        )];
+    }
+    let d = wrap(s.int("dim").expect("sample provides dim"), x.shape.len());
+    vec![tabulate(index.shape.clone(), |ix| {
+        let mut j = ix.to_vec();
+        j[d] = as_index(at(&index, ix));
+        at(&x, &j)
+    })]
+}
+
+pub fn take(s: &Sample) -> Vec<RefTensor> {
+    let (x, idx) = (input(s, 0), input(s, 1));
+    let n = x.data.len() as f64;
+    let data = idx
+        .data
+        .iter()
+        .map(|&i| x.data[if i < 0.0 { i + n } else { i } as usize])
+        .collect();
+    vec![RefTensor {
+        shape: idx.shape,
+        data,
+    }]
+}
+
+pub fn take_along_dim(s: &Sample) -> Vec<RefTensor> {
+    let (x, idx) = (input(s, 0), input(s, 1));
+    let Some(d) = s.opt_int("dim").unwrap_or(None) else {
+        return vec![RefTensor {
+            shape: vec![idx.data.len()],
+            data: idx.data.iter().map(|&i| x.data[i as usize]).collect(),
+        }];
+    };
+    let d = wrap(d, x.shape.len());
+    // Broadcast shape, with the index's size along d.
+    let shape: Vec<usize> = (0..x.shape.len())
+        .map(|k| {
+            if k == d {
+                idx.shape[k]
+            } else {
+                x.shape[k].max(idx.shape[k])
+            }
+        })
+        .collect();
+    vec![tabulate(shape, |ix| {
+        let ji: Vec<usize> = (0..ix.len())
+            .map(|k| if idx.shape[k] == 1 { 0 } else { ix[k] })
+            .collect();
+        let mut jx: Vec<usize> = (0..ix.len())
+            .map(|k| if x.shape[k] == 1 { 0 } else { ix[k] })
+            .collect();
+        jx[d] = (at(&idx, &ji) as i64).rem_euclid(x.shape[d] as i64) as usize;
+        at(&x, &jx)
+    })]
+}
+
+pub fn one_hot(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let c = match s.int("num_classes").unwrap_or(-1) {
+        -1 => x.data.iter().cloned().fold(-1.0, f64::max) as usize + 1,
+        c => c as usize,
+    };
+    let mut shape = x.shape.clone();
+    shape.push(c);
+    vec![tabulate(shape, |ix| {
+        let k = ix[ix.len() - 1];
+        (at(&x, &ix[..ix.len() - 1]) as usize == k) as u8 as f64
+    })]
+}
+
+pub fn nonzero(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let nd = x.shape.len();
+    let mut data = Vec::new();
+    let mut rows = 0;
+    for i in 0..x.data.len() {
+        if x.data[i] != 0.0 {
+            rows += 1;
+            data.extend(x.unravel(i).iter().map(|&c| c as f64));
+        }
+    }
+    vec![RefTensor {
+        shape: vec![rows, nd],
+        data,
+    }]
+}
+
+pub fn masked_select(s: &Sample) -> Vec<RefTensor> {
+    let (x, m) = (input(s, 0), input(s, 1));
+    let shape = broadcast(&x.shape, &m.shape);
+    let frame = tabulate(shape.clone(), |_| 0.0);
+    let data: Vec<f64> = (0..numel(&shape))
+        .map(|i| frame.unravel(i))
+        .filter(|ix| at_broadcast(&m, ix) != 0.0)
+        .map(|ix| at_broadcast(&x, &ix))
+        .collect();
+    vec![RefTensor {
+        shape: vec![data.len()],
+        data,
+    }]
 }

@@ -1,13 +1,9 @@
 //! Float64 references for linear algebra: Gauss-Jordan elimination, Laplace expansion,
 //! Cholesky–Crout, modified Gram-Schmidt and brute-force index sums, each written here
-//! independently of kernels/src/linalg.rs.
+//! independently of kernels/src/linalg.rs; matrix products and linear layers as index sums.
 
-use super::{input, RefTensor};
-use crate::harness::Sample;
-
-fn tensor(shape: Vec<usize>, data: Vec<f64>) -> RefTensor {
-    RefTensor { shape, data }
-}
+use super::{at, input, scalar, tabulate, tensor, unravel, with_shape};
+use crate::harness::{RefTensor, Sample};
 
 /// Splits `[..batch, r, c]` into its matrices.
 fn matrices(x: &RefTensor) -> (Vec<usize>, usize, usize, Vec<Vec<f64>>) {
@@ -83,7 +79,7 @@ pub fn det(s: &Sample) -> Vec<RefTensor> {
     vec![tensor(batch, mats.iter().map(|m| laplace(m, n)).collect())]
 }
 
-fn matmul(a: &[f64], b: &[f64], n: usize, k: usize, m: usize) -> Vec<f64> {
+fn matmul_flat(a: &[f64], b: &[f64], n: usize, k: usize, m: usize) -> Vec<f64> {
     let mut c = vec![0.0; n * m];
     for i in 0..n {
         for j in 0..m {
@@ -131,9 +127,9 @@ pub fn solve(s: &Sample) -> Vec<RefTensor> {
         let bm = &b.data[(i % b_count.max(1)) * b_rows * b_cols..][..b_rows * b_cols];
         let inv = gauss_jordan(am, n);
         if left {
-            data.extend(matmul(&inv, bm, n, n, b_cols));
+            data.extend(matmul_flat(&inv, bm, n, n, b_cols));
         } else {
-            data.extend(matmul(bm, &inv, b_rows, n, n));
+            data.extend(matmul_flat(bm, &inv, b_rows, n, n));
         }
     }
     let mut shape = batch;
@@ -416,4 +412,261 @@ pub fn tensordot(s: &Sample) -> Vec<RefTensor> {
         .copied()
         .collect();
     vec![brute(&[(a, la), (b, lb)], &output)]
+}
+
+// ---------------------------------------------------------------------------------------
+// Linear algebra
+// ---------------------------------------------------------------------------------------
+
+/// mm: `out[i][j] = Σ_k a[i][k] b[k][j]`.
+pub fn mm(s: &Sample) -> Vec<RefTensor> {
+    let (a, b) = (input(s, 0), input(s, 1));
+    let (k, m) = (a.shape[1], b.shape[1]);
+    vec![tabulate(vec![a.shape[0], m], |ix| {
+        (0..k)
+            .map(|kk| at(&a, &[ix[0], kk]) * at(&b, &[kk, ix[1]]))
+            .sum()
+    })]
+}
+
+/// bmm: one mm per batch entry.
+pub fn bmm(s: &Sample) -> Vec<RefTensor> {
+    let (a, b) = (input(s, 0), input(s, 1));
+    let k = a.shape[2];
+    vec![tabulate(vec![a.shape[0], a.shape[1], b.shape[2]], |ix| {
+        (0..k)
+            .map(|kk| at(&a, &[ix[0], ix[1], kk]) * at(&b, &[ix[0], kk, ix[2]]))
+            .sum()
+    })]
+}
+
+/// matmul with NumPy semantics: a 1-d first operand is a row, a 1-d second a column (both
+/// dropped from the result), and the leading batch dims broadcast.
+pub fn matmul(s: &Sample) -> Vec<RefTensor> {
+    let (a, b) = (input(s, 0), input(s, 1));
+    let (da, db) = (a.shape.len(), b.shape.len());
+    let a = if da == 1 {
+        with_shape(a.clone(), vec![1, a.shape[0]])
+    } else {
+        a
+    };
+    let b = if db == 1 {
+        with_shape(b.clone(), vec![b.shape[0], 1])
+    } else {
+        b
+    };
+    let (ra, rb) = (a.shape.len(), b.shape.len());
+    let (n, k, m) = (a.shape[ra - 2], a.shape[ra - 1], b.shape[rb - 1]);
+    let (ba, bb) = (&a.shape[..ra - 2], &b.shape[..rb - 2]);
+    let nb = ba.len().max(bb.len());
+    let dim_of = |sh: &[usize], i: usize| {
+        if i + sh.len() >= nb {
+            sh[i + sh.len() - nb]
+        } else {
+            1
+        }
+    };
+    let batch: Vec<usize> = (0..nb)
+        .map(|i| {
+            let (x, y) = (dim_of(ba, i), dim_of(bb, i));
+            if x == 1 {
+                y
+            } else {
+                x
+            }
+        })
+        .collect();
+    // Index into an operand's batch dims for an output batch index (size-1 dims broadcast).
+    let batch_idx = |sh: &[usize], bi: &[usize]| -> Vec<usize> {
+        let lead = nb - sh.len();
+        (0..sh.len())
+            .map(|j| if sh[j] == 1 { 0 } else { bi[lead + j] })
+            .collect()
+    };
+    let mut shape = batch.clone();
+    shape.extend([n, m]);
+    let full = tabulate(shape, |ix| {
+        let bi = &ix[..nb];
+        let (i, j) = (ix[nb], ix[nb + 1]);
+        let mut ia = batch_idx(ba, bi);
+        ia.extend([i, 0]);
+        let mut ib = batch_idx(bb, bi);
+        ib.extend([0, j]);
+        (0..k)
+            .map(|kk| {
+                ia[ra - 1] = kk;
+                ib[rb - 2] = kk;
+                at(&a, &ia) * at(&b, &ib)
+            })
+            .sum()
+    });
+    let mut out_shape = batch;
+    if da != 1 {
+        out_shape.push(n);
+    }
+    if db != 1 {
+        out_shape.push(m);
+    }
+    vec![with_shape(full, out_shape)]
+}
+
+pub fn dot(s: &Sample) -> Vec<RefTensor> {
+    let (a, b) = (input(s, 0), input(s, 1));
+    vec![scalar(a.data.iter().zip(&b.data).map(|(x, y)| x * y).sum())]
+}
+
+pub fn outer(s: &Sample) -> Vec<RefTensor> {
+    let (a, b) = (input(s, 0), input(s, 1));
+    vec![tabulate(vec![a.data.len(), b.data.len()], |ix| {
+        a.data[ix[0]] * b.data[ix[1]]
+    })]
+}
+
+/// addmm: `beta * self + alpha * mat1 @ mat2`, `self` broadcast; beta 0 drops `self`.
+pub fn addmm(s: &Sample) -> Vec<RefTensor> {
+    let (c, a, b) = (input(s, 0), input(s, 1), input(s, 2));
+    let beta = s.scalar("beta").map_or(1.0, |v| v.to::<f64>());
+    let alpha = s.scalar("alpha").map_or(1.0, |v| v.to::<f64>());
+    let (n, k, m) = (a.shape[0], a.shape[1], b.shape[1]);
+    vec![tabulate(vec![n, m], |ix| {
+        let p: f64 = (0..k)
+            .map(|kk| at(&a, &[ix[0], kk]) * at(&b, &[kk, ix[1]]))
+            .sum();
+        let lead = 2 - c.shape.len();
+        let j: Vec<usize> = (0..c.shape.len())
+            .map(|d| if c.shape[d] == 1 { 0 } else { ix[lead + d] })
+            .collect();
+        let base = if beta == 0.0 { 0.0 } else { beta * at(&c, &j) };
+        base + alpha * p
+    })]
+}
+
+// ---------------------------------------------------------------------------------------
+// Linear layers
+// ---------------------------------------------------------------------------------------
+
+/// `a [.., n] · W [o, n]ᵀ` over the last dim.
+fn rows_times(a: &RefTensor, w: &RefTensor) -> RefTensor {
+    let n = *a.shape.last().unwrap_or(&1);
+    let o = w.shape[0];
+    let rows = a.data.len() / n.max(1);
+    let mut shape = a.shape[..a.shape.len() - 1].to_vec();
+    shape.push(o);
+    let mut data = vec![0.0; rows * o];
+    for r in 0..rows {
+        for j in 0..o {
+            data[r * o + j] = (0..n).map(|i| a.data[r * n + i] * w.data[j * n + i]).sum();
+        }
+    }
+    tensor(shape, data)
+}
+
+fn plus_bias(mut y: RefTensor, b: Option<RefTensor>) -> RefTensor {
+    if let Some(b) = b {
+        let o = b.data.len();
+        for (i, v) in y.data.iter_mut().enumerate() {
+            *v += b.data[i % o];
+        }
+    }
+    y
+}
+
+pub fn linear(s: &Sample) -> Vec<RefTensor> {
+    let y = rows_times(&input(s, 0), &input(s, 1));
+    vec![plus_bias(y, s.opt_t(2).map(RefTensor::of))]
+}
+
+pub fn bilinear(s: &Sample) -> Vec<RefTensor> {
+    let (a, b, w) = (input(s, 0), input(s, 1), input(s, 2));
+    let (o, i1, i2) = (w.shape[0], w.shape[1], w.shape[2]);
+    let rows = a.data.len() / i1;
+    let mut shape = a.shape[..a.shape.len() - 1].to_vec();
+    shape.push(o);
+    let mut data = vec![0.0; rows * o];
+    for r in 0..rows {
+        for k in 0..o {
+            let mut acc = 0.0;
+            for i in 0..i1 {
+                for j in 0..i2 {
+                    acc += a.data[r * i1 + i] * w.data[(k * i1 + i) * i2 + j] * b.data[r * i2 + j];
+                }
+            }
+            data[r * o + k] = acc;
+        }
+    }
+    vec![plus_bias(
+        tensor(shape, data),
+        s.opt_t(3).map(RefTensor::of),
+    )]
+}
+
+pub fn mv(s: &Sample) -> Vec<RefTensor> {
+    let (m, v) = (input(s, 0), input(s, 1));
+    vec![rows_times(&v, &m)]
+}
+
+fn beta_alpha(s: &Sample) -> (f64, f64) {
+    (
+        s.scalar("beta").map_or(1.0, |v| v.to::<f64>()),
+        s.scalar("alpha").map_or(1.0, |v| v.to::<f64>()),
+    )
+}
+
+/// `beta * base (broadcast) + alpha * p`; `beta = 0` ignores the base.
+fn blend(base: &RefTensor, p: RefTensor, s: &Sample) -> RefTensor {
+    let (beta, alpha) = beta_alpha(s);
+    let data = (0..p.data.len())
+        .map(|i| {
+            let ix = unravel(i, &p.shape);
+            let lead = ix.len() - base.shape.len();
+            let j: Vec<usize> = (0..base.shape.len())
+                .map(|d| if base.shape[d] == 1 { 0 } else { ix[lead + d] })
+                .collect();
+            let b = if beta == 0.0 {
+                0.0
+            } else {
+                beta * base.data[base.ravel(&j)]
+            };
+            b + alpha * p.data[i]
+        })
+        .collect();
+    tensor(p.shape, data)
+}
+
+pub fn addmv(s: &Sample) -> Vec<RefTensor> {
+    let p = rows_times(&input(s, 2), &input(s, 1));
+    vec![blend(&input(s, 0), p, s)]
+}
+
+/// `b1 [B, n, k] @ b2 [B, k, m]`.
+fn batched_mm(b1: &RefTensor, b2: &RefTensor) -> RefTensor {
+    let (bn, n, k, m) = (b1.shape[0], b1.shape[1], b1.shape[2], b2.shape[2]);
+    let mut data = vec![0.0; bn * n * m];
+    for b in 0..bn {
+        for i in 0..n {
+            for j in 0..m {
+                data[(b * n + i) * m + j] = (0..k)
+                    .map(|t| b1.data[(b * n + i) * k + t] * b2.data[(b * k + t) * m + j])
+                    .sum();
+            }
+        }
+    }
+    tensor(vec![bn, n, m], data)
+}
+
+pub fn baddbmm(s: &Sample) -> Vec<RefTensor> {
+    let p = batched_mm(&input(s, 1), &input(s, 2));
+    vec![blend(&input(s, 0), p, s)]
+}
+
+pub fn addbmm(s: &Sample) -> Vec<RefTensor> {
+    let p = batched_mm(&input(s, 1), &input(s, 2));
+    let (bn, n, m) = (p.shape[0], p.shape[1], p.shape[2]);
+    let mut sum = vec![0.0; n * m];
+    for b in 0..bn {
+        for (i, v) in sum.iter_mut().enumerate() {
+            *v += p.data[b * n * m + i];
+        }
+    }
+    vec![blend(&input(s, 0), tensor(vec![n, m], sum), s)]
 }

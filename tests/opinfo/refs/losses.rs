@@ -1,8 +1,9 @@
-//! Float64 references for the margin and embedding losses: per-element or per-row loops
+//! Float64 references for the margin and embedding losses and the regression losses (with
+//! their backward ops): per-element or per-row loops
 //! over the definitions in PyTorch's documentation, then the reduction.
 
-use super::{input, RefTensor};
-use crate::harness::Sample;
+use super::{broadcast2, input, numel, opt, reduce, scalar, tensor, unravel};
+use crate::harness::{RefTensor, Sample};
 
 /// The broadcast shape of several shapes (numpy rules).
 fn broadcast_shape(shapes: &[&[usize]]) -> Vec<usize> {
@@ -241,4 +242,155 @@ pub fn multilabel_margin_loss(s: &Sample) -> Vec<RefTensor> {
         .collect();
     let shape = if x.shape.len() == 2 { vec![n] } else { vec![] };
     reduced(s, shape, loss)
+}
+
+// ---------------------------------------------------------------------------------------
+// Regression losses and KL divergence
+// ---------------------------------------------------------------------------------------
+
+/// Applies `f` to (input, target) pairs after broadcasting, then PyTorch's reduction.
+fn loss_ref(s: &Sample, f: impl Fn(f64, f64) -> f64) -> Vec<RefTensor> {
+    let per = broadcast2(s, f).remove(0);
+    match s.int("reduction").unwrap_or(1) {
+        0 => vec![per],
+        1 => vec![scalar(per.data.iter().sum::<f64>() / per.data.len() as f64)],
+        _ => vec![scalar(per.data.iter().sum())],
+    }
+}
+
+pub fn mse_loss(s: &Sample) -> Vec<RefTensor> {
+    loss_ref(s, |a, b| (a - b) * (a - b))
+}
+
+pub fn l1_loss(s: &Sample) -> Vec<RefTensor> {
+    loss_ref(s, |a, b| (a - b).abs())
+}
+
+pub fn smooth_l1_loss(s: &Sample) -> Vec<RefTensor> {
+    let beta = s.float("beta").unwrap_or(1.0);
+    loss_ref(s, |a, b| {
+        let d = (a - b).abs();
+        if d < beta {
+            0.5 * d * d / beta
+        } else {
+            d - 0.5 * beta
+        }
+    })
+}
+
+pub fn huber_loss(s: &Sample) -> Vec<RefTensor> {
+    let delta = s.float("delta").unwrap_or(1.0);
+    loss_ref(s, |a, b| {
+        let d = (a - b).abs();
+        if d <= delta {
+            0.5 * d * d
+        } else {
+            delta * (d - 0.5 * delta)
+        }
+    })
+}
+
+pub fn kl_div(s: &Sample) -> Vec<RefTensor> {
+    let log_target = s.flag("log_target").unwrap_or(false);
+    loss_ref(s, |x, t| {
+        if log_target {
+            t.exp() * (t - x)
+        } else if t > 0.0 {
+            t * (t.ln() - x)
+        } else {
+            0.0
+        }
+    })
+}
+
+/// The shape `shapes` broadcast to.
+fn broadcast_shapes(shapes: &[&[usize]]) -> Vec<usize> {
+    let n = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut out = vec![1; n];
+    for sh in shapes {
+        for (k, &v) in sh.iter().enumerate() {
+            let d = n - sh.len() + k;
+            if v != 1 {
+                out[d] = v;
+            }
+        }
+    }
+    out
+}
+
+/// `x` at multi-index `idx` of a shape it broadcasts to.
+fn at_broadcast(x: &RefTensor, idx: &[usize]) -> f64 {
+    let lead = idx.len() - x.shape.len();
+    let j: Vec<usize> = (0..x.shape.len())
+        .map(|d| if x.shape[d] == 1 { 0 } else { idx[lead + d] })
+        .collect();
+    x.data[x.ravel(&j)]
+}
+
+/// A pointwise loss's backward: `norm * slope(x, t, weight) * grad_output` over the shape
+/// all operands broadcast to (sample tensors: grad_output, self, target[, weight]); `norm` is
+/// `1 / n` for a mean (the default) over the `n` terms of `self` and `target` broadcast.
+fn loss_backward_ref(s: &Sample, slope: impl Fn(f64, f64) -> f64) -> Vec<RefTensor> {
+    let (g, x, t) = (input(s, 0), input(s, 1), input(s, 2));
+    let w = opt(s, 3);
+    let terms = numel(&broadcast_shapes(&[&x.shape, &t.shape]));
+    let shape = broadcast_shapes(&[&g.shape, &x.shape, &t.shape]);
+    let norm = if s.int("reduction").unwrap_or(1) == 1 {
+        1.0 / terms as f64
+    } else {
+        1.0
+    };
+    let data = (0..numel(&shape))
+        .map(|f| {
+            let ix = unravel(f, &shape);
+            let v =
+                norm * slope(at_broadcast(&x, &ix), at_broadcast(&t, &ix)) * at_broadcast(&g, &ix);
+            w.as_ref().map_or(v, |w| v * at_broadcast(w, &ix))
+        })
+        .collect();
+    vec![tensor(shape, data)]
+}
+
+pub fn mse_loss_backward(s: &Sample) -> Vec<RefTensor> {
+    loss_backward_ref(s, |x, t| 2.0 * (x - t))
+}
+
+pub fn smooth_l1_loss_backward(s: &Sample) -> Vec<RefTensor> {
+    let beta = s.float("beta").expect("beta");
+    loss_backward_ref(s, |x, t| {
+        let d = x - t;
+        if d.abs() < beta {
+            d / beta
+        } else if d == 0.0 {
+            0.0
+        } else {
+            d.signum()
+        }
+    })
+}
+
+pub fn huber_loss_backward(s: &Sample) -> Vec<RefTensor> {
+    let delta = s.float("delta").expect("delta");
+    loss_backward_ref(s, |x, t| (x - t).clamp(-delta, delta))
+}
+
+pub fn bce_backward(s: &Sample) -> Vec<RefTensor> {
+    loss_backward_ref(s, |x, t| (x - t) / (x * (1.0 - x)).max(1e-12))
+}
+
+pub fn bce_logits(s: &Sample) -> Vec<RefTensor> {
+    let (x, t) = (input(s, 0), input(s, 1));
+    let (w, pw) = (opt(s, 2), opt(s, 3));
+    let reduction = s.int("reduction").unwrap_or(1);
+    let loss: Vec<f64> = (0..x.data.len())
+        .map(|i| {
+            let (z, y) = (x.data[i], t.data[i]);
+            let pos = pw.as_ref().map_or(1.0, |p| p.data[i % p.data.len()]);
+            let sig = 1.0 / (1.0 + (-z).exp());
+            let l = -(pos * y * sig.ln() + (1.0 - y) * (1.0 - sig).ln());
+            l * w.as_ref().map_or(1.0, |w| w.data[i % w.data.len()])
+        })
+        .collect();
+    let n = loss.len() as f64;
+    vec![reduce(loss, x.shape.clone(), reduction, n)]
 }

@@ -1,11 +1,12 @@
-//! Float64 references for the fused normalization ops and their backward ops: plain loops
+//! Float64 references for the fused normalization ops and their backward ops, and the
+//! normalization functions built on them: plain loops
 //! over row-major values. Forward: statistics in two passes, biased variance. Backward: the
 //! closed-form gradients, with `a = g * w` and `xhat = (x - mean) * rstd` per group of
 //! elements sharing statistics,
 //! `dx = rstd * (a - mean(a) - xhat * mean(a * xhat))` (RMS norm: no `mean(a)`; batch norm
 //! in evaluation: `dx = rstd * a`), `dw = Σ g * xhat`, `db = Σ g`.
 
-use super::input;
+use super::{input, numel, opt, tensor, unravel};
 use crate::harness::{RefTensor, Sample};
 use kiln::DType;
 
@@ -18,7 +19,7 @@ fn absent() -> RefTensor {
     t(vec![0], vec![])
 }
 
-fn opt(s: &Sample, i: usize) -> Option<Vec<f64>> {
+fn opt_values(s: &Sample, i: usize) -> Option<Vec<f64>> {
     s.opt_t(i).map(|x| RefTensor::of(x).data)
 }
 
@@ -180,8 +181,8 @@ pub fn native_layer_norm(s: &Sample) -> Vec<RefTensor> {
         &x.data,
         &mean,
         &rstd,
-        opt(s, 1).as_deref(),
-        opt(s, 2).as_deref(),
+        opt_values(s, 1).as_deref(),
+        opt_values(s, 2).as_deref(),
     );
     vec![t(x.shape, y), t(stat.clone(), mean), t(stat, rstd)]
 }
@@ -217,7 +218,7 @@ pub fn native_layer_norm_backward(s: &Sample) -> Vec<RefTensor> {
         &x.data,
         &mean.data,
         &rstd.data,
-        opt(s, 4).as_deref(),
+        opt_values(s, 4).as_deref(),
         n,
         true,
         true,
@@ -243,7 +244,7 @@ pub fn fused_rms_norm(s: &Sample) -> Vec<RefTensor> {
     let gr = Groups::rows(m, n);
     let (zero, ms) = gr.stats(&x.data, false);
     let rstd: Vec<f64> = ms.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
-    let y = gr.normalize(&x.data, &zero, &rstd, opt(s, 1).as_deref(), None);
+    let y = gr.normalize(&x.data, &zero, &rstd, opt_values(s, 1).as_deref(), None);
     vec![t(x.shape, y), t(stat, rstd)]
 }
 
@@ -257,7 +258,7 @@ pub fn fused_rms_norm_backward(s: &Sample) -> Vec<RefTensor> {
         &x.data,
         &zero,
         &rstd.data,
-        opt(s, 3).as_deref(),
+        opt_values(s, 3).as_deref(),
         n,
         false,
         true,
@@ -281,8 +282,8 @@ pub fn native_group_norm(s: &Sample) -> Vec<RefTensor> {
         &x.data,
         &mean,
         &rstd,
-        opt(s, 1).as_deref(),
-        opt(s, 2).as_deref(),
+        opt_values(s, 1).as_deref(),
+        opt_values(s, 2).as_deref(),
     );
     vec![
         t(x.shape, y),
@@ -301,7 +302,7 @@ pub fn native_group_norm_backward(s: &Sample) -> Vec<RefTensor> {
         &x.data,
         &mean.data,
         &rstd.data,
-        opt(s, 4).as_deref(),
+        opt_values(s, 4).as_deref(),
         c,
         true,
         true,
@@ -317,7 +318,12 @@ fn batch_sizes(shape: &[usize]) -> (usize, usize, usize) {
 fn batch_forward(s: &Sample) -> Vec<RefTensor> {
     let x = input(s, 0);
     let (n, c, hxw) = batch_sizes(&x.shape);
-    let (w, b, rm, rv) = (opt(s, 1), opt(s, 2), opt(s, 3), opt(s, 4));
+    let (w, b, rm, rv) = (
+        opt_values(s, 1),
+        opt_values(s, 2),
+        opt_values(s, 3),
+        opt_values(s, 4),
+    );
     let training = s.flag("training").expect("training");
     let momentum = s.float("momentum").expect("momentum");
     let eps = s.float("eps").expect("eps");
@@ -378,13 +384,13 @@ pub fn native_batch_norm_backward(s: &Sample) -> Vec<RefTensor> {
     let eps = s.float("eps").expect("eps");
     let (mean, rstd) = if train {
         (
-            opt(s, 5).expect("save_mean"),
-            opt(s, 6).expect("save_invstd"),
+            opt_values(s, 5).expect("save_mean"),
+            opt_values(s, 6).expect("save_invstd"),
         )
     } else {
-        let rv = opt(s, 4).expect("running_var");
+        let rv = opt_values(s, 4).expect("running_var");
         (
-            opt(s, 3).expect("running_mean"),
+            opt_values(s, 3).expect("running_mean"),
             rv.iter().map(|v| 1.0 / (v + eps).sqrt()).collect(),
         )
     };
@@ -394,10 +400,174 @@ pub fn native_batch_norm_backward(s: &Sample) -> Vec<RefTensor> {
         &x.data,
         &mean,
         &rstd,
-        opt(s, 2).as_deref(),
+        opt_values(s, 2).as_deref(),
         c,
         true,
         train,
     );
     masked(&output_mask(s), r, x.shape, vec![c])
+}
+
+// ---------------------------------------------------------------------------------------
+// Normalization functions
+// ---------------------------------------------------------------------------------------
+
+/// Normalizes groups of `x` (elements with the same `key(index)`), then applies per-element
+/// `scale`/`shift`.
+fn normalize_by(
+    x: &RefTensor,
+    key: impl Fn(&[usize]) -> usize,
+    stats: Option<(&[f64], &[f64])>,
+    eps: f64,
+    affine: impl Fn(&[usize], f64) -> f64,
+) -> RefTensor {
+    let keys: Vec<usize> = (0..x.data.len())
+        .map(|i| key(&unravel(i, &x.shape)))
+        .collect();
+    let groups = keys.iter().max().map_or(0, |m| m + 1);
+    let (mut sum, mut cnt) = (vec![0.0; groups], vec![0.0; groups]);
+    for (i, &g) in keys.iter().enumerate() {
+        sum[g] += x.data[i];
+        cnt[g] += 1.0;
+    }
+    let mean: Vec<f64> = (0..groups).map(|g| sum[g] / cnt[g]).collect();
+    let mut sq = vec![0.0; groups];
+    for (i, &g) in keys.iter().enumerate() {
+        sq[g] += (x.data[i] - mean[g]).powi(2);
+    }
+    let var: Vec<f64> = (0..groups).map(|g| sq[g] / cnt[g]).collect();
+    let data = (0..x.data.len())
+        .map(|i| {
+            let g = keys[i];
+            let (m, v) = match stats {
+                Some((rm, rv)) => (rm[g], rv[g]),
+                None => (mean[g], var[g]),
+            };
+            affine(&unravel(i, &x.shape), (x.data[i] - m) / (v + eps).sqrt())
+        })
+        .collect();
+    tensor(x.shape.clone(), data)
+}
+
+pub fn batch_norm(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let (w, b, rm, rv) = (opt(s, 1), opt(s, 2), opt(s, 3), opt(s, 4));
+    let training = s.flag("training").expect("training");
+    let eps = s.float("eps").expect("eps");
+    let stats = if training {
+        None
+    } else {
+        Some((
+            rm.as_ref().expect("rm").data.as_slice(),
+            rv.as_ref().expect("rv").data.as_slice(),
+        ))
+    };
+    let y = normalize_by(
+        &x,
+        |ix| ix[1],
+        stats,
+        eps,
+        |ix, v| {
+            v * w.as_ref().map_or(1.0, |w| w.data[ix[1]])
+                + b.as_ref().map_or(0.0, |b| b.data[ix[1]])
+        },
+    );
+    vec![y]
+}
+
+/// Layer/RMS norm helpers: the flat index within the trailing `k` dims, and the row.
+fn trailing(ix: &[usize], shape: &[usize], k: usize) -> (usize, usize) {
+    let nd = shape.len();
+    let inner = ix[nd - k..]
+        .iter()
+        .zip(&shape[nd - k..])
+        .fold(0, |a, (&i, &s)| a * s + i);
+    let row = ix[..nd - k]
+        .iter()
+        .zip(&shape[..nd - k])
+        .fold(0, |a, (&i, &s)| a * s + i);
+    (row, inner)
+}
+
+pub fn layer_norm(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let k = s.ints("normalized_shape").expect("normalized_shape").len();
+    let (w, b) = (opt(s, 1), opt(s, 2));
+    let eps = s.float("eps").unwrap_or(1e-5);
+    let shape = x.shape.clone();
+    let y = normalize_by(
+        &x,
+        |ix| trailing(ix, &shape, k).0,
+        None,
+        eps,
+        |ix, v| {
+            let i = trailing(ix, &shape, k).1;
+            v * w.as_ref().map_or(1.0, |w| w.data[i]) + b.as_ref().map_or(0.0, |b| b.data[i])
+        },
+    );
+    vec![y]
+}
+
+pub fn group_norm(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let g = s.int("num_groups").expect("num_groups") as usize;
+    let (w, b) = (opt(s, 1), opt(s, 2));
+    let eps = s.float("eps").unwrap_or(1e-5);
+    let per = x.shape[1] / g;
+    let y = normalize_by(
+        &x,
+        |ix| ix[0] * g + ix[1] / per,
+        None,
+        eps,
+        |ix, v| {
+            v * w.as_ref().map_or(1.0, |w| w.data[ix[1]])
+                + b.as_ref().map_or(0.0, |b| b.data[ix[1]])
+        },
+    );
+    vec![y]
+}
+
+pub fn instance_norm(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let (w, b) = (opt(s, 1), opt(s, 2));
+    let eps = s.float("eps").expect("eps");
+    let c = x.shape[1];
+    let y = normalize_by(
+        &x,
+        |ix| ix[0] * c + ix[1],
+        None,
+        eps,
+        |ix, v| {
+            v * w.as_ref().map_or(1.0, |w| w.data[ix[1]])
+                + b.as_ref().map_or(0.0, |b| b.data[ix[1]])
+        },
+    );
+    vec![y]
+}
+
+pub fn rms_norm(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let k = s.ints("normalized_shape").expect("normalized_shape").len();
+    let w = opt(s, 1);
+    let eps = s.float("eps").unwrap_or(match s.t(0).dtype() {
+        kiln::DType::F16 => 0.0009765625,
+        kiln::DType::BF16 => 0.0078125,
+        kiln::DType::F32 => f32::EPSILON as f64,
+        _ => f64::EPSILON,
+    });
+    let shape = x.shape.clone();
+    let rows = x.data.len() / numel(&shape[shape.len() - k..]).max(1);
+    let mut ms = vec![0.0; rows];
+    let per = numel(&shape[shape.len() - k..]) as f64;
+    for i in 0..x.data.len() {
+        let (r, _) = trailing(&unravel(i, &shape), &shape, k);
+        ms[r] += x.data[i] * x.data[i] / per;
+    }
+    let data = (0..x.data.len())
+        .map(|i| {
+            let (r, inner) = trailing(&unravel(i, &shape), &shape, k);
+            x.data[i] / (ms[r] + eps).sqrt() * w.as_ref().map_or(1.0, |w| w.data[inner])
+        })
+        .collect();
+    vec![tensor(shape, data)]
 }

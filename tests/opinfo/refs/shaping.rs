@@ -1,9 +1,8 @@
 //! Float64 references for src/ops/shaping.rs: every output element located by index
 //! arithmetic on row-major values.
 
-use super::{as_index, at, at_least_1d, input, numel, scalar, tabulate, with_shape, wrap};
+use super::{at, at_broadcast, broadcast, input, nonzero, scalar, tabulate, with_shape, wrap};
 use crate::harness::{RefTensor, Sample};
-use kiln::DType;
 
 fn opt_wrap(d: i64, n: usize) -> usize {
     wrap(d, n)
@@ -255,216 +254,6 @@ pub fn narrow_tensor(s: &Sample) -> Vec<RefTensor> {
     })]
 }
 
-/// Pieces of `x` along `d` with the given sizes.
-fn pieces(x: &RefTensor, d: usize, sizes: &[usize]) -> Vec<RefTensor> {
-    let mut start = 0;
-    sizes
-        .iter()
-        .map(|&n| {
-            let mut shape = x.shape.clone();
-            shape[d] = n;
-            let s0 = start;
-            start += n;
-            tabulate(shape, |ix| {
-                let mut j = ix.to_vec();
-                j[d] += s0;
-                at(x, &j)
-            })
-        })
-        .collect()
-}
-
-fn even_sizes(n: usize, size: usize) -> Vec<usize> {
-    if n == 0 {
-        return vec![0];
-    }
-    (0..n.div_ceil(size))
-        .map(|i| size.min(n - i * size))
-        .collect()
-}
-
-pub fn split(s: &Sample) -> Vec<RefTensor> {
-    let x = input(s, 0);
-    let d = wrap(s.int("dim").unwrap_or(0), x.shape.len());
-    let size = s.int("split_size").expect("split_size") as usize;
-    pieces(&x, d, &even_sizes(x.shape[d], size))
-}
-
-pub fn split_with_sizes(s: &Sample) -> Vec<RefTensor> {
-    let x = input(s, 0);
-    let d = wrap(s.int("dim").unwrap_or(0), x.shape.len());
-    let sizes: Vec<usize> = s
-        .ints("split_sizes")
-        .expect("split_sizes")
-        .iter()
-        .map(|&v| v as usize)
-        .collect();
-    pieces(&x, d, &sizes)
-}
-
-pub fn chunk(s: &Sample) -> Vec<RefTensor> {
-    let x = input(s, 0);
-    let d = wrap(s.int("dim").unwrap_or(0), x.shape.len());
-    let chunks = s.int("chunks").expect("chunks") as usize;
-    let n = x.shape[d];
-    if n == 0 {
-        return pieces(&x, d, &vec![0; chunks]);
-    }
-    pieces(&x, d, &even_sizes(n, n.div_ceil(chunks)))
-}
-
-pub fn unbind(s: &Sample) -> Vec<RefTensor> {
-    let x = input(s, 0);
-    let d = wrap(s.int("dim").unwrap_or(0), x.shape.len());
-    let mut shape = x.shape.clone();
-    shape.remove(d);
-    (0..x.shape[d])
-        .map(|i| {
-            tabulate(shape.clone(), |ix| {
-                let mut j = ix.to_vec();
-                j.insert(d, i);
-                at(&x, &j)
-            })
-        })
-        .collect()
-}
-
-pub fn meshgrid(s: &Sample) -> Vec<RefTensor> {
-    let xs: Vec<RefTensor> = s.list(0).iter().map(RefTensor::of).collect();
-    let xy = s.string("indexing") == Some("xy") && xs.len() >= 2;
-    let pos = |i: usize| match (xy, i) {
-        (true, 0) => 1,
-        (true, 1) => 0,
-        _ => i,
-    };
-    let mut shape = vec![0; xs.len()];
-    for (i, x) in xs.iter().enumerate() {
-        shape[pos(i)] = x.data.len();
-    }
-    xs.iter()
-        .enumerate()
-        .map(|(i, x)| tabulate(shape.clone(), |ix| x.data[ix[pos(i)]]))
-        .collect()
-}
-
-pub fn take(s: &Sample) -> Vec<RefTensor> {
-    let (x, idx) = (input(s, 0), input(s, 1));
-    let n = x.data.len() as f64;
-    let data = idx
-        .data
-        .iter()
-        .map(|&i| x.data[if i < 0.0 { i + n } else { i } as usize])
-        .collect();
-    vec![RefTensor {
-        shape: idx.shape,
-        data,
-    }]
-}
-
-pub fn take_along_dim(s: &Sample) -> Vec<RefTensor> {
-    let (x, idx) = (input(s, 0), input(s, 1));
-    let Some(d) = s.opt_int("dim").unwrap_or(None) else {
-        return vec![RefTensor {
-            shape: vec![idx.data.len()],
-            data: idx.data.iter().map(|&i| x.data[i as usize]).collect(),
-        }];
-    };
-    let d = wrap(d, x.shape.len());
-    // Broadcast shape, with the index's size along d.
-    let shape: Vec<usize> = (0..x.shape.len())
-        .map(|k| {
-            if k == d {
-                idx.shape[k]
-            } else {
-                x.shape[k].max(idx.shape[k])
-            }
-        })
-        .collect();
-    vec![tabulate(shape, |ix| {
-        let ji: Vec<usize> = (0..ix.len())
-            .map(|k| if idx.shape[k] == 1 { 0 } else { ix[k] })
-            .collect();
-        let mut jx: Vec<usize> = (0..ix.len())
-            .map(|k| if x.shape[k] == 1 { 0 } else { ix[k] })
-            .collect();
-        jx[d] = (at(&idx, &ji) as i64).rem_euclid(x.shape[d] as i64) as usize;
-        at(&x, &jx)
-    })]
-}
-
-pub fn one_hot(s: &Sample) -> Vec<RefTensor> {
-    let x = input(s, 0);
-    let c = match s.int("num_classes").unwrap_or(-1) {
-        -1 => x.data.iter().cloned().fold(-1.0, f64::max) as usize + 1,
-        c => c as usize,
-    };
-    let mut shape = x.shape.clone();
-    shape.push(c);
-    vec![tabulate(shape, |ix| {
-        let k = ix[ix.len() - 1];
-        (at(&x, &ix[..ix.len() - 1]) as usize == k) as u8 as f64
-    })]
-}
-
-pub fn nonzero(s: &Sample) -> Vec<RefTensor> {
-    let x = input(s, 0);
-    let nd = x.shape.len();
-    let mut data = Vec::new();
-    let mut rows = 0;
-    for i in 0..x.data.len() {
-        if x.data[i] != 0.0 {
-            rows += 1;
-            data.extend(x.unravel(i).iter().map(|&c| c as f64));
-        }
-    }
-    vec![RefTensor {
-        shape: vec![rows, nd],
-        data,
-    }]
-}
-
-/// The broadcast shape of two shapes (NumPy rules; the samples only use valid pairs).
-fn broadcast(a: &[usize], b: &[usize]) -> Vec<usize> {
-    let n = a.len().max(b.len());
-    let get = |s: &[usize], i: usize| {
-        if i + s.len() >= n {
-            s[i + s.len() - n]
-        } else {
-            1
-        }
-    };
-    (0..n)
-        .map(|i| match (get(a, i), get(b, i)) {
-            (1, y) => y,
-            (x, _) => x,
-        })
-        .collect()
-}
-
-/// `x`'s value at a multi-index of a broadcast shape it takes part in.
-fn at_broadcast(x: &RefTensor, ix: &[usize]) -> f64 {
-    let lead = ix.len() - x.shape.len();
-    let j: Vec<usize> = (0..x.shape.len())
-        .map(|k| if x.shape[k] == 1 { 0 } else { ix[lead + k] })
-        .collect();
-    at(x, &j)
-}
-
-pub fn masked_select(s: &Sample) -> Vec<RefTensor> {
-    let (x, m) = (input(s, 0), input(s, 1));
-    let shape = broadcast(&x.shape, &m.shape);
-    let frame = tabulate(shape.clone(), |_| 0.0);
-    let data: Vec<f64> = (0..numel(&shape))
-        .map(|i| frame.unravel(i))
-        .filter(|ix| at_broadcast(&m, ix) != 0.0)
-        .map(|ix| at_broadcast(&x, &ix))
-        .collect();
-    vec![RefTensor {
-        shape: vec![data.len()],
-        data,
-    }]
-}
-
 pub fn masked_fill_tensor(s: &Sample) -> Vec<RefTensor> {
     let (x, m, v) = (input(s, 0), input(s, 1), input(s, 2).data[0]);
     vec![tabulate(broadcast(&x.shape, &m.shape), |ix| {
@@ -623,131 +412,6 @@ pub fn pad(s: &Sample) -> Vec<RefTensor> {
     })]
 }
 
-pub fn scatter(s: &Sample) -> Vec<RefTensor> {
-    let (x, idx, src) = (input(s, 0), input(s, 1), input(s, 2));
-    let d = wrap(s.int("dim").expect("dim"), x.shape.len());
-    let mut out = x.clone();
-    for i in 0..idx.data.len() {
-        let p = idx.unravel(i);
-        let mut t = p.clone();
-        t[d] = idx.data[i] as usize;
-        let o = out.ravel(&t);
-        out.data[o] = at(&src, &p);
-    }
-    vec![out]
-}
-
-pub fn scatter_value(s: &Sample) -> Vec<RefTensor> {
-    let (x, idx) = (input(s, 0), input(s, 1));
-    let v = s.scalar("value").expect("value").to::<f64>();
-    let d = wrap(s.int("dim").expect("dim"), x.shape.len());
-    let mut out = x.clone();
-    for i in 0..idx.data.len() {
-        let mut t = idx.unravel(i);
-        t[d] = idx.data[i] as usize;
-        let o = out.ravel(&t);
-        out.data[o] = v;
-    }
-    vec![out]
-}
-
-/// A scatter reduction: for every position `p` of `index`, the value `value_at(p)` is sent to
-/// `p` with `p[dim] = index[p]`; each position sent anything becomes the `reduce` of those
-/// values, with its own first when `include_self` (an integer `mean` rounds down), and
-/// every other position keeps `x`'s value.
-fn scatter_reduced(
-    s: &Sample,
-    value_at: impl Fn(&[usize]) -> f64,
-    reduce: &str,
-    include_self: bool,
-) -> Vec<RefTensor> {
-    let x = input(s, 0);
-    let shape = x.shape.clone();
-    let integral = !s.t(0).dtype().is_floating_point();
-    let (x, index) = (at_least_1d(x), at_least_1d(input(s, 1)));
-    let d = wrap(s.int("dim").expect("dim"), shape.len());
-    let mut sent: Vec<Vec<f64>> = vec![vec![]; x.data.len()];
-    for i in 0..index.data.len() {
-        let p = index.unravel(i);
-        let mut t = p.clone();
-        t[d] = as_index(index.data[i]);
-        sent[x.ravel(&t)].push(value_at(&p));
-    }
-    let mut out = x.clone();
-    for (o, vals) in sent.iter().enumerate() {
-        if vals.is_empty() {
-            continue;
-        }
-        let mut all = if include_self {
-            vec![x.data[o]]
-        } else {
-            vec![]
-        };
-        all.extend(vals);
-        let n = all.len() as f64;
-        let nan = all.iter().any(|v| v.is_nan());
-        out.data[o] = match reduce {
-            "sum" => all.iter().sum(),
-            "prod" => all.iter().product(),
-            "mean" if integral => (all.iter().sum::<f64>() / n).floor(),
-            "mean" => all.iter().sum::<f64>() / n,
-            _ if nan => f64::NAN,
-            "amax" => all.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            "amin" => all.iter().copied().fold(f64::INFINITY, f64::min),
-            other => panic!("reference: unknown reduction {other}"),
-        };
-    }
-    vec![with_shape(out, shape)]
-}
-
-/// scatter_reduce(dim, index, src, reduce, include_self=True).
-pub fn scatter_reduce(s: &Sample) -> Vec<RefTensor> {
-    let src = at_least_1d(input(s, 2));
-    let reduce = s.string("reduce").expect("reduce");
-    let include_self = s.flag("include_self").unwrap_or(true);
-    scatter_reduced(s, |p| at(&src, p), reduce, include_self)
-}
-
-/// The `scatter_reduce` name of scatter's `reduce=` argument.
-fn legacy_reduce(s: &Sample) -> &'static str {
-    match s.string("reduce").expect("reduce") {
-        "add" => "sum",
-        "multiply" => "prod",
-        other => panic!("reference: unknown scatter reduce {other}"),
-    }
-}
-
-/// scatter(dim, index, src, reduce=): sum or prod, self included.
-pub fn scatter_src_reduce(s: &Sample) -> Vec<RefTensor> {
-    let src = at_least_1d(input(s, 2));
-    scatter_reduced(s, |p| at(&src, p), legacy_reduce(s), true)
-}
-
-/// scatter(dim, index, value, reduce=): `value`, cast to self's dtype, sent by every index.
-pub fn scatter_value_reduce(s: &Sample) -> Vec<RefTensor> {
-    let v = s.scalar("value").expect("value").to::<f64>();
-    let v = match s.t(0).dtype() {
-        DType::Bool => f64::from(u8::from(v != 0.0)),
-        d if d.is_floating_point() => v,
-        _ => v.trunc(),
-    };
-    scatter_reduced(s, |_| v, legacy_reduce(s), true)
-}
-
-pub fn masked_scatter(s: &Sample) -> Vec<RefTensor> {
-    let (x, m, src) = (input(s, 0), input(s, 1), input(s, 2));
-    // self and mask broadcast; source fills the true positions in row-major order.
-    let mut k = 0;
-    vec![tabulate(broadcast(&x.shape, &m.shape), |ix| {
-        if at_broadcast(&m, ix) != 0.0 {
-            k += 1;
-            src.data[k - 1]
-        } else {
-            at_broadcast(&x, ix)
-        }
-    })]
-}
-
 pub fn where_nonzero(s: &Sample) -> Vec<RefTensor> {
     let nz = nonzero(s).remove(0);
     let (rows, nd) = (nz.shape[0], nz.shape[1]);
@@ -757,4 +421,57 @@ pub fn where_nonzero(s: &Sample) -> Vec<RefTensor> {
             data: (0..rows).map(|r| nz.data[r * nd + d]).collect(),
         })
         .collect()
+}
+
+fn triangle(s: &Sample, lower: bool) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let d = s.int("diagonal").unwrap_or(0);
+    let n = x.shape.len();
+    vec![tabulate(x.shape.clone(), |ix| {
+        let off = ix[n - 1] as i64 - ix[n - 2] as i64;
+        let keep = if lower { off <= d } else { off >= d };
+        if keep {
+            at(&x, ix)
+        } else {
+            0.0
+        }
+    })]
+}
+
+pub fn tril(s: &Sample) -> Vec<RefTensor> {
+    triangle(s, true)
+}
+
+pub fn triu(s: &Sample) -> Vec<RefTensor> {
+    triangle(s, false)
+}
+
+fn repeat_by(x: &RefTensor, reps: &[i64]) -> RefTensor {
+    let lead = reps.len() - x.shape.len();
+    let src: Vec<usize> = (0..reps.len())
+        .map(|i| if i < lead { 1 } else { x.shape[i - lead] })
+        .collect();
+    let shape: Vec<usize> = src
+        .iter()
+        .zip(reps)
+        .map(|(&s, &r)| s * r as usize)
+        .collect();
+    tabulate(shape, |ix| {
+        let j: Vec<usize> = (lead..reps.len()).map(|i| ix[i] % src[i]).collect();
+        at(x, &j)
+    })
+}
+
+pub fn repeat(s: &Sample) -> Vec<RefTensor> {
+    vec![repeat_by(&input(s, 0), s.ints("repeats").expect("repeats"))]
+}
+
+pub fn tile(s: &Sample) -> Vec<RefTensor> {
+    let x = input(s, 0);
+    let dims = s.ints("dims").expect("dims");
+    let pad = x.shape.len().saturating_sub(dims.len());
+    let reps: Vec<i64> = std::iter::repeat_n(1, pad)
+        .chain(dims.iter().copied())
+        .collect();
+    vec![repeat_by(&x, &reps)]
 }

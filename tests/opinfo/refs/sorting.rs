@@ -1,8 +1,8 @@
 //! Float64 references for scans, sort and order statistics, and prod: each line along
 //! `dim` handled by a plain loop.
 
-use super::{input, wrap, RefTensor};
-use crate::harness::Sample;
+use super::{input, wrap};
+use crate::harness::{RefTensor, Sample};
 
 /// Applies `f` to every line of `x` along `d` (0-d as one line of one), writing `outs`
 /// values per element: `f(line) -> Vec<[out0, out1, ...]>` in line order.

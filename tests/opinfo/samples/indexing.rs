@@ -1,8 +1,9 @@
 //! Samples for advanced indexing, `index.Tensor` and `index_put` (src/ops/indexing.rs):
 //! index lists of int64/int32 tensors, `None`s and bool/uint8 masks, adjacent and separated
-//! advanced dims, broadcasting index tensors, negative indices.
+//! advanced dims, broadcasting index tensors, negative indices. Also index_select, gather, take,
+//! take_along_dim, one_hot, nonzero and masked_select.
 
-use super::{err, index, mask, vals};
+use super::{err, f32v, index, make, mask, opt_int, rand_index, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
 use kiln::{DType, ErrorKind, Tensor};
 
@@ -280,4 +281,320 @@ pub fn index_put_errors() -> Vec<ErrorSample> {
         ),
     ]);
     out
+}
+
+/// index_select(self, dim, index): int64 indices with repeats; empty index, empty self and
+/// 0-d self as edges.
+pub fn index_select(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let dim = |d: i64| Arg::Int(d);
+    vec![
+        Sample::new(
+            "[3,4] dim 0 index [2,0,2]",
+            vec![x(&[3, 4], 1), index(&[2, 0, 2], &[3])],
+        )
+        .arg("dim", dim(0)),
+        Sample::new(
+            "[3,4] dim 1 index [3,1]",
+            vec![x(&[3, 4], 2), index(&[3, 1], &[2])],
+        )
+        .arg("dim", dim(1)),
+        Sample::new(
+            "[2,3,4] dim -1 index [1,0,3]",
+            vec![x(&[2, 3, 4], 3), index(&[1, 0, 3], &[3])],
+        )
+        .arg("dim", dim(-1)),
+        Sample::new(
+            "[2,3,4] dim 1 index [2]",
+            vec![x(&[2, 3, 4], 4), index(&[2], &[1])],
+        )
+        .arg("dim", dim(1)),
+        Sample::new(
+            "[5] dim 0 index [4,0,1,1]",
+            vec![x(&[5], 5), index(&[4, 0, 1, 1], &[4])],
+        )
+        .arg("dim", dim(0)),
+        Sample::new("empty index", vec![x(&[3, 4], 6), index(&[], &[0])])
+            .arg("dim", dim(0))
+            .edge(),
+        Sample::new(
+            "empty self [0,3] dim 1",
+            vec![x(&[0, 3], 7), index(&[2, 0], &[2])],
+        )
+        .arg("dim", dim(1))
+        .edge(),
+        Sample::new("0-d self", vec![x(&[], 8), index(&[0], &[1])])
+            .arg("dim", dim(0))
+            .edge(),
+    ]
+}
+
+pub fn index_select_errors() -> Vec<ErrorSample> {
+    let x = || vals(&[3, 4], DType::F32, 154);
+    vec![
+        err(
+            Sample::new("index 3 of size 3", vec![x(), index(&[0, 3], &[2])])
+                .arg("dim", Arg::Int(0)),
+            ErrorKind::Index,
+            "index out of range in self",
+        ),
+        err(
+            Sample::new(
+                "int16 index",
+                vec![x(), make(&[2], DType::I16, 0.0, 3.0, 155)],
+            )
+            .arg("dim", Arg::Int(0)),
+            ErrorKind::DType,
+            "Expected dtype int32/int64 for index",
+        ),
+        err(
+            Sample::new("2-d index", vec![x(), index(&[0, 1, 1, 0], &[2, 2])])
+                .arg("dim", Arg::Int(0)),
+            ErrorKind::Index,
+            "Index is supposed to be a vector",
+        ),
+        err(
+            Sample::new("dim 2", vec![x(), index(&[0], &[1])]).arg("dim", Arg::Int(2)),
+            ErrorKind::Index,
+            "Dimension out of range",
+        ),
+    ]
+}
+
+/// gather(self, dim, index): index of self's rank, no larger than self outside `dim`.
+pub fn gather(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let dim = |d: i64| Arg::Int(d);
+    vec![
+        Sample::new(
+            "[3,4] dim 0 index [2,4]",
+            vec![x(&[3, 4], 1), rand_index(&[2, 4], 3, 2)],
+        )
+        .arg("dim", dim(0)),
+        Sample::new(
+            "[3,4] dim 1 index [3,2]",
+            vec![x(&[3, 4], 3), rand_index(&[3, 2], 4, 4)],
+        )
+        .arg("dim", dim(1)),
+        Sample::new(
+            "[2,3,4] dim -1 index [2,3,3]",
+            vec![x(&[2, 3, 4], 5), rand_index(&[2, 3, 3], 4, 6)],
+        )
+        .arg("dim", dim(-1)),
+        Sample::new(
+            "[3,4] dim 1 index [2,5] (smaller outside dim, larger along it)",
+            vec![x(&[3, 4], 7), rand_index(&[2, 5], 4, 8)],
+        )
+        .arg("dim", dim(1)),
+        Sample::new(
+            "[2,3,4] dim 1 index [2,2,3]",
+            vec![x(&[2, 3, 4], 9), rand_index(&[2, 2, 3], 3, 10)],
+        )
+        .arg("dim", dim(1)),
+        Sample::new(
+            "empty index [0,4]",
+            vec![x(&[3, 4], 11), index(&[], &[0, 4])],
+        )
+        .arg("dim", dim(0))
+        .edge(),
+        Sample::new("0-d self and index", vec![x(&[], 12), index(&[0], &[])])
+            .arg("dim", dim(0))
+            .edge(),
+    ]
+}
+
+pub fn gather_errors() -> Vec<ErrorSample> {
+    let x = || vals(&[3, 4], DType::F32, 156);
+    vec![
+        err(
+            Sample::new(
+                "index 3 along a dim of size 3",
+                vec![x(), index(&[0, 3, 1, 2], &[2, 2])],
+            )
+            .arg("dim", Arg::Int(0)),
+            ErrorKind::Index,
+            "index 3 is out of bounds for dimension 0 with size 3",
+        ),
+        err(
+            Sample::new("1-d index for 2-d self", vec![x(), index(&[0, 1], &[2])])
+                .arg("dim", Arg::Int(0)),
+            ErrorKind::Shape,
+            "Index tensor must have the same number of dimensions as input tensor",
+        ),
+        err(
+            Sample::new(
+                "int16 index",
+                vec![x(), make(&[2, 2], DType::I16, 0.0, 3.0, 157)],
+            )
+            .arg("dim", Arg::Int(0)),
+            ErrorKind::DType,
+            "Expected dtype int32/int64 for index",
+        ),
+    ]
+}
+
+pub fn take(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new(
+            "[3,4] by [2,2]",
+            vec![x(&[3, 4], 1), index(&[0, 11, 5, 5], &[2, 2])],
+        ),
+        Sample::new(
+            "[5] by [3] negative",
+            vec![x(&[5], 2), index(&[-1, 0, -5], &[3])],
+        ),
+        Sample::new("[2,3] by 0-d", vec![x(&[2, 3], 3), Tensor::from(4i64)]),
+        Sample::new("[2,3] by [0]", vec![x(&[2, 3], 4), index(&[], &[0])]).edge(),
+    ]
+}
+
+pub fn take_errors() -> Vec<ErrorSample> {
+    vec![
+        err(
+            Sample::new("index 6 of 6", vec![f32v(&[2, 3], 31), index(&[6], &[1])]),
+            ErrorKind::Index,
+            "out of range: tried to access index 6 on a tensor of 6 elements.",
+        ),
+        err(
+            Sample::new(
+                "int32 index",
+                vec![f32v(&[2, 3], 32), Tensor::from(vec![1i32])],
+            ),
+            ErrorKind::DType,
+            "take(): Expected a long tensor for index, but got Int",
+        ),
+    ]
+}
+
+pub fn take_along_dim(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new(
+            "[3,4] by [3,2] dim 1",
+            vec![x(&[3, 4], 1), rand_index(&[3, 2], 4, 2)],
+        )
+        .arg("dim", opt_int(Some(1))),
+        Sample::new(
+            "[2,3,4] by [1,3,2] dim -1 (broadcast)",
+            vec![x(&[2, 3, 4], 3), rand_index(&[1, 3, 2], 4, 4)],
+        )
+        .arg("dim", opt_int(Some(-1))),
+        Sample::new(
+            "[3,4] flattened",
+            vec![x(&[3, 4], 5), rand_index(&[5], 12, 6)],
+        ),
+        Sample::new(
+            "[3,4] by [3,0] dim 1",
+            vec![x(&[3, 4], 7), index(&[], &[3, 0])],
+        )
+        .arg("dim", opt_int(Some(1)))
+        .edge(),
+        Sample::new(
+            "[3,4] by [3,2] dim 1, negative and past-the-end (taken modulo 4)",
+            vec![x(&[3, 4], 8), index(&[-1, 3, -4, 5, 2, -6], &[3, 2])],
+        )
+        .arg("dim", opt_int(Some(1))),
+    ]
+}
+
+pub fn take_along_dim_errors() -> Vec<ErrorSample> {
+    vec![
+        err(
+            Sample::new("ranks differ", vec![f32v(&[2, 3], 33), index(&[0], &[1])])
+                .arg("dim", opt_int(Some(0))),
+            ErrorKind::Shape, "input and indices should have the same number of dimensions, but got 2 dimensions for input, and 1 dimensions for indices",
+        ),
+        err(
+            Sample::new(
+                "int32 indices with a dim",
+                vec![f32v(&[2, 3], 34), Tensor::from(vec![0i32, 1]).reshape([2, 1]).expect("shape")],
+            )
+            .arg("dim", opt_int(Some(1))),
+            ErrorKind::DType, "torch.take_along_dim(): dtype of indices should be Long but got Int",
+        ),
+        err(
+            Sample::new("0-d input", vec![Tensor::from(1.0f32), index(&[0], &[])])
+                .arg("dim", opt_int(Some(0))),
+            ErrorKind::Index, "Dimension specified as 0 but tensor has no dimensions",
+        ),
+        err(
+            Sample::new("size-0 dim", vec![f32v(&[3, 0], 35), index(&[0], &[1, 1])])
+                .arg("dim", opt_int(Some(1))),
+            ErrorKind::Value, "ZeroDivisionError",
+        ),
+    ]
+}
+
+pub fn one_hot(_dtype: DType) -> Vec<Sample> {
+    vec![
+        Sample::new("[4] inferred", vec![index(&[0, 2, 1, 2], &[4])]),
+        Sample::new("[2,3] 5 classes", vec![index(&[4, 0, 1, 3, 3, 2], &[2, 3])])
+            .arg("num_classes", Arg::Int(5)),
+        Sample::new("0-d 3 classes", vec![Tensor::from(1i64)])
+            .arg("num_classes", Arg::Int(3))
+            .edge(),
+        Sample::new("[0] 2 classes", vec![index(&[], &[0])])
+            .arg("num_classes", Arg::Int(2))
+            .edge(),
+    ]
+}
+
+pub fn one_hot_errors() -> Vec<ErrorSample> {
+    vec![
+        err(
+            Sample::new("class 3 of 3", vec![index(&[0, 3], &[2])]).arg("num_classes", Arg::Int(3)),
+            ErrorKind::Value,
+            "Class values must be smaller than num_classes.",
+        ),
+        err(
+            Sample::new("negative class", vec![index(&[-1], &[1])]),
+            ErrorKind::Value,
+            "Class values must be non-negative.",
+        ),
+        err(
+            Sample::new("float input", vec![f32v(&[2], 34)]),
+            ErrorKind::DType,
+            "one_hot is only applicable to index tensor of type LongTensor.",
+        ),
+    ]
+}
+
+pub fn nonzero_values(dtype: DType) -> Vec<Sample> {
+    let z = |s: &[usize], seed| super::discrete(s, dtype, -1, 2, 1.0, seed);
+    vec![
+        Sample::new("[3,4]", vec![z(&[3, 4], 1)]),
+        Sample::new("[2,3,2]", vec![z(&[2, 3, 2], 2)]),
+        Sample::new("[5]", vec![z(&[5], 3)]),
+        Sample::new("0-d", vec![z(&[], 4)]).edge(),
+        Sample::new("[0,3]", vec![z(&[0, 3], 5)]).edge(),
+    ]
+}
+
+pub fn nonzero_values_errors() -> Vec<ErrorSample> {
+    vec![]
+}
+
+pub fn masked_select(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] mask [3,4]", vec![x(&[3, 4], 1), mask(&[3, 4], 2)]),
+        Sample::new(
+            "[2,3] mask [4,2,3] (broadcast)",
+            vec![x(&[2, 3], 3), mask(&[4, 2, 3], 4)],
+        ),
+        Sample::new("[2,3,4] mask [4]", vec![x(&[2, 3, 4], 5), mask(&[4], 6)]),
+        Sample::new("0-d mask 0-d", vec![x(&[], 7), Tensor::from(true)]).edge(),
+    ]
+}
+
+pub fn masked_select_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new(
+            "uint8 mask",
+            vec![f32v(&[3], 35), vals(&[3], DType::U8, 36)],
+        ),
+        ErrorKind::DType,
+        "masked_select: expected BoolTensor for mask",
+    )]
 }

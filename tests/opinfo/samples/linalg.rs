@@ -1,6 +1,7 @@
-//! Samples for linear algebra (src/ops/linalg.rs): well-conditioned matrices.
+//! Samples for linear algebra (src/ops/linalg.rs): well-conditioned matrices; matrix products
+//! (mm, bmm, matmul, dot, outer, addmm, mv, addmv, baddbmm, addbmm) and linear layers.
 
-use super::{err, ints, vals};
+use super::{err, float, ints, small, two, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
 use kiln::{DType, ErrorKind, Tensor};
 
@@ -298,4 +299,434 @@ pub fn einsum_errors() -> Vec<ErrorSample> {
             "does not match the number of dimensions",
         ),
     ]
+}
+
+// ---------------------------------------------------------------------------------------
+// Linear algebra
+// ---------------------------------------------------------------------------------------
+
+/// mm: [n,k] x [k,m]; edges with k = 0, n = 0 and m = 0.
+pub fn mm(dtype: DType) -> Vec<Sample> {
+    vec![
+        Sample::new("[3,4] x [4,2]", two(&[3, 4], &[4, 2], dtype, 1)),
+        Sample::new("[2,5] x [5,3]", two(&[2, 5], &[5, 3], dtype, 3)),
+        Sample::new("[4,2] x [2,4]", two(&[4, 2], &[2, 4], dtype, 5)),
+        Sample::new("[3,3] x [3,3]", two(&[3, 3], &[3, 3], dtype, 7)),
+        Sample::new("k = 0: [2,0] x [0,3]", two(&[2, 0], &[0, 3], dtype, 9)).edge(),
+        Sample::new("n = 0: [0,3] x [3,2]", two(&[0, 3], &[3, 2], dtype, 11)).edge(),
+        Sample::new("m = 0: [2,3] x [3,0]", two(&[2, 3], &[3, 0], dtype, 13)).edge(),
+    ]
+}
+
+pub fn mm_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![
+        err(
+            Sample::new("[2,3] x [4,5]", two(&[2, 3], &[4, 5], f, 124)),
+            ErrorKind::Shape,
+            "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+        ),
+        err(
+            Sample::new("3-d self", two(&[2, 3, 4], &[4, 5], f, 126)),
+            ErrorKind::Shape,
+            "self must be a matrix",
+        ),
+        err(
+            Sample::new(
+                "float32 x float64",
+                vec![vals(&[2, 3], f, 128), vals(&[3, 2], DType::F64, 129)],
+            ),
+            ErrorKind::DType,
+            "expected m1 and m2 to have the same dtype, but got: Float != Double",
+        ),
+    ]
+}
+
+/// bmm: [b,n,k] x [b,k,m]; edges with b = 0 and k = 0.
+pub fn bmm(dtype: DType) -> Vec<Sample> {
+    vec![
+        Sample::new("[2,3,4] x [2,4,2]", two(&[2, 3, 4], &[2, 4, 2], dtype, 1)),
+        Sample::new("[3,2,2] x [3,2,3]", two(&[3, 2, 2], &[3, 2, 3], dtype, 3)),
+        Sample::new("[1,2,3] x [1,3,2]", two(&[1, 2, 3], &[1, 3, 2], dtype, 5)),
+        Sample::new(
+            "b = 0: [0,2,3] x [0,3,2]",
+            two(&[0, 2, 3], &[0, 3, 2], dtype, 7),
+        )
+        .edge(),
+        Sample::new(
+            "k = 0: [2,3,0] x [2,0,2]",
+            two(&[2, 3, 0], &[2, 0, 2], dtype, 9),
+        )
+        .edge(),
+    ]
+}
+
+pub fn bmm_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![
+        err(Sample::new("2-d self", two(&[2, 3], &[2, 3, 4], f, 130)), ErrorKind::Shape, "batch1 must be a 3D tensor"),
+        err(
+            Sample::new("[2,3,4] x [2,5,2]", two(&[2, 3, 4], &[2, 5, 2], f, 132)),
+            ErrorKind::Shape, "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 5].",
+        ),
+    ]
+}
+
+/// matmul: every rank case — dot, matrix-vector, vector-matrix, matrix-matrix, batched with
+/// broadcast batch dims, vector with a batch, 4-d broadcast.
+pub fn matmul(dtype: DType) -> Vec<Sample> {
+    vec![
+        Sample::new("2-d x 2-d [3,4] x [4,2]", two(&[3, 4], &[4, 2], dtype, 1)),
+        Sample::new(
+            "3-d x 2-d [2,3,4] x [4,2] (batch broadcast)",
+            two(&[2, 3, 4], &[4, 2], dtype, 3),
+        ),
+        Sample::new("1-d x 2-d [4] x [4,3]", two(&[4], &[4, 3], dtype, 5)),
+        Sample::new("1-d x 1-d [4] x [4]", two(&[4], &[4], dtype, 7)),
+        Sample::new("2-d x 1-d [3,4] x [4]", two(&[3, 4], &[4], dtype, 9)),
+        Sample::new("1-d x 3-d [4] x [2,4,3]", two(&[4], &[2, 4, 3], dtype, 11)),
+        Sample::new("3-d x 1-d [2,3,4] x [4]", two(&[2, 3, 4], &[4], dtype, 13)),
+        Sample::new(
+            "4-d x 3-d [2,1,2,3] x [3,3,2]",
+            two(&[2, 1, 2, 3], &[3, 3, 2], dtype, 15),
+        ),
+        Sample::new(
+            "3-d x 3-d [2,2,3] x [2,3,2]",
+            two(&[2, 2, 3], &[2, 3, 2], dtype, 17),
+        ),
+        Sample::new("empty dot [0] x [0]", two(&[0], &[0], dtype, 19)).edge(),
+        Sample::new("empty rows [0,3] x [3,2]", two(&[0, 3], &[3, 2], dtype, 21)).edge(),
+        Sample::new(
+            "empty batch [0,2,3] x [3,2]",
+            two(&[0, 2, 3], &[3, 2], dtype, 23),
+        )
+        .edge(),
+    ]
+}
+
+pub fn matmul_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![
+        err(
+            Sample::new("0-d operand", two(&[], &[3], f, 134)),
+            ErrorKind::Shape,
+            "both arguments to matmul need to be at least 1D",
+        ),
+        err(
+            Sample::new("[2,3] x [4,5]", two(&[2, 3], &[4, 5], f, 136)),
+            ErrorKind::Shape,
+            "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+        ),
+        err(
+            Sample::new("[3] x [4]", two(&[3], &[4], f, 138)),
+            ErrorKind::Shape,
+            "inconsistent tensor size",
+        ),
+        err(
+            Sample::new("[2,2,3] x [2,4,5]", two(&[2, 2, 3], &[2, 4, 5], f, 140)),
+            ErrorKind::Shape,
+            "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+        ),
+    ]
+}
+
+pub fn dot(dtype: DType) -> Vec<Sample> {
+    vec![
+        Sample::new("[5] . [5]", two(&[5], &[5], dtype, 1)),
+        Sample::new("[0] . [0]", two(&[0], &[0], dtype, 3)).edge(),
+    ]
+}
+
+pub fn dot_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![
+        err(
+            Sample::new("2-d operands", two(&[2, 2], &[2, 2], f, 125)),
+            ErrorKind::Shape,
+            "1D tensors expected, but got 2D and 2D tensors",
+        ),
+        err(
+            Sample::new("[3] . [4]", two(&[3], &[4], f, 127)),
+            ErrorKind::Shape,
+            "inconsistent tensor size",
+        ),
+        err(
+            Sample::new(
+                "float32 . float64",
+                vec![vals(&[3], f, 129), vals(&[3], DType::F64, 130)],
+            ),
+            ErrorKind::DType,
+            "dot : expected both vectors to have same dtype, but found Float and Double",
+        ),
+    ]
+}
+
+pub fn outer(dtype: DType) -> Vec<Sample> {
+    vec![
+        Sample::new("[3] x [4]", two(&[3], &[4], dtype, 1)),
+        Sample::new("[0] x [2]", two(&[0], &[2], dtype, 3)).edge(),
+    ]
+}
+
+pub fn outer_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("2-d self", two(&[2, 2], &[3], DType::F32, 131)),
+        ErrorKind::Shape,
+        "outer: Expected 1-D argument self, but got 2-D",
+    )]
+}
+
+/// addmm: full and broadcast `self`, with default and explicit beta/alpha (beta 0 ignores
+/// a NaN in `self`).
+pub fn addmm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new(
+            "[3,2] + [3,4] @ [4,2]",
+            vec![x(&[3, 2], 1), x(&[3, 4], 2), x(&[4, 2], 3)],
+        ),
+        Sample::new(
+            "[2] + [3,4] @ [4,2]",
+            vec![x(&[2], 4), x(&[3, 4], 5), x(&[4, 2], 6)],
+        ),
+        Sample::new(
+            "beta 0.5 alpha -2",
+            vec![x(&[3, 2], 7), x(&[3, 4], 8), x(&[4, 2], 9)],
+        )
+        .arg("beta", float(0.5))
+        .arg("alpha", float(-2.0)),
+        Sample::new(
+            "k = 0: [2,3] + [2,0] @ [0,3]",
+            vec![x(&[2, 3], 10), x(&[2, 0], 11), x(&[0, 3], 12)],
+        )
+        .edge(),
+    ]
+}
+
+pub fn addmm_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new(
+            "[2,3] @ [4,5]",
+            vec![
+                vals(&[2, 5], DType::F32, 132),
+                vals(&[2, 3], DType::F32, 133),
+                vals(&[4, 5], DType::F32, 134),
+            ],
+        ),
+        ErrorKind::Shape,
+        "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+    )]
+}
+
+// ---------------------------------------------------------------------------------------
+// Linear layers and batched products
+// ---------------------------------------------------------------------------------------
+
+pub fn linear(dtype: DType) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    vec![
+        Sample::new(
+            "[3,4] * [5,4]ᵀ + [5]",
+            vec![x(&[3, 4], 1), w(&[5, 4], 2), w(&[5], 3)],
+        ),
+        Sample::new("[2,3,4] * [2,4]ᵀ", vec![x(&[2, 3, 4], 4), w(&[2, 4], 5)]),
+        Sample::new(
+            "[4] * [3,4]ᵀ + [3]",
+            vec![x(&[4], 6), w(&[3, 4], 7), w(&[3], 8)],
+        ),
+        Sample::new("[0,4] * [2,4]ᵀ", vec![x(&[0, 4], 9), w(&[2, 4], 10)]).edge(),
+    ]
+}
+
+pub fn linear_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        Sample::new(
+            "in_features mismatch",
+            vec![vals(&[3, 4], f, 122), vals(&[5, 3], f, 123)],
+        ),
+        ErrorKind::Shape,
+        "cannot be multiplied",
+    )]
+}
+
+pub fn bilinear(dtype: DType) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    vec![
+        Sample::new(
+            "[3,4] [3,5] W [2,4,5] + [2]",
+            vec![x(&[3, 4], 1), x(&[3, 5], 2), w(&[2, 4, 5], 3), w(&[2], 4)],
+        ),
+        Sample::new(
+            "[2,3,2] [2,3,3] W [4,2,3]",
+            vec![x(&[2, 3, 2], 5), x(&[2, 3, 3], 6), w(&[4, 2, 3], 7)],
+        ),
+        Sample::new(
+            "[4] [3] W [2,4,3]",
+            vec![x(&[4], 8), x(&[3], 9), w(&[2, 4, 3], 10)],
+        ),
+        Sample::new(
+            "[0,4] [0,3] W [2,4,3]",
+            vec![x(&[0, 4], 11), x(&[0, 3], 12), w(&[2, 4, 3], 13)],
+        )
+        .edge(),
+    ]
+}
+
+pub fn bilinear_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        Sample::new(
+            "input2 features mismatch",
+            vec![
+                vals(&[3, 4], f, 124),
+                vals(&[3, 2], f, 125),
+                vals(&[2, 4, 5], f, 126),
+            ],
+        ),
+        ErrorKind::Shape,
+        "do not match weight",
+    )]
+}
+
+pub fn mv(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] @ [4]", vec![x(&[3, 4], 1), x(&[4], 2)]),
+        Sample::new("[2,5] @ [5]", vec![x(&[2, 5], 3), x(&[5], 4)]),
+        Sample::new("[4,2] @ [2]", vec![x(&[4, 2], 5), x(&[2], 6)]),
+        Sample::new("[0,3] @ [3]", vec![x(&[0, 3], 7), x(&[3], 8)]).edge(),
+    ]
+}
+
+pub fn mv_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new(
+            "vector @ vector",
+            vec![vals(&[3], DType::F32, 127), vals(&[3], DType::F32, 128)],
+        ),
+        ErrorKind::Shape,
+        "vector + matrix @ vector expected, got 1, 1, 1",
+    )]
+}
+
+pub fn addmv(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let f = |v: f64| Arg::Scalar(kiln::Scalar::Float(v));
+    vec![
+        Sample::new(
+            "[3] + [3,4] @ [4]",
+            vec![x(&[3], 1), x(&[3, 4], 2), x(&[4], 3)],
+        ),
+        Sample::new(
+            "0-d + [2,5] @ [5] beta 0.5 alpha 2",
+            vec![x(&[], 4), x(&[2, 5], 5), x(&[5], 6)],
+        )
+        .arg("beta", f(0.5))
+        .arg("alpha", f(2.0)),
+        Sample::new(
+            "[4] + [4,2] @ [2] beta 0",
+            vec![x(&[4], 7), x(&[4, 2], 8), x(&[2], 9)],
+        )
+        .arg("beta", f(0.0)),
+        Sample::new(
+            "[0] + [0,3] @ [3]",
+            vec![x(&[0], 10), x(&[0, 3], 11), x(&[3], 12)],
+        )
+        .edge(),
+    ]
+}
+
+pub fn addmv_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        Sample::new(
+            "vec as matrix",
+            vec![
+                vals(&[3], f, 129),
+                vals(&[3, 4], f, 130),
+                vals(&[4, 1], f, 131),
+            ],
+        ),
+        ErrorKind::Shape,
+        "vector + matrix @ vector expected",
+    )]
+}
+
+pub fn baddbmm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let f = |v: f64| Arg::Scalar(kiln::Scalar::Float(v));
+    vec![
+        Sample::new(
+            "[2,3,5] + [2,3,4] @ [2,4,5]",
+            vec![x(&[2, 3, 5], 1), x(&[2, 3, 4], 2), x(&[2, 4, 5], 3)],
+        ),
+        Sample::new(
+            "[5] + [2,3,4] @ [2,4,5] beta 0.5 alpha -1",
+            vec![x(&[5], 4), x(&[2, 3, 4], 5), x(&[2, 4, 5], 6)],
+        )
+        .arg("beta", f(0.5))
+        .arg("alpha", f(-1.0)),
+        Sample::new(
+            "[3,2] + [3,3,2] @ [3,2,2]",
+            vec![x(&[3, 2], 7), x(&[3, 3, 2], 8), x(&[3, 2, 2], 9)],
+        ),
+        Sample::new(
+            "[0,2,2] empty batch",
+            vec![x(&[0, 2, 2], 10), x(&[0, 2, 3], 11), x(&[0, 3, 2], 12)],
+        )
+        .edge(),
+    ]
+}
+
+pub fn baddbmm_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        Sample::new(
+            "2-d batch1",
+            vec![
+                vals(&[3, 5], f, 132),
+                vals(&[3, 4], f, 133),
+                vals(&[2, 4, 5], f, 134),
+            ],
+        ),
+        ErrorKind::Shape,
+        "batch1 must be a 3D tensor",
+    )]
+}
+
+pub fn addbmm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let f = |v: f64| Arg::Scalar(kiln::Scalar::Float(v));
+    vec![
+        Sample::new(
+            "[3,5] + Σ [2,3,4] @ [2,4,5]",
+            vec![x(&[3, 5], 1), x(&[2, 3, 4], 2), x(&[2, 4, 5], 3)],
+        ),
+        Sample::new(
+            "[5] + Σ [3,2,4] @ [3,4,5] beta 2 alpha 0.5",
+            vec![x(&[5], 4), x(&[3, 2, 4], 5), x(&[3, 4, 5], 6)],
+        )
+        .arg("beta", f(2.0))
+        .arg("alpha", f(0.5)),
+        Sample::new(
+            "[2,2] + Σ [1,2,3] @ [1,3,2]",
+            vec![x(&[2, 2], 7), x(&[1, 2, 3], 8), x(&[1, 3, 2], 9)],
+        ),
+        Sample::new(
+            "[2,2] + Σ of no batches",
+            vec![x(&[2, 2], 10), x(&[0, 2, 3], 11), x(&[0, 3, 2], 12)],
+        )
+        .edge(),
+    ]
+}
+
+pub fn addbmm_errors() -> Vec<ErrorSample> {
+    baddbmm_errors()
 }

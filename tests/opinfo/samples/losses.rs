@@ -1,8 +1,9 @@
-//! Samples for the margin and embedding losses (src/ops/losses.rs). Targets compared with
+//! Samples for the margin and embedding losses (src/ops/losses.rs) and the regression losses
+//! (mse, l1, smooth_l1, huber, kl_div) with their backward ops. Targets compared with
 //! `== 1` / `!= -1` (hinge, cosine embedding) are int64 in the gradcheck samples: a finite
 //! difference of a float target at exactly 1 would cross the comparison.
 
-use super::{err, from_f64, make, uniform, vals};
+use super::{err, from_f64, make, two, uniform, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
 use kiln::{DType, ErrorKind, Scalar, Tensor};
 
@@ -432,4 +433,228 @@ pub fn multilabel_margin_loss_errors() -> Vec<ErrorSample> {
             "expected scalar type Long but found Float",
         ),
     ]
+}
+
+// ---------------------------------------------------------------------------------------
+// Regression losses and KL divergence
+// ---------------------------------------------------------------------------------------
+
+/// Input/target pairs for the regression losses, each reduction, plus a broadcast target.
+pub fn loss(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] mean", vec![x(&[3, 4], 1), x(&[3, 4], 2)]),
+        Sample::new("[3,4] none", vec![x(&[3, 4], 3), x(&[3, 4], 4)]).arg("reduction", Arg::Int(0)),
+        Sample::new("[2,3,2] sum", vec![x(&[2, 3, 2], 5), x(&[2, 3, 2], 6)])
+            .arg("reduction", Arg::Int(2)),
+        Sample::new("0-d", vec![x(&[], 7), x(&[], 8)]).edge(),
+    ]
+}
+
+/// `(grad_output, self, target)` of a pointwise loss's backward: the `loss` samples with
+/// the gradient of their result (0-d for `mean` and `sum`), plus a broadcast target.
+pub fn loss_backward(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let mut v: Vec<Sample> = loss(dtype)
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let shape = if s.int("reduction") == Some(0) {
+                s.t(0).shape().to_vec()
+            } else {
+                vec![]
+            };
+            let mut tensors = vec![x(&shape, 50 + i as u64)];
+            tensors.extend(s.tensors.iter().cloned());
+            let s = Sample { tensors, ..s };
+            // The backward's `reduction` has no default.
+            match s.int("reduction") {
+                Some(_) => s,
+                None => s.arg("reduction", Arg::Int(1)),
+            }
+        })
+        .collect();
+    v.push(
+        Sample::new(
+            "[2,3,2] none, target [3,2] broadcast",
+            vec![x(&[2, 3, 2], 60), x(&[2, 3, 2], 61), x(&[3, 2], 62)],
+        )
+        .arg("reduction", Arg::Int(0)),
+    );
+    v.push(
+        Sample::new(
+            "[3,2] mean, target [2,3,2] broadcast",
+            vec![x(&[], 63), x(&[3, 2], 64), x(&[2, 3, 2], 65)],
+        )
+        .arg("reduction", Arg::Int(1)),
+    );
+    v
+}
+
+pub fn loss_backward_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new(
+            "reduction 3",
+            vec![
+                vals(&[], DType::F32, 143),
+                vals(&[3], DType::F32, 144),
+                vals(&[3], DType::F32, 145),
+            ],
+        )
+        .arg("reduction", Arg::Int(3)),
+        ErrorKind::Value,
+        "3 is not a valid value for reduction",
+    )]
+}
+
+/// With `beta`: the loss backward samples, a smaller beta, and beta 0.
+pub fn smooth_l1_loss_backward(dtype: DType) -> Vec<Sample> {
+    let mut v = loss_backward(dtype);
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    v.push(
+        Sample::new("beta 0.5", vec![x(&[], 66), x(&[3, 4], 67), x(&[3, 4], 68)])
+            .arg("reduction", Arg::Int(1))
+            .arg("beta", Arg::Float(0.5)),
+    );
+    v.push(
+        Sample::new("beta 0 (L1)", vec![x(&[5], 69), x(&[5], 70), x(&[5], 71)])
+            .arg("beta", Arg::Float(0.0))
+            .arg("reduction", Arg::Int(0)),
+    );
+    v.into_iter()
+        .map(|s| {
+            if s.float("beta").is_some() {
+                s
+            } else {
+                s.arg("beta", Arg::Float(1.0))
+            }
+        })
+        .collect()
+}
+
+pub fn smooth_l1_loss_backward_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new(
+            "beta -1",
+            vec![
+                vals(&[], DType::F32, 146),
+                vals(&[3], DType::F32, 147),
+                vals(&[3], DType::F32, 148),
+            ],
+        )
+        .arg("reduction", Arg::Int(1))
+        .arg("beta", Arg::Float(-1.0)),
+        ErrorKind::Value,
+        "smooth_l1_loss does not support negative values for beta.",
+    )]
+}
+
+/// With `delta`: the loss backward samples and a smaller delta.
+pub fn huber_loss_backward(dtype: DType) -> Vec<Sample> {
+    let mut v = loss_backward(dtype);
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    v.push(
+        Sample::new(
+            "delta 0.5",
+            vec![x(&[], 72), x(&[3, 4], 73), x(&[3, 4], 74)],
+        )
+        .arg("reduction", Arg::Int(1))
+        .arg("delta", Arg::Float(0.5)),
+    );
+    v.into_iter()
+        .map(|s| {
+            if s.float("delta").is_some() {
+                s
+            } else {
+                s.arg("delta", Arg::Float(1.0))
+            }
+        })
+        .collect()
+}
+
+pub fn huber_loss_backward_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new(
+            "delta 0",
+            vec![
+                vals(&[], DType::F32, 149),
+                vals(&[3], DType::F32, 150),
+                vals(&[3], DType::F32, 151),
+            ],
+        )
+        .arg("reduction", Arg::Int(1))
+        .arg("delta", Arg::Float(0.0)),
+        ErrorKind::Value,
+        "huber_loss does not support non-positive values for delta.",
+    )]
+}
+
+pub fn loss_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("reduction 3", two(&[3], &[3], DType::F32, 140)).arg("reduction", Arg::Int(3)),
+        ErrorKind::Value,
+        "3 is not a valid value for reduction",
+    )]
+}
+
+pub fn smooth_l1_loss(dtype: DType) -> Vec<Sample> {
+    let mut v = loss(dtype);
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    v.push(Sample::new("beta 0.5", two(&[3, 4], &[3, 4], dtype, 9)).arg("beta", Arg::Float(0.5)));
+    v.push(
+        Sample::new("beta 0 (L1)", vec![x(&[5], 11), x(&[5], 12)])
+            .arg("beta", Arg::Float(0.0))
+            .arg("reduction", Arg::Int(0)),
+    );
+    v
+}
+
+pub fn smooth_l1_loss_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("beta -1", two(&[3], &[3], DType::F32, 141)).arg("beta", Arg::Float(-1.0)),
+        ErrorKind::Value,
+        "smooth_l1_loss does not support negative values for beta.",
+    )]
+}
+
+pub fn huber_loss(dtype: DType) -> Vec<Sample> {
+    let mut v = loss(dtype);
+    v.push(Sample::new("delta 0.5", two(&[3, 4], &[3, 4], dtype, 9)).arg("delta", Arg::Float(0.5)));
+    v
+}
+
+pub fn huber_loss_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("delta 0", two(&[3], &[3], DType::F32, 142)).arg("delta", Arg::Float(0.0)),
+        ErrorKind::Value,
+        "huber_loss does not support non-positive values for delta.",
+    )]
+}
+
+/// kl_div: log-probabilities against positive probabilities or log-probabilities.
+pub fn kl_div(dtype: DType) -> Vec<Sample> {
+    let logp = |s: &[usize], seed| make(s, dtype, -3.0, -0.1, seed);
+    let p = |s: &[usize], seed| {
+        let n: usize = s.iter().product();
+        let u = uniform(n, seed);
+        // Strictly positive: at a zero target the loss's gradient in the target is undefined.
+        let v: Vec<f64> = u.iter().map(|&r| 0.05 + 0.95 * r).collect();
+        from_f64(&v, s, dtype)
+    };
+    vec![
+        Sample::new("[3,4] mean", vec![logp(&[3, 4], 1), p(&[3, 4], 2)]),
+        Sample::new("[3,4] none", vec![logp(&[3, 4], 3), p(&[3, 4], 4)])
+            .arg("reduction", Arg::Int(0)),
+        Sample::new(
+            "[3,4] sum, log_target",
+            vec![logp(&[3, 4], 5), logp(&[3, 4], 6)],
+        )
+        .arg("reduction", Arg::Int(2))
+        .arg("log_target", Arg::Bool(true)),
+        Sample::new("0-d", vec![logp(&[], 7), p(&[], 8)]).edge(),
+    ]
+}
+
+pub fn kl_div_errors() -> Vec<ErrorSample> {
+    loss_errors()
 }

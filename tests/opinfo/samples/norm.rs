@@ -1,5 +1,6 @@
 //! Samples for the fused normalization kernels (`native_layer_norm`, `native_group_norm`,
-//! `native_batch_norm`, `_fused_rms_norm` and their backward ops). Statistics given to a
+//! `native_batch_norm`, `_fused_rms_norm` and their backward ops) and the normalization
+//! functions (batch_norm, layer_norm, group_norm, instance_norm, rms_norm). Statistics given to a
 //! backward op are 1-D (`[M]`, not `[M, 1]`): the ops accept any shape holding one value per
 //! row, and a trailing size-1 dim would defeat the non-contiguous check.
 
@@ -628,5 +629,201 @@ pub fn fused_rms_norm_backward_errors() -> Vec<ErrorSample> {
         .arg("output_mask", mask(&[true, true, true])),
         ErrorKind::Shape,
         "output_mask must have 2 elements",
+    )]
+}
+
+// ---------------------------------------------------------------------------------------
+// Normalization functions
+// ---------------------------------------------------------------------------------------
+
+pub fn batch_norm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let stat = |c: usize, seed| super::make(&[c], DType::F32, 0.5, 1.5, seed);
+    let args = |s: Sample, training: bool| {
+        s.arg("training", Arg::Bool(training))
+            .arg("momentum", Arg::Float(0.1))
+            .arg("eps", Arg::Float(1e-5))
+            .arg("cudnn_enabled", Arg::Bool(false))
+    };
+    let st = |c: usize, seed| {
+        if dtype == DType::F64 {
+            stat(c, seed).to_dtype(DType::F64).expect("cast")
+        } else {
+            stat(c, seed)
+        }
+    };
+    vec![
+        args(
+            Sample::new(
+                "[4,3,5] training, affine, running stats",
+                vec![x(&[4, 3, 5], 1), x(&[3], 2), x(&[3], 3), st(3, 4), st(3, 5)],
+            ),
+            true,
+        ),
+        args(
+            Sample::new(
+                "[3,2,4] eval with running stats",
+                vec![
+                    x(&[3, 2, 4], 6),
+                    x(&[2], 7),
+                    x(&[2], 8),
+                    st(2, 9),
+                    st(2, 10),
+                ],
+            ),
+            false,
+        ),
+        args(
+            Sample::new("[2,3,2,2] training, no affine", vec![x(&[2, 3, 2, 2], 11)]),
+            true,
+        ),
+        args(
+            Sample::new(
+                "[0,3] eval on an empty batch",
+                vec![
+                    x(&[0, 3], 12),
+                    x(&[3], 13),
+                    x(&[3], 14),
+                    st(3, 15),
+                    st(3, 16),
+                ],
+            ),
+            false,
+        )
+        .edge(),
+    ]
+}
+
+pub fn batch_norm_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        Sample::new("one value per channel", vec![vals(&[1, 3], f, 146)])
+            .arg("training", Arg::Bool(true))
+            .arg("momentum", Arg::Float(0.1))
+            .arg("eps", Arg::Float(1e-5))
+            .arg("cudnn_enabled", Arg::Bool(false)),
+        ErrorKind::Shape,
+        "Expected more than 1 value per channel when training, got input size [1, 3]",
+    )]
+}
+
+pub fn layer_norm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new(
+            "[3,4] over [4] affine",
+            vec![x(&[3, 4], 1), x(&[4], 2), x(&[4], 3)],
+        )
+        .arg("normalized_shape", ints(&[4])),
+        Sample::new("[2,3,4] over [3,4]", vec![x(&[2, 3, 4], 4)])
+            .arg("normalized_shape", ints(&[3, 4])),
+        Sample::new("[5] over [5] weight eps 0.1", vec![x(&[5], 5), x(&[5], 6)])
+            .arg("normalized_shape", ints(&[5]))
+            .arg("eps", Arg::Float(0.1)),
+        Sample::new("[0,3] over [3]", vec![x(&[0, 3], 7)])
+            .arg("normalized_shape", ints(&[3]))
+            .edge(),
+    ]
+}
+
+pub fn layer_norm_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("shape mismatch", vec![vals(&[2, 3], DType::F32, 147)])
+            .arg("normalized_shape", ints(&[4])),
+        ErrorKind::Shape,
+        "Given normalized_shape=[4], expected input with shape [*, 4], but got input of size[2, 3]",
+    )]
+}
+
+pub fn group_norm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new(
+            "[2,6,4] 3 groups affine",
+            vec![x(&[2, 6, 4], 1), x(&[6], 2), x(&[6], 3)],
+        )
+        .arg("num_groups", Arg::Int(3)),
+        Sample::new("[2,4,3,3] 2 groups", vec![x(&[2, 4, 3, 3], 4)]).arg("num_groups", Arg::Int(2)),
+        Sample::new("[3,4,2] 1 group weight", vec![x(&[3, 4, 2], 5), x(&[4], 6)])
+            .arg("num_groups", Arg::Int(1)),
+        Sample::new("[0,4,2] empty batch", vec![x(&[0, 4, 2], 7)])
+            .arg("num_groups", Arg::Int(2))
+            .edge(),
+    ]
+}
+
+pub fn group_norm_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("6 channels, 4 groups", vec![vals(&[2, 6, 4], DType::F32, 148)]).arg("num_groups", Arg::Int(4)),
+        ErrorKind::Shape, "Expected number of channels in input to be divisible by num_groups, but got input of shape [2, 6, 4] and num_groups=4",
+    )]
+}
+
+pub fn instance_norm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let st = |c: usize, seed| super::make(&[c], dtype, 0.5, 1.5, seed);
+    let args = |s: Sample, stats: bool| {
+        s.arg("use_input_stats", Arg::Bool(stats))
+            .arg("momentum", Arg::Float(0.1))
+            .arg("eps", Arg::Float(1e-5))
+            .arg("cudnn_enabled", Arg::Bool(false))
+    };
+    vec![
+        args(
+            Sample::new(
+                "[2,3,5] affine",
+                vec![x(&[2, 3, 5], 1), x(&[3], 2), x(&[3], 3)],
+            ),
+            true,
+        ),
+        args(Sample::new("[2,2,3,3]", vec![x(&[2, 2, 3, 3], 4)]), true),
+        args(
+            Sample::new(
+                "[3,2,4] with running stats",
+                vec![x(&[3, 2, 4], 5), x(&[2], 6), x(&[2], 7), st(2, 8), st(2, 9)],
+            ),
+            true,
+        ),
+        args(
+            Sample::new("[0,2,3] empty batch", vec![x(&[0, 2, 3], 10)]),
+            true,
+        )
+        .edge(),
+    ]
+}
+
+pub fn instance_norm_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("2-d input", vec![vals(&[2, 3], DType::F32, 149)])
+            .arg("use_input_stats", Arg::Bool(true))
+            .arg("momentum", Arg::Float(0.1))
+            .arg("eps", Arg::Float(1e-5))
+            .arg("cudnn_enabled", Arg::Bool(false)),
+        ErrorKind::Shape,
+        "expected an input with at least 3 dims",
+    )]
+}
+
+pub fn rms_norm(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        Sample::new("[3,4] over [4] weight", vec![x(&[3, 4], 1), x(&[4], 2)])
+            .arg("normalized_shape", ints(&[4])),
+        Sample::new("[2,3,4] over [3,4] eps 0.01", vec![x(&[2, 3, 4], 3)])
+            .arg("normalized_shape", ints(&[3, 4]))
+            .arg("eps", Arg::Float(0.01)),
+        Sample::new("[5] over [5]", vec![x(&[5], 4)]).arg("normalized_shape", ints(&[5])),
+        Sample::new("[0,3] over [3]", vec![x(&[0, 3], 5)])
+            .arg("normalized_shape", ints(&[3]))
+            .edge(),
+    ]
+}
+
+pub fn rms_norm_errors() -> Vec<ErrorSample> {
+    vec![err(
+        Sample::new("shape mismatch", vec![vals(&[2, 3], DType::F32, 150)])
+            .arg("normalized_shape", ints(&[2])),
+        ErrorKind::Shape,
+        "Given normalized_shape=[2], expected input with shape [*, 2]",
     )]
 }

@@ -292,10 +292,19 @@ fn inplace_method(op: &Op, fname: &str, all: bool) -> TokenStream {
         .derivative
         .as_ref()
         .is_some_and(|d| d.formulas.iter().any(|f| f.uses.names.contains("self")));
-    let original = if needs_original {
+    // `record` and `original` feed the autograd recording only: an op without a
+    // derivative (bitwise_and_, ...) binds neither, so nothing is left unused.
+    let original = if !has_record {
+        quote!()
+    } else if needs_original {
         quote!(let original = if record { Some(self.detached_copy()?) } else { None };)
     } else {
         quote!(let original: Option<Tensor> = None;)
+    };
+    let record_var = if has_record {
+        quote!(record)
+    } else {
+        quote!(_)
     };
     let dest = if pointwise {
         quote!(, Some(self))
@@ -327,7 +336,7 @@ fn inplace_method(op: &Op, fname: &str, all: bool) -> TokenStream {
         pub fn #iid(&self, #(#ps),*) -> Result<Tensor> {
             let self_ = self;
             #(#norm)*
-            let record = match launch::check_inplace(#op_lit, self, &[#(#tensor_inputs),*])? {
+            let #record_var = match launch::check_inplace(#op_lit, self, &[#(#tensor_inputs),*])? {
                 launch::Inplace::ViewOf(base) => {
                     // A view in the graph: compute out of place, then write through.
                     let result = #compute(#(#a),* #dest_none)?;
@@ -403,6 +412,13 @@ pub fn generate(model: &crate::model::Model) -> TokenStream {
         let m = format_ident!("op_{}", op.rust);
         let file = format!("/ops/{}.rs", op.rust);
         let doc = format!("`{}` (native_functions.yaml:{})", op.schema, op.line);
+        // A method-only op (`unfold`) may define nothing outside its `impl Tensor` to
+        // re-export, which leaves its `pub use` unused.
+        let allow_unused = if op.variants.function {
+            quote!()
+        } else {
+            quote!(#[allow(unused_imports)])
+        };
         quote! {
             #[doc = #doc]
             #[allow(non_snake_case)] // `op__softmax` for `_softmax`
@@ -410,6 +426,7 @@ pub fn generate(model: &crate::model::Model) -> TokenStream {
                 use super::*;
                 include!(concat!(env!("OUT_DIR"), #file));
             }
+            #allow_unused
             pub use #m::*;
         }
     });

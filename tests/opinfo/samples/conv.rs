@@ -1,0 +1,701 @@
+//! Samples for sliding blocks (im2col/col2im) and convolutions (src/ops/nn.rs).
+
+use super::{err, ints, small, vals};
+use crate::harness::{Arg, ErrorSample, Sample};
+use kiln::{DType, ErrorKind};
+
+fn geometry(s: Sample, k: &[i64], d: &[i64], p: &[i64], st: &[i64]) -> Sample {
+    s.arg("kernel_size", ints(k))
+        .arg("dilation", ints(d))
+        .arg("padding", ints(p))
+        .arg("stride", ints(st))
+}
+
+pub fn im2col(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    vec![
+        geometry(
+            Sample::new("[2,3,4,5] k 2x3 pad 1", vec![x(&[2, 3, 4, 5], 1)]),
+            &[2, 3],
+            &[1],
+            &[1],
+            &[1],
+        ),
+        geometry(
+            Sample::new(
+                "[2,5,6] unbatched k 3 stride 2 dil 2",
+                vec![x(&[2, 5, 6], 2)],
+            ),
+            &[3, 2],
+            &[2, 1],
+            &[1, 0],
+            &[2],
+        ),
+        geometry(
+            Sample::new("[2,2,7] 1-d k 3 stride 2 pad 1", vec![x(&[2, 2, 7], 3)]),
+            &[3],
+            &[1],
+            &[1],
+            &[2],
+        ),
+        geometry(
+            Sample::new("[1,2,3,4,4] 3-d k 2", vec![x(&[1, 2, 3, 4, 4], 4)]),
+            &[2, 2, 2],
+            &[1],
+            &[0],
+            &[1],
+        ),
+        geometry(
+            Sample::new("[0,2,3,3] empty batch", vec![x(&[0, 2, 3, 3], 5)]),
+            &[2, 2],
+            &[1],
+            &[0],
+            &[1],
+        )
+        .edge(),
+    ]
+}
+
+pub fn im2col_errors() -> Vec<ErrorSample> {
+    let x = vals(&[1, 2, 3, 3], DType::F32, 90);
+    vec![
+        err(
+            geometry(
+                Sample::new("kernel larger than image", vec![x.clone()]),
+                &[4, 4],
+                &[1],
+                &[0],
+                &[1],
+            ),
+            ErrorKind::Shape,
+            "calculated shape of the array of sliding blocks is non-positive",
+        ),
+        err(
+            geometry(
+                Sample::new("stride 0", vec![x.clone()]),
+                &[2, 2],
+                &[1],
+                &[0],
+                &[0],
+            ),
+            ErrorKind::Value,
+            "stride should be greater than zero",
+        ),
+        err(
+            geometry(
+                Sample::new(
+                    "2-d input for 2-d kernel",
+                    vec![vals(&[3, 3], DType::F32, 91)],
+                ),
+                &[2, 2],
+                &[1],
+                &[0],
+                &[1],
+            ),
+            ErrorKind::Shape,
+            "Expected 3D (unbatched) or 4D (batched) input to im2col",
+        ),
+    ]
+}
+
+/// Columns whose block count matches `output_size` for the geometry.
+pub fn col2im(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let with = |s: Sample, out: &[i64]| s.arg("output_size", ints(out));
+    vec![
+        // 4x5 image, k 2x3, pad 1: blocks (4+2-2+1) x (5+2-3+1) = 5 x 5.
+        with(
+            geometry(
+                Sample::new("[2,18,25] -> [2,3,4,5]", vec![x(&[2, 18, 25], 1)]),
+                &[2, 3],
+                &[1],
+                &[1],
+                &[1],
+            ),
+            &[4, 5],
+        ),
+        // 5x6 image, k 3x2 dil (2,1) pad (1,0) stride 2: blocks 2 x 3.
+        with(
+            geometry(
+                Sample::new("[12,6] unbatched -> [2,5,6]", vec![x(&[12, 6], 2)]),
+                &[3, 2],
+                &[2, 1],
+                &[1, 0],
+                &[2],
+            ),
+            &[5, 6],
+        ),
+        // 1-d: 7 long, k 3 pad 1 stride 2: 4 blocks.
+        with(
+            geometry(
+                Sample::new("[2,6,4] -> [2,2,7]", vec![x(&[2, 6, 4], 3)]),
+                &[3],
+                &[1],
+                &[1],
+                &[2],
+            ),
+            &[7],
+        ),
+        with(
+            geometry(
+                Sample::new("[0,8,4] empty batch", vec![x(&[0, 8, 4], 4)]),
+                &[2, 2],
+                &[1],
+                &[0],
+                &[1],
+            ),
+            &[3, 3],
+        )
+        .edge(),
+    ]
+}
+
+pub fn col2im_errors() -> Vec<ErrorSample> {
+    vec![err(
+        geometry(
+            Sample::new(
+                "block count mismatch",
+                vec![vals(&[1, 8, 5], DType::F32, 92)],
+            ),
+            &[2, 2],
+            &[1],
+            &[0],
+            &[1],
+        )
+        .arg("output_size", ints(&[3, 3])),
+        ErrorKind::Shape,
+        "expected size of input's dimension 2 to match the calculated number of sliding blocks 4",
+    )]
+}
+
+// ---------------------------------------------------------------------------------------
+// Convolution
+// ---------------------------------------------------------------------------------------
+
+fn conv_args(s: Sample, stride: &[i64], padding: &[i64], dilation: &[i64], groups: i64) -> Sample {
+    s.arg("stride", ints(stride))
+        .arg("padding", ints(padding))
+        .arg("dilation", ints(dilation))
+        .arg("groups", Arg::Int(groups))
+}
+
+pub fn conv1d(dtype: DType) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    vec![
+        conv_args(
+            Sample::new(
+                "[2,4,7] * [6,2,3] groups 2 stride 2 pad 1 bias",
+                vec![x(&[2, 4, 7], 1), w(&[6, 2, 3], 2), w(&[6], 3)],
+            ),
+            &[2],
+            &[1],
+            &[1],
+            2,
+        ),
+        conv_args(
+            Sample::new(
+                "[3,5] unbatched * [4,3,2] dilation 2",
+                vec![x(&[3, 5], 4), w(&[4, 3, 2], 5)],
+            ),
+            &[1],
+            &[0],
+            &[2],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[2,3,6] * [4,3,2]",
+                vec![x(&[2, 3, 6], 6), w(&[4, 3, 2], 7)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[0,3,5] empty batch",
+                vec![x(&[0, 3, 5], 8), w(&[2, 3, 2], 9)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        )
+        .edge(),
+    ]
+}
+
+pub fn conv1d_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![
+        err(
+            conv_args(Sample::new("channel mismatch", vec![vals(&[2, 4, 5], f, 100), vals(&[2, 3, 2], f, 101)]), &[1], &[0], &[1], 1),
+            ErrorKind::Shape, "Given groups=1, weight of size [2, 3, 2], expected input[2, 4, 5] to have 3 channels, but got 4 channels instead",
+        ),
+        err(
+            conv_args(Sample::new("4-d input", vec![vals(&[1, 2, 3, 4], f, 102), vals(&[2, 2, 2], f, 103)]), &[1], &[0], &[1], 1),
+            ErrorKind::Shape, "Expected 2D (unbatched) or 3D (batched) input to conv1d",
+        ),
+    ]
+}
+
+pub fn conv2d(dtype: DType) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    vec![
+        conv_args(
+            Sample::new(
+                "[2,3,5,6] * [4,3,3,3] pad 1 bias",
+                vec![x(&[2, 3, 5, 6], 1), w(&[4, 3, 3, 3], 2), w(&[4], 3)],
+            ),
+            &[1],
+            &[1],
+            &[1],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[2,4,5,5] * [6,2,3,2] groups 2 stride (2,1) dilation (1,2)",
+                vec![x(&[2, 4, 5, 5], 4), w(&[6, 2, 3, 2], 5)],
+            ),
+            &[2, 1],
+            &[0],
+            &[1, 2],
+            2,
+        ),
+        conv_args(
+            Sample::new(
+                "[3,4,4] unbatched * [2,3,2,2]",
+                vec![x(&[3, 4, 4], 6), w(&[2, 3, 2, 2], 7)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[2,2,6,5] * [3,2,3,3] stride 2 pad (1,2)",
+                vec![x(&[2, 2, 6, 5], 8), w(&[3, 2, 3, 3], 9), w(&[3], 10)],
+            ),
+            &[2],
+            &[1, 2],
+            &[1],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[0,3,4,4] empty batch",
+                vec![x(&[0, 3, 4, 4], 11), w(&[2, 3, 2, 2], 12)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        )
+        .edge(),
+    ]
+}
+
+fn mode_args(s: Sample, padding: &'static str, dilation: &[i64], groups: i64) -> Sample {
+    s.arg("stride", ints(&[1]))
+        .arg("padding", Arg::Str(padding))
+        .arg("dilation", ints(dilation))
+        .arg("groups", Arg::Int(groups))
+}
+
+/// String padding: 'same' with odd and even kernels (the even ones pad one more on the
+/// right) and dilation, 'valid', and an empty batch.
+fn conv_padding(dtype: DType, n: usize) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    let shape = |lead: &[usize], spatial: &[usize]| {
+        let mut v = lead.to_vec();
+        v.extend(&spatial[3 - n..]);
+        v
+    };
+    let (k3, k2) = ([3, 3, 3], [2, 2, 2]);
+    let img = if n == 3 { [3, 4, 4] } else { [4, 5, 6] };
+    vec![
+        mode_args(
+            Sample::new(
+                "same, odd kernel, bias",
+                vec![
+                    x(&shape(&[2, 3], &img), 1),
+                    w(&shape(&[4, 3], &k3), 2),
+                    w(&[4], 3),
+                ],
+            ),
+            "same",
+            &[1],
+            1,
+        ),
+        mode_args(
+            Sample::new(
+                "same, even kernel, dilation 2, groups 2",
+                vec![x(&shape(&[2, 4], &img), 4), w(&shape(&[2, 2], &k2), 5)],
+            ),
+            "same",
+            &[2],
+            2,
+        ),
+        mode_args(
+            Sample::new(
+                "valid",
+                vec![x(&shape(&[2, 2], &img), 6), w(&shape(&[3, 2], &k2), 7)],
+            ),
+            "valid",
+            &[1],
+            1,
+        ),
+        mode_args(
+            Sample::new(
+                "same, even kernel, unbatched",
+                vec![x(&shape(&[3], &img), 8), w(&shape(&[2, 3], &k2), 9)],
+            ),
+            "same",
+            &[1],
+            1,
+        ),
+        mode_args(
+            Sample::new(
+                "same, empty batch",
+                vec![x(&shape(&[0, 2], &img), 10), w(&shape(&[3, 2], &k3), 11)],
+            ),
+            "same",
+            &[1],
+            1,
+        )
+        .edge(),
+    ]
+}
+
+pub fn conv1d_padding(dtype: DType) -> Vec<Sample> {
+    conv_padding(dtype, 1)
+}
+
+pub fn conv2d_padding(dtype: DType) -> Vec<Sample> {
+    conv_padding(dtype, 2)
+}
+
+pub fn conv3d_padding(dtype: DType) -> Vec<Sample> {
+    conv_padding(dtype, 3)
+}
+
+fn conv_padding_errors(n: usize) -> Vec<ErrorSample> {
+    let f = DType::F32;
+    let (mut xs, mut ws) = (vec![1, 2], vec![2, 2]);
+    xs.extend(std::iter::repeat_n(5, n));
+    ws.extend(std::iter::repeat_n(3, n));
+    vec![
+        err(
+            Sample::new("unknown string", vec![vals(&xs, f, 196), vals(&ws, f, 197)])
+                .arg("padding", Arg::Str("full")),
+            ErrorKind::Value,
+            "Invalid padding string: 'full'",
+        ),
+        err(
+            Sample::new(
+                "same with stride 2",
+                vec![vals(&xs, f, 198), vals(&ws, f, 199)],
+            )
+            .arg("stride", ints(&[2]))
+            .arg("padding", Arg::Str("same")),
+            ErrorKind::Value,
+            "padding='same' is not supported for strided convolutions",
+        ),
+    ]
+}
+
+pub fn conv1d_padding_errors() -> Vec<ErrorSample> {
+    conv_padding_errors(1)
+}
+
+pub fn conv2d_padding_errors() -> Vec<ErrorSample> {
+    conv_padding_errors(2)
+}
+
+pub fn conv3d_padding_errors() -> Vec<ErrorSample> {
+    conv_padding_errors(3)
+}
+
+pub fn conv2d_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![
+        err(
+            conv_args(
+                Sample::new(
+                    "groups do not divide channels",
+                    vec![vals(&[1, 4, 5, 5], f, 104), vals(&[3, 2, 2, 2], f, 105)],
+                ),
+                &[1],
+                &[0],
+                &[1],
+                2,
+            ),
+            ErrorKind::Shape,
+            "expected weight to be divisible by 2 at dimension 0",
+        ),
+        err(
+            conv_args(
+                Sample::new(
+                    "kernel larger than padded input",
+                    vec![vals(&[1, 1, 2, 2], f, 106), vals(&[1, 1, 3, 3], f, 107)],
+                ),
+                &[1],
+                &[0],
+                &[1],
+                1,
+            ),
+            ErrorKind::Shape,
+            "calculated shape of the array of sliding blocks is non-positive",
+        ),
+        err(
+            conv_args(
+                Sample::new(
+                    "stride with 3 values",
+                    vec![vals(&[1, 1, 4, 4], f, 108), vals(&[1, 1, 2, 2], f, 109)],
+                ),
+                &[1, 1, 1],
+                &[0],
+                &[1],
+                1,
+            ),
+            ErrorKind::Value,
+            "expected stride to be a single integer value or a list of 2 values",
+        ),
+    ]
+}
+
+pub fn conv3d(dtype: DType) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    vec![
+        conv_args(
+            Sample::new(
+                "[1,2,3,4,4] * [3,2,2,2,2] pad 1 stride 2 bias",
+                vec![x(&[1, 2, 3, 4, 4], 1), w(&[3, 2, 2, 2, 2], 2), w(&[3], 3)],
+            ),
+            &[2],
+            &[1],
+            &[1],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[2,2,3,3,3] * [2,2,1,2,2]",
+                vec![x(&[2, 2, 3, 3, 3], 4), w(&[2, 2, 1, 2, 2], 5)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[2,3,3,3] unbatched * [2,2,2,2,2]",
+                vec![x(&[2, 3, 3, 3], 6), w(&[2, 2, 2, 2, 2], 7)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        ),
+        conv_args(
+            Sample::new(
+                "[0,2,2,2,2] empty batch",
+                vec![x(&[0, 2, 2, 2, 2], 8), w(&[1, 2, 1, 1, 1], 9)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        )
+        .edge(),
+    ]
+}
+
+pub fn conv3d_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        conv_args(
+            Sample::new(
+                "2-d weight",
+                vec![vals(&[1, 1, 2, 2, 2], f, 110), vals(&[1, 1], f, 111)],
+            ),
+            &[1],
+            &[0],
+            &[1],
+            1,
+        ),
+        ErrorKind::Shape,
+        "expected a 5-d weight",
+    )]
+}
+
+fn transpose_args(
+    s: Sample,
+    stride: &[i64],
+    padding: &[i64],
+    output_padding: &[i64],
+    groups: i64,
+    dilation: &[i64],
+) -> Sample {
+    conv_args(s, stride, padding, dilation, groups).arg("output_padding", ints(output_padding))
+}
+
+pub fn conv_transpose1d(dtype: DType) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    vec![
+        transpose_args(
+            Sample::new(
+                "[2,4,5] * [4,3,3] stride 2 pad 1 out_pad 1 bias",
+                vec![x(&[2, 4, 5], 1), w(&[4, 3, 3], 2), w(&[3], 3)],
+            ),
+            &[2],
+            &[1],
+            &[1],
+            1,
+            &[1],
+        ),
+        transpose_args(
+            Sample::new(
+                "[2,4,5] * [4,2,3] groups 2",
+                vec![x(&[2, 4, 5], 4), w(&[4, 2, 3], 5)],
+            ),
+            &[1],
+            &[0],
+            &[0],
+            2,
+            &[1],
+        ),
+        transpose_args(
+            Sample::new(
+                "[3,4] unbatched * [3,2,2] dilation 2",
+                vec![x(&[3, 4], 6), w(&[3, 2, 2], 7)],
+            ),
+            &[1],
+            &[0],
+            &[0],
+            1,
+            &[2],
+        ),
+        transpose_args(
+            Sample::new(
+                "[0,2,3] empty batch",
+                vec![x(&[0, 2, 3], 8), w(&[2, 2, 2], 9)],
+            ),
+            &[1],
+            &[0],
+            &[0],
+            1,
+            &[1],
+        )
+        .edge(),
+    ]
+}
+
+pub fn conv_transpose1d_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        transpose_args(
+            Sample::new(
+                "output_padding 2 with stride 2",
+                vec![vals(&[1, 2, 3], f, 112), vals(&[2, 2, 2], f, 113)],
+            ),
+            &[2],
+            &[0],
+            &[2],
+            1,
+            &[1],
+        ),
+        ErrorKind::Value,
+        "output padding must be smaller than either stride or dilation",
+    )]
+}
+
+pub fn conv_transpose2d(dtype: DType) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    vec![
+        transpose_args(
+            Sample::new(
+                "[2,3,3,4] * [3,2,3,3] stride 2 pad 1 out_pad 1 bias",
+                vec![x(&[2, 3, 3, 4], 1), w(&[3, 2, 3, 3], 2), w(&[2], 3)],
+            ),
+            &[2],
+            &[1],
+            &[1],
+            1,
+            &[1],
+        ),
+        transpose_args(
+            Sample::new(
+                "[2,4,3,3] * [4,2,2,2] groups 2",
+                vec![x(&[2, 4, 3, 3], 4), w(&[4, 2, 2, 2], 5)],
+            ),
+            &[1],
+            &[0],
+            &[0],
+            2,
+            &[1],
+        ),
+        transpose_args(
+            Sample::new(
+                "[2,3,3] unbatched * [2,3,2,2] dilation 2",
+                vec![x(&[2, 3, 3], 6), w(&[2, 3, 2, 2], 7)],
+            ),
+            &[1],
+            &[0],
+            &[0],
+            1,
+            &[2],
+        ),
+        transpose_args(
+            Sample::new(
+                "[0,2,3,3] empty batch",
+                vec![x(&[0, 2, 3, 3], 8), w(&[2, 2, 2, 2], 9)],
+            ),
+            &[1],
+            &[0],
+            &[0],
+            1,
+            &[1],
+        )
+        .edge(),
+    ]
+}
+
+pub fn conv_transpose2d_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        transpose_args(
+            Sample::new(
+                "channel mismatch",
+                vec![vals(&[1, 3, 3, 3], f, 114), vals(&[2, 2, 2, 2], f, 115)],
+            ),
+            &[1],
+            &[0],
+            &[0],
+            1,
+            &[1],
+        ),
+        ErrorKind::Shape,
+        "expected input[1, 3, 3, 3] to have 2 channels, but got 3 channels instead",
+    )]
+}
