@@ -565,7 +565,7 @@ fn json_num(x: f64) -> String {
 /// Runs one row, turning a panic into an error so the rows after it still run.
 fn run_row(bench: &Bench, name: &str, run: RowFn) -> Result<Measured> {
     let result = catch_unwind(AssertUnwindSafe(|| run(bench)))
-        .unwrap_or_else(|_| Err(Error::op(name, "panicked (message above)")));
+        .unwrap_or_else(|_| Err(Error::value(name, "panicked (message above)")));
     // Hand the row's memory back so the next row starts from an empty pool. A failure here
     // is reported, not returned: the row's own result (or error) is what matters.
     if matches!(bench.device, Device::Cuda(_)) {

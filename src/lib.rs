@@ -22,7 +22,7 @@ mod warning;
 pub use backends::cuda;
 
 pub use autograd::{enable_grad, no_grad};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, KernelError, Result};
 pub use ops::create::TensorData;
 pub use ops::operators::ScalarOperand;
 pub use ops::random::{manual_seed, Generator};

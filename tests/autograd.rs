@@ -1368,10 +1368,18 @@ fn scatter_reduce_gradients_pass_gradcheck_for_every_reduction() -> Result<()> {
             let inputs = [x.clone(), src.clone()];
             let opts = GradcheckOptions::default();
             gradcheck(&f, &inputs, opts).map_err(|e| {
-                kiln::Error::op(reduce, format!("include_self={include_self}: {e}"))
+                kiln::Error::new(
+                    e.kind(),
+                    reduce,
+                    format!("include_self={include_self}: {e}"),
+                )
             })?;
             gradgradcheck(&f, &inputs, opts).map_err(|e| {
-                kiln::Error::op(reduce, format!("include_self={include_self}: {e}"))
+                kiln::Error::new(
+                    e.kind(),
+                    reduce,
+                    format!("include_self={include_self}: {e}"),
+                )
             })?;
         }
     }

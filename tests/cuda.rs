@@ -186,7 +186,9 @@ fn cuda_matches_cpu_where_a_gpu_exists() -> Result<()> {
         &a.argmax_with(Some(0), false)?,
         0.0,
     )?;
-    let e = a.add(&gb).unwrap_err().to_string();
+    let e = a.add(&gb).unwrap_err();
+    assert_eq!(e.kind(), kiln::ErrorKind::Device);
+    let e = e.to_string();
     assert!(
         e.contains("Expected all tensors to be on the same device"),
         "{e}"

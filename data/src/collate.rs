@@ -39,7 +39,7 @@ pub trait Collate: Sized + Send + 'static {
 /// ```
 pub fn default_collate<T: Collate>(items: Vec<T>) -> Result<T::Batch> {
     if items.is_empty() {
-        return Err(Error::op(
+        return Err(Error::value(
             "default_collate",
             "expected at least one sample, but got an empty batch",
         ));
@@ -50,7 +50,7 @@ pub fn default_collate<T: Collate>(items: Vec<T>) -> Result<T::Batch> {
 impl Collate for Tensor {
     type Batch = Tensor;
     fn collate(items: Vec<Tensor>) -> Result<Tensor> {
-        kiln_core::stack(&items).map_err(|e| Error::op("default_collate", e.to_string()))
+        kiln_core::stack(&items).map_err(|e| Error::new(e.kind(), "default_collate", e.to_string()))
     }
     fn item_as_batch(item: Tensor) -> Option<Tensor> {
         Some(item)
@@ -62,7 +62,7 @@ impl<T: Collate> Collate for Vec<T> {
     fn collate(items: Vec<Vec<T>>) -> Result<Vec<T::Batch>> {
         let n = items.first().map_or(0, Vec::len);
         if items.iter().any(|v| v.len() != n) {
-            return Err(Error::op(
+            return Err(Error::shape(
                 "default_collate",
                 "each element in list of batch should be of equal size",
             ));

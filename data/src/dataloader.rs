@@ -154,26 +154,26 @@ impl<D: Dataset + 'static, C> DataLoaderBuilder<D, C> {
         C: CollateFn<D::Item>,
     {
         if self.batch_size == 0 {
-            return Err(Error::op(
+            return Err(Error::value(
                 "DataLoader",
                 "batch_size should be a positive integer value, but got batch_size=0",
             ));
         }
         if self.num_workers == 0 && self.prefetch_factor.is_some() {
-            return Err(Error::op(
+            return Err(Error::value(
                 "DataLoader",
                 "prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.",
             ));
         }
         if self.prefetch_factor == Some(0) {
-            return Err(Error::op(
+            return Err(Error::value(
                 "DataLoader",
                 "prefetch_factor should be a positive integer value, but got prefetch_factor=0",
             ));
         }
         // PyTorch's RandomSampler rejects an empty dataset when the loader is built.
         if self.shuffle && self.dataset.len() == 0 {
-            return Err(Error::op(
+            return Err(Error::value(
                 "DataLoader",
                 "num_samples should be a positive integer value, but got num_samples=0",
             ));
@@ -320,7 +320,7 @@ impl<D: Dataset + 'static, C: CollateFn<D::Item>> DataLoader<D, C> {
                         };
                         started.shut_down();
                         return DataLoaderIter {
-                            state: State::Failed(Some(Error::op(
+                            state: State::Failed(Some(Error::value(
                                 "DataLoader",
                                 format!("could not start worker thread {w}: {e}"),
                             ))),
@@ -365,7 +365,7 @@ fn build_batch<D: Dataset + ?Sized, C: CollateFn<D::Item>>(
             Some(w) => format!("DataLoader worker {w}"),
             None => "the DataLoader".to_string(),
         };
-        Err(Error::op(
+        Err(Error::value(
             "DataLoader",
             format!("Caught a panic in {place}: {msg}"),
         ))
@@ -487,7 +487,7 @@ impl<D: Dataset, C: CollateFn<D::Item>> Iterator for DataLoaderIter<D, C> {
                     Ok(r) => Some(r),
                     Err(_) => {
                         self.next = self.count;
-                        Some(Err(Error::op(
+                        Some(Err(Error::value(
                             "DataLoader",
                             format!("DataLoader worker {} exited unexpectedly", b % k),
                         )))
@@ -556,7 +556,7 @@ impl<D: IterableDataset, C> IterableDataLoader<D, C> {
     /// Samples per batch (positive).
     pub fn batch_size(mut self, batch_size: usize) -> Result<Self> {
         if batch_size == 0 {
-            return Err(Error::op(
+            return Err(Error::value(
                 "DataLoader",
                 "batch_size should be a positive integer value, but got batch_size=0",
             ));

@@ -148,14 +148,14 @@ impl<T: Tensors> TensorDataset<T> {
     pub fn new(tensors: T) -> Result<Self> {
         let ts = tensors.tensors();
         let Some(first) = ts.first() else {
-            return Err(Error::op(
+            return Err(Error::value(
                 "TensorDataset",
                 "expected at least one tensor, but got none",
             ));
         };
         for t in &ts {
             if t.dim() == 0 {
-                return Err(Error::op(
+                return Err(Error::shape(
                     "TensorDataset",
                     "Size mismatch between tensors: every tensor needs a first dimension, but got a 0-dim tensor",
                 ));
@@ -164,7 +164,7 @@ impl<T: Tensors> TensorDataset<T> {
         let len = first.shape()[0];
         if ts.iter().any(|t| t.shape()[0] != len) {
             let shapes: Vec<_> = ts.iter().map(|t| t.shape().to_vec()).collect();
-            return Err(Error::op(
+            return Err(Error::shape(
                 "TensorDataset",
                 format!(
                     "Size mismatch between tensors: first dimensions differ in shapes {shapes:?}"
@@ -181,7 +181,7 @@ impl<T: Tensors> TensorDataset<T> {
 }
 
 fn out_of_range(what: &str, index: usize, len: usize) -> Error {
-    Error::op(
+    Error::index(
         what,
         format!("index {index} is out of bounds for dimension 0 with size {len}"),
     )
@@ -255,7 +255,7 @@ impl<D: Dataset + ?Sized> Subset<D> {
         let dataset = Arc::new(dataset);
         let n = dataset.len();
         if let Some(&bad) = indices.iter().find(|&&i| i >= n) {
-            return Err(Error::op(
+            return Err(Error::index(
                 "Subset",
                 format!("index {bad} is out of range for a dataset of length {n}"),
             ));
@@ -363,7 +363,7 @@ pub fn random_split<D: Dataset>(
         Lengths::Fractions(f) => {
             let sum: f64 = f.iter().sum();
             if (sum - 1.0).abs() > 1e-9 || f.iter().any(|x| !(0.0..=1.0).contains(x)) {
-                return Err(Error::op(
+                return Err(Error::value(
                     "random_split",
                     format!("fractions must be in [0, 1] and sum up to 1, but got {f:?}"),
                 ));
@@ -378,7 +378,7 @@ pub fn random_split<D: Dataset>(
         }
     };
     if counts.iter().sum::<usize>() != n {
-        return Err(Error::op(
+        return Err(Error::value(
             "random_split",
             format!(
                 "Sum of input lengths does not equal the length of the input dataset! (lengths {counts:?}, dataset length {n})"

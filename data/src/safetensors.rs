@@ -30,6 +30,7 @@
 
 use ::safetensors::tensor::{Dtype, SafeTensorError, SafeTensors, View};
 use half::{bf16, f16};
+use kiln_core::KernelError;
 use kiln_core::{DType, Error, Result, Tensor};
 use kiln_nn::StateDict;
 use std::borrow::Cow;
@@ -105,7 +106,8 @@ fn tensor_bytes(t: &Tensor) -> Result<Vec<u8>> {
 fn serialize(op: &str, state: &StateDict, metadata: Option<&Metadata>) -> Result<Vec<u8>> {
     let mut views = Vec::with_capacity(state.len());
     for (name, t) in state.iter() {
-        let data = tensor_bytes(t).map_err(|e| Error::op(op, format!("tensor \"{name}\": {e}")))?;
+        let data = tensor_bytes(t)
+            .map_err(|e| Error::new(e.kind(), op, format!("tensor \"{name}\": {e}")))?;
         views.push((
             name.to_string(),
             Bytes {
@@ -119,7 +121,7 @@ fn serialize(op: &str, state: &StateDict, metadata: Option<&Metadata>) -> Result
         views.iter().map(|(n, b)| (n.as_str(), b)),
         metadata.cloned(),
     )
-    .map_err(|e| Error::op(op, e.to_string()))
+    .map_err(|e| Error::value(op, e.to_string()))
 }
 
 /// The file's bytes for `state` and optional `__metadata__` (PyTorch's
@@ -159,7 +161,7 @@ fn to_tensor(name: &str, dtype: Dtype, shape: &[usize], data: &[u8]) -> Result<T
         .try_fold(1usize, |a, &d| a.checked_mul(d))
         .is_some_and(|n| n <= isize::MAX as usize / 8);
     if !fits {
-        return Err(Error::op(
+        return Err(Error::shape(
             "safetensors",
             format!("tensor \"{name}\": shape {shape:?} is too large"),
         ));
@@ -167,7 +169,7 @@ fn to_tensor(name: &str, dtype: Dtype, shape: &[usize], data: &[u8]) -> Result<T
     match dtype {
         Dtype::BOOL => {
             if let Some(b) = data.iter().find(|&&b| b > 1) {
-                return Err(Error::op(
+                return Err(Error::value(
                     "safetensors",
                     format!("tensor \"{name}\": invalid bool byte {b:#04x} (expected 0 or 1)"),
                 ));
@@ -183,22 +185,25 @@ fn to_tensor(name: &str, dtype: Dtype, shape: &[usize], data: &[u8]) -> Result<T
         Dtype::BF16 => Tensor::from_vec(from_le(data, bf16::from_le_bytes), shape),
         Dtype::F32 => Tensor::from_vec(from_le(data, f32::from_le_bytes), shape),
         Dtype::F64 => Tensor::from_vec(from_le(data, f64::from_le_bytes), shape),
-        other => Err(Error::op(
+        other => Err(Error::not_implemented(
             "safetensors",
             format!("tensor \"{name}\": dtype {other:?} is not supported by kiln (it has BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64)"),
         )),
     }
 }
 
-fn deserialize(bytes: &[u8]) -> Result<(StateDict, Option<Metadata>), String> {
-    let st = SafeTensors::deserialize(bytes).map_err(|e: SafeTensorError| e.to_string())?;
-    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| e.to_string())?;
+/// A malformed file is a [`kiln_core::ErrorKind::Value`] error; a tensor kiln cannot hold keeps
+/// the kind `to_tensor` gave it.
+fn deserialize(bytes: &[u8]) -> Result<(StateDict, Option<Metadata>), KernelError> {
+    let bad = |e: SafeTensorError| KernelError::value(e.to_string());
+    let st = SafeTensors::deserialize(bytes).map_err(bad)?;
+    let (_, header) = SafeTensors::read_metadata(bytes).map_err(bad)?;
     let mut state = StateDict::new();
     for name in header.offset_keys() {
-        let view = st.tensor(&name).map_err(|e| e.to_string())?;
+        let view = st.tensor(&name).map_err(bad)?;
         let t = to_tensor(&name, view.dtype(), view.shape(), view.data()).map_err(|e| match e {
-            Error::Op { msg, .. } => msg,
-            e => e.to_string(),
+            Error::Op { kind, msg, .. } => KernelError::new(kind, msg),
+            e => KernelError::new(e.kind(), e.to_string()),
         })?;
         state.insert(name, t);
     }

@@ -184,7 +184,7 @@ impl Dataset for Probe {
         self.calls.fetch_add(1, Ordering::SeqCst);
         std::thread::sleep(self.delay);
         if Some(index) == self.fail_at {
-            return Err(Error::op("Probe", format!("cannot read sample {index}")));
+            return Err(Error::value("Probe", format!("cannot read sample {index}")));
         }
         if Some(index) == self.panic_at {
             panic!("sample {index} is cursed");
@@ -398,7 +398,7 @@ impl IterableDataset for Stream {
     fn iter(&self) -> Box<dyn Iterator<Item = Result<(Tensor, i64)>> + Send + '_> {
         Box::new((0..self.n).map(move |i| {
             if Some(i) == self.bad {
-                Err(Error::op("Stream", format!("bad record {i}")))
+                Err(Error::value("Stream", format!("bad record {i}")))
             } else {
                 Ok((Tensor::from([i as f32, -(i as f32)]), i))
             }

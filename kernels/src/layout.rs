@@ -3,6 +3,7 @@
 //! Every view op is a function from one `Layout` to another; none touches data.
 
 use crate::KResult;
+use crate::KernelError;
 
 /// Sizes or strides: up to six dims are stored inline, so a layout (and with it a view or an
 /// op's output) allocates nothing for its shape.
@@ -40,12 +41,12 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> KResult<usize> {
     // A 0-d tensor accepts dims -1 and 0, as in PyTorch.
     let n = ndim.max(1) as i64;
     if dim < -n || dim >= n {
-        return Err(format!(
+        return Err(KernelError::index(format!(
             "Dimension out of range (expected to be in range of [{}, {}], but got {})",
             -n,
             n - 1,
             dim
-        ));
+        )));
     }
     Ok(if dim < 0 {
         (dim + n) as usize
@@ -94,9 +95,9 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> KResult<Dims> {
         } else if da == 1 {
             db
         } else {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton dimension {i}"
-            ));
+            )));
         };
     }
     Ok(out)
@@ -170,20 +171,20 @@ impl Layout {
     /// element count fits an `i64` (PyTorch's `numel`) and every element lies in the buffer.
     pub fn check_in_bounds(&self, len: usize) -> KResult<()> {
         if checked_numel(&self.sizes).is_none_or(|n| n > i64::MAX as usize) {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "numel: integer multiplication overflow for sizes {:?}",
                 self.sizes
-            ));
+            )));
         }
         match self.storage_extent() {
             Some(end) if end <= len => Ok(()),
-            end => Err(format!(
+            end => Err(KernelError::shape(format!(
                 "setStorage: sizes {:?}, strides {:?}, storage offset {} requiring a storage size of {} are out of bounds for storage of size {len}",
                 self.sizes,
                 self.strides,
                 self.offset,
                 end.map_or_else(|| "more than 2^64".to_string(), |e| e.to_string()),
-            )),
+            ))),
         }
     }
 
@@ -235,11 +236,11 @@ impl Layout {
     /// Broadcasts this layout to `shape` by giving new or size-1 dims stride 0.
     pub fn broadcast_to(&self, shape: &[usize]) -> KResult<Layout> {
         if shape.len() < self.ndim() {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
                 shape.len(),
                 self.ndim()
-            ));
+            )));
         }
         let lead = shape.len() - self.ndim();
         let mut strides: Dims = smallvec::smallvec![0; shape.len()];
@@ -251,10 +252,10 @@ impl Layout {
             if size == target {
                 strides[i] = stride;
             } else if size != 1 {
-                return Err(format!(
+                return Err(KernelError::shape(format!(
                     "The expanded size of the tensor ({target}) must match the existing size ({size}) at non-singleton dimension {i}.  Target sizes: {shape:?}.  Tensor sizes: {:?}",
                     self.sizes
-                ));
+                )));
             }
         }
         Ok(Layout {
@@ -268,10 +269,10 @@ impl Layout {
     pub fn permute(&self, dims: &[i64]) -> KResult<Layout> {
         let n = self.ndim();
         if dims.len() != n {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "number of dims don't match in permute: input has {n} dims but {} were given",
                 dims.len()
-            ));
+            )));
         }
         let mut seen = vec![false; n];
         let mut out = Layout {
@@ -282,7 +283,7 @@ impl Layout {
         for (i, &d) in dims.iter().enumerate() {
             let d = wrap_dim(d, n)?;
             if seen[d] {
-                return Err("repeated dim in permute".into());
+                return Err(KernelError::shape("repeated dim in permute"));
             }
             seen[d] = true;
             out.sizes[i] = self.sizes[d];
@@ -355,22 +356,24 @@ impl Layout {
     /// `narrow(dim, start, length)`.
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> KResult<Layout> {
         if self.ndim() == 0 {
-            return Err("narrow() cannot be applied to a 0-dim tensor.".into());
+            return Err(KernelError::shape(
+                "narrow() cannot be applied to a 0-dim tensor.",
+            ));
         }
         let d = wrap_dim(dim, self.ndim())?;
         let size = self.sizes[d] as i64;
         let start = if start < 0 { start + size } else { start };
         if start < 0 || start > size {
-            return Err(format!(
+            return Err(KernelError::index(format!(
                 "start out of range (expected to be in range of [{}, {}], but got {})",
                 -size, size, start
-            ));
+            )));
         }
         // `length > size - start` rather than `start + length > size`: no overflow.
         if length < 0 || length > size - start {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "start ({start}) + length ({length}) exceeds dimension size ({size})."
-            ));
+            )));
         }
         let mut out = self.clone();
         out.offset = step_offset(out.offset, start as usize, self.strides[d]);
@@ -381,15 +384,17 @@ impl Layout {
     /// `select(dim, index)`: removes `dim`, keeping entry `index`.
     pub fn select(&self, dim: i64, index: i64) -> KResult<Layout> {
         if self.ndim() == 0 {
-            return Err("select() cannot be applied to a 0-dim tensor.".into());
+            return Err(KernelError::index(
+                "select() cannot be applied to a 0-dim tensor.",
+            ));
         }
         let d = wrap_dim(dim, self.ndim())?;
         let size = self.sizes[d] as i64;
         if index < -size || index >= size {
-            return Err(format!(
+            return Err(KernelError::index(format!(
                 "select(): index {index} out of range for tensor of size {:?} at dimension {d}",
                 self.sizes
-            ));
+            )));
         }
         let index = if index < 0 { index + size } else { index } as usize;
         let mut out = self.clone();
@@ -408,10 +413,12 @@ impl Layout {
         step: i64,
     ) -> KResult<Layout> {
         if self.ndim() == 0 {
-            return Err("slice() cannot be applied to a 0-dim tensor.".into());
+            return Err(KernelError::index(
+                "slice() cannot be applied to a 0-dim tensor.",
+            ));
         }
         if step <= 0 {
-            return Err("slice step must be positive".into());
+            return Err(KernelError::value("slice step must be positive"));
         }
         let d = wrap_dim(dim, self.ndim())?;
         let size = self.sizes[d] as i64;
@@ -436,24 +443,24 @@ impl Layout {
     /// `expand(sizes)`, where -1 keeps a dim's size.
     pub fn expand(&self, sizes: &[i64]) -> KResult<Layout> {
         if sizes.len() < self.ndim() {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "expand: the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
                 sizes.len(),
                 self.ndim()
-            ));
+            )));
         }
         let lead = sizes.len() - self.ndim();
         let mut shape = Vec::with_capacity(sizes.len());
         for (i, &s) in sizes.iter().enumerate() {
             if s == -1 {
                 if i < lead {
-                    return Err(format!(
+                    return Err(KernelError::shape(format!(
                         "expand: -1 is not allowed in a leading, non-existing dimension {i}"
-                    ));
+                    )));
                 }
                 shape.push(self.sizes[i - lead]);
             } else if s < 0 {
-                return Err(format!("expand: invalid size {s}"));
+                return Err(KernelError::shape(format!("expand: invalid size {s}")));
             } else {
                 shape.push(s as usize);
             }
@@ -469,11 +476,11 @@ impl Layout {
         for (i, &s) in sizes.iter().enumerate() {
             if s == -1 {
                 if infer.is_some() {
-                    return Err("only one dimension can be inferred".into());
+                    return Err(KernelError::shape("only one dimension can be inferred"));
                 }
                 infer = Some(i);
             } else if s < 0 {
-                return Err(format!("invalid shape dimension {s}"));
+                return Err(KernelError::shape(format!("invalid shape dimension {s}")));
             } else {
                 known = known.and_then(|k| k.checked_mul(s as usize));
             }
@@ -483,9 +490,9 @@ impl Layout {
             (Some(i), Some(k)) if k != 0 && numel.is_multiple_of(k) => out[i] = numel / k,
             (None, Some(k)) if k == numel => {}
             _ => {
-                return Err(format!(
+                return Err(KernelError::shape(format!(
                     "shape '{sizes:?}' is invalid for input of size {numel}"
-                ))
+                )))
             }
         }
         Ok(out)
@@ -711,6 +718,8 @@ mod tests {
     #[test]
     fn broadcast_error_names_sizes() {
         let e = broadcast_shapes(&[2, 3], &[2, 4]).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Shape);
+        let e = e.to_string();
         assert!(e.contains("The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1"));
     }
 }

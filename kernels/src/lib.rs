@@ -8,6 +8,7 @@ pub mod box_muller;
 pub mod cpu;
 pub mod dtype;
 pub mod element;
+pub mod error;
 pub mod layout;
 pub mod linalg;
 pub mod parallel;
@@ -18,9 +19,11 @@ pub mod view;
 
 pub use dtype::DType;
 pub use element::{Arith, Bits, Classify, Element, FloatMath, Libm, Modular, Rounding, Shift};
+pub use error::{ErrorKind, KernelError};
 pub use half;
 pub use layout::{Dims, Layout};
 pub use view::{Dst, Src};
 
-/// A kernel's error: a message naming what is wrong; the caller adds the op name.
-pub type KResult<T> = Result<T, String>;
+/// A kernel's result: its error says its [`ErrorKind`] and what is wrong; the caller adds
+/// the op name.
+pub type KResult<T> = Result<T, KernelError>;

@@ -13,6 +13,7 @@
 //! - on a worker of any other rayon pool — the user already runs work in parallel — kernels
 //!   stay serial, as PyTorch's `parallel_for` does inside a parallel region.
 
+use crate::{KResult, KernelError};
 use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::cell::Cell;
@@ -24,13 +25,13 @@ thread_local! {
 
 static POOL: RwLock<Option<Arc<ThreadPool>>> = RwLock::new(None);
 
-fn build(threads: usize) -> Result<ThreadPool, String> {
+fn build(threads: usize) -> KResult<ThreadPool> {
     ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("kiln-worker-{i}"))
         .start_handler(|_| KILN_WORKER.with(|w| w.set(true)))
         .build()
-        .map_err(|e| format!("could not start kiln's thread pool: {e}"))
+        .map_err(|e| KernelError::value(format!("could not start kiln's thread pool: {e}")))
 }
 
 fn default_threads() -> usize {
@@ -55,9 +56,11 @@ fn pool() -> Option<Arc<ThreadPool>> {
 
 /// Sets how many threads kernels use (PyTorch's `torch.set_num_threads`). Kernels already
 /// running finish on the old pool.
-pub fn set_num_threads(threads: usize) -> Result<(), String> {
+pub fn set_num_threads(threads: usize) -> KResult<()> {
     if threads == 0 {
-        return Err("set_num_threads expects a positive integer".into());
+        return Err(KernelError::value(
+            "set_num_threads expects a positive integer",
+        ));
     }
     let p = build(threads)?;
     *POOL.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(p));

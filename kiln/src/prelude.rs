@@ -13,13 +13,14 @@
 //! # Ok::<(), kiln::Error>(())
 //! ```
 //!
-//! It holds the core ([`Tensor`], [`DType`], [`Device`], [`Result`], [`Error`], [`no_grad`],
+//! It holds the core ([`Tensor`], [`DType`], [`Device`], [`Result`], [`Error`] and its
+//! [`ErrorKind`], [`no_grad`],
 //! [`enable_grad`], [`manual_seed`], the size-list trait [`IntoDims`], the indexing items
 //! [`s!`], [`NewAxis`], [`Ellipsis`], [`TensorIndexer`]) and from `nn` the [`Module`] trait
 //! and derive, [`Forward`], [`Linear`] and [`Sequential`].
 
 pub use crate::nn::{Forward, Linear, Module, Sequential};
 pub use kiln_core::{
-    enable_grad, manual_seed, no_grad, s, DType, Device, Ellipsis, Error, IntoDims, NewAxis,
-    Result, Tensor, TensorIndexer,
+    enable_grad, manual_seed, no_grad, s, DType, Device, Ellipsis, Error, ErrorKind, IntoDims,
+    NewAxis, Result, Tensor, TensorIndexer,
 };

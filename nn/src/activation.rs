@@ -259,7 +259,7 @@ impl Hardtanh {
     /// Errors as PyTorch's when `max_val <= min_val`.
     pub fn new(min_val: f64, max_val: f64) -> Result<Self> {
         if max_val <= min_val {
-            return Err(Error::op(
+            return Err(Error::value(
                 "Hardtanh",
                 "max_val must be greater than min_val",
             ));
@@ -373,7 +373,7 @@ impl Forward for PReLU {
                 0
             };
             if c != self.num_parameters {
-                return Err(Error::op(
+                return Err(Error::shape(
                     "PReLU",
                     format!(
                         "Mismatch of parameter numbers and input channel size. Found parameter numbers = {} and channel size = {c} (input of size {:?})",

@@ -108,16 +108,19 @@ impl MultiheadAttention {
         o: MultiheadAttentionOptions,
     ) -> Result<Self> {
         if embed_dim == 0 || num_heads == 0 {
-            return Err(Error::op(
+            return Err(Error::value(
                 NAME,
                 format!("embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and num_heads={num_heads} instead"),
             ));
         }
         if !embed_dim.is_multiple_of(num_heads) {
-            return Err(Error::op(NAME, "embed_dim must be divisible by num_heads"));
+            return Err(Error::value(
+                NAME,
+                "embed_dim must be divisible by num_heads",
+            ));
         }
         if !(0.0..=1.0).contains(&o.dropout) {
-            return Err(Error::op(
+            return Err(Error::value(
                 NAME,
                 format!(
                     "dropout probability has to be between 0 and 1, but got {}",
@@ -201,7 +204,7 @@ impl MultiheadAttention {
                 &self.v_proj_weight,
             ) {
                 (Some(q), Some(k), Some(v)) => Ok([q.clone(), k.clone(), v.clone()]),
-                _ => Err(Error::op(
+                _ => Err(Error::value(
                     NAME,
                     "needs in_proj_weight or all of q_proj_weight, k_proj_weight, v_proj_weight",
                 )),
@@ -224,7 +227,7 @@ impl MultiheadAttention {
             3 => true,
             2 => false,
             d => {
-                return Err(Error::op(
+                return Err(Error::shape(
                     NAME,
                     format!("query should be unbatched 2D or batched 3D tensor but received {d}-D query tensor"),
                 ))
@@ -237,7 +240,7 @@ impl MultiheadAttention {
             "unbatched (2-D)"
         };
         if key.dim() != want || value.dim() != want {
-            return Err(Error::op(
+            return Err(Error::shape(
                 NAME,
                 format!(
                     "For {kind} `query`, expected `key` and `value` to be {want}-D but found {}-D and {}-D tensors respectively",
@@ -248,7 +251,7 @@ impl MultiheadAttention {
         }
         if let Some(m) = args.key_padding_mask {
             if m.dim() != want - 1 {
-                return Err(Error::op(
+                return Err(Error::shape(
                     NAME,
                     format!(
                         "For {kind} `query`, expected `key_padding_mask` to be `None` or {}-D but found {}-D tensor instead",
@@ -260,7 +263,7 @@ impl MultiheadAttention {
         }
         if let Some(m) = args.attn_mask {
             if m.dim() != 2 && m.dim() != 3 {
-                return Err(Error::op(
+                return Err(Error::shape(
                     NAME,
                     format!(
                         "For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found {}-D tensor instead",
@@ -270,7 +273,7 @@ impl MultiheadAttention {
             }
         }
         if args.is_causal && args.attn_mask.is_none() {
-            return Err(Error::op(
+            return Err(Error::value(
                 NAME,
                 "Need attn_mask if specifying the is_causal hint. You may use the Transformer module method `generate_square_subsequent_mask` to create this mask.",
             ));
@@ -290,7 +293,7 @@ impl MultiheadAttention {
         }
         let (tgt_len, bsz, e) = (q.shape()[0], q.shape()[1], q.shape()[2]);
         if e != self.embed_dim {
-            return Err(Error::op(
+            return Err(Error::shape(
                 NAME,
                 format!(
                     "was expecting embedding dimension of {}, but got {e} (query of shape {:?})",
@@ -300,7 +303,7 @@ impl MultiheadAttention {
             ));
         }
         if k.shape()[..2] != v.shape()[..2] || k.shape()[1] != bsz {
-            return Err(Error::op(
+            return Err(Error::shape(
                 NAME,
                 format!(
                     "key shape {:?} does not match value shape {:?} (query of shape {:?})",
@@ -311,7 +314,7 @@ impl MultiheadAttention {
             ));
         }
         if k.shape()[2] != self.kdim || v.shape()[2] != self.vdim {
-            return Err(Error::op(
+            return Err(Error::shape(
                 NAME,
                 format!(
                     "expected key and value embedding dimensions {} and {}, but got key of shape {:?} and value of shape {:?}",
@@ -330,7 +333,7 @@ impl MultiheadAttention {
             } else if m.is_floating_point() {
                 Ok(m)
             } else {
-                Err(Error::op(
+                Err(Error::dtype(
                     NAME,
                     format!(
                         "only bool and floating types of {what} are supported, got {}",
@@ -348,7 +351,7 @@ impl MultiheadAttention {
                 let src = k.shape()[0];
                 if m.dim() == 2 {
                     if m.shape() != [tgt_len, src] {
-                        return Err(Error::op(
+                        return Err(Error::shape(
                             NAME,
                             format!(
                                 "The shape of the 2D attn_mask is {:?}, but should be {:?}.",
@@ -360,7 +363,7 @@ impl MultiheadAttention {
                     Some(m.unsqueeze(0)?)
                 } else {
                     if m.shape() != [bsz * heads, tgt_len, src] {
-                        return Err(Error::op(
+                        return Err(Error::shape(
                             NAME,
                             format!(
                                 "The shape of the 3D attn_mask is {:?}, but should be {:?}.",
@@ -417,7 +420,7 @@ impl MultiheadAttention {
         let src_len = k.shape()[1];
         if let Some(m) = kpm {
             if m.shape() != [bsz, src_len] {
-                return Err(Error::op(
+                return Err(Error::shape(
                     NAME,
                     format!(
                         "expecting key_padding_mask shape of {:?}, but got {:?}",

@@ -59,7 +59,7 @@ impl Bilinear {
     pub fn forward(&self, input1: &Tensor, input2: &Tensor) -> Result<Tensor> {
         let (s1, s2) = (input1.shape(), input2.shape());
         if s1.last() != Some(&self.in1_features()) || s2.last() != Some(&self.in2_features()) {
-            return Err(Error::op(
+            return Err(Error::shape(
                 "Bilinear",
                 format!(
                     "expected inputs of shape [*, {}] and [*, {}], got {s1:?} and {s2:?}",

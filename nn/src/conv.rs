@@ -162,13 +162,19 @@ fn init_conv(
 
 fn check_groups(layer: &str, in_c: usize, out_c: usize, groups: usize) -> Result<()> {
     if groups == 0 {
-        return Err(Error::op(layer, "groups must be a positive integer"));
+        return Err(Error::value(layer, "groups must be a positive integer"));
     }
     if !in_c.is_multiple_of(groups) {
-        return Err(Error::op(layer, "in_channels must be divisible by groups"));
+        return Err(Error::value(
+            layer,
+            "in_channels must be divisible by groups",
+        ));
     }
     if !out_c.is_multiple_of(groups) {
-        return Err(Error::op(layer, "out_channels must be divisible by groups"));
+        return Err(Error::value(
+            layer,
+            "out_channels must be divisible by groups",
+        ));
     }
     Ok(())
 }
@@ -184,7 +190,7 @@ fn check_input<const N: usize>(
 ) -> Result<()> {
     let d = input.dim();
     if d != N + 1 && d != N + 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             layer,
             format!(
                 "Expected {}D (unbatched) or {}D (batched) input to {op}, but got input of size: {:?}",
@@ -196,7 +202,7 @@ fn check_input<const N: usize>(
     }
     let c = input.shape()[d - N - 1];
     if c != channels {
-        return Err(Error::op(
+        return Err(Error::shape(
             layer,
             format!(
                 "weight of size {:?}, expected input{:?} to have {channels} channels, but got {c} channels instead",
@@ -264,13 +270,13 @@ impl<const N: usize> Conv<N> {
         let layer = Self::name();
         check_groups(layer, in_channels, out_channels, options.groups)?;
         if options.padding == Padding::Same && options.stride.iter().any(|&s| s != 1) {
-            return Err(Error::op(
+            return Err(Error::value(
                 layer,
                 "padding='same' is not supported for strided convolutions",
             ));
         }
         if options.stride.contains(&0) || options.dilation.contains(&0) {
-            return Err(Error::op(layer, "stride and dilation must be positive"));
+            return Err(Error::value(layer, "stride and dilation must be positive"));
         }
         let kernel_size = kernel_size.into_size();
         let mut shape = vec![out_channels, in_channels / options.groups];
@@ -498,11 +504,14 @@ impl<const N: usize> ConvTranspose<N> {
     ) -> Result<Self> {
         let layer = Self::name();
         if N > 2 {
-            return Err(Error::op(layer, "only 1 and 2 spatial dims are supported"));
+            return Err(Error::not_implemented(
+                layer,
+                "only 1 and 2 spatial dims are supported",
+            ));
         }
         check_groups(layer, in_channels, out_channels, options.groups)?;
         if options.stride.contains(&0) || options.dilation.contains(&0) {
-            return Err(Error::op(layer, "stride and dilation must be positive"));
+            return Err(Error::value(layer, "stride and dilation must be positive"));
         }
         let kernel_size = kernel_size.into_size();
         let mut shape = vec![in_channels, out_channels / options.groups];
@@ -540,7 +549,7 @@ impl<const N: usize> ConvTranspose<N> {
             size
         };
         if size.len() != N {
-            return Err(Error::op(
+            return Err(Error::shape(
                 Self::name(),
                 format!(
                     "ConvTranspose{N}D: for {}D input, output_size must have {N} or {} elements (got {})",
@@ -560,7 +569,7 @@ impl<const N: usize> ConvTranspose<N> {
             let (lo, hi) = (base, base + o.stride[d] as i64 - 1);
             let want = size[d] as i64;
             if want < lo || want > hi {
-                return Err(Error::op(
+                return Err(Error::shape(
                     Self::name(),
                     format!(
                         "requested an output size of {size:?}, but valid sizes range from {lo} to {hi} in dim {d} (for an input of {:?})",

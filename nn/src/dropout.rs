@@ -7,7 +7,7 @@ use kiln_core::{Error, Result, Tensor};
 
 fn check_p(layer: &str, p: f64) -> Result<()> {
     if !(0.0..=1.0).contains(&p) {
-        return Err(Error::op(
+        return Err(Error::value(
             layer,
             format!("dropout probability has to be between 0 and 1, but got {p}"),
         ));
@@ -59,7 +59,7 @@ fn channel_dropout(
 ) -> Result<Tensor> {
     let d = input.dim();
     if d != spatial + 1 && d != spatial + 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             layer,
             format!(
                 "Expected {}D or {}D input, but received a {d}D input of size {:?}",

@@ -60,7 +60,7 @@ fn norm_padding_idx(num_embeddings: usize, padding_idx: Option<i64>) -> Result<O
         Some(p) => {
             let n = num_embeddings as i64;
             if p >= n || p < -n {
-                return Err(Error::op(
+                return Err(Error::value(
                     "Embedding",
                     format!("Padding_idx must be within num_embeddings (got padding_idx={p}, num_embeddings={n})"),
                 ));
@@ -109,7 +109,7 @@ impl Embedding {
         options: EmbeddingOptions,
     ) -> Result<Self> {
         if embeddings.dim() != 2 {
-            return Err(Error::op(
+            return Err(Error::shape(
                 "Embedding",
                 "Embeddings parameter is expected to be 2-dimensional",
             ));
@@ -132,7 +132,7 @@ impl Embedding {
 /// The ids of `indices` (int64 or int32, any shape, any device) on the host, flattened.
 fn host_ids(op: &str, indices: &Tensor) -> Result<Vec<i64>> {
     if indices.dtype() != DType::I64 && indices.dtype() != DType::I32 {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "Expected tensor for argument #2 'indices' to have one of the following scalar types: Long, Int; but got {} instead",
@@ -160,7 +160,7 @@ pub(crate) fn embedding_renorm_(
     const OP: &str = "embedding_renorm_";
     let _g = no_grad();
     if weight.dim() != 2 {
-        return Err(Error::op(OP, "'weight' must be 2-D"));
+        return Err(Error::shape(OP, "'weight' must be 2-D"));
     }
     let (n, d) = (weight.shape()[0], weight.shape()[1]);
     let mut rows = host_ids(OP, indices)?;
@@ -178,7 +178,7 @@ pub(crate) fn embedding_renorm_(
         None
     };
     if let Some(bad) = bad {
-        return Err(Error::op(
+        return Err(Error::index(
             OP,
             format!(
                 "select(): index {bad} out of range for tensor of size [{n}, {d}] at dimension 0"
@@ -229,7 +229,7 @@ impl Forward for Embedding {
     /// `input`: integer indices of any shape; output `[*input.shape, embedding_dim]`.
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         if input.is_floating_point() || input.dtype() == DType::Bool {
-            return Err(Error::op(
+            return Err(Error::dtype(
                 "Embedding",
                 format!(
                     "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {} instead",

@@ -212,7 +212,7 @@ pub fn embedding_with(
         Some(p) => {
             let n = weight.shape().first().copied().unwrap_or(0) as i64;
             if p >= n || p < -n {
-                return Err(Error::op(
+                return Err(Error::value(
                     "embedding",
                     "Padding_idx must be within num_embeddings",
                 ));

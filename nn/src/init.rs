@@ -31,7 +31,7 @@ pub fn calculate_gain(nl: Nonlinearity) -> f64 {
 /// `(fan_in, fan_out)` of a weight `[out, in, *kernel]` (`_calculate_fan_in_and_fan_out`).
 pub fn calculate_fan_in_and_fan_out(t: &Tensor) -> Result<(usize, usize)> {
     if t.dim() < 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "init",
             format!(
                 "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions (got shape {:?})",
@@ -95,7 +95,7 @@ fn kaiming_std(t: &Tensor, a: f64, mode: FanMode, nl: Nonlinearity) -> Result<f6
     let (fi, fo) = calculate_fan_in_and_fan_out(t)?;
     let fan = if mode == FanMode::FanIn { fi } else { fo };
     if fan == 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "init",
             format!(
                 "Initializing zero-element tensors is a no-op (shape {:?})",
@@ -133,7 +133,7 @@ pub fn kaiming_normal_(t: &Tensor, a: f64, mode: FanMode, nl: Nonlinearity) -> R
 /// diagonal signs folded into Q (`nn.init.orthogonal_`); dims past the first are flattened.
 pub fn orthogonal_(t: &Tensor, gain: f64) -> Result<Tensor> {
     if t.dim() < 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "orthogonal_",
             format!(
                 "Only tensors with 2 or more dimensions are supported (got shape {:?})",

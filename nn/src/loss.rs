@@ -43,7 +43,7 @@ impl FromStr for Reduction {
             "none" => Ok(Reduction::None),
             "mean" => Ok(Reduction::Mean),
             "sum" => Ok(Reduction::Sum),
-            _ => Err(Error::op(
+            _ => Err(Error::value(
                 "reduction",
                 format!("{s} is not a valid value for reduction"),
             )),
@@ -55,7 +55,7 @@ impl FromStr for Reduction {
 /// requires equal shapes, naming the loss.
 fn same_shape(loss: &str, input: &Tensor, target: &Tensor) -> Result<()> {
     if input.shape() != target.shape() {
-        return Err(Error::op(
+        return Err(Error::value(
             loss,
             format!(
                 "Using a target size ({:?}) that is different to the input size ({:?}) is not supported",
@@ -283,7 +283,7 @@ fn class_shapes(loss: &str, input: &Tensor, target: &Tensor, probs_ok: bool) -> 
         _ => t.len() + 1 == i.len() && t[0] == i[0] && t[1..] == i[2..],
     };
     if !ok {
-        return Err(Error::op(
+        return Err(Error::value(
             loss,
             format!("expected input [N, C, *] or [C] and target [N, *] or [] of class indices, got input {i:?} and target {t:?}"),
         ));
@@ -416,7 +416,7 @@ pub(crate) fn margin_ranking_loss(
     reduction: Reduction,
 ) -> Result<Tensor> {
     if input1.dim() != input2.dim() || input1.dim() != target.dim() {
-        return Err(Error::op(
+        return Err(Error::shape(
             "margin_ranking_loss",
             format!(
                 "margin_ranking_loss : All input tensors should have same dimension but got sizes: input1: {:?}, input2: {:?}, target: {:?}",
@@ -539,7 +539,7 @@ pub(crate) fn triplet_margin_loss(
     reduction: Reduction,
 ) -> Result<Tensor> {
     if margin <= 0.0 {
-        return Err(Error::op(
+        return Err(Error::value(
             "triplet_margin_loss",
             format!("margin must be greater than 0, got {margin}"),
         ));
@@ -657,7 +657,7 @@ pub(crate) fn gaussian_nll_loss(
 ) -> Result<Tensor> {
     let op = "gaussian_nll_loss";
     if var.lt_scalar(0)?.any()?.item::<bool>()? {
-        return Err(Error::op(op, "var has negative entry/entries"));
+        return Err(Error::value(op, "var has negative entry/entries"));
     }
     let (i, v) = (input.shape(), var.shape());
     let var = if i == v {
@@ -674,7 +674,7 @@ pub(crate) fn gaussian_nll_loss(
     {
         var.clone()
     } else {
-        return Err(Error::op(op, "var is of incorrect size"));
+        return Err(Error::value(op, "var is of incorrect size"));
     };
     // PyTorch clamps a clone in place under no_grad: the value is clamped, the gradient
     // passes through as if it were not.
@@ -797,13 +797,13 @@ pub(crate) fn multi_margin_loss(
     reduction: Reduction,
 ) -> Result<Tensor> {
     if p != 1 && p != 2 {
-        return Err(Error::op(
+        return Err(Error::value(
             "multi_margin_loss",
             "only p == 1 and p == 2 supported",
         ));
     }
     if weight.is_some_and(|w| w.dim() != 1) {
-        return Err(Error::op(
+        return Err(Error::shape(
             "multi_margin_loss",
             "weight must be one-dimensional",
         ));

@@ -138,7 +138,7 @@ pub trait Module {
     /// [`Module::to_device`], build optimizers after converting.
     fn to_dtype(&mut self, dtype: DType) -> Result<()> {
         if !dtype.is_floating_point() {
-            return Err(Error::op(
+            return Err(Error::dtype(
                 "Module.to",
                 format!("nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}"),
             ));

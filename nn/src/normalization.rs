@@ -97,7 +97,7 @@ impl<const D: usize> BatchNorm<D> {
     pub fn with_options(num_features: usize, options: BatchNormOptions) -> Result<Self> {
         let dt = options.dtype;
         if !dt.is_floating_point() {
-            return Err(Error::op(
+            return Err(Error::dtype(
                 Self::name(),
                 format!("dtype must be floating point, got {dt}"),
             ));
@@ -159,13 +159,13 @@ impl<const D: usize> BatchNorm<D> {
                 2 => "4D",
                 _ => "5D",
             };
-            return Err(Error::op(
+            return Err(Error::shape(
                 Self::name(),
                 format!("expected {want} input (got {d}D input)"),
             ));
         }
         if input.shape()[1] != self.num_features {
-            return Err(Error::op(
+            return Err(Error::shape(
                 Self::name(),
                 format!(
                     "expected input with {} channels (num_features) in dim 1, got input of size {:?}",
@@ -242,7 +242,7 @@ impl GroupNorm {
         dtype: DType,
     ) -> Result<Self> {
         if num_groups == 0 || !num_channels.is_multiple_of(num_groups) {
-            return Err(Error::op(
+            return Err(Error::value(
                 "GroupNorm",
                 format!("num_channels must be divisible by num_groups (got num_channels={num_channels}, num_groups={num_groups})"),
             ));
@@ -268,7 +268,7 @@ impl GroupNorm {
 impl Forward for GroupNorm {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         if input.dim() < 2 || input.shape()[1] != self.num_channels {
-            return Err(Error::op(
+            return Err(Error::shape(
                 "GroupNorm",
                 format!(
                     "expected input of shape [N, {}, *], got {:?}",
@@ -328,7 +328,7 @@ impl Forward for RMSNorm {
         let n = self.normalized_shape.len();
         let s = input.shape();
         if s.len() < n || s[s.len() - n..] != self.normalized_shape[..] {
-            return Err(Error::op(
+            return Err(Error::shape(
                 "RMSNorm",
                 format!(
                     "Given normalized_shape={:?}, expected input with shape [*, {}], but got input of size {:?}",
@@ -403,7 +403,7 @@ impl Forward for LayerNorm {
         let n = self.normalized_shape.len();
         let s = input.shape();
         if s.len() < n || s[s.len() - n..] != self.normalized_shape[..] {
-            return Err(Error::op(
+            return Err(Error::shape(
                 "LayerNorm",
                 format!(
                     "Given normalized_shape={:?}, expected input with shape [*, {}], but got input of size{:?}",

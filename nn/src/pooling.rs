@@ -11,7 +11,7 @@ use kiln_core::{Error, Result, Tensor};
 fn check_rank<const N: usize>(layer: &str, input: &Tensor) -> Result<()> {
     let d = input.dim();
     if d != N + 1 && d != N + 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             layer,
             format!(
                 "Expected {}D or {}D input, but got input of size: {:?}",
@@ -177,7 +177,10 @@ impl<const N: usize> Forward for AvgPool<N> {
         match N {
             1 => {
                 if self.divisor_override.is_some() {
-                    return Err(Error::op("AvgPool1d", "AvgPool1d has no divisor_override"));
+                    return Err(Error::value(
+                        "AvgPool1d",
+                        "AvgPool1d has no divisor_override",
+                    ));
                 }
                 kiln_core::avg_pool1d_with(
                     input,

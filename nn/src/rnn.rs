@@ -161,25 +161,25 @@ impl RnnBase {
     fn new(mode: Mode, input_size: usize, hidden_size: usize, o: RnnOptions) -> Result<Self> {
         let name = mode.name();
         if !(0.0..=1.0).contains(&o.dropout) {
-            return Err(Error::op(
+            return Err(Error::value(
                 name,
                 "dropout should be a number in range [0, 1] representing the probability of an element being zeroed",
             ));
         }
         if hidden_size == 0 {
-            return Err(Error::op(name, "hidden_size must be greater than zero"));
+            return Err(Error::value(name, "hidden_size must be greater than zero"));
         }
         if o.num_layers == 0 {
-            return Err(Error::op(name, "num_layers must be greater than zero"));
+            return Err(Error::value(name, "num_layers must be greater than zero"));
         }
         if o.proj_size > 0 && mode != Mode::Lstm {
-            return Err(Error::op(
+            return Err(Error::value(
                 name,
                 "proj_size argument is only supported for LSTM, not RNN or GRU",
             ));
         }
         if o.proj_size >= hidden_size && o.proj_size > 0 {
-            return Err(Error::op(
+            return Err(Error::value(
                 name,
                 "proj_size has to be smaller than hidden_size",
             ));
@@ -285,7 +285,7 @@ impl RnnBase {
         let name = self.mode.name();
         let want_dim = if batched { 3 } else { 2 };
         if t.dim() != want_dim {
-            return Err(Error::op(
+            return Err(Error::shape(
                 name,
                 if batched {
                     format!(
@@ -306,7 +306,7 @@ impl RnnBase {
         }
         want.push(size);
         if t.shape() != want.as_slice() {
-            return Err(Error::op(
+            return Err(Error::shape(
                 name,
                 format!(
                     "Expected {what} size {}, got {:?}",
@@ -336,12 +336,12 @@ impl RnnBase {
                 let msg = format!(
                     "Expected input to be 2D or 3D, got {d}{what} instead (input of shape {shape:?})"
                 );
-                return Err(Error::op(name, msg));
+                return Err(Error::value(name, msg));
             }
         };
         let in_size = input.shape()[input.dim() - 1];
         if in_size != self.input_size {
-            return Err(Error::op(
+            return Err(Error::shape(
                 name,
                 format!(
                     "input.size(-1) must be equal to input_size. Expected {}, got {in_size} (input of shape {:?})",
@@ -383,7 +383,7 @@ impl RnnBase {
                         Some(if batched { c.clone() } else { c.unsqueeze(1)? })
                     }
                     (true, None) => {
-                        return Err(Error::op(name, "needs both h_0 and c_0"));
+                        return Err(Error::value(name, "needs both h_0 and c_0"));
                     }
                     (false, _) => None,
                 };
@@ -639,7 +639,7 @@ fn cell_inputs(
         2 => true,
         1 => false,
         d => {
-            return Err(Error::op(
+            return Err(Error::shape(
                 name,
                 format!(
                     "Expected input to be 1D or 2D, got {d}D instead (input of shape {:?})",
@@ -650,7 +650,7 @@ fn cell_inputs(
     };
     let got = input.shape()[input.dim() - 1];
     if got != input_size {
-        return Err(Error::op(
+        return Err(Error::shape(
             name,
             format!(
                 "input has inconsistent input_size: got {got} expected {input_size} (input of shape {:?})",
@@ -678,7 +678,7 @@ fn cell_inputs(
             } else {
                 "hidden".to_string()
             };
-            return Err(Error::op(
+            return Err(Error::shape(
                 name,
                 format!("Expected {what} to be 1D or 2D, got {d}D instead"),
             ));
@@ -689,7 +689,7 @@ fn cell_inputs(
             s.unsqueeze(0)?
         };
         if s.dim() != 2 {
-            return Err(Error::op(
+            return Err(Error::shape(
                 name,
                 format!(
                     "Expected 2D hidden{i} (batch x hidden_size), but got {}D tensor",
@@ -699,13 +699,13 @@ fn cell_inputs(
         }
         let (hb, hs) = (s.shape()[0], s.shape()[1]);
         if hb != n {
-            return Err(Error::op(
+            return Err(Error::shape(
                 name,
                 format!("Input batch size {n} doesn't match hidden{i} batch size {hb}"),
             ));
         }
         if hs != hidden_size {
-            return Err(Error::op(
+            return Err(Error::shape(
                 name,
                 format!("hidden{i} has inconsistent hidden_size: got {hs}, expected {hidden_size}"),
             ));

@@ -191,7 +191,7 @@ fn quoted(keys: &[String]) -> String {
 }
 
 fn load_error(errors: Vec<String>) -> Error {
-    Error::op(
+    Error::value(
         "load_state_dict",
         format!("Error(s) in loading state_dict:\n\t{}", errors.join("\n\t")),
     )

@@ -447,7 +447,7 @@ impl Transformer {
         let batched = src.dim() == 3;
         let bdim = if self.batch_first { 0 } else { 1 };
         if batched && tgt.dim() == 3 && src.shape()[bdim] != tgt.shape()[bdim] {
-            return Err(kiln_core::Error::op(
+            return Err(kiln_core::Error::shape(
                 "Transformer",
                 format!(
                     "the batch number of src and tgt must be equal (src of shape {:?}, tgt of shape {:?})",
@@ -457,7 +457,7 @@ impl Transformer {
             ));
         }
         if !batched && src.dim() != tgt.dim() {
-            return Err(kiln_core::Error::op(
+            return Err(kiln_core::Error::shape(
                 "Transformer",
                 format!(
                     "the batch number of src and tgt must be equal (src of shape {:?}, tgt of shape {:?})",
@@ -468,7 +468,7 @@ impl Transformer {
         }
         let last = |t: &Tensor| t.shape().last().copied();
         if last(src) != Some(self.d_model) || last(tgt) != Some(self.d_model) {
-            return Err(kiln_core::Error::op(
+            return Err(kiln_core::Error::shape(
                 "Transformer",
                 format!(
                     "the feature number of src and tgt must be equal to d_model ({}), got src of shape {:?} and tgt of shape {:?}",

@@ -56,7 +56,7 @@ impl GroupOptions for AdagradOptions {
         ];
         for (v, msg) in checks {
             if crate::negative_or_nan(v) {
-                return Err(Error::op(name, format!("{msg}: {v}")));
+                return Err(Error::value(name, format!("{msg}: {v}")));
             }
         }
         Ok(())

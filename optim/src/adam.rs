@@ -64,25 +64,31 @@ impl GroupOptions for AdamOptions {
     fn validate(&self, name: &str) -> Result<()> {
         let o = self;
         if crate::negative_or_nan(o.lr) {
-            return Err(Error::op(name, format!("Invalid learning rate: {}", o.lr)));
+            return Err(Error::value(
+                name,
+                format!("Invalid learning rate: {}", o.lr),
+            ));
         }
         if crate::negative_or_nan(o.eps) {
-            return Err(Error::op(name, format!("Invalid epsilon value: {}", o.eps)));
+            return Err(Error::value(
+                name,
+                format!("Invalid epsilon value: {}", o.eps),
+            ));
         }
         if !(0.0..1.0).contains(&o.betas.0) {
-            return Err(Error::op(
+            return Err(Error::value(
                 name,
                 format!("Invalid beta parameter at index 0: {}", o.betas.0),
             ));
         }
         if !(0.0..1.0).contains(&o.betas.1) {
-            return Err(Error::op(
+            return Err(Error::value(
                 name,
                 format!("Invalid beta parameter at index 1: {}", o.betas.1),
             ));
         }
         if crate::negative_or_nan(o.weight_decay) {
-            return Err(Error::op(
+            return Err(Error::value(
                 name,
                 format!("Invalid weight_decay value: {}", o.weight_decay),
             ));
@@ -109,7 +115,7 @@ impl GroupOptions for AdamOptions {
         o.lr = parse_f64("lr", &get("lr")?)?;
         let betas = get("betas")?;
         let Some((b1, b2)) = betas.split_once(',') else {
-            return Err(Error::op(
+            return Err(Error::value(
                 "load_state_dict",
                 format!("param group entry 'betas' = '{betas}' is not two numbers"),
             ));

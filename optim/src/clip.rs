@@ -47,7 +47,7 @@ pub fn clip_grad_norm_with(
             .to_device(kiln_core::Device::Cpu)?
             .item::<f64>()?;
         if !t.is_finite() {
-            return Err(Error::op(
+            return Err(Error::value(
                 "clip_grad_norm_",
                 format!("The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error and scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`"),
             ));

@@ -82,7 +82,7 @@ fn apply<S: EpochSchedule + ?Sized>(s: &mut S, opt: &mut dyn Optimizer, epoch: i
         .map(|&b| s.lr_at(b, epoch))
         .collect::<Result<Vec<_>>>()?;
     if lrs.len() != opt.num_param_groups() {
-        return Err(Error::op(
+        return Err(Error::value(
             "lr_scheduler.step",
             format!(
                 "the scheduler has {} base learning rates but the optimizer has {} param groups",
@@ -154,7 +154,7 @@ pub struct StepLR {
 impl StepLR {
     pub fn new(opt: &mut dyn Optimizer, step_size: i64, gamma: f64) -> Result<StepLR> {
         if step_size == 0 {
-            return Err(Error::op(
+            return Err(Error::value(
                 "StepLR",
                 "step_size must not be 0: the schedule takes the epoch modulo step_size (integer modulo by zero)",
             ));
@@ -255,7 +255,7 @@ pub struct CosineAnnealingLR {
 impl CosineAnnealingLR {
     pub fn new(opt: &mut dyn Optimizer, t_max: i64, eta_min: f64) -> Result<CosineAnnealingLR> {
         if t_max == 0 {
-            return Err(Error::op(
+            return Err(Error::value(
                 "CosineAnnealingLR",
                 "T_max must not be 0: the schedule divides the epoch by T_max (integer modulo by zero)",
             ));
@@ -300,13 +300,13 @@ impl LinearLR {
         total_iters: i64,
     ) -> Result<LinearLR> {
         if !(start_factor > 0.0 && start_factor <= 1.0) {
-            return Err(Error::op(
+            return Err(Error::value(
                 "LinearLR",
                 "Starting multiplicative factor expected to be greater than 0 and less or equal to 1.",
             ));
         }
         if !(0.0..=1.0).contains(&end_factor) {
-            return Err(Error::op(
+            return Err(Error::value(
                 "LinearLR",
                 "Ending multiplicative factor expected to be between 0 and 1.",
             ));
@@ -361,13 +361,13 @@ impl SequentialLR {
         milestones: &[i64],
     ) -> Result<SequentialLR> {
         if schedulers.is_empty() {
-            return Err(Error::op(
+            return Err(Error::value(
                 "SequentialLR",
                 "SequentialLR expects at least one scheduler, but got no scheduler.",
             ));
         }
         if milestones.len() != schedulers.len() - 1 {
-            return Err(Error::op(
+            return Err(Error::value(
                 "SequentialLR",
                 format!(
                     "Sequential Schedulers expects number of schedulers provided to be one more than the number of milestone points, but got number of schedulers {} and the number of milestones to be equal to {}",
@@ -489,7 +489,7 @@ impl OneCycleLR {
         let total_steps = match (opts.total_steps, opts.epochs, opts.steps_per_epoch) {
             (Some(t), _, _) => {
                 if t <= 0 {
-                    return Err(Error::op(
+                    return Err(Error::value(
                         name,
                         format!("Expected positive integer total_steps, but got {t}"),
                     ));
@@ -498,13 +498,13 @@ impl OneCycleLR {
             }
             (None, Some(e), Some(s)) => {
                 if e <= 0 {
-                    return Err(Error::op(
+                    return Err(Error::value(
                         name,
                         format!("Expected positive integer epochs, but got {e}"),
                     ));
                 }
                 if s <= 0 {
-                    return Err(Error::op(
+                    return Err(Error::value(
                         name,
                         format!("Expected positive integer steps_per_epoch, but got {s}"),
                     ));
@@ -512,14 +512,14 @@ impl OneCycleLR {
                 i128::from(e) * i128::from(s)
             }
             _ => {
-                return Err(Error::op(
+                return Err(Error::value(
                     name,
                     "You must define either total_steps OR (epochs AND steps_per_epoch)",
                 ))
             }
         };
         if !(0.0..=1.0).contains(&opts.pct_start) {
-            return Err(Error::op(
+            return Err(Error::value(
                 name,
                 format!(
                     "Expected float between 0 and 1 pct_start, but got {}",
@@ -535,7 +535,7 @@ impl OneCycleLR {
             } else {
                 "final_div_factor"
             };
-            return Err(Error::op(
+            return Err(Error::value(
                 name,
                 format!("float division by zero: {which} must not be 0"),
             ));
@@ -581,7 +581,7 @@ impl OneCycleLR {
         if opts.cycle_momentum {
             for g in 0..opt.num_param_groups() {
                 if opt.momentum(g).is_none() {
-                    return Err(Error::op(
+                    return Err(Error::value(
                         name,
                         "optimizer must support momentum or beta1 with `cycle_momentum` option enabled",
                     ));
@@ -612,7 +612,7 @@ impl LRScheduler for OneCycleLR {
     fn step(&mut self, opt: &mut dyn Optimizer) -> Result<()> {
         let step_num = self.last_epoch + 1;
         if i128::from(step_num) > self.total_steps {
-            return Err(Error::op(
+            return Err(Error::value(
                 "OneCycleLR",
                 format!(
                     "Tried to step {step_num} times. The specified number of total steps is {}",
@@ -632,7 +632,7 @@ impl LRScheduler for OneCycleLR {
             if s <= ph.end_step || i == self.phases.len() - 1 {
                 let span = ph.end_step - start_step;
                 if span == 0.0 {
-                    return Err(Error::op(
+                    return Err(Error::value(
                         "OneCycleLR",
                         format!(
                             "float division by zero: step {step_num} falls in phase {i}, which starts and ends at step {start_step} (total_steps={}, pct_start={})",
@@ -730,13 +730,13 @@ impl ReduceLROnPlateau {
     pub fn new(opt: &mut dyn Optimizer, opts: PlateauOptions) -> Result<ReduceLROnPlateau> {
         let name = "ReduceLROnPlateau";
         if opts.factor >= 1.0 {
-            return Err(Error::op(name, "Factor should be < 1.0."));
+            return Err(Error::value(name, "Factor should be < 1.0."));
         }
         let n = opt.num_param_groups();
         let (default_min_lr, min_lrs) = match opts.min_lr.len() {
             1 => (Some(opts.min_lr[0]), vec![opts.min_lr[0]; n]),
             k if k == n => (None, opts.min_lr.clone()),
-            k => return Err(Error::op(name, format!("expected {n} min_lrs, got {k}"))),
+            k => return Err(Error::value(name, format!("expected {n} min_lrs, got {k}"))),
         };
         Ok(ReduceLROnPlateau {
             best: match opts.mode {
@@ -782,7 +782,7 @@ impl ReduceLROnPlateau {
                 match self.default_min_lr {
                     Some(m) => self.min_lrs = vec![m; n],
                     None => {
-                        return Err(Error::op(
+                        return Err(Error::value(
                             "ReduceLROnPlateau",
                             format!(
                                 "The number of param groups in the `optimizer` ({n}) differs from when `ReduceLROnPlateau` was initialized ({}), usually due to a new param group being added to the optimizer. Please modify the `min_lrs` field to match the length of the `optimizer` param groups.",
@@ -816,7 +816,7 @@ impl ReduceLROnPlateau {
 
 impl LRScheduler for ReduceLROnPlateau {
     fn step(&mut self, _opt: &mut dyn Optimizer) -> Result<()> {
-        Err(Error::op(
+        Err(Error::value(
             "ReduceLROnPlateau",
             "ReduceLROnPlateau.step needs the metric: call step_with(optimizer, metric)",
         ))

@@ -48,7 +48,7 @@ pub trait Optimizer {
     }
     /// Sets group `group`'s momentum (or `betas[0]`); an error for optimizers without one.
     fn set_momentum(&mut self, _group: usize, _momentum: f64) -> Result<()> {
-        Err(Error::op(
+        Err(Error::value(
             "set_momentum",
             "optimizer must support momentum or beta1 with `cycle_momentum` option enabled",
         ))
@@ -128,7 +128,7 @@ impl ParamState {
     }
     pub(crate) fn buf(&self, name: &str) -> Result<&Tensor> {
         self.bufs.get(name).ok_or_else(|| {
-            Error::op(
+            Error::value(
                 "optimizer.step",
                 format!("parameter state has no '{name}' (was the state loaded from another configuration?)"),
             )
@@ -148,7 +148,7 @@ pub(crate) struct Core<O> {
 
 pub(crate) fn parse_f64(key: &str, v: &str) -> Result<f64> {
     v.trim().parse::<f64>().map_err(|_| {
-        Error::op(
+        Error::value(
             "load_state_dict",
             format!("param group entry '{key}' = '{v}' is not a number"),
         )
@@ -159,7 +159,7 @@ pub(crate) fn parse_bool(key: &str, v: &str) -> Result<bool> {
     match v.trim() {
         "true" | "True" => Ok(true),
         "false" | "False" => Ok(false),
-        _ => Err(Error::op(
+        _ => Err(Error::value(
             "load_state_dict",
             format!("param group entry '{key}' = '{v}' is not true/false"),
         )),
@@ -170,7 +170,7 @@ impl<O: GroupOptions> Core<O> {
     pub fn new(name: &'static str, groups: Vec<ParamGroup<O>>, defaults: O) -> Result<Self> {
         defaults.validate(name)?;
         if groups.is_empty() {
-            return Err(Error::op(name, "optimizer got an empty parameter list"));
+            return Err(Error::value(name, "optimizer got an empty parameter list"));
         }
         let mut core = Core {
             name,
@@ -189,7 +189,7 @@ impl<O: GroupOptions> Core<O> {
     pub fn from_params(name: &'static str, params: Vec<Tensor>, options: O) -> Result<Self> {
         options.validate(name)?;
         if params.is_empty() {
-            return Err(Error::op(name, "optimizer got an empty parameter list"));
+            return Err(Error::value(name, "optimizer got an empty parameter list"));
         }
         Self::new(
             name,
@@ -202,7 +202,7 @@ impl<O: GroupOptions> Core<O> {
         group.options.validate(self.name)?;
         for p in &group.params {
             if !p.is_leaf() {
-                return Err(Error::op(self.name, "can't optimize a non-leaf Tensor"));
+                return Err(Error::value(self.name, "can't optimize a non-leaf Tensor"));
             }
         }
         // A tensor listed twice in one group is kept once, with PyTorch's warning (PyTorch
@@ -226,7 +226,7 @@ impl<O: GroupOptions> Core<O> {
                 .iter()
                 .any(|g| g.params.iter().any(|q| q.is_same(p)))
             {
-                return Err(Error::op(
+                return Err(Error::value(
                     self.name,
                     "some parameters appear in more than one parameter group",
                 ));
@@ -246,7 +246,7 @@ impl<O: GroupOptions> Core<O> {
         for group in &self.groups {
             for p in &group.params {
                 if p.is_superseded() {
-                    return Err(Error::op(
+                    return Err(Error::value(
                         format!("{}.step", self.name),
                         format!(
                             "parameter {index} (shape {:?}, {}, {}) was converted by Module::to_dtype or Module::to_device after the optimizer was built, so the model no longer uses the tensor this optimizer holds; build the optimizer after converting the model (its state carries over with load_state_dict(old.state_dict()))",
@@ -306,7 +306,7 @@ impl<O: GroupOptions> Core<O> {
         let meta = &state.metadata;
         let get = |k: &str| -> Result<String> {
             meta.get(k).cloned().ok_or_else(|| {
-                Error::op(
+                Error::value(
                     op,
                     format!("loaded state dict has no '{k}' entry in its metadata"),
                 )
@@ -314,7 +314,7 @@ impl<O: GroupOptions> Core<O> {
         };
         let name = get("optimizer")?;
         if name != self.name {
-            return Err(Error::op(
+            return Err(Error::value(
                 op,
                 format!(
                     "loaded state dict is for a {name} optimizer, this one is {}",
@@ -324,9 +324,9 @@ impl<O: GroupOptions> Core<O> {
         }
         let ngroups: usize = get("param_groups")?
             .parse()
-            .map_err(|_| Error::op(op, "metadata entry 'param_groups' is not a group count"))?;
+            .map_err(|_| Error::value(op, "metadata entry 'param_groups' is not a group count"))?;
         if ngroups != self.groups.len() {
-            return Err(Error::op(
+            return Err(Error::value(
                 op,
                 "loaded state dict has a different number of parameter groups",
             ));
@@ -344,7 +344,7 @@ impl<O: GroupOptions> Core<O> {
                 ids.split(',').count()
             };
             if count != group.params.len() {
-                return Err(Error::op(
+                return Err(Error::value(
                     op,
                     "loaded state dict contains a parameter group that doesn't match the size of optimizer's group",
                 ));
@@ -368,7 +368,7 @@ impl<O: GroupOptions> Core<O> {
                     used.insert(k.to_string());
                     if name == "step" {
                         if t.numel() != 1 {
-                            return Err(Error::op(
+                            return Err(Error::shape(
                                 op,
                                 format!(
                                     "{k}: expected a single step count, got shape {:?}",
@@ -380,7 +380,7 @@ impl<O: GroupOptions> Core<O> {
                         continue;
                     }
                     if t.shape() != p.shape() {
-                        return Err(Error::op(
+                        return Err(Error::shape(
                             op,
                             format!(
                                 "size mismatch for {k}: the state has shape {:?}, the parameter has shape {:?}",
@@ -403,7 +403,7 @@ impl<O: GroupOptions> Core<O> {
             new_state.push(states);
         }
         if let Some(k) = state.tensors.keys().find(|k| !used.contains(*k)) {
-            return Err(Error::op(
+            return Err(Error::value(
                 op,
                 format!("unexpected key in loaded state dict: '{k}' (it names no parameter of this optimizer)"),
             ));
@@ -471,7 +471,7 @@ macro_rules! trait_common {
             if $crate::GroupOptions::set_momentum(&mut self.core.groups[group].options, m) {
                 Ok(())
             } else {
-                Err(kiln_core::Error::op(
+                Err(kiln_core::Error::value(
                     "set_momentum",
                     "optimizer must support momentum or beta1 with `cycle_momentum` option enabled",
                 ))

@@ -52,25 +52,25 @@ impl GroupOptions for SGDOptions {
     }
     fn validate(&self, name: &str) -> Result<()> {
         if self.lr < 0.0 || self.lr.is_nan() {
-            return Err(Error::op(
+            return Err(Error::value(
                 name,
                 format!("Invalid learning rate: {}", self.lr),
             ));
         }
         if self.momentum < 0.0 || self.momentum.is_nan() {
-            return Err(Error::op(
+            return Err(Error::value(
                 name,
                 format!("Invalid momentum value: {}", self.momentum),
             ));
         }
         if self.weight_decay < 0.0 || self.weight_decay.is_nan() {
-            return Err(Error::op(
+            return Err(Error::value(
                 name,
                 format!("Invalid weight_decay value: {}", self.weight_decay),
             ));
         }
         if self.nesterov && (self.momentum <= 0.0 || self.dampening != 0.0) {
-            return Err(Error::op(
+            return Err(Error::value(
                 name,
                 "Nesterov momentum requires a momentum and zero dampening",
             ));

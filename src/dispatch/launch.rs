@@ -61,9 +61,9 @@ pub(crate) fn same_dtype(
     });
     let first = dtypes
         .next()
-        .ok_or_else(|| Error::op(op, "expected at least one tensor"))?;
+        .ok_or_else(|| Error::value(op, "expected at least one tensor"))?;
     if let Some(other) = dtypes.find(|d| *d != first) {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             match message {
                 Some(m) => m.to_string(),
@@ -92,13 +92,13 @@ pub(crate) fn sum_dtype(input: DType, requested: Option<DType>) -> DType {
 #[inline]
 pub(crate) fn check_alpha(op: &str, compute: DType, alpha: Scalar) -> Result<()> {
     if !compute.is_floating_point() && alpha.is_floating_point() {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             "For integral input tensors, argument alpha must not be a floating point number.",
         ));
     }
     if compute == DType::Bool && !matches!(alpha, Scalar::Bool(_)) && alpha.to_f64() != 1.0 {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             "Boolean alpha only supported for Boolean results.",
         ));
@@ -217,7 +217,7 @@ pub(crate) fn check_dtype(
     if supported.contains(&dtype) {
         Ok(())
     } else {
-        Err(Error::op(
+        Err(Error::dtype(
             op,
             format!(
                 "\"{op}_{backend}\" not implemented for '{}'",
@@ -344,13 +344,13 @@ pub(crate) fn fixed_input(op: &str, name: &str, t: &Tensor, dtype: DType) -> Res
         return t.cast_copy(DType::I64);
     }
     if dtype == DType::I64 && t.dtype() != DType::I64 {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!("Expected dtype int32/int64 for {name}"),
         ));
     }
     if t.dtype() != dtype {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "expected {name} to have dtype {dtype}, but got {}",
@@ -733,7 +733,7 @@ pub(crate) fn commit_view_inplace(
 
 fn check_writable(op: &str, target: &Tensor, result: &Tensor) -> Result<()> {
     if target.shape() != result.shape() {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "output with shape {:?} doesn't match the broadcast shape {:?}",
@@ -743,7 +743,7 @@ fn check_writable(op: &str, target: &Tensor, result: &Tensor) -> Result<()> {
         ));
     }
     if !promotion::can_cast(result.dtype(), target.dtype()) {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "result type {} can't be cast to the desired output type {}",
@@ -753,7 +753,7 @@ fn check_writable(op: &str, target: &Tensor, result: &Tensor) -> Result<()> {
         ));
     }
     if target.layout().has_internal_overlap() {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
         ));
@@ -779,7 +779,7 @@ pub(crate) fn commit_out_same_dtype(
     result: &Tensor,
 ) -> Result<()> {
     if out.dtype() != result.dtype() {
-        return Err(Error::op(op, message));
+        return Err(Error::dtype(op, message));
     }
     commit_out(op, out, result)
 }
@@ -787,7 +787,7 @@ pub(crate) fn commit_out_same_dtype(
 /// Writes `result` into an `out=` tensor.
 pub(crate) fn commit_out(op: &str, out: &Tensor, result: &Tensor) -> Result<()> {
     if autograd::is_grad_enabled() && out.requires_grad() {
-        return Err(Error::op(
+        return Err(Error::autograd(
             op,
             "functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
@@ -800,7 +800,7 @@ pub(crate) fn commit_out(op: &str, out: &Tensor, result: &Tensor) -> Result<()> 
 
 /// PyTorch's error for a dtype a backend's kernel does not cover.
 pub(crate) fn not_implemented(op: &str, dtype: DType) -> Error {
-    Error::op(
+    Error::dtype(
         op,
         format!(
             "\"{op}\" not implemented for '{}'",
@@ -905,6 +905,16 @@ mod tests {
         assert_eq!(
             common_device([(GPU, 1), (Device::Cpu, 0), (Device::Cuda(1), 3)].into_iter()),
             Err((GPU, Device::Cuda(1)))
+        );
+    }
+
+    #[test]
+    fn a_device_mix_is_a_device_error() {
+        let e = device_mix("add", Device::Cpu, GPU);
+        assert_eq!(e.kind(), crate::ErrorKind::Device);
+        assert_eq!(
+            e.to_string(),
+            "add: Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0!"
         );
     }
 }

@@ -7,7 +7,7 @@ use crate::{DType, Device, Error, Result, Tensor};
 
 /// PyTorch's error for tensors on two devices.
 pub(crate) fn device_mix(op: &str, a: Device, b: Device) -> Error {
-    Error::op(
+    Error::device(
         op,
         format!(
             "Expected all tensors to be on the same device, but found at least two devices, {a} and {b}!"
@@ -76,7 +76,7 @@ impl Tensor {
     /// The value of a one-element tensor, converted to `T` (PyTorch's `item()`).
     pub fn item<T: BufferElement>(&self) -> Result<T> {
         if self.numel() != 1 {
-            return Err(Error::op(
+            return Err(Error::shape(
                 "item",
                 format!(
                     "a Tensor with {} elements cannot be converted to Scalar",
@@ -85,7 +85,7 @@ impl Tensor {
             ));
         }
         if self.device().is_meta() {
-            return Err(Error::op(
+            return Err(Error::device(
                 "item",
                 "Tensor.item() cannot be called on meta tensors",
             ));
@@ -129,7 +129,7 @@ impl Tensor {
         }
         device
             .ensure_available()
-            .map_err(|e| Error::op("to", e.to_string()))?;
+            .map_err(|e| Error::device("to", e.to_string()))?;
         if device.is_meta() {
             // The same layout over a meta storage of the same length, as PyTorch's `to`
             // keeps a dense tensor's strides: a transposed input stays transposed.

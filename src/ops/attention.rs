@@ -20,20 +20,20 @@ pub fn scaled_dot_product_attention(
 ) -> Result<Tensor> {
     let op = "scaled_dot_product_attention";
     if query.dim() < 2 || key.dim() < 2 || value.dim() < 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             "query, key and value must have at least 2 dimensions",
         ));
     }
     if is_causal && attn_mask.is_some() {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True",
         ));
     }
     let e = query.shape()[query.dim() - 1];
     if key.shape()[key.dim() - 1] != e {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "Expected query and key to have the same embedding size, but got {:?} and {:?}",
@@ -46,7 +46,7 @@ pub fn scaled_dot_product_attention(
     if enable_gqa && query.dim() >= 3 && key.dim() >= 3 {
         let (hq, hk) = (query.shape()[query.dim() - 3], key.shape()[key.dim() - 3]);
         if hk == 0 || hq % hk != 0 {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!(
                     "number of query heads ({hq}) must be a multiple of key/value heads ({hk})"

@@ -11,7 +11,7 @@ pub(crate) fn expand_param(op: &str, name: &str, v: &[i64], n: usize) -> Result<
     match v.len() {
         1 => Ok(vec![v[0]; n]),
         k if k == n => Ok(v.to_vec()),
-        _ => Err(Error::op(
+        _ => Err(Error::value(
             op,
             format!("expected {name} to be a single integer value or a list of {n} values to match the convolution dimensions, but got {name}={v:?}"),
         )),
@@ -25,7 +25,7 @@ pub(crate) fn batched(op: &str, input: &Tensor, n: usize) -> Result<(Tensor, boo
     } else if input.dim() == n + 1 {
         Ok((input.unsqueeze(0)?, false))
     } else {
-        Err(Error::op(
+        Err(Error::shape(
             op,
             format!(
                 "Expected {}D (unbatched) or {}D (batched) input to {op}, but got input of size: {:?}",
@@ -43,7 +43,7 @@ pub(crate) fn product(op: &str, what: &str, v: &[i64]) -> Result<i64> {
     v.iter()
         .try_fold(1i64, |acc, &x| acc.checked_mul(x))
         .ok_or_else(|| {
-            Error::op(
+            Error::shape(
                 op,
                 format!("the product of {what} {v:?} overflows int64 (numel: integer multiplication overflow)"),
             )
@@ -100,7 +100,7 @@ fn cpp_type_name(dtype: DType) -> &'static str {
 fn check_conv_dtypes(op: &str, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<()> {
     if let Some(b) = bias {
         if b.dtype() != x.dtype() {
-            return Err(Error::op(
+            return Err(Error::dtype(
                 op,
                 format!(
                     "Input type ({}) and bias type ({}) should be the same",
@@ -116,7 +116,7 @@ fn check_conv_dtypes(op: &str, x: &Tensor, weight: &Tensor, bias: Option<&Tensor
         } else {
             "slow_conv2d_cpu"
         };
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!("\"{kernel}\" not implemented for 'Bool'"),
         ));
@@ -127,7 +127,7 @@ fn check_conv_dtypes(op: &str, x: &Tensor, weight: &Tensor, bias: Option<&Tensor
 /// The weight must have the input's dtype ("expected scalar type Float but found Double").
 fn check_weight_dtype(op: &str, x: &Tensor, weight: &Tensor) -> Result<()> {
     if weight.dtype() != x.dtype() {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "expected scalar type {} but found {}",
@@ -153,7 +153,7 @@ fn conv(
 ) -> Result<Tensor> {
     let (x, was_batched) = batched(op, input, n)?;
     if weight.dim() != n + 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "expected a {}-d weight [out_channels, in_channels / groups, *kernel_size], but got weight of size {:?}",
@@ -163,14 +163,14 @@ fn conv(
         ));
     }
     if groups <= 0 {
-        return Err(Error::op(op, "non-positive groups is not supported"));
+        return Err(Error::value(op, "non-positive groups is not supported"));
     }
     let g = groups as usize;
     let (o, cg, c) = (weight.shape()[0], weight.shape()[1], x.shape()[1]);
     let expected = cg.checked_mul(g);
     if expected != Some(c) {
         let expected = expected.map_or(format!("{cg} x {groups}"), |e| e.to_string());
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "Given groups={groups}, weight of size {:?}, expected input{:?} to have {expected} channels, but got {c} channels instead",
@@ -180,7 +180,7 @@ fn conv(
         ));
     }
     if o % g != 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of size {:?} instead",
@@ -190,7 +190,7 @@ fn conv(
     }
     if let Some(b) = bias {
         if b.dim() != 1 || b.numel() != o {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!(
                     "Given weight of size {:?}, expected bias to be 1-dimensional with {o} elements, but got bias of size {:?} instead",
@@ -297,7 +297,7 @@ fn conv_mode(
                 expand_param(op, "dilation", dilation, n)?,
             );
             if s.iter().any(|&v| v != 1) {
-                return Err(Error::op(
+                return Err(Error::value(
                     op,
                     "padding='same' is not supported for strided convolutions",
                 ));
@@ -321,7 +321,10 @@ fn conv_mode(
             };
             conv(op, n, &x, weight, bias, stride, &left, dilation, groups)
         }
-        other => Err(Error::op(op, format!("Invalid padding string: '{other}'"))),
+        other => Err(Error::value(
+            op,
+            format!("Invalid padding string: '{other}'"),
+        )),
     }
 }
 
@@ -390,7 +393,7 @@ fn conv_transpose(
 ) -> Result<Tensor> {
     let (x, was_batched) = batched(op, input, n)?;
     if weight.dim() != n + 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "expected a {}-d weight [in_channels, out_channels / groups, *kernel_size], but got weight of size {:?}",
@@ -400,7 +403,7 @@ fn conv_transpose(
         ));
     }
     if groups <= 0 {
-        return Err(Error::op(op, "non-positive groups is not supported"));
+        return Err(Error::value(op, "non-positive groups is not supported"));
     }
     let g = groups;
     let (cin, og, c) = (
@@ -409,7 +412,7 @@ fn conv_transpose(
         x.shape()[1] as i64,
     );
     if c != cin || cin % g != 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "Given transposed=1, weight of size {:?}, expected input{:?} to have {cin} channels, but got {c} channels instead",
@@ -421,7 +424,7 @@ fn conv_transpose(
     // PyTorch's CPU kernel covers the float dtypes and int64; the bias is added into the
     // output in place, so it must cast to the input's dtype.
     if x.dtype() == DType::Bool || (x.dtype().is_integral() && x.dtype() != DType::I64) {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "\"slow_conv_transpose2d_out_cpu\" not implemented for '{}'",
@@ -433,7 +436,7 @@ fn conv_transpose(
     if let Some(b) = bias {
         let result = x.dtype().promote(b.dtype());
         if result.is_floating_point() && !x.dtype().is_floating_point() {
-            return Err(Error::op(
+            return Err(Error::dtype(
                 op,
                 format!(
                     "result type {} can't be cast to the desired output type {}",
@@ -450,19 +453,19 @@ fn conv_transpose(
         expand_param(op, "output_padding", output_padding, n)?,
     );
     if (0..n).any(|i| op_[i] < 0 || (op_[i] >= s[i] && op_[i] >= d[i])) {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("output padding must be smaller than either stride or dilation, but got output_padding={op_:?}, stride={s:?}, dilation={d:?}"),
         ));
     }
     if let Some(bad) = s.iter().chain(&d).find(|&&v| v <= 0) {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("stride and dilation should be greater than zero, but got stride={s:?}, dilation={d:?} ({bad})"),
         ));
     }
     if let Some(bad) = p.iter().find(|&&v| v < 0) {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("negative padding is not supported, but got padding={p:?} ({bad})"),
         ));
@@ -484,7 +487,7 @@ fn conv_transpose(
         })
         .collect();
     if wide.iter().any(|&v| v <= 0) {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "the output size {wide:?} computed from input {:?} is too small",
@@ -497,7 +500,7 @@ fn conv_transpose(
         .map(|&v| i64::try_from(v).ok())
         .collect::<Option<Vec<i64>>>()
         .ok_or_else(|| {
-            Error::op(
+            Error::shape(
                 op,
                 format!(
                     "the output size {wide:?} computed from input {:?} overflows int64",
@@ -530,7 +533,7 @@ fn conv_transpose(
             })
             .collect::<Option<Vec<i64>>>()
             .ok_or_else(|| {
-                Error::op(
+                Error::value(
                     op,
                     format!(
                         "the span of the input {:?}'s blocks overflows int64",

@@ -60,7 +60,7 @@ impl<D: TensorData> From<D> for Tensor {
 fn check_device(op: &str, device: Device) -> Result<()> {
     device
         .ensure_available()
-        .map_err(|e| Error::op(op, e.to_string()))
+        .map_err(|e| Error::device(op, e.to_string()))
 }
 
 impl Tensor {
@@ -73,7 +73,7 @@ impl Tensor {
     /// ```
     pub fn from_vec<T: BufferElement>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
         if kiln_kernels::layout::checked_numel(shape) != Some(data.len()) {
-            return Err(Error::op(
+            return Err(Error::shape(
                 "from_vec",
                 format!(
                     "shape {shape:?} is invalid for input of size {}",
@@ -93,7 +93,7 @@ impl Tensor {
     /// not fit the dtype.
     pub fn scalar_tensor(value: impl Into<Scalar>, dtype: DType) -> Result<Tensor> {
         Tensor::full((), value, dtype).map_err(|e| match e {
-            Error::Op { msg, .. } => Error::op("scalar_tensor", msg),
+            Error::Op { kind, msg, .. } => Error::new(kind, "scalar_tensor", msg),
             other => other,
         })
     }
@@ -189,23 +189,23 @@ impl Tensor {
         );
         // PyTorch's `step > 0 || step < 0` check, which a NaN step fails too.
         if st == 0.0 || st.is_nan() {
-            return Err(Error::op("arange", "step must be nonzero"));
+            return Err(Error::value("arange", "step must be nonzero"));
         }
         if !(s.is_finite() && e.is_finite()) {
-            return Err(Error::op(
+            return Err(Error::value(
                 "arange",
                 format!("unsupported range: {s} -> {e}"),
             ));
         }
         if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
-            return Err(Error::op(
+            return Err(Error::value(
                 "arange",
                 "upper bound and larger bound inconsistent with step sign",
             ));
         }
         let n = ((e - s) / st).ceil();
         if !(0.0..=i64::MAX as f64).contains(&n) {
-            return Err(Error::op("arange", "invalid size, possible overflow?"));
+            return Err(Error::shape("arange", "invalid size, possible overflow?"));
         }
         let n = n as usize;
         storage_numel("arange", &[n], dtype)?;

@@ -6,7 +6,7 @@ use crate::{DType, Error, Result, Tensor};
 /// and scales the rest by `1 / (1 - p)`; the identity when not training.
 pub fn dropout(t: &Tensor, p: f64, train: bool) -> Result<Tensor> {
     if !(0.0..=1.0).contains(&p) {
-        return Err(Error::op(
+        return Err(Error::value(
             "dropout",
             format!("dropout probability has to be between 0 and 1, but got {p}"),
         ));

@@ -24,7 +24,7 @@ fn check_float(op: &str, kernel: &str, t: &Tensor) -> Result<()> {
     if t.dtype().is_floating_point() {
         Ok(())
     } else {
-        Err(Error::op(
+        Err(Error::dtype(
             op,
             format!(
                 "\"{kernel}\" not implemented for '{}'",
@@ -38,7 +38,7 @@ fn check_same_dtype(op: &str, what: &str, a: &Tensor, b: &Tensor) -> Result<()> 
     if a.dtype() == b.dtype() {
         Ok(())
     } else {
-        Err(Error::op(
+        Err(Error::dtype(
             op,
             format!(
                 "expected dtype {} for `{what}` but got dtype {}",
@@ -93,7 +93,7 @@ impl RsubOne for Tensor {
 /// PyTorch's check that a float multiplier does not scale integer tensors.
 fn check_value(op: &str, t: &Tensor, value: Scalar) -> Result<()> {
     if !t.dtype().is_floating_point() && value.is_floating_point() {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             "For integral input tensors, argument alpha must not be a floating point number.",
         ));
@@ -111,7 +111,7 @@ pub fn addcmul(t: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) ->
 /// `addcdiv(tensor1, tensor2, value)`: `self + value * tensor1 / tensor2` (floating only).
 pub fn addcdiv(t: &Tensor, tensor1: &Tensor, tensor2: &Tensor, value: Scalar) -> Result<Tensor> {
     if !tensor1.dtype().is_floating_point() && !tensor2.dtype().is_floating_point() {
-        return Err(Error::op(
+        return Err(Error::dtype(
             "addcdiv",
             "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.",
         ));
@@ -156,7 +156,7 @@ pub fn round_decimals(t: &Tensor, decimals: i64) -> Result<Tensor> {
         return t.round();
     }
     if !t.dtype().is_floating_point() {
-        return Err(Error::op(
+        return Err(Error::dtype(
             "round",
             format!(
                 "\"round_cpu\" not implemented for '{}'",
@@ -240,7 +240,7 @@ pub fn rad2deg(t: &Tensor) -> Result<Tensor> {
 pub fn prelu(t: &Tensor, weight: &Tensor) -> Result<Tensor> {
     let op = "prelu";
     if weight.dim() > 1 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {}",
@@ -253,11 +253,11 @@ pub fn prelu(t: &Tensor, weight: &Tensor) -> Result<Tensor> {
         weight.reshape(())?
     } else {
         if t.dim() == 0 {
-            return Err(Error::op(op, "Not allow zero-dim input tensor."));
+            return Err(Error::shape(op, "Not allow zero-dim input tensor."));
         }
         let channels = if t.dim() >= 2 { t.shape()[1] } else { 1 };
         if n != channels {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!("Mismatch of parameter numbers and input channel size. Found parameter numbers = {n} and channel size = {channels}."),
             ));
@@ -299,7 +299,7 @@ pub fn softshrink(t: &Tensor, lambd: Scalar) -> Result<Tensor> {
     check_float("softshrink", "softshrink_cpu", t)?;
     let l = lambd.to::<f64>();
     if l < 0.0 {
-        return Err(Error::op(
+        return Err(Error::value(
             "softshrink",
             format!("lambda must be greater or equal to 0, but found to be {lambd}."),
         ));
@@ -318,7 +318,7 @@ pub fn threshold(t: &Tensor, threshold: Scalar, value: Scalar) -> Result<Tensor>
 /// `glu(dim)`: `a * sigmoid(b)` for the two halves `a`, `b` of `dim`.
 pub fn glu(t: &Tensor, dim: i64) -> Result<Tensor> {
     if t.dim() == 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "glu",
             "glu does not support scalars because halving size must be even",
         ));
@@ -326,7 +326,7 @@ pub fn glu(t: &Tensor, dim: i64) -> Result<Tensor> {
     let d = kiln_kernels::layout::wrap_dim(dim, t.dim()).map_err(|m| Error::op("glu", m))?;
     let n = t.shape()[d] as i64;
     if n % 2 != 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "glu",
             format!("Halving dimension must be even, but dimension {d} is size {n}"),
         ));
@@ -379,7 +379,7 @@ pub fn selu(t: &Tensor) -> Result<Tensor> {
 pub fn celu(t: &Tensor, alpha: Scalar) -> Result<Tensor> {
     let a = alpha.to::<f64>();
     if a == 0.0 {
-        return Err(Error::op("celu", "ZeroDivisionError"));
+        return Err(Error::value("celu", "ZeroDivisionError"));
     }
     crate::elu_with(t, alpha, 1, 1.0 / a)
 }
@@ -394,7 +394,7 @@ pub fn div_mode(t: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Resu
         return t.div(other);
     };
     if mode != "trunc" && mode != "floor" {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'"),
         ));
@@ -425,7 +425,7 @@ pub fn div_mode(t: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Resu
         return round(a.div(&b)?);
     }
     if other.numel() > 0 && other.eq_scalar(0)?.any()?.item::<bool>()? {
-        return Err(Error::op(op, "ZeroDivisionError"));
+        return Err(Error::value(op, "ZeroDivisionError"));
     }
     let q = t.to_dtype(DType::F64)?.div(&other.to_dtype(DType::F64)?)?;
     round(q)?.to_dtype(result)
@@ -444,7 +444,7 @@ pub fn min_other(t: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// `clamp(min, max)` with tensor bounds (broadcast, promoted); a missing bound is no bound.
 pub fn clamp_tensor(t: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     if min.is_none() && max.is_none() {
-        return Err(Error::op(
+        return Err(Error::value(
             "clamp",
             "torch.clamp: At least one of 'min' or 'max' must not be None",
         ));

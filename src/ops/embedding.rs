@@ -16,16 +16,16 @@ pub fn embedding(
 ) -> Result<Tensor> {
     let op = "embedding";
     if scale_grad_by_freq || sparse {
-        return Err(Error::op(
+        return Err(Error::not_implemented(
             op,
             "scale_grad_by_freq and sparse gradients are not supported by kiln (it has no sparse tensors)",
         ));
     }
     if weight.dim() != 2 {
-        return Err(Error::op(op, "'weight' must be 2-D"));
+        return Err(Error::shape(op, "'weight' must be 2-D"));
     }
     if indices.dtype() != DType::I64 && indices.dtype() != DType::I32 {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {} instead",
@@ -46,7 +46,10 @@ pub fn embedding(
     // -1 is aten's "no padding row" (F.embedding maps its negative indices before calling).
     let rows = if padding_idx != -1 {
         if !(0..n).contains(&pad) {
-            return Err(Error::op(op, "Padding_idx must be within num_embeddings"));
+            return Err(Error::value(
+                op,
+                "Padding_idx must be within num_embeddings",
+            ));
         }
         // The padding row's value without its gradient.
         let frozen = weight.detach().index_select(0, &idx)?;
@@ -70,7 +73,7 @@ fn check_index_dtype(op: &str, name: &str, t: &Tensor) -> Result<()> {
     if matches!(t.dtype(), DType::I64 | DType::I32) {
         return Ok(());
     }
-    Err(Error::op(
+    Err(Error::dtype(
         op,
         format!(
             "Expected tensor for argument #1 '{name}' to have one of the following scalar types: Long, Int; but got {} instead",
@@ -106,7 +109,7 @@ pub fn embedding_bag(
     let op = "embedding_bag";
     let _no_grad = crate::no_grad(); // the generated wrapper records EmbeddingBagBackward0
     if sparse {
-        return Err(Error::op(
+        return Err(Error::not_implemented(
             op,
             "sparse gradients are not supported by kiln (it has no sparse tensors)",
         ));
@@ -114,7 +117,7 @@ pub fn embedding_bag(
     check_index_dtype(op, "indices", indices)?;
     check_index_dtype(op, "offsets", offsets)?;
     if !weight.dtype().is_floating_point() {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "Expected tensor for argument #1 'weight' to have one of the following scalar types: Half, BFloat16, Float, Double; but got {} instead",
@@ -123,7 +126,7 @@ pub fn embedding_bag(
         ));
     }
     if weight.dim() != 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "weight has to be a 2D Tensor, but got Tensor of dimension {}",
@@ -133,16 +136,16 @@ pub fn embedding_bag(
     }
     match indices.dim() {
         1 => {}
-        2 => return Err(Error::op(op, "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length sequences (embedding_bag_functional takes it that way). However, found offsets of type Tensor")),
+        2 => return Err(Error::shape(op, "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length sequences (embedding_bag_functional takes it that way). However, found offsets of type Tensor")),
         d => {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!("input has to be 1D or 2D Tensor, but got Tensor of dimension {d}"),
             ))
         }
     }
     if offsets.dim() != 1 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "offsets has to be a 1D Tensor, but got Tensor of dimension {}",
@@ -151,7 +154,7 @@ pub fn embedding_bag(
         ));
     }
     if !(BAG_SUM..=BAG_MAX).contains(&mode) {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("mode has to be one of sum (0), mean (1) or max (2), but got {mode}"),
         ));
@@ -159,7 +162,7 @@ pub fn embedding_bag(
     let (num, d) = (weight.shape()[0], weight.shape()[1]);
     let pad = match padding_idx {
         Some(p) if p < -(num as i64) || p >= num as i64 => {
-            return Err(Error::op(
+            return Err(Error::value(
                 op,
                 format!(
                     "padding_idx must be within the number of embeddings, -{num} through {}, but got {p}",
@@ -178,17 +181,17 @@ pub fn embedding_bag(
     let n = idx.len();
     if let (Some(&first), Some(&last)) = (offs.first(), offs.last()) {
         if first != 0 {
-            return Err(Error::op(op, format!("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. However, got {first}")));
+            return Err(Error::value(op, format!("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. However, got {first}")));
         }
         if last > n as i64 {
-            return Err(Error::op(
+            return Err(Error::value(
                 op,
                 format!("offsets[-1] can not be greater than input's length {n} but got offsets[-1] of {last}"),
             ));
         }
     }
     if let Some(i) = (1..offs.len()).find(|&i| offs[i] < offs[i - 1]) {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!(
                 "offsets has to be non-decreasing, but offsets[{i}] = {} is less than offsets[{}] = {}",
@@ -199,14 +202,14 @@ pub fn embedding_bag(
         ));
     }
     if include_last_offset && offs.is_empty() {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             "include_last_offset: number of offset should be at least 1",
         ));
     }
     let bags = offs.len() - include_last_offset as usize;
     if include_last_offset && offs[bags] != n as i64 {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!(
                 "with include_last_offset, the last offset closes the last bag and has to be the length of indices {n}, but got {}",
@@ -215,20 +218,20 @@ pub fn embedding_bag(
         ));
     }
     if bags == 0 && n > 0 {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("offsets holds no bag, so the {n} indices belong to none"),
         ));
     }
     if let Some(p) = per_sample_weights {
         if mode != BAG_SUM {
-            return Err(Error::op(
+            return Err(Error::value(
                 op,
                 "embedding_bag: per_sample_weights only supported with mode='sum'",
             ));
         }
         if p.dtype() != weight.dtype() {
-            return Err(Error::op(
+            return Err(Error::dtype(
                 op,
                 format!(
                     "Expected tensor for argument #1 'weight' to have the same type as tensor for argument #1 'per_sample_weights'; but type {} does not equal {}",
@@ -238,7 +241,7 @@ pub fn embedding_bag(
             ));
         }
         if p.shape() != [n] {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!(
                     "embedding_bag: per_sample_weights ({:?}) has to be 1D and as long as indices ({n})",
@@ -248,7 +251,7 @@ pub fn embedding_bag(
         }
     }
     if let Some(&bad) = idx.iter().find(|&&i| i < 0 || i >= num as i64) {
-        return Err(Error::op(
+        return Err(Error::index(
             op,
             format!("embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be {bad}"),
         ));
@@ -498,7 +501,7 @@ pub fn embedding_bag_functional(
     let op = "embedding_bag";
     if let Some(p) = per_sample_weights {
         if p.shape() != input.shape() {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!(
                     "embedding_bag: If per_sample_weights ({:?}) is not None, then it must have the same shape as the input ({:?})",
@@ -509,7 +512,7 @@ pub fn embedding_bag_functional(
         }
     }
     if weight.dim() != 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "weight has to be a 2D Tensor, but got Tensor of dimension {}",
@@ -520,7 +523,7 @@ pub fn embedding_bag_functional(
     let (input, offsets, per_sample_weights) = match input.dim() {
         2 => {
             if offsets.is_some() {
-                return Err(Error::op(op, "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length sequences. However, found offsets of type Tensor"));
+                return Err(Error::shape(op, "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length sequences. However, found offsets of type Tensor"));
             }
             let (rows, len) = (input.shape()[0], input.shape()[1]);
             let starts: Vec<i64> = (0..rows).map(|r| (r * len) as i64).collect();
@@ -532,15 +535,18 @@ pub fn embedding_bag_functional(
         }
         1 => {
             let Some(offsets) = offsets else {
-                return Err(Error::op(op, "offsets has to be a 1D Tensor but got None"));
+                return Err(Error::value(
+                    op,
+                    "offsets has to be a 1D Tensor but got None",
+                ));
             };
             if offsets.dim() != 1 {
-                return Err(Error::op(op, "offsets has to be a 1D Tensor"));
+                return Err(Error::shape(op, "offsets has to be a 1D Tensor"));
             }
             (input.clone(), offsets.clone(), per_sample_weights.cloned())
         }
         d => {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!("input has to be 1D or 2D Tensor, but got Tensor of dimension {d}"),
             ))
@@ -550,17 +556,19 @@ pub fn embedding_bag_functional(
         "sum" => BAG_SUM,
         "mean" => BAG_MEAN,
         "max" if scale_grad_by_freq => {
-            return Err(Error::op(
+            return Err(Error::value(
                 op,
                 "max mode does not support scaling the gradient by the frequency",
             ))
         }
-        "max" if sparse => return Err(Error::op(op, "max mode does not support sparse weights")),
+        "max" if sparse => {
+            return Err(Error::value(op, "max mode does not support sparse weights"))
+        }
         "max" => BAG_MAX,
-        _ => return Err(Error::op(op, "mode has to be one of sum, mean or max")),
+        _ => return Err(Error::value(op, "mode has to be one of sum, mean or max")),
     };
     if per_sample_weights.is_some() && mode_enum != BAG_SUM {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' (got mode='{mode}'). Please open a feature request on GitHub."),
         ));

@@ -20,7 +20,7 @@ pub fn view(t: &Tensor, size: &[i64]) -> Result<Tensor> {
     let sizes = Layout::infer_size(size, t.numel()).map_err(|m| Error::op("view", m))?;
     match t.layout().view(&sizes) {
         Some(l) => view_with("view", t, Ok(l)),
-        None => Err(Error::op(
+        None => Err(Error::shape(
             "view",
             "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.",
         )),
@@ -49,7 +49,7 @@ pub fn transpose(t: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
 /// `t()`: transpose of a tensor with at most 2 dims.
 pub fn t(t: &Tensor) -> Result<Tensor> {
     if t.dim() > 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "t",
             format!(
                 "t() expects a tensor with <= 2 dimensions, but self is {}D",
@@ -112,7 +112,7 @@ pub fn as_strided(
     storage_offset: Option<i64>,
 ) -> Result<Tensor> {
     if size.len() != stride.len() {
-        return Err(Error::op(
+        return Err(Error::shape(
             "as_strided",
             format!(
                 "mismatch in length of strides and shape ({} vs {})",
@@ -122,20 +122,20 @@ pub fn as_strided(
         ));
     }
     if let Some(&s) = size.iter().find(|&&s| s < 0) {
-        return Err(Error::op(
+        return Err(Error::shape(
             "as_strided",
             format!("Trying to create tensor with negative dimension {s}: {size:?}"),
         ));
     }
     if stride.iter().any(|&s| s < 0) {
-        return Err(Error::op(
+        return Err(Error::not_implemented(
             "as_strided",
             format!("as_strided: Negative strides are not supported at the moment, got strides: {stride:?}"),
         ));
     }
     let offset = storage_offset.unwrap_or(t.storage_offset() as i64);
     if offset < 0 {
-        return Err(Error::op(
+        return Err(Error::value(
             "as_strided",
             format!("Tensor: invalid storage offset {offset}"),
         ));
@@ -161,7 +161,7 @@ pub fn clone(t: &Tensor) -> Result<Tensor> {
 /// A size list with no negative entry, as `usize`s.
 fn non_negative(op: &str, sizes: &[i64]) -> Result<Vec<usize>> {
     match sizes.iter().find(|&&s| s < 0) {
-        Some(s) => Err(Error::op(
+        Some(s) => Err(Error::shape(
             op,
             format!("Trying to create tensor with negative dimension {s}: {sizes:?}"),
         )),
@@ -211,7 +211,7 @@ pub fn as_strided_scatter(
     let out = t.fresh_copy()?;
     let region = as_strided(&out, size, stride, storage_offset)?;
     if region.shape() != src.shape() {
-        return Err(Error::op(
+        return Err(Error::shape(
             "as_strided_scatter",
             format!("expected src to have a size equal to the slice of self. src size = {:?}, slice size = {:?}", src.shape(), region.shape()),
         ));

@@ -61,7 +61,7 @@ impl AdvancedIndex {
     /// Checks `indices` against `t` and resolves them, with PyTorch's messages for `op`.
     fn new(op: &str, t: &Tensor, indices: &[Option<&Tensor>]) -> Result<AdvancedIndex> {
         if indices.is_empty() {
-            return Err(Error::op(op, "at least one index must be provided"));
+            return Err(Error::index(op, "at least one index must be provided"));
         }
         let self_shape = t.shape();
         // One entry per dim of `work_shape` the list covers; `true` marks a dim a 0-d mask adds.
@@ -73,7 +73,7 @@ impl AdvancedIndex {
                 continue;
             };
             if ix.device() != Device::Cpu && ix.device() != t.device() {
-                return Err(Error::op(
+                return Err(Error::device(
                     op,
                     format!(
                         "indices should be either on cpu or on the same device as the indexed tensor ({})",
@@ -97,7 +97,7 @@ impl AdvancedIndex {
                 DType::Bool | DType::U8 => {
                     let k = covered(&expanded);
                     if k + ix.dim() > t.dim() {
-                        return Err(Error::op(
+                        return Err(Error::index(
                             op,
                             format!(
                                 "too many indices for tensor of dimension {} (got {})",
@@ -107,7 +107,7 @@ impl AdvancedIndex {
                         ));
                     }
                     if let Some(j) = (0..ix.dim()).find(|&j| ix.shape()[j] != self_shape[k + j]) {
-                        return Err(Error::op(
+                        return Err(Error::index(
                             op,
                             format!(
                                 "The shape of the mask {:?} at index {j} does not match the shape of the indexed tensor {:?} at index {}",
@@ -126,7 +126,7 @@ impl AdvancedIndex {
                     }
                 }
                 _ => {
-                    return Err(Error::op(
+                    return Err(Error::index(
                         op,
                         "tensors used as indices must be long, int, byte or bool tensors",
                     ))
@@ -135,7 +135,7 @@ impl AdvancedIndex {
         }
         let got = covered(&expanded);
         if got > t.dim() {
-            return Err(Error::op(
+            return Err(Error::index(
                 op,
                 format!(
                     "too many indices for tensor of dimension {} (got {got})",
@@ -165,7 +165,7 @@ impl AdvancedIndex {
         for (shape, _) in &values {
             index_shape = broadcast_shapes(&index_shape, shape).map(|s| s.to_vec()).map_err(|_| {
                 let all: Vec<String> = values.iter().map(|(s, _)| format!("{s:?}")).collect();
-                Error::op(
+                Error::index(
                     op,
                     format!(
                         "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
@@ -176,7 +176,7 @@ impl AdvancedIndex {
         }
         let sizes: Vec<usize> = adv.iter().map(|&d| work_shape[d]).collect();
         if sizes.contains(&0) && !index_shape.contains(&0) {
-            return Err(Error::op(
+            return Err(Error::index(
                 op,
                 "index is out of bounds for dimension with size 0",
             ));
@@ -185,7 +185,7 @@ impl AdvancedIndex {
         for (j, ((_, vals), &size)) in values.iter().zip(&sizes).enumerate() {
             let s = size as i64;
             if let Some(v) = vals.iter().find(|&&v| v < -s || v >= s) {
-                return Err(Error::op(
+                return Err(Error::index(
                     op,
                     format!("index {v} is out of bounds for dimension {j} with size {size}"),
                 ));
@@ -373,7 +373,7 @@ pub fn index_put(
         .as_deref()
         != Some(&result_shape[..])
     {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {result_shape:?}",
@@ -382,7 +382,7 @@ pub fn index_put(
         ));
     }
     if values.dtype() != t.dtype() {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",

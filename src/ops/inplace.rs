@@ -12,7 +12,7 @@ impl Tensor {
     /// cast to its dtype; both must be on the same device. Returns `self`.
     pub fn copy_(&self, src: &Tensor) -> Result<Tensor> {
         if src.device() != self.device() {
-            return Err(Error::op(
+            return Err(Error::device(
                 "copy_",
                 format!(
                     "Expected all tensors to be on the same device, but found at least two devices, {} and {}!",
@@ -22,7 +22,7 @@ impl Tensor {
             ));
         }
         src.layout().broadcast_to(self.shape()).map_err(|_| {
-            Error::op(
+            Error::shape(
                 "copy_",
                 format!(
                     "The size of tensor a ({:?}) must match the size of tensor b ({:?}): src can't be broadcast to self",
@@ -74,7 +74,7 @@ impl Tensor {
     /// `uniform_`, default `(0, 1)`). Floating dtypes only. Returns `self`.
     pub fn uniform_(&self, from: f64, to: f64) -> Result<Tensor> {
         if from > to {
-            return Err(Error::op(
+            return Err(Error::value(
                 "uniform_",
                 format!("uniform_ expects to return a [from, to) range, but found from={from} > to={to}"),
             ));
@@ -92,7 +92,7 @@ impl Tensor {
     /// `normal_`). Floating dtypes only. Returns `self`.
     pub fn normal_(&self, mean: f64, std: f64) -> Result<Tensor> {
         if std < 0.0 || std.is_nan() {
-            return Err(Error::op(
+            return Err(Error::value(
                 "normal_",
                 format!("normal expects std >= 0.0, but found std {std}"),
             ));
@@ -123,7 +123,7 @@ fn recorded_copy(target: &Tensor, src: &Tensor) -> Result<Tensor> {
 /// The error of a helper op, renamed to the op the user called.
 fn rename(e: Error, op: &str) -> Error {
     match e {
-        Error::Op { msg, .. } => Error::op(op, msg),
+        Error::Op { kind, msg, .. } => Error::new(kind, op, msg),
         Error::Autograd(m) => Error::Autograd(m.replacen("copy_", op, 1)),
         other => other,
     }

@@ -19,7 +19,7 @@ struct Matrices {
 impl Matrices {
     fn read(op: &str, t: &Tensor, square: bool) -> Result<Matrices> {
         if !t.dtype().is_floating_point() {
-            return Err(Error::op(
+            return Err(Error::dtype(
                 op,
                 format!(
                     "{}: Expected a floating point or complex tensor as input. Got {}",
@@ -29,7 +29,7 @@ impl Matrices {
             ));
         }
         if t.dim() < 2 {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!(
                     "{}: The input tensor A must have at least 2 dimensions.",
@@ -40,7 +40,7 @@ impl Matrices {
         let nd = t.dim();
         let (rows, cols) = (t.shape()[nd - 2], t.shape()[nd - 1]);
         if square && rows != cols {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!(
                     "{}: A must be batches of square matrices, but they are {rows} by {cols} matrices",
@@ -101,7 +101,7 @@ pub fn linalg_inv(a: &Tensor) -> Result<Tensor> {
     for b in 0..m.count() {
         let lu = Lu::new(m.matrix(b), n);
         if let Some(k) = lu.zero_pivot() {
-            return Err(Error::op(
+            return Err(Error::value(
                 op,
                 format!("{}linalg.inv: The diagonal element {k} is zero, the inversion could not be completed because the input matrix is singular.", batch_prefix(&m, b)),
             ));
@@ -136,7 +136,7 @@ pub fn linalg_solve(a: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
     }
     Matrices::read(op, a, true)?;
     if a.dtype() != b.dtype() {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "linalg.solve: Expected A and B to have the same dtype, but found A of type {} and B of type {} instead",
@@ -150,7 +150,7 @@ pub fn linalg_solve(a: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
     let vector = b.dim() == 1 || (b.dim() == a.dim() - 1 && b.shape() == &a.shape()[..a.dim() - 1]);
     let bm = if vector { b.unsqueeze(-1)? } else { b.clone() };
     if bm.dim() < 2 || bm.shape()[bm.dim() - 2] != n {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "linalg.solve: Incompatible shapes of A and B for the equation AX = B ({:?} and {:?})",
@@ -173,7 +173,7 @@ pub fn linalg_solve(a: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
     for i in 0..am.count() {
         let lu = Lu::new(am.matrix(i), n);
         if lu.is_singular() {
-            return Err(Error::op(
+            return Err(Error::value(
                 op,
                 format!(
                     "{}linalg.solve: The solver failed because the input matrix is singular.",
@@ -211,7 +211,7 @@ pub fn linalg_cholesky(a: &Tensor, upper: bool) -> Result<Tensor> {
         match cholesky(m.matrix(b), n) {
             Ok(l) => out.extend(l),
             Err(k) => {
-                return Err(Error::op(
+                return Err(Error::value(
                     op,
                     format!("{}linalg.cholesky: The factorization could not be completed because the input is not positive-definite (the leading minor of order {k} is not positive-definite).", batch_prefix(&m, b)),
                 ))
@@ -233,7 +233,7 @@ pub fn linalg_qr(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     let op = "linalg_qr";
     let _g = crate::no_grad();
     if !["reduced", "complete", "r"].contains(&mode) {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or 'complete'"),
         ));
@@ -347,13 +347,13 @@ pub fn qr_backward(
     let op = "linalg_qr_backward";
     let (m, n) = (a.shape()[a.dim() - 2], a.shape()[a.dim() - 1]);
     if mode == "r" {
-        return Err(Error::op(
+        return Err(Error::autograd(
             op,
             "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.",
         ));
     }
     if mode == "complete" && m > n {
-        return Err(Error::op(
+        return Err(Error::autograd(
             op,
             "The QR decomposition is not differentiable when mode='complete' and nrows > ncols.",
         ));
@@ -411,7 +411,7 @@ pub fn inner(t: &Tensor, other: &Tensor) -> Result<Tensor> {
     }
     let (a, b) = (t.shape()[t.dim() - 1], other.shape()[other.dim() - 1]);
     if a != b {
-        return Err(Error::op(
+        return Err(Error::shape(
             "inner",
             format!(
                 "inner() the last dimension must match on both input tensors but got shapes {:?} and {:?}",
@@ -449,14 +449,14 @@ pub fn tensordot(
 ) -> Result<Tensor> {
     let op = "tensordot";
     if dims_self.len() != dims_other.len() {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             "both dimension lists should have same length",
         ));
     }
     for (x, dims) in [(t, dims_self), (other, dims_other)] {
         if x.dim() == 0 && !dims.is_empty() {
-            return Err(Error::op(
+            return Err(Error::index(
                 op,
                 format!(
                     "Dimension specified as {} but tensor has no dimensions",
@@ -485,7 +485,7 @@ pub fn tensordot(
         } else if s1 == 1 {
             other = crate::sum_dim_with(&other, &[y as i64], true, Some(other.dtype()))?;
         } else if s1 != s2 {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!(
                     "contracted dimensions need to match, but first has size {s1} in dim {x} and second has size {s2} in dim {y}",
@@ -531,7 +531,7 @@ pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Resul
         } else {
             "fewer"
         };
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("einsum(): {which} operands were provided than specified in the equation ({} subscripts for {} operands)", specs.len(), tensors.len()),
         ));
@@ -551,7 +551,7 @@ pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Resul
     for (s, t) in specs.iter().zip(tensors) {
         let explicit: Vec<char> = s.replace("...", "").chars().collect();
         if let Some(c) = explicit.iter().find(|c| !c.is_ascii_alphabetic()) {
-            return Err(Error::op(
+            return Err(Error::value(
                 op,
                 format!(
                     "einsum(): invalid subscript given at index {}: '{c}'",
@@ -562,7 +562,7 @@ pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Resul
         let mut labels = Vec::new();
         if let Some((before, after)) = s.split_once("...") {
             let n = t.dim().checked_sub(explicit.len()).ok_or_else(|| {
-                Error::op(op, format!("einsum(): the number of subscripts in the equation ({}) is more than the number of dimensions ({}) for operand", explicit.len(), t.dim()))
+                Error::shape(op, format!("einsum(): the number of subscripts in the equation ({}) is more than the number of dimensions ({}) for operand", explicit.len(), t.dim()))
             })?;
             labels.extend(before.chars());
             labels.extend(&ell[ell_dims - n..]);
@@ -571,7 +571,7 @@ pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Resul
             labels = explicit.clone();
         }
         if labels.len() != t.dim() {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!("einsum(): the number of subscripts in the equation ({}) does not match the number of dimensions ({}) for operand and no ellipsis was given", labels.len(), t.dim()),
             ));
@@ -597,7 +597,7 @@ pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Resul
             }
             for c in &v {
                 if !terms.iter().any(|t| t.labels.contains(c)) {
-                    return Err(Error::op(op, format!("einsum(): output subscript {c} does not appear in the equation for any input operand")));
+                    return Err(Error::value(op, format!("einsum(): output subscript {c} does not appear in the equation for any input operand")));
                 }
             }
             v
@@ -625,7 +625,7 @@ pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Resul
             match sizes.iter_mut().find(|(l, _)| *l == c) {
                 Some((_, s)) if *s == 1 => *s = n,
                 Some((_, s)) if n != 1 && *s != n => {
-                    return Err(Error::op(op, format!("einsum(): operands do not broadcast with remapped shapes (original->remapped): subscript {c} has size {s} for one operand and {n} for another")));
+                    return Err(Error::shape(op, format!("einsum(): operands do not broadcast with remapped shapes (original->remapped): subscript {c} has size {s} for one operand and {n} for another")));
                 }
                 Some(_) => {}
                 None => sizes.push((c, n)),
@@ -644,7 +644,7 @@ pub fn einsum(equation: &str, tensors: &[Tensor], path: Option<&[i64]>) -> Resul
         .iter()
         .map(|c| acc.labels.iter().position(|l| l == c).map(|p| p as i64))
         .collect::<Option<_>>()
-        .ok_or_else(|| Error::op(op, "einsum(): internal error: an output label was lost"))?;
+        .ok_or_else(|| Error::value(op, "einsum(): internal error: an output label was lost"))?;
     let r = acc.t.permute(&perm)?;
     let full: Vec<i64> = output.iter().map(|&c| size_of(c) as i64).collect();
     r.expand(&full)?.contiguous()
@@ -661,7 +661,7 @@ fn diagonals(op: &str, mut term: Term) -> Result<Term> {
         });
         let Some((i, j)) = dup else { return Ok(term) };
         if term.t.shape()[i] != term.t.shape()[j] {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!("einsum(): subscript {} is repeated for operand but the sizes don't match, {} != {}", term.labels[i], term.t.shape()[i], term.t.shape()[j]),
             ));

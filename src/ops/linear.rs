@@ -6,7 +6,7 @@ use crate::{Error, Result, Tensor};
 /// `linear(input, weight, bias)`: `input @ weightᵀ + bias`.
 pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     if weight.dim() != 2 && weight.dim() != 1 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "linear",
             format!(
                 "linear(): weight must be 1-D or 2-D, but got weight of size {:?}",
@@ -30,7 +30,7 @@ pub fn bilinear(
 ) -> Result<Tensor> {
     let op = "bilinear";
     if weight.dim() != 3 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "bilinear(): weight must be 3-D, but got {:?}",
@@ -45,7 +45,7 @@ pub fn bilinear(
     );
     let (d1, d2) = (input1.dim(), input2.dim());
     if d1 == 0 || d2 == 0 || input1.shape()[d1 - 1] != i1 || input2.shape()[d2 - 1] as i64 != i2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "bilinear(): input sizes {:?} and {:?} do not match weight {:?}",

@@ -14,7 +14,7 @@ fn reduce_loss(op: &str, loss: Tensor, reduction: i64) -> Result<Tensor> {
         0 => Ok(loss),
         1 => loss.mean(),
         2 => loss.sum(),
-        r => Err(Error::op(
+        r => Err(Error::value(
             op,
             format!("{r} is not a valid value for reduction"),
         )),
@@ -84,7 +84,7 @@ pub fn pairwise_distance(
 /// PyTorch's checks on class-index targets for an input `[N, C, d...]` or `[C]`.
 fn check_class_target(op: &str, input: &Tensor, target: &Tensor) -> Result<()> {
     if target.dtype() != DType::I64 {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "expected scalar type Long but found {}",
@@ -101,7 +101,7 @@ fn check_class_target(op: &str, input: &Tensor, target: &Tensor) -> Result<()> {
     };
     if !ok {
         if input.dim() >= 2 && target.dim() >= 1 && target.shape()[0] != input.shape()[0] {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!(
                     "Expected input batch_size ({}) to match target batch_size ({}).",
@@ -110,7 +110,7 @@ fn check_class_target(op: &str, input: &Tensor, target: &Tensor) -> Result<()> {
                 ),
             ));
         }
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "expected target of size {:?} for input of size {:?}",
@@ -149,7 +149,7 @@ pub fn nll_loss(
 ) -> Result<Tensor> {
     let op = "nll_loss";
     if input.dim() == 0 {
-        return Err(Error::op(op, "input tensor should be 1D or more"));
+        return Err(Error::shape(op, "input tensor should be 1D or more"));
     }
     check_class_target(op, input, target)?;
     Ok(crate::nll_loss_forward(input, target, weight, reduction, ignore_index)?.0)
@@ -168,13 +168,13 @@ pub fn cross_entropy_loss(
 ) -> Result<Tensor> {
     let op = "cross_entropy_loss";
     if !(0.0..=1.0).contains(&label_smoothing) {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"),
         ));
     }
     if input.dim() == 0 {
-        return Err(Error::op(op, "input tensor should be 1D or more"));
+        return Err(Error::shape(op, "input tensor should be 1D or more"));
     }
     let cd = class_dim(input);
     let c = input.shape()[cd as usize] as f64;
@@ -186,7 +186,7 @@ pub fn cross_entropy_loss(
     };
     if target.dtype().is_floating_point() {
         if target.shape() != input.shape() {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!(
                     "Expected target size {:?}, got {:?}",
@@ -213,7 +213,7 @@ pub fn cross_entropy_loss(
             // without the class dim, which may be empty).
             1 => loss.sum()?.div_scalar(loss.numel() as f64),
             2 => loss.sum(),
-            r => Err(Error::op(
+            r => Err(Error::value(
                 op,
                 format!("{r} is not a valid value for reduction"),
             )),
@@ -255,7 +255,7 @@ pub fn cross_entropy_loss(
 
 fn check_same_shape(op: &str, input: &Tensor, target: &Tensor) -> Result<()> {
     if input.shape() != target.shape() {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!(
                 "Using a target size ({:?}) that is different to the input size ({:?}) is deprecated. Please ensure they have the same size.",
@@ -303,7 +303,7 @@ pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64, compute_mode: Option<i64>) -> Res
     let _ = compute_mode; // the direct difference; no matmul shortcut
     let op = "cdist";
     if x1.dim() < 2 || x2.dim() < 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "cdist only supports at least 2D tensors, X1 got: {}D",
@@ -312,7 +312,7 @@ pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64, compute_mode: Option<i64>) -> Res
         ));
     }
     if x1.shape()[x1.dim() - 1] != x2.shape()[x2.dim() - 1] {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "X1 and X2 must have the same number of columns. X1: {} X2: {}",
@@ -322,7 +322,10 @@ pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64, compute_mode: Option<i64>) -> Res
         ));
     }
     if p < 0.0 {
-        return Err(Error::op(op, "cdist only supports non-negative p values"));
+        return Err(Error::value(
+            op,
+            "cdist only supports non-negative p values",
+        ));
     }
     let diff = x1.unsqueeze(-2)?.sub(&x2.unsqueeze(-3)?)?;
     crate::linalg_vector_norm_with(&diff, Scalar::Float(p), Some(&[-1]), false, None)
@@ -393,14 +396,14 @@ pub fn cosine_embedding_loss(
     const EPSILON: f64 = 1e-12;
     let targ_dim = target.dim();
     if targ_dim > 1 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             "0D or 1D target tensor expected, multi-target not supported",
         ));
     }
     if targ_dim == 1 {
         if input1.dim() != 2 || input2.dim() != 2 {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!(
                     "1D target tensor expects 2D input tensors, but found inputs with sizes {:?} and {:?}.",
@@ -410,7 +413,7 @@ pub fn cosine_embedding_loss(
             ));
         }
     } else if input1.dim() != 1 || input2.dim() != 1 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "0D target tensor expects 1D input tensors, but found inputs with sizes {:?} and {:?}.",
@@ -451,7 +454,7 @@ pub fn triplet_margin_loss(
     let op = "triplet_margin_loss";
     let (a_dim, p_dim, n_dim) = (anchor.dim(), positive.dim(), negative.dim());
     if a_dim != p_dim || p_dim != n_dim {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D inputs"
@@ -519,7 +522,7 @@ pub fn multi_margin_loss(
     let p = p.to::<f64>();
     let margin = margin.to::<f64>();
     if p != 1.0 && p != 2.0 {
-        return Err(Error::op(op, "only p == 1 and p == 2 supported"));
+        return Err(Error::value(op, "only p == 1 and p == 2 supported"));
     }
     let nd = input.dim();
     let (n, c) = match nd {
@@ -529,7 +532,7 @@ pub fn multi_margin_loss(
         _ => (0, 0),
     };
     if nd > 2 || (nd > 0 && c == 0) {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "Expected non-empty vector or matrix with optional 0-dim batch size, but got: {:?}",
@@ -538,7 +541,7 @@ pub fn multi_margin_loss(
         ));
     }
     if target.dtype() != DType::I64 {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "expected scalar type Long but found {}",
@@ -547,7 +550,7 @@ pub fn multi_margin_loss(
         ));
     }
     if target.dim() > 1 || target.numel() != n {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "inconsistent target size, expected {n} but got {:?}",
@@ -557,7 +560,7 @@ pub fn multi_margin_loss(
     }
     if let Some(w) = weight {
         if w.dim() > 1 || w.numel() != c {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!(
                     "inconsistent weight size, expected {c} but got {:?}",
@@ -613,7 +616,7 @@ pub fn multilabel_margin_loss(input: &Tensor, target: &Tensor, reduction: i64) -
         _ => (0, 0),
     };
     if nd > 2 || (nd > 0 && c == 0) {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "Expected non-empty vector or matrix with optional 0-dim batch size, but got: {:?}",
@@ -622,7 +625,7 @@ pub fn multilabel_margin_loss(input: &Tensor, target: &Tensor, reduction: i64) -
         ));
     }
     if target.dtype() != DType::I64 {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "expected scalar type Long but found {}",
@@ -636,7 +639,7 @@ pub fn multilabel_margin_loss(input: &Tensor, target: &Tensor, reduction: i64) -
         target.shape() == [n, c]
     };
     if !target_ok {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "inconsistent target size: {:?} for input of size: {:?}",

@@ -9,7 +9,7 @@ use crate::{DType, Error, Result, Scalar, Tensor};
 pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (da, db) = (a.dim(), b.dim());
     if da == 0 || db == 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "matmul",
             format!(
                 "both arguments to matmul need to be at least 1D, but they are {da}D and {db}D"
@@ -19,7 +19,7 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     match (da, db) {
         (1, 1) => {
             if a.shape()[0] != b.shape()[0] {
-                return Err(Error::op(
+                return Err(Error::shape(
                     "matmul",
                     format!(
                         "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, but got {} and {} elements respectively",
@@ -43,7 +43,7 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             let (n, k) = (a2.shape()[a2.dim() - 2], a2.shape()[a2.dim() - 1]);
             let (k2, m) = (b2.shape()[b2.dim() - 2], b2.shape()[b2.dim() - 1]);
             if k != k2 {
-                return Err(Error::op(
+                return Err(Error::shape(
                     "matmul",
                     format!("mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})"),
                 ));
@@ -73,7 +73,7 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 fn batch_overflow(batch: &[usize], a: &Tensor, b: &Tensor) -> Error {
-    Error::op(
+    Error::shape(
         "matmul",
         format!(
             "the broadcast batch {batch:?} of {:?} and {:?} overflows int64 (numel: integer multiplication overflow)",
@@ -120,7 +120,7 @@ fn blend(op: &str, base: &Tensor, product: Tensor, beta: Scalar, alpha: Scalar) 
 /// `mv(vec)`: matrix × vector.
 pub fn mv(t: &Tensor, vec: &Tensor) -> Result<Tensor> {
     if t.dim() != 2 || vec.dim() != 1 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "mv",
             format!(
                 "vector + matrix @ vector expected, got 1, {}, {}",
@@ -145,7 +145,7 @@ pub fn addmv(
 
 fn check_batches(op: &str, b1: &Tensor, b2: &Tensor) -> Result<()> {
     if b1.dim() != 3 || b2.dim() != 3 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "batch1 must be a 3D tensor, batch2 must be a 3D tensor, but got {:?} and {:?}",
@@ -185,7 +185,7 @@ pub fn addbmm(
 /// `dot(tensor)`: the inner product of two 1-D tensors of one dtype.
 pub fn dot(t: &Tensor, other: &Tensor) -> Result<Tensor> {
     if t.dim() != 1 || other.dim() != 1 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "dot",
             format!(
                 "1D tensors expected, but got {}D and {}D tensors",
@@ -195,7 +195,7 @@ pub fn dot(t: &Tensor, other: &Tensor) -> Result<Tensor> {
         ));
     }
     if t.numel() != other.numel() {
-        return Err(Error::op(
+        return Err(Error::shape(
             "dot",
             format!(
                 "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, but got {} and {} elements respectively",
@@ -207,7 +207,7 @@ pub fn dot(t: &Tensor, other: &Tensor) -> Result<Tensor> {
         ));
     }
     if t.dtype() != other.dtype() {
-        return Err(Error::op(
+        return Err(Error::dtype(
             "dot",
             format!(
                 "dot : expected both vectors to have same dtype, but found {} and {}",
@@ -223,7 +223,7 @@ pub fn dot(t: &Tensor, other: &Tensor) -> Result<Tensor> {
 pub fn outer(t: &Tensor, vec2: &Tensor) -> Result<Tensor> {
     for (name, v) in [("self", t), ("vec2", vec2)] {
         if v.dim() != 1 {
-            return Err(Error::op(
+            return Err(Error::shape(
                 "outer",
                 format!("outer: Expected 1-D argument {name}, but got {}-D", v.dim()),
             ));

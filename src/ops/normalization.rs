@@ -17,7 +17,7 @@ fn check_float(op: &str, t: &Tensor) -> Result<()> {
     if t.dtype().is_floating_point() {
         Ok(())
     } else {
-        Err(Error::op(
+        Err(Error::dtype(
             op,
             format!(
                 "\"{op}\" not implemented for '{}'",
@@ -32,7 +32,7 @@ fn trailing_dims(op: &str, input: &Tensor, normalized_shape: &[i64]) -> Result<(
     let (k, nd) = (normalized_shape.len(), input.dim());
     if k == 0 || k > nd || i64s(&input.shape()[nd - k..]) != normalized_shape {
         let expected: Vec<String> = normalized_shape.iter().map(|v| v.to_string()).collect();
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "Given normalized_shape={normalized_shape:?}, expected input with shape [*, {}], but got input of size{:?}",
@@ -46,7 +46,7 @@ fn trailing_dims(op: &str, input: &Tensor, normalized_shape: &[i64]) -> Result<(
 
 fn check_channels(op: &str, name: &str, v: Option<&Tensor>, c: usize) -> Result<()> {
     match v {
-        Some(t) if t.numel() != c => Err(Error::op(
+        Some(t) if t.numel() != c => Err(Error::shape(
             op,
             format!("{name} should contain {c} elements not {}", t.numel()),
         )),
@@ -117,7 +117,7 @@ pub fn batch_norm(
     }
     check_float(op, input)?;
     if input.dim() < 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!("expected 2D or higher input (got {}D input)", input.dim()),
         ));
@@ -132,7 +132,7 @@ pub fn batch_norm(
         check_channels(op, name, v, c)?;
     }
     if training && input.numel() / c.max(1) == 1 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "Expected more than 1 value per channel when training, got input size {:?}",
@@ -141,7 +141,7 @@ pub fn batch_norm(
         ));
     }
     if !training && (running_mean.is_none() || running_var.is_none()) {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             "running_mean and running_var must be defined in evaluation mode",
         ));
@@ -224,7 +224,7 @@ pub fn layer_norm(
     for (name, v) in [("weight", weight), ("bias", bias)] {
         if let Some(t) = v {
             if i64s(t.shape()) != normalized_shape {
-                return Err(Error::op(
+                return Err(Error::shape(
                     op,
                     format!("Expected {name} to be of same shape as normalized_shape, but got {name} of shape {:?} and normalized_shape = {normalized_shape:?}", t.shape()),
                 ));
@@ -249,7 +249,7 @@ pub fn group_norm(
     let op = "group_norm";
     check_float(op, input)?;
     if input.dim() < 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "Expected at least 2 dimensions for input tensor but received {}",
@@ -259,19 +259,19 @@ pub fn group_norm(
     }
     let (n, c) = (input.shape()[0], input.shape()[1]);
     if c == 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             "Expected number of channels to be greater than 0, got 0",
         ));
     }
     if num_groups <= 0 {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("Expected num groups to be greater than 0, got {num_groups}"),
         ));
     }
     if c as i64 % num_groups != 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "Expected number of channels in input to be divisible by num_groups, but got input of shape {:?} and num_groups={num_groups}",
@@ -284,7 +284,7 @@ pub fn group_norm(
     }
     let hxw = prod(&input.shape()[2..]);
     if hxw == 0 {
-        return Err(Error::op(op, "Expected HxW to be greater than 0, got 0"));
+        return Err(Error::shape(op, "Expected HxW to be greater than 0, got 0"));
     }
     // Any C-element parameter shape is accepted here, as before; the kernel takes vectors.
     let flat = |v: Option<&Tensor>| v.map(|t| t.reshape([-1])).transpose();
@@ -319,7 +319,7 @@ pub fn instance_norm(
 ) -> Result<Tensor> {
     let op = "instance_norm";
     if input.dim() < 3 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "expected an input with at least 3 dims [N, C, *], got {:?}",

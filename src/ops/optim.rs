@@ -36,7 +36,7 @@ fn check_group(op: &str, index: usize, names: &[&str], group: &[&Tensor]) -> Res
         p.dtype(),
         DType::F32 | DType::F64 | DType::F16 | DType::BF16
     ) {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "expected floating-point params (float, double, half, bfloat16), but params[{index}] has dtype {}",
@@ -46,9 +46,9 @@ fn check_group(op: &str, index: usize, names: &[&str], group: &[&Tensor]) -> Res
     }
     p.device()
         .ensure_available()
-        .map_err(|e| Error::op(op, format!("params[{index}]: {e}")))?;
+        .map_err(|e| Error::new(e.kind(), op, format!("params[{index}]: {e}")))?;
     if !p.layout().is_non_overlapping_and_dense() {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "params[{index}] must be non-overlapping and dense (contiguous or a permutation of contiguous), got sizes {:?} strides {:?}",
@@ -72,7 +72,7 @@ fn check_group(op: &str, index: usize, names: &[&str], group: &[&Tensor]) -> Res
     }
     for (t, name) in group.iter().zip(names).skip(1) {
         if t.shape() != p.shape() || t.dtype() != p.dtype() || t.device() != p.device() {
-            return Err(Error::op(
+            return Err(Error::dtype(
                 op,
                 format!(
                     "{name}[{index}] must match params[{index}] in shape, dtype and device: got {:?} {} {} for params {:?} {} {}",
@@ -86,7 +86,7 @@ fn check_group(op: &str, index: usize, names: &[&str], group: &[&Tensor]) -> Res
             ));
         }
         if !same_strides(p, t) {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!(
                     "{name}[{index}] must have the strides of params[{index}] ({:?}), got {:?}",
@@ -99,7 +99,7 @@ fn check_group(op: &str, index: usize, names: &[&str], group: &[&Tensor]) -> Res
     for (i, a) in group.iter().enumerate() {
         for (j, b) in group.iter().enumerate().skip(i + 1) {
             if a.shares_storage_with(b) {
-                return Err(Error::op(
+                return Err(Error::value(
                     op,
                     format!(
                         "{}[{index}] and {}[{index}] share memory; each must have its own",
@@ -115,7 +115,7 @@ fn check_group(op: &str, index: usize, names: &[&str], group: &[&Tensor]) -> Res
 fn check_lens(op: &str, params: &[Tensor], lists: &[(&str, usize)]) -> Result<()> {
     for (name, len) in lists {
         if *len != params.len() {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!(
                     "Tensor list must have same number of elements as params: params has {}, {name} has {len}",
@@ -131,7 +131,7 @@ fn check_lens(op: &str, params: &[Tensor], lists: &[(&str, usize)]) -> Result<()
 fn check_step(op: &str, i: usize, step: f64) -> Result<()> {
     // Also refuses NaN.
     if step.partial_cmp(&1.0).is_none_or(|o| o.is_lt()) {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("state_steps[{i}] must be >= 1 (the step count after this step's increment), got {step}"),
         ));

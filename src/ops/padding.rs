@@ -28,10 +28,10 @@ fn pad_source(mode: &str, j: i128, n: i64) -> i64 {
 pub fn pad(t: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Tensor> {
     let op = "pad";
     if !pad.len().is_multiple_of(2) {
-        return Err(Error::op(op, "Padding length must be divisible by 2"));
+        return Err(Error::shape(op, "Padding length must be divisible by 2"));
     }
     if pad.len() > 2 * t.dim() {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "Padding length should be less than or equal to two times the input dimension but got padding length {} and input of dimension {}",
@@ -41,18 +41,21 @@ pub fn pad(t: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Te
         ));
     }
     if !["constant", "reflect", "replicate", "circular"].contains(&mode) {
-        return Err(Error::op(op, format!("Unrecognised padding mode {mode}")));
+        return Err(Error::value(
+            op,
+            format!("Unrecognised padding mode {mode}"),
+        ));
     }
     if mode != "constant" {
         if value.is_some_and(|v| v != 0.0) {
-            return Err(Error::op(
+            return Err(Error::value(
                 op,
                 format!("Padding mode \"{mode}\" doesn't take in value argument"),
             ));
         }
         let k = pad.len() / 2;
         if k == 0 || t.dim() < k + 1 || t.dim() > k + 2 {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!(
                     "Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now (got a {}D input and padding for {k} dims)",
@@ -79,7 +82,7 @@ pub fn pad(t: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Te
                 )
             })?;
         if out < 0 {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 if mode == "circular" {
                     "Negative padding value is resulting in an empty dimension".to_string()
@@ -99,7 +102,7 @@ pub fn pad(t: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Te
             let lo = left.saturating_neg().max(0);
             let kept = out - left.max(0) - right.max(0);
             if left > n || right > n || left > kept || right > kept {
-                return Err(Error::op(
+                return Err(Error::value(
                     op,
                     "Padding value causes wrapping around more than once.",
                 ));
@@ -114,7 +117,7 @@ pub fn pad(t: &Tensor, pad: &[i64], mode: &str, value: Option<f64>) -> Result<Te
             _ => n == 0,
         };
         if bad {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!("Argument #4: Padding size should be less than the corresponding input dimension, but got: padding ({left}, {right}) at dimension {d} of input {:?}", t.shape()),
             ));

@@ -8,14 +8,14 @@ use crate::{Error, Result, Tensor};
 pub fn pixel_shuffle(t: &Tensor, upscale_factor: i64) -> Result<Tensor> {
     let op = "pixel_shuffle";
     if t.dim() < 3 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!("pixel_shuffle expects input to have at least 3 dimensions, but got input with {} dimension(s)", t.dim()),
         ));
     }
     let r = upscale_factor;
     if r <= 0 {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("pixel_shuffle expects a positive upscale_factor, but got {r}"),
         ));
@@ -29,7 +29,7 @@ pub fn pixel_shuffle(t: &Tensor, upscale_factor: i64) -> Result<Tensor> {
     // r² beyond int64 divides only an empty channel dim.
     let rr = r.checked_mul(r);
     if rr.map_or(c != 0, |rr| c % rr != 0) {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={c} is not divisible by {}", rr.map_or(format!("{r}^2"), |rr| rr.to_string())),
         ));
@@ -37,7 +37,7 @@ pub fn pixel_shuffle(t: &Tensor, upscale_factor: i64) -> Result<Tensor> {
     let (hr, wr) = match (h.checked_mul(r), w.checked_mul(r)) {
         (Some(hr), Some(wr)) => (hr, wr),
         _ => {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!("pixel_shuffle: the output size [{h} x {r}, {w} x {r}] overflows int64"),
             ))
@@ -59,14 +59,14 @@ pub fn pixel_shuffle(t: &Tensor, upscale_factor: i64) -> Result<Tensor> {
 pub fn pixel_unshuffle(t: &Tensor, downscale_factor: i64) -> Result<Tensor> {
     let op = "pixel_unshuffle";
     if t.dim() < 3 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!("pixel_unshuffle expects input to have at least 3 dimensions, but got input with {} dimension(s)", t.dim()),
         ));
     }
     let r = downscale_factor;
     if r <= 0 {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("pixel_unshuffle expects a positive downscale_factor, but got {r}"),
         ));
@@ -78,7 +78,7 @@ pub fn pixel_unshuffle(t: &Tensor, downscale_factor: i64) -> Result<Tensor> {
         t.shape()[nd - 1] as i64,
     );
     if h % r != 0 || w % r != 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!("pixel_unshuffle expects height and width to be divisible by downscale_factor, but input has height {h} and width {w} and downscale_factor={r}"),
         ));
@@ -93,7 +93,7 @@ pub fn pixel_unshuffle(t: &Tensor, downscale_factor: i64) -> Result<Tensor> {
         .checked_mul(r)
         .and_then(|v| v.checked_mul(r))
         .ok_or_else(|| {
-            Error::op(
+            Error::value(
                 op,
                 format!("pixel_unshuffle: the output channels {c} x {r}^2 overflow int64"),
             )

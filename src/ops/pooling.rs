@@ -41,7 +41,7 @@ impl Pool {
         let p = expand_param(op, "padding", padding, n)?;
         let d = expand_param(op, "dilation", dilation, n)?;
         if k.iter().chain(&s).chain(&d).any(|&v| v <= 0) {
-            return Err(Error::op(
+            return Err(Error::value(
                 op,
                 format!("kernel_size, stride and dilation must be greater than zero, but got kernel_size={k:?}, stride={s:?}, dilation={d:?}"),
             ));
@@ -50,7 +50,7 @@ impl Pool {
             // In i128: a huge kernel or dilation must not overflow the span.
             let span = d[i] as i128 * (k[i] as i128 - 1) + 1;
             if p[i] < 0 || p[i] as i128 > span / 2 {
-                return Err(Error::op(
+                return Err(Error::value(
                     op,
                     format!(
                         "pad should be at most half of effective kernel size, but got pad={}, kernel_size={} and dilation={}",
@@ -110,7 +110,7 @@ impl Pool {
             })
             .collect::<Option<Vec<i64>>>()
             .ok_or_else(|| {
-                Error::op(
+                Error::shape(
                     op,
                     format!(
                         "the input of spatial size {spatial:?} padded by {:?} (and the ceil_mode overhang {extra:?}) overflows int64",
@@ -137,7 +137,7 @@ fn check_pool_input(op: &str, n: usize, input: &Tensor, as_2d: bool) -> Result<(
         shown.insert(shown.len() - 1, 1);
         dims += 1;
     }
-    Err(Error::op(
+    Err(Error::shape(
         op,
         format!(
             "Expected {}D or {}D (batch mode) tensor with optional 0 dim batch size for input, but got:{shown:?}",
@@ -313,7 +313,7 @@ fn avg_pool(
     // and int64, which averages in int64 and divides with C++'s truncating division.
     let dt = input.dtype();
     if dt == DType::Bool || (dt.is_integral() && dt != DType::I64) {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "\"avg_pool2d\" not implemented for '{}'",
@@ -332,7 +332,7 @@ fn avg_pool(
     let (x, was_batched) = batched(op, input, n)?;
     let pool = Pool::new(op, n, kernel_size, stride, padding, &[1])?;
     if divisor_override == Some(0) {
-        return Err(Error::op(op, "divisor must be not zero"));
+        return Err(Error::value(op, "divisor must be not zero"));
     }
     let spatial: Vec<usize> = x.shape()[2..].to_vec();
     let (extra, after) = pool.after(op, &spatial, ceil_mode)?;
@@ -435,7 +435,7 @@ fn adaptive_matrix(
 ) -> Result<Tensor> {
     // `i * size` and `(i + 1) * size` below are at most `out * size`.
     let len = out.checked_mul(size).ok_or_else(|| {
-        Error::op(
+        Error::shape(
             op,
             format!("{op}: an output size of {out} over an input of {size} overflows"),
         )
@@ -455,13 +455,13 @@ fn adaptive_matrix(
 
 fn adaptive_avg_pool(op: &str, n: usize, t: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     if output_size.len() != n || output_size.iter().any(|&o| o < 0) {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!("{op}: output_size must be {n} non-negative values, but got {output_size:?}"),
         ));
     }
     if t.dim() != n + 1 && t.dim() != n + 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "{op}(): Expected {}D or {}D tensor, but got {:?}",
@@ -472,7 +472,7 @@ fn adaptive_avg_pool(op: &str, n: usize, t: &Tensor, output_size: &[i64]) -> Res
         ));
     }
     if !t.dtype().is_floating_point() {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "\"{op}\" not implemented for '{}'",
@@ -485,7 +485,7 @@ fn adaptive_avg_pool(op: &str, n: usize, t: &Tensor, output_size: &[i64]) -> Res
         let dim = (t.dim() - n + i) as i64;
         let size = t.shape()[dim as usize];
         if size == 0 {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!("{op}(): Expected input to have non-zero size for non-batch dimensions, but input has sizes {:?}", t.shape()),
             ));
@@ -515,7 +515,7 @@ pub fn adaptive_avg_pool2d(t: &Tensor, output_size: &[i64]) -> Result<Tensor> {
 pub fn adaptive_max_pool1d(t: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let op = "adaptive_max_pool1d";
     if t.dim() != 2 && t.dim() != 3 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "Expected 2 to 3 dimensions, but got {}-dimensional tensor for argument #1 'self' (while checking arguments for adaptive_max_pool1d)",
@@ -524,7 +524,7 @@ pub fn adaptive_max_pool1d(t: &Tensor, output_size: &[i64]) -> Result<(Tensor, T
         ));
     }
     if output_size.len() != 1 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "adaptive_max_pool1d() argument 'output_size' should contain one int (got {})",

@@ -68,7 +68,7 @@ fn float_only(op: &str, dtype: DType) -> Result<()> {
     if dtype.is_floating_point() {
         Ok(())
     } else {
-        Err(Error::op(
+        Err(Error::dtype(
             op,
             format!(
                 "\"{op}\" not implemented for '{}'",
@@ -111,7 +111,7 @@ fn check_randint_bounds(low: i64, high: i64, dtype: DType) -> Result<()> {
     };
     for (v, name) in [(low, "from"), (high - 1, "to - 1")] {
         if v < min || v > max {
-            return Err(Error::op(
+            return Err(Error::value(
                 "randint",
                 format!("{name} is out of bounds for {}", dtype.scalar_type_name()),
             ));
@@ -123,7 +123,7 @@ fn check_randint_bounds(low: i64, high: i64, dtype: DType) -> Result<()> {
 /// `randint`'s argument checks; the range as a `Distribution`.
 fn int_range(low: i64, high: i64, dtype: DType) -> Result<Distribution> {
     if low >= high {
-        return Err(Error::op(
+        return Err(Error::value(
             "randint",
             format!("random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"),
         ));

@@ -17,7 +17,7 @@ pub(crate) fn reduction_dims(op: &str, t: &Tensor, dim: &[i64]) -> Result<Vec<us
     for &d in dim {
         let w = wrap_dim(d, nd).map_err(|m| Error::op(op, m))?;
         if out.contains(&w) {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!("dim {w} appears multiple times in the list of dims"),
             ));
@@ -31,7 +31,7 @@ pub(crate) fn reduction_dims(op: &str, t: &Tensor, dim: &[i64]) -> Result<Vec<us
 /// dims.
 pub(crate) fn check_dim_bitset(op: &str, nd: usize) -> Result<()> {
     if nd > 64 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             "only tensors with up to 64 dims are supported",
         ));
@@ -54,7 +54,7 @@ fn extreme(op: &str, t: &Tensor, dim: &[i64], keepdim: bool, max: bool) -> Resul
         return t.clone_tensor();
     }
     if let Some(&d) = dims.iter().find(|&&d| t.shape()[d] == 0) {
-        return Err(Error::op(
+        return Err(Error::index(
             op,
             format!("{op}(): Expected reduction dim {d} to have non-zero size."),
         ));
@@ -119,7 +119,7 @@ pub fn nanmean(
     dtype: Option<DType>,
 ) -> Result<Tensor> {
     if !t.dtype().is_floating_point() {
-        return Err(Error::op(
+        return Err(Error::dtype(
             "nanmean",
             format!(
                 "nanmean(): expected input to have floating point or complex dtype but got {}",
@@ -181,7 +181,7 @@ pub fn linalg_vector_norm(
     let op = "linalg_vector_norm";
     let _no_grad = crate::no_grad(); // the generated wrapper records the derivative
     if !t.dtype().is_floating_point() {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
@@ -200,7 +200,7 @@ pub fn linalg_vector_norm(
     let p = ord.to::<f64>();
     let r = if p.is_infinite() {
         if t.numel() == 0 {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 "linalg.vector_norm cannot compute the inf norm on an empty tensor because the operation does not have an identity",
             ));
@@ -235,7 +235,7 @@ pub fn norm_dim(t: &Tensor, p: Option<Scalar>, dim: &[i64], keepdim: bool) -> Re
 fn mean_check(t: &Tensor, dtype: Option<DType>) -> Result<()> {
     let d = dtype.unwrap_or(t.dtype());
     if !d.is_floating_point() {
-        return Err(Error::op(
+        return Err(Error::dtype(
             "mean",
             format!(
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
@@ -295,7 +295,7 @@ pub fn sum_to_size(t: &Tensor, size: &[i64]) -> Result<Tensor> {
             .as_deref()
             != Some(t.shape())
     {
-        return Err(Error::op(
+        return Err(Error::shape(
             "sum_to_size",
             format!("size {size:?} is not expandable to size {:?}", t.shape()),
         ));
@@ -363,7 +363,7 @@ fn check_std_var(op: &str, t: &Tensor) -> Result<()> {
     if t.dtype().is_floating_point() {
         Ok(())
     } else {
-        Err(Error::op(
+        Err(Error::dtype(
             op,
             "std and var only support floating point and complex dtypes",
         ))

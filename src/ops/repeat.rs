@@ -7,13 +7,13 @@ use crate::{DType, Error, Result, Tensor};
 /// added when `repeats` is longer), as one expand of an interleaved view and a reshape.
 pub fn repeat(t: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     if repeats.len() < t.dim() {
-        return Err(Error::op(
+        return Err(Error::shape(
             "repeat",
             "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
         ));
     }
     if let Some(r) = repeats.iter().find(|&&r| r < 0) {
-        return Err(Error::op(
+        return Err(Error::shape(
             "repeat",
             format!("Trying to create tensor with negative dimension {r}: {repeats:?}"),
         ));
@@ -34,7 +34,7 @@ pub fn repeat(t: &Tensor, repeats: &[i64]) -> Result<Tensor> {
         .map(|(&r, &s)| r.checked_mul(s))
         .collect::<Option<Vec<i64>>>()
         .ok_or_else(|| {
-            Error::op(
+            Error::shape(
                 "repeat",
                 format!(
                     "repeats {repeats:?} of a tensor of size {:?} overflow int64 (numel: integer multiplication overflow)",
@@ -63,7 +63,7 @@ pub fn repeat_interleave(
     output_size: Option<i64>,
 ) -> Result<Tensor> {
     if repeats < 0 {
-        return Err(Error::op(
+        return Err(Error::value(
             "repeat_interleave",
             "repeats can not be negative",
         ));
@@ -84,10 +84,10 @@ pub fn repeat_interleave_tensor(
 ) -> Result<Tensor> {
     let op = "repeat_interleave";
     if repeats.dim() > 1 {
-        return Err(Error::op(op, "repeats must be 0-dim or 1-dim tensor"));
+        return Err(Error::shape(op, "repeats must be 0-dim or 1-dim tensor"));
     }
     if repeats.dtype().is_floating_point() || repeats.dtype() == DType::Bool {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "repeats has to be Long or Int tensor, but got {}",
@@ -105,7 +105,7 @@ pub fn repeat_interleave_tensor(
     } else if counts.len() == n {
         counts
     } else {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "repeats must have the same size as input along dim, but got repeats.size(0) = {} and input.size({}) = {n}",
@@ -115,7 +115,7 @@ pub fn repeat_interleave_tensor(
         ));
     };
     if counts.iter().any(|&c| c < 0) {
-        return Err(Error::op(op, "repeats can not be negative"));
+        return Err(Error::value(op, "repeats can not be negative"));
     }
     interleave(&x, d, counts, output_size)
 }
@@ -137,7 +137,7 @@ fn interleave(x: &Tensor, d: usize, counts: Vec<i64>, output_size: Option<i64>) 
         .ok_or_else(|| size_overflow(op, "the repeats' sum"))?;
     if let Some(o) = output_size {
         if o != total {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!("allocated size does not match required size: output_size={o}, but the repeats add up to {total}"),
             ));

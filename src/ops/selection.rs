@@ -12,7 +12,7 @@ fn check_long(op: &str, what: &str, t: &Tensor) -> Result<()> {
     if t.dtype() == DType::I64 {
         Ok(())
     } else {
-        Err(Error::op(
+        Err(Error::dtype(
             op,
             format!("{what}, but got {}", t.dtype().scalar_type_name()),
         ))
@@ -27,7 +27,7 @@ pub fn take(t: &Tensor, index: &Tensor) -> Result<Tensor> {
     if index.numel() > 0 {
         let idx = index.to_vec::<i64>()?;
         if let Some(&bad) = idx.iter().find(|&&i| i < -n || i >= n) {
-            return Err(Error::op(
+            return Err(Error::index(
                 "take",
                 format!("out of range: tried to access index {bad} on a tensor of {n} elements."),
             ));
@@ -50,7 +50,7 @@ pub fn take_along_dim(t: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<
         return t.reshape([-1])?.gather(0, &indices.reshape([-1])?);
     };
     if t.dim() != indices.dim() {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "torch.take_along_dim(): input and indices should have the same number of dimensions, but got {} dimensions for input, and {} dimensions for indices",
@@ -60,7 +60,7 @@ pub fn take_along_dim(t: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<
         ));
     }
     if indices.dtype() != DType::I64 {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "torch.take_along_dim(): dtype of indices should be Long but got {}",
@@ -70,7 +70,7 @@ pub fn take_along_dim(t: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<
     }
     let d = wrap(op, dim, t.dim())?;
     if t.dim() == 0 {
-        return Err(Error::op(
+        return Err(Error::index(
             op,
             format!("Dimension specified as {d} but tensor has no dimensions"),
         ));
@@ -78,7 +78,7 @@ pub fn take_along_dim(t: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<
     let n = t.shape()[d] as i64;
     if n == 0 && indices.numel() > 0 {
         // PyTorch's `indices % size` with a zero size.
-        return Err(Error::op(op, "ZeroDivisionError"));
+        return Err(Error::value(op, "ZeroDivisionError"));
     }
     let indices = if n > 0 {
         indices.remainder_scalar(n)?
@@ -100,7 +100,7 @@ pub fn take_along_dim(t: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<
 pub fn one_hot(t: &Tensor, num_classes: i64) -> Result<Tensor> {
     let op = "one_hot";
     if t.dtype() != DType::I64 {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             "one_hot is only applicable to index tensor of type LongTensor.",
         ));
@@ -112,7 +112,7 @@ pub fn one_hot(t: &Tensor, num_classes: i64) -> Result<Tensor> {
                 size_overflow(op, format!("the largest class value {m} plus one"))
             })?,
             None => {
-                return Err(Error::op(
+                return Err(Error::shape(
                     op,
                     "Can not infer total number of classes from empty tensor.",
                 ))
@@ -122,17 +122,17 @@ pub fn one_hot(t: &Tensor, num_classes: i64) -> Result<Tensor> {
         num_classes
     };
     if vals.iter().any(|&v| v < 0) {
-        return Err(Error::op(op, "Class values must be non-negative."));
+        return Err(Error::value(op, "Class values must be non-negative."));
     }
     if vals.iter().any(|&v| v >= classes) {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             "Class values must be smaller than num_classes.",
         ));
     }
     if classes < 0 {
         // Only reachable for an empty input (any value would be >= classes).
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!("Trying to create tensor with negative dimension {classes}"),
         ));
@@ -182,7 +182,7 @@ fn check_bool_mask(op: &str, mask: &Tensor) -> Result<()> {
     if mask.dtype() == DType::Bool {
         Ok(())
     } else {
-        Err(Error::op(
+        Err(Error::dtype(
             op,
             format!(
                 "{op}: expected BoolTensor for mask, but got {}",
@@ -207,7 +207,7 @@ pub fn masked_select(t: &Tensor, mask: &Tensor) -> Result<Tensor> {
 /// PyTorch's out-of-place form does, and `self`'s gradient is summed back to its shape.
 pub fn masked_fill_tensor(t: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
     if value.dim() != 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "masked_fill",
             format!(
                 "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
@@ -216,7 +216,7 @@ pub fn masked_fill_tensor(t: &Tensor, mask: &Tensor, value: &Tensor) -> Result<T
         ));
     }
     if mask.dtype() != DType::Bool {
-        return Err(Error::op(
+        return Err(Error::dtype(
             "masked_fill",
             format!(
                 "masked_fill_ only supports boolean masks, but got mask with dtype {}",
@@ -255,7 +255,7 @@ pub fn masked_scatter(t: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tens
     let op = "masked_scatter";
     check_bool_mask(op, mask)?;
     if source.dtype() != t.dtype() {
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             format!(
                 "masked_scatter_: expected self and source to have same dtypes but got {} and {}",
@@ -271,7 +271,7 @@ pub fn masked_scatter(t: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tens
     let m = mask.expand(i64s(&shape))?.reshape([-1])?;
     let hits = m.to_dtype(DType::I64)?.sum()?.item::<i64>()?;
     if hits as usize > source.numel() {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!("masked_scatter: expected source to have at least {hits} elements (the number of true mask entries), but it has {}", source.numel()),
         ));

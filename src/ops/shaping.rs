@@ -34,7 +34,7 @@ pub(crate) fn host_vec<T>(op: &str, len: usize) -> Result<Vec<T>> {
 /// `n` as a host length, or `op`'s error when it does not fit this machine's `usize`.
 pub(crate) fn host_len(op: &str, n: i64) -> Result<usize> {
     usize::try_from(n).map_err(|_| {
-        Error::op(
+        Error::shape(
             op,
             format!("Trying to create tensor with negative dimension {n}"),
         )
@@ -43,7 +43,7 @@ pub(crate) fn host_len(op: &str, n: i64) -> Result<usize> {
 
 /// PyTorch's error for a result size that overflows int64.
 pub(crate) fn size_overflow(op: &str, what: impl std::fmt::Display) -> Error {
-    Error::op(
+    Error::shape(
         op,
         format!("{what}: integer overflow computing the result's size (numel overflow)"),
     )
@@ -55,7 +55,7 @@ fn distinct_dims(op: &str, dims: &[i64], nd: usize) -> Result<Vec<usize>> {
     for &d in dims {
         let w = wrap(op, d, nd)?;
         if out.contains(&w) {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!("dim {w} appears multiple times in the list of dims"),
             ));
@@ -104,7 +104,7 @@ pub fn flip(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
 /// `fliplr()`: flips dim 1 of a tensor with at least 2 dims.
 pub fn fliplr(t: &Tensor) -> Result<Tensor> {
     if t.dim() < 2 {
-        return Err(Error::op("fliplr", "Input must be >= 2-d."));
+        return Err(Error::shape("fliplr", "Input must be >= 2-d."));
     }
     flip(t, &[1])
 }
@@ -112,7 +112,7 @@ pub fn fliplr(t: &Tensor) -> Result<Tensor> {
 /// `flipud()`: flips dim 0 of a tensor with at least 1 dim.
 pub fn flipud(t: &Tensor) -> Result<Tensor> {
     if t.dim() < 1 {
-        return Err(Error::op("flipud", "Input must be >= 1-d."));
+        return Err(Error::shape("flipud", "Input must be >= 1-d."));
     }
     flip(t, &[0])
 }
@@ -121,14 +121,14 @@ pub fn flipud(t: &Tensor) -> Result<Tensor> {
 /// the flattened tensor.
 pub fn roll(t: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     if shifts.is_empty() {
-        return Err(Error::op("roll", "`shifts` required"));
+        return Err(Error::value("roll", "`shifts` required"));
     }
     if dims.is_empty() && shifts.len() == 1 {
         let flat = roll(&t.flatten()?, shifts, &[0])?;
         return flat.view(i64s(t.shape()));
     }
     if shifts.len() != dims.len() {
-        return Err(Error::op(
+        return Err(Error::shape(
             "roll",
             format!(
                 "shifts and dimensions must align. shifts: {}, dims:{}",
@@ -143,7 +143,7 @@ pub fn roll(t: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
         return t.clone_tensor();
     }
     if t.dim() == 0 {
-        return Err(Error::op(
+        return Err(Error::index(
             "roll",
             format!(
                 "Dimension specified as {} but tensor has no dimensions",
@@ -170,7 +170,7 @@ pub fn roll(t: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
 /// towards the second.
 pub fn rot90(t: &Tensor, k: i64, dims: &[i64]) -> Result<Tensor> {
     if dims.len() != 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "rot90",
             format!(
                 "expected total rotation dims == 2, but got dims = {}",
@@ -179,7 +179,7 @@ pub fn rot90(t: &Tensor, k: i64, dims: &[i64]) -> Result<Tensor> {
         ));
     }
     if t.dim() < 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "rot90",
             format!("expected total dims >= 2, but got total dims = {}", t.dim()),
         ));
@@ -189,7 +189,7 @@ pub fn rot90(t: &Tensor, k: i64, dims: &[i64]) -> Result<Tensor> {
         wrap("rot90", dims[1], t.dim())?,
     );
     if d0 == d1 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "rot90",
             format!("expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}"),
         ));
@@ -213,7 +213,7 @@ pub fn diagonal(t: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor>
     let nd = t.dim();
     let (d1, d2) = (wrap("diagonal", dim1, nd)?, wrap("diagonal", dim2, nd)?);
     if d1 == d2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "diagonal",
             format!("diagonal dimensions cannot be identical {dim1}, {dim2}"),
         ));
@@ -271,7 +271,7 @@ pub fn diag(t: &Tensor, diagonal_: i64) -> Result<Tensor> {
             crate::pad(&square, pad)
         }
         2 => diagonal(t, diagonal_, 0, 1)?.clone_tensor(),
-        d => Err(Error::op(
+        d => Err(Error::shape(
             "diag",
             format!("diag(): Supports 1D or 2D tensors. Got {d}D"),
         )),
@@ -281,7 +281,7 @@ pub fn diag(t: &Tensor, diagonal_: i64) -> Result<Tensor> {
 /// `trace()`: the sum of a matrix's main diagonal.
 pub fn trace(t: &Tensor) -> Result<Tensor> {
     if t.dim() != 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "trace",
             format!(
                 "trace: expected a matrix, but got tensor with dim {}",
@@ -297,7 +297,7 @@ pub fn trace(t: &Tensor) -> Result<Tensor> {
 pub fn movedim(t: &Tensor, source: &[i64], destination: &[i64]) -> Result<Tensor> {
     let nd = t.dim();
     if source.len() != destination.len() {
-        return Err(Error::op(
+        return Err(Error::shape(
             "movedim",
             format!(
                 "movedim: Invalid source or destination dims: source ({source:?} dims) should contain the same number of dims as destination ({destination:?} dims)"
@@ -306,7 +306,7 @@ pub fn movedim(t: &Tensor, source: &[i64], destination: &[i64]) -> Result<Tensor
     }
     let repeated = |name: &str, dims: &[i64]| -> Result<Vec<usize>> {
         distinct_dims("movedim", dims, nd).map_err(|e| match e {
-            Error::Op { .. } if dims.iter().all(|&d| wrap_dim(d, nd).is_ok()) => Error::op(
+            Error::Op { .. } if dims.iter().all(|&d| wrap_dim(d, nd).is_ok()) => Error::shape(
                 "movedim",
                 format!("movedim: repeated dim in `{name}` ({dims:?})"),
             ),
@@ -345,19 +345,19 @@ pub fn unfold(t: &Tensor, dimension: i64, size: i64, step: i64) -> Result<Tensor
     let d = wrap("unfold", dimension, t.dim())?;
     let n = t.shape()[d] as i64;
     if size > n {
-        return Err(Error::op(
+        return Err(Error::shape(
             "unfold",
             format!("maximum size for tensor at dimension {d} is {n} but size is {size}"),
         ));
     }
     if size < 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "unfold",
             format!("size is {size} but must be >= 0"),
         ));
     }
     if step <= 0 {
-        return Err(Error::op(
+        return Err(Error::value(
             "unfold",
             format!("step is {step} but must be > 0"),
         ));
@@ -391,7 +391,7 @@ pub fn squeeze_dims(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
 /// `narrow(dim, start, length)` with a 0-d integer tensor `start`.
 pub fn narrow_tensor(t: &Tensor, dim: i64, start: &Tensor, length: i64) -> Result<Tensor> {
     if start.dim() != 0 || start.dtype().is_floating_point() || start.dtype() == DType::Bool {
-        return Err(Error::op(
+        return Err(Error::dtype(
             "narrow",
             "start must be an 0-dim integral Tensor.",
         ));
@@ -407,7 +407,7 @@ pub fn flatten(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
     let wrap = |d| kiln_kernels::layout::wrap_dim(d, t.dim()).map_err(|m| Error::op("flatten", m));
     let (s, e) = (wrap(start_dim)?, wrap(end_dim)?);
     if s > e {
-        return Err(Error::op(
+        return Err(Error::shape(
             "flatten",
             "flatten() has invalid args: start_dim cannot come after end_dim",
         ));
@@ -421,10 +421,13 @@ pub fn flatten(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
 /// `unflatten(dim, sizes)` as a reshape.
 pub fn unflatten(t: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
     if sizes.is_empty() {
-        return Err(Error::op("unflatten", "unflatten: sizes must be non-empty"));
+        return Err(Error::shape(
+            "unflatten",
+            "unflatten: sizes must be non-empty",
+        ));
     }
     if t.dim() == 0 {
-        return Err(Error::op(
+        return Err(Error::index(
             "unflatten",
             format!("dimension specified as {dim} but tensor has no dimensions"),
         ));
@@ -432,7 +435,7 @@ pub fn unflatten(t: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
     let d = kiln_kernels::layout::wrap_dim(dim, t.dim()).map_err(|m| Error::op("unflatten", m))?;
     let n = t.shape()[d];
     let inner = crate::Layout::infer_size(sizes, n).map_err(|_| {
-        Error::op(
+        Error::shape(
             "unflatten",
             format!("unflatten: Provided sizes {sizes:?} don't multiply up to the size of dim {dim} ({n}) in the input tensor"),
         )
@@ -457,7 +460,7 @@ pub fn swapaxes(t: &Tensor, axis0: i64, axis1: i64) -> Result<Tensor> {
 /// (`lower`) or at least `diagonal`.
 fn triangle(op: &str, t: &Tensor, diagonal: i64, lower: bool) -> Result<Tensor> {
     if t.dim() < 2 {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!("{op}: input tensor must have at least 2 dimensions"),
         ));

@@ -26,7 +26,7 @@ pub fn topk(t: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result
     let _ = sorted;
     let (_, n) = dim_size("topk", t, dim)?;
     if k < 0 || k as usize > n {
-        return Err(Error::op("topk", "selected index k out of range"));
+        return Err(Error::value("topk", "selected index k out of range"));
     }
     let (v, i) = t.sort_with(dim, largest)?;
     if t.dim() == 0 {
@@ -39,7 +39,7 @@ pub fn topk(t: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result
 fn pick(op: &str, t: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let (_, n) = dim_size(op, t, dim)?;
     if k < 1 || k as usize > n {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("{op}(): selected number k out of range for dimension {dim}"),
         ));
@@ -66,7 +66,7 @@ pub fn kthvalue(t: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, 
 pub fn median_dim(t: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let (_, n) = dim_size("median", t, dim)?;
     if n == 0 {
-        return Err(Error::op(
+        return Err(Error::index(
             "median",
             format!("median(): Expected reduction dim {dim} to have non-zero size."),
         ));
@@ -95,7 +95,10 @@ pub fn median_dim(t: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor
 /// `median()`: the lower median of all elements.
 pub fn median(t: &Tensor) -> Result<Tensor> {
     if t.numel() == 0 {
-        return Err(Error::op("median", "median() input tensor cannot be empty"));
+        return Err(Error::shape(
+            "median",
+            "median() input tensor cannot be empty",
+        ));
     }
     Ok(median_dim(&t.reshape([-1])?, 0, false)?.0)
 }

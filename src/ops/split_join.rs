@@ -8,13 +8,13 @@ use crate::{Error, Result, Tensor};
 /// smaller).
 pub fn split(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     if t.dim() == 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "split",
             "split expects at least a 1-dimensional tensor",
         ));
     }
     if split_size < 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "split",
             format!("split expects split_size be non-negative, but got split_size={split_size}"),
         ));
@@ -22,7 +22,7 @@ pub fn split(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
     let d = wrap("split", dim, t.dim())?;
     let n = t.shape()[d] as i64;
     if split_size == 0 && n != 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "split",
             format!(
                 "split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
@@ -43,7 +43,7 @@ pub fn split(t: &Tensor, split_size: i64, dim: i64) -> Result<Vec<Tensor>> {
 /// `split(split_sizes, dim)`: pieces of the given sizes, which must add up to the dim's size.
 pub fn split_with_sizes(t: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     if t.dim() == 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "split_with_sizes",
             "split expects at least a 1-dimensional tensor",
         ));
@@ -51,7 +51,7 @@ pub fn split_with_sizes(t: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec
     let d = wrap("split_with_sizes", dim, t.dim())?;
     let n = t.shape()[d] as i64;
     if split_sizes.iter().any(|&s| s < 0) {
-        return Err(Error::op(
+        return Err(Error::shape(
             "split_with_sizes",
             format!("split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={split_sizes:?}"),
         ));
@@ -60,7 +60,7 @@ pub fn split_with_sizes(t: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec
         .iter()
         .try_fold(0i64, |acc, &s| acc.checked_add(s));
     if total != Some(n) {
-        return Err(Error::op(
+        return Err(Error::shape(
             "split_with_sizes",
             format!("split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension {d}), but got split_sizes={split_sizes:?}"),
         ));
@@ -79,13 +79,13 @@ pub fn split_with_sizes(t: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec
 /// `chunk(chunks, dim)`: at most `chunks` pieces of equal size (the last may be smaller).
 pub fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     if t.dim() == 0 {
-        return Err(Error::op(
+        return Err(Error::shape(
             "chunk",
             "chunk expects at least a 1-dimensional tensor",
         ));
     }
     if chunks <= 0 {
-        return Err(Error::op(
+        return Err(Error::value(
             "chunk",
             format!("chunk expects `chunks` to be greater than 0, got: {chunks}"),
         ));
@@ -109,7 +109,7 @@ pub fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
 /// `unbind(dim)`: every slice along `dim`, with `dim` removed.
 pub fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     if t.dim() == 0 {
-        return Err(Error::op(
+        return Err(Error::index(
             "unbind",
             "Dimension specified as 0 but tensor has no dimensions",
         ));
@@ -128,20 +128,20 @@ pub fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
 pub fn meshgrid(tensors: &[Tensor], indexing: &str) -> Result<Vec<Tensor>> {
     let op = "meshgrid";
     if tensors.is_empty() {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             "torch.meshgrid: Expected at least one tensor",
         ));
     }
     if indexing != "ij" && indexing != "xy" {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             format!("torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}"),
         ));
     }
     for t in tensors {
         if t.dim() > 1 {
-            return Err(Error::op(
+            return Err(Error::shape(
                 op,
                 format!(
                     "torch.meshgrid: Expected 0D or 1D tensor in the input list but got: {:?}",
@@ -150,13 +150,13 @@ pub fn meshgrid(tensors: &[Tensor], indexing: &str) -> Result<Vec<Tensor>> {
             ));
         }
         if t.dtype() != tensors[0].dtype() {
-            return Err(Error::op(
+            return Err(Error::dtype(
                 op,
                 "torch.meshgrid: Expected all tensors to have the same dtype.",
             ));
         }
         if t.device() != tensors[0].device() {
-            return Err(Error::op(
+            return Err(Error::device(
                 op,
                 "torch.meshgrid: Expected all tensors to have the same device.",
             ));
@@ -187,10 +187,10 @@ pub fn meshgrid(tensors: &[Tensor], indexing: &str) -> Result<Vec<Tensor>> {
 pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let first = tensors
         .first()
-        .ok_or_else(|| Error::op("stack", "stack expects a non-empty TensorList"))?;
+        .ok_or_else(|| Error::shape("stack", "stack expects a non-empty TensorList"))?;
     for (i, t) in tensors.iter().enumerate() {
         if t.shape() != first.shape() {
-            return Err(Error::op(
+            return Err(Error::shape(
                 "stack",
                 format!("stack expects each tensor to be equal size, but got {:?} at entry 0 and {:?} at entry {i}", first.shape(), t.shape()),
             ));

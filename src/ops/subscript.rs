@@ -311,7 +311,7 @@ impl Tensor {
             .filter(|t| matches!(t, TensorIndexer::Ellipsis))
             .count();
         if ellipses > 1 {
-            return Err(Error::op(
+            return Err(Error::value(
                 "index",
                 "an index can only have a single ellipsis ('...')",
             ));
@@ -322,14 +322,14 @@ impl Tensor {
             .count();
         let ndim = self.dim();
         if ndim == 0 && consumed > 0 {
-            return Err(Error::op(
+            return Err(Error::index(
                 "index",
                 "invalid index of a 0-dim tensor. Use `tensor.item::<T>()` to convert a 0-dim \
                  tensor to a number",
             ));
         }
         if consumed > ndim {
-            return Err(Error::op(
+            return Err(Error::index(
                 "index",
                 format!("too many indices for tensor of dimension {ndim}"),
             ));
@@ -349,7 +349,7 @@ impl Tensor {
                     // like PyTorch it names the item's position in the index as the dimension.
                     let size = result.shape()[dim as usize] as i64;
                     if i < -size || i >= size {
-                        return Err(Error::op(
+                        return Err(Error::index(
                             "index",
                             format!(
                                 "index {i} is out of bounds for dimension {position} with size {size}"
@@ -361,7 +361,7 @@ impl Tensor {
                 TensorIndexer::Slice { start, end, step } => {
                     if step <= 0 {
                         // Python's `x[::-1]`: a ValueError in PyTorch.
-                        return Err(Error::op("index", "step must be greater than zero"));
+                        return Err(Error::value("index", "step must be greater than zero"));
                     }
                     result = result.slice_with(dim, start, end, step)?;
                     dim += 1;

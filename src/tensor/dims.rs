@@ -96,7 +96,7 @@ pub(crate) fn new_shape(op: &str, dims: impl IntoDims) -> Result<Vec<usize>> {
                 } else {
                     format!("Trying to create tensor with negative dimension {d}: {dims:?}")
                 };
-                Error::op(op, msg)
+                Error::shape(op, msg)
             })
         })
         .collect()

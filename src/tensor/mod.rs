@@ -151,7 +151,7 @@ pub(crate) fn storage_numel(op: &str, shape: &[usize], dtype: DType) -> Result<u
                 .is_some_and(|b| b <= i64::MAX as usize)
         })
         .ok_or_else(|| {
-            Error::op(
+            Error::shape(
                 op,
                 format!("Storage size calculation overflowed with sizes={shape:?}"),
             )

@@ -65,7 +65,7 @@ impl Scalar {
     /// (`torch.full((2,), 300, dtype=torch.uint8)` fails). Infinities and NaN fit every float
     /// dtype; a negative integer fits an unsigned dtype while it wraps at most once, as in
     /// PyTorch; every value converts to bool.
-    pub(crate) fn check_fits(self, dtype: DType) -> Result<(), String> {
+    pub(crate) fn check_fits(self, dtype: DType) -> Result<(), kiln_kernels::KernelError> {
         let (lo, hi, name) = match dtype {
             DType::Bool => return Ok(()),
             DType::U8 => (-255.0, 255.0, "uint8_t"),
@@ -99,9 +99,9 @@ impl Scalar {
         if fits {
             Ok(())
         } else {
-            Err(format!(
+            Err(kiln_kernels::KernelError::value(format!(
                 "value cannot be converted to type {name} without overflow"
-            ))
+            )))
         }
     }
 

@@ -155,7 +155,7 @@ fn zeroed_vec<T: ZeroIsValid>(len: usize, cap: usize) -> Result<Vec<T>, u128> {
 
 /// PyTorch's allocation failure, for a buffer of `bytes`.
 pub(crate) fn out_of_memory(op: &str, bytes: u128) -> Error {
-    Error::op(
+    Error::out_of_memory(
         op,
         format!("DefaultCPUAllocator: not enough memory: you tried to allocate {bytes} bytes."),
     )

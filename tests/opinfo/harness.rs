@@ -8,7 +8,7 @@
 #![allow(dead_code)]
 
 use kiln::autograd::{gradcheck, gradgradcheck, GradcheckOptions};
-use kiln::{DType, Device, Result, Scalar, Tensor};
+use kiln::{DType, Device, ErrorKind, Result, Scalar, Tensor};
 
 /// A non-tensor argument of a sample.
 #[derive(Clone, Debug)]
@@ -254,6 +254,8 @@ impl Sample {
 /// A sample the op must reject, with a fragment of the expected message.
 pub struct ErrorSample {
     pub sample: Sample,
+    /// The kind of the error PyTorch raises for this input (`IndexError` -> `Index`, …).
+    pub kind: ErrorKind,
     pub message: &'static str,
 }
 
@@ -1052,6 +1054,12 @@ pub fn check_errors(info: &OpInfo, device: Device) {
             "{} [{device}]: {err}",
             info.name
         );
+        assert_eq!(
+            err.kind(),
+            ErrorKind::Shape,
+            "{} [{device}]: out= of the wrong shape: {err}",
+            info.name
+        );
         checked += 1;
     }
     assert!(checked + cases.len() > 0, "{}: no error samples", info.name);
@@ -1061,14 +1069,26 @@ pub fn check_errors(info: &OpInfo, device: Device) {
                 "{} [{device}] {}: expected an error containing {:?}",
                 info.name, c.sample.desc, c.message
             ),
-            Err(e) => assert!(
-                e.to_string().contains(c.message),
-                "{} [{device}] {}: error {:?} does not contain {:?}",
-                info.name,
-                c.sample.desc,
-                e.to_string(),
-                c.message
-            ),
+            Err(e) => {
+                assert!(
+                    e.to_string().contains(c.message),
+                    "{} [{device}] {}: error {:?} does not contain {:?}",
+                    info.name,
+                    c.sample.desc,
+                    e.to_string(),
+                    c.message
+                );
+                assert_eq!(
+                    e.kind(),
+                    c.kind,
+                    "{} [{device}] {}: error {:?} is of kind {:?}, expected {:?}",
+                    info.name,
+                    c.sample.desc,
+                    e.to_string(),
+                    e.kind(),
+                    c.kind
+                );
+            }
         }
     }
 }

@@ -73,7 +73,7 @@ pub use elementwise::*;
 pub use embedding::*;
 pub use indexing::*;
 pub use joining::*;
-use kiln::{DType, Generator, Scalar, Tensor};
+use kiln::{DType, ErrorKind, Generator, Scalar, Tensor};
 pub use linalg::*;
 pub use losses::*;
 pub use norm::*;
@@ -294,8 +294,12 @@ fn opt_int(x: Option<i64>) -> Arg {
     Arg::OptInt(x)
 }
 
-fn err(sample: Sample, message: &'static str) -> ErrorSample {
-    ErrorSample { sample, message }
+fn err(sample: Sample, kind: ErrorKind, message: &'static str) -> ErrorSample {
+    ErrorSample {
+        sample,
+        kind,
+        message,
+    }
 }
 
 const BROADCAST_ERROR: &str =

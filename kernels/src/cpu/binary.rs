@@ -1,5 +1,6 @@
 //! Scalar functions of pointwise binary and ternary ops, on compute types.
 
+use crate::KernelError;
 use crate::{Arith, Bits, DType, FloatMath, KResult, Libm, Modular, Shift};
 
 /// `a + alpha * b`.
@@ -46,7 +47,9 @@ pub fn pow_scalar_check(compute: DType, exponent: f64) -> KResult<()> {
         return Ok(());
     }
     if exponent < 0.0 {
-        return Err("Integers to negative integer powers are not allowed.".into());
+        return Err(KernelError::value(
+            "Integers to negative integer powers are not allowed.",
+        ));
     }
     let (max, name) = match compute {
         DType::U8 => (u8::MAX as f64, "uint8_t"),
@@ -56,9 +59,9 @@ pub fn pow_scalar_check(compute: DType, exponent: f64) -> KResult<()> {
         _ => (f64::INFINITY, ""),
     };
     if exponent > max {
-        return Err(format!(
+        return Err(KernelError::value(format!(
             "value cannot be converted to type {name} without overflow"
-        ));
+        )));
     }
     Ok(())
 }
@@ -106,7 +109,9 @@ pub fn clamp<T: Arith>(x: T, min: Option<T>, max: Option<T>) -> T {
 /// Checks `clamp`'s bounds.
 pub fn clamp_check(compute: DType, min: Option<f64>, max: Option<f64>) -> KResult<()> {
     if min.is_none() && max.is_none() {
-        return Err("torch.clamp: At least one of 'min' or 'max' must not be None".into());
+        return Err(KernelError::value(
+            "torch.clamp: At least one of 'min' or 'max' must not be None",
+        ));
     }
     clamp_bounds_check(compute, min, max)
 }
@@ -125,14 +130,14 @@ pub fn clamp_bounds_check(compute: DType, min: Option<f64>, max: Option<f64>) ->
     };
     let name = compute.scalar_type_name();
     if let Some(m) = min.filter(|&m| m > hi) {
-        return Err(format!(
+        return Err(KernelError::value(format!(
             "Clamp min value {m} is outside the representable range of {name}"
-        ));
+        )));
     }
     if let Some(m) = max.filter(|&m| m < lo) {
-        return Err(format!(
+        return Err(KernelError::value(format!(
             "Clamp max value {m} is outside the representable range of {name}"
-        ));
+        )));
     }
     Ok(())
 }

@@ -7,6 +7,7 @@
 
 use crate::cpu::shape::{contiguous_out, row_major};
 use crate::parallel::{fan_out, par_chunks_mut};
+use crate::KernelError;
 use crate::{Arith, Dst, Element, KResult, Src};
 
 /// The shape of a sliding-block computation.
@@ -33,9 +34,9 @@ fn expand(name: &str, v: &[i64], n: usize, min: i64) -> KResult<Vec<usize>> {
         1 => vec![v[0]; n],
         k if k == n => v.to_vec(),
         _ => {
-            return Err(format!(
+            return Err(KernelError::value(format!(
                 "expected {name} to be a single integer value or a list of {n} values, but got {name}={v:?}"
-            ))
+            )))
         }
     };
     if let Some(bad) = full.iter().find(|&&x| x < min) {
@@ -44,9 +45,9 @@ fn expand(name: &str, v: &[i64], n: usize, min: i64) -> KResult<Vec<usize>> {
         } else {
             "non-negative"
         };
-        return Err(format!(
+        return Err(KernelError::value(format!(
             "{name} should be {what}, but got {name}={v:?} ({bad})"
-        ));
+        )));
     }
     Ok(full.into_iter().map(|x| x as usize).collect())
 }
@@ -71,16 +72,16 @@ impl Geometry {
     ) -> KResult<Geometry> {
         let n = kernel_size.len();
         if !(1..=3).contains(&n) {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "{op}: expected kernel_size with 1 to 3 values, but got kernel_size={kernel_size:?}"
-            ));
+            )));
         }
         if image.len() != n + 1 && image.len() != n + 2 {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "Expected {}D (unbatched) or {}D (batched) input to {op}, but got input of size: {image:?}",
                 n + 1,
                 n + 2
-            ));
+            )));
         }
         let kernel = expand("kernel_size", kernel_size, n, 1)?;
         let dil = expand("dilation", dilation, n, 1)?;
@@ -105,14 +106,14 @@ impl Geometry {
                 .and_then(|v| v.checked_add(spatial[d]))
                 .filter(|&v| v <= i64::MAX as usize);
             let (Some(span), Some(avail)) = (span, avail) else {
-                return Err(format!(
+                return Err(KernelError::shape(format!(
                     "Given input with spatial size {spatial:?}, kernel_size={kernel:?}, dilation={dil:?}, padding={pad:?}: the dilated kernel or the padded input overflows int64 along dim {d}"
-                ));
+                )));
             };
             if avail < span {
-                return Err(format!(
+                return Err(KernelError::shape(format!(
                     "Given input with spatial size {spatial:?}, kernel_size={kernel:?}, dilation={dil:?}, padding={pad:?}, calculated shape of the array of sliding blocks is non-positive along dim {d}: the padded input ({avail}) is smaller than the dilated kernel ({span})"
-                ));
+                )));
             }
             blocks.push((avail - span) / st[d] + 1);
         }
@@ -132,9 +133,9 @@ impl Geometry {
         let ck: Vec<usize> = [channels].iter().chain(&kernel).copied().collect();
         let sizes_fit = fits(spatial) && fits(&kernel) && fits(&blocks) && fits(&ck);
         if !(sizes_fit && fits(&all[1..]) && fits(&all)) {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "Given input of size {image:?}, kernel_size={kernel:?}, dilation={dil:?}, padding={pad:?}, stride={st:?}: the {blocks:?} sliding blocks' columns overflow int64"
-            ));
+            )));
         }
         Ok(Geometry {
             dims: n,
@@ -272,14 +273,14 @@ fn col2im_geometry(
 ) -> KResult<(Geometry, Vec<usize>)> {
     let n = output_size.len();
     if cols.len() != 2 && cols.len() != 3 {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions for input, but got: {cols:?}"
-        ));
+        )));
     }
     if !(1..=3).contains(&n) || output_size.iter().any(|&s| s < 0) {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "expected output_size to have 1 to 3 non-negative values, but got output_size={output_size:?}"
-        ));
+        )));
     }
     let batched = cols.len() == 3;
     let rows = cols[cols.len() - 2];
@@ -288,12 +289,14 @@ fn col2im_geometry(
         .iter()
         .try_fold(1usize, |acc, &v| acc.checked_mul(v))
         .ok_or_else(|| {
-            format!("kernel_size={kernel_size:?} overflows: its product does not fit")
+            KernelError::shape(format!(
+                "kernel_size={kernel_size:?} overflows: its product does not fit"
+            ))
         })?;
     if !rows.is_multiple_of(k) {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)={rows} and kernel_size={kernel_size:?}"
-        ));
+        )));
     }
     let mut image: Vec<usize> = Vec::with_capacity(n + 2);
     if batched {
@@ -317,10 +320,10 @@ fn col2im_geometry(
     )?;
     let l = cols[cols.len() - 1];
     if l != g.block_len() {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "Given output_size={output_size:?}, kernel_size={kernel_size:?}, dilation={dilation:?}, padding={padding:?}, stride={stride:?}, expected size of input's dimension 2 to match the calculated number of sliding blocks {}, but got input.size(2)={l}.",
             g.block_len()
-        ));
+        )));
     }
     Ok((g, image))
 }

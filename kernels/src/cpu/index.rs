@@ -11,6 +11,7 @@ use crate::cpu::shape::{contiguous_out, row_major, split_at_dim};
 use crate::cpu::strided::for_each_run;
 use crate::layout::{contiguous_strides, wrap_dim};
 use crate::parallel::{fan_out, par_chunks_mut};
+use crate::KernelError;
 use crate::{Arith, DType, Dst, Element, KResult, Layout, Src};
 
 /// PyTorch's `ensure_nonempty_*`: scatter/gather treat a 0-d tensor as shape `[1]`.
@@ -33,7 +34,11 @@ fn nonempty_strides(layout: &Layout) -> crate::Dims {
 
 /// Converts every index to `usize`, or fails with `err(bad_index)` on the first one outside
 /// `0..size` (negative indices are out of range, as in PyTorch's CPU kernels).
-fn check_indices(idx: &[i64], size: usize, err: impl Fn(i64) -> String) -> KResult<Vec<usize>> {
+fn check_indices(
+    idx: &[i64],
+    size: usize,
+    err: impl Fn(i64) -> KernelError,
+) -> KResult<Vec<usize>> {
     idx.iter()
         .map(|&i| match usize::try_from(i) {
             Ok(u) if u < size => Ok(u),
@@ -43,8 +48,12 @@ fn check_indices(idx: &[i64], size: usize, err: impl Fn(i64) -> String) -> KResu
 }
 
 /// The error scatter/gather give for an index outside `0..size` of `dim`.
-fn oob(dim: usize, size: usize) -> impl Fn(i64) -> String {
-    move |i| format!("index {i} is out of bounds for dimension {dim} with size {size}")
+fn oob(dim: usize, size: usize) -> impl Fn(i64) -> KernelError {
+    move |i| {
+        KernelError::index(format!(
+            "index {i} is out of bounds for dimension {dim} with size {size}"
+        ))
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -56,14 +65,16 @@ fn oob(dim: usize, size: usize) -> impl Fn(i64) -> String {
 pub fn index_select_meta(self_: &[usize], dim: i64, index: &[usize]) -> KResult<Vec<Vec<usize>>> {
     let d = wrap_dim(dim, self_.len())?;
     if index.len() > 1 {
-        return Err("index_select(): Index is supposed to be a vector".into());
+        return Err(KernelError::index(
+            "index_select(): Index is supposed to be a vector",
+        ));
     }
     let numel: usize = index.iter().product();
     if self_.is_empty() {
         if numel != 1 {
-            return Err(format!(
+            return Err(KernelError::index(format!(
                 "index_select(): Index to scalar can have only 1 value, got {numel} value(s)"
-            ));
+            )));
         }
         return Ok(vec![vec![]]);
     }
@@ -85,17 +96,17 @@ pub fn index_select<T: Element>(
     let d = wrap_dim(dim, self_.layout.ndim())?;
     let (outer, n, inner) = split_at_dim(&self_.layout.sizes, d);
     let rows = check_indices(&row_major(&index), n, |_| {
-        "index out of range in self".to_string()
+        KernelError::index("index out of range in self")
     })?;
     let x = row_major(&self_);
     let o = contiguous_out(&mut out)?;
     let block = rows.len() * inner;
     if o.len() != outer * block {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "internal error: output has {} elements, expected {}",
             o.len(),
             outer * block
-        ));
+        )));
     }
     if o.is_empty() {
         return Ok(());
@@ -122,13 +133,15 @@ pub fn index_select<T: Element>(
 fn gather_shape_check(self_: &[usize], d: usize, index: &[usize]) -> KResult<()> {
     let (s, i) = (nonempty(self_), nonempty(index));
     if s.len() != i.len() {
-        return Err("Index tensor must have the same number of dimensions as input tensor".into());
+        return Err(KernelError::shape(
+            "Index tensor must have the same number of dimensions as input tensor",
+        ));
     }
     for e in 0..s.len() {
         if e != d && i[e] > s[e] {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "Size does not match at dimension {e} expected index {index:?} to be smaller than self {self_:?} apart from dimension {d}"
-            ));
+            )));
         }
     }
     Ok(())
@@ -165,11 +178,11 @@ pub fn gather<T: Element>(
     let idx = row_major(&index);
     let o = contiguous_out(&mut out)?;
     if o.len() != idx.len() {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "internal error: output has {} elements, expected {}",
             o.len(),
             idx.len()
-        ));
+        )));
     }
     if idx.is_empty() {
         return Ok(());
@@ -205,16 +218,20 @@ fn scatter_shape_check(self_: &[usize], d: usize, index: &[usize], src: &[usize]
     }
     let (s, i, sr) = (nonempty(self_), nonempty(index), nonempty(src));
     if s.len() != i.len() {
-        return Err("Index tensor must have the same number of dimensions as self tensor".into());
+        return Err(KernelError::shape(
+            "Index tensor must have the same number of dimensions as self tensor",
+        ));
     }
     if sr.len() != i.len() {
-        return Err("Index tensor must have the same number of dimensions as src tensor".into());
+        return Err(KernelError::shape(
+            "Index tensor must have the same number of dimensions as src tensor",
+        ));
     }
     let wrong = (0..i.len()).any(|e| (e != d && i[e] > s[e]) || i[e] > sr[e]);
     if wrong {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "Expected index {index:?} to be smaller than self {self_:?} apart from dimension {d} and to be smaller size than src {src:?}"
-        ));
+        )));
     }
     Ok(())
 }
@@ -334,11 +351,11 @@ fn scatter_walk<T: Element>(
 fn write_out<T: Element>(out: &mut Dst<'_, T>, acc: &[T::Compute]) -> KResult<()> {
     let o = contiguous_out(out)?;
     if o.len() != acc.len() {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "internal error: output has {} elements, expected {}",
             o.len(),
             acc.len()
-        ));
+        )));
     }
     o.iter_mut().zip(acc).for_each(|(o, &a)| *o = T::down(a));
     Ok(())
@@ -369,9 +386,9 @@ impl ScatterReduce {
             "amax" => ScatterReduce::Amax,
             "amin" => ScatterReduce::Amin,
             _ => {
-                return Err(format!(
+                return Err(KernelError::value(format!(
                     "reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
-                ))
+                )))
             }
         })
     }
@@ -381,7 +398,9 @@ impl ScatterReduce {
         match reduce {
             "add" => Ok(ScatterReduce::Sum),
             "multiply" => Ok(ScatterReduce::Prod),
-            _ => Err("reduce argument must be either add or multiply.".into()),
+            _ => Err(KernelError::value(
+                "reduce argument must be either add or multiply.",
+            )),
         }
     }
 
@@ -498,7 +517,9 @@ fn scatter_reduce_with<T: Element>(
 ) -> KResult<()> {
     if op == ScatterReduce::Mean && T::DTYPE == DType::Bool {
         // PyTorch's mean ends in div(..., rounding_mode="floor"), which has no bool kernel.
-        return Err("\"div_floor_cpu\" not implemented for 'Bool'".into());
+        return Err(KernelError::dtype(
+            "\"div_floor_cpu\" not implemented for 'Bool'",
+        ));
     }
     let mut acc: Vec<T::Compute> = row_major(&self_).iter().map(|x| x.up()).collect();
     if include_self && op != ScatterReduce::Mean {
@@ -551,20 +572,22 @@ pub fn index_add_meta(
     let _ = alpha;
     let d = wrap_dim(dim, self_.len())?;
     if index.len() > 1 {
-        return Err("index_add_(): Index is supposed to be a vector".into());
+        return Err(KernelError::index(
+            "index_add_(): Index is supposed to be a vector",
+        ));
     }
     if d != 0 && d >= source.len() {
-        return Err(format!(
+        return Err(KernelError::index(format!(
             "index_add_(): Indexing dim {d} is out of bounds of the source tensor with dim {}",
             source.len()
-        ));
+        )));
     }
     let numel: usize = index.iter().product();
     let source_size = if source.is_empty() { 1 } else { source[d] };
     if numel != source_size {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "index_add_(): Number of indices ({numel}) should be equal to source.size(dim) ({source_size})"
-        ));
+        )));
     }
     let (mut s, mut src) = (self_.to_vec(), source.to_vec());
     if !s.is_empty() && !src.is_empty() {
@@ -572,9 +595,9 @@ pub fn index_add_meta(
         src.remove(d);
     }
     if s != src {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = {self_:?} source.shape = {source:?}"
-        ));
+        )));
     }
     Ok(vec![self_.to_vec()])
 }
@@ -600,7 +623,7 @@ pub fn index_add<T: Element>(
     let d = wrap_dim(dim, self_.layout.ndim())?;
     let (outer, n, inner) = split_at_dim(&self_.layout.sizes, d);
     let rows = check_indices(&row_major(&index), n, |_| {
-        "index out of range in self".to_string()
+        KernelError::index("index out of range in self")
     })?;
     let mut acc: Vec<T::Compute> = row_major(&self_).iter().map(|x| x.up()).collect();
     let src = row_major(&source);
@@ -754,11 +777,11 @@ mod tests {
     #[test]
     fn index_select_errors() {
         assert_eq!(
-            index_select_meta(&[3], 0, &[1, 1]).unwrap_err(),
+            index_select_meta(&[3], 0, &[1, 1]).unwrap_err().to_string(),
             "index_select(): Index is supposed to be a vector"
         );
         assert_eq!(
-            index_select_meta(&[], 0, &[2]).unwrap_err(),
+            index_select_meta(&[], 0, &[2]).unwrap_err().to_string(),
             "index_select(): Index to scalar can have only 1 value, got 2 value(s)"
         );
         let x = vec![1.0f64; 3];
@@ -769,7 +792,8 @@ mod tests {
             let e = run::<f64>(&[2], |o| {
                 index_select(Src::new(&x, &xl), 0, Src::new(&i, &il), o)
             })
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
             assert_eq!(e, "index out of range in self");
         }
     }
@@ -885,13 +909,19 @@ mod tests {
             gather(Src::new(&x, &xl), 0, Src::new(&bad, &bl), false, o)
         })
         .unwrap_err();
-        assert_eq!(err, "index 3 is out of bounds for dimension 0 with size 3");
+        assert_eq!(err.kind(), crate::ErrorKind::Index);
         assert_eq!(
-            gather_meta(&[3, 4], 0, &[2], false).unwrap_err(),
+            err.to_string(),
+            "index 3 is out of bounds for dimension 0 with size 3"
+        );
+        assert_eq!(
+            gather_meta(&[3, 4], 0, &[2], false)
+                .unwrap_err()
+                .to_string(),
             "Index tensor must have the same number of dimensions as input tensor"
         );
         assert_eq!(
-            gather_meta(&[3, 4], 0, &[2, 5], false).unwrap_err(),
+            gather_meta(&[3, 4], 0, &[2, 5], false).unwrap_err().to_string(),
             "Size does not match at dimension 1 expected index [2, 5] to be smaller than self [3, 4] apart from dimension 0"
         );
     }
@@ -987,11 +1017,11 @@ mod tests {
             )
         });
         assert_eq!(
-            err.unwrap_err(),
+            err.unwrap_err().to_string(),
             "index -1 is out of bounds for dimension 0 with size 3"
         );
         assert_eq!(
-            scatter_add_meta(&[3, 4], 1, &[4, 2], &[4, 2]).unwrap_err(),
+            scatter_add_meta(&[3, 4], 1, &[4, 2], &[4, 2]).unwrap_err().to_string(),
             "Expected index [4, 2] to be smaller than self [3, 4] apart from dimension 1 and to be smaller size than src [4, 2]"
         );
         // Along `dim` itself the index may be longer than self (only src bounds it).
@@ -1000,19 +1030,23 @@ mod tests {
             vec![vec![3, 4]]
         );
         assert_eq!(
-            scatter_add_meta(&[3, 4], 1, &[2, 5], &[2, 4]).unwrap_err(),
+            scatter_add_meta(&[3, 4], 1, &[2, 5], &[2, 4]).unwrap_err().to_string(),
             "Expected index [2, 5] to be smaller than self [3, 4] apart from dimension 1 and to be smaller size than src [2, 4]"
         );
         assert_eq!(
-            scatter_add_meta(&[3, 4], 1, &[2, 2], &[1, 4]).unwrap_err(),
+            scatter_add_meta(&[3, 4], 1, &[2, 2], &[1, 4]).unwrap_err().to_string(),
             "Expected index [2, 2] to be smaller than self [3, 4] apart from dimension 1 and to be smaller size than src [1, 4]"
         );
         assert_eq!(
-            scatter_add_meta(&[3, 4], 0, &[2], &[2]).unwrap_err(),
+            scatter_add_meta(&[3, 4], 0, &[2], &[2])
+                .unwrap_err()
+                .to_string(),
             "Index tensor must have the same number of dimensions as self tensor"
         );
         assert_eq!(
-            scatter_add_meta(&[3, 4], 0, &[2, 2], &[4]).unwrap_err(),
+            scatter_add_meta(&[3, 4], 0, &[2, 2], &[4])
+                .unwrap_err()
+                .to_string(),
             "Index tensor must have the same number of dimensions as src tensor"
         );
     }
@@ -1091,21 +1125,27 @@ mod tests {
                 o,
             )
         });
-        assert_eq!(err.unwrap_err(), "index out of range in self");
+        assert_eq!(err.unwrap_err().to_string(), "index out of range in self");
         assert_eq!(
-            index_add_meta(&[2, 2], 0, &[1, 1], &[1, 2], 1.0).unwrap_err(),
+            index_add_meta(&[2, 2], 0, &[1, 1], &[1, 2], 1.0)
+                .unwrap_err()
+                .to_string(),
             "index_add_(): Index is supposed to be a vector"
         );
         assert_eq!(
-            index_add_meta(&[2, 2], 1, &[1], &[2], 1.0).unwrap_err(),
+            index_add_meta(&[2, 2], 1, &[1], &[2], 1.0)
+                .unwrap_err()
+                .to_string(),
             "index_add_(): Indexing dim 1 is out of bounds of the source tensor with dim 1"
         );
         assert_eq!(
-            index_add_meta(&[2, 2], 0, &[2], &[1, 2], 1.0).unwrap_err(),
+            index_add_meta(&[2, 2], 0, &[2], &[1, 2], 1.0)
+                .unwrap_err()
+                .to_string(),
             "index_add_(): Number of indices (2) should be equal to source.size(dim) (1)"
         );
         assert_eq!(
-            index_add_meta(&[2, 2], 0, &[1], &[1, 3], 1.0).unwrap_err(),
+            index_add_meta(&[2, 2], 0, &[1], &[1, 3], 1.0).unwrap_err().to_string(),
             "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = [2, 2] source.shape = [1, 3]"
         );
     }
@@ -1163,11 +1203,15 @@ mod tests {
         assert!(got[1].is_nan());
         assert_eq!(got[2], 30.0);
         assert_eq!(
-            scatter_reduce_meta(&[3], 0, &[3], &[3], "max", true).unwrap_err(),
+            scatter_reduce_meta(&[3], 0, &[3], &[3], "max", true)
+                .unwrap_err()
+                .to_string(),
             "reduce argument must be either sum, prod, mean, amax or amin, got max"
         );
         assert_eq!(
-            scatter_src_reduce_meta(&[3], 0, &[3], &[3], "sum").unwrap_err(),
+            scatter_src_reduce_meta(&[3], 0, &[3], &[3], "sum")
+                .unwrap_err()
+                .to_string(),
             "reduce argument must be either add or multiply."
         );
         let b = vec![true, false];
@@ -1185,7 +1229,8 @@ mod tests {
                 o,
             )
         })
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("not implemented for 'Bool'"), "{e}");
     }
 }

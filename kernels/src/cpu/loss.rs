@@ -15,6 +15,7 @@ use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::cpu::shape::{contiguous_out, for_each_block, row_major};
 use crate::layout::broadcast_shapes;
 use crate::parallel::{fan_out, par_chunks_mut};
+use crate::KernelError;
 use crate::{Arith, Dst, Element, FloatMath, KResult, Src};
 use std::borrow::Cow;
 
@@ -40,7 +41,9 @@ pub fn element_count(shape: &[usize]) -> usize {
 /// PyTorch's error for a reduction other than 0, 1, 2.
 pub fn check_reduction(reduction: i64) -> KResult<()> {
     if !(NONE..=SUM).contains(&reduction) {
-        return Err(format!("{reduction} is not a valid value for reduction"));
+        return Err(KernelError::value(format!(
+            "{reduction} is not a valid value for reduction"
+        )));
     }
     Ok(())
 }
@@ -255,14 +258,18 @@ where
 
 fn check_beta(beta: f64) -> KResult<()> {
     if beta < 0.0 {
-        return Err("smooth_l1_loss does not support negative values for beta.".into());
+        return Err(KernelError::value(
+            "smooth_l1_loss does not support negative values for beta.",
+        ));
     }
     Ok(())
 }
 
 fn check_delta(delta: f64) -> KResult<()> {
     if delta <= 0.0 {
-        return Err("huber_loss does not support non-positive values for delta.".into());
+        return Err(KernelError::value(
+            "huber_loss does not support non-positive values for delta.",
+        ));
     }
     Ok(())
 }
@@ -437,16 +444,16 @@ pub const BCE_EPSILON: f64 = 1e-12;
 /// PyTorch's shape rule: `target` of `self`'s shape, `weight` broadcastable to it.
 fn bce_shapes(self_: &[usize], target: &[usize], weight: Option<&[usize]>) -> KResult<()> {
     if self_ != target {
-        return Err(format!(
+        return Err(KernelError::value(format!(
             "Using a target size ({target:?}) that is different to the input size ({self_:?}) is deprecated. Please ensure they have the same size."
-        ));
+        )));
     }
     if let Some(w) = weight {
         let b = broadcast_shapes(w, self_)?;
         if b[..] != *self_ {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "weight of size {w:?} does not broadcast to the input size {self_:?}"
-            ));
+            )));
         }
     }
     Ok(())
@@ -459,10 +466,14 @@ fn check_probabilities<T: Element>(input: &[T], target: &[T]) -> KResult<()> {
         (0.0..=1.0).contains(&v)
     };
     if !input.iter().all(inside) {
-        return Err("all elements of input should be between 0 and 1".into());
+        return Err(KernelError::value(
+            "all elements of input should be between 0 and 1",
+        ));
     }
     if !target.iter().all(inside) {
-        return Err("all elements of target should be between 0 and 1".into());
+        return Err(KernelError::value(
+            "all elements of target should be between 0 and 1",
+        ));
     }
     Ok(())
 }
@@ -534,9 +545,9 @@ pub fn binary_cross_entropy_backward_meta(
     bce_shapes(self_, target, weight)?;
     let b = broadcast_shapes(grad_output, self_)?;
     if b[..] != *self_ {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "grad_output of size {grad_output:?} does not broadcast to the input size {self_:?}"
-        ));
+        )));
     }
     Ok(vec![self_.to_vec()])
 }
@@ -609,22 +620,22 @@ impl NllShape {
     /// Checks `self`'s and `target`'s shapes (and `weight`'s) as PyTorch does.
     fn new(self_: &[usize], target: &[usize], weight: Option<&[usize]>) -> KResult<NllShape> {
         if self_.is_empty() {
-            return Err("input tensor should be 1D or more".into());
+            return Err(KernelError::shape("input tensor should be 1D or more"));
         }
         let batched = self_.len() >= 2;
         let mut expect = self_.to_vec();
         expect.remove(if batched { 1 } else { 0 });
         if target != expect.as_slice() {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "size mismatch (got input: {self_:?}, target: {target:?})"
-            ));
+            )));
         }
         let (classes, inner) = nll_geometry(self_);
         if let Some(w) = weight {
             if w.len() != 1 || w[0] != classes {
-                return Err(format!(
+                return Err(KernelError::shape(format!(
                     "weight tensor should be defined either for all {classes} classes or no classes but got weight tensor of shape: {w:?}"
-                ));
+                )));
             }
         }
         Ok(NllShape {
@@ -657,7 +668,7 @@ pub fn check_targets(targets: &[i64], classes: usize, ignore_index: i64) -> KRes
         .iter()
         .find(|&&t| t != ignore_index && usize::try_from(t).map_or(true, |c| c >= classes))
     {
-        Some(t) => Err(format!("Target {t} is out of bounds.")),
+        Some(t) => Err(KernelError::index(format!("Target {t} is out of bounds."))),
         None => Ok(()),
     }
 }
@@ -752,20 +763,20 @@ pub fn nll_loss_backward_meta(
     let s = NllShape::new(self_, target, weight)?;
     let tw = element_count(total_weight);
     if tw != 1 {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "expected total_weight to be a single element tensor, got: {total_weight:?} ({tw} elements)"
-        ));
+        )));
     }
     if reduction == NONE && s.batched {
         if grad_output != target {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "Expected grad_output of the target's size {target:?}, but got: {grad_output:?}"
-            ));
+            )));
         }
     } else if grad_output.len() > 1 || element_count(grad_output) != 1 {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "Expected a single element grad_output tensor, but got: {grad_output:?}"
-        ));
+        )));
     }
     Ok(vec![self_.to_vec()])
 }
@@ -936,10 +947,12 @@ mod tests {
         let e = run1::<f64>(&[], |o| {
             binary_cross_entropy(Src::new(&bad, &l), Src::new(&t, &l), None, MEAN, o)
         })
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert_eq!(e, "all elements of input should be between 0 and 1");
         assert!(binary_cross_entropy_meta(&[2], &[3], None, MEAN)
             .unwrap_err()
+            .to_string()
             .contains("Please ensure they have the same size."));
     }
 
@@ -1005,11 +1018,14 @@ mod tests {
     #[test]
     fn nll_errors_and_an_empty_mean() {
         assert_eq!(
-            nll_loss_forward_meta(&[3, 5], &[2], None, MEAN, -100).unwrap_err(),
+            nll_loss_forward_meta(&[3, 5], &[2], None, MEAN, -100)
+                .unwrap_err()
+                .to_string(),
             "size mismatch (got input: [3, 5], target: [2])"
         );
         assert!(nll_loss_forward_meta(&[3, 5], &[3], Some(&[4]), MEAN, -100)
             .unwrap_err()
+            .to_string()
             .contains("either for all 5 classes"));
         let (x, t) = (vec![f16::from_f64(0.5); 4], vec![0i64, 2]);
         let (xl, tl) = (Layout::contiguous(&[2, 2]), Layout::contiguous(&[2]));
@@ -1024,7 +1040,8 @@ mod tests {
             Dst::new(&mut o, &sl),
             Dst::new(&mut tw, &sl),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert_eq!(e, "Target 2 is out of bounds.");
         let (e0, et) = (Vec::<f32>::new(), Vec::<i64>::new());
         let (el, etl) = (Layout::contiguous(&[0, 3]), Layout::contiguous(&[0]));

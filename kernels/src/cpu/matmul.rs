@@ -10,6 +10,7 @@
 use crate::cpu::shape::contiguous_out;
 use crate::element::{same_type, same_type_mut};
 use crate::parallel::{fan_out, par_chunks_mut};
+use crate::KernelError;
 use crate::{Arith, DType, Dst, Element, KResult, Src};
 
 /// Below this many multiply-adds a product runs on the calling thread.
@@ -76,7 +77,9 @@ impl<'a, T: Copy + 'static> Mat<'a, T> {
             .and_then(|rc| rc.checked_add(self.offset));
         match last {
             Some(l) if l < self.data.len() => Ok(()),
-            _ => Err("internal error: matrix view exceeds its storage".into()),
+            _ => Err(KernelError::shape(
+                "internal error: matrix view exceeds its storage",
+            )),
         }
     }
 
@@ -171,7 +174,7 @@ blas!(f32, f64);
 
 /// A stride as `isize`, for `gemm`.
 fn istride(s: usize) -> KResult<isize> {
-    isize::try_from(s).map_err(|_| "internal error: stride does not fit isize".to_string())
+    isize::try_from(s).map_err(|_| KernelError::shape("internal error: stride does not fit isize"))
 }
 
 /// `c = a @ b` for a BLAS float type; `m, k, n > 0` and both views already bounds-checked.
@@ -264,11 +267,11 @@ fn gemm<T: Element>(
     c: &mut [T],
 ) -> KResult<()> {
     if c.len() != m * n {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "internal error: output has {} elements, expected {}",
             c.len(),
             m * n
-        ));
+        )));
     }
     if m == 0 || n == 0 {
         return Ok(());
@@ -307,7 +310,9 @@ fn gemm<T: Element>(
 /// PyTorch has no boolean matrix product; `op` is the kernel name its error message uses.
 fn reject_bool<T: Element>(op: &str) -> KResult<()> {
     if T::DTYPE == DType::Bool {
-        return Err(format!("\"{op}\" not implemented for 'Bool'"));
+        return Err(KernelError::dtype(format!(
+            "\"{op}\" not implemented for 'Bool'"
+        )));
     }
     Ok(())
 }
@@ -315,16 +320,16 @@ fn reject_bool<T: Element>(op: &str) -> KResult<()> {
 /// Output shape of `mm(Tensor self, Tensor mat2)`: `[n, p]` for `[n, m] @ [m, p]`.
 pub fn mm_meta(self_: &[usize], mat2: &[usize]) -> KResult<Vec<Vec<usize>>> {
     if self_.len() != 2 {
-        return Err("self must be a matrix".into());
+        return Err(KernelError::shape("self must be a matrix"));
     }
     if mat2.len() != 2 {
-        return Err("mat2 must be a matrix".into());
+        return Err(KernelError::shape("mat2 must be a matrix"));
     }
     if self_[1] != mat2[0] {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
             self_[0], self_[1], mat2[0], mat2[1]
-        ));
+        )));
     }
     Ok(vec![vec![self_[0], mat2[1]]])
 }
@@ -349,17 +354,17 @@ pub fn mm<T: Element>(self_: Src<'_, T>, mat2: Src<'_, T>, mut out: Dst<'_, T>) 
 /// Output shape of `bmm(Tensor self, Tensor mat2)`: `[b, n, p]` for `[b, n, m] @ [b, m, p]`.
 pub fn bmm_meta(self_: &[usize], mat2: &[usize]) -> KResult<Vec<Vec<usize>>> {
     if self_.len() != 3 {
-        return Err("batch1 must be a 3D tensor".into());
+        return Err(KernelError::shape("batch1 must be a 3D tensor"));
     }
     if mat2.len() != 3 {
-        return Err("batch2 must be a 3D tensor".into());
+        return Err(KernelError::shape("batch2 must be a 3D tensor"));
     }
     let (bs, k) = (self_[0], self_[2]);
     if mat2[0] != bs || mat2[1] != k {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "Expected size for first two dimensions of batch2 tensor to be: [{bs}, {k}] but got: [{}, {}].",
             mat2[0], mat2[1]
-        ));
+        )));
     }
     Ok(vec![vec![bs, self_[1], mat2[2]]])
 }
@@ -373,11 +378,11 @@ pub fn bmm<T: Element>(self_: Src<'_, T>, mat2: Src<'_, T>, mut out: Dst<'_, T>)
     let (bs, m, k, n) = (la.sizes[0], la.sizes[1], la.sizes[2], lb.sizes[2]);
     let c = contiguous_out(&mut out)?;
     if c.len() != bs * m * n {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "internal error: output has {} elements, expected {}",
             c.len(),
             bs * m * n
-        ));
+        )));
     }
     if c.is_empty() {
         return Ok(());
@@ -517,7 +522,7 @@ mod tests {
         let t = vec![true; 4];
         let l22 = Layout::contiguous(&[2, 2]);
         assert_eq!(
-            run_mm(&t, &l22, &t, &l22).unwrap_err(),
+            run_mm(&t, &l22, &t, &l22).unwrap_err().to_string(),
             "\"addmm_impl_cpu_\" not implemented for 'Bool'"
         );
     }
@@ -644,19 +649,19 @@ mod tests {
 
         let b = vec![false; 8];
         assert_eq!(
-            run_bmm(&b, &l, &b, &l).unwrap_err(),
+            run_bmm(&b, &l, &b, &l).unwrap_err().to_string(),
             "\"bmm\" not implemented for 'Bool'"
         );
         assert_eq!(
-            bmm_meta(&[2, 3], &[2, 3, 4]).unwrap_err(),
+            bmm_meta(&[2, 3], &[2, 3, 4]).unwrap_err().to_string(),
             "batch1 must be a 3D tensor"
         );
         assert_eq!(
-            bmm_meta(&[2, 3, 4], &[4, 5]).unwrap_err(),
+            bmm_meta(&[2, 3, 4], &[4, 5]).unwrap_err().to_string(),
             "batch2 must be a 3D tensor"
         );
         assert_eq!(
-            bmm_meta(&[4, 2, 3], &[4, 5, 6]).unwrap_err(),
+            bmm_meta(&[4, 2, 3], &[4, 5, 6]).unwrap_err().to_string(),
             "Expected size for first two dimensions of batch2 tensor to be: [4, 3] but got: [4, 5]."
         );
     }
@@ -664,12 +669,15 @@ mod tests {
     #[test]
     fn mm_meta_errors() {
         assert_eq!(
-            mm_meta(&[2, 3, 1], &[3, 2]).unwrap_err(),
+            mm_meta(&[2, 3, 1], &[3, 2]).unwrap_err().to_string(),
             "self must be a matrix"
         );
-        assert_eq!(mm_meta(&[2, 3], &[3]).unwrap_err(), "mat2 must be a matrix");
         assert_eq!(
-            mm_meta(&[2, 3], &[4, 5]).unwrap_err(),
+            mm_meta(&[2, 3], &[3]).unwrap_err().to_string(),
+            "mat2 must be a matrix"
+        );
+        assert_eq!(
+            mm_meta(&[2, 3], &[4, 5]).unwrap_err().to_string(),
             "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"
         );
         assert_eq!(mm_meta(&[2, 0], &[0, 5]).unwrap(), vec![vec![2, 5]]);

@@ -26,6 +26,7 @@
 use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::cpu::shape::{contiguous_out, row_major};
 use crate::parallel::{fan_out, par_chunks_mut, par_chunks_mut2_by, Chunks2Fn};
+use crate::KernelError;
 use crate::{Arith, DType, Dst, Element, FloatMath, KResult, Src};
 
 /// The compute type of `T`.
@@ -137,10 +138,10 @@ fn nan<C: Arith>() -> C {
 /// `[false, true, true]` from a `bool[n]` argument of length `n`.
 fn mask<const N: usize>(output_mask: &[bool]) -> KResult<[bool; N]> {
     output_mask.try_into().map_err(|_| {
-        format!(
+        KernelError::shape(format!(
             "output_mask must have {N} elements (one per output), got {}",
             output_mask.len()
-        )
+        ))
     })
 }
 
@@ -169,22 +170,22 @@ fn check_normalized(
     params: &[(&str, Option<&[usize]>)],
 ) -> KResult<usize> {
     if normalized_shape.is_empty() {
-        return Err(format!("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got normalized_shape = {normalized_shape:?}"));
+        return Err(KernelError::shape(format!("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got normalized_shape = {normalized_shape:?}")));
     }
     for (name, p) in params {
         if let Some(s) = p {
             if !same_shape(s, normalized_shape) {
-                return Err(format!("Expected {name} to be of same shape as normalized_shape, but got {name} of shape {s:?} and normalized_shape = {normalized_shape:?}"));
+                return Err(KernelError::shape(format!("Expected {name} to be of same shape as normalized_shape, but got {name} of shape {s:?} and normalized_shape = {normalized_shape:?}")));
             }
         }
     }
     let (k, nd) = (normalized_shape.len(), input.len());
     if k > nd || !same_shape(&input[nd - k..], normalized_shape) {
         let dims: Vec<String> = normalized_shape.iter().map(|v| v.to_string()).collect();
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "Given normalized_shape={normalized_shape:?}, expected input with shape [*, {}], but got input of size{input:?}",
             dims.join(", ")
-        ));
+        )));
     }
     Ok(nd - k)
 }
@@ -201,9 +202,9 @@ fn stat_shape(input: &[usize], axis: usize) -> Vec<usize> {
 
 fn check_same(what: &str, got: &[usize], input: &[usize]) -> KResult<()> {
     if got != input {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "Expected {what} of the input's shape {input:?}, but got {got:?}"
-        ));
+        )));
     }
     Ok(())
 }
@@ -211,9 +212,9 @@ fn check_same(what: &str, got: &[usize], input: &[usize]) -> KResult<()> {
 /// A statistic with one value per row (`rows` of them).
 fn check_stat(name: &str, got: &[usize], rows: usize) -> KResult<()> {
     if numel(got) != rows {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "Expected {name} to hold {rows} values (one per normalized group), but got shape {got:?}"
-        ));
+        )));
     }
     Ok(())
 }
@@ -221,10 +222,10 @@ fn check_stat(name: &str, got: &[usize], rows: usize) -> KResult<()> {
 /// A per-channel tensor (`c` elements), PyTorch's batch norm wording.
 fn check_channels(name: &str, t: Option<&[usize]>, c: usize) -> KResult<()> {
     match t {
-        Some(s) if numel(s) != c => Err(format!(
+        Some(s) if numel(s) != c => Err(KernelError::shape(format!(
             "{name} should contain {c} elements not {}",
             numel(s)
-        )),
+        ))),
         _ => Ok(()),
     }
 }
@@ -727,36 +728,36 @@ fn check_group(
     group: i64,
 ) -> KResult<(usize, usize, usize, usize)> {
     if group <= 0 {
-        return Err(format!(
+        return Err(KernelError::value(format!(
             "Expected num groups to be greater than 0, got {group}"
-        ));
+        )));
     }
     if n < 0 || c < 0 || hxw < 0 {
-        return Err(format!(
+        return Err(KernelError::value(format!(
             "Expected non-negative N, C and HxW, got N={n}, C={c}, HxW={hxw}"
-        ));
+        )));
     }
     if c % group != 0 {
-        return Err(format!("Expected number of channels in input to be divisible by num_groups, but got input of shape {input:?} and num_groups={group}"));
+        return Err(KernelError::shape(format!("Expected number of channels in input to be divisible by num_groups, but got input of shape {input:?} and num_groups={group}")));
     }
     for (name, p) in [("weight", weight), ("bias", bias)] {
         if let Some(s) = p {
             if s.len() != 1 || s[0] as u64 != c as u64 {
-                return Err(format!("Expected {name} to be a vector of size equal to the number of channels in input, but got {name} of shape {s:?} and input of shape {input:?}"));
+                return Err(KernelError::shape(format!("Expected {name} to be a vector of size equal to the number of channels in input, but got {name} of shape {s:?} and input of shape {input:?}")));
             }
         }
     }
     let (n, c, hxw, g) = (n as usize, c as usize, hxw as usize, group as usize);
     if n.checked_mul(g).is_none_or(|rows| rows > i64::MAX as usize) {
-        return Err(format!(
+        return Err(KernelError::value(format!(
             "Expected N * num_groups to fit the statistics, got N={n} and num_groups={g}"
-        ));
+        )));
     }
     let total = n.checked_mul(c).and_then(|v| v.checked_mul(hxw));
     if total != Some(numel(input)) {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "Expected an input of N * C * HxW = {n} * {c} * {hxw} elements, but got input of shape {input:?}"
-        ));
+        )));
     }
     Ok((n, c, hxw, g))
 }
@@ -1024,10 +1025,10 @@ where
 /// `(N, C, HxW)` of a batch norm input `[N, C, *]`.
 fn batch_dims(input: &[usize]) -> KResult<(usize, usize, usize)> {
     if input.len() < 2 {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "expected 2D or higher input (got {}D input)",
             input.len()
-        ));
+        )));
     }
     Ok((input[0], input[1], numel(&input[2..])))
 }
@@ -1059,12 +1060,14 @@ pub fn batch_norm_functional_meta(
     }
     if training {
         if n.saturating_mul(hxw) == 1 {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "Expected more than 1 value per channel when training, got input size {input:?}"
-            ));
+            )));
         }
     } else if running_mean.is_none() || running_var.is_none() {
-        return Err("running_mean and running_var must be defined in evaluation mode".into());
+        return Err(KernelError::value(
+            "running_mean and running_var must be defined in evaluation mode",
+        ));
     }
     let stat = wanted(training, &[c]);
     Ok(vec![
@@ -1223,7 +1226,9 @@ where
         (mean, invstd)
     } else {
         let (Some(rm), Some(rv)) = (rm.as_deref(), rv.as_deref()) else {
-            return Err("running_mean and running_var must be defined in evaluation mode".into());
+            return Err(KernelError::value(
+                "running_mean and running_var must be defined in evaluation mode",
+            ));
         };
         rmo.copy_from_slice(rm);
         rvo.copy_from_slice(rv);
@@ -1289,7 +1294,7 @@ pub fn native_batch_norm_backward_meta(
         )
     };
     let (Some(m), Some(v)) = (m, v) else {
-        return Err(which.into());
+        return Err(KernelError::value(which));
     };
     if train {
         check_channels("save_mean", Some(m), c)?;
@@ -1363,7 +1368,11 @@ where
                 .map(|v| v.add(epsc).sqrt().recip())
                 .collect(),
         ),
-        _ => return Err("internal error: batch norm statistics missing".into()),
+        _ => {
+            return Err(KernelError::shape(
+                "internal error: batch norm statistics missing",
+            ))
+        }
     };
     // Per channel: (Σ g * (x - mean), Σ g).
     let mut sums = vec![zero; 2 * c];

@@ -4,6 +4,7 @@
 
 use crate::cpu::shape::{contiguous_out, row_major};
 use crate::parallel::{fan_out, par_chunks_mut2};
+use crate::KernelError;
 use crate::{Arith, Dst, Element, KResult, Src};
 
 /// Planes per parallel task are chosen so a task reads at least this many elements.
@@ -12,28 +13,28 @@ const TASK_WORK: usize = 1 << 14;
 /// `[planes, h, w]` of a 3-d (unbatched) or 4-d (batched) image, with PyTorch's checks.
 fn planes(op: &str, sizes: &[usize], output_size: &[i64]) -> KResult<(Vec<usize>, [usize; 3])> {
     if sizes.len() != 3 && sizes.len() != 4 {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "{op}(): Expected 3D or 4D tensor, but got: {sizes:?}"
-        ));
+        )));
     }
     if output_size.len() != 2 {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "{op}(): internal error: output_size must be 2, but got {}",
             output_size.len()
-        ));
+        )));
     }
     if output_size.iter().any(|&o| o < 0) {
-        return Err(format!(
+        return Err(KernelError::value(format!(
             "{op}: elements of output_size must be greater than or equal to 0 but received {output_size:?}"
-        ));
+        )));
     }
     let lead = sizes.len() - 2;
     // Dim 0 (batch, or channels of an unbatched image) may be empty.
     for (i, &s) in sizes.iter().enumerate().skip(1) {
         if s == 0 {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "{op}(): Expected input to have non-zero size for non-batch dimensions, but input has sizes {sizes:?} with dimension {i} being empty"
-            ));
+            )));
         }
     }
     let (h, w) = (sizes[lead], sizes[lead + 1]);

@@ -13,6 +13,7 @@ use crate::cpu::shape::contiguous_out;
 use crate::layout::wrap_dim;
 use crate::parallel::{fan_out, install, par_chunks_mut, par_chunks_mut2};
 use crate::Dims;
+use crate::KernelError;
 use crate::{Arith, DType, Dst, Element, KResult, Layout, Src};
 use std::borrow::Cow;
 
@@ -36,9 +37,9 @@ fn reduced_mask(dims: Option<&[i64]>, ndim: usize) -> KResult<Vec<bool>> {
     for &d in dims {
         let w = wrap_dim(d, ndim)?;
         if seen[w] {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "dim {w} appears multiple times in the list of dims"
-            ));
+            )));
         }
         seen[w] = true;
         if w < ndim {
@@ -70,9 +71,9 @@ fn reduced_shape(sizes: &[usize], mask: &[bool], keepdim: bool) -> Vec<usize> {
 fn check_nonzero_dim(sizes: &[usize], dim: i64, name: &str) -> KResult<()> {
     let d = wrap_dim(dim, sizes.len())?;
     if sizes.get(d) == Some(&0) {
-        return Err(format!(
+        return Err(KernelError::index(format!(
             "{name}: Expected reduction dim {d} to have non-zero size."
-        ));
+        )));
     }
     Ok(())
 }
@@ -394,9 +395,9 @@ fn arg_extreme_all<T: Element, const MAX: bool>(xs: &[T]) -> (usize, T) {
 /// Shape check shared by `max_all`/`min_all`: an empty tensor has no extreme element.
 fn extreme_all_meta(sizes: &[usize], name: &str) -> KResult<Vec<Vec<usize>>> {
     if sizes.iter().product::<usize>() == 0 {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "{name}: Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
-        ));
+        )));
     }
     Ok(vec![vec![]])
 }
@@ -617,9 +618,9 @@ fn arg_meta(
         }
         None => {
             if self_.iter().product::<usize>() == 0 {
-                return Err(format!(
+                return Err(KernelError::shape(format!(
                     "{name}: Expected reduction dim to be specified for input.numel() == 0."
-                ));
+                )));
             }
             Ok(vec![if keepdim {
                 vec![1; self_.len()]
@@ -1072,11 +1073,15 @@ mod tests {
     #[test]
     fn sum_dim_errors() {
         assert_eq!(
-            sum_dim_meta(&[2, 3], Some(&[1, -1]), false, None).unwrap_err(),
+            sum_dim_meta(&[2, 3], Some(&[1, -1]), false, None)
+                .unwrap_err()
+                .to_string(),
             "dim 1 appears multiple times in the list of dims"
         );
         assert_eq!(
-            sum_dim_meta(&[2, 3], Some(&[2]), false, None).unwrap_err(),
+            sum_dim_meta(&[2, 3], Some(&[2]), false, None)
+                .unwrap_err()
+                .to_string(),
             "Dimension out of range (expected to be in range of [-2, 1], but got 2)"
         );
         assert!(sum_dim_meta(&[], Some(&[1]), false, None).is_err());
@@ -1109,14 +1114,16 @@ mod tests {
         let e: Vec<f32> = vec![];
         let el = Layout::contiguous(&[0]);
         assert_eq!(
-            run1::<f32>(&[], |o| max_all(Src::new(&e, &el), o)).unwrap_err(),
+            run1::<f32>(&[], |o| max_all(Src::new(&e, &el), o)).unwrap_err().to_string(),
             "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
         );
         assert!(run1::<f32>(&[], |o| min_all(Src::new(&e, &el), o))
             .unwrap_err()
+            .to_string()
             .starts_with("min(): Expected"));
         assert!(max_all_meta(&[2, 0])
             .unwrap_err()
+            .to_string()
             .starts_with("max(): Expected reduction dim to be specified"));
         assert_eq!(min_all_meta(&[]).unwrap(), vec![Vec::<usize>::new()]);
     }
@@ -1212,11 +1219,11 @@ mod tests {
     #[test]
     fn max_dim_errors_and_empty_kept_dims() {
         assert_eq!(
-            max_dim_meta(&[2, 0], 1, false).unwrap_err(),
+            max_dim_meta(&[2, 0], 1, false).unwrap_err().to_string(),
             "max(): Expected reduction dim 1 to have non-zero size."
         );
         assert_eq!(
-            min_dim_meta(&[0], -1, false).unwrap_err(),
+            min_dim_meta(&[0], -1, false).unwrap_err().to_string(),
             "min(): Expected reduction dim 0 to have non-zero size."
         );
         let e: Vec<f32> = vec![];
@@ -1307,11 +1314,13 @@ mod tests {
     #[test]
     fn argmax_errors_and_zero_dim() {
         assert_eq!(
-            argmax_meta(&[0, 2], None, false).unwrap_err(),
+            argmax_meta(&[0, 2], None, false).unwrap_err().to_string(),
             "argmax(): Expected reduction dim to be specified for input.numel() == 0."
         );
         assert_eq!(
-            argmin_meta(&[0, 2], Some(0), false).unwrap_err(),
+            argmin_meta(&[0, 2], Some(0), false)
+                .unwrap_err()
+                .to_string(),
             "argmin(): Expected reduction dim 0 to have non-zero size."
         );
         assert_eq!(argmax_meta(&[0, 2], Some(1), false).unwrap(), vec![vec![0]]);
@@ -1336,7 +1345,7 @@ mod tests {
         assert_eq!(mode_of(&[n, n, n]), 0); // all NaN: the first
         assert_eq!(mode_of(&[true, false, true]), 2);
         assert_eq!(
-            mode_meta(&[2, 0], 1, false).unwrap_err(),
+            mode_meta(&[2, 0], 1, false).unwrap_err().to_string(),
             "mode(): Expected reduction dim 1 to have non-zero size."
         );
         assert_eq!(mode_meta(&[0, 3], 1, true).unwrap(), vec![vec![0, 1]; 2]);

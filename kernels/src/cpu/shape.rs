@@ -5,6 +5,7 @@
 use crate::cpu::pointwise::PARALLEL_MIN;
 use crate::layout::wrap_dim;
 use crate::parallel::{fan_out, par_chunks_mut};
+use crate::KernelError;
 use crate::{Dst, Element, KResult, Src};
 use std::borrow::Cow;
 
@@ -25,7 +26,7 @@ pub(crate) fn row_major<'a, T: crate::cpu::pointwise::Plain>(src: &Src<'a, T>) -
 /// output; this only turns a broken caller contract into an error instead of a panic.
 pub(crate) fn contiguous_out<'b, T: Copy>(out: &'b mut Dst<'_, T>) -> KResult<&'b mut [T]> {
     out.as_contiguous_mut()
-        .ok_or_else(|| "internal error: output tensor must be contiguous".to_string())
+        .ok_or_else(|| KernelError::shape("internal error: output tensor must be contiguous"))
 }
 
 /// Calls `f(b, block)` for each consecutive `block`-element block of `out` (the last may be
@@ -79,12 +80,14 @@ fn skipped(shape: &[usize]) -> bool {
 /// dim, which is `None` when every input is skipped (the result is then `[0]`).
 fn cat_plan(tensors: &[&[usize]], dim: i64) -> KResult<(Vec<usize>, Option<usize>)> {
     if tensors.is_empty() {
-        return Err("torch.cat(): expected a non-empty list of Tensors".into());
+        return Err(KernelError::shape(
+            "torch.cat(): expected a non-empty list of Tensors",
+        ));
     }
     if let Some(i) = tensors.iter().position(|s| s.is_empty()) {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "zero-dimensional tensor (at position {i}) cannot be concatenated"
-        ));
+        )));
     }
     let Some(first) = tensors.iter().position(|s| !skipped(s)) else {
         return Ok((vec![0], None));
@@ -97,17 +100,17 @@ fn cat_plan(tensors: &[&[usize]], dim: i64) -> KResult<(Vec<usize>, Option<usize
             continue;
         }
         if shape.len() != reference.len() {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "Tensors must have same number of dimensions: got {} and {}",
                 reference.len(),
                 shape.len()
-            ));
+            )));
         }
         for (e, (&want, &got)) in reference.iter().zip(shape.iter()).enumerate() {
             if e != d && want != got {
-                return Err(format!(
+                return Err(KernelError::shape(format!(
                     "Sizes of tensors must match except in dimension {d}. Expected size {want} but got size {got} for tensor number {i} in the list."
-                ));
+                )));
             }
         }
         total += shape[d];
@@ -144,11 +147,11 @@ pub fn cat<T: Element>(tensors: &[Src<'_, T>], dim: i64, mut out: Dst<'_, T>) ->
     let row = total * inner;
     let o = contiguous_out(&mut out)?;
     if o.len() != outer * row {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "internal error: cat output has {} elements, expected {}",
             o.len(),
             outer * row
-        ));
+        )));
     }
     if o.is_empty() {
         return Ok(());
@@ -299,7 +302,7 @@ mod tests {
 
     #[test]
     fn cat_errors_match_pytorch() {
-        let err = |shapes: &[&[usize]], dim| cat_meta(shapes, dim).unwrap_err();
+        let err = |shapes: &[&[usize]], dim| cat_meta(shapes, dim).unwrap_err().to_string();
         assert_eq!(
             err(&[], 0),
             "torch.cat(): expected a non-empty list of Tensors"

@@ -20,6 +20,7 @@ use crate::cpu::vmath;
 use crate::element::{same_type, same_type_mut};
 use crate::layout::wrap_dim;
 use crate::parallel::{fan_out, par_chunks_mut};
+use crate::KernelError;
 use crate::{Arith, DType, Dst, Element, FloatMath, KResult, Src};
 
 /// Input elements per parallel task when a task covers several rows.
@@ -188,9 +189,9 @@ where
 /// call (the output has the input's dtype), exactly like PyTorch's CPU backend.
 fn meta(self_: &[usize], dim: i64, half_to_float: bool, name: &str) -> KResult<Vec<Vec<usize>>> {
     if half_to_float {
-        return Err(format!(
+        return Err(KernelError::dtype(format!(
             "{name} with half to float conversion is not supported on CPU"
-        ));
+        )));
     }
     wrap_dim(dim, self_.len())?;
     Ok(vec![self_.to_vec()])
@@ -254,9 +255,9 @@ fn backward_meta(
     name: &str,
 ) -> KResult<Vec<Vec<usize>>> {
     if grad_output != output {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "Expected tensor for argument #1 'grad_output' to have the same size as tensor for argument #2 'output'; but {grad_output:?} does not equal {output:?} (while checking arguments for {name})"
-        ));
+        )));
     }
     wrap_dim(dim, output.len())?;
     Ok(vec![output.to_vec()])
@@ -266,11 +267,11 @@ fn backward_meta(
 /// (the forward rejects `half_to_float`), so the backward has no narrowing to do either.
 pub fn check_backward_input_dtype(grad: DType, input_dtype: DType, name: &str) -> KResult<()> {
     if grad != input_dtype {
-        return Err(format!(
+        return Err(KernelError::dtype(format!(
             "{name} with half to float conversion is not supported: input_dtype is {} but grad_output is {}",
             input_dtype.scalar_type_name(),
             grad.scalar_type_name()
-        ));
+        )));
     }
     Ok(())
 }
@@ -670,7 +671,7 @@ mod tests {
     #[test]
     fn backward_checks_shapes_and_input_dtype() {
         assert_eq!(
-            softmax_backward_data_meta(&[2, 3], &[3, 2], 0, DType::F32).unwrap_err(),
+            softmax_backward_data_meta(&[2, 3], &[3, 2], 0, DType::F32).unwrap_err().to_string(),
             "Expected tensor for argument #1 'grad_output' to have the same size as tensor for argument #2 'output'; but [2, 3] does not equal [3, 2] (while checking arguments for softmax_backward)"
         );
         let (g, l) = (vec![0.5f32; 2], Layout::contiguous(&[2]));
@@ -682,7 +683,8 @@ mod tests {
             DType::F16,
             Dst::new(&mut o, &l),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("input_dtype is Half but grad_output is Float"),
             "{e}"
@@ -692,15 +694,15 @@ mod tests {
     #[test]
     fn errors() {
         assert_eq!(
-            softmax_meta(&[2, 3], 2, false).unwrap_err(),
+            softmax_meta(&[2, 3], 2, false).unwrap_err().to_string(),
             "Dimension out of range (expected to be in range of [-2, 1], but got 2)"
         );
         assert_eq!(
-            softmax_meta(&[2], 0, true).unwrap_err(),
+            softmax_meta(&[2], 0, true).unwrap_err().to_string(),
             "softmax with half to float conversion is not supported on CPU"
         );
         assert_eq!(
-            log_softmax_meta(&[2], 0, true).unwrap_err(),
+            log_softmax_meta(&[2], 0, true).unwrap_err().to_string(),
             "log_softmax with half to float conversion is not supported on CPU"
         );
     }

@@ -1,6 +1,7 @@
 //! Scalar functions of pointwise unary ops, on compute types. The pointwise loops in
 //! [`super::pointwise`] map them over strided buffers.
 
+use crate::KernelError;
 use crate::{Arith, Bits, FloatMath, Libm, Rounding};
 
 /// `-x`.
@@ -109,9 +110,9 @@ pub fn identity<T>(x: T) -> T {
 pub fn gelu_check(_compute: crate::DType, approximate: &str) -> crate::KResult<()> {
     match approximate {
         "none" | "tanh" => Ok(()),
-        other => Err(format!(
+        other => Err(KernelError::value(format!(
             "approximate argument must be either none or tanh, got '{other}'"
-        )),
+        ))),
     }
 }
 
@@ -297,10 +298,10 @@ pub fn hardtanh<T: Arith>(x: T, min_val: T, max_val: T) -> T {
 /// `torch.nn.functional.hardtanh`'s checks: `min_val <= max_val`, and ATen's refusal of bool.
 pub fn hardtanh_check(compute: crate::DType, min_val: f64, max_val: f64) -> crate::KResult<()> {
     if min_val > max_val {
-        return Err("min_val cannot be greater than max_val".into());
+        return Err(KernelError::value("min_val cannot be greater than max_val"));
     }
     if compute == crate::DType::Bool {
-        return Err("Bool inputs not supported for hardtanh".into());
+        return Err(KernelError::dtype("Bool inputs not supported for hardtanh"));
     }
     // hardtanh is ATen's clamp on integers: the same bound checks, the rest saturate.
     super::binary::clamp_bounds_check(compute, Some(min_val), Some(max_val))

@@ -9,6 +9,7 @@
 //! `T::Compute`. A 1-d image is a 2-d one of height 1.
 
 use crate::cpu::shape::{contiguous_out, for_each_block, row_major};
+use crate::KernelError;
 use crate::{Arith, Dst, Element, KResult, Src};
 
 /// PyTorch's `compute_scales_value`: `1 / scale` when a positive scale factor was given,
@@ -100,21 +101,21 @@ impl Planes {
 /// output shape.
 fn forward_shape(self_: &[usize], output_size: &[i64], dims: usize) -> KResult<Vec<usize>> {
     if self_.len() != dims + 2 {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "expected a {}D input [N, C, *spatial], but got {self_:?}",
             dims + 2
-        ));
+        )));
     }
     if output_size.len() != dims || output_size.iter().any(|&o| o <= 0) {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "output_size must be {dims} positive values, but got {output_size:?}"
-        ));
+        )));
     }
     let spatial = &self_[2..];
     if spatial.contains(&0) {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "Input and output sizes should be greater than 0, but got input {spatial:?} and output {output_size:?}"
-        ));
+        )));
     }
     let mut shape = self_[..2].to_vec();
     shape.extend(output_size.iter().map(|&o| o as usize));
@@ -130,26 +131,26 @@ fn backward_shape(
     dims: usize,
 ) -> KResult<Vec<usize>> {
     if output_size.len() != dims {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "It is expected output_size equals to {dims}, but got size {}",
             output_size.len()
-        ));
+        )));
     }
     if input_size.len() != dims + 2 {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "It is expected input_size equals to {}, but got size {}",
             dims + 2,
             input_size.len()
-        ));
+        )));
     }
     if input_size[..2].iter().any(|&s| s < 0)
         || input_size[2..].iter().any(|&s| s <= 0)
         || output_size.iter().any(|&s| s <= 0)
     {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "Input and output sizes should be greater than 0, but got input {:?} and output {output_size:?}",
             &input_size[2..]
-        ));
+        )));
     }
     let full: Vec<usize> = input_size[..2]
         .iter()
@@ -157,17 +158,17 @@ fn backward_shape(
         .map(|&s| s as usize)
         .collect();
     if grad_output.len() != dims + 2 {
-        return Err(format!(
+        return Err(KernelError::shape(format!(
             "Expected grad_output to be a tensor of dimension {} but got: dimension {}",
             dims + 2,
             grad_output.len()
-        ));
+        )));
     }
     for (i, (&want, &got)) in full.iter().zip(grad_output).enumerate() {
         if want != got {
-            return Err(format!(
+            return Err(KernelError::shape(format!(
                 "Expected grad_output to have the same shape as output; output.size({i}) = {want} but got grad_output.size({i}) = {got}"
-            ));
+            )));
         }
     }
     Ok(input_size.iter().map(|&s| s as usize).collect())
@@ -607,21 +608,26 @@ mod tests {
     #[test]
     fn errors_name_the_sizes() {
         assert_eq!(
-            upsample_nearest1d_meta(&[2, 3], &[4], None).unwrap_err(),
+            upsample_nearest1d_meta(&[2, 3], &[4], None)
+                .unwrap_err()
+                .to_string(),
             "expected a 3D input [N, C, *spatial], but got [2, 3]"
         );
         assert_eq!(
-            upsample_nearest2d_meta(&[1, 1, 2, 2], &[0, 2], None, None).unwrap_err(),
+            upsample_nearest2d_meta(&[1, 1, 2, 2], &[0, 2], None, None)
+                .unwrap_err()
+                .to_string(),
             "output_size must be 2 positive values, but got [0, 2]"
         );
         assert_eq!(
             upsample_nearest2d_backward_meta(&[1, 1, 4, 5], &[4, 4], &[1, 1, 2, 2], None, None)
-                .unwrap_err(),
+                .unwrap_err().to_string(),
             "Expected grad_output to have the same shape as output; output.size(3) = 4 but got grad_output.size(3) = 5"
         );
         assert_eq!(
             upsample_bilinear2d_backward_meta(&[1, 1, 4], &[4], &[1, 1, 2], false, None, None)
-                .unwrap_err(),
+                .unwrap_err()
+                .to_string(),
             "It is expected output_size equals to 2, but got size 1"
         );
     }

@@ -3,6 +3,7 @@
 //! all work on one stream per device, so a block freed after its last kernel was queued is
 //! safe to reuse by the next kernel on that stream.
 
+use kiln_kernels::KernelError;
 use std::collections::BTreeMap;
 
 /// Blocks under 1 MiB round up to 512 bytes; larger ones to 2 MiB.
@@ -30,7 +31,7 @@ pub(crate) struct Caching {
 impl Caching {
     /// A block of `class` bytes: a cached one, else a new one from the driver; on
     /// out-of-memory the cache is emptied and the driver asked once more.
-    pub fn take(&mut self, class: usize) -> Result<u64, String> {
+    pub fn take(&mut self, class: usize) -> Result<u64, KernelError> {
         if let Some(p) = self.free.get_mut(&class).and_then(Vec::pop) {
             self.allocated += class;
             return Ok(p);
@@ -41,15 +42,16 @@ impl Caching {
             Ok(p) => p,
             Err(_) => {
                 // Cached blocks may still be read by queued kernels: wait for them first.
-                cudarc::driver::result::ctx::synchronize()
-                    .map_err(|e| format!("CUDA error while freeing cached memory: {e:?}"))?;
+                cudarc::driver::result::ctx::synchronize().map_err(|e| {
+                    KernelError::device(format!("CUDA error while freeing cached memory: {e:?}"))
+                })?;
                 self.release_cached();
                 // SAFETY: as above.
                 unsafe { cudarc::driver::result::malloc_sync(class) }.map_err(|e| {
-                    format!(
+                    KernelError::out_of_memory(format!(
                         "CUDA out of memory. Tried to allocate {class} bytes ({} bytes already allocated by kiln): {e:?}",
                         self.allocated
-                    )
+                    ))
                 })?
             }
         };

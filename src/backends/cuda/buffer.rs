@@ -29,7 +29,7 @@ impl CudaBuffer {
     pub fn zeros(op: &str, ordinal: usize, dtype: DType, len: usize) -> Result<CudaBuffer> {
         let gpu = runtime::gpu(ordinal)?;
         let bytes = len.checked_mul(dtype.size_in_bytes()).ok_or_else(|| {
-            Error::op(
+            Error::out_of_memory(
                 op,
                 format!("CUDA out of memory. Tried to allocate {len} elements of {dtype}"),
             )

@@ -48,7 +48,7 @@ pub(crate) fn require_cublas(op: &str) -> Result<()> {
     if cublas_present() {
         return Ok(());
     }
-    Err(Error::op(
+    Err(Error::device(
         op,
         format!(
             "CUDA matmul needs cuBLAS, which could not be loaded (tried {}); install a CUDA \

@@ -24,7 +24,10 @@ impl Backend for MetaBackend {
     }
 
     fn to_host(&self, _: &Tensor, _: DType) -> Result<Tensor> {
-        Err(Error::op("to", "Cannot copy out of meta tensor; no data!"))
+        Err(Error::not_implemented(
+            "to",
+            "Cannot copy out of meta tensor; no data!",
+        ))
     }
 
     fn upload(&self, host: &Tensor, dtype: DType, _: Device) -> Result<Tensor> {

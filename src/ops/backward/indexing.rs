@@ -116,7 +116,7 @@ fn scatter_extremum_split(
 }
 
 fn unknown_reduce(reduce: &str) -> crate::Error {
-    crate::Error::op(
+    crate::Error::value(
         "scatter_reduce",
         format!(
             "Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', 'amin' but got {reduce}."

@@ -170,7 +170,7 @@ fn nll_per_class(weight: &Tensor, safe: &Tensor, coef: &Tensor) -> Result<Tensor
 }
 
 fn missing_weight() -> crate::Error {
-    crate::Error::op(
+    crate::Error::value(
         "backward",
         "kiln internal error: a weight gradient was asked of an nll_loss without weight",
     )

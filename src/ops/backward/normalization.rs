@@ -628,7 +628,7 @@ pub fn batch_norm_double_backward(
     output_mask: &[bool],
 ) -> Result<Grads7> {
     let (n, c, hxw) = batch_dims(input);
-    let missing = || Error::op("native_batch_norm_backward", "batch statistics missing");
+    let missing = || Error::shape("native_batch_norm_backward", "batch statistics missing");
     let (mean, rstd) = if train {
         (
             save_mean.ok_or_else(missing)?.clone(),

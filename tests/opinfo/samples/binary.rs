@@ -3,7 +3,7 @@
 
 use super::{err, float, int, make, mask, mismatched_pair, nonzero, ties, vals, BROADCAST_ERROR};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Scalar, Tensor};
+use kiln::{DType, ErrorKind, Scalar, Tensor};
 
 // ---------------------------------------------------------------------------------------
 // Pointwise binary: add, sub, mul, maximum, minimum (`binary`); div (`binary_nonzero`);
@@ -71,6 +71,7 @@ pub fn binary_errors() -> Vec<ErrorSample> {
             "shapes [2,3] and [2,4] do not broadcast",
             mismatched_pair(DType::F32),
         ),
+        ErrorKind::Shape,
         BROADCAST_ERROR,
     )]
 }
@@ -103,6 +104,7 @@ pub fn binary_nonzero_errors() -> Vec<ErrorSample> {
                 nonzero(&[2, 4], DType::F32, 93),
             ],
         ),
+        ErrorKind::Shape,
         BROADCAST_ERROR,
     )]
 }
@@ -131,10 +133,12 @@ pub fn pow_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("shapes [2,3] and [2,4] do not broadcast", pair),
+            ErrorKind::Shape,
             BROADCAST_ERROR,
         ),
         err(
             Sample::new("bool ** bool", vec![mask(&[3], 96), mask(&[3], 97)]),
+            ErrorKind::DType,
             "\"pow\" not implemented for 'Bool'",
         ),
     ]
@@ -286,6 +290,7 @@ pub fn pow_scalar_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("bool tensor ** True", vec![mask(&[3], 98)])
             .arg("exponent", Arg::Scalar(Scalar::Bool(true))),
+        ErrorKind::DType,
         "\"pow\" not implemented for 'Bool'",
     )]
 }
@@ -343,12 +348,14 @@ pub fn clamp_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("neither min nor max", vec![vals(&[3], DType::F32, 99)]),
+            ErrorKind::Value,
             "At least one of 'min' or 'max' must not be None",
         ),
         err(
             Sample::new("bool tensor with bool bounds", vec![mask(&[3], 100)])
                 .arg("min", Arg::OptScalar(Some(Scalar::Bool(false))))
                 .arg("max", Arg::OptScalar(Some(Scalar::Bool(true)))),
+            ErrorKind::DType,
             "\"clamp\" not implemented for 'Bool'",
         ),
     ]
@@ -388,6 +395,7 @@ pub fn where_cond_errors() -> Vec<ErrorSample> {
                     f(&[3], 103),
                 ],
             ),
+            ErrorKind::DType,
             "expected condition to have dtype torch.bool, but got torch.uint8",
         ),
         err(
@@ -395,6 +403,7 @@ pub fn where_cond_errors() -> Vec<ErrorSample> {
                 "shapes do not broadcast",
                 vec![mask(&[2, 3], 104), f(&[2, 3], 105), f(&[2, 4], 106)],
             ),
+            ErrorKind::Shape,
             BROADCAST_ERROR,
         ),
     ]
@@ -446,6 +455,7 @@ pub fn masked_fill_errors() -> Vec<ErrorSample> {
                 ],
             )
             .arg("value", float(1.0)),
+            ErrorKind::DType,
             "expected mask to have dtype torch.bool, but got torch.uint8",
         ),
         err(
@@ -454,6 +464,7 @@ pub fn masked_fill_errors() -> Vec<ErrorSample> {
                 vec![vals(&[2, 3], DType::F32, 109), mask(&[2, 4], 110)],
             )
             .arg("value", float(1.0)),
+            ErrorKind::Shape,
             BROADCAST_ERROR,
         ),
     ]

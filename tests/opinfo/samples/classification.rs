@@ -2,7 +2,7 @@
 
 use super::{err, index, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 fn reduction(r: i64) -> Arg {
     Arg::Int(r)
@@ -96,7 +96,7 @@ pub fn nll_loss_forward_errors() -> Vec<ErrorSample> {
                 1,
                 -100,
             ),
-            "Target 5 is out of bounds.",
+            ErrorKind::Index, "Target 5 is out of bounds.",
         ),
         err(
             nll_args(
@@ -107,7 +107,7 @@ pub fn nll_loss_forward_errors() -> Vec<ErrorSample> {
                 1,
                 -100,
             ),
-            "size mismatch (got input: [3, 5], target: [2])",
+            ErrorKind::Shape, "size mismatch (got input: [3, 5], target: [2])",
         ),
         err(
             nll_args(
@@ -122,7 +122,7 @@ pub fn nll_loss_forward_errors() -> Vec<ErrorSample> {
                 1,
                 -100,
             ),
-            "weight tensor should be defined either for all 5 classes or no classes but got weight tensor of shape: [4]",
+            ErrorKind::Shape, "weight tensor should be defined either for all 5 classes or no classes but got weight tensor of shape: [4]",
         ),
         err(
             nll_args(
@@ -133,7 +133,7 @@ pub fn nll_loss_forward_errors() -> Vec<ErrorSample> {
                 3,
                 -100,
             ),
-            "3 is not a valid value for reduction",
+            ErrorKind::Value, "3 is not a valid value for reduction",
         ),
     ]
 }
@@ -247,14 +247,17 @@ pub fn nll_loss_backward_errors() -> Vec<ErrorSample> {
                 1,
                 -100,
             ),
+            ErrorKind::Shape,
             "Expected a single element grad_output tensor, but got: [2]",
         ),
         err(
             nll_args(case("total_weight [2]", &[], &[2], &[0, 1]), 2, -100),
+            ErrorKind::Shape,
             "expected total_weight to be a single element tensor, got: [2] (2 elements)",
         ),
         err(
             nll_args(case("target 7 of 5 classes", &[], &[], &[0, 7]), 2, -100),
+            ErrorKind::Index,
             "Target 7 is out of bounds.",
         ),
     ]
@@ -300,6 +303,7 @@ pub fn nll_loss_errors() -> Vec<ErrorSample> {
                 "target 5 of 5 classes",
                 vec![vals(&[2, 5], f, 151), index(&[0, 5], &[2])],
             ),
+            ErrorKind::Index,
             "Target 5 is out of bounds.",
         ),
         err(
@@ -307,6 +311,7 @@ pub fn nll_loss_errors() -> Vec<ErrorSample> {
                 "batch mismatch",
                 vec![vals(&[3, 5], f, 152), index(&[0, 1], &[2])],
             ),
+            ErrorKind::Shape,
             "Expected input batch_size (3) to match target batch_size (2).",
         ),
     ]
@@ -359,6 +364,7 @@ pub fn cross_entropy_errors() -> Vec<ErrorSample> {
             vec![vals(&[2, 3], DType::F32, 153), index(&[0, 1], &[2])],
         )
         .arg("label_smoothing", Arg::Float(1.5)),
+        ErrorKind::Value,
         "label_smoothing must be between 0.0 and 1.0. Got: 1.5",
     )]
 }
@@ -393,6 +399,7 @@ pub fn bce_errors() -> Vec<ErrorSample> {
                 "input above 1",
                 vec![super::make(&[3], f, 1.5, 2.0, 154), vals(&[3], f, 155)],
             ),
+            ErrorKind::Value,
             "all elements of input should be between 0 and 1",
         ),
         err(
@@ -400,6 +407,7 @@ pub fn bce_errors() -> Vec<ErrorSample> {
                 "shape mismatch",
                 vec![super::make(&[2, 3], f, 0.1, 0.9, 156), vals(&[3], f, 157)],
             ),
+            ErrorKind::Value,
             "Please ensure they have the same size.",
         ),
     ]
@@ -451,6 +459,7 @@ pub fn bce_backward_errors() -> Vec<ErrorSample> {
                 vals(&[3], f, 161),
             ],
         ),
+        ErrorKind::Value,
         "Please ensure they have the same size.",
     )]
 }
@@ -478,6 +487,7 @@ pub fn bce_logits_errors() -> Vec<ErrorSample> {
             "shape mismatch",
             vec![vals(&[2, 3], f, 158), vals(&[2], f, 159)],
         ),
+        ErrorKind::Value,
         "Please ensure they have the same size.",
     )]
 }

@@ -2,7 +2,7 @@
 
 use super::{err, ints, small, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::DType;
+use kiln::{DType, ErrorKind};
 
 fn geometry(s: Sample, k: &[i64], d: &[i64], p: &[i64], st: &[i64]) -> Sample {
     s.arg("kernel_size", ints(k))
@@ -67,6 +67,7 @@ pub fn im2col_errors() -> Vec<ErrorSample> {
                 &[0],
                 &[1],
             ),
+            ErrorKind::Shape,
             "calculated shape of the array of sliding blocks is non-positive",
         ),
         err(
@@ -77,6 +78,7 @@ pub fn im2col_errors() -> Vec<ErrorSample> {
                 &[0],
                 &[0],
             ),
+            ErrorKind::Value,
             "stride should be greater than zero",
         ),
         err(
@@ -90,6 +92,7 @@ pub fn im2col_errors() -> Vec<ErrorSample> {
                 &[0],
                 &[1],
             ),
+            ErrorKind::Shape,
             "Expected 3D (unbatched) or 4D (batched) input to im2col",
         ),
     ]
@@ -160,6 +163,7 @@ pub fn col2im_errors() -> Vec<ErrorSample> {
             &[1],
         )
         .arg("output_size", ints(&[3, 3])),
+        ErrorKind::Shape,
         "expected size of input's dimension 2 to match the calculated number of sliding blocks 4",
     )]
 }
@@ -230,11 +234,11 @@ pub fn conv1d_errors() -> Vec<ErrorSample> {
     vec![
         err(
             conv_args(Sample::new("channel mismatch", vec![vals(&[2, 4, 5], f, 100), vals(&[2, 3, 2], f, 101)]), &[1], &[0], &[1], 1),
-            "Given groups=1, weight of size [2, 3, 2], expected input[2, 4, 5] to have 3 channels, but got 4 channels instead",
+            ErrorKind::Shape, "Given groups=1, weight of size [2, 3, 2], expected input[2, 4, 5] to have 3 channels, but got 4 channels instead",
         ),
         err(
             conv_args(Sample::new("4-d input", vec![vals(&[1, 2, 3, 4], f, 102), vals(&[2, 2, 2], f, 103)]), &[1], &[0], &[1], 1),
-            "Expected 2D (unbatched) or 3D (batched) input to conv1d",
+            ErrorKind::Shape, "Expected 2D (unbatched) or 3D (batched) input to conv1d",
         ),
     ]
 }
@@ -395,6 +399,7 @@ fn conv_padding_errors(n: usize) -> Vec<ErrorSample> {
         err(
             Sample::new("unknown string", vec![vals(&xs, f, 196), vals(&ws, f, 197)])
                 .arg("padding", Arg::Str("full")),
+            ErrorKind::Value,
             "Invalid padding string: 'full'",
         ),
         err(
@@ -404,6 +409,7 @@ fn conv_padding_errors(n: usize) -> Vec<ErrorSample> {
             )
             .arg("stride", ints(&[2]))
             .arg("padding", Arg::Str("same")),
+            ErrorKind::Value,
             "padding='same' is not supported for strided convolutions",
         ),
     ]
@@ -435,6 +441,7 @@ pub fn conv2d_errors() -> Vec<ErrorSample> {
                 &[1],
                 2,
             ),
+            ErrorKind::Shape,
             "expected weight to be divisible by 2 at dimension 0",
         ),
         err(
@@ -448,6 +455,7 @@ pub fn conv2d_errors() -> Vec<ErrorSample> {
                 &[1],
                 1,
             ),
+            ErrorKind::Shape,
             "calculated shape of the array of sliding blocks is non-positive",
         ),
         err(
@@ -461,6 +469,7 @@ pub fn conv2d_errors() -> Vec<ErrorSample> {
                 &[1],
                 1,
             ),
+            ErrorKind::Value,
             "expected stride to be a single integer value or a list of 2 values",
         ),
     ]
@@ -529,6 +538,7 @@ pub fn conv3d_errors() -> Vec<ErrorSample> {
             &[1],
             1,
         ),
+        ErrorKind::Shape,
         "expected a 5-d weight",
     )]
 }
@@ -612,6 +622,7 @@ pub fn conv_transpose1d_errors() -> Vec<ErrorSample> {
             1,
             &[1],
         ),
+        ErrorKind::Value,
         "output padding must be smaller than either stride or dilation",
     )]
 }
@@ -684,6 +695,7 @@ pub fn conv_transpose2d_errors() -> Vec<ErrorSample> {
             1,
             &[1],
         ),
+        ErrorKind::Shape,
         "expected input[1, 3, 3, 3] to have 2 channels, but got 3 channels instead",
     )]
 }

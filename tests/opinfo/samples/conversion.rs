@@ -2,7 +2,7 @@
 
 use super::{discrete, ranged};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Device, Tensor};
+use kiln::{DType, Device, ErrorKind, Tensor};
 
 /// to(dtype) from the test dtype to f64, i64, bool, f32, f16 and i32. Float inputs are
 /// non-integers of both signs (truncation toward zero); the bool target sample includes
@@ -65,6 +65,7 @@ pub fn to_device_errors() -> Vec<ErrorSample> {
     vec![ErrorSample {
         sample: Sample::new("to cuda:64", vec![Tensor::from([1f32, 2.])])
             .arg("device", Arg::Device(Device::Cuda(64))),
+        kind: ErrorKind::Device,
         message: "cannot use device cuda:64",
     }]
 }

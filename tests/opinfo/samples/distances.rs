@@ -2,7 +2,7 @@
 
 use super::{err, two, vals, BROADCAST_ERROR};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::DType;
+use kiln::{DType, ErrorKind};
 
 pub fn cosine_similarity(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
@@ -21,6 +21,7 @@ pub fn cosine_similarity(dtype: DType) -> Vec<Sample> {
 pub fn cosine_similarity_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("[2,3] with [2,4]", two(&[2, 3], &[2, 4], DType::F32, 143)),
+        ErrorKind::Shape,
         BROADCAST_ERROR,
     )]
 }
@@ -63,6 +64,7 @@ pub fn cdist_errors() -> Vec<ErrorSample> {
             "columns differ",
             vec![vals(&[3, 4], f, 160), vals(&[3, 5], f, 161)],
         ),
+        ErrorKind::Shape,
         "X1 and X2 must have the same number of columns. X1: 4 X2: 5",
     )]
 }

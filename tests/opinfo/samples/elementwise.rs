@@ -2,7 +2,7 @@
 
 use super::{discrete, err, float, nonzero, positive, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 fn three(shapes: [&[usize]; 3], dtype: DType, seed: u64) -> Vec<Tensor> {
     vec![
@@ -36,6 +36,7 @@ pub fn lerp_errors() -> Vec<ErrorSample> {
             ],
         )
         .arg("weight", float(0.5)),
+        ErrorKind::DType,
         "expected dtype float for `end` but got dtype double",
     )]
 }
@@ -64,6 +65,7 @@ pub fn lerp_tensor(dtype: DType) -> Vec<Sample> {
 pub fn lerp_tensor_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("int64", three([&[3], &[3], &[3]], DType::I64, 53)),
+        ErrorKind::DType,
         "not implemented for 'Long'",
     )]
 }
@@ -109,6 +111,7 @@ pub fn addc_errors() -> Vec<ErrorSample> {
             three([&[3], &[3], &[3]], DType::I64, 54),
         )
         .arg("value", float(0.5)),
+        ErrorKind::DType,
         "For integral input tensors, argument alpha must not be a floating point number.",
     )]
 }
@@ -120,6 +123,7 @@ pub fn addcdiv(dtype: DType) -> Vec<Sample> {
 pub fn addcdiv_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("int64 operands", three([&[3], &[3], &[3]], DType::I64, 59)),
+        ErrorKind::DType,
         "Integer division with addcdiv is no longer supported",
     )]
 }
@@ -214,6 +218,7 @@ pub fn round_decimals_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("int64 with decimals", vec![Tensor::from(vec![15i64, 26])])
             .arg("decimals", Arg::Int(-1)),
+        ErrorKind::DType,
         "\"round_cpu\" not implemented for 'Long'",
     )]
 }
@@ -288,7 +293,7 @@ pub fn prelu(dtype: DType) -> Vec<Sample> {
 pub fn prelu_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("3 weights for 4 channels", vec![vals(&[2, 4], DType::F32, 55), vals(&[3], DType::F32, 56)]),
-        "Mismatch of parameter numbers and input channel size. Found parameter numbers = 3 and channel size = 4.",
+        ErrorKind::Shape, "Mismatch of parameter numbers and input channel size. Found parameter numbers = 3 and channel size = 4.",
     )]
 }
 
@@ -311,6 +316,7 @@ pub fn shrink(dtype: DType) -> Vec<Sample> {
 pub fn shrink_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("int64", vec![vals(&[3], DType::I64, 57)]),
+        ErrorKind::DType,
         "not implemented for 'Long'",
     )]
 }
@@ -358,6 +364,7 @@ pub fn glu(dtype: DType) -> Vec<Sample> {
 pub fn glu_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("odd size", vec![vals(&[2, 3], DType::F32, 58)]),
+        ErrorKind::Shape,
         "Halving dimension must be even, but dimension 1 is size 3",
     )]
 }
@@ -374,6 +381,7 @@ pub fn bitwise_errors() -> Vec<ErrorSample> {
             "float32 operands",
             vec![vals(&[3], DType::F32, 70), vals(&[3], DType::F32, 71)],
         ),
+        ErrorKind::DType,
         "not implemented for 'Float'",
     )]
 }
@@ -385,6 +393,7 @@ pub fn bitwise_unary(dtype: DType) -> Vec<Sample> {
 pub fn bitwise_unary_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("float32", vec![vals(&[3], DType::F32, 72)]),
+        ErrorKind::DType,
         "not implemented for 'Float'",
     )]
 }
@@ -413,6 +422,7 @@ pub fn div_mode_errors() -> Vec<ErrorSample> {
             vec![vals(&[3], DType::F32, 73), vals(&[3], DType::F32, 74)],
         )
         .arg("rounding_mode", Arg::Str("round")),
+        ErrorKind::Value,
         "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'round'",
     )]
 }

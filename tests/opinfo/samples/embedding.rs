@@ -2,7 +2,7 @@
 
 use super::{err, index, mask, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 /// The first three samples are gradchecked, so they have no padding_idx (its row gets no
 /// gradient by definition, which finite differences cannot see); tests/nn.rs checks that.
@@ -38,6 +38,7 @@ pub fn embedding_errors() -> Vec<ErrorSample> {
             "index 5 of 5",
             vec![vals(&[5, 2], DType::F32, 140), index(&[5], &[1])],
         ),
+        ErrorKind::Index,
         "index out of range in self",
     )]
 }
@@ -68,6 +69,7 @@ pub fn dropout_errors() -> Vec<ErrorSample> {
         Sample::new("p 1.5", vec![vals(&[3], DType::F32, 141)])
             .arg("p", Arg::Float(1.5))
             .arg("train", Arg::Bool(true)),
+        ErrorKind::Value,
         "dropout probability has to be between 0 and 1, but got 1.5",
     )]
 }
@@ -154,6 +156,7 @@ pub fn sdpa_errors() -> Vec<ErrorSample> {
             ],
         )
         .arg("is_causal", Arg::Bool(true)),
+        ErrorKind::Value,
         "Explicit attn_mask should not be set when is_causal=True",
     )]
 }
@@ -268,19 +271,19 @@ pub fn embedding_bag_errors() -> Vec<ErrorSample> {
     vec![
         err(
             bag("index 5 of 5", index(&[0, 5], &[2]), index(&[0], &[1])),
-            "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be 5",
+            ErrorKind::Index, "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be 5",
         ),
         err(
             bag("offsets[0] = 1", index(&[0, 1], &[2]), index(&[1], &[1])),
-            "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. However, got 1",
+            ErrorKind::Value, "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. However, got 1",
         ),
         err(
             bag("offsets[-1] = 3 of 2", index(&[0, 1], &[2]), index(&[0, 3], &[2])),
-            "offsets[-1] can not be greater than input's length 2 but got offsets[-1] of 3",
+            ErrorKind::Value, "offsets[-1] can not be greater than input's length 2 but got offsets[-1] of 3",
         ),
         err(
             bag("decreasing offsets", index(&[0, 1, 2], &[3]), index(&[0, 2, 1], &[3])),
-            "offsets has to be non-decreasing, but offsets[2] = 1 is less than offsets[1] = 2",
+            ErrorKind::Value, "offsets has to be non-decreasing, but offsets[2] = 1 is less than offsets[1] = 2",
         ),
         err(
             bag(
@@ -288,18 +291,18 @@ pub fn embedding_bag_errors() -> Vec<ErrorSample> {
                 Tensor::from(vec![0.0f32, 1.0]),
                 index(&[0], &[1]),
             ),
-            "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got Float instead",
+            ErrorKind::DType, "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got Float instead",
         ),
         err(
             bag("2-d indices", index(&[0, 1, 1, 0], &[2, 2]), index(&[0], &[1])),
-            "if input is 2D, then offsets has to be None",
+            ErrorKind::Shape, "if input is 2D, then offsets has to be None",
         ),
         err(
             Sample::new(
                 "1-d weight",
                 vec![vals(&[5], DType::F32, 181), index(&[0], &[1]), index(&[0], &[1])],
             ),
-            "weight has to be a 2D Tensor, but got Tensor of dimension 1",
+            ErrorKind::Shape, "weight has to be a 2D Tensor, but got Tensor of dimension 1",
         ),
         err(
             Sample::new(
@@ -312,25 +315,25 @@ pub fn embedding_bag_errors() -> Vec<ErrorSample> {
                 ],
             )
             .arg("mode", Arg::Int(1)),
-            "embedding_bag: per_sample_weights only supported with mode='sum'",
+            ErrorKind::Value, "embedding_bag: per_sample_weights only supported with mode='sum'",
         ),
         err(
             bag("padding_idx 5 of 5", index(&[0, 1], &[2]), index(&[0], &[1]))
                 .arg("padding_idx", Arg::OptInt(Some(5))),
-            "padding_idx must be within the number of embeddings, -5 through 4, but got 5",
+            ErrorKind::Value, "padding_idx must be within the number of embeddings, -5 through 4, but got 5",
         ),
         err(
             bag("mode 3", index(&[0, 1], &[2]), index(&[0], &[1])).arg("mode", Arg::Int(3)),
-            "mode has to be one of sum (0), mean (1) or max (2), but got 3",
+            ErrorKind::Value, "mode has to be one of sum (0), mean (1) or max (2), but got 3",
         ),
         err(
             bag("sparse", index(&[0, 1], &[2]), index(&[0], &[1])).arg("sparse", Arg::Bool(true)),
-            "sparse gradients are not supported by kiln",
+            ErrorKind::NotImplemented, "sparse gradients are not supported by kiln",
         ),
         err(
             bag("include_last_offset without offsets", index(&[], &[0]), index(&[], &[0]))
                 .arg("include_last_offset", Arg::Bool(true)),
-            "include_last_offset: number of offset should be at least 1",
+            ErrorKind::Value, "include_last_offset: number of offset should be at least 1",
         ),
     ]
 }
@@ -382,26 +385,26 @@ pub fn embedding_bag_functional_errors() -> Vec<ErrorSample> {
                 "2-d input with offsets",
                 vec![index(&[0, 1, 1, 0], &[2, 2]), w(), index(&[0], &[1])],
             ),
-            "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length sequences. However, found offsets of type Tensor",
+            ErrorKind::Shape, "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length sequences. However, found offsets of type Tensor",
         ),
         err(
             Sample::new("1-d input without offsets", vec![index(&[0, 1], &[2]), w()]),
-            "offsets has to be a 1D Tensor but got None",
+            ErrorKind::Value, "offsets has to be a 1D Tensor but got None",
         ),
         err(
             Sample::new("3-d input", vec![index(&[0; 8], &[2, 2, 2]), w()]),
-            "input has to be 1D or 2D Tensor, but got Tensor of dimension 3",
+            ErrorKind::Shape, "input has to be 1D or 2D Tensor, but got Tensor of dimension 3",
         ),
         err(
             Sample::new("mode min", vec![index(&[0, 1, 1, 0], &[2, 2]), w()])
                 .arg("mode", Arg::Str("min")),
-            "mode has to be one of sum, mean or max",
+            ErrorKind::Value, "mode has to be one of sum, mean or max",
         ),
         err(
             Sample::new("max with scale_grad_by_freq", vec![index(&[0, 1, 1, 0], &[2, 2]), w()])
                 .arg("mode", Arg::Str("max"))
                 .arg("scale_grad_by_freq", Arg::Bool(true)),
-            "max mode does not support scaling the gradient by the frequency",
+            ErrorKind::Value, "max mode does not support scaling the gradient by the frequency",
         ),
         err(
             Sample::new(
@@ -414,7 +417,7 @@ pub fn embedding_bag_functional_errors() -> Vec<ErrorSample> {
                 ],
             )
             .arg("mode", Arg::Str("sum")),
-            "embedding_bag: If per_sample_weights ([3]) is not None, then it must have the same shape as the input ([2])",
+            ErrorKind::Shape, "embedding_bag: If per_sample_weights ([3]) is not None, then it must have the same shape as the input ([2])",
         ),
         err(
             Sample::new(
@@ -426,7 +429,7 @@ pub fn embedding_bag_functional_errors() -> Vec<ErrorSample> {
                     vals(&[2], DType::F32, 184),
                 ],
             ),
-            "per_sample_weights is only supported for mode='sum' (got mode='mean')",
+            ErrorKind::Value, "per_sample_weights is only supported for mode='sum' (got mode='mean')",
         ),
     ]
 }

@@ -5,7 +5,7 @@
 
 use super::{err, f32v, index, make, mask, opt_int, rand_index, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 /// A uint8 mask of `shape` holding `v`.
 fn byte_mask(v: &[u8], shape: &[usize]) -> Tensor {
@@ -141,6 +141,7 @@ fn index_error(desc: &str, shape: &[usize], list: Vec<Option<Tensor>>) -> Sample
 }
 
 /// Inputs `index` and `index_put` both reject, with PyTorch's messages.
+/// Every one is an `IndexError` in PyTorch, so their kind is `ErrorKind::Index`.
 fn index_list_errors() -> Vec<(Sample, &'static str)> {
     vec![
         (
@@ -198,7 +199,7 @@ fn index_list_errors() -> Vec<(Sample, &'static str)> {
 pub fn index_tensor_errors() -> Vec<ErrorSample> {
     index_list_errors()
         .into_iter()
-        .map(|(s, m)| err(s, m))
+        .map(|(s, m)| err(s, ErrorKind::Index, m))
         .collect()
 }
 
@@ -261,7 +262,7 @@ pub fn index_put_errors() -> Vec<ErrorSample> {
         let v = vals(&[], DType::F32, 172);
         let mut s = s;
         s.tensors.push(v);
-        err(s.arg("accumulate", Arg::Bool(false)), m)
+        err(s.arg("accumulate", Arg::Bool(false)), ErrorKind::Index, m)
     };
     let mut out: Vec<ErrorSample> = index_list_errors().into_iter().map(with_values).collect();
     let x = || vals(&[3, 4], DType::F32, 173);
@@ -270,13 +271,13 @@ pub fn index_put_errors() -> Vec<ErrorSample> {
             Sample::new("values [3] for [2,4]", vec![x(), vals(&[3], DType::F32, 174)])
                 .with_opt_list(vec![Some(index(&[0, 2], &[2]))])
                 .arg("accumulate", Arg::Bool(false)),
-            "shape mismatch: value tensor of shape [3] cannot be broadcast to indexing result of shape [2, 4]",
+            ErrorKind::Shape, "shape mismatch: value tensor of shape [3] cannot be broadcast to indexing result of shape [2, 4]",
         ),
         err(
             Sample::new("float64 values", vec![x(), vals(&[4], DType::F64, 175)])
                 .with_opt_list(vec![Some(index(&[1], &[1]))])
                 .arg("accumulate", Arg::Bool(true)),
-            "Index put requires the source and destination dtypes match, got Float for the destination and Double for the source.",
+            ErrorKind::DType, "Index put requires the source and destination dtypes match, got Float for the destination and Double for the source.",
         ),
     ]);
     out
@@ -334,6 +335,7 @@ pub fn index_select_errors() -> Vec<ErrorSample> {
         err(
             Sample::new("index 3 of size 3", vec![x(), index(&[0, 3], &[2])])
                 .arg("dim", Arg::Int(0)),
+            ErrorKind::Index,
             "index out of range in self",
         ),
         err(
@@ -342,15 +344,18 @@ pub fn index_select_errors() -> Vec<ErrorSample> {
                 vec![x(), make(&[2], DType::I16, 0.0, 3.0, 155)],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::DType,
             "Expected dtype int32/int64 for index",
         ),
         err(
             Sample::new("2-d index", vec![x(), index(&[0, 1, 1, 0], &[2, 2])])
                 .arg("dim", Arg::Int(0)),
+            ErrorKind::Index,
             "Index is supposed to be a vector",
         ),
         err(
             Sample::new("dim 2", vec![x(), index(&[0], &[1])]).arg("dim", Arg::Int(2)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]
@@ -407,11 +412,13 @@ pub fn gather_errors() -> Vec<ErrorSample> {
                 vec![x(), index(&[0, 3, 1, 2], &[2, 2])],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::Index,
             "index 3 is out of bounds for dimension 0 with size 3",
         ),
         err(
             Sample::new("1-d index for 2-d self", vec![x(), index(&[0, 1], &[2])])
                 .arg("dim", Arg::Int(0)),
+            ErrorKind::Shape,
             "Index tensor must have the same number of dimensions as input tensor",
         ),
         err(
@@ -420,6 +427,7 @@ pub fn gather_errors() -> Vec<ErrorSample> {
                 vec![x(), make(&[2, 2], DType::I16, 0.0, 3.0, 157)],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::DType,
             "Expected dtype int32/int64 for index",
         ),
     ]
@@ -445,6 +453,7 @@ pub fn take_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("index 6 of 6", vec![f32v(&[2, 3], 31), index(&[6], &[1])]),
+            ErrorKind::Index,
             "out of range: tried to access index 6 on a tensor of 6 elements.",
         ),
         err(
@@ -452,6 +461,7 @@ pub fn take_errors() -> Vec<ErrorSample> {
                 "int32 index",
                 vec![f32v(&[2, 3], 32), Tensor::from(vec![1i32])],
             ),
+            ErrorKind::DType,
             "take(): Expected a long tensor for index, but got Int",
         ),
     ]
@@ -493,7 +503,7 @@ pub fn take_along_dim_errors() -> Vec<ErrorSample> {
         err(
             Sample::new("ranks differ", vec![f32v(&[2, 3], 33), index(&[0], &[1])])
                 .arg("dim", opt_int(Some(0))),
-            "input and indices should have the same number of dimensions, but got 2 dimensions for input, and 1 dimensions for indices",
+            ErrorKind::Shape, "input and indices should have the same number of dimensions, but got 2 dimensions for input, and 1 dimensions for indices",
         ),
         err(
             Sample::new(
@@ -501,17 +511,17 @@ pub fn take_along_dim_errors() -> Vec<ErrorSample> {
                 vec![f32v(&[2, 3], 34), Tensor::from(vec![0i32, 1]).reshape([2, 1]).expect("shape")],
             )
             .arg("dim", opt_int(Some(1))),
-            "torch.take_along_dim(): dtype of indices should be Long but got Int",
+            ErrorKind::DType, "torch.take_along_dim(): dtype of indices should be Long but got Int",
         ),
         err(
             Sample::new("0-d input", vec![Tensor::from(1.0f32), index(&[0], &[])])
                 .arg("dim", opt_int(Some(0))),
-            "Dimension specified as 0 but tensor has no dimensions",
+            ErrorKind::Index, "Dimension specified as 0 but tensor has no dimensions",
         ),
         err(
             Sample::new("size-0 dim", vec![f32v(&[3, 0], 35), index(&[0], &[1, 1])])
                 .arg("dim", opt_int(Some(1))),
-            "ZeroDivisionError",
+            ErrorKind::Value, "ZeroDivisionError",
         ),
     ]
 }
@@ -534,14 +544,17 @@ pub fn one_hot_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("class 3 of 3", vec![index(&[0, 3], &[2])]).arg("num_classes", Arg::Int(3)),
+            ErrorKind::Value,
             "Class values must be smaller than num_classes.",
         ),
         err(
             Sample::new("negative class", vec![index(&[-1], &[1])]),
+            ErrorKind::Value,
             "Class values must be non-negative.",
         ),
         err(
             Sample::new("float input", vec![f32v(&[2], 34)]),
+            ErrorKind::DType,
             "one_hot is only applicable to index tensor of type LongTensor.",
         ),
     ]
@@ -581,6 +594,7 @@ pub fn masked_select_errors() -> Vec<ErrorSample> {
             "uint8 mask",
             vec![f32v(&[3], 35), vals(&[3], DType::U8, 36)],
         ),
+        ErrorKind::DType,
         "masked_select: expected BoolTensor for mask",
     )]
 }

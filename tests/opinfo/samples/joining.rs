@@ -2,7 +2,7 @@
 
 use super::{err, f32v, ints, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 fn list(shapes: &[&[usize]], dtype: DType, seed: u64) -> Vec<Tensor> {
     shapes
@@ -64,12 +64,12 @@ pub fn cat_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::with_lists("[2,3] + [2,4] along dim 0", vec![list(&[&[2, 3], &[2, 4]], f, 142)]),
-            "Sizes of tensors must match except in dimension 0. Expected size 3 but got size 4 for tensor number 1 in the list.",
+            ErrorKind::Shape, "Sizes of tensors must match except in dimension 0. Expected size 3 but got size 4 for tensor number 1 in the list.",
         ),
-        err(Sample::with_lists("0-d input", vec![list(&[&[], &[]], f, 144)]), "zero-dimensional tensor (at position 0) cannot be concatenated"),
-        err(Sample::with_lists("empty list", vec![vec![]]), "expected a non-empty list of Tensors"),
-        err(Sample::with_lists("dim 2 of 2-d inputs", vec![list(&[&[2, 3], &[2, 3]], f, 146)]).arg("dim", Arg::Int(2)), "Dimension out of range"),
-        err(Sample::with_lists("different ranks", vec![list(&[&[2, 2], &[2, 2, 2]], f, 148)]), "Tensors must have same number of dimensions: got 2 and 3"),
+        err(Sample::with_lists("0-d input", vec![list(&[&[], &[]], f, 144)]), ErrorKind::Shape, "zero-dimensional tensor (at position 0) cannot be concatenated"),
+        err(Sample::with_lists("empty list", vec![vec![]]), ErrorKind::Shape, "expected a non-empty list of Tensors"),
+        err(Sample::with_lists("dim 2 of 2-d inputs", vec![list(&[&[2, 3], &[2, 3]], f, 146)]).arg("dim", Arg::Int(2)), ErrorKind::Index, "Dimension out of range"),
+        err(Sample::with_lists("different ranks", vec![list(&[&[2, 2], &[2, 2, 2]], f, 148)]), ErrorKind::Shape, "Tensors must have same number of dimensions: got 2 and 3"),
     ]
 }
 
@@ -101,15 +101,18 @@ pub fn stack_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::with_lists("[2,3] and [2,4]", vec![list(&[&[2, 3], &[2, 4]], f, 150)]),
+            ErrorKind::Shape,
             "stack expects each tensor to be equal size",
         ),
         err(
             Sample::with_lists("empty list", vec![vec![]]),
+            ErrorKind::Shape,
             "stack expects a non-empty TensorList",
         ),
         err(
             Sample::with_lists("dim 3 for 1-d inputs", vec![list(&[&[2], &[2]], f, 152)])
                 .arg("dim", Arg::Int(3)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]
@@ -133,10 +136,12 @@ pub fn split_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("negative size", vec![f32v(&[3], 24)]).arg("split_size", Arg::Int(-1)),
+            ErrorKind::Shape,
             "split expects split_size be non-negative, but got split_size=-1",
         ),
         err(
             Sample::new("0-d", vec![f32v(&[], 25)]).arg("split_size", Arg::Int(1)),
+            ErrorKind::Shape,
             "split expects at least a 1-dimensional tensor",
         ),
     ]
@@ -159,7 +164,7 @@ pub fn split_with_sizes(dtype: DType) -> Vec<Sample> {
 pub fn split_with_sizes_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("sizes sum to 2 of 3", vec![f32v(&[3], 26)]).arg("split_sizes", ints(&[1, 1])),
-        "split_with_sizes expects split_sizes to sum exactly to 3 (input tensor's size at dimension 0), but got split_sizes=[1, 1]",
+        ErrorKind::Shape, "split_with_sizes expects split_sizes to sum exactly to 3 (input tensor's size at dimension 0), but got split_sizes=[1, 1]",
     )]
 }
 
@@ -180,6 +185,7 @@ pub fn chunk(dtype: DType) -> Vec<Sample> {
 pub fn chunk_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("0 chunks", vec![f32v(&[3], 27)]).arg("chunks", Arg::Int(0)),
+        ErrorKind::Value,
         "chunk expects `chunks` to be greater than 0, got: 0",
     )]
 }
@@ -199,6 +205,7 @@ pub fn unbind(dtype: DType) -> Vec<Sample> {
 pub fn unbind_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("0-d", vec![f32v(&[], 28)]),
+        ErrorKind::Index,
         "Dimension specified as 0 but tensor has no dimensions",
     )]
 }
@@ -221,11 +228,13 @@ pub fn meshgrid_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::with_lists("2-d input", vec![vec![f32v(&[2, 2], 29)]]),
+            ErrorKind::Shape,
             "torch.meshgrid: Expected 0D or 1D tensor in the input list but got: [2, 2]",
         ),
         err(
             Sample::with_lists("bad indexing", vec![vec![f32v(&[2], 30)]])
                 .arg("indexing", Arg::Str("yx")),
+            ErrorKind::Value,
             "torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: yx",
         ),
     ]

@@ -3,7 +3,7 @@
 
 use super::{err, float, ints, small, two, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 /// `[..batch, n, n]` random values plus `n` on the diagonal: diagonally dominant, so
 /// invertible and well conditioned.
@@ -43,10 +43,12 @@ fn matrix_errors(op: &str) -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("2 x 3", vec![vals(&[2, 3], DType::F32, 170)]),
+            ErrorKind::Shape,
             "must be batches of square matrices, but they are 2 by 3 matrices",
         ),
         err(
             Sample::new("int64", vec![vals(&[2, 2], DType::I64, 171)]),
+            ErrorKind::DType,
             "Expected a floating point or complex tensor as input. Got Long",
         ),
     ]
@@ -97,6 +99,7 @@ pub fn solve_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("singular A", vec![singular, vals(&[2], DType::F32, 172)]),
+            ErrorKind::Value,
             "linalg.solve: The solver failed because the input matrix is singular.",
         ),
         err(
@@ -107,6 +110,7 @@ pub fn solve_errors() -> Vec<ErrorSample> {
                     vals(&[2, 2], DType::F32, 174),
                 ],
             ),
+            ErrorKind::Shape,
             "Incompatible shapes of A and B",
         ),
     ]
@@ -125,7 +129,7 @@ pub fn spd_matrices_errors() -> Vec<ErrorSample> {
     let indefinite = Tensor::from_vec(vec![1.0f32, 2.0, 2.0, 1.0], &[2, 2]).expect("shape");
     vec![err(
         Sample::new("indefinite", vec![indefinite]),
-        "linalg.cholesky: The factorization could not be completed because the input is not positive-definite (the leading minor of order 2 is not positive-definite).",
+        ErrorKind::Value, "linalg.cholesky: The factorization could not be completed because the input is not positive-definite (the leading minor of order 2 is not positive-definite).",
     )]
 }
 
@@ -152,7 +156,7 @@ pub fn qr_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("mode full", vec![vals(&[3, 2], DType::F32, 175)])
             .arg("mode", Arg::Str("full")),
-        "qr received unrecognized mode 'full' but expected one of 'reduced' (default), 'r', or 'complete'",
+        ErrorKind::Value, "qr received unrecognized mode 'full' but expected one of 'reduced' (default), 'r', or 'complete'",
     )]
 }
 
@@ -172,6 +176,7 @@ pub fn inner_errors() -> Vec<ErrorSample> {
             "[3] . [4]",
             vec![vals(&[3], DType::F32, 176), vals(&[4], DType::F32, 177)],
         ),
+        ErrorKind::Shape,
         "inner() the last dimension must match on both input tensors",
     )]
 }
@@ -220,7 +225,7 @@ pub fn tensordot_errors() -> Vec<ErrorSample> {
         Sample::new("sizes differ", vec![vals(&[2, 3], DType::F32, 178), vals(&[4, 2], DType::F32, 179)])
             .arg("dims_self", ints(&[1]))
             .arg("dims_other", ints(&[0])),
-        "contracted dimensions need to match, but first has size 3 in dim 1 and second has size 4 in dim 0",
+        ErrorKind::Shape, "contracted dimensions need to match, but first has size 3 in dim 1 and second has size 4 in dim 0",
     )]
 }
 
@@ -284,11 +289,13 @@ pub fn einsum_errors() -> Vec<ErrorSample> {
                 vec![vec![vals(&[2, 2], DType::F32, 180)]],
             )
             .arg("equation", Arg::Str("ij,jk->ik")),
+            ErrorKind::Value,
             "einsum(): fewer operands were provided than specified in the equation",
         ),
         err(
             Sample::with_lists("rank mismatch", vec![vec![vals(&[2, 2], DType::F32, 181)]])
                 .arg("equation", Arg::Str("ijk->i")),
+            ErrorKind::Shape,
             "does not match the number of dimensions",
         ),
     ]
@@ -316,10 +323,12 @@ pub fn mm_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("[2,3] x [4,5]", two(&[2, 3], &[4, 5], f, 124)),
+            ErrorKind::Shape,
             "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
         ),
         err(
             Sample::new("3-d self", two(&[2, 3, 4], &[4, 5], f, 126)),
+            ErrorKind::Shape,
             "self must be a matrix",
         ),
         err(
@@ -327,6 +336,7 @@ pub fn mm_errors() -> Vec<ErrorSample> {
                 "float32 x float64",
                 vec![vals(&[2, 3], f, 128), vals(&[3, 2], DType::F64, 129)],
             ),
+            ErrorKind::DType,
             "expected m1 and m2 to have the same dtype, but got: Float != Double",
         ),
     ]
@@ -354,10 +364,10 @@ pub fn bmm(dtype: DType) -> Vec<Sample> {
 pub fn bmm_errors() -> Vec<ErrorSample> {
     let f = DType::F32;
     vec![
-        err(Sample::new("2-d self", two(&[2, 3], &[2, 3, 4], f, 130)), "batch1 must be a 3D tensor"),
+        err(Sample::new("2-d self", two(&[2, 3], &[2, 3, 4], f, 130)), ErrorKind::Shape, "batch1 must be a 3D tensor"),
         err(
             Sample::new("[2,3,4] x [2,5,2]", two(&[2, 3, 4], &[2, 5, 2], f, 132)),
-            "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 5].",
+            ErrorKind::Shape, "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 5].",
         ),
     ]
 }
@@ -399,18 +409,22 @@ pub fn matmul_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("0-d operand", two(&[], &[3], f, 134)),
+            ErrorKind::Shape,
             "both arguments to matmul need to be at least 1D",
         ),
         err(
             Sample::new("[2,3] x [4,5]", two(&[2, 3], &[4, 5], f, 136)),
+            ErrorKind::Shape,
             "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
         ),
         err(
             Sample::new("[3] x [4]", two(&[3], &[4], f, 138)),
+            ErrorKind::Shape,
             "inconsistent tensor size",
         ),
         err(
             Sample::new("[2,2,3] x [2,4,5]", two(&[2, 2, 3], &[2, 4, 5], f, 140)),
+            ErrorKind::Shape,
             "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
         ),
     ]
@@ -428,10 +442,12 @@ pub fn dot_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("2-d operands", two(&[2, 2], &[2, 2], f, 125)),
+            ErrorKind::Shape,
             "1D tensors expected, but got 2D and 2D tensors",
         ),
         err(
             Sample::new("[3] . [4]", two(&[3], &[4], f, 127)),
+            ErrorKind::Shape,
             "inconsistent tensor size",
         ),
         err(
@@ -439,6 +455,7 @@ pub fn dot_errors() -> Vec<ErrorSample> {
                 "float32 . float64",
                 vec![vals(&[3], f, 129), vals(&[3], DType::F64, 130)],
             ),
+            ErrorKind::DType,
             "dot : expected both vectors to have same dtype, but found Float and Double",
         ),
     ]
@@ -454,6 +471,7 @@ pub fn outer(dtype: DType) -> Vec<Sample> {
 pub fn outer_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("2-d self", two(&[2, 2], &[3], DType::F32, 131)),
+        ErrorKind::Shape,
         "outer: Expected 1-D argument self, but got 2-D",
     )]
 }
@@ -495,6 +513,7 @@ pub fn addmm_errors() -> Vec<ErrorSample> {
                 vals(&[4, 5], DType::F32, 134),
             ],
         ),
+        ErrorKind::Shape,
         "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
     )]
 }
@@ -529,6 +548,7 @@ pub fn linear_errors() -> Vec<ErrorSample> {
             "in_features mismatch",
             vec![vals(&[3, 4], f, 122), vals(&[5, 3], f, 123)],
         ),
+        ErrorKind::Shape,
         "cannot be multiplied",
     )]
 }
@@ -570,6 +590,7 @@ pub fn bilinear_errors() -> Vec<ErrorSample> {
                 vals(&[2, 4, 5], f, 126),
             ],
         ),
+        ErrorKind::Shape,
         "do not match weight",
     )]
 }
@@ -590,6 +611,7 @@ pub fn mv_errors() -> Vec<ErrorSample> {
             "vector @ vector",
             vec![vals(&[3], DType::F32, 127), vals(&[3], DType::F32, 128)],
         ),
+        ErrorKind::Shape,
         "vector + matrix @ vector expected, got 1, 1, 1",
     )]
 }
@@ -632,6 +654,7 @@ pub fn addmv_errors() -> Vec<ErrorSample> {
                 vals(&[4, 1], f, 131),
             ],
         ),
+        ErrorKind::Shape,
         "vector + matrix @ vector expected",
     )]
 }
@@ -673,6 +696,7 @@ pub fn baddbmm_errors() -> Vec<ErrorSample> {
                 vals(&[2, 4, 5], f, 134),
             ],
         ),
+        ErrorKind::Shape,
         "batch1 must be a 3D tensor",
     )]
 }

@@ -5,7 +5,7 @@
 
 use super::{err, from_f64, make, two, uniform, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Scalar, Tensor};
+use kiln::{DType, ErrorKind, Scalar, Tensor};
 
 /// ±1 labels of `dtype`, deterministic from `seed`.
 fn signs(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
@@ -29,6 +29,7 @@ fn reduction(r: i64) -> Arg {
 fn bad_reduction(tensors: Vec<Tensor>) -> ErrorSample {
     err(
         Sample::new("reduction 3", tensors).arg("reduction", reduction(3)),
+        ErrorKind::Value,
         "3 is not a valid value for reduction",
     )
 }
@@ -68,6 +69,7 @@ pub fn margin_ranking_loss_errors() -> Vec<ErrorSample> {
                     signs(&[2, 3], f, 6),
                 ],
             ),
+            ErrorKind::Shape,
             "must match the size of tensor b",
         ),
     ]
@@ -174,6 +176,7 @@ pub fn cosine_embedding_loss_errors() -> Vec<ErrorSample> {
                     signs(&[2, 3], f, 6),
                 ],
             ),
+            ErrorKind::Shape,
             "0D or 1D target tensor expected, multi-target not supported",
         ),
         err(
@@ -181,6 +184,7 @@ pub fn cosine_embedding_loss_errors() -> Vec<ErrorSample> {
                 "1-d target, 1-d inputs",
                 vec![vals(&[3], f, 7), vals(&[3], f, 8), signs(&[3], f, 9)],
             ),
+            ErrorKind::Shape,
             "1D target tensor expects 2D input tensors, but found inputs with sizes [3] and [3].",
         ),
         err(
@@ -192,6 +196,7 @@ pub fn cosine_embedding_loss_errors() -> Vec<ErrorSample> {
                     signs(&[], f, 12),
                 ],
             ),
+            ErrorKind::Shape,
             "0D target tensor expects 1D input tensors",
         ),
     ]
@@ -226,7 +231,7 @@ pub fn triplet_margin_loss_errors() -> Vec<ErrorSample> {
                 "2-d, 2-d, 1-d",
                 vec![vals(&[2, 3], f, 4), vals(&[2, 3], f, 5), vals(&[3], f, 6)],
             ),
-            "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but got: anchor 2D, positive 2D, and negative 1D inputs",
+            ErrorKind::Shape, "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but got: anchor 2D, positive 2D, and negative 1D inputs",
         ),
     ]
 }
@@ -301,6 +306,7 @@ pub fn poisson_nll_loss_errors() -> Vec<ErrorSample> {
             1e-8,
             3,
         ),
+        ErrorKind::Value,
         "3 is not a valid value for reduction",
     )]
 }
@@ -337,26 +343,26 @@ pub fn multi_margin_loss_errors() -> Vec<ErrorSample> {
         err(
             Sample::new("p 3", vec![vals(&[2, 3], f, 1), classes(&[2], 3, 2)])
                 .arg("p", Arg::Scalar(Scalar::Int(3))),
-            "only p == 1 and p == 2 supported",
+            ErrorKind::Value, "only p == 1 and p == 2 supported",
         ),
         err(
             Sample::new("float target", vec![vals(&[2, 3], f, 3), vals(&[2], f, 4)]),
-            "expected scalar type Long but found Float",
+            ErrorKind::DType, "expected scalar type Long but found Float",
         ),
         err(
             Sample::new("target [3] for [2,3]", vec![vals(&[2, 3], f, 5), classes(&[3], 3, 6)]),
-            "inconsistent target size, expected 2 but got [3]",
+            ErrorKind::Shape, "inconsistent target size, expected 2 but got [3]",
         ),
         err(
             Sample::new(
                 "weight [2] for 3 classes",
                 vec![vals(&[2, 3], f, 7), classes(&[2], 3, 8), vals(&[2], f, 9)],
             ),
-            "inconsistent weight size, expected 3 but got [2]",
+            ErrorKind::Shape, "inconsistent weight size, expected 3 but got [2]",
         ),
         err(
             Sample::new("3-d input", vec![vals(&[2, 3, 2], f, 10), classes(&[2], 3, 11)]),
-            "Expected non-empty vector or matrix with optional 0-dim batch size, but got: [2, 3, 2]",
+            ErrorKind::Shape, "Expected non-empty vector or matrix with optional 0-dim batch size, but got: [2, 3, 2]",
         ),
     ]
 }
@@ -415,6 +421,7 @@ pub fn multilabel_margin_loss_errors() -> Vec<ErrorSample> {
                 "target [2,2] for [2,3]",
                 vec![vals(&[2, 3], f, 3), classes(&[2, 2], 3, 4)],
             ),
+            ErrorKind::Shape,
             "inconsistent target size: [2, 2] for input of size: [2, 3]",
         ),
         err(
@@ -422,6 +429,7 @@ pub fn multilabel_margin_loss_errors() -> Vec<ErrorSample> {
                 "float target",
                 vec![vals(&[2, 3], f, 5), vals(&[2, 3], f, 6)],
             ),
+            ErrorKind::DType,
             "expected scalar type Long but found Float",
         ),
     ]
@@ -494,6 +502,7 @@ pub fn loss_backward_errors() -> Vec<ErrorSample> {
             ],
         )
         .arg("reduction", Arg::Int(3)),
+        ErrorKind::Value,
         "3 is not a valid value for reduction",
     )]
 }
@@ -535,6 +544,7 @@ pub fn smooth_l1_loss_backward_errors() -> Vec<ErrorSample> {
         )
         .arg("reduction", Arg::Int(1))
         .arg("beta", Arg::Float(-1.0)),
+        ErrorKind::Value,
         "smooth_l1_loss does not support negative values for beta.",
     )]
 }
@@ -574,6 +584,7 @@ pub fn huber_loss_backward_errors() -> Vec<ErrorSample> {
         )
         .arg("reduction", Arg::Int(1))
         .arg("delta", Arg::Float(0.0)),
+        ErrorKind::Value,
         "huber_loss does not support non-positive values for delta.",
     )]
 }
@@ -581,6 +592,7 @@ pub fn huber_loss_backward_errors() -> Vec<ErrorSample> {
 pub fn loss_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("reduction 3", two(&[3], &[3], DType::F32, 140)).arg("reduction", Arg::Int(3)),
+        ErrorKind::Value,
         "3 is not a valid value for reduction",
     )]
 }
@@ -600,6 +612,7 @@ pub fn smooth_l1_loss(dtype: DType) -> Vec<Sample> {
 pub fn smooth_l1_loss_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("beta -1", two(&[3], &[3], DType::F32, 141)).arg("beta", Arg::Float(-1.0)),
+        ErrorKind::Value,
         "smooth_l1_loss does not support negative values for beta.",
     )]
 }
@@ -613,6 +626,7 @@ pub fn huber_loss(dtype: DType) -> Vec<Sample> {
 pub fn huber_loss_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("delta 0", two(&[3], &[3], DType::F32, 142)).arg("delta", Arg::Float(0.0)),
+        ErrorKind::Value,
         "huber_loss does not support non-positive values for delta.",
     )]
 }

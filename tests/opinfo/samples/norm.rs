@@ -6,7 +6,7 @@
 
 use super::{err, ints, make, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 /// Means in [-0.5, 0.5).
 fn means(n: usize, dtype: DType, seed: u64) -> Tensor {
@@ -71,11 +71,11 @@ pub fn native_layer_norm_errors() -> Vec<ErrorSample> {
     vec![
         err(
             s("shape mismatch", vec![vals(&[2, 3], f, 160)], &[4]),
-            "Given normalized_shape=[4], expected input with shape [*, 4], but got input of size[2, 3]",
+            ErrorKind::Shape, "Given normalized_shape=[4], expected input with shape [*, 4], but got input of size[2, 3]",
         ),
         err(
             s("empty normalized_shape", vec![vals(&[2, 3], f, 161)], &[]),
-            "Expected normalized_shape to be at least 1-dimensional",
+            ErrorKind::Shape, "Expected normalized_shape to be at least 1-dimensional",
         ),
         err(
             s(
@@ -83,11 +83,11 @@ pub fn native_layer_norm_errors() -> Vec<ErrorSample> {
                 vec![vals(&[2, 4], f, 162), vals(&[3], f, 163)],
                 &[4],
             ),
-            "Expected weight to be of same shape as normalized_shape, but got weight of shape [3] and normalized_shape = [4]",
+            ErrorKind::Shape, "Expected weight to be of same shape as normalized_shape, but got weight of shape [3] and normalized_shape = [4]",
         ),
         err(
             s("integer input", vec![vals(&[2, 4], DType::I64, 164)], &[4]),
-            "not implemented for 'Long'",
+            ErrorKind::DType, "not implemented for 'Long'",
         ),
     ]
 }
@@ -179,10 +179,12 @@ pub fn native_layer_norm_backward_errors() -> Vec<ErrorSample> {
     vec![
         err(
             s("two-element output_mask", 3, &[true, true]),
+            ErrorKind::Shape,
             "output_mask must have 3 elements",
         ),
         err(
             s("mean of the wrong size", 2, &[true, true, true]),
+            ErrorKind::Shape,
             "Expected mean to hold 3 values",
         ),
     ]
@@ -231,19 +233,19 @@ pub fn native_group_norm_errors() -> Vec<ErrorSample> {
     vec![
         err(
             s("6 channels, 4 groups", &[2, 6, 4], 2, 6, 4, 4),
-            "Expected number of channels in input to be divisible by num_groups, but got input of shape [2, 6, 4] and num_groups=4",
+            ErrorKind::Shape, "Expected number of channels in input to be divisible by num_groups, but got input of shape [2, 6, 4] and num_groups=4",
         ),
         err(
             s("no groups", &[2, 6, 4], 2, 6, 4, 0),
-            "Expected num groups to be greater than 0, got 0",
+            ErrorKind::Value, "Expected num groups to be greater than 0, got 0",
         ),
         err(
             s("N * C * HxW not the input's size", &[2, 6, 4], 2, 6, 5, 3),
-            "Expected an input of N * C * HxW = 2 * 6 * 5 elements",
+            ErrorKind::Shape, "Expected an input of N * C * HxW = 2 * 6 * 5 elements",
         ),
         err(
             s("no channels, 2^62 groups", &[2, 0, 3], 2, 0, 3, 1 << 62),
-            "Expected N * num_groups to fit the statistics",
+            ErrorKind::Value, "Expected N * num_groups to fit the statistics",
         ),
     ]
 }
@@ -317,6 +319,7 @@ pub fn native_group_norm_backward_errors() -> Vec<ErrorSample> {
             2,
         )
         .arg("output_mask", mask(&[true])),
+        ErrorKind::Shape,
         "output_mask must have 3 elements",
     )]
 }
@@ -397,6 +400,7 @@ pub fn native_batch_norm_errors() -> Vec<ErrorSample> {
                 Sample::new("one value per channel", vec![vals(&[1, 3], f, 175)]),
                 true,
             ),
+            ErrorKind::Shape,
             "Expected more than 1 value per channel when training, got input size [1, 3]",
         ),
         err(
@@ -404,6 +408,7 @@ pub fn native_batch_norm_errors() -> Vec<ErrorSample> {
                 Sample::new("eval without running stats", vec![vals(&[2, 3], f, 176)]),
                 false,
             ),
+            ErrorKind::Value,
             "running_mean and running_var must be defined in evaluation mode",
         ),
         err(
@@ -414,10 +419,12 @@ pub fn native_batch_norm_errors() -> Vec<ErrorSample> {
                 ),
                 true,
             ),
+            ErrorKind::Shape,
             "weight should contain 3 elements not 2",
         ),
         err(
             bn_args(Sample::new("1-d input", vec![vals(&[4], f, 179)]), true),
+            ErrorKind::Shape,
             "expected 2D or higher input (got 1D input)",
         ),
     ]
@@ -494,6 +501,7 @@ pub fn native_batch_norm_backward_errors() -> Vec<ErrorSample> {
         .arg("train", Arg::Bool(true))
         .arg("eps", eps(1e-5))
         .arg("output_mask", mask(&[true, true, true])),
+        ErrorKind::Value,
         "save_mean and save_invstd must be defined in training mode",
     )]
 }
@@ -540,7 +548,7 @@ pub fn fused_rms_norm_errors() -> Vec<ErrorSample> {
             Sample::new("shape mismatch", vec![vals(&[2, 3], f, 182)])
                 .arg("normalized_shape", ints(&[2]))
                 .arg("eps", Arg::OptFloat(None)),
-            "Given normalized_shape=[2], expected input with shape [*, 2]",
+            ErrorKind::Shape, "Given normalized_shape=[2], expected input with shape [*, 2]",
         ),
         err(
             Sample::new(
@@ -549,7 +557,7 @@ pub fn fused_rms_norm_errors() -> Vec<ErrorSample> {
             )
             .arg("normalized_shape", ints(&[3]))
             .arg("eps", Arg::OptFloat(None)),
-            "Expected weight to be of same shape as normalized_shape, but got weight of shape [2] and normalized_shape = [3]",
+            ErrorKind::Shape, "Expected weight to be of same shape as normalized_shape, but got weight of shape [2] and normalized_shape = [3]",
         ),
     ]
 }
@@ -619,6 +627,7 @@ pub fn fused_rms_norm_backward_errors() -> Vec<ErrorSample> {
         )
         .arg("normalized_shape", ints(&[4]))
         .arg("output_mask", mask(&[true, true, true])),
+        ErrorKind::Shape,
         "output_mask must have 2 elements",
     )]
 }
@@ -693,6 +702,7 @@ pub fn batch_norm_errors() -> Vec<ErrorSample> {
             .arg("momentum", Arg::Float(0.1))
             .arg("eps", Arg::Float(1e-5))
             .arg("cudnn_enabled", Arg::Bool(false)),
+        ErrorKind::Shape,
         "Expected more than 1 value per channel when training, got input size [1, 3]",
     )]
 }
@@ -720,6 +730,7 @@ pub fn layer_norm_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("shape mismatch", vec![vals(&[2, 3], DType::F32, 147)])
             .arg("normalized_shape", ints(&[4])),
+        ErrorKind::Shape,
         "Given normalized_shape=[4], expected input with shape [*, 4], but got input of size[2, 3]",
     )]
 }
@@ -744,7 +755,7 @@ pub fn group_norm(dtype: DType) -> Vec<Sample> {
 pub fn group_norm_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("6 channels, 4 groups", vec![vals(&[2, 6, 4], DType::F32, 148)]).arg("num_groups", Arg::Int(4)),
-        "Expected number of channels in input to be divisible by num_groups, but got input of shape [2, 6, 4] and num_groups=4",
+        ErrorKind::Shape, "Expected number of channels in input to be divisible by num_groups, but got input of shape [2, 6, 4] and num_groups=4",
     )]
 }
 
@@ -788,6 +799,7 @@ pub fn instance_norm_errors() -> Vec<ErrorSample> {
             .arg("momentum", Arg::Float(0.1))
             .arg("eps", Arg::Float(1e-5))
             .arg("cudnn_enabled", Arg::Bool(false)),
+        ErrorKind::Shape,
         "expected an input with at least 3 dims",
     )]
 }
@@ -811,6 +823,7 @@ pub fn rms_norm_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("shape mismatch", vec![vals(&[2, 3], DType::F32, 150)])
             .arg("normalized_shape", ints(&[2])),
+        ErrorKind::Shape,
         "Given normalized_shape=[2], expected input with shape [*, 2]",
     )]
 }

@@ -2,7 +2,7 @@
 
 use super::{err, index, ints, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 fn pool_args(s: Sample, k: &[i64], stride: &[i64], padding: &[i64]) -> Sample {
     s.arg("kernel_size", ints(k))
@@ -46,7 +46,7 @@ pub fn max_pool1d(dtype: DType) -> Vec<Sample> {
 pub fn max_pool1d_errors() -> Vec<ErrorSample> {
     vec![err(
         pool_args(Sample::new("pad 2 for kernel 3", vec![vals(&[1, 2, 6], DType::F32, 116)]), &[3], &[], &[2]),
-        "pad should be at most half of effective kernel size, but got pad=2, kernel_size=3 and dilation=1",
+        ErrorKind::Value, "pad should be at most half of effective kernel size, but got pad=2, kernel_size=3 and dilation=1",
     )]
 }
 
@@ -97,6 +97,7 @@ pub fn max_pool2d_errors() -> Vec<ErrorSample> {
             &[],
             &[0],
         ),
+        ErrorKind::Shape,
         "Expected 3D (unbatched) or 4D (batched) input to max_pool2d",
     )]
 }
@@ -142,6 +143,7 @@ pub fn avg_pool1d_errors() -> Vec<ErrorSample> {
             &[],
             &[0],
         ),
+        ErrorKind::Value,
         "kernel_size, stride and dilation must be greater than zero",
     )]
 }
@@ -208,6 +210,7 @@ pub fn avg_pool2d_errors() -> Vec<ErrorSample> {
             &[0],
         )
         .arg("divisor_override", super::opt_int(Some(0))),
+        ErrorKind::Value,
         "divisor must be not zero",
     )]
 }
@@ -229,6 +232,7 @@ pub fn adaptive_avg_pool1d_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("int64", vec![vals(&[1, 2, 4], DType::I64, 120)])
             .arg("output_size", ints(&[2])),
+        ErrorKind::DType,
         "not implemented for 'Long'",
     )]
 }
@@ -251,6 +255,7 @@ pub fn adaptive_avg_pool2d_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("2-d input", vec![vals(&[4, 4], DType::F32, 121)])
             .arg("output_size", ints(&[2, 2])),
+        ErrorKind::Shape,
         "Expected 3D or 4D tensor",
     )]
 }
@@ -304,11 +309,13 @@ pub fn adaptive_max_pool2d_errors() -> Vec<ErrorSample> {
         err(
             Sample::new("2-d input", vec![vals(&[4, 4], DType::F32, 190)])
                 .arg("output_size", ints(&[2, 2])),
+            ErrorKind::Shape,
             "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: [4, 4]",
         ),
         err(
             Sample::new("empty height", vec![vals(&[2, 0, 4], DType::F32, 191)])
                 .arg("output_size", ints(&[2, 2])),
+            ErrorKind::Shape,
             "with dimension 1 being empty",
         ),
         err(
@@ -317,11 +324,13 @@ pub fn adaptive_max_pool2d_errors() -> Vec<ErrorSample> {
                 vec![vals(&[2, 3, 4], DType::F32, 192)],
             )
             .arg("output_size", ints(&[-1, 2])),
+            ErrorKind::Value,
             "elements of output_size must be greater than or equal to 0",
         ),
         err(
             Sample::new("integer input", vec![index(&[1; 24], &[2, 3, 4])])
                 .arg("output_size", ints(&[2, 2])),
+            ErrorKind::DType,
             "not implemented for 'Long'",
         ),
     ]
@@ -345,12 +354,12 @@ pub fn adaptive_max_pool1d_errors() -> Vec<ErrorSample> {
         err(
             Sample::new("4-d input", vec![vals(&[1, 2, 3, 4], DType::F32, 194)])
                 .arg("output_size", ints(&[2])),
-            "Expected 2 to 3 dimensions, but got 4-dimensional tensor for argument #1 'self' (while checking arguments for adaptive_max_pool1d)",
+            ErrorKind::Shape, "Expected 2 to 3 dimensions, but got 4-dimensional tensor for argument #1 'self' (while checking arguments for adaptive_max_pool1d)",
         ),
         err(
             Sample::new("two output sizes", vec![vals(&[2, 3, 4], DType::F32, 195)])
                 .arg("output_size", ints(&[2, 2])),
-            "adaptive_max_pool1d() argument 'output_size' should contain one int (got 2)",
+            ErrorKind::Shape, "adaptive_max_pool1d() argument 'output_size' should contain one int (got 2)",
         ),
     ]
 }

@@ -3,7 +3,7 @@
 
 use super::{distinct, err, float, from_f64, ints, make, nonzero, opt_int, ties, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Scalar, Tensor};
+use kiln::{DType, ErrorKind, Scalar, Tensor};
 
 fn opt_dims(v: &[i64]) -> Arg {
     Arg::OptInts(Some(v.to_vec()))
@@ -39,11 +39,13 @@ pub fn amax_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("empty dim", vec![vals(&[0, 3], DType::F32, 60)]).arg("dim", ints(&[0])),
+            ErrorKind::Index,
             "Expected reduction dim 0 to have non-zero size.",
         ),
         err(
             Sample::new("repeated dim", vec![vals(&[2, 3], DType::F32, 61)])
                 .arg("dim", ints(&[1, -1])),
+            ErrorKind::Shape,
             "dim 1 appears multiple times in the list of dims",
         ),
         err(
@@ -52,6 +54,7 @@ pub fn amax_errors() -> Vec<ErrorSample> {
                 vec![Tensor::ones(vec![1usize; 65], DType::F32).expect("ones")],
             )
             .arg("dim", ints(&[0])),
+            ErrorKind::Shape,
             "only tensors with up to 64 dims are supported",
         ),
     ]
@@ -74,6 +77,7 @@ pub fn aminmax_errors() -> Vec<ErrorSample> {
         err(
             Sample::new("empty dim", vec![vals(&[3, 0], DType::F32, 62)])
                 .arg("dim", opt_int(Some(1))),
+            ErrorKind::Index,
             "Expected reduction dim 1 to have non-zero size.",
         ),
         err(
@@ -82,6 +86,7 @@ pub fn aminmax_errors() -> Vec<ErrorSample> {
                 vec![Tensor::ones(vec![1usize; 65], DType::F32).expect("ones")],
             )
             .arg("dim", opt_int(Some(0))),
+            ErrorKind::Shape,
             "aminmax: only tensors with up to 64 dims are supported",
         ),
     ]
@@ -112,6 +117,7 @@ pub fn nan_reduce(dtype: DType) -> Vec<Sample> {
 pub fn nan_reduce_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("int64", vec![vals(&[3], DType::I64, 63)]),
+        ErrorKind::DType,
         "nanmean(): expected input to have floating point or complex dtype but got Long",
     )]
 }
@@ -136,6 +142,7 @@ pub fn count_nonzero_dims(dtype: DType) -> Vec<Sample> {
 pub fn count_nonzero_dims_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("repeated dim", vec![vals(&[2, 3], DType::F32, 64)]).arg("dim", ints(&[0, 0])),
+        ErrorKind::Shape,
         "dim 0 appears multiple times in the list of dims",
     )]
 }
@@ -154,6 +161,7 @@ pub fn count_nonzero_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("dim 2 of 2-d", vec![vals(&[2, 3], DType::F32, 65)])
             .arg("dim", opt_int(Some(2))),
+        ErrorKind::Index,
         "Dimension out of range",
     )]
 }
@@ -193,11 +201,13 @@ pub fn vector_norm_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("int64", vec![vals(&[3], DType::I64, 66)]),
+            ErrorKind::DType,
             "Expected a floating point or complex tensor as input. Got Long",
         ),
         err(
             Sample::new("inf norm of empty", vec![vals(&[0], DType::F32, 67)])
                 .arg("ord", Arg::Scalar(Scalar::Float(f64::INFINITY))),
+            ErrorKind::Shape,
             "cannot compute the inf norm on an empty tensor",
         ),
     ]
@@ -216,6 +226,7 @@ pub fn norm(dtype: DType) -> Vec<Sample> {
 pub fn norm_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("int64", vec![vals(&[3], DType::I64, 68)]),
+        ErrorKind::DType,
         "Expected a floating point or complex tensor as input. Got Long",
     )]
 }
@@ -248,6 +259,7 @@ pub fn norm_dim_errors() -> Vec<ErrorSample> {
                 e.sample
                     .arg("p", Arg::OptScalar(None))
                     .arg("dim", ints(&[0])),
+                e.kind,
                 e.message,
             )
         })
@@ -304,11 +316,13 @@ pub fn mode_errors() -> Vec<ErrorSample> {
                 vec![vals(&[3, 0], DType::F32, 81)],
             )
             .arg("dim", Arg::Int(1)),
+            ErrorKind::Index,
             "mode(): Expected reduction dim 1 to have non-zero size.",
         ),
         err(
             Sample::new("dim 2 of 2-d", vec![vals(&[2, 3], DType::F32, 82)])
                 .arg("dim", Arg::Int(2)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]
@@ -338,6 +352,7 @@ pub fn reduce_all_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("dtype=bool", vec![vals(&[3], DType::F32, 114)])
             .arg("dtype", Arg::OptDType(Some(DType::Bool))),
+        ErrorKind::DType,
         "Bool",
     )]
 }
@@ -389,10 +404,12 @@ pub fn reduce_dim_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("dim 2 of a 2-d tensor", vec![x()]).arg("dim", ints(&[2])),
+            ErrorKind::Index,
             "Dimension out of range (expected to be in range of [-2, 1], but got 2)",
         ),
         err(
             Sample::new("repeated dim", vec![x()]).arg("dim", ints(&[0, -2])),
+            ErrorKind::Shape,
             "dim 0 appears multiple times in the list of dims",
         ),
     ]
@@ -412,6 +429,7 @@ pub fn reduce_all_nonempty(dtype: DType) -> Vec<Sample> {
 pub fn reduce_all_nonempty_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("empty [0,3]", vec![vals(&[0, 3], DType::F32, 116)]),
+        ErrorKind::Shape,
         "Expected reduction dim to be specified for input.numel() == 0",
     )]
 }
@@ -450,6 +468,7 @@ pub fn reduce_one_dim_errors() -> Vec<ErrorSample> {
                 vec![vals(&[0, 3], DType::F32, 117)],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::Index,
             "Expected reduction dim 0 to have non-zero size.",
         ),
         err(
@@ -458,6 +477,7 @@ pub fn reduce_one_dim_errors() -> Vec<ErrorSample> {
                 vec![vals(&[3, 4], DType::F32, 118)],
             )
             .arg("dim", Arg::Int(2)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]
@@ -491,6 +511,7 @@ pub fn reduce_arg_errors() -> Vec<ErrorSample> {
                 "empty [0,3] flattened",
                 vec![vals(&[0, 3], DType::F32, 119)],
             ),
+            ErrorKind::Shape,
             "Expected reduction dim to be specified for input.numel() == 0.",
         ),
         err(
@@ -499,6 +520,7 @@ pub fn reduce_arg_errors() -> Vec<ErrorSample> {
                 vec![vals(&[3, 4], DType::F32, 120)],
             )
             .arg("dim", opt_int(Some(2))),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]
@@ -531,6 +553,7 @@ pub fn sum_to_size_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("[3,4] to [2,4]", vec![vals(&[3, 4], DType::F32, 121)])
             .arg("size", ints(&[2, 4])),
+        ErrorKind::Shape,
         "size [2, 4] is not expandable to size [3, 4]",
     )]
 }
@@ -569,6 +592,7 @@ pub fn var(dtype: DType) -> Vec<Sample> {
 pub fn var_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("int64 input", vec![vals(&[3], DType::I64, 120)]),
+        ErrorKind::DType,
         "std and var only support floating point and complex dtypes",
     )]
 }
@@ -602,6 +626,7 @@ pub fn logsumexp_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("dim out of range", vec![vals(&[2, 3], DType::F32, 135)])
             .arg("dim", ints(&[2])),
+        ErrorKind::Index,
         "Dimension out of range",
     )]
 }

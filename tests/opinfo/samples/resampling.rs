@@ -2,7 +2,7 @@
 
 use super::{err, ints, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::DType;
+use kiln::{DType, ErrorKind};
 
 pub fn upsample_nearest1d(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
@@ -22,6 +22,7 @@ pub fn upsample_nearest1d_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("2-d input", vec![vals(&[2, 3], DType::F32, 135)])
             .arg("output_size", ints(&[4])),
+        ErrorKind::Shape,
         "expected a 3D input",
     )]
 }
@@ -45,6 +46,7 @@ pub fn upsample_nearest2d_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("output size 0", vec![vals(&[1, 1, 2, 2], DType::F32, 136)])
             .arg("output_size", ints(&[0, 2])),
+        ErrorKind::Shape,
         "output_size must be 2 positive values",
     )]
 }
@@ -76,6 +78,7 @@ pub fn upsample_bilinear2d_errors() -> Vec<ErrorSample> {
         Sample::new("int64", vec![vals(&[1, 1, 2, 2], DType::I64, 137)])
             .arg("output_size", ints(&[3, 3]))
             .arg("align_corners", Arg::Bool(false)),
+        ErrorKind::DType,
         "not implemented for 'Long'",
     )]
 }
@@ -110,11 +113,11 @@ pub fn upsample_nearest1d_backward_errors() -> Vec<ErrorSample> {
     vec![
         err(
             resize_error("grad_output [1,1,5] for output 4", &[1, 1, 5], &[4], &[1, 1, 2], 138),
-            "Expected grad_output to have the same shape as output; output.size(2) = 4 but got grad_output.size(2) = 5",
+            ErrorKind::Shape, "Expected grad_output to have the same shape as output; output.size(2) = 4 but got grad_output.size(2) = 5",
         ),
         err(
             resize_error("input_size of 2 dims", &[1, 1, 4], &[4], &[1, 2], 139),
-            "It is expected input_size equals to 3, but got size 2",
+            ErrorKind::Shape, "It is expected input_size equals to 3, but got size 2",
         ),
     ]
 }
@@ -146,6 +149,7 @@ pub fn upsample_nearest2d_backward_errors() -> Vec<ErrorSample> {
             &[1, 1, 2, 2],
             140,
         ),
+        ErrorKind::Shape,
         "output.size(3) = 4 but got grad_output.size(3) = 5",
     )]
 }
@@ -207,6 +211,7 @@ pub fn upsample_bilinear2d_backward_errors() -> Vec<ErrorSample> {
             141,
         )
         .arg("align_corners", Arg::Bool(false)),
+        ErrorKind::Shape,
         "Expected grad_output to be a tensor of dimension 4 but got: dimension 3",
     )]
 }
@@ -228,6 +233,7 @@ pub fn pixel_shuffle_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("5 channels r 2", vec![vals(&[1, 5, 2, 2], DType::F32, 138)])
             .arg("upscale_factor", Arg::Int(2)),
+        ErrorKind::Shape,
         "input.size(-3)=5 is not divisible by 4",
     )]
 }
@@ -249,6 +255,7 @@ pub fn pixel_unshuffle_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("height 3 r 2", vec![vals(&[1, 1, 3, 4], DType::F32, 139)])
             .arg("downscale_factor", Arg::Int(2)),
+        ErrorKind::Shape,
         "expects height and width to be divisible by downscale_factor",
     )]
 }

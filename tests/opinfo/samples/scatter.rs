@@ -2,7 +2,7 @@
 
 use super::{err, f32v, float, index, int, mask, quarters, rand_index, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 /// scatter_add(self, dim, index, src): repeated indices accumulate (float values on a grid
 /// of quarters, see [`quarters`]). The first three
@@ -69,6 +69,7 @@ pub fn scatter_add_errors() -> Vec<ErrorSample> {
                 ],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::Index,
             "index 3 is out of bounds for dimension 0 with size 3",
         ),
         err(
@@ -81,6 +82,7 @@ pub fn scatter_add_errors() -> Vec<ErrorSample> {
                 ],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::Shape,
             "Index tensor must have the same number of dimensions as self tensor",
         ),
     ]
@@ -147,6 +149,7 @@ pub fn index_add_errors() -> Vec<ErrorSample> {
                 ],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::Index,
             "index out of range in self",
         ),
         err(
@@ -159,6 +162,7 @@ pub fn index_add_errors() -> Vec<ErrorSample> {
                 ],
             )
             .arg("dim", Arg::Int(0)),
+            ErrorKind::Shape,
             "Number of indices (2) should be equal to source.size(dim) (3)",
         ),
     ]
@@ -233,6 +237,7 @@ pub fn scatter_errors() -> Vec<ErrorSample> {
             ],
         )
         .arg("dim", Arg::Int(0)),
+        ErrorKind::Index,
         "index 3 is out of bounds for dimension 0 with size 3",
     )]
 }
@@ -279,6 +284,7 @@ pub fn scatter_value_errors() -> Vec<ErrorSample> {
         Sample::new("index -1", vec![f32v(&[3], 52), index(&[-1], &[1])])
             .arg("dim", Arg::Int(0))
             .arg("value", super::float(1.0)),
+        ErrorKind::Index,
         "index -1 is out of bounds for dimension 0 with size 3",
     )]
 }
@@ -320,6 +326,7 @@ pub fn masked_scatter_errors() -> Vec<ErrorSample> {
                 f32v(&[2], 54),
             ],
         ),
+        ErrorKind::Shape,
         "masked_scatter: expected source to have at least 3 elements",
     )]
 }
@@ -576,6 +583,7 @@ pub fn scatter_reduce_errors() -> Vec<ErrorSample> {
                 vec![f32v(&[3, 4], 60), i(), f32v(&[1, 4], 61)],
                 "max",
             ),
+            ErrorKind::Value,
             "reduce argument must be either sum, prod, mean, amax or amin, got max",
         ),
         err(
@@ -588,6 +596,7 @@ pub fn scatter_reduce_errors() -> Vec<ErrorSample> {
                 ],
                 "sum",
             ),
+            ErrorKind::Index,
             "index 3 is out of bounds for dimension 0 with size 3",
         ),
         err(
@@ -596,6 +605,7 @@ pub fn scatter_reduce_errors() -> Vec<ErrorSample> {
                 vec![f32v(&[3, 4], 64), i(), vals(&[1, 4], DType::F64, 65)],
                 "amax",
             ),
+            ErrorKind::DType,
             "scatter(): Expected self.dtype to be equal to src.dtype",
         ),
         err(
@@ -604,6 +614,7 @@ pub fn scatter_reduce_errors() -> Vec<ErrorSample> {
                 vec![f32v(&[3, 4], 66), index(&[0, 1], &[2]), f32v(&[2], 67)],
                 "prod",
             ),
+            ErrorKind::Shape,
             "Index tensor must have the same number of dimensions as self tensor",
         ),
         err(
@@ -616,6 +627,7 @@ pub fn scatter_reduce_errors() -> Vec<ErrorSample> {
                 ],
                 "mean",
             ),
+            ErrorKind::DType,
             "not implemented for 'Bool'",
         ),
         err(
@@ -625,6 +637,7 @@ pub fn scatter_reduce_errors() -> Vec<ErrorSample> {
             )
             .arg("dim", Arg::Int(2))
             .arg("reduce", Arg::Str("sum")),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]
@@ -696,6 +709,7 @@ pub fn scatter_src_reduce_errors() -> Vec<ErrorSample> {
                 vec![f32v(&[3, 4], 72), i(), f32v(&[1, 4], 73)],
                 "sum",
             ),
+            ErrorKind::Value,
             "reduce argument must be either add or multiply.",
         ),
         err(
@@ -708,6 +722,7 @@ pub fn scatter_src_reduce_errors() -> Vec<ErrorSample> {
                 ],
                 "add",
             ),
+            ErrorKind::Index,
             "index -1 is out of bounds for dimension 0 with size 3",
         ),
     ]
@@ -773,6 +788,7 @@ pub fn scatter_value_reduce_errors() -> Vec<ErrorSample> {
             .arg("dim", Arg::Int(0))
             .arg("value", super::float(1.0))
             .arg("reduce", Arg::Str("mean")),
+        ErrorKind::Value,
         "reduce argument must be either add or multiply.",
     )]
 }

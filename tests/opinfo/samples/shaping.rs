@@ -4,7 +4,7 @@
 
 use super::{err, f32v, index, ints, mask, opt_int, two, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 pub fn flip(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
@@ -26,10 +26,12 @@ pub fn flip_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("repeated dim", vec![f32v(&[2, 3], 7)]).arg("dims", ints(&[0, -2])),
+            ErrorKind::Shape,
             "dim 0 appears multiple times in the list of dims",
         ),
         err(
             Sample::new("dim out of range", vec![f32v(&[2, 3], 8)]).arg("dims", ints(&[2])),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]
@@ -48,6 +50,7 @@ pub fn flip_lr_ud(dtype: DType) -> Vec<Sample> {
 pub fn flip_lr_ud_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("0-d", vec![f32v(&[], 9)]),
+        ErrorKind::Shape,
         "Input must be >= ",
     )]
 }
@@ -78,12 +81,14 @@ pub fn roll_errors() -> Vec<ErrorSample> {
             Sample::new("2 shifts, 1 dim", vec![f32v(&[2, 3], 10)])
                 .arg("shifts", ints(&[1, 2]))
                 .arg("dims", ints(&[0])),
+            ErrorKind::Shape,
             "shifts and dimensions must align. shifts: 2, dims:1",
         ),
         err(
             Sample::new("0-d along dim 0", vec![Tensor::from(1.0f32)])
                 .arg("shifts", ints(&[1]))
                 .arg("dims", ints(&[0])),
+            ErrorKind::Index,
             "Dimension specified as 0 but tensor has no dimensions",
         ),
     ]
@@ -106,14 +111,17 @@ pub fn rot90_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("one dim", vec![f32v(&[2, 3], 11)]).arg("dims", ints(&[0])),
+            ErrorKind::Shape,
             "expected total rotation dims == 2, but got dims = 1",
         ),
         err(
             Sample::new("same dims", vec![f32v(&[2, 3], 12)]).arg("dims", ints(&[0, -2])),
+            ErrorKind::Shape,
             "expected rotation dims to be different",
         ),
         err(
             Sample::new("1-d input", vec![f32v(&[3], 13)]),
+            ErrorKind::Shape,
             "expected total dims >= 2, but got total dims = 1",
         ),
     ]
@@ -143,6 +151,7 @@ pub fn diagonal_errors() -> Vec<ErrorSample> {
         Sample::new("same dims", vec![f32v(&[3, 3], 14)])
             .arg("dim1", Arg::Int(1))
             .arg("dim2", Arg::Int(-1)),
+        ErrorKind::Shape,
         "diagonal dimensions cannot be identical 1, -1",
     )]
 }
@@ -162,6 +171,7 @@ pub fn diag(dtype: DType) -> Vec<Sample> {
 pub fn diag_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("3-d", vec![f32v(&[2, 2, 2], 15)]),
+        ErrorKind::Shape,
         "diag(): Supports 1D or 2D tensors. Got 3D",
     )]
 }
@@ -179,6 +189,7 @@ pub fn trace(dtype: DType) -> Vec<Sample> {
 pub fn trace_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("1-d", vec![f32v(&[3], 16)]),
+        ErrorKind::Shape,
         "trace: expected a matrix, but got tensor with dim 1",
     )]
 }
@@ -208,12 +219,14 @@ pub fn movedim_errors() -> Vec<ErrorSample> {
             Sample::new("lengths differ", vec![f32v(&[2, 3], 17)])
                 .arg("source", ints(&[0, 1]))
                 .arg("destination", ints(&[0])),
+            ErrorKind::Shape,
             "should contain the same number of dims as destination",
         ),
         err(
             Sample::new("repeated source", vec![f32v(&[2, 3], 18)])
                 .arg("source", ints(&[0, 0]))
                 .arg("destination", ints(&[0, 1])),
+            ErrorKind::Shape,
             "movedim: repeated dim in `source` ([0, 0])",
         ),
     ]
@@ -234,6 +247,7 @@ pub fn broadcast_to(dtype: DType) -> Vec<Sample> {
 pub fn broadcast_to_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("[3] to [4]", vec![f32v(&[3], 19)]).arg("size", ints(&[4])),
+        ErrorKind::Shape,
         "must match the existing size (3) at non-singleton dimension 0",
     )]
 }
@@ -271,9 +285,10 @@ pub fn unfold_errors() -> Vec<ErrorSample> {
     vec![
         err(
             s(4, 1, 20),
+            ErrorKind::Shape,
             "maximum size for tensor at dimension 0 is 3 but size is 4",
         ),
-        err(s(2, 0, 21), "step is 0 but must be > 0"),
+        err(s(2, 0, 21), ErrorKind::Value, "step is 0 but must be > 0"),
     ]
 }
 
@@ -296,6 +311,7 @@ pub fn squeeze_dims(dtype: DType) -> Vec<Sample> {
 pub fn squeeze_dims_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("repeated", vec![f32v(&[1, 3], 22)]).arg("dim", ints(&[0, 0])),
+        ErrorKind::Shape,
         "dim 0 appears multiple times in the list of dims",
     )]
 }
@@ -325,6 +341,7 @@ pub fn narrow_tensor_errors() -> Vec<ErrorSample> {
         Sample::new("float start", vec![f32v(&[3], 23), Tensor::from(1.0f32)])
             .arg("dim", Arg::Int(0))
             .arg("length", Arg::Int(1)),
+        ErrorKind::DType,
         "start must be an 0-dim integral Tensor.",
     )]
 }
@@ -362,7 +379,7 @@ pub fn masked_fill_tensor_errors() -> Vec<ErrorSample> {
             "1-d value",
             vec![f32v(&[3], 37), mask(&[3], 38), f32v(&[1], 39)],
         ),
-        "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with 1 dimension(s).",
+        ErrorKind::Shape, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with 1 dimension(s).",
     )]
 }
 
@@ -400,6 +417,7 @@ pub fn clamp_tensor(dtype: DType) -> Vec<Sample> {
 pub fn clamp_tensor_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("no bounds", vec![f32v(&[3], 40)]),
+        ErrorKind::Value,
         "torch.clamp: At least one of 'min' or 'max' must not be None",
     )]
 }
@@ -452,6 +470,7 @@ pub fn repeat_interleave(dtype: DType) -> Vec<Sample> {
 pub fn repeat_interleave_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("negative repeats", vec![f32v(&[3], 41)]).arg("repeats", Arg::Int(-1)),
+        ErrorKind::Value,
         "repeats can not be negative",
     )]
 }
@@ -481,7 +500,7 @@ pub fn repeat_interleave_tensor_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("2 counts for 3", vec![f32v(&[3], 42), index(&[1, 1], &[2])])
             .arg("dim", opt_int(Some(0))),
-        "repeats must have the same size as input along dim, but got repeats.size(0) = 2 and input.size(0) = 3",
+        ErrorKind::Shape, "repeats must have the same size as input along dim, but got repeats.size(0) = 2 and input.size(0) = 3",
     )]
 }
 
@@ -524,15 +543,22 @@ pub fn pad_errors() -> Vec<ErrorSample> {
     vec![
         err(
             s(&[1], "constant", 43),
+            ErrorKind::Shape,
             "Padding length must be divisible by 2",
         ),
         err(
             s(&[3, 0], "reflect", 44),
+            ErrorKind::Shape,
             "Padding size should be less than the corresponding input dimension",
         ),
-        err(s(&[1, 1], "wrap", 45), "Unrecognised padding mode wrap"),
+        err(
+            s(&[1, 1], "wrap", 45),
+            ErrorKind::Value,
+            "Unrecognised padding mode wrap",
+        ),
         err(
             s(&[1, 1, 1, 1, 1, 1], "constant", 46),
+            ErrorKind::Shape,
             "Padding length should be less than or equal to two times the input dimension",
         ),
     ]
@@ -553,6 +579,7 @@ pub fn triangle(dtype: DType) -> Vec<Sample> {
 pub fn triangle_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("1-d input", vec![vals(&[3], DType::F32, 121)]),
+        ErrorKind::Shape,
         "input tensor must have at least 2 dimensions",
     )]
 }
@@ -569,6 +596,7 @@ pub fn expand_as(dtype: DType) -> Vec<Sample> {
 pub fn expand_as_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("[3] as [4]", two(&[3], &[4], DType::F32, 122)),
+        ErrorKind::Shape,
         "must match the existing size",
     )]
 }
@@ -594,6 +622,7 @@ pub fn swapaxes_errors() -> Vec<ErrorSample> {
         Sample::new("axis out of range", vec![vals(&[2, 3], DType::F32, 123)])
             .arg("axis0", Arg::Int(2))
             .arg("axis1", Arg::Int(0)),
+        ErrorKind::Index,
         "Dimension out of range",
     )]
 }
@@ -617,7 +646,7 @@ pub fn repeat_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("fewer repeats than dims", vec![vals(&[2, 3], DType::F32, 124)])
             .arg("repeats", ints(&[2])),
-        "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
+        ErrorKind::Shape, "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
     )]
 }
 
@@ -636,6 +665,7 @@ pub fn tile_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("negative dims", vec![vals(&[2, 3], DType::F32, 136)])
             .arg("dims", ints(&[2, -1])),
+        ErrorKind::Shape,
         "Trying to create tensor with negative dimension",
     )]
 }

@@ -2,7 +2,7 @@
 
 use super::{err, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::DType;
+use kiln::{DType, ErrorKind};
 
 // ---------------------------------------------------------------------------------------
 // Softmax
@@ -44,12 +44,14 @@ pub fn softmax_raw_errors() -> Vec<ErrorSample> {
             Sample::new("dim 2 of a 2-d tensor", vec![x()])
                 .arg("dim", Arg::Int(2))
                 .arg("half_to_float", Arg::Bool(false)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
         err(
             Sample::new("half_to_float on CPU", vec![x()])
                 .arg("dim", Arg::Int(1))
                 .arg("half_to_float", Arg::Bool(true)),
+            ErrorKind::DType,
             "with half to float conversion is not supported on CPU",
         ),
     ]
@@ -71,12 +73,14 @@ pub fn softmax_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("dim 2 of a 2-d tensor", vec![x()]).arg("dim", Arg::Int(2)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
         err(
             Sample::new("dtype=int64", vec![x()])
                 .arg("dim", Arg::Int(1))
                 .arg("dtype", Arg::OptDType(Some(DType::I64))),
+            ErrorKind::DType,
             "not implemented for 'Long'",
         ),
     ]
@@ -124,6 +128,7 @@ pub fn softmax_backward_data_errors() -> Vec<ErrorSample> {
                 0,
                 f,
             ),
+            ErrorKind::Shape,
             "but [2, 3] does not equal [3, 2]",
         ),
         err(
@@ -135,6 +140,7 @@ pub fn softmax_backward_data_errors() -> Vec<ErrorSample> {
                 2,
                 f,
             ),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
         err(
@@ -146,6 +152,7 @@ pub fn softmax_backward_data_errors() -> Vec<ErrorSample> {
                 1,
                 DType::F16,
             ),
+            ErrorKind::DType,
             "with half to float conversion is not supported",
         ),
     ]

@@ -2,7 +2,7 @@
 
 use super::{distinct, err, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 fn dim_cases(x: &dyn Fn(&[usize], u64) -> Tensor) -> Vec<Sample> {
     vec![
@@ -22,6 +22,7 @@ fn dim_cases(x: &dyn Fn(&[usize], u64) -> Tensor) -> Vec<Sample> {
 fn dim_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("dim 2 of 2-d", vec![vals(&[2, 3], DType::F32, 80)]).arg("dim", Arg::Int(2)),
+        ErrorKind::Index,
         "Dimension out of range",
     )]
 }
@@ -138,6 +139,7 @@ pub fn topk(dtype: DType) -> Vec<Sample> {
 pub fn topk_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("k 4 of 3", vec![vals(&[3], DType::F32, 82)]).arg("k", Arg::Int(4)),
+        ErrorKind::Value,
         "selected index k out of range",
     )]
 }
@@ -162,6 +164,7 @@ pub fn kthvalue(dtype: DType) -> Vec<Sample> {
 pub fn kthvalue_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("k 0", vec![vals(&[3], DType::F32, 83)]).arg("k", Arg::Int(0)),
+        ErrorKind::Value,
         "kthvalue(): selected number k out of range for dimension -1",
     )]
 }
@@ -179,6 +182,7 @@ pub fn median(dtype: DType) -> Vec<Sample> {
 pub fn median_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("empty", vec![vals(&[0], DType::F32, 84)]),
+        ErrorKind::Shape,
         "median() input tensor cannot be empty",
     )]
 }
@@ -200,6 +204,7 @@ pub fn median_dim(dtype: DType) -> Vec<Sample> {
 pub fn median_dim_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("empty dim", vec![vals(&[0, 2], DType::F32, 85)]).arg("dim", Arg::Int(0)),
+        ErrorKind::Index,
         "Expected reduction dim 0 to have non-zero size.",
     )]
 }

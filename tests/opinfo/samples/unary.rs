@@ -5,7 +5,7 @@ use super::{
     ranged, uniform, vals,
 };
 use crate::harness::{Arg, ErrorSample, Sample};
-use kiln::{DType, Tensor};
+use kiln::{DType, ErrorKind, Tensor};
 
 // ---------------------------------------------------------------------------------------
 // Pointwise unary: `unary` (neg, exp, sin, cos, tanh, sigmoid, erf, silu, sign, clone,
@@ -51,6 +51,7 @@ pub fn square_errors() -> Vec<ErrorSample> {
 pub fn unary_nonzero_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("bool input", vec![mask(&[3], 111)]),
+        ErrorKind::DType,
         "not implemented for 'Bool'",
     )]
 }
@@ -94,6 +95,7 @@ pub fn unary_floating(dtype: DType) -> Vec<Sample> {
 pub fn unary_floating_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("int64 input", vec![vals(&[3], DType::I64, 112)]),
+        ErrorKind::DType,
         "not implemented for 'Long'",
     )]
 }
@@ -150,6 +152,7 @@ pub fn binary_floating_errors() -> Vec<ErrorSample> {
             "int64 operands",
             vec![vals(&[3], DType::I64, 94), vals(&[3], DType::I64, 95)],
         ),
+        ErrorKind::DType,
         "not implemented for 'Long'",
     ));
     v
@@ -222,12 +225,14 @@ pub fn hardtanh_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("bool input", vec![vals(&[3], DType::Bool, 112)]),
+            ErrorKind::DType,
             "Bool inputs not supported for hardtanh",
         ),
         err(
             Sample::new("min_val > max_val", vec![vals(&[3], DType::F32, 113)])
                 .arg("min_val", float(2.0))
                 .arg("max_val", float(1.0)),
+            ErrorKind::Value,
             "min_val cannot be greater than max_val",
         ),
     ]
@@ -241,6 +246,7 @@ pub fn relu6(dtype: DType) -> Vec<Sample> {
 pub fn relu6_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("bool input", vec![vals(&[3], DType::Bool, 114)]),
+        ErrorKind::DType,
         "Bool inputs not supported for hardtanh",
     )]
 }
@@ -274,6 +280,7 @@ pub fn celu_errors() -> Vec<ErrorSample> {
     v.push(err(
         Sample::new("alpha = 0", vec![make(&[3], DType::F32, -1.0, 1.0, 14)])
             .arg("alpha", float(0.0)),
+        ErrorKind::Value,
         "ZeroDivisionError",
     ));
     v
@@ -302,10 +309,12 @@ pub fn gelu_errors() -> Vec<ErrorSample> {
         err(
             Sample::new("approximate='fast'", vec![vals(&[3], DType::F32, 112)])
                 .arg("approximate", Arg::Str("fast")),
+            ErrorKind::Value,
             "approximate argument must be either none or tanh, got 'fast'",
         ),
         err(
             Sample::new("int64 input", vec![vals(&[3], DType::I64, 113)]),
+            ErrorKind::DType,
             "\"gelu\" not implemented for 'Long'",
         ),
     ]

@@ -4,7 +4,7 @@
 
 use super::{err, ints, symmetric, vals};
 use crate::harness::{noncontiguous, Arg, ErrorSample, Sample};
-use kiln::DType;
+use kiln::{DType, ErrorKind};
 
 // ---------------------------------------------------------------------------------------
 // Views. Regular samples must also be valid on the non-contiguous copy the harness makes
@@ -44,6 +44,7 @@ pub fn view_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("6 elements to [5]", vec![vals(&[2, 3], f, 166)]).arg("size", ints(&[5])),
+            ErrorKind::Shape,
             "shape '[5]' is invalid for input of size 6",
         ),
         err(
@@ -52,6 +53,7 @@ pub fn view_errors() -> Vec<ErrorSample> {
                 vec![noncontiguous(&vals(&[3, 4], f, 167))],
             )
             .arg("size", ints(&[12])),
+            ErrorKind::Shape,
             "view size is not compatible with input tensor's size and stride",
         ),
     ]
@@ -87,10 +89,12 @@ pub fn reshape_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("6 elements to [5]", vec![x()]).arg("shape", ints(&[5])),
+            ErrorKind::Shape,
             "shape '[5]' is invalid for input of size 6",
         ),
         err(
             Sample::new("two -1", vec![x()]).arg("shape", ints(&[-1, -1])),
+            ErrorKind::Shape,
             "only one dimension can be inferred",
         ),
     ]
@@ -118,10 +122,12 @@ pub fn permute_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("1 dim for a 2-d tensor", vec![x()]).arg("dims", ints(&[0])),
+            ErrorKind::Shape,
             "number of dims don't match in permute",
         ),
         err(
             Sample::new("repeated dim", vec![x()]).arg("dims", ints(&[0, -2])),
+            ErrorKind::Shape,
             "repeated dim in permute",
         ),
     ]
@@ -153,6 +159,7 @@ pub fn transpose_errors() -> Vec<ErrorSample> {
         )
         .arg("dim0", Arg::Int(0))
         .arg("dim1", Arg::Int(2)),
+        ErrorKind::Index,
         "Dimension out of range (expected to be in range of [-2, 1], but got 2)",
     )]
 }
@@ -173,6 +180,7 @@ pub fn matrix_or_less(dtype: DType) -> Vec<Sample> {
 pub fn matrix_or_less_errors() -> Vec<ErrorSample> {
     vec![err(
         Sample::new("3-d", vec![vals(&[2, 3, 4], DType::F32, 171)]),
+        ErrorKind::Shape,
         "t() expects a tensor with <= 2 dimensions, but self is 3D",
     )]
 }
@@ -207,6 +215,7 @@ pub fn unsqueeze_errors() -> Vec<ErrorSample> {
             vec![vals(&[3, 4], DType::F32, 172)],
         )
         .arg("dim", Arg::Int(3)),
+        ErrorKind::Index,
         "Dimension out of range (expected to be in range of [-3, 2], but got 3)",
     )]
 }
@@ -261,6 +270,7 @@ pub fn squeeze_dim_errors() -> Vec<ErrorSample> {
             vec![vals(&[3, 4], DType::F32, 173)],
         )
         .arg("dim", Arg::Int(2)),
+        ErrorKind::Index,
         "Dimension out of range (expected to be in range of [-2, 1], but got 2)",
     )]
 }
@@ -297,11 +307,11 @@ pub fn expand_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("[3] to [4]", vec![vals(&[3], f, 174)]).arg("size", ints(&[4])),
-            "The expanded size of the tensor (4) must match the existing size (3) at non-singleton dimension 0",
+            ErrorKind::Shape, "The expanded size of the tensor (4) must match the existing size (3) at non-singleton dimension 0",
         ),
         err(
             Sample::new("fewer sizes than dims", vec![vals(&[2, 3], f, 175)]).arg("size", ints(&[3])),
-            "the number of sizes provided (1) must be greater or equal to the number of dimensions in the tensor (2)",
+            ErrorKind::Shape, "the number of sizes provided (1) must be greater or equal to the number of dimensions in the tensor (2)",
         ),
     ]
 }
@@ -364,10 +374,12 @@ pub fn narrow_errors() -> Vec<ErrorSample> {
             .arg("dim", Arg::Int(1))
             .arg("start", Arg::Int(4))
             .arg("length", Arg::Int(3)),
+            ErrorKind::Shape,
             "start (4) + length (3) exceeds dimension size (6).",
         ),
         err(
             n(Sample::new("0-d", vec![vals(&[], DType::F32, 177)])),
+            ErrorKind::Shape,
             "narrow() cannot be applied to a 0-dim tensor.",
         ),
     ]
@@ -425,10 +437,12 @@ pub fn select_errors() -> Vec<ErrorSample> {
                 4,
                 Sample::new("index 4 of size 4", vec![vals(&[4, 6], DType::F32, 178)]),
             ),
+            ErrorKind::Index,
             "select(): index 4 out of range for tensor of size [4, 6] at dimension 0",
         ),
         err(
             sel(0, 0, Sample::new("0-d", vec![vals(&[], DType::F32, 179)])),
+            ErrorKind::Index,
             "select() cannot be applied to a 0-dim tensor.",
         ),
     ]
@@ -480,14 +494,17 @@ pub fn slice_errors() -> Vec<ErrorSample> {
     vec![
         err(
             Sample::new("step 0", vec![x()]).arg("step", Arg::Int(0)),
+            ErrorKind::Value,
             "slice step must be positive",
         ),
         err(
             Sample::new("dim 2 of a 2-d tensor", vec![x()]).arg("dim", Arg::Int(2)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
         err(
             Sample::new("0-d", vec![vals(&[], DType::F32, 181)]),
+            ErrorKind::Index,
             "slice() cannot be applied to a 0-dim tensor.",
         ),
     ]
@@ -580,12 +597,14 @@ pub fn as_strided_errors() -> Vec<ErrorSample> {
             Sample::new("reads past the storage", vec![x()])
                 .arg("size", ints(&[3, 3]))
                 .arg("stride", ints(&[3, 1])),
+            ErrorKind::Shape,
             "out of bounds for storage of size 4",
         ),
         err(
             Sample::new("2 sizes, 1 stride", vec![x()])
                 .arg("size", ints(&[2, 2]))
                 .arg("stride", ints(&[1])),
+            ErrorKind::Shape,
             "mismatch in length of strides and shape",
         ),
     ]
@@ -618,10 +637,12 @@ pub fn flatten_errors() -> Vec<ErrorSample> {
             Sample::new("start_dim after end_dim", vec![x()])
                 .arg("start_dim", Arg::Int(2))
                 .arg("end_dim", Arg::Int(1)),
+            ErrorKind::Shape,
             "flatten() has invalid args: start_dim cannot come after end_dim",
         ),
         err(
             Sample::new("start_dim 3 of a 3-d tensor", vec![x()]).arg("start_dim", Arg::Int(3)),
+            ErrorKind::Index,
             "Dimension out of range",
         ),
     ]
@@ -673,6 +694,7 @@ pub fn unflatten_errors() -> Vec<ErrorSample> {
         )
         .arg("dim", Arg::Int(0))
         .arg("sizes", ints(&[4, 2])),
+        ErrorKind::Shape,
         "don't multiply up to the size of dim 0 (6) in the input tensor",
     )]
 }
@@ -762,6 +784,7 @@ pub fn slice_backward_errors() -> Vec<ErrorSample> {
                     vec![vals(&[3, 3], DType::F32, 185)],
                 ),
             ),
+            ErrorKind::Shape,
             "The expanded size of the tensor",
         ),
         err(
@@ -773,6 +796,7 @@ pub fn slice_backward_errors() -> Vec<ErrorSample> {
                 0,
                 Sample::new("step 0", vec![vals(&[4, 2], DType::F32, 186)]),
             ),
+            ErrorKind::Value,
             "slice step must be positive",
         ),
     ]
@@ -833,6 +857,7 @@ pub fn select_backward_errors() -> Vec<ErrorSample> {
             .arg("input_sizes", ints(&[4, 6]))
             .arg("dim", Arg::Int(0))
             .arg("index", Arg::Int(4)),
+        ErrorKind::Index,
         "select(): index 4 out of range",
     )]
 }

@@ -35,6 +35,7 @@ fn check(index: &Tensor, size: usize, err: impl Fn(i64) -> String) -> Result<()>
     match bad {
         Some(i) => Err(Error::Op {
             op: String::new(),
+            kind: crate::ErrorKind::Index,
             msg: err(i),
         }),
         None => Ok(()),
@@ -43,7 +44,7 @@ fn check(index: &Tensor, size: usize, err: impl Fn(i64) -> String) -> Result<()>
 
 fn with_op(op: &str, r: Result<()>) -> Result<()> {
     r.map_err(|e| match e {
-        Error::Op { op: o, msg } if o.is_empty() => Error::op(op, msg),
+        Error::Op { op: o, kind, msg } if o.is_empty() => Error::new(kind, op, msg),
         other => other,
     })
 }
@@ -300,7 +301,7 @@ fn reduce_into(
 ) -> Result<()> {
     if r == ScatterReduce::Mean && self_.dtype() == DType::Bool {
         // PyTorch's mean ends in div(..., rounding_mode="floor"), which has no bool kernel.
-        return Err(Error::op(
+        return Err(Error::dtype(
             op,
             "\"div_floor_cuda\" not implemented for 'Bool'",
         ));

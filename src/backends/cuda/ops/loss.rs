@@ -23,7 +23,7 @@ enum Loss {
 /// Threads per block of the reduction kernels (`KILN_LBLOCK`).
 const BLOCK: u32 = 256;
 
-fn kernel_error(op: &str) -> impl Fn(String) -> Error + '_ {
+fn kernel_error(op: &str) -> impl Fn(kiln_kernels::KernelError) -> Error + '_ {
     move |m| Error::op(op, m)
 }
 
@@ -298,13 +298,13 @@ fn check_probabilities(op: &str, input: &Tensor, target: &Tensor) -> Result<()> 
             .item::<bool>()
     };
     if !inside(input)? {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             "all elements of input should be between 0 and 1",
         ));
     }
     if !inside(target)? {
-        return Err(Error::op(
+        return Err(Error::value(
             op,
             "all elements of target should be between 0 and 1",
         ));

@@ -35,7 +35,7 @@ fn ptr(op: &str, t: &Tensor) -> Result<u64> {
     let base = t
         .storage()
         .device_ptr()
-        .ok_or_else(|| Error::op(op, "kiln internal error: a CPU tensor reached cuBLAS"))?;
+        .ok_or_else(|| Error::device(op, "kiln internal error: a CPU tensor reached cuBLAS"))?;
     Ok(base + (t.storage_offset() * t.dtype().size_in_bytes()) as u64)
 }
 
@@ -60,7 +60,7 @@ fn gemm(
     }
     let int = |v: usize| {
         i32::try_from(v)
-            .map_err(|_| Error::op(op, format!("matrix dimension {v} is too large for cuBLAS")))
+            .map_err(|_| Error::shape(op, format!("matrix dimension {v} is too large for cuBLAS")))
     };
     let (mi, ki, ni, bi) = (int(m)?, int(k)?, int(n)?, int(batch)?);
     let (ty, compute) = match a.dtype() {
@@ -81,7 +81,7 @@ fn gemm(
             sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
         ),
         other => {
-            return Err(Error::op(
+            return Err(Error::dtype(
                 op,
                 format!(
                     "\"{op}_cuda\" not implemented for '{}'",

@@ -55,7 +55,7 @@ unsafe impl DeviceRepr for KilnStr {}
 impl KilnStr {
     fn new(op: &str, s: &str) -> Result<KilnStr> {
         if s.len() > 15 || s.as_bytes().contains(&0) {
-            return Err(Error::op(
+            return Err(Error::value(
                 op,
                 format!("string argument '{s}' is too long for a CUDA kernel (15 bytes at most)"),
             ));
@@ -74,7 +74,7 @@ pub(crate) fn gpu_of(op: &str, t: &Tensor) -> Result<Arc<Gpu>> {
             g.ctx.bind_to_thread().map_err(|e| driver_error(op, e))?;
             Ok(g)
         }
-        other => Err(Error::op(
+        other => Err(Error::device(
             op,
             format!("kiln internal error: a tensor on {other} reached a CUDA kernel"),
         )),
@@ -84,7 +84,7 @@ pub(crate) fn gpu_of(op: &str, t: &Tensor) -> Result<Arc<Gpu>> {
 /// `t` as a kernel operand with layout `layout` (defaults to its own).
 pub(crate) fn operand_with(op: &str, t: &Tensor, layout: &Layout) -> Result<KilnTensor> {
     if layout.ndim() > MAX_DIMS {
-        return Err(Error::op(
+        return Err(Error::shape(
             op,
             format!(
                 "CUDA kernels take tensors of at most {MAX_DIMS} dims, got {}",
@@ -95,7 +95,7 @@ pub(crate) fn operand_with(op: &str, t: &Tensor, layout: &Layout) -> Result<Kiln
     let base = match &*t.storage().read() {
         Buffer::Device(b) if t.device().is_cuda() => b.ptr(),
         _ => {
-            return Err(Error::op(
+            return Err(Error::device(
                 op,
                 format!(
                     "kiln internal error: a tensor on {} reached a CUDA kernel",
@@ -303,7 +303,7 @@ pub(crate) fn transfer(t: &Tensor, dtype: DType, device: Device) -> Result<Tenso
             let dst = out.storage().device_ptr().expect("allocated on CUDA");
             let src = host.storage().read();
             let Buffer::Cpu(c) = &*src else {
-                return Err(Error::op(
+                return Err(Error::device(
                     OP,
                     "kiln internal error: host copy not on the CPU",
                 ));
@@ -348,7 +348,7 @@ pub(crate) fn transfer(t: &Tensor, dtype: DType, device: Device) -> Result<Tenso
             transfer(&host, dtype, Device::Cuda(j))
         }
         (Device::Cpu, Device::Cpu) => t.cast_copy(dtype),
-        (from, to) => Err(Error::op(
+        (from, to) => Err(Error::device(
             OP,
             format!("kiln internal error: no CUDA transfer from {from} to {to}"),
         )),

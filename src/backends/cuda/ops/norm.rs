@@ -523,7 +523,7 @@ pub fn native_batch_norm_backward(
     ) {
         (true, Some((m, v)), _) | (false, _, Some((m, v))) => (dense(m)?, dense(v)?),
         _ => {
-            return Err(crate::Error::op(
+            return Err(crate::Error::shape(
                 op,
                 "internal error: batch norm statistics missing",
             ))

@@ -17,7 +17,7 @@ const THREADS: u32 = 512;
 fn ptr(op: &str, t: &Tensor) -> Result<u64> {
     t.storage()
         .device_ptr()
-        .ok_or_else(|| Error::op(op, "kiln internal error: scratch buffer not on CUDA"))
+        .ok_or_else(|| Error::device(op, "kiln internal error: scratch buffer not on CUDA"))
 }
 
 /// One `sort_tile_<T>` launch: stages k = k_lo ..= k_hi on every tile of the virtual
@@ -91,7 +91,7 @@ fn sort_rows(
     indices: &KilnTensor,
 ) -> Result<()> {
     let too_big = || {
-        Error::op(
+        Error::shape(
             op,
             format!("{count} rows of {n} elements are too many to sort"),
         )
