@@ -36,7 +36,8 @@ pub fn load(root: &Path) -> Result<model::Model, String> {
 }
 
 /// Writes into `out_dir`: `ops/<op>.rs` for every op (its functions, methods, dispatch and
-/// backward node), `ops.rs` (one module per op), `opinfo.rs` and `cuda_sources.rs`. A file is
+/// backward node), `ops.rs` (one module per op), `opinfo.rs`, `cuda_sources.rs`,
+/// `cuda_kernels.rs` and `cuda_launchers.rs`. A file is
 /// rewritten only when its content changed, and each op has its own file, so editing one
 /// YAML entry recompiles one small module instead of every op's generated code.
 pub fn generate(root: &Path, out_dir: &Path) -> Result<(), String> {
@@ -49,15 +50,24 @@ pub fn generate(root: &Path, out_dir: &Path) -> Result<(), String> {
             gen::api::op_file(op),
         )?;
     }
+    let cuda = gen::cuda::generate(&model, &root.join(paths::CUDA_KERNELS_DIR))?;
     let files = [
         ("ops.rs", gen::api::generate(&model)),
         ("opinfo.rs", gen::tests::generate(&model)),
-        (
-            "cuda_sources.rs",
-            gen::cuda::generate(&model, &root.join(paths::CUDA_KERNELS_DIR))?,
-        ),
+        ("cuda_sources.rs", cuda.sources),
     ];
-    write_all(out_dir, files)
+    write_all(out_dir, files)?;
+    // Written as text, not tokens, so that they keep their comments (the launchers'
+    // safety notes among them).
+    write_text_if_changed(&out_dir.join("cuda_kernels.rs"), &cuda.kernels)?;
+    write_text_if_changed(&out_dir.join("cuda_launchers.rs"), &cuda.launchers)
+}
+
+fn write_text_if_changed(path: &Path, text: &str) -> Result<(), String> {
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Writes `fuzz_ops.rs` (the `kiln-fuzz` table of every op) into `out_dir`, rewriting it only

@@ -33,5 +33,7 @@ pub const WATCHED: [&str; 7] = [
 /// The Rust module generated code reaches the CUDA launchers through (`<path>::pointwise`,
 /// `<path>::<module>::<fn>`, `<path>::Arg`).
 pub const CUDA_OPS_RUST: &str = "crate::backends::cuda::ops";
+/// The generated CUDA kernel table (`cuda_kernels.rs`): one module per CUDA module.
+pub const CUDA_KERNELS_RUST: &str = "crate::backends::cuda::kernels";
 /// The Rust module composite and explicit ops are reached through (`<path>::<module>::<fn>`).
 pub const RUST_OPS_RUST: &str = "crate::ops";

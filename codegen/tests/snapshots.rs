@@ -79,3 +79,40 @@ fn cuda_pointwise_module_mul() {
         .expect("a pointwise module is the prelude, the scalar fns, then the generated kernel");
     insta::assert_snapshot!("cuda_pointwise_mul", body);
 }
+
+/// The kernel table entry and typed launcher generated for a structured kernel family, and
+/// the guarantee call sites rely on: every family outside the pointwise modules (which share
+/// one schema-driven launcher) gets a typed launcher, so no launch builds its arguments by
+/// hand.
+#[test]
+fn cuda_kernel_table_and_launchers() {
+    let cuda_dir = root().join(paths::CUDA_KERNELS_DIR);
+    let modules = kiln_codegen::gen::cuda::modules(&model(), &cuda_dir).unwrap();
+    let (table, launchers) = kiln_codegen::gen::cuda_kernels::generate(&modules).unwrap();
+    let section = |text: &str, start: &str| -> String {
+        let at = text
+            .find(start)
+            .unwrap_or_else(|| panic!("{start} not generated"));
+        let rest = &text[at..];
+        rest[..rest.find("\n}\n").map_or(rest.len(), |e| e + 3)].to_string()
+    };
+    insta::assert_snapshot!(
+        "cuda_pool_kernels",
+        format!(
+            "{}\n{}",
+            section(&table, "pub(crate) mod pool {"),
+            section(&launchers, "pub(crate) mod pool {")
+        )
+    );
+    for (name, src) in modules.iter().filter(|(n, _)| !n.starts_with("pointwise_")) {
+        let own = section(&launchers, &format!("pub(crate) mod {name} {{"));
+        for k in kiln_codegen::gen::cuda_kernels::scan(name, src).unwrap() {
+            let (stem, _) = kiln_codegen::gen::cuda_kernels::split_symbol(&k.symbol);
+            assert!(
+                own.contains(&format!("pub(crate) unsafe fn {stem}(")),
+                "CUDA kernel {} of module {name} has no typed launcher",
+                k.symbol
+            );
+        }
+    }
+}

@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod cuda;
+pub mod cuda_kernels;
 pub mod fuzz;
 pub mod nodes;
 pub mod tests;

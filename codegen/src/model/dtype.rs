@@ -55,6 +55,15 @@ impl DType {
         }
     }
 
+    /// Position in [`DType::ALL`], which is also the runtime enum's discriminant (the
+    /// generated CUDA kernel table asserts it).
+    pub fn index(self) -> usize {
+        DType::ALL
+            .iter()
+            .position(|d| *d == self)
+            .expect("every dtype is in ALL")
+    }
+
     /// Parses a short name.
     pub fn parse(s: &str) -> Option<DType> {
         DType::ALL.into_iter().find(|d| d.short() == s)

@@ -7,11 +7,19 @@
 
 #[cfg(feature = "cuda")]
 mod alloc;
+#[cfg(feature = "cuda")]
+mod args;
 mod backend;
+#[cfg(feature = "cuda")]
+mod blas;
 #[cfg(feature = "cuda")]
 mod buffer;
 #[cfg(feature = "cuda")]
 mod kernel_cache;
+#[cfg(feature = "cuda")]
+pub(crate) mod kernels;
+#[cfg(feature = "cuda")]
+mod launchers;
 #[cfg(feature = "cuda")]
 pub(crate) mod libs;
 #[cfg(feature = "cuda")]

@@ -2,12 +2,12 @@
 //! and cuBLAS handle. Created on first use; the driver library is loaded at run time.
 
 use super::alloc::Caching;
+use super::kernels::{KernelId, COUNT, KERNELS};
 use super::nvrtc::Target;
 use super::{kernel_cache, nvrtc};
 use crate::{Error, Result};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// A CUDA device kiln has opened.
@@ -19,12 +19,16 @@ pub(crate) struct Gpu {
     pub stream: Arc<CudaStream>,
     /// What NVRTC compiles this device's modules to (its own CUBIN where NVRTC knows it).
     target: Option<Target>,
-    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
-    functions: Mutex<HashMap<String, CudaFunction>>,
+    /// Loaded modules, by index in `CUDA_MODULES`.
+    modules: Box<[OnceLock<Arc<CudaModule>>]>,
+    /// Loaded kernels, by [`KernelId`]: a launch reads its handle here without a lock.
+    functions: Box<[OnceLock<CudaFunction>]>,
+    /// Held while a module loads, so two threads do not compile one module twice.
+    loading: Mutex<()>,
     /// Compute capability `(major, minor)`.
     capability: (u32, u32),
     pub alloc: Mutex<Caching>,
-    pub blas: Mutex<Option<super::ops::matmul::Blas>>,
+    pub blas: Mutex<Option<super::blas::Blas>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -109,8 +113,12 @@ fn open(ordinal: usize) -> std::result::Result<Gpu, String> {
         ctx,
         target,
         capability: (major as u32, minor as u32),
-        modules: Mutex::new(HashMap::new()),
-        functions: Mutex::new(HashMap::new()),
+        modules: super::module_names()
+            .iter()
+            .map(|_| OnceLock::new())
+            .collect(),
+        functions: (0..COUNT).map(|_| OnceLock::new()).collect(),
+        loading: Mutex::new(()),
         alloc: Mutex::new(Caching::default()),
         blas: Mutex::new(None),
     })
@@ -126,31 +134,49 @@ pub(crate) fn compile(name: &str, target: Target, verbose: bool) -> Result<nvrtc
 }
 
 impl Gpu {
-    /// Kernel `function` of generated module `module`, compiled for this device on first use.
-    pub fn function(&self, module: &str, function: &str) -> Result<CudaFunction> {
-        let key = format!("{module}/{function}");
-        if let Some(f) = lock(&self.functions).get(&key) {
-            return Ok(f.clone());
+    /// Kernel `id`, loaded (its module compiled or read from the kernel cache) on first use.
+    /// After that a lookup is an index and an atomic load.
+    #[inline]
+    pub fn kernel(&self, op: &str, id: KernelId) -> Result<&CudaFunction> {
+        let slot = &self.functions[id.0 as usize];
+        match slot.get() {
+            Some(f) => Ok(f),
+            None => self.load_kernel(op, id, slot),
         }
-        let name: &'static str = super::module_names()
-            .into_iter()
-            .find(|n| *n == module)
-            .ok_or_else(|| Error::Device(format!("no generated CUDA module named '{module}'")))?;
-        let mut modules = lock(&self.modules);
-        let m = match modules.get(name) {
-            Some(m) => m.clone(),
-            None => {
-                let m = self.load(name)?;
-                modules.insert(name, m.clone());
-                m
-            }
-        };
-        drop(modules);
-        let f = m
-            .load_function(function)
-            .map_err(|e| driver_error(&format!("CUDA kernel '{function}' in '{module}'"), e))?;
-        lock(&self.functions).insert(key, f.clone());
-        Ok(f)
+    }
+
+    #[cold]
+    fn load_kernel<'a>(
+        &self,
+        op: &str,
+        id: KernelId,
+        slot: &'a OnceLock<CudaFunction>,
+    ) -> Result<&'a CudaFunction> {
+        let (m, symbol) = KERNELS[id.0 as usize];
+        let module = self.module(m)?;
+        let f = module.load_function(symbol).map_err(|e| {
+            driver_error(
+                &format!(
+                    "{op}: CUDA kernel '{symbol}' in '{}'",
+                    super::module_names()[m]
+                ),
+                e,
+            )
+        })?;
+        Ok(slot.get_or_init(|| f))
+    }
+
+    /// Module `index` of `CUDA_MODULES`, loaded on first use.
+    fn module(&self, index: usize) -> Result<Arc<CudaModule>> {
+        if let Some(m) = self.modules[index].get() {
+            return Ok(m.clone());
+        }
+        let _guard = lock(&self.loading);
+        if let Some(m) = self.modules[index].get() {
+            return Ok(m.clone());
+        }
+        let m = self.load(super::module_names()[index])?;
+        Ok(self.modules[index].get_or_init(|| m).clone())
     }
 
     /// Module `name` loaded on this device: from the on-disk kernel cache when an image for
@@ -210,23 +236,22 @@ impl Gpu {
     /// filling the kernel cache): a process about to run many ops pays NVRTC's time once, in
     /// parallel, instead of module by module at first use. Returns how many were loaded.
     pub fn precompile(&self, threads: usize) -> Result<usize> {
-        let todo: Vec<&'static str> = {
-            let loaded = lock(&self.modules);
-            super::module_names()
-                .into_iter()
-                .filter(|n| !loaded.contains_key(n))
-                .collect()
-        };
+        let names = super::module_names();
+        let todo: Vec<usize> = (0..names.len())
+            .filter(|&i| self.modules[i].get().is_none())
+            .collect();
         let next = std::sync::atomic::AtomicUsize::new(0);
         let errors = Mutex::new(Vec::new());
         std::thread::scope(|s| {
             for _ in 0..threads.clamp(1, todo.len().max(1)) {
                 s.spawn(|| loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&name) = todo.get(i) else { break };
-                    match self.load(name) {
-                        Ok(m) => {
-                            lock(&self.modules).entry(name).or_insert(m);
+                    let Some(&m) = todo.get(i) else { break };
+                    // Compiles outside `loading`, so the threads work in parallel; a module
+                    // loaded meanwhile by an op keeps its first image.
+                    match self.load(names[m]) {
+                        Ok(module) => {
+                            self.modules[m].get_or_init(|| module);
                         }
                         Err(e) => lock(&errors).push(e.to_string()),
                     }

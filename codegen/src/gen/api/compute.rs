@@ -3,7 +3,7 @@
 
 use super::sig::{call_args, compute_params, op_name_lit, ret_from_vec, ret_type};
 use crate::model::{Arg, BackendKey, DType, Fixed, Kind, Op, Promote, Tag};
-use crate::paths::{CUDA_OPS_RUST, RUST_OPS_RUST};
+use crate::paths::{CUDA_KERNELS_RUST, CUDA_OPS_RUST, RUST_OPS_RUST};
 use crate::types::{ident, ArgKind};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -517,8 +517,12 @@ fn pointwise_cuda_launch(op: &Op) -> TokenStream {
         .filter(|a| a.kind == ArgKind::Tensor)
         .map(|a| ident(&a.name))
         .collect();
-    let module = format!("pointwise_{}", op.rust);
-    let kernel = op.rust.clone();
+    // The family constant generated from the rendered module (gen/cuda_kernels.rs): a kernel
+    // the module does not define fails to resolve here, at build time.
+    let family = crate_path(
+        CUDA_KERNELS_RUST,
+        &format!("pointwise_{}::{}", op.rust, op.rust.to_uppercase()),
+    );
     let arg = crate_path(CUDA_OPS_RUST, "Arg");
     let cargs = args.iter().filter(|a| !a.kind.is_tensor()).map(|a| {
         let id = ident(&a.name);
@@ -531,7 +535,7 @@ fn pointwise_cuda_launch(op: &Op) -> TokenStream {
     });
     let pointwise = crate_path(CUDA_OPS_RUST, "pointwise");
     quote! {
-        #pointwise(OP, #module, #kernel, compute, &[#(&#tnames),*], &[#(#cargs),*], &out)?;
+        #pointwise(OP, &#family, compute, &[#(&#tnames),*], &[#(#cargs),*], &out)?;
     }
 }
 

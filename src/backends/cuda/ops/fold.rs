@@ -1,32 +1,25 @@
 //! im2col and col2im on CUDA (kernels/cuda/fold.cu.j2), with the geometry checked and
 //! computed by the CPU module's `Geometry`.
 
-use super::{gpu_of, grid, operand_with};
-use crate::backends::cuda::runtime::driver_error;
-use crate::{Error, Layout, Result, Tensor};
-use cudarc::driver::{DeviceRepr, PushKernelArg};
+use super::{gpu_of, grid, operand_with, KilnTensor};
+use crate::backends::cuda::args::KilnFold;
+use crate::backends::cuda::launchers::fold as kernels;
+use crate::backends::cuda::runtime::Gpu;
+use crate::{DType, Error, Layout, Result, Tensor};
+use cudarc::driver::LaunchConfig;
 use kiln_kernels::cpu::fold::Geometry;
 
-/// `struct KilnFold` of fold.cu.j2, field for field.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct KilnFold {
-    size: [i64; 3],
-    kernel: [i64; 3],
-    dilation: [i64; 3],
-    padding: [i64; 3],
-    stride: [i64; 3],
-    blocks: [i64; 3],
-    channels: i64,
-}
-
-/// `size_of::<KilnFold>()`, for the layout test against CUDA's.
-#[cfg(test)]
-pub(super) const LAYOUT: usize = std::mem::size_of::<KilnFold>();
-
-// SAFETY: `KilnFold` is `repr(C)` plain old data laid out exactly as the C struct (19 long
-// longs, no padding), which the kernels take by value.
-unsafe impl DeviceRepr for KilnFold {}
+/// `im2col_<T>` or `col2im_<T>`: both take `(out, in, geometry, n)`.
+type Kernel = unsafe fn(
+    &Gpu,
+    &str,
+    DType,
+    LaunchConfig,
+    &KilnTensor,
+    &KilnTensor,
+    &KilnFold,
+    i64,
+) -> Result<()>;
 
 fn pack(g: &Geometry) -> KilnFold {
     let w = |a: [usize; 3]| a.map(|x| x as i64);
@@ -75,7 +68,7 @@ fn cols_layout(t: &Tensor) -> Layout {
 
 fn launch(
     op: &str,
-    name: &str,
+    kernel: Kernel,
     input: (&Tensor, Layout),
     out: &Tensor,
     g: &Geometry,
@@ -87,15 +80,10 @@ fn launch(
     let gpu = gpu_of(op, out)?;
     let o = operand_with(op, out, out.layout())?;
     let x = operand_with(op, input.0, &input.1)?;
-    let f = gpu.function("fold", &format!("{name}_{}", out.dtype().short_name()))?;
-    let (geo, nn) = (pack(g), n as i64);
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&o).arg(&x).arg(&geo).arg(&nn);
-    // SAFETY: matches `<name>_<T>(KilnTensor out, KilnTensor in, KilnFold g, long long n)`;
-    // the geometry was validated against both shapes, so every offset the kernel forms from
-    // the views' strides lies inside their storages; `out` is a fresh tensor of n elements.
-    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
-    Ok(())
+    // SAFETY: the geometry was validated against both shapes, so every offset the kernel
+    // forms from the views' strides lies inside their storages, of `out`'s dtype; `out` is
+    // a fresh tensor of n elements.
+    unsafe { kernel(&gpu, op, out.dtype(), grid(n), &o, &x, &pack(g), n as i64) }
 }
 
 pub fn im2col(
@@ -109,7 +97,13 @@ pub fn im2col(
 ) -> Result<()> {
     let g = Geometry::new(op, self_.shape(), kernel_size, dilation, padding, stride)
         .map_err(|m| Error::op(op, m))?;
-    launch(op, "im2col", (self_, image_layout(self_, &g)), out, &g)
+    launch(
+        op,
+        kernels::im2col,
+        (self_, image_layout(self_, &g)),
+        out,
+        &g,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -140,5 +134,5 @@ pub fn col2im(
         stride,
     )
     .map_err(|m| Error::op(op, m))?;
-    launch(op, "col2im", (self_, cols_layout(self_)), out, &g)
+    launch(op, kernels::col2im, (self_, cols_layout(self_)), out, &g)
 }

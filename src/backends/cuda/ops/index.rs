@@ -4,10 +4,11 @@
 //! message, not a device-side assert. Values meeting at one position combine through
 //! atomics (native adds, compare-and-swap loops for the rest), in no fixed order.
 
-use super::{copy, gpu_of, grid, operand_with, KilnTensor, Param};
-use crate::backends::cuda::runtime::driver_error;
+use super::{copy, gpu_of, grid, operand_with, KilnTensor};
+use crate::backends::cuda::launchers::index as kernels;
+use crate::backends::cuda::runtime::Gpu;
 use crate::{DType, Error, Layout, Result, Tensor};
-use cudarc::driver::PushKernelArg;
+use cudarc::driver::LaunchConfig;
 use kiln_kernels::cpu::index::ScatterReduce;
 
 /// A 0-d layout seen as one element along one dim, as PyTorch's indexing kernels treat it.
@@ -58,17 +59,32 @@ fn oob(dim: usize, size: usize) -> impl Fn(i64) -> String {
     move |i| format!("index {i} is out of bounds for dimension {dim} with size {size}")
 }
 
-/// Launches `<name>_<dtype>(KilnTensor a, KilnTensor b, KilnTensor c, int dim, [alpha,] n)`.
+/// `index_select_<T>`, `gather_<T>`, `scatter_<T>`, `scatter_add_<T>`: all take
+/// `(KilnTensor a, KilnTensor b, KilnTensor c, int dim, long long n)`.
+type Kernel = unsafe fn(
+    &Gpu,
+    &str,
+    DType,
+    LaunchConfig,
+    &KilnTensor,
+    &KilnTensor,
+    &KilnTensor,
+    i32,
+    i64,
+) -> Result<()>;
+
+/// Launches `kernel` for `dtype` over `n` elements with operands `a`, `b`, `c`; the caller
+/// has range-checked every index, so all addresses the kernel forms lie inside the
+/// operands' storages.
 #[allow(clippy::too_many_arguments)]
 fn launch(
     op: &str,
-    name: &str,
-    dtype: crate::DType,
+    kernel: Kernel,
+    dtype: DType,
     a: &Tensor,
     b: &Tensor,
     c: &Tensor,
     dim: usize,
-    alpha: Option<f64>,
     n: usize,
 ) -> Result<()> {
     if n == 0 {
@@ -76,20 +92,21 @@ fn launch(
     }
     let gpu = gpu_of(op, a)?;
     let (ka, kb, kc) = (operand(op, a)?, operand(op, b)?, operand(op, c)?);
-    let f = gpu.function("index", &format!("{name}_{}", dtype.short_name()))?;
-    let (d, nn) = (dim as i32, n as i64);
-    let params = super::scalar_param(dtype, crate::Scalar::Float(alpha.unwrap_or(1.0)));
-    let mut builder = gpu.stream.launch_builder(&f);
-    builder.arg(&ka).arg(&kb).arg(&kc).arg(&d);
-    if alpha.is_some() {
-        super::push(&mut builder, &params);
+    // SAFETY: operands of `dtype` (the index int64) in live device memory; indices checked
+    // by the caller.
+    unsafe {
+        kernel(
+            &gpu,
+            op,
+            dtype,
+            grid(n),
+            &ka,
+            &kb,
+            &kc,
+            dim as i32,
+            n as i64,
+        )
     }
-    builder.arg(&nn);
-    // SAFETY: the operands match the kernel's (KilnTensor x3, int dim, [T alpha,] long long
-    // n) signature; every index was checked to be in range above, so all addresses the
-    // kernel forms lie inside the operands' storages.
-    unsafe { builder.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
-    Ok(())
 }
 
 pub fn index_select(
@@ -106,13 +123,12 @@ pub fn index_select(
     )?;
     launch(
         op,
-        "index_select",
+        kernels::index_select,
         self_.dtype(),
         out,
         self_,
         index,
         d,
-        None,
         out.numel(),
     )
 }
@@ -129,13 +145,12 @@ pub fn gather(
     with_op(op, check(index, size, oob(d, size)))?;
     launch(
         op,
-        "gather",
+        kernels::gather,
         self_.dtype(),
         out,
         self_,
         index,
         d,
-        None,
         index.numel(),
     )
 }
@@ -148,7 +163,7 @@ pub fn scatter_add(
     src: &Tensor,
     out: &Tensor,
 ) -> Result<()> {
-    scatter_like(op, "scatter_add", self_, dim, index, src, out)
+    scatter_like(op, kernels::scatter_add, self_, dim, index, src, out)
 }
 
 pub fn scatter(
@@ -159,13 +174,13 @@ pub fn scatter(
     src: &Tensor,
     out: &Tensor,
 ) -> Result<()> {
-    scatter_like(op, "scatter", self_, dim, index, src, out)
+    scatter_like(op, kernels::scatter, self_, dim, index, src, out)
 }
 
-/// `out = self`, then kernel `name` writes (or adds) `src` at the indexed positions.
+/// `out = self`, then `kernel` writes (or adds) `src` at the indexed positions.
 fn scatter_like(
     op: &str,
-    name: &str,
+    kernel: Kernel,
     self_: &Tensor,
     dim: i64,
     index: &Tensor,
@@ -178,13 +193,12 @@ fn scatter_like(
     let src = index_view(src, index);
     launch(
         op,
-        name,
+        kernel,
         self_.dtype(),
         out,
         index,
         &src,
         d,
-        None,
         index.numel(),
     )
 }
@@ -204,17 +218,29 @@ pub fn index_add(
         check(index, size, |_| "index out of range in self".into()),
     )?;
     copy(op, self_, out)?;
-    launch(
-        op,
-        "index_add",
-        self_.dtype(),
-        out,
-        index,
-        source,
-        d,
-        Some(alpha),
-        source.numel(),
-    )
+    let n = source.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let gpu = gpu_of(op, out)?;
+    let (o, i, src) = (operand(op, out)?, operand(op, index)?, operand(op, source)?);
+    // SAFETY: `out` and `source` of `self`'s dtype, `index` int64, in live device memory;
+    // every index was checked to lie in `out`'s dim `d`, and the meta function checked that
+    // `source` fits `out` outside it.
+    unsafe {
+        kernels::index_add(
+            &gpu,
+            op,
+            self_.dtype(),
+            grid(n),
+            &o,
+            &i,
+            &src,
+            d as i32,
+            crate::Scalar::Float(alpha),
+            n as i64,
+        )
+    }
 }
 
 /// `src` read at the index's coordinates: it may be larger than `index` (PyTorch allows
@@ -223,37 +249,6 @@ fn index_view(src: &Tensor, index: &Tensor) -> Tensor {
     let mut l = at_least_1d(src.layout());
     l.sizes = at_least_1d(index.layout()).sizes;
     src.with_layout(l)
-}
-
-/// Launches `name(params...)` of the index module over `n` elements, on `on`'s device.
-///
-/// # Safety
-///
-/// `params` must match the kernel's parameter list in kernels/cuda/index.cu.j2, and every
-/// address the kernel forms from them must lie inside its operand's storage.
-unsafe fn launch_params(
-    op: &str,
-    name: &str,
-    on: &Tensor,
-    params: &[Param],
-    n: usize,
-) -> Result<()> {
-    if n == 0 {
-        return Ok(());
-    }
-    let gpu = gpu_of(op, on)?;
-    let f = gpu.function("index", name)?;
-    let mut b = gpu.stream.launch_builder(&f);
-    for p in params {
-        super::push(&mut b, p);
-    }
-    // SAFETY: the caller's contract (parameters and addresses).
-    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
-    Ok(())
-}
-
-fn tensor_param(op: &str, t: &Tensor) -> Result<Param> {
-    Ok(Param::Tensor(Box::new(operand(op, t)?)))
 }
 
 // The launcher contract: `op`, the schema's six arguments, the output.
@@ -320,33 +315,19 @@ fn reduce_into(
         ScatterReduce::Amax => 2,
         ScatterReduce::Amin => 3,
     };
-    let dt = self_.dtype().short_name();
-    let dim_p = || Param::I32(d as i32);
+    let (dt, dim, nn) = (self_.dtype(), d as i32, n as i64);
+    let gpu = gpu_of(op, out)?;
+    let (o, i) = (operand(op, out)?, operand(op, index)?);
     if !include_self {
-        let params = [
-            tensor_param(op, out)?,
-            tensor_param(op, index)?,
-            dim_p(),
-            Param::I32(code),
-            Param::I64(n as i64),
-        ];
-        // SAFETY: `scatter_reduce_init_<T>(KilnTensor out, KilnTensor index, int dim, int op,
-        // long long n)`; every index was checked to lie in `out`'s dim `d`, and the meta
-        // function checked that `index` fits `out` outside it.
-        unsafe { launch_params(op, &format!("scatter_reduce_init_{dt}"), out, &params, n) }?;
+        // SAFETY: `out` of dtype `dt` and the int64 `index` in live device memory; every
+        // index was checked to lie in `out`'s dim `d`, and the meta function checked that
+        // `index` fits `out` outside it.
+        unsafe { kernels::scatter_reduce_init(&gpu, op, dt, grid(n), &o, &i, dim, code, nn) }?;
     }
-    let params = [
-        tensor_param(op, out)?,
-        tensor_param(op, index)?,
-        tensor_param(op, &src)?,
-        dim_p(),
-        Param::I32(code),
-        Param::I64(n as i64),
-    ];
-    // SAFETY: `scatter_reduce_<T>(KilnTensor out, KilnTensor index, KilnTensor src, int dim,
-    // int op, long long n)`; indices checked as above, and `src` is viewed with the index's
-    // sizes, which the meta function checked fit inside `src`.
-    unsafe { launch_params(op, &format!("scatter_reduce_{dt}"), out, &params, n) }?;
+    let s = operand(op, &src)?;
+    // SAFETY: indices checked as above, and `src` is viewed with the index's sizes, which the
+    // meta function checked fit inside `src`.
+    unsafe { kernels::scatter_reduce(&gpu, op, dt, grid(n), &o, &i, &s, dim, code, nn) }?;
     if r == ScatterReduce::Mean {
         let count = Tensor::full_on(
             out.shape(),
@@ -354,24 +335,13 @@ fn reduce_into(
             DType::I64,
             out.device(),
         )?;
-        let params = [
-            tensor_param(op, &count)?,
-            tensor_param(op, index)?,
-            dim_p(),
-            Param::I64(n as i64),
-        ];
-        // SAFETY: `scatter_count(KilnTensor count, KilnTensor index, int dim, long long n)`;
-        // `count` is a fresh int64 tensor of `out`'s shape, indices checked as above.
-        unsafe { launch_params(op, "scatter_count", out, &params, n) }?;
+        let c = operand(op, &count)?;
+        // SAFETY: `count` is a fresh int64 tensor of `out`'s shape, indices checked as above.
+        unsafe { kernels::scatter_count(&gpu, op, grid(n), &c, &i, dim, nn) }?;
         let m = out.numel();
-        let params = [
-            tensor_param(op, out)?,
-            tensor_param(op, &count)?,
-            Param::I64(m as i64),
-        ];
-        // SAFETY: `scatter_mean_<T>(KilnTensor out, KilnTensor count, long long n)` over the
-        // `m` elements of `out` and of `count`, which has its shape.
-        unsafe { launch_params(op, &format!("scatter_mean_{dt}"), out, &params, m) }?;
+        // SAFETY: over the `m` elements of `out` (dtype `dt`) and of `count`, which has its
+        // shape.
+        unsafe { kernels::scatter_mean(&gpu, op, dt, grid(m), &o, &c, m as i64) }?;
     }
     Ok(())
 }

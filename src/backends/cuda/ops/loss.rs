@@ -6,9 +6,9 @@
 //! than a device-side assert.
 
 use super::{alloc, gpu_of, grid, operand_with, KilnTensor};
-use crate::backends::cuda::runtime::driver_error;
+use crate::backends::cuda::launchers::loss as kernels;
 use crate::{DType, Error, Layout, Result, Tensor};
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::LaunchConfig;
 use kiln_kernels::cpu::loss::{nll_geometry, MEAN, NONE};
 
 /// `kind` of kernels/cuda/loss.cu.j2.
@@ -67,38 +67,28 @@ fn forward(
     let (kx, kt) = (broadcast(op, x, &shape)?, broadcast(op, t, &shape)?);
     // Without a weight the kernel never reads `w`; `x` stands in.
     let kw = w.map_or(Ok(kx), |w| broadcast(op, w, &shape))?;
-    let (has_w, kind, nn) = (w.is_some(), kind as i32, n as i64);
-    let name = out.dtype().short_name();
+    let (has_w, kind, nn, dt) = (w.is_some(), kind as i32, n as i64, out.dtype());
     if reduction == NONE {
         if n == 0 {
             return Ok(());
         }
         let o = operand_with(op, out, &Layout::contiguous(&shape))?;
-        let f = gpu.function("loss", &format!("loss_none_{name}"))?;
-        let mut b = gpu.stream.launch_builder(&f);
-        b.arg(&o).arg(&kx).arg(&kt).arg(&kw);
-        b.arg(&has_w).arg(&kind).arg(&p).arg(&nn);
-        // SAFETY: `loss_none_<T>(out, x, t, w, bool has_w, int kind, double p, long long
-        // n)`; x, t (and w when has_w) are views of n elements of T broadcast to `shape`,
-        // `out` is fresh contiguous storage of that shape.
-        unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
-        return Ok(());
+        // SAFETY: x, t (and w when has_w) are views of n elements of T broadcast to
+        // `shape`, `out` is fresh contiguous storage of that shape.
+        return unsafe {
+            kernels::loss_none(&gpu, op, dt, grid(n), &o, &kx, &kt, &kw, has_w, kind, p, nn)
+        };
     }
     let blocks = n.div_ceil(BLOCK as usize).clamp(1, 1024);
     let partial = alloc(op, &[blocks], acc_dtype(out.dtype()), out.device().index())?;
     let kp = operand_with(op, &partial, partial.layout())?;
-    let f = gpu.function("loss", &format!("loss_partial_{name}"))?;
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&kp).arg(&kx).arg(&kt).arg(&kw);
-    b.arg(&has_w).arg(&kind).arg(&p).arg(&nn);
     let cfg = LaunchConfig {
         grid_dim: (blocks as u32, 1, 1),
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: `loss_partial_<T>(partial, x, t, w, bool has_w, int kind, double p, long long
-    // n)`: the operands as above; `partial` holds one accumulator per block launched.
-    unsafe { b.launch(cfg) }.map_err(|e| driver_error(op, e))?;
+    // SAFETY: the operands as above; `partial` holds one accumulator per block launched.
+    unsafe { kernels::loss_partial(&gpu, op, dt, cfg, &kp, &kx, &kt, &kw, has_w, kind, p, nn) }?;
     finish(
         op,
         &partial,
@@ -115,19 +105,14 @@ fn finish(op: &str, partial: &Tensor, parts: usize, divisor: usize, out: &Tensor
         operand_with(op, out, &Layout::contiguous(&[]))?,
         operand_with(op, partial, partial.layout())?,
     );
-    let f = gpu.function("loss", &format!("loss_finish_{}", out.dtype().short_name()))?;
     let (parts, divisor) = (parts as i64, divisor as f64);
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&o).arg(&kp).arg(&parts).arg(&divisor);
     let cfg = LaunchConfig {
         grid_dim: (1, 1, 1),
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: `loss_finish_<T>(out, partial, long long parts, double divisor)`; `partial`
-    // holds `parts` accumulators, `out` one element of T.
-    unsafe { b.launch(cfg) }.map_err(|e| driver_error(op, e))?;
-    Ok(())
+    // SAFETY: `partial` holds `parts` accumulators, `out` one element of T.
+    unsafe { kernels::loss_finish(&gpu, op, out.dtype(), cfg, &o, &kp, parts, divisor) }
 }
 
 /// A pointwise loss's backward: `norm * slope(x, t) * grad_output (* w)`.
@@ -163,18 +148,26 @@ fn backward(
         1.0
     };
     let (has_w, kind, nn) = (w.is_some(), kind as i32, n as i64);
-    let f = gpu.function(
-        "loss",
-        &format!("loss_backward_{}", out.dtype().short_name()),
-    )?;
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&o).arg(&kg).arg(&kx).arg(&kt).arg(&kw);
-    b.arg(&has_w).arg(&kind).arg(&p).arg(&norm).arg(&nn);
-    // SAFETY: `loss_backward_<T>(out, go, x, t, w, bool has_w, int kind, double p, double
-    // norm, long long n)`; every input is a view of n elements of T broadcast to `out`'s
-    // shape (w read only when has_w), `out` is fresh contiguous storage.
-    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
-    Ok(())
+    // SAFETY: every input is a view of n elements of T broadcast to `out`'s shape (w read
+    // only when has_w), `out` is fresh contiguous storage.
+    unsafe {
+        kernels::loss_backward(
+            &gpu,
+            op,
+            out.dtype(),
+            grid(n),
+            &o,
+            &kg,
+            &kx,
+            &kt,
+            &kw,
+            has_w,
+            kind,
+            p,
+            norm,
+            nn,
+        )
+    }
 }
 
 pub fn mse_loss(
@@ -385,35 +378,42 @@ pub fn nll_loss_forward(
         ignore_index,
         n as i64,
     );
-    let name = output.dtype().short_name();
+    let dt = output.dtype();
     if reduction == NONE && self_.dim() >= 2 {
-        let f = gpu.function("loss", &format!("nll_none_{name}"))?;
-        let mut b = gpu.stream.launch_builder(&f);
-        b.arg(&o).arg(&ktw).arg(&kx).arg(&kt).arg(&kw);
-        b.arg(&has_w).arg(&c).arg(&i).arg(&ig).arg(&nn);
-        // SAFETY: `nll_none_<T>(out, total_weight, x, target, w, bool has_w, long long
-        // classes, long long inner, long long ignore, long long n)`; `x` is the input
-        // (batch*classes*inner elements), `target` n int64 values checked above to be
-        // ignore or in 0..classes, `w` (read only when has_w) `classes` elements, `out` and
-        // `total_weight` fresh storage of n and 1 elements.
-        unsafe { b.launch(grid(n.max(1))) }.map_err(|e| driver_error(op, e))?;
-        return Ok(());
+        // SAFETY: `x` is the input (batch*classes*inner elements), `target` n int64 values
+        // checked above to be ignore or in 0..classes, `w` (read only when has_w) `classes`
+        // elements, `out` and `total_weight` fresh storage of n and 1 elements.
+        return unsafe {
+            kernels::nll_none(
+                &gpu,
+                op,
+                dt,
+                grid(n.max(1)),
+                &o,
+                &ktw,
+                &kx,
+                &kt,
+                &kw,
+                has_w,
+                c,
+                i,
+                ig,
+                nn,
+            )
+        };
     }
     let mean = reduction == MEAN;
-    let f = gpu.function("loss", &format!("nll_reduce_{name}"))?;
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&o).arg(&ktw).arg(&kx).arg(&kt).arg(&kw);
-    b.arg(&has_w).arg(&c).arg(&i).arg(&ig).arg(&nn).arg(&mean);
     let cfg = LaunchConfig {
         grid_dim: (1, 1, 1),
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: `nll_reduce_<T>(out, total_weight, x, target, w, bool has_w, long long
-    // classes, long long inner, long long ignore, long long n, bool mean)`; operands as for
-    // `nll_none`, `out` one element.
-    unsafe { b.launch(cfg) }.map_err(|e| driver_error(op, e))?;
-    Ok(())
+    // SAFETY: operands as for `nll_none`, `out` one element.
+    unsafe {
+        kernels::nll_reduce(
+            &gpu, op, dt, cfg, &o, &ktw, &kx, &kt, &kw, has_w, c, i, ig, nn, mean,
+        )
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -445,24 +445,28 @@ pub fn nll_loss_backward(
     let per_target = reduction == NONE && self_.dim() >= 2;
     let (has_w, mean) = (weight.is_some(), reduction == MEAN);
     let (c, i, ig, nn) = (classes as i64, inner as i64, ignore_index, n as i64);
-    let f = gpu.function(
-        "loss",
-        &format!("nll_backward_{}", out.dtype().short_name()),
-    )?;
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&o).arg(&kg).arg(&kt).arg(&kw).arg(&has_w).arg(&ktw);
-    b.arg(&c)
-        .arg(&i)
-        .arg(&ig)
-        .arg(&per_target)
-        .arg(&mean)
-        .arg(&nn);
-    // SAFETY: `nll_backward_<T>(out, go, target, w, bool has_w, total_weight, long long
-    // classes, long long inner, long long ignore, bool per_target, bool mean, long long n)`;
-    // `out` is fresh contiguous storage of the input's n elements, `target` int64 values
-    // checked above, `go` target-shaped when per_target and one element otherwise (checked
-    // by the meta function), `w` (read only when has_w) `classes` elements, `total_weight`
-    // one element.
-    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
-    Ok(())
+    // SAFETY: `out` is fresh contiguous storage of the input's n elements, `target` int64
+    // values checked above, `go` target-shaped when per_target and one element otherwise
+    // (checked by the meta function), `w` (read only when has_w) `classes` elements,
+    // `total_weight` one element.
+    unsafe {
+        kernels::nll_backward(
+            &gpu,
+            op,
+            out.dtype(),
+            grid(n),
+            &o,
+            &kg,
+            &kt,
+            &kw,
+            has_w,
+            &ktw,
+            c,
+            i,
+            ig,
+            per_target,
+            mean,
+            nn,
+        )
+    }
 }

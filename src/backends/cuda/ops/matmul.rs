@@ -2,24 +2,11 @@
 //! their own type, f16 and bf16 accumulate in f32, as PyTorch does by default.
 
 use super::{copy, gpu_of};
+use crate::backends::cuda::blas::Blas;
 use crate::backends::cuda::runtime::{driver_error, Gpu};
 use crate::{DType, Error, Result, Tensor};
 use cudarc::cublas::{result as blas, sys};
 use std::ffi::c_void;
-
-/// A cuBLAS handle bound to a device's stream.
-pub(crate) struct Blas(sys::cublasHandle_t);
-
-// SAFETY: a cuBLAS handle may be used from any thread as long as calls on it are not
-// concurrent; kiln only uses it under the `Gpu::blas` mutex.
-unsafe impl Send for Blas {}
-
-impl Drop for Blas {
-    fn drop(&mut self) {
-        // SAFETY: the handle came from `create_handle` and is dropped once.
-        let _ = unsafe { blas::destroy_handle(self.0) };
-    }
-}
 
 /// `t` as a row-major matrix stack: itself when contiguous from its offset, else a copy.
 fn row_major(op: &str, t: &Tensor) -> Result<Tensor> {

@@ -18,53 +18,14 @@ pub(crate) mod softmax;
 pub(crate) mod sort;
 pub(crate) mod upsample;
 
+pub(crate) use super::args::{KilnStr, KilnTensor, MAX_DIMS};
+use super::kernels::Family1;
+use super::launchers;
 use super::runtime::{driver_error, Gpu};
 use crate::tensor::storage::Buffer;
 use crate::{DType, Device, Error, Layout, Result, Scalar, Tensor};
-use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
 use std::sync::Arc;
-
-/// PyTorch's CUDA limit on dimensions (`MAX_DIMS`); must match `KILN_MAX_DIMS` in
-/// kernels/cuda/prelude.cuh.
-pub(crate) const MAX_DIMS: usize = 25;
-
-/// `struct KilnTensor` of kernels/cuda/prelude.cuh, byte for byte.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub(crate) struct KilnTensor {
-    data: u64,
-    ndim: i32,
-    sizes: [i64; MAX_DIMS],
-    strides: [i64; MAX_DIMS],
-}
-
-// SAFETY: `KilnTensor` is `repr(C)`, plain old data, and laid out exactly as the C struct the
-// kernels take by value (u64, int + 4 bytes padding, two arrays of 25 long longs).
-unsafe impl DeviceRepr for KilnTensor {}
-
-/// `struct KilnStr` of prelude.cuh: a string argument of at most 15 bytes.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub(crate) struct KilnStr {
-    s: [u8; 16],
-}
-
-// SAFETY: plain bytes, laid out as `struct KilnStr { char s[16]; }`.
-unsafe impl DeviceRepr for KilnStr {}
-
-impl KilnStr {
-    fn new(op: &str, s: &str) -> Result<KilnStr> {
-        if s.len() > 15 || s.as_bytes().contains(&0) {
-            return Err(Error::value(
-                op,
-                format!("string argument '{s}' is too long for a CUDA kernel (15 bytes at most)"),
-            ));
-        }
-        let mut b = [0u8; 16];
-        b[..s.len()].copy_from_slice(s.as_bytes());
-        Ok(KilnStr { s: b })
-    }
-}
 
 /// The device and GPU all `tensors` live on.
 pub(crate) fn gpu_of(op: &str, t: &Tensor) -> Result<Arc<Gpu>> {
@@ -191,12 +152,12 @@ pub(crate) fn push<'a>(b: &mut cudarc::driver::LaunchArgs<'a>, p: &'a Param) {
     };
 }
 
-/// Runs the generated pointwise kernel `<kernel>_<dtype>` of module `module` over inputs
-/// already broadcast to `out`'s shape.
+/// Runs the generated pointwise kernel of `family` for `compute` over inputs already
+/// broadcast to `out`'s shape. Its arguments follow the op's schema, so they are built here
+/// rather than by a typed launcher.
 pub(crate) fn pointwise(
     op: &str,
-    module: &str,
-    kernel: &str,
+    family: &Family1,
     compute: DType,
     inputs: &[&Tensor],
     args: &[Arg<'_>],
@@ -233,8 +194,8 @@ pub(crate) fn pointwise(
         }
     }
     params.push(Param::I64(n as i64));
-    let f = gpu.function(module, &format!("{kernel}_{}", compute.short_name()))?;
-    let mut b = gpu.stream.launch_builder(&f);
+    let f = gpu.kernel(op, family.get(op, compute)?)?;
+    let mut b = gpu.stream.launch_builder(f);
     for p in &params {
         push(&mut b, p);
     }
@@ -254,19 +215,19 @@ pub(crate) fn copy(op: &str, src: &Tensor, dst: &Tensor) -> Result<()> {
     }
     let gpu = gpu_of(op, dst)?;
     let (d, s) = (operand(op, dst)?, operand(op, src)?);
-    let name = format!(
-        "copy_{}_{}",
-        src.dtype().short_name(),
-        dst.dtype().short_name()
-    );
-    let f = gpu.function("copy", &name)?;
-    let nn = n as i64;
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&d).arg(&s).arg(&nn);
-    // SAFETY: `copy_<s>_<d>(KilnTensor dst, KilnTensor src, long long n)`; both operands
-    // address live device memory of their dtypes, and the caller made `src` not overlap `dst`.
-    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
-    Ok(())
+    // SAFETY: both operands address live device memory of their dtypes (the ones the kernel
+    // reads and writes), and the caller made `src` not overlap `dst`.
+    unsafe {
+        launchers::copy::copy(
+            &gpu,
+            op,
+            (src.dtype(), dst.dtype()),
+            grid(n),
+            &d,
+            &s,
+            n as i64,
+        )
+    }
 }
 
 /// A fresh contiguous tensor of zeros on `device`.
@@ -358,6 +319,7 @@ pub(crate) fn transfer(t: &Tensor, dtype: DType, device: Device) -> Result<Tenso
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backends::cuda::args::KilnFold;
     use crate::backends::cuda::nvrtc::{self, Target};
 
     /// The structs passed to kernels by value have the same size and alignment in Rust and
@@ -383,7 +345,7 @@ mod tests {
             std::mem::size_of::<KilnTensor>(),
             std::mem::align_of::<KilnTensor>(),
             std::mem::size_of::<KilnStr>(),
-            fold::LAYOUT,
+            std::mem::size_of::<KilnFold>(),
         );
         let target = Target::Ptx(75);
         let r = nvrtc::compile("layout", &checks, target, &nvrtc::options(target, false));

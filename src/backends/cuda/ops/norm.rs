@@ -5,9 +5,9 @@
 //! operand is made contiguous here, so the kernels index it linearly.
 
 use super::{alloc, copy, gpu_of, grid, operand, rows};
-use crate::backends::cuda::runtime::{driver_error, Gpu};
+use crate::backends::cuda::launchers::norm as kernels;
 use crate::{Result, Tensor};
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::LaunchConfig;
 
 /// `t` itself when contiguous, else a contiguous copy.
 fn dense(t: &Tensor) -> Result<Tensor> {
@@ -25,11 +25,6 @@ fn optional(t: Option<&Tensor>, stand_in: &Tensor) -> Result<(Tensor, bool)> {
         Some(t) => Ok((dense(t)?, true)),
         None => Ok((stand_in.clone(), false)),
     }
-}
-
-/// The kernel `<name>_<dtype of t>` of the norm module.
-fn function(gpu: &Gpu, name: &str, t: &Tensor) -> Result<cudarc::driver::CudaFunction> {
-    gpu.function("norm", &format!("{name}_{}", t.dtype().short_name()))
 }
 
 /// Blocks of 32 columns x 16 row lanes over `n` columns.
@@ -81,16 +76,30 @@ fn rows_forward(
     );
     let (xo, wo, bo) = (operand(op, &x)?, operand(op, &w)?, operand(op, &b)?);
     let (mi, ni) = (m as i64, n as i64);
-    let f = function(&gpu, "norm_rows_fwd", input)?;
-    let mut l = gpu.stream.launch_builder(&f);
-    l.arg(&o).arg(&mo).arg(&has_mean).arg(&ro).arg(&xo);
-    l.arg(&wo).arg(&has_w).arg(&bo).arg(&has_b);
-    l.arg(&mi).arg(&ni).arg(&eps);
     // SAFETY: `norm_rows_fwd_<T>(KilnTensor out, KilnTensor mean, bool has_mean, KilnTensor
     // rstd, KilnTensor x, KilnTensor w, bool has_w, KilnTensor b, bool has_b, long long M,
     // long long N, double eps)`: x and out hold M*N contiguous T, rstd (and mean when
     // has_mean) M of the acc type, w and b N when flagged; stand-ins are never read.
-    unsafe { l.launch(rows(m)) }.map_err(|e| driver_error(op, e))?;
+    unsafe {
+        kernels::norm_rows_fwd(
+            &gpu,
+            op,
+            input.dtype(),
+            rows(m),
+            &o,
+            &mo,
+            has_mean,
+            &ro,
+            &xo,
+            &wo,
+            has_w,
+            &bo,
+            has_b,
+            mi,
+            ni,
+            eps,
+        )
+    }?;
     Ok(())
 }
 
@@ -127,39 +136,55 @@ fn rows_backward(
     let (mi, ni) = (m as i64, n as i64);
     if want[0] {
         let dxo = operand(op, grad_input)?;
-        let f = function(&gpu, "norm_rows_bwd", input)?;
-        let mut l = gpu.stream.launch_builder(&f);
-        l.arg(&dxo)
-            .arg(&go)
-            .arg(&xo)
-            .arg(&muo)
-            .arg(&has_mean)
-            .arg(&ro);
-        l.arg(&wo).arg(&has_w).arg(&mi).arg(&ni);
         // SAFETY: `norm_rows_bwd_<T>(KilnTensor dx, KilnTensor g, KilnTensor x, KilnTensor
         // mean, bool has_mean, KilnTensor rstd, KilnTensor w, bool has_w, long long M, long
         // long N)`: dx, g, x hold M*N contiguous T; mean and rstd M, w N of the acc type.
-        unsafe { l.launch(rows(m)) }.map_err(|e| driver_error(op, e))?;
+        unsafe {
+            kernels::norm_rows_bwd(
+                &gpu,
+                op,
+                input.dtype(),
+                rows(m),
+                &dxo,
+                &go,
+                &xo,
+                &muo,
+                has_mean,
+                &ro,
+                &wo,
+                has_w,
+                mi,
+                ni,
+            )
+        }?;
     }
     let want_b = want[2] && grad_bias.is_some();
     if want[1] || want_b {
         let dwo = operand(op, grad_weight)?;
         let dbo = operand(op, grad_bias.unwrap_or(grad_weight))?;
-        let f = function(&gpu, "norm_rows_params", input)?;
-        let mut l = gpu.stream.launch_builder(&f);
-        l.arg(&dwo).arg(&want[1]).arg(&dbo).arg(&want_b);
-        l.arg(&go)
-            .arg(&xo)
-            .arg(&muo)
-            .arg(&has_mean)
-            .arg(&ro)
-            .arg(&mi)
-            .arg(&ni);
         // SAFETY: `norm_rows_params_<T>(KilnTensor dw, bool want_w, KilnTensor db, bool
         // want_b, KilnTensor g, KilnTensor x, KilnTensor mean, bool has_mean, KilnTensor
         // rstd, long long M, long long N)`: dw / db hold N acc values when wanted (else
         // never written), the rest as in `norm_rows_bwd`; blocks are 32 x 16 threads.
-        unsafe { l.launch(column_tiles(n)) }.map_err(|e| driver_error(op, e))?;
+        unsafe {
+            kernels::norm_rows_params(
+                &gpu,
+                op,
+                input.dtype(),
+                column_tiles(n),
+                &dwo,
+                want[1],
+                &dbo,
+                want_b,
+                &go,
+                &xo,
+                &muo,
+                has_mean,
+                &ro,
+                mi,
+                ni,
+            )
+        }?;
     }
     Ok(())
 }
@@ -304,21 +329,31 @@ pub fn native_group_norm(
     let (o, mo, ro) = (operand(op, out)?, operand(op, mean)?, operand(op, rstd)?);
     let (xo, wo, bo) = (operand(op, &x)?, operand(op, &w)?, operand(op, &b)?);
     let (ri, cg) = (rows_n as i64, c / group);
-    let f = function(&gpu, "group_norm_fwd", input)?;
-    let mut l = gpu.stream.launch_builder(&f);
-    l.arg(&o).arg(&mo).arg(&ro).arg(&xo).arg(&wo).arg(&has_w);
-    l.arg(&bo)
-        .arg(&has_b)
-        .arg(&ri)
-        .arg(&group)
-        .arg(&cg)
-        .arg(&hxw)
-        .arg(&eps);
     // SAFETY: `group_norm_fwd_<T>(KilnTensor out, KilnTensor mean, KilnTensor rstd,
     // KilnTensor x, KilnTensor w, bool has_w, KilnTensor b, bool has_b, long long rows, long
     // long G, long long Cg, long long HxW, double eps)`: x and out hold rows*Cg*HxW contiguous
     // T (the meta function checked N*C*HxW), mean / rstd `rows`, w / b C acc values.
-    unsafe { l.launch(rows(rows_n)) }.map_err(|e| driver_error(op, e))?;
+    unsafe {
+        kernels::group_norm_fwd(
+            &gpu,
+            op,
+            input.dtype(),
+            rows(rows_n),
+            &o,
+            &mo,
+            &ro,
+            &xo,
+            &wo,
+            has_w,
+            &bo,
+            has_b,
+            ri,
+            group,
+            cg,
+            hxw,
+            eps,
+        )
+    }?;
     Ok(())
 }
 
@@ -357,41 +392,54 @@ pub fn native_group_norm_backward(
     if output_mask[0] {
         let dxo = operand(op, grad_input)?;
         let (ri, cg) = (rows_n as i64, c / group);
-        let f = function(&gpu, "group_norm_bwd", input)?;
-        let mut l = gpu.stream.launch_builder(&f);
-        l.arg(&dxo)
-            .arg(&go)
-            .arg(&xo)
-            .arg(&muo)
-            .arg(&ro)
-            .arg(&wo)
-            .arg(&has_w);
-        l.arg(&ri).arg(&group).arg(&cg).arg(&hxw);
         // SAFETY: `group_norm_bwd_<T>(KilnTensor dx, KilnTensor g, KilnTensor x, KilnTensor
         // mean, KilnTensor rstd, KilnTensor w, bool has_w, long long rows, long long G, long
         // long Cg, long long HxW)`: as in `group_norm_fwd`, dx fresh storage like x.
-        unsafe { l.launch(rows(rows_n)) }.map_err(|e| driver_error(op, e))?;
+        unsafe {
+            kernels::group_norm_bwd(
+                &gpu,
+                op,
+                input.dtype(),
+                rows(rows_n),
+                &dxo,
+                &go,
+                &xo,
+                &muo,
+                &ro,
+                &wo,
+                has_w,
+                ri,
+                group,
+                cg,
+                hxw,
+            )
+        }?;
     }
     if output_mask[1] || output_mask[2] {
         let (dwo, dbo) = (operand(op, grad_weight)?, operand(op, grad_bias)?);
-        let f = function(&gpu, "group_norm_params", input)?;
-        let mut l = gpu.stream.launch_builder(&f);
-        l.arg(&dwo)
-            .arg(&output_mask[1])
-            .arg(&dbo)
-            .arg(&output_mask[2]);
-        l.arg(&go)
-            .arg(&xo)
-            .arg(&muo)
-            .arg(&ro)
-            .arg(&n)
-            .arg(&c)
-            .arg(&group)
-            .arg(&hxw);
         // SAFETY: `group_norm_params_<T>(KilnTensor dw, bool want_w, KilnTensor db, bool
         // want_b, KilnTensor g, KilnTensor x, KilnTensor mean, KilnTensor rstd, long long N,
         // long long C, long long G, long long HxW)`: dw / db hold C acc values when wanted.
-        unsafe { l.launch(rows(c as usize)) }.map_err(|e| driver_error(op, e))?;
+        unsafe {
+            kernels::group_norm_params(
+                &gpu,
+                op,
+                input.dtype(),
+                rows(c as usize),
+                &dwo,
+                output_mask[1],
+                &dbo,
+                output_mask[2],
+                &go,
+                &xo,
+                &muo,
+                &ro,
+                n,
+                c,
+                group,
+                hxw,
+            )
+        }?;
     }
     Ok(())
 }
@@ -437,22 +485,33 @@ pub fn batch_norm_functional(
             operand(op, running_var_out)?,
         );
         let (rmi, rvi) = (operand(op, &rm)?, operand(op, &rv)?);
-        let f = function(&gpu, "batch_norm_stats", input)?;
-        let mut l = gpu.stream.launch_builder(&f);
-        l.arg(&smo)
-            .arg(&sio)
-            .arg(&rmo)
-            .arg(&has_rm)
-            .arg(&rvo)
-            .arg(&has_rv);
-        l.arg(&xo).arg(&rmi).arg(&rvi).arg(&ni).arg(&ci).arg(&hi);
-        l.arg(&momentum).arg(&eps);
         // SAFETY: `batch_norm_stats_<T>(KilnTensor save_mean, KilnTensor save_invstd,
         // KilnTensor rm_out, bool has_rm, KilnTensor rv_out, bool has_rv, KilnTensor x,
         // KilnTensor rm, KilnTensor rv, long long N, long long C, long long HxW, double
         // momentum, double eps)`: x holds N*C*HxW contiguous T, the statistics C acc
         // values each (running ones only when flagged).
-        unsafe { l.launch(rows(c)) }.map_err(|e| driver_error(op, e))?;
+        unsafe {
+            kernels::batch_norm_stats(
+                &gpu,
+                op,
+                input.dtype(),
+                rows(c),
+                &smo,
+                &sio,
+                &rmo,
+                has_rm,
+                &rvo,
+                has_rv,
+                &xo,
+                &rmi,
+                &rvi,
+                ni,
+                ci,
+                hi,
+                momentum,
+                eps,
+            )
+        }?;
         (save_mean.clone(), save_invstd.clone())
     } else {
         // Evaluation: the running statistics (checked present by the meta function) are
@@ -476,21 +535,31 @@ pub fn batch_norm_functional(
     );
     let from_var = !training;
     let ti = total as i64;
-    let f = function(&gpu, "batch_norm_apply", input)?;
-    let mut l = gpu.stream.launch_builder(&f);
-    l.arg(&o)
-        .arg(&xo)
-        .arg(&mo)
-        .arg(&io)
-        .arg(&from_var)
-        .arg(&wo)
-        .arg(&has_w);
-    l.arg(&bo).arg(&has_b).arg(&ti).arg(&ci).arg(&hi).arg(&eps);
     // SAFETY: `batch_norm_apply_<T>(KilnTensor out, KilnTensor x, KilnTensor mean,
     // KilnTensor istat, bool from_var, KilnTensor w, bool has_w, KilnTensor b, bool has_b,
     // long long n, long long C, long long HxW, double eps)`: out and x hold n contiguous T,
     // the per-channel operands C acc values.
-    unsafe { l.launch(grid(total)) }.map_err(|e| driver_error(op, e))?;
+    unsafe {
+        kernels::batch_norm_apply(
+            &gpu,
+            op,
+            input.dtype(),
+            grid(total),
+            &o,
+            &xo,
+            &mo,
+            &io,
+            from_var,
+            &wo,
+            has_w,
+            &bo,
+            has_b,
+            ti,
+            ci,
+            hi,
+            eps,
+        )
+    }?;
     Ok(())
 }
 
@@ -542,20 +611,32 @@ pub fn native_batch_norm_backward(
         operand(op, &sums)?,
     );
     let (dwo, dbo) = (operand(op, grad_weight)?, operand(op, grad_bias)?);
-    let f = function(&gpu, "batch_norm_bwd_sums", input)?;
-    let mut l = gpu.stream.launch_builder(&f);
-    l.arg(&so)
-        .arg(&dwo)
-        .arg(&output_mask[1])
-        .arg(&dbo)
-        .arg(&output_mask[2]);
-    l.arg(&go).arg(&xo).arg(&mo).arg(&io).arg(&from_var);
-    l.arg(&ni).arg(&ci).arg(&hi).arg(&eps);
     // SAFETY: `batch_norm_bwd_sums_<T>(KilnTensor sums, KilnTensor dw, bool want_w,
     // KilnTensor db, bool want_b, KilnTensor g, KilnTensor x, KilnTensor mean, KilnTensor
     // istat, bool from_var, long long N, long long C, long long HxW, double eps)`: g and x
     // hold N*C*HxW contiguous T, sums 2*C acc values, mean / istat C, dw / db C when wanted.
-    unsafe { l.launch(rows(c)) }.map_err(|e| driver_error(op, e))?;
+    unsafe {
+        kernels::batch_norm_bwd_sums(
+            &gpu,
+            op,
+            input.dtype(),
+            rows(c),
+            &so,
+            &dwo,
+            output_mask[1],
+            &dbo,
+            output_mask[2],
+            &go,
+            &xo,
+            &mo,
+            &io,
+            from_var,
+            ni,
+            ci,
+            hi,
+            eps,
+        )
+    }?;
     let total = grad_input.numel();
     if !output_mask[0] || total == 0 {
         return Ok(());
@@ -563,26 +644,31 @@ pub fn native_batch_norm_backward(
     let (w, has_w) = optional(weight, &mean)?;
     let (dxo, wo) = (operand(op, grad_input)?, operand(op, &w)?);
     let ti = total as i64;
-    let f = function(&gpu, "batch_norm_bwd_dx", input)?;
-    let mut l = gpu.stream.launch_builder(&f);
-    l.arg(&dxo)
-        .arg(&go)
-        .arg(&xo)
-        .arg(&mo)
-        .arg(&io)
-        .arg(&from_var);
-    l.arg(&wo)
-        .arg(&has_w)
-        .arg(&so)
-        .arg(&train)
-        .arg(&ti)
-        .arg(&ci)
-        .arg(&hi)
-        .arg(&eps);
     // SAFETY: `batch_norm_bwd_dx_<T>(KilnTensor dx, KilnTensor g, KilnTensor x, KilnTensor
     // mean, KilnTensor istat, bool from_var, KilnTensor w, bool has_w, KilnTensor sums, bool
     // train, long long n, long long C, long long HxW, double eps)`: dx, g, x hold n
     // contiguous T, the per-channel operands as in `batch_norm_bwd_sums`.
-    unsafe { l.launch(grid(total)) }.map_err(|e| driver_error(op, e))?;
+    unsafe {
+        kernels::batch_norm_bwd_dx(
+            &gpu,
+            op,
+            input.dtype(),
+            grid(total),
+            &dxo,
+            &go,
+            &xo,
+            &mo,
+            &io,
+            from_var,
+            &wo,
+            has_w,
+            &so,
+            train,
+            ti,
+            ci,
+            hi,
+            eps,
+        )
+    }?;
     Ok(())
 }

@@ -3,9 +3,8 @@
 //! `_fused_adagrad_` (src/ops/optim.rs checks the arguments). Each tensor goes to the kernel as a 1-d view of its dense block.
 
 use super::{gpu_of, grid, operand_with, KilnTensor};
-use crate::backends::cuda::runtime::driver_error;
+use crate::backends::cuda::launchers::optim as kernels;
 use crate::{Layout, Result, Tensor};
-use cudarc::driver::PushKernelArg;
 use kiln_kernels::cpu::optim::{adagrad_clr, AdagradStep, AdamStep, RmspropStep, SgdStep};
 
 /// `t`'s dense block as a 1-d view (every tensor of one parameter has the same strides, so
@@ -38,23 +37,35 @@ pub(crate) fn fused_adam(op: &str, group: &[&Tensor], h: &AdamStep) -> Result<()
     let decay = 1.0 - h.lr * h.weight_decay;
     let has_wd = h.weight_decay != 0.0;
     let nn = n as i64;
-    let f = gpu.function("optim", &format!("fused_adam_{}", p.dtype().short_name()))?;
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&k[0]).arg(&k[1]).arg(&k[2]).arg(&k[3]).arg(&vmax);
-    b.arg(&h.amsgrad)
-        .arg(&h.decoupled)
-        .arg(&h.maximize)
-        .arg(&has_wd);
-    b.arg(&step_size)
-        .arg(&bc2_sqrt)
-        .arg(&h.beta2)
-        .arg(&one_m_beta1)
-        .arg(&one_m_beta2);
-    b.arg(&h.weight_decay).arg(&decay).arg(&h.eps).arg(&nn);
     // SAFETY: `fused_adam_<T>(p, g, m, v, vmax, bool x4, double x8, long long n)`: every
     // view is a dense block of n elements of T on this device (checked by the caller), the
     // written ones distinct storages; `vmax` is only read and written with amsgrad.
-    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
+    unsafe {
+        kernels::fused_adam(
+            &gpu,
+            op,
+            p.dtype(),
+            grid(n),
+            &k[0],
+            &k[1],
+            &k[2],
+            &k[3],
+            &vmax,
+            h.amsgrad,
+            h.decoupled,
+            h.maximize,
+            has_wd,
+            step_size,
+            bc2_sqrt,
+            h.beta2,
+            one_m_beta1,
+            one_m_beta2,
+            h.weight_decay,
+            decay,
+            h.eps,
+            nn,
+        )
+    }?;
     Ok(())
 }
 
@@ -73,23 +84,30 @@ pub(crate) fn fused_sgd(op: &str, group: &[&Tensor], h: &SgdStep) -> Result<()> 
     let has_wd = h.weight_decay != 0.0;
     let one_m_damp = 1.0 - h.dampening;
     let nn = n as i64;
-    let f = gpu.function("optim", &format!("fused_sgd_{}", p.dtype().short_name()))?;
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&k[0]).arg(&k[1]).arg(&buf);
-    b.arg(&has_mom)
-        .arg(&h.first_step)
-        .arg(&h.nesterov)
-        .arg(&h.maximize)
-        .arg(&has_wd);
-    b.arg(&h.lr)
-        .arg(&h.weight_decay)
-        .arg(&h.momentum)
-        .arg(&one_m_damp)
-        .arg(&nn);
     // SAFETY: `fused_sgd_<T>(p, g, buf, bool x5, double x4, long long n)`: dense blocks of n
     // elements of T on this device, the written ones distinct storages; `buf` is only used
     // with momentum.
-    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
+    unsafe {
+        kernels::fused_sgd(
+            &gpu,
+            op,
+            p.dtype(),
+            grid(n),
+            &k[0],
+            &k[1],
+            &buf,
+            has_mom,
+            h.first_step,
+            h.nesterov,
+            h.maximize,
+            has_wd,
+            h.lr,
+            h.weight_decay,
+            h.momentum,
+            one_m_damp,
+            nn,
+        )
+    }?;
     Ok(())
 }
 
@@ -113,27 +131,33 @@ pub(crate) fn fused_rmsprop(op: &str, group: &[&Tensor], h: &RmspropStep) -> Res
     let has_wd = h.weight_decay != 0.0;
     let one_m_alpha = 1.0 - h.alpha;
     let nn = n as i64;
-    let f = gpu.function(
-        "optim",
-        &format!("fused_rmsprop_{}", p.dtype().short_name()),
-    )?;
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&k[0]).arg(&k[1]).arg(&k[2]).arg(&ga).arg(&buf);
-    b.arg(&h.centered)
-        .arg(&has_mom)
-        .arg(&h.maximize)
-        .arg(&has_wd);
-    b.arg(&h.lr)
-        .arg(&h.alpha)
-        .arg(&one_m_alpha)
-        .arg(&h.eps)
-        .arg(&h.weight_decay)
-        .arg(&h.momentum)
-        .arg(&nn);
     // SAFETY: `fused_rmsprop_<T>(p, g, sq, ga, buf, bool x4, double x6, long long n)`: every
     // view is a dense block of n elements of T on this device (checked by the caller), the
     // written ones distinct storages; `ga` is only used when centered, `buf` with momentum.
-    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
+    unsafe {
+        kernels::fused_rmsprop(
+            &gpu,
+            op,
+            p.dtype(),
+            grid(n),
+            &k[0],
+            &k[1],
+            &k[2],
+            &ga,
+            &buf,
+            h.centered,
+            has_mom,
+            h.maximize,
+            has_wd,
+            h.lr,
+            h.alpha,
+            one_m_alpha,
+            h.eps,
+            h.weight_decay,
+            h.momentum,
+            nn,
+        )
+    }?;
     Ok(())
 }
 
@@ -149,17 +173,25 @@ pub(crate) fn fused_adagrad(op: &str, group: &[&Tensor], h: &AdagradStep) -> Res
     let has_wd = h.weight_decay != 0.0;
     let clr = adagrad_clr(h);
     let nn = n as i64;
-    let f = gpu.function(
-        "optim",
-        &format!("fused_adagrad_{}", p.dtype().short_name()),
-    )?;
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&k[0]).arg(&k[1]).arg(&k[2]);
-    b.arg(&h.maximize).arg(&has_wd);
-    b.arg(&clr).arg(&h.weight_decay).arg(&h.eps).arg(&nn);
     // SAFETY: `fused_adagrad_<T>(p, g, sum, bool x2, double x3, long long n)`: dense blocks
     // of n elements of T on this device (checked by the caller), `p` and `sum` distinct
     // storages.
-    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
+    unsafe {
+        kernels::fused_adagrad(
+            &gpu,
+            op,
+            p.dtype(),
+            grid(n),
+            &k[0],
+            &k[1],
+            &k[2],
+            h.maximize,
+            has_wd,
+            clr,
+            h.weight_decay,
+            h.eps,
+            nn,
+        )
+    }?;
     Ok(())
 }

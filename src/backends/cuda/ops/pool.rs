@@ -2,9 +2,8 @@
 //! shapes were checked by the CPU module's meta function.
 
 use super::{gpu_of, grid, operand_with};
-use crate::backends::cuda::runtime::driver_error;
+use crate::backends::cuda::launchers::pool as kernels;
 use crate::{Layout, Result, Tensor};
-use cudarc::driver::PushKernelArg;
 
 /// `t`'s layout as `[B, C, H, W]`: an unbatched image gets a size-1 batch.
 fn image_layout(t: &Tensor) -> Layout {
@@ -38,17 +37,13 @@ pub fn adaptive_max_pool2d(
     let x = operand_with(op, self_, &image_layout(self_))?;
     let v = operand_with(op, values, values.layout())?;
     let ix = operand_with(op, indices, indices.layout())?;
-    let f = gpu.function(
-        "pool",
-        &format!("adaptive_max_pool2d_{}", self_.dtype().short_name()),
-    )?;
     let (oh, ow, nn) = (output_size[0], output_size[1], n as i64);
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&v).arg(&ix).arg(&x).arg(&oh).arg(&ow).arg(&nn);
     // SAFETY: matches `adaptive_max_pool2d_<T>(KilnTensor values, KilnTensor indices,
     // KilnTensor in, long long oh, long long ow, long long n)`; the meta function checked that
     // `in` has non-empty H and W and that the outputs are fresh `[.., oh, ow]` tensors of `n`
     // elements, and every window lies inside the H × W plane.
-    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
+    unsafe {
+        kernels::adaptive_max_pool2d(&gpu, op, self_.dtype(), grid(n), &v, &ix, &x, oh, ow, nn)
+    }?;
     Ok(())
 }

@@ -2,9 +2,8 @@
 //! (kernels/cuda/random.cu.j2), the same stream the CPU draws from (kiln_kernels::philox).
 
 use super::{gpu_of, grid, operand};
-use crate::backends::cuda::runtime::driver_error;
+use crate::backends::cuda::launchers::random as kernels;
 use crate::{Result, Tensor};
-use cudarc::driver::PushKernelArg;
 use kiln_kernels::random::{uniform_bits, Distribution};
 
 /// Fills `out` (fresh, contiguous, on a GPU) with draw `(seed, offset)` of `dist`.
@@ -24,27 +23,22 @@ pub(crate) fn fill(
     let dtype = out.dtype();
     let n_i = n as i64;
     let bits = uniform_bits(dtype) as i32;
-    let (name, low, range) = match dist {
-        Distribution::Uniform => ("rand_uniform", 0i64, 0u64),
-        Distribution::Normal => ("rand_normal", 0, 0),
-        Distribution::Int { low, range } => ("rand_int", low, range),
-    };
-    let f = gpu.function("random", &format!("{name}_{}", dtype.short_name()))?;
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&o).arg(&seed).arg(&offset).arg(&n_i);
-    match dist {
-        Distribution::Uniform => {
-            b.arg(&bits);
-        }
-        Distribution::Normal => {}
-        Distribution::Int { .. } => {
-            b.arg(&low).arg(&range);
-        }
-    }
+    let cfg = grid(n);
     debug_assert!(dtype.is_floating_point() || matches!(dist, Distribution::Int { .. }));
-    // SAFETY: the parameters match the kernel's signature in random.cu.j2 for this
-    // distribution (`KilnTensor, u64 seed, u64 offset, i64 n` then `int bits` for uniform or
-    // `i64 low, u64 range` for integers); `out` holds n elements of `dtype` on this GPU.
-    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
+    // SAFETY: `out` holds n elements of `dtype` on this GPU, fresh and contiguous; the
+    // kernels write element i from Philox block (seed, offset + i) and read nothing else.
+    unsafe {
+        match dist {
+            Distribution::Uniform => {
+                kernels::rand_uniform(&gpu, op, dtype, cfg, &o, seed, offset, n_i, bits)
+            }
+            Distribution::Normal => {
+                kernels::rand_normal(&gpu, op, dtype, cfg, &o, seed, offset, n_i)
+            }
+            Distribution::Int { low, range } => {
+                kernels::rand_int(&gpu, op, dtype, cfg, &o, seed, offset, n_i, low, range)
+            }
+        }
+    }?;
     Ok(())
 }

@@ -3,9 +3,69 @@
 //! piece of an output and a second pass over the pieces' partials (kernels/cuda/reduce.cu.j2).
 
 use super::{alloc, gpu_of, operand_with, rows, KilnTensor};
-use crate::backends::cuda::runtime::driver_error;
+use crate::backends::cuda::launchers::reduce as kernels;
+use crate::backends::cuda::runtime::Gpu;
 use crate::{DType, Error, Layout, Result, Tensor};
-use cudarc::driver::PushKernelArg;
+use cudarc::driver::LaunchConfig;
+
+/// `<kind>_<T>(out, part, in, outer, R, pieces, len)`.
+type Pass = unsafe fn(
+    &Gpu,
+    &str,
+    DType,
+    LaunchConfig,
+    &KilnTensor,
+    &KilnTensor,
+    &KilnTensor,
+    i64,
+    i64,
+    i64,
+    i64,
+) -> Result<()>;
+/// `<kind>_fin_<T>(out, part, outer, pieces)`.
+type Finish =
+    unsafe fn(&Gpu, &str, DType, LaunchConfig, &KilnTensor, &KilnTensor, i64, i64) -> Result<()>;
+/// `arg<kind>_<T>(values, with_values, indices, part_v, part_i, in, outer, R, pieces, len)`.
+type ArgPass = unsafe fn(
+    &Gpu,
+    &str,
+    DType,
+    LaunchConfig,
+    &KilnTensor,
+    bool,
+    &KilnTensor,
+    &KilnTensor,
+    &KilnTensor,
+    &KilnTensor,
+    i64,
+    i64,
+    i64,
+    i64,
+) -> Result<()>;
+/// `arg<kind>_fin_<T>(values, with_values, indices, part_v, part_i, outer, pieces)`.
+type ArgFinish = unsafe fn(
+    &Gpu,
+    &str,
+    DType,
+    LaunchConfig,
+    &KilnTensor,
+    bool,
+    &KilnTensor,
+    &KilnTensor,
+    &KilnTensor,
+    i64,
+    i64,
+) -> Result<()>;
+
+/// A value reduction: its two kernels, and whether it accumulates as a sum does.
+struct Value(Pass, Finish, bool);
+const SUM: Value = Value(kernels::sum, kernels::sum_fin, true);
+const MAX: Value = Value(kernels::max, kernels::max_fin, false);
+const MIN: Value = Value(kernels::min, kernels::min_fin, false);
+/// An index reduction's two kernels.
+struct Arg(ArgPass, ArgFinish);
+const ARGMAX: Arg = Arg(kernels::argmax, kernels::argmax_fin);
+const ARGMIN: Arg = Arg(kernels::argmin, kernels::argmin_fin);
 
 /// Blocks a split reduction aims at: several per SM of a 132-SM H100, enough to hide
 /// memory latency.
@@ -84,7 +144,7 @@ fn dims(op: &str, t: &Tensor, dim: Option<&[i64]>) -> Result<Vec<usize>> {
 
 /// Launches `<kind>_<dtype>(out, part, in, outer, R, pieces, len)` and, when split,
 /// `<kind>_fin_<dtype>(out, part, outer, pieces)`.
-fn value_reduce(op: &str, kind: &str, t: &Tensor, reduced: &[usize], out: &Tensor) -> Result<()> {
+fn value_reduce(op: &str, kind: Value, t: &Tensor, reduced: &[usize], out: &Tensor) -> Result<()> {
     let (layout, outer, r) = split(t, reduced);
     if outer == 0 {
         return Ok(());
@@ -92,9 +152,9 @@ fn value_reduce(op: &str, kind: &str, t: &Tensor, reduced: &[usize], out: &Tenso
     let gpu = gpu_of(op, out)?;
     let input = operand_with(op, t, &layout)?;
     let o = operand_with(op, out, &Layout::contiguous(&[outer]))?;
-    let name = t.dtype().short_name();
+    let dt = t.dtype();
     let (p, len) = pieces(outer, r);
-    let acc = if kind == "sum" {
+    let acc = if kind.2 {
         sum_acc(t.dtype())
     } else {
         compute(t.dtype())
@@ -106,25 +166,32 @@ fn value_reduce(op: &str, kind: &str, t: &Tensor, reduced: &[usize], out: &Tenso
     } else {
         (None, o)
     };
-    let f = gpu.function("reduce", &format!("{kind}_{name}"))?;
     let (outer_i, r_i, p_i, len_i) = (outer as i64, r as i64, p as i64, len as i64);
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&o).arg(&kp).arg(&input);
-    b.arg(&outer_i).arg(&r_i).arg(&p_i).arg(&len_i);
     // SAFETY: `<kind>_<T>(KilnTensor out, KilnTensor part, KilnTensor in, long long outer,
     // long long R, long long pieces, long long len)`; `in` is a permutation of `t`'s valid
     // layout with outer*R elements, `out` a fresh contiguous tensor of `outer` elements of T;
     // when pieces > 1, `part` is a fresh contiguous buffer of outer*pieces elements of the
     // accumulator type and pieces * len >= R > (pieces - 1) * len.
-    unsafe { b.launch(rows(outer * p)) }.map_err(|e| driver_error(op, e))?;
+    unsafe {
+        (kind.0)(
+            &gpu,
+            op,
+            dt,
+            rows(outer * p),
+            &o,
+            &kp,
+            &input,
+            outer_i,
+            r_i,
+            p_i,
+            len_i,
+        )
+    }?;
     if part.is_some() {
-        let f = gpu.function("reduce", &format!("{kind}_fin_{name}"))?;
-        let mut b = gpu.stream.launch_builder(&f);
-        b.arg(&o).arg(&kp).arg(&outer_i).arg(&p_i);
         // SAFETY: `<kind>_fin_<T>(KilnTensor out, KilnTensor part, long long outer, long long
         // pieces)`; `part` holds the outer*pieces partials the launch above writes first (same
         // stream), `out` as above.
-        unsafe { b.launch(rows(outer)) }.map_err(|e| driver_error(op, e))?;
+        unsafe { (kind.1)(&gpu, op, dt, rows(outer), &o, &kp, outer_i, p_i) }?;
     }
     Ok(())
 }
@@ -134,7 +201,7 @@ fn value_reduce(op: &str, kind: &str, t: &Tensor, reduced: &[usize], out: &Tenso
 /// part_v, part_i, outer, pieces)`.
 fn arg_reduce(
     op: &str,
-    kind: &str,
+    kind: Arg,
     t: &Tensor,
     reduced: &[usize],
     values: Option<&Tensor>,
@@ -150,7 +217,7 @@ fn arg_reduce(
     let idx = operand_with(op, indices, &flat)?;
     let vals = operand_with(op, values.unwrap_or(indices), &flat)?;
     let with_values = values.is_some();
-    let name = t.dtype().short_name();
+    let dt = t.dtype();
     let (p, len) = pieces(outer, r);
     // Unsplit, the kernel never writes the partials; `indices` stands in.
     let (part, kv, ki) = if p > 1 {
@@ -160,31 +227,54 @@ fn arg_reduce(
     } else {
         (None, idx, idx)
     };
-    let f = gpu.function("reduce", &format!("arg{kind}_{name}"))?;
     let (outer_i, r_i, p_i, len_i) = (outer as i64, r as i64, p as i64, len as i64);
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&vals).arg(&with_values).arg(&idx).arg(&kv).arg(&ki);
-    b.arg(&input).arg(&outer_i).arg(&r_i).arg(&p_i).arg(&len_i);
     // SAFETY: matches `arg<kind>_<T>`; `values` is only written when `with_values` is true,
     // in which case it is a fresh contiguous tensor of `outer` elements of T; `indices` is a
     // fresh contiguous int64 tensor of `outer` elements; when pieces > 1 the kernel writes
     // only `part_v` / `part_i`, fresh contiguous buffers of outer*pieces compute-type values
     // and int64 indices, and pieces * len >= R > (pieces - 1) * len.
-    unsafe { b.launch(rows(outer * p)) }.map_err(|e| driver_error(op, e))?;
+    unsafe {
+        (kind.0)(
+            &gpu,
+            op,
+            dt,
+            rows(outer * p),
+            &vals,
+            with_values,
+            &idx,
+            &kv,
+            &ki,
+            &input,
+            outer_i,
+            r_i,
+            p_i,
+            len_i,
+        )
+    }?;
     if part.is_some() {
-        let f = gpu.function("reduce", &format!("arg{kind}_fin_{name}"))?;
-        let mut b = gpu.stream.launch_builder(&f);
-        b.arg(&vals).arg(&with_values).arg(&idx).arg(&kv).arg(&ki);
-        b.arg(&outer_i).arg(&p_i);
         // SAFETY: matches `arg<kind>_fin_<T>`; `part_v` / `part_i` hold the outer*pieces
         // partials the launch above writes first (same stream); outputs as above.
-        unsafe { b.launch(rows(outer)) }.map_err(|e| driver_error(op, e))?;
+        unsafe {
+            (kind.1)(
+                &gpu,
+                op,
+                dt,
+                rows(outer),
+                &vals,
+                with_values,
+                &idx,
+                &kv,
+                &ki,
+                outer_i,
+                p_i,
+            )
+        }?;
     }
     Ok(())
 }
 
 pub fn sum_all(op: &str, self_: &Tensor, _dtype: Option<DType>, out: &Tensor) -> Result<()> {
-    value_reduce(op, "sum", self_, &(0..self_.dim()).collect::<Vec<_>>(), out)
+    value_reduce(op, SUM, self_, &(0..self_.dim()).collect::<Vec<_>>(), out)
 }
 
 pub fn sum_dim(
@@ -195,15 +285,15 @@ pub fn sum_dim(
     _dtype: Option<DType>,
     out: &Tensor,
 ) -> Result<()> {
-    value_reduce(op, "sum", self_, &dims(op, self_, dim)?, out)
+    value_reduce(op, SUM, self_, &dims(op, self_, dim)?, out)
 }
 
 pub fn max_all(op: &str, self_: &Tensor, out: &Tensor) -> Result<()> {
-    value_reduce(op, "max", self_, &(0..self_.dim()).collect::<Vec<_>>(), out)
+    value_reduce(op, MAX, self_, &(0..self_.dim()).collect::<Vec<_>>(), out)
 }
 
 pub fn min_all(op: &str, self_: &Tensor, out: &Tensor) -> Result<()> {
-    value_reduce(op, "min", self_, &(0..self_.dim()).collect::<Vec<_>>(), out)
+    value_reduce(op, MIN, self_, &(0..self_.dim()).collect::<Vec<_>>(), out)
 }
 
 pub fn max_dim(
@@ -215,7 +305,7 @@ pub fn max_dim(
     indices: &Tensor,
 ) -> Result<()> {
     let d = dims(op, self_, Some(&[dim]))?;
-    arg_reduce(op, "max", self_, &d, Some(values), indices)
+    arg_reduce(op, ARGMAX, self_, &d, Some(values), indices)
 }
 
 pub fn min_dim(
@@ -227,7 +317,7 @@ pub fn min_dim(
     indices: &Tensor,
 ) -> Result<()> {
     let d = dims(op, self_, Some(&[dim]))?;
-    arg_reduce(op, "min", self_, &d, Some(values), indices)
+    arg_reduce(op, ARGMIN, self_, &d, Some(values), indices)
 }
 
 pub fn argmax(
@@ -238,7 +328,7 @@ pub fn argmax(
     out: &Tensor,
 ) -> Result<()> {
     let d = dims(op, self_, dim.as_ref().map(std::slice::from_ref))?;
-    arg_reduce(op, "max", self_, &d, None, out)
+    arg_reduce(op, ARGMAX, self_, &d, None, out)
 }
 
 pub fn argmin(
@@ -249,7 +339,7 @@ pub fn argmin(
     out: &Tensor,
 ) -> Result<()> {
     let d = dims(op, self_, dim.as_ref().map(std::slice::from_ref))?;
-    arg_reduce(op, "min", self_, &d, None, out)
+    arg_reduce(op, ARGMIN, self_, &d, None, out)
 }
 
 #[cfg(test)]

@@ -2,10 +2,12 @@
 //! tensor is viewed with the scanned dim last and scanned in parallel (a thread, a warp or a
 //! block per line, by the line's length). (sort is in sort.rs.)
 
+use super::KilnTensor;
 use super::{gpu_of, operand_with};
-use crate::backends::cuda::runtime::driver_error;
+use crate::backends::cuda::launchers::scan as kernels;
+use crate::backends::cuda::runtime::Gpu;
 use crate::{DType, Error, Layout, Result, Tensor};
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::LaunchConfig;
 
 /// `t`'s layout with `dim` moved last (0-d as `[1]`), and the number of lines.
 pub(super) fn lines(op: &str, t: &Tensor, dim: i64) -> Result<(Layout, usize, usize)> {
@@ -71,8 +73,41 @@ fn scan_config(shape: ScanShape, lines: usize) -> LaunchConfig {
     }
 }
 
-/// Launches the cumulative op `<kind>_<dtype>(outs..., in, lines, n, mode)`.
-fn cumulative(op: &str, kind: &str, input: &Tensor, outs: &[&Tensor], dim: i64) -> Result<()> {
+/// `<kind>_<T>(out, in, lines, n, mode)`.
+type Single = unsafe fn(
+    &Gpu,
+    &str,
+    DType,
+    LaunchConfig,
+    &KilnTensor,
+    &KilnTensor,
+    i64,
+    i64,
+    i32,
+) -> Result<()>;
+/// `<kind>_<T>(values, indices, in, lines, n, mode)`.
+type Pair = unsafe fn(
+    &Gpu,
+    &str,
+    DType,
+    LaunchConfig,
+    &KilnTensor,
+    &KilnTensor,
+    &KilnTensor,
+    i64,
+    i64,
+    i32,
+) -> Result<()>;
+
+/// A scan kernel, with one output or values and indices.
+#[derive(Clone, Copy)]
+enum Kernel {
+    One(Single),
+    Two(Pair),
+}
+
+/// Launches the cumulative op `kernel` (`<kind>_<dtype>(outs..., in, lines, n, mode)`).
+fn cumulative(op: &str, kernel: Kernel, input: &Tensor, outs: &[&Tensor], dim: i64) -> Result<()> {
     let (layout, count, n) = lines(op, input, dim)?;
     if count == 0 || n == 0 {
         return Ok(());
@@ -83,20 +118,26 @@ fn cumulative(op: &str, kind: &str, input: &Tensor, outs: &[&Tensor], dim: i64) 
         .iter()
         .map(|o| operand_with(op, o, &lines(op, o, dim)?.0))
         .collect::<Result<Vec<_>>>()?;
-    let f = gpu.function("scan", &format!("{kind}_{}", input.dtype().short_name()))?;
     let shape = scan_shape(count, n);
     let (c, nn, mode) = (count as i64, n as i64, shape as i32);
-    let mut b = gpu.stream.launch_builder(&f);
-    for k in &ks {
-        b.arg(k);
-    }
-    b.arg(&x).arg(&c).arg(&nn).arg(&mode);
+    let (cfg, dt) = (scan_config(shape, count), input.dtype());
     // SAFETY: matches `<kind>_<T>(KilnTensor outs..., KilnTensor in, long long lines, long
     // long n, int mode)` in scan.cu.j2, launched with its KILN_SCAN_THREADS threads per block;
     // every view is a permutation of a valid layout with `lines * n` elements and the
     // scanned dim last (n >= 1), outputs are fresh tensors of the input's shape.
-    unsafe { b.launch(scan_config(shape, count)) }.map_err(|e| driver_error(op, e))?;
-    Ok(())
+    unsafe {
+        match (kernel, ks.as_slice()) {
+            (Kernel::One(k), [o]) => k(&gpu, op, dt, cfg, o, &x, c, nn, mode),
+            (Kernel::Two(k), [v, i]) => k(&gpu, op, dt, cfg, v, i, &x, c, nn, mode),
+            _ => Err(Error::value(
+                op,
+                format!(
+                    "kiln internal error: a scan kernel given {} outputs",
+                    ks.len()
+                ),
+            )),
+        }
+    }
 }
 
 pub fn cumsum(
@@ -106,7 +147,7 @@ pub fn cumsum(
     _dtype: Option<DType>,
     out: &Tensor,
 ) -> Result<()> {
-    cumulative(op, "cumsum", self_, &[out], dim)
+    cumulative(op, Kernel::One(kernels::cumsum), self_, &[out], dim)
 }
 
 pub fn cumprod(
@@ -116,19 +157,31 @@ pub fn cumprod(
     _dtype: Option<DType>,
     out: &Tensor,
 ) -> Result<()> {
-    cumulative(op, "cumprod", self_, &[out], dim)
+    cumulative(op, Kernel::One(kernels::cumprod), self_, &[out], dim)
 }
 
 pub fn logcumsumexp(op: &str, self_: &Tensor, dim: i64, out: &Tensor) -> Result<()> {
-    cumulative(op, "logcumsumexp", self_, &[out], dim)
+    cumulative(op, Kernel::One(kernels::logcumsumexp), self_, &[out], dim)
 }
 
 pub fn cummax(op: &str, self_: &Tensor, dim: i64, values: &Tensor, indices: &Tensor) -> Result<()> {
-    cumulative(op, "cummax", self_, &[values, indices], dim)
+    cumulative(
+        op,
+        Kernel::Two(kernels::cummax),
+        self_,
+        &[values, indices],
+        dim,
+    )
 }
 
 pub fn cummin(op: &str, self_: &Tensor, dim: i64, values: &Tensor, indices: &Tensor) -> Result<()> {
-    cumulative(op, "cummin", self_, &[values, indices], dim)
+    cumulative(
+        op,
+        Kernel::Two(kernels::cummin),
+        self_,
+        &[values, indices],
+        dim,
+    )
 }
 
 #[cfg(test)]

@@ -2,9 +2,8 @@
 //! softmax dim last, one block per row (kernels/cuda/softmax.cu.j2).
 
 use super::{gpu_of, operand_with, rows, KilnTensor};
-use crate::backends::cuda::runtime::driver_error;
+use crate::backends::cuda::launchers::softmax as kernels;
 use crate::{DType, Error, Layout, Result, Tensor};
-use cudarc::driver::PushKernelArg;
 
 /// `l` with dim `d` moved last.
 fn dim_last(l: &Layout, d: usize) -> Layout {
@@ -39,13 +38,22 @@ fn run(op: &str, t: &Tensor, dim: i64, log: bool, out: &Tensor) -> Result<()> {
     let (d, outer, r) = split(op, t, dim)?;
     let gpu = gpu_of(op, out)?;
     let (input, output) = (rows_operand(op, t, d)?, rows_operand(op, out, d)?);
-    let f = gpu.function("softmax", &format!("softmax_{}", t.dtype().short_name()))?;
     let (outer_i, r_i) = (outer as i64, r as i64);
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&output).arg(&input).arg(&outer_i).arg(&r_i).arg(&log);
     // SAFETY: `softmax_<T>(KilnTensor out, KilnTensor in, long long rows, long long R, bool
     // log_out)`; both views hold rows*R elements of T, `out` is fresh storage.
-    unsafe { b.launch(rows(outer)) }.map_err(|e| driver_error(op, e))?;
+    unsafe {
+        kernels::softmax(
+            &gpu,
+            op,
+            t.dtype(),
+            rows(outer),
+            &output,
+            &input,
+            outer_i,
+            r_i,
+            log,
+        )
+    }?;
     Ok(())
 }
 
@@ -72,17 +80,24 @@ fn run_backward(
         rows_operand(op, grad_output, d)?,
         rows_operand(op, output, d)?,
     );
-    let f = gpu.function(
-        "softmax",
-        &format!("softmax_backward_{}", out.dtype().short_name()),
-    )?;
     let (outer_i, r_i) = (outer as i64, r as i64);
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&o).arg(&g).arg(&y).arg(&outer_i).arg(&r_i).arg(&log);
     // SAFETY: `softmax_backward_<T>(KilnTensor out, KilnTensor grad, KilnTensor output, long
     // long rows, long long R, bool log_out)`; the three views hold rows*R elements of T (the
     // meta function checked grad_output and output share the shape), `out` is fresh storage.
-    unsafe { b.launch(rows(outer)) }.map_err(|e| driver_error(op, e))?;
+    unsafe {
+        kernels::softmax_backward(
+            &gpu,
+            op,
+            out.dtype(),
+            rows(outer),
+            &o,
+            &g,
+            &y,
+            outer_i,
+            r_i,
+            log,
+        )
+    }?;
     Ok(())
 }
 

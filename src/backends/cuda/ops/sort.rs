@@ -4,9 +4,10 @@
 
 use super::scan::lines;
 use super::{alloc, gpu_of, grid, operand_with, rows, KilnTensor};
-use crate::backends::cuda::runtime::{driver_error, Gpu};
+use crate::backends::cuda::launchers::sort as kernels;
+use crate::backends::cuda::runtime::Gpu;
 use crate::{DType, Error, Layout, Result, Tensor};
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::LaunchConfig;
 
 /// Entries one `sort_tile` block sorts in shared memory: KILN_SORT_TILE in sort.cu.j2.
 const TILE: usize = 2048;
@@ -38,9 +39,6 @@ struct Tile<'a> {
 
 impl Tile<'_> {
     fn launch(&self, k_lo: usize, k_hi: usize, from_input: bool, to_output: bool) -> Result<()> {
-        let f = self
-            .gpu
-            .function("sort", &format!("sort_tile_{}", self.dtype.short_name()))?;
         let tiles = (self.count * self.p).div_ceil(TILE);
         let cfg = LaunchConfig {
             grid_dim: (tiles.clamp(1, 65_535) as u32, 1, 1),
@@ -50,20 +48,6 @@ impl Tile<'_> {
         let (keys, idx) = self.scratch;
         let (c, n, p) = (self.count as i64, self.n as i64, self.p as i64);
         let (lo, hi) = (k_lo as i64, k_hi as i64);
-        let mut b = self.gpu.stream.launch_builder(&f);
-        b.arg(self.values)
-            .arg(self.indices)
-            .arg(self.input)
-            .arg(&keys)
-            .arg(&idx)
-            .arg(&c)
-            .arg(&n)
-            .arg(&p)
-            .arg(&lo)
-            .arg(&hi)
-            .arg(&from_input)
-            .arg(&to_output)
-            .arg(&self.descending);
         // SAFETY: matches `sort_tile_<T>(KilnTensor values, KilnTensor indices, KilnTensor
         // in, unsigned long long keys, unsigned long long idx, long long lines, long long n,
         // long long p, long long k_lo, long long k_hi, bool from_input, bool to_output, bool
@@ -71,8 +55,27 @@ impl Tile<'_> {
         // tensors of T, T and int64 (the outputs fresh, so not overlapping `in`); the scratch
         // pointers, read or written only when !from_input / !to_output, which happens only
         // when p > TILE, head live buffers of count * p elements of T and int64.
-        unsafe { b.launch(cfg) }.map_err(|e| driver_error(self.op, e))?;
-        Ok(())
+        unsafe {
+            kernels::sort_tile(
+                self.gpu,
+                self.op,
+                self.dtype,
+                cfg,
+                self.values,
+                self.indices,
+                self.input,
+                keys,
+                idx,
+                c,
+                n,
+                p,
+                lo,
+                hi,
+                from_input,
+                to_output,
+                self.descending,
+            )
+        }
     }
 }
 
@@ -122,27 +125,32 @@ fn sort_rows(
     let idx = alloc(op, &[total], DType::I64, ordinal)?;
     tile.scratch = (ptr(op, &keys)?, ptr(op, &idx)?);
     tile.launch(2, TILE, true, false)?;
-    let merge = gpu.function("sort", &format!("sort_merge_{}", dtype.short_name()))?;
     let (total_i, p_i) = (total as i64, p as i64);
     let mut k = 2 * TILE;
     while k <= p {
         let mut j = k / 2;
         while j >= TILE {
             let (k_i, j_i) = (k as i64, j as i64);
-            let mut b = gpu.stream.launch_builder(&merge);
-            b.arg(&tile.scratch.0)
-                .arg(&tile.scratch.1)
-                .arg(&total_i)
-                .arg(&p_i)
-                .arg(&k_i)
-                .arg(&j_i)
-                .arg(&descending);
             // SAFETY: matches `sort_merge_<T>(unsigned long long keys, unsigned long long
             // idx, long long total, long long p, long long k, long long j, bool
             // descending)`; both pointers head live buffers of `total` elements of T and
             // int64, and every pair (a, a + j) it touches lies below `total` (j < p, p
             // divides total).
-            unsafe { b.launch(grid(total / 2)) }.map_err(|e| driver_error(op, e))?;
+            unsafe {
+                kernels::sort_merge(
+                    gpu,
+                    op,
+                    dtype,
+                    grid(total / 2),
+                    tile.scratch.0,
+                    tile.scratch.1,
+                    total_i,
+                    p_i,
+                    k_i,
+                    j_i,
+                    descending,
+                )
+            }?;
             j /= 2;
         }
         tile.launch(k, k, false, k == p)?;
@@ -218,19 +226,23 @@ pub fn mode(
     );
     let (keys_p, idx_p) = (ptr(op, &keys)?, ptr(op, &idx)?);
     let (c, nn) = (count as i64, n as i64);
-    let f = gpu.function("sort", &format!("mode_{}", dtype.short_name()))?;
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&vals)
-        .arg(&ids)
-        .arg(&keys_p)
-        .arg(&idx_p)
-        .arg(&c)
-        .arg(&nn);
     // SAFETY: matches `mode_<T>(KilnTensor values, KilnTensor indices, unsigned long long
     // keys, unsigned long long idx, long long lines, long long n)` launched with
     // KILN_MODE_THREADS (256, `rows`) threads; `keys`/`idx` head live contiguous buffers of
     // count * n elements of T and int64 (n > 0), `values` and `indices` are fresh contiguous
     // tensors of `count` elements of T and int64.
-    unsafe { b.launch(rows(count)) }.map_err(|e| driver_error(op, e))?;
-    Ok(())
+    unsafe {
+        kernels::mode(
+            &gpu,
+            op,
+            dtype,
+            rows(count),
+            &vals,
+            &ids,
+            keys_p,
+            idx_p,
+            c,
+            nn,
+        )
+    }
 }

@@ -2,10 +2,12 @@
 //! with the ratios of the CPU module (`kiln_kernels::cpu::upsample`), so both backends pick
 //! the same source pixels.
 
+use super::KilnTensor;
 use super::{gpu_of, grid, operand_with};
-use crate::backends::cuda::runtime::driver_error;
-use crate::{Result, Tensor};
-use cudarc::driver::PushKernelArg;
+use crate::backends::cuda::launchers::upsample as kernels;
+use crate::backends::cuda::runtime::Gpu;
+use crate::{DType, Result, Tensor};
+use cudarc::driver::LaunchConfig;
 use kiln_kernels::cpu::upsample::{linear_ratio, scale_ratio};
 
 /// `[h, w]` of an `[N, C, *spatial]` shape (a 1-d image has height 1).
@@ -51,9 +53,48 @@ impl Resize {
     }
 }
 
-/// Launches `<name>_<dtype>(out, src, in_h, in_w, out_h, out_w, rh, rw, [align,] n)` with one
-/// thread per element of `out`.
-fn launch(op: &str, name: &str, src: &Tensor, r: &Resize, out: &Tensor) -> Result<()> {
+/// `<name>_<T>(out, src, in_h, in_w, out_h, out_w, rh, rw, n)`.
+type Nearest = unsafe fn(
+    &Gpu,
+    &str,
+    DType,
+    LaunchConfig,
+    &KilnTensor,
+    &KilnTensor,
+    i64,
+    i64,
+    i64,
+    i64,
+    f64,
+    f64,
+    i64,
+) -> Result<()>;
+/// `<name>_<T>(out, src, in_h, in_w, out_h, out_w, rh, rw, align, n)`.
+type Bilinear = unsafe fn(
+    &Gpu,
+    &str,
+    DType,
+    LaunchConfig,
+    &KilnTensor,
+    &KilnTensor,
+    i64,
+    i64,
+    i64,
+    i64,
+    f64,
+    f64,
+    bool,
+    i64,
+) -> Result<()>;
+
+#[derive(Clone, Copy)]
+enum Kernel {
+    Nearest(Nearest),
+    Bilinear(Bilinear),
+}
+
+/// Launches `kernel` with one thread per element of `out`.
+fn launch(op: &str, kernel: Kernel, src: &Tensor, r: &Resize, out: &Tensor) -> Result<()> {
     let n = out.numel();
     if n == 0 {
         return Ok(());
@@ -63,30 +104,20 @@ fn launch(op: &str, name: &str, src: &Tensor, r: &Resize, out: &Tensor) -> Resul
         operand_with(op, out, out.layout())?,
         operand_with(op, src, src.layout())?,
     );
-    let f = gpu.function("upsample", &format!("{name}_{}", out.dtype().short_name()))?;
     let [ih, iw] = r.input.map(|v| v as i64);
     let [oh, ow] = r.output.map(|v| v as i64);
     let [rh, rw] = r.ratios;
     let nn = n as i64;
     let align = r.align.unwrap_or(false);
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&o)
-        .arg(&s)
-        .arg(&ih)
-        .arg(&iw)
-        .arg(&oh)
-        .arg(&ow)
-        .arg(&rh)
-        .arg(&rw);
-    if r.align.is_some() {
-        b.arg(&align);
-    }
-    b.arg(&nn);
-    // SAFETY: matches `<name>_<T>` of upsample.cu.j2 (`align` only for the bilinear
-    // kernels); `src` and `out` are views of [planes, in_h, in_w] and [planes, out_h, out_w]
+    let (dt, cfg) = (out.dtype(), grid(n));
+    // SAFETY: `src` and `out` are views of [planes, in_h, in_w] and [planes, out_h, out_w]
     // elements of T (the meta function checked the shapes), `out` is fresh storage.
-    unsafe { b.launch(grid(n)) }.map_err(|e| driver_error(op, e))?;
-    Ok(())
+    unsafe {
+        match kernel {
+            Kernel::Nearest(k) => k(&gpu, op, dt, cfg, &o, &s, ih, iw, oh, ow, rh, rw, nn),
+            Kernel::Bilinear(k) => k(&gpu, op, dt, cfg, &o, &s, ih, iw, oh, ow, rh, rw, align, nn),
+        }
+    }
 }
 
 pub fn upsample_nearest1d(
@@ -97,7 +128,7 @@ pub fn upsample_nearest1d(
     out: &Tensor,
 ) -> Result<()> {
     let r = Resize::nearest(self_.shape(), out.shape(), [None, scales]);
-    launch(op, "nearest", self_, &r, out)
+    launch(op, Kernel::Nearest(kernels::nearest), self_, &r, out)
 }
 
 pub fn upsample_nearest2d(
@@ -109,7 +140,7 @@ pub fn upsample_nearest2d(
     out: &Tensor,
 ) -> Result<()> {
     let r = Resize::nearest(self_.shape(), out.shape(), [scales_h, scales_w]);
-    launch(op, "nearest", self_, &r, out)
+    launch(op, Kernel::Nearest(kernels::nearest), self_, &r, out)
 }
 
 pub fn upsample_bilinear2d(
@@ -127,7 +158,7 @@ pub fn upsample_bilinear2d(
         align_corners,
         [scales_h, scales_w],
     );
-    launch(op, "bilinear", self_, &r, out)
+    launch(op, Kernel::Bilinear(kernels::bilinear), self_, &r, out)
 }
 
 pub fn upsample_nearest1d_backward(
@@ -139,7 +170,13 @@ pub fn upsample_nearest1d_backward(
     out: &Tensor,
 ) -> Result<()> {
     let r = Resize::nearest(out.shape(), grad_output.shape(), [None, scales]);
-    launch(op, "nearest_backward", grad_output, &r, out)
+    launch(
+        op,
+        Kernel::Nearest(kernels::nearest_backward),
+        grad_output,
+        &r,
+        out,
+    )
 }
 
 pub fn upsample_nearest2d_backward(
@@ -152,7 +189,13 @@ pub fn upsample_nearest2d_backward(
     out: &Tensor,
 ) -> Result<()> {
     let r = Resize::nearest(out.shape(), grad_output.shape(), [scales_h, scales_w]);
-    launch(op, "nearest_backward", grad_output, &r, out)
+    launch(
+        op,
+        Kernel::Nearest(kernels::nearest_backward),
+        grad_output,
+        &r,
+        out,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -172,5 +215,11 @@ pub fn upsample_bilinear2d_backward(
         align_corners,
         [scales_h, scales_w],
     );
-    launch(op, "bilinear_backward", grad_output, &r, out)
+    launch(
+        op,
+        Kernel::Bilinear(kernels::bilinear_backward),
+        grad_output,
+        &r,
+        out,
+    )
 }
