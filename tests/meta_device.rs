@@ -1,9 +1,12 @@
 //! The meta device: a ResNet-50 (torchvision's layout, 25.6M parameters) runs forward on
 //! meta tensors without allocating a single CPU buffer, and gives the shapes the CPU gives.
-//! One test in its own binary, so no other test allocates while the counter is read.
+//! The tests read a process-wide allocation counter, so they hold `SERIAL` to run one at a
+//! time (and this binary has no other tests).
 
 use kiln::nn::{BatchNorm2d, Conv2d, ConvOptions, Forward, Linear, MaxPool2d, Module};
 use kiln::{DType, Device, Result, Tensor};
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// torchvision's `Bottleneck`: 1×1 down, 3×3 (with the stride), 1×1 up ×4, plus shortcut.
 #[derive(Module)]
@@ -111,6 +114,7 @@ impl Forward for ResNet50 {
 
 #[test]
 fn resnet50_forward_on_meta_allocates_nothing_and_gives_the_cpu_shapes() -> Result<()> {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut model = ResNet50::new(1000)?;
     assert_eq!(model.num_parameters(), 25_557_032); // torchvision's resnet50
                                                     // The CPU's answer on a small input, for the shapes (and the autograd record).
@@ -163,5 +167,29 @@ fn resnet50_forward_on_meta_allocates_nothing_and_gives_the_cpu_shapes() -> Resu
     model.to_empty(Device::Cpu)?;
     assert!(model.parameters().iter().all(|p| p.device() == Device::Cpu));
     assert_eq!(model.num_parameters(), 25_557_032);
+    Ok(())
+}
+
+/// Factories take a device: on meta `arange_on` runs arange's checks and gives its shape,
+/// allocating nothing; its errors are the CPU's.
+#[test]
+fn arange_on_meta_has_the_cpu_shape_and_errors() -> Result<()> {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = kiln::cpu::allocation_count();
+    let m = Tensor::arange_on(0, 10, 3, DType::I64, Device::Meta)?;
+    assert_eq!(kiln::cpu::allocation_count(), before);
+    assert_eq!(
+        (m.shape(), m.dtype(), m.device()),
+        (&[4][..], DType::I64, Device::Meta)
+    );
+    // 0, 3, 6, 9: four values, as PyTorch's ceil((end - start) / step).
+    assert_eq!(
+        Tensor::arange(0, 10, 3, DType::I64)?.to_vec::<i64>()?,
+        vec![0, 3, 6, 9]
+    );
+    let cpu = Tensor::arange(0, 1, 0, DType::F32).unwrap_err();
+    let meta = Tensor::arange_on(0, 1, 0, DType::F32, Device::Meta).unwrap_err();
+    assert_eq!(meta.to_string(), cpu.to_string());
+    assert_eq!(meta.kind(), kiln::ErrorKind::Value);
     Ok(())
 }

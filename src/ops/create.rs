@@ -182,6 +182,19 @@ impl Tensor {
         step: impl Into<Scalar>,
         dtype: DType,
     ) -> Result<Tensor> {
+        Tensor::arange_on(start, end, step, dtype, Device::Cpu)
+    }
+
+    /// Like [`Tensor::arange`], on the given device (on meta: the checks and the shape, no
+    /// values).
+    pub fn arange_on(
+        start: impl Into<Scalar>,
+        end: impl Into<Scalar>,
+        step: impl Into<Scalar>,
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        check_device("arange", device)?;
         let (s, e, st) = (
             start.into().to_f64(),
             end.into().to_f64(),
@@ -209,10 +222,13 @@ impl Tensor {
         }
         let n = n as usize;
         storage_numel("arange", &[n], dtype)?;
+        if device.is_meta() {
+            return Tensor::alloc_meta("arange", &[n], dtype);
+        }
         let buf = with_dtype!(dtype, T, {
             CpuBuffer::from_fn("arange", n, |i| T::from_f64(s + i as f64 * st))?
         });
-        Ok(Tensor::from_buffer(buf, &[n]))
+        Tensor::from_buffer(buf, &[n]).to_device(device)
     }
 
     /// `steps` evenly spaced values from `start` to `end` inclusive.

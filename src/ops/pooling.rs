@@ -197,12 +197,7 @@ fn max_pool(
     let dev = x.device();
     let mut flat = Tensor::zeros([1], DType::I64)?.to_device(dev)?;
     let mut k_rest = at;
-    // On meta only the shape matters: no CPU arange to move there.
-    let mut l_rest = if dev.is_meta() {
-        Tensor::empty_on([l as usize], DType::I64, dev)?
-    } else {
-        Tensor::arange(0, l, 1, DType::I64)?.to_device(dev)?
-    };
+    let mut l_rest = Tensor::arange_on(0, l, 1, DType::I64, dev)?;
     let mut scale = 1i64;
     for i in (0..n).rev() {
         let (ki, li) = (
