@@ -518,6 +518,33 @@ fn launcher(
         _ => format!("{}_<dtypes.0>_<dtypes.1>", f.stem),
     };
     let mut s = String::new();
+    // The launcher's type, for code that picks one of several same-shaped kernels at run
+    // time (im2col or col2im, sum or max) and passes it on as a function pointer.
+    let camel: String = f
+        .stem
+        .split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|h| h.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect();
+    let types: Vec<&str> = params
+        .iter()
+        .map(|p| p.split_once(": ").map_or("", |(_, t)| t))
+        .collect();
+    let dtype_ty = match f.arity() {
+        0 => "",
+        1 => "DType, ",
+        _ => "(DType, DType), ",
+    };
+    let _ = writeln!(
+        s,
+        "\n    /// The type of [`{}`].\n    #[allow(dead_code)]\n    pub(crate) type {camel} = unsafe fn(&Gpu, &str, {dtype_ty}LaunchConfig, {}) -> Result<()>;",
+        f.stem,
+        types.join(", ")
+    );
     let _ = writeln!(
         s,
         "\n    /// Launches `{which}({})` on `gpu`'s stream.",

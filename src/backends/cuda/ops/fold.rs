@@ -1,25 +1,14 @@
 //! im2col and col2im on CUDA (kernels/cuda/fold.cu.j2), with the geometry checked and
 //! computed by the CPU module's `Geometry`.
 
-use super::{gpu_of, grid, operand_with, KilnTensor};
+use super::{gpu_of, grid, operand_with};
 use crate::backends::cuda::args::KilnFold;
 use crate::backends::cuda::launchers::fold as kernels;
-use crate::backends::cuda::runtime::Gpu;
-use crate::{DType, Error, Layout, Result, Tensor};
-use cudarc::driver::LaunchConfig;
+use crate::{Error, Layout, Result, Tensor};
 use kiln_kernels::cpu::fold::Geometry;
 
 /// `im2col_<T>` or `col2im_<T>`: both take `(out, in, geometry, n)`.
-type Kernel = unsafe fn(
-    &Gpu,
-    &str,
-    DType,
-    LaunchConfig,
-    &KilnTensor,
-    &KilnTensor,
-    &KilnFold,
-    i64,
-) -> Result<()>;
+type Kernel = kernels::Im2col;
 
 fn pack(g: &Geometry) -> KilnFold {
     let w = |a: [usize; 3]| a.map(|x| x as i64);

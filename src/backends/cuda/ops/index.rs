@@ -6,9 +6,7 @@
 
 use super::{copy, gpu_of, grid, operand_with, KilnTensor};
 use crate::backends::cuda::launchers::index as kernels;
-use crate::backends::cuda::runtime::Gpu;
 use crate::{DType, Error, Layout, Result, Tensor};
-use cudarc::driver::LaunchConfig;
 use kiln_kernels::cpu::index::ScatterReduce;
 
 /// A 0-d layout seen as one element along one dim, as PyTorch's indexing kernels treat it.
@@ -61,17 +59,7 @@ fn oob(dim: usize, size: usize) -> impl Fn(i64) -> String {
 
 /// `index_select_<T>`, `gather_<T>`, `scatter_<T>`, `scatter_add_<T>`: all take
 /// `(KilnTensor a, KilnTensor b, KilnTensor c, int dim, long long n)`.
-type Kernel = unsafe fn(
-    &Gpu,
-    &str,
-    DType,
-    LaunchConfig,
-    &KilnTensor,
-    &KilnTensor,
-    &KilnTensor,
-    i32,
-    i64,
-) -> Result<()>;
+type Kernel = kernels::IndexSelect;
 
 /// Launches `kernel` for `dtype` over `n` elements with operands `a`, `b`, `c`; the caller
 /// has range-checked every index, so all addresses the kernel forms lie inside the

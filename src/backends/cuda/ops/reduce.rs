@@ -4,58 +4,16 @@
 
 use super::{alloc, gpu_of, operand_with, rows, KilnTensor};
 use crate::backends::cuda::launchers::reduce as kernels;
-use crate::backends::cuda::runtime::Gpu;
 use crate::{DType, Error, Layout, Result, Tensor};
-use cudarc::driver::LaunchConfig;
 
 /// `<kind>_<T>(out, part, in, outer, R, pieces, len)`.
-type Pass = unsafe fn(
-    &Gpu,
-    &str,
-    DType,
-    LaunchConfig,
-    &KilnTensor,
-    &KilnTensor,
-    &KilnTensor,
-    i64,
-    i64,
-    i64,
-    i64,
-) -> Result<()>;
+type Pass = kernels::Sum;
 /// `<kind>_fin_<T>(out, part, outer, pieces)`.
-type Finish =
-    unsafe fn(&Gpu, &str, DType, LaunchConfig, &KilnTensor, &KilnTensor, i64, i64) -> Result<()>;
+type Finish = kernels::SumFin;
 /// `arg<kind>_<T>(values, with_values, indices, part_v, part_i, in, outer, R, pieces, len)`.
-type ArgPass = unsafe fn(
-    &Gpu,
-    &str,
-    DType,
-    LaunchConfig,
-    &KilnTensor,
-    bool,
-    &KilnTensor,
-    &KilnTensor,
-    &KilnTensor,
-    &KilnTensor,
-    i64,
-    i64,
-    i64,
-    i64,
-) -> Result<()>;
+type ArgPass = kernels::Argmax;
 /// `arg<kind>_fin_<T>(values, with_values, indices, part_v, part_i, outer, pieces)`.
-type ArgFinish = unsafe fn(
-    &Gpu,
-    &str,
-    DType,
-    LaunchConfig,
-    &KilnTensor,
-    bool,
-    &KilnTensor,
-    &KilnTensor,
-    &KilnTensor,
-    i64,
-    i64,
-) -> Result<()>;
+type ArgFinish = kernels::ArgmaxFin;
 
 /// A value reduction: its two kernels, and whether it accumulates as a sum does.
 struct Value(Pass, Finish, bool);

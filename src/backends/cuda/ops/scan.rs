@@ -2,10 +2,8 @@
 //! tensor is viewed with the scanned dim last and scanned in parallel (a thread, a warp or a
 //! block per line, by the line's length). (sort is in sort.rs.)
 
-use super::KilnTensor;
 use super::{gpu_of, operand_with};
 use crate::backends::cuda::launchers::scan as kernels;
-use crate::backends::cuda::runtime::Gpu;
 use crate::{DType, Error, Layout, Result, Tensor};
 use cudarc::driver::LaunchConfig;
 
@@ -74,30 +72,9 @@ fn scan_config(shape: ScanShape, lines: usize) -> LaunchConfig {
 }
 
 /// `<kind>_<T>(out, in, lines, n, mode)`.
-type Single = unsafe fn(
-    &Gpu,
-    &str,
-    DType,
-    LaunchConfig,
-    &KilnTensor,
-    &KilnTensor,
-    i64,
-    i64,
-    i32,
-) -> Result<()>;
+type Single = kernels::Cumsum;
 /// `<kind>_<T>(values, indices, in, lines, n, mode)`.
-type Pair = unsafe fn(
-    &Gpu,
-    &str,
-    DType,
-    LaunchConfig,
-    &KilnTensor,
-    &KilnTensor,
-    &KilnTensor,
-    i64,
-    i64,
-    i32,
-) -> Result<()>;
+type Pair = kernels::Cummax;
 
 /// A scan kernel, with one output or values and indices.
 #[derive(Clone, Copy)]

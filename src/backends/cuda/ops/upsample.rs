@@ -2,12 +2,9 @@
 //! with the ratios of the CPU module (`kiln_kernels::cpu::upsample`), so both backends pick
 //! the same source pixels.
 
-use super::KilnTensor;
 use super::{gpu_of, grid, operand_with};
 use crate::backends::cuda::launchers::upsample as kernels;
-use crate::backends::cuda::runtime::Gpu;
-use crate::{DType, Result, Tensor};
-use cudarc::driver::LaunchConfig;
+use crate::{Result, Tensor};
 use kiln_kernels::cpu::upsample::{linear_ratio, scale_ratio};
 
 /// `[h, w]` of an `[N, C, *spatial]` shape (a 1-d image has height 1).
@@ -54,38 +51,9 @@ impl Resize {
 }
 
 /// `<name>_<T>(out, src, in_h, in_w, out_h, out_w, rh, rw, n)`.
-type Nearest = unsafe fn(
-    &Gpu,
-    &str,
-    DType,
-    LaunchConfig,
-    &KilnTensor,
-    &KilnTensor,
-    i64,
-    i64,
-    i64,
-    i64,
-    f64,
-    f64,
-    i64,
-) -> Result<()>;
+type Nearest = kernels::Nearest;
 /// `<name>_<T>(out, src, in_h, in_w, out_h, out_w, rh, rw, align, n)`.
-type Bilinear = unsafe fn(
-    &Gpu,
-    &str,
-    DType,
-    LaunchConfig,
-    &KilnTensor,
-    &KilnTensor,
-    i64,
-    i64,
-    i64,
-    i64,
-    f64,
-    f64,
-    bool,
-    i64,
-) -> Result<()>;
+type Bilinear = kernels::Bilinear;
 
 #[derive(Clone, Copy)]
 enum Kernel {
