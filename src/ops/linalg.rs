@@ -1,8 +1,9 @@
 //! Linear algebra. The factorizations (`linalg_inv`, `linalg_det`, `linalg_solve`,
 //! `linalg_cholesky`, `linalg_qr`) are explicit ops: each matrix of a batch is factored in
 //! float64 by `kiln_kernels::linalg` on the host (a CUDA tensor makes the round trip), and
-//! the derivatives come from derivatives.yaml. The products (`vdot`, `inner`, `kron`,
-//! `tensordot`, `einsum`) are composites over `matmul`, `mul` and views.
+//! the derivatives come from derivatives.yaml. On the meta device they run every check that
+//! reads no values and return outputs of the result's shape. The products (`vdot`, `inner`,
+//! `kron`, `tensordot`, `einsum`) are composites over `matmul`, `mul` and views.
 
 use crate::ops::backward::i64s;
 use crate::{Error, Result, Tensor};
