@@ -275,6 +275,22 @@ fn structured_kernel_parameter_of_the_wrong_type() {
 }
 
 #[test]
+fn structured_check_function_of_the_wrong_type() {
+    let e = source_error(|s| {
+        s.reduce_rs
+            .push_str("pub fn transpose_check(compute: DType, dim0: i64, dim1: bool) -> KResult<()> { Ok(()) }\n")
+    });
+    assert_eq!(e.line, 29);
+    assert_contains(
+        &e,
+        &[
+            "check function `reduce::transpose_check` (kernels/src/cpu/reduce.rs:",
+            "parameter 3 `dim1: bool` should be `dim1: i64` (schema argument `int dim1`)",
+        ],
+    );
+}
+
+#[test]
 fn structured_kernel_without_its_output_parameter() {
     let e = source_error(|s| {
         s.reduce_rs = s.reduce_rs.replacen(

@@ -424,7 +424,10 @@ pub fn div_mode(t: &Tensor, other: &Tensor, rounding_mode: Option<&str>) -> Resu
         }
         return round(a.div(&b)?);
     }
-    if other.numel() > 0 && other.eq_scalar(0)?.any()?.item::<bool>()? {
+    if other.numel() > 0
+        && crate::ops::has_values(other)
+        && other.eq_scalar(0)?.any()?.item::<bool>()?
+    {
         return Err(Error::value(op, "ZeroDivisionError"));
     }
     let q = t.to_dtype(DType::F64)?.div(&other.to_dtype(DType::F64)?)?;

@@ -176,46 +176,33 @@ pub fn embedding_bag(
     let mut operands = vec![weight, indices, offsets];
     operands.extend(per_sample_weights);
     let device = crate::dispatch::launch::device_of(op, &operands)?;
-    let idx = indices.to_vec::<i64>()?;
-    let offs = offsets.to_vec::<i64>()?;
-    let n = idx.len();
-    if let (Some(&first), Some(&last)) = (offs.first(), offs.last()) {
-        if first != 0 {
-            return Err(Error::value(op, format!("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. However, got {first}")));
-        }
-        if last > n as i64 {
-            return Err(Error::value(
-                op,
-                format!("offsets[-1] can not be greater than input's length {n} but got offsets[-1] of {last}"),
-            ));
-        }
+    // On meta there are no values: the checks of them are skipped, the others all run.
+    let values = if crate::ops::has_values(indices) {
+        Some((indices.to_vec::<i64>()?, offsets.to_vec::<i64>()?))
+    } else {
+        None
+    };
+    let (n, n_offsets) = (indices.numel(), offsets.numel());
+    if let Some((_, offs)) = &values {
+        check_offsets(op, offs, n)?;
     }
-    if let Some(i) = (1..offs.len()).find(|&i| offs[i] < offs[i - 1]) {
-        return Err(Error::value(
-            op,
-            format!(
-                "offsets has to be non-decreasing, but offsets[{i}] = {} is less than offsets[{}] = {}",
-                offs[i],
-                i - 1,
-                offs[i - 1]
-            ),
-        ));
-    }
-    if include_last_offset && offs.is_empty() {
+    if include_last_offset && n_offsets == 0 {
         return Err(Error::value(
             op,
             "include_last_offset: number of offset should be at least 1",
         ));
     }
-    let bags = offs.len() - include_last_offset as usize;
-    if include_last_offset && offs[bags] != n as i64 {
-        return Err(Error::value(
-            op,
-            format!(
-                "with include_last_offset, the last offset closes the last bag and has to be the length of indices {n}, but got {}",
-                offs[bags]
-            ),
-        ));
+    let bags = n_offsets - include_last_offset as usize;
+    if let Some((_, offs)) = &values {
+        if include_last_offset && offs[bags] != n as i64 {
+            return Err(Error::value(
+                op,
+                format!(
+                    "with include_last_offset, the last offset closes the last bag and has to be the length of indices {n}, but got {}",
+                    offs[bags]
+                ),
+            ));
+        }
     }
     if bags == 0 && n > 0 {
         return Err(Error::value(
@@ -250,6 +237,26 @@ pub fn embedding_bag(
             ));
         }
     }
+    let out_index = if indices.dtype() == DType::I32 && offsets.dtype() == DType::I32 {
+        DType::I32
+    } else {
+        DType::I64
+    };
+    let Some((idx, offs)) = values else {
+        // The outputs' shapes need no values (PyTorch's meta function).
+        let empty = |shape: &[usize], dtype| Tensor::empty_on(shape, dtype, device);
+        let max_indices = if mode == BAG_MAX {
+            empty(&[bags, d], out_index)?
+        } else {
+            empty(&[bags], out_index)?
+        };
+        return Ok((
+            empty(&[bags, d], weight.dtype())?,
+            empty(&[n], out_index)?,
+            empty(&[bags], out_index)?,
+            max_indices,
+        ));
+    };
     if let Some(&bad) = idx.iter().find(|&&i| i < 0 || i >= num as i64) {
         return Err(Error::index(
             op,
@@ -268,11 +275,6 @@ pub fn embedding_bag(
     for &i in &kept {
         sizes[offset2bag[i] as usize] += 1;
     }
-    let out_index = if indices.dtype() == DType::I32 && offsets.dtype() == DType::I32 {
-        DType::I32
-    } else {
-        DType::I64
-    };
     let as_index = |v: Vec<i64>| index(v, device)?.to_dtype(out_index);
     let bag_size = if mode == BAG_SUM {
         vec![0; bags]
@@ -317,6 +319,34 @@ pub fn embedding_bag(
         as_index(bag_size)?,
         max_indices,
     ))
+}
+
+/// `embedding_bag`'s checks of the offsets' values: they start at 0, do not decrease and
+/// stay within the `n` indices.
+fn check_offsets(op: &str, offs: &[i64], n: usize) -> Result<()> {
+    if let (Some(&first), Some(&last)) = (offs.first(), offs.last()) {
+        if first != 0 {
+            return Err(Error::value(op, format!("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. However, got {first}")));
+        }
+        if last > n as i64 {
+            return Err(Error::value(
+                op,
+                format!("offsets[-1] can not be greater than input's length {n} but got offsets[-1] of {last}"),
+            ));
+        }
+    }
+    if let Some(i) = (1..offs.len()).find(|&i| offs[i] < offs[i - 1]) {
+        return Err(Error::value(
+            op,
+            format!(
+                "offsets has to be non-decreasing, but offsets[{i}] = {} is less than offsets[{}] = {}",
+                offs[i],
+                i - 1,
+                offs[i - 1]
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Max mode of `embedding_bag`: each bag's kept rows, padded with -inf to the longest bag,

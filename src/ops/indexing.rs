@@ -24,18 +24,24 @@ struct AdvancedIndex {
     perm: Vec<usize>,
     /// How many leading entries of `perm` are indexed.
     indexed: usize,
-    /// The index tensors' broadcast shape: the dims that replace the indexed ones.
-    index_shape: Vec<usize>,
+    /// The index tensors' broadcast shape: the dims that replace the indexed ones. `None`
+    /// when a mask without values (on meta) hides how many positions it selects.
+    index_shape: Option<Vec<usize>>,
+    /// The number of elements of `index_shape` (0 when it is `None`).
+    count: usize,
     /// For each element of `index_shape` (row-major), its row in the tensor permuted by
-    /// `perm` and viewed as `[product of the indexed sizes, other sizes...]`.
-    rows: Vec<i64>,
+    /// `perm` and viewed as `[product of the indexed sizes, other sizes...]`. `None` when an
+    /// index has no values (on meta).
+    rows: Option<Vec<i64>>,
     /// Where the index dims go in the result: at the first indexed dim when the indexed dims
     /// are adjacent, else first (NumPy's rule, PyTorch's `hasContiguousSubspace`).
     insert_at: usize,
 }
 
-/// An index after mask expansion: its shape and int64 values (row-major).
-type HostIndex = (Vec<usize>, Vec<i64>);
+/// An index after mask expansion: its shape and int64 values (row-major). An index on the
+/// meta device has no values; a mask there (when the caller can do without) has no shape
+/// either, its number of true entries being unknown.
+type HostIndex = (Option<Vec<usize>>, Option<Vec<i64>>);
 
 /// Row-major strides of `shape` aligned to the right of `target` (which it broadcasts to),
 /// 0 where it broadcasts.
@@ -57,9 +63,94 @@ fn dims(perm: &[usize]) -> Vec<i64> {
     perm.iter().map(|&d| d as i64).collect()
 }
 
+/// The index tensors' broadcast shape (PyTorch's messages), given the indexed dims' sizes.
+fn index_broadcast(op: &str, shapes: &[&[usize]], sizes: &[usize]) -> Result<Vec<usize>> {
+    let mut index_shape: Vec<usize> = vec![];
+    for shape in shapes {
+        index_shape = broadcast_shapes(&index_shape, shape)
+            .map(|s| s.to_vec())
+            .map_err(|_| {
+                let all: Vec<String> = shapes.iter().map(|s| format!("{s:?}")).collect();
+                Error::index(
+                    op,
+                    format!(
+                        "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
+                        all.join(", ")
+                    ),
+                )
+            })?;
+    }
+    if sizes.contains(&0) && !index_shape.contains(&0) {
+        return Err(Error::index(
+            op,
+            "index is out of bounds for dimension with size 0",
+        ));
+    }
+    Ok(index_shape)
+}
+
+/// For each element of `index_shape` (row-major), the row its indices (`vals`, of `shapes`,
+/// in range of `sizes`) pick in the indexed dims flattened.
+fn flat_rows(
+    op: &str,
+    (index_shape, n): (&[usize], usize),
+    shapes: &[&[usize]],
+    vals: &[&[i64]],
+    sizes: &[usize],
+) -> Result<Vec<i64>> {
+    let mut rows: Vec<i64> = host_vec(op, n)?;
+    // Row strides of the indexed dims, and each index's strides over `index_shape`.
+    let mut row_stride = vec![1i64; sizes.len()];
+    for j in (0..sizes.len().saturating_sub(1)).rev() {
+        row_stride[j] = row_stride[j + 1] * sizes[j + 1] as i64;
+    }
+    let strides: Vec<Vec<usize>> = shapes
+        .iter()
+        .map(|s| broadcast_strides(s, index_shape))
+        .collect();
+    let mut at = vec![0usize; index_shape.len()];
+    let mut pos = vec![0usize; vals.len()];
+    for e in 0..n {
+        if e > 0 {
+            for d in (0..index_shape.len()).rev() {
+                at[d] += 1;
+                for (p, st) in pos.iter_mut().zip(&strides) {
+                    *p += st[d];
+                }
+                if at[d] < index_shape[d] {
+                    break;
+                }
+                for (p, st) in pos.iter_mut().zip(&strides) {
+                    *p -= st[d] * index_shape[d];
+                }
+                at[d] = 0;
+            }
+        }
+        let row = vals
+            .iter()
+            .zip(&pos)
+            .zip(sizes.iter().zip(&row_stride))
+            .map(|((vals, &p), (&size, &stride))| {
+                let v = vals[p];
+                (if v < 0 { v + size as i64 } else { v }) * stride
+            })
+            .sum();
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
 impl AdvancedIndex {
     /// Checks `indices` against `t` and resolves them, with PyTorch's messages for `op`.
-    fn new(op: &str, t: &Tensor, indices: &[Option<&Tensor>]) -> Result<AdvancedIndex> {
+    /// Checks of the indices' values are skipped for indices on meta. A mask on meta is read
+    /// (an error: the number of its true entries shapes the result) when `masks_counted`,
+    /// else left uncounted, with `index_shape` `None`.
+    fn new(
+        op: &str,
+        t: &Tensor,
+        indices: &[Option<&Tensor>],
+        masks_counted: bool,
+    ) -> Result<AdvancedIndex> {
         if indices.is_empty() {
             return Err(Error::index(op, "at least one index must be provided"));
         }
@@ -81,9 +172,18 @@ impl AdvancedIndex {
                     ),
                 ));
             }
+            let uncounted = !masks_counted && !crate::ops::has_values(ix);
             match ix.dtype() {
                 DType::I64 | DType::I32 => {
-                    expanded.push((false, Some((ix.shape().to_vec(), ix.to_vec::<i64>()?))))
+                    let vals = if crate::ops::has_values(ix) {
+                        Some(ix.to_vec::<i64>()?)
+                    } else {
+                        None
+                    };
+                    expanded.push((false, Some((Some(ix.shape().to_vec()), vals))))
+                }
+                DType::Bool | DType::U8 if ix.dim() == 0 && uncounted => {
+                    expanded.push((true, Some((None, None))));
                 }
                 DType::Bool | DType::U8 if ix.dim() == 0 => {
                     let hit = ix.to_vec::<i64>()?[0] != 0;
@@ -92,7 +192,7 @@ impl AdvancedIndex {
                     } else {
                         (vec![0], vec![])
                     };
-                    expanded.push((true, Some((shape, vals))));
+                    expanded.push((true, Some((Some(shape), Some(vals)))));
                 }
                 DType::Bool | DType::U8 => {
                     let k = covered(&expanded);
@@ -117,12 +217,16 @@ impl AdvancedIndex {
                             ),
                         ));
                     }
+                    if uncounted {
+                        expanded.extend((0..ix.dim()).map(|_| (false, Some((None, None)))));
+                        continue;
+                    }
                     // `nonzero()` is `[hits, dims]`, row-major: one column per dim it covers.
                     let hits = crate::ops::selection::nonzero(ix)?.to_vec::<i64>()?;
                     for j in 0..ix.dim() {
                         let col: Vec<i64> =
                             hits.iter().skip(j).step_by(ix.dim()).copied().collect();
-                        expanded.push((false, Some((vec![col.len()], col))));
+                        expanded.push((false, Some((Some(vec![col.len()]), Some(col)))));
                     }
                 }
                 _ => {
@@ -161,79 +265,38 @@ impl AdvancedIndex {
             .collect();
         let values: Vec<&HostIndex> = expanded.iter().filter_map(|(_, e)| e.as_ref()).collect();
 
-        let mut index_shape: Vec<usize> = vec![];
-        for (shape, _) in &values {
-            index_shape = broadcast_shapes(&index_shape, shape).map(|s| s.to_vec()).map_err(|_| {
-                let all: Vec<String> = values.iter().map(|(s, _)| format!("{s:?}")).collect();
-                Error::index(
-                    op,
-                    format!(
-                        "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
-                        all.join(", ")
-                    ),
-                )
-            })?;
-        }
         let sizes: Vec<usize> = adv.iter().map(|&d| work_shape[d]).collect();
-        if sizes.contains(&0) && !index_shape.contains(&0) {
-            return Err(Error::index(
-                op,
-                "index is out of bounds for dimension with size 0",
-            ));
-        }
+        let shapes: Option<Vec<&[usize]>> = values.iter().map(|(s, _)| s.as_deref()).collect();
+        let index_shape = shapes
+            .map(|shapes| index_broadcast(op, &shapes, &sizes))
+            .transpose()?;
         // PyTorch numbers the dims among the index tensors (its `Indexer`).
         for (j, ((_, vals), &size)) in values.iter().zip(&sizes).enumerate() {
             let s = size as i64;
-            if let Some(v) = vals.iter().find(|&&v| v < -s || v >= s) {
+            if let Some(v) = vals.iter().flatten().find(|&&v| v < -s || v >= s) {
                 return Err(Error::index(
                     op,
                     format!("index {v} is out of bounds for dimension {j} with size {size}"),
                 ));
             }
         }
-
-        let n = checked_numel(&index_shape).ok_or_else(|| {
-            crate::ops::shaping::size_overflow(op, format!("indices of shape {index_shape:?}"))
-        })?;
-        let mut rows: Vec<i64> = host_vec(op, n)?;
-        // Row strides of the indexed dims, and each index's strides over `index_shape`.
-        let mut row_stride = vec![1i64; sizes.len()];
-        for j in (0..sizes.len().saturating_sub(1)).rev() {
-            row_stride[j] = row_stride[j + 1] * sizes[j + 1] as i64;
-        }
-        let strides: Vec<Vec<usize>> = values
-            .iter()
-            .map(|(s, _)| broadcast_strides(s, &index_shape))
-            .collect();
-        let mut at = vec![0usize; index_shape.len()];
-        let mut pos = vec![0usize; values.len()];
-        for e in 0..n {
-            if e > 0 {
-                for d in (0..index_shape.len()).rev() {
-                    at[d] += 1;
-                    for (p, st) in pos.iter_mut().zip(&strides) {
-                        *p += st[d];
-                    }
-                    if at[d] < index_shape[d] {
-                        break;
-                    }
-                    for (p, st) in pos.iter_mut().zip(&strides) {
-                        *p -= st[d] * index_shape[d];
-                    }
-                    at[d] = 0;
-                }
-            }
-            let row = values
-                .iter()
-                .zip(&pos)
-                .zip(sizes.iter().zip(&row_stride))
-                .map(|(((_, vals), &p), (&size, &stride))| {
-                    let v = vals[p];
-                    (if v < 0 { v + size as i64 } else { v }) * stride
+        let count = index_shape
+            .as_deref()
+            .map(|shape| {
+                checked_numel(shape).ok_or_else(|| {
+                    crate::ops::shaping::size_overflow(op, format!("indices of shape {shape:?}"))
                 })
-                .sum();
-            rows.push(row);
-        }
+            })
+            .transpose()?;
+        let vals: Option<Vec<&[i64]>> = values.iter().map(|(_, v)| v.as_deref()).collect();
+        let rows = match (&index_shape, count, vals) {
+            (Some(shape), Some(n), Some(vals)) => {
+                let shapes: Vec<&[usize]> =
+                    values.iter().filter_map(|(s, _)| s.as_deref()).collect();
+                Some(flat_rows(op, (shape, n), &shapes, &vals, &sizes)?)
+            }
+            _ => None,
+        };
 
         let adjacent = adv
             .last()
@@ -251,6 +314,7 @@ impl AdvancedIndex {
             perm,
             indexed: adv.len(),
             index_shape,
+            count: count.unwrap_or(0),
             rows,
             insert_at,
         })
@@ -266,24 +330,29 @@ impl AdvancedIndex {
 
     /// `index_shape` followed by the other sizes: the result before
     /// [`Self::index_dims_to_place`].
-    fn rows_shape(&self) -> Vec<usize> {
-        let mut s = self.index_shape.clone();
+    fn rows_shape(&self, index_shape: &[usize]) -> Vec<usize> {
+        let mut s = index_shape.to_vec();
         s.extend(self.rest());
         s
     }
 
-    /// The shape of `t[indices]`.
-    fn result_shape(&self) -> Vec<usize> {
+    /// The shape of `t[indices]`, when the masks were counted.
+    fn result_shape(&self) -> Option<Vec<usize>> {
+        let index_shape = self.index_shape.as_ref()?;
         let rest = self.rest();
         let mut s = rest[..self.insert_at].to_vec();
-        s.extend(&self.index_shape);
+        s.extend(index_shape);
         s.extend(&rest[self.insert_at..]);
-        s
+        Some(s)
     }
 
-    /// The row numbers as an int64 tensor on `device`.
+    /// The row numbers as an int64 tensor on `device`: without values (on meta), an empty
+    /// one of their number.
     fn rows_tensor(&self, device: Device) -> Result<Tensor> {
-        crate::ops::shaping::index(self.rows.clone(), device)
+        match &self.rows {
+            Some(rows) => crate::ops::shaping::index(rows.clone(), device),
+            None => Tensor::empty_on([self.count], DType::I64, device),
+        }
     }
 
     /// `t` (of the indexed tensor's shape) as `[rows, other sizes...]`.
@@ -313,8 +382,8 @@ impl AdvancedIndex {
     }
 
     /// `[index dims, other dims]` (of [`Self::rows_shape`]) to the result's dim order.
-    fn index_dims_to_place(&self, r: Tensor) -> Result<Tensor> {
-        let (nb, p) = (self.index_shape.len(), self.insert_at);
+    fn index_dims_to_place(&self, r: Tensor, index_shape: &[usize]) -> Result<Tensor> {
+        let (nb, p) = (index_shape.len(), self.insert_at);
         if p == 0 {
             return Ok(r);
         }
@@ -323,8 +392,8 @@ impl AdvancedIndex {
     }
 
     /// The inverse of [`Self::index_dims_to_place`].
-    fn index_dims_to_front(&self, r: Tensor) -> Result<Tensor> {
-        let (nb, p) = (self.index_shape.len(), self.insert_at);
+    fn index_dims_to_front(&self, r: Tensor, index_shape: &[usize]) -> Result<Tensor> {
+        let (nb, p) = (index_shape.len(), self.insert_at);
         if p == 0 {
             return Ok(r);
         }
@@ -337,11 +406,18 @@ impl AdvancedIndex {
 /// dim, as PyTorch's `x[i, :, j]` with tensors `i`, `j`.
 pub fn index(t: &Tensor, indices: &[Option<&Tensor>]) -> Result<Tensor> {
     let _no_grad = crate::no_grad(); // the generated wrapper records IndexBackward0
-    let info = AdvancedIndex::new("index", t, indices)?;
+    let info = AdvancedIndex::new("index", t, indices, true)?;
+    let index_shape = info
+        .index_shape
+        .as_deref()
+        .expect("masks are counted for index");
     let picked = info
         .as_rows(t)?
         .index_select(0, &info.rows_tensor(t.device())?)?;
-    info.index_dims_to_place(picked.reshape(i64s(&info.rows_shape()))?)
+    info.index_dims_to_place(
+        picked.reshape(i64s(&info.rows_shape(index_shape)))?,
+        index_shape,
+    )
 }
 
 /// The dtype `index_put(accumulate=True)` sums in: float32 for half floats (one rounding, as
@@ -366,20 +442,22 @@ pub fn index_put(
 ) -> Result<Tensor> {
     let op = "index_put";
     let _no_grad = crate::no_grad(); // the generated wrapper records IndexPutBackward0
-    let info = AdvancedIndex::new(op, t, indices)?;
+    let info = AdvancedIndex::new(op, t, indices, false)?;
     let result_shape = info.result_shape();
-    if broadcast_shapes(values.shape(), &result_shape)
-        .ok()
-        .as_deref()
-        != Some(&result_shape[..])
-    {
-        return Err(Error::shape(
-            op,
-            format!(
-                "shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {result_shape:?}",
-                values.shape()
-            ),
-        ));
+    if let Some(result_shape) = &result_shape {
+        if broadcast_shapes(values.shape(), result_shape)
+            .ok()
+            .as_deref()
+            != Some(&result_shape[..])
+        {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {result_shape:?}",
+                    values.shape()
+                ),
+            ));
+        }
     }
     if values.dtype() != t.dtype() {
         return Err(Error::dtype(
@@ -398,10 +476,20 @@ pub fn index_put(
         crate::dispatch::launch::device_of(op, &[t, values])?;
         values.clone()
     };
-    let mut flat = vec![info.rows.len()];
+    let (Some(result_shape), Some(index_shape)) = (result_shape, info.index_shape.as_deref())
+    else {
+        // A mask on meta: neither how many positions it selects nor whether `values` fits
+        // them is known (PyTorch's meta function checks neither); the result is `self`'s
+        // shape, laid out as the written rows put back below.
+        let src = info.as_rows(t)?;
+        let written = Tensor::empty_on(src.shape(), t.dtype(), t.device())?;
+        return info.rows_back(&written, t.shape());
+    };
+    let count = info.count;
+    let mut flat = vec![count];
     flat.extend(info.rest());
     let vals = info
-        .index_dims_to_front(values.expand(i64s(&result_shape))?)?
+        .index_dims_to_front(values.expand(i64s(&result_shape))?, index_shape)?
         .reshape(i64s(&flat))?;
     let src = info.as_rows(t)?;
     let rows = info.rows_tensor(t.device())?;
@@ -412,7 +500,7 @@ pub fn index_put(
             .to_dtype(t.dtype())?
     } else {
         let mut unit = vec![1i64; vals.dim()];
-        unit[0] = info.rows.len() as i64;
+        unit[0] = count as i64;
         let idx = rows.reshape(&unit)?.expand(i64s(vals.shape()))?;
         src.scatter(0, &idx, &vals)?
     };

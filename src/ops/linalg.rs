@@ -1,8 +1,9 @@
 //! Linear algebra. The factorizations (`linalg_inv`, `linalg_det`, `linalg_solve`,
 //! `linalg_cholesky`, `linalg_qr`) are explicit ops: each matrix of a batch is factored in
 //! float64 by `kiln_kernels::linalg` on the host (a CUDA tensor makes the round trip), and
-//! the derivatives come from derivatives.yaml. The products (`vdot`, `inner`, `kron`,
-//! `tensordot`, `einsum`) are composites over `matmul`, `mul` and views.
+//! the derivatives come from derivatives.yaml. On the meta device they run every check that
+//! reads no values and return outputs of the result's shape. The products (`vdot`, `inner`,
+//! `kron`, `tensordot`, `einsum`) are composites over `matmul`, `mul` and views.
 
 use crate::ops::backward::i64s;
 use crate::{Error, Result, Tensor};
@@ -17,7 +18,9 @@ struct Matrices {
 }
 
 impl Matrices {
-    fn read(op: &str, t: &Tensor, square: bool) -> Result<Matrices> {
+    /// PyTorch's checks of a (batch of) matrices, which read no values: `(batch shape, rows,
+    /// cols)`. The meta device runs these and no more.
+    fn check(op: &str, t: &Tensor, square: bool) -> Result<(Vec<usize>, usize, usize)> {
         if !t.dtype().is_floating_point() {
             return Err(Error::dtype(
                 op,
@@ -48,9 +51,15 @@ impl Matrices {
                 ),
             ));
         }
+        Ok((t.shape()[..nd - 2].to_vec(), rows, cols))
+    }
+
+    /// The checks, then the values.
+    fn read(op: &str, t: &Tensor, square: bool) -> Result<Matrices> {
+        let (batch, rows, cols) = Matrices::check(op, t, square)?;
         Ok(Matrices {
             data: t.to_vec::<f64>()?,
-            batch: t.shape()[..nd - 2].to_vec(),
+            batch,
             rows,
             cols,
         })
@@ -87,6 +96,13 @@ fn output(data: Vec<f64>, shape: &[usize], like: &Tensor) -> Result<Tensor> {
         .to_device(like.device())
 }
 
+/// On the meta device there is nothing to factor: once [`Matrices::check`] and the op's
+/// other shape checks passed, the result of `shape` is all there is (PyTorch's linalg meta
+/// functions). `None` for a tensor with values.
+fn meta_output(a: &Tensor, shape: &[usize]) -> Option<Result<Tensor>> {
+    (!crate::ops::has_values(a)).then(|| Tensor::empty_on(shape, a.dtype(), a.device()))
+}
+
 fn with_batch(batch: &[usize], tail: &[usize]) -> Vec<usize> {
     batch.iter().chain(tail).copied().collect()
 }
@@ -95,6 +111,10 @@ fn with_batch(batch: &[usize], tail: &[usize]) -> Vec<usize> {
 pub fn linalg_inv(a: &Tensor) -> Result<Tensor> {
     let op = "linalg_inv";
     let _g = crate::no_grad();
+    Matrices::check(op, a, true)?;
+    if let Some(out) = meta_output(a, a.shape()) {
+        return out;
+    }
     let m = Matrices::read(op, a, true)?;
     let n = m.rows;
     let mut out = Vec::with_capacity(m.data.len());
@@ -117,6 +137,10 @@ pub fn linalg_inv(a: &Tensor) -> Result<Tensor> {
 /// `linalg.det(A)`: the determinant of each square matrix.
 pub fn linalg_det(a: &Tensor) -> Result<Tensor> {
     let _g = crate::no_grad();
+    let (batch, _, _) = Matrices::check("linalg_det", a, true)?;
+    if let Some(out) = meta_output(a, &batch) {
+        return out;
+    }
     let m = Matrices::read("linalg_det", a, true)?;
     let dets = (0..m.count())
         .map(|b| Lu::new(m.matrix(b), m.rows).det())
@@ -134,7 +158,7 @@ pub fn linalg_solve(a: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
         let x = linalg_solve(&a.transpose(-2, -1)?, &b.transpose(-2, -1)?, true)?;
         return x.transpose(-2, -1);
     }
-    Matrices::read(op, a, true)?;
+    Matrices::check(op, a, true)?;
     if a.dtype() != b.dtype() {
         return Err(Error::dtype(
             op,
@@ -167,6 +191,9 @@ pub fn linalg_solve(a: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
     .map_err(|m| Error::op(op, m))?;
     let ae = a.expand(i64s(&with_batch(&batch, &[n, n])))?;
     let be = bm.expand(i64s(&with_batch(&batch, &[n, k])))?;
+    if let Some(x) = meta_output(a, &with_batch(&batch, &[n, k])) {
+        return if vector { x?.squeeze_dim(-1) } else { x };
+    }
     let am = Matrices::read(op, &ae, true)?;
     let rhs = be.to_vec::<f64>()?;
     let mut out = Vec::with_capacity(rhs.len());
@@ -204,7 +231,21 @@ pub fn linalg_cholesky(a: &Tensor, upper: bool) -> Result<Tensor> {
     } else {
         a.clone()
     };
-    let m = Matrices::read(op, &src, true)?;
+    Matrices::check(op, &src, true)?;
+    let l = match meta_output(a, a.shape()) {
+        Some(l) => l?,
+        None => cholesky_lower(op, &src, a)?,
+    };
+    if upper {
+        l.transpose(-2, -1)?.contiguous()
+    } else {
+        Ok(l)
+    }
+}
+
+/// The lower Cholesky factors of `src` (checked), in `a`'s dtype and device.
+fn cholesky_lower(op: &str, src: &Tensor, a: &Tensor) -> Result<Tensor> {
+    let m = Matrices::read(op, src, true)?;
     let n = m.rows;
     let mut out = Vec::with_capacity(m.data.len());
     for b in 0..m.count() {
@@ -218,12 +259,7 @@ pub fn linalg_cholesky(a: &Tensor, upper: bool) -> Result<Tensor> {
             }
         }
     }
-    let l = output(out, a.shape(), a)?;
-    if upper {
-        l.transpose(-2, -1)?.contiguous()
-    } else {
-        Ok(l)
-    }
+    output(out, a.shape(), a)
 }
 
 /// `linalg.qr(A, mode)`: `Q` with orthonormal columns and upper-triangular `R`, with the
@@ -238,10 +274,19 @@ pub fn linalg_qr(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
             format!("qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or 'complete'"),
         ));
     }
-    let m = Matrices::read(op, a, false)?;
-    let (rows, cols) = (m.rows, m.cols);
+    let (batch, rows, cols) = Matrices::check(op, a, false)?;
     let complete = mode == "complete";
     let k = if complete { rows } else { rows.min(cols) };
+    if !crate::ops::has_values(a) {
+        let q_shape = if mode == "r" {
+            vec![0]
+        } else {
+            with_batch(&batch, &[rows, k])
+        };
+        let empty = |shape: &[usize]| Tensor::empty_on(shape, a.dtype(), a.device());
+        return Ok((empty(&q_shape)?, empty(&with_batch(&batch, &[k, cols]))?));
+    }
+    let m = Matrices::read(op, a, false)?;
     let (mut qs, mut rs) = (Vec::new(), Vec::new());
     for b in 0..m.count() {
         let (q, r) = qr(m.matrix(b), rows, cols, complete);

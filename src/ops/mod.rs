@@ -32,6 +32,13 @@ pub(crate) mod sorting;
 pub(crate) mod split_join;
 pub(crate) mod subscript;
 
+/// Whether `t`'s values can be read: false on the meta device. A composite skips the checks
+/// only values could fail (an index out of range, a zero divisor) when they cannot, as
+/// PyTorch's meta functions do; every shape and dtype check still runs.
+pub(crate) fn has_values(t: &crate::Tensor) -> bool {
+    !t.device().is_meta()
+}
+
 // Generated code keeps one allow: a generated function takes its PyTorch schema's arguments,
 // however many (conv_transpose2d takes 8, native_batch_norm_backward 10). Narrower allows
 // (`non_snake_case` for `op__softmax`, `unused_imports` on a method-only op's re-export)

@@ -24,7 +24,7 @@ fn check_long(op: &str, what: &str, t: &Tensor) -> Result<()> {
 pub fn take(t: &Tensor, index: &Tensor) -> Result<Tensor> {
     check_long("take", "take(): Expected a long tensor for index", index)?;
     let n = t.numel() as i64;
-    if index.numel() > 0 {
+    if index.numel() > 0 && crate::ops::has_values(index) {
         let idx = index.to_vec::<i64>()?;
         if let Some(&bad) = idx.iter().find(|&&i| i < -n || i >= n) {
             return Err(Error::index(
@@ -269,12 +269,15 @@ pub fn masked_scatter(t: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tens
     let shape = crate::dispatch::launch::broadcast_shapes(op, &[mask, t])?;
     let t = &t.expand(i64s(&shape))?;
     let m = mask.expand(i64s(&shape))?.reshape([-1])?;
-    let hits = m.to_dtype(DType::I64)?.sum()?.item::<i64>()?;
-    if hits as usize > source.numel() {
-        return Err(Error::shape(
-            op,
-            format!("masked_scatter: expected source to have at least {hits} elements (the number of true mask entries), but it has {}", source.numel()),
-        ));
+    // How many elements `source` needs depends on the mask's values (unknown on meta).
+    if crate::ops::has_values(&m) {
+        let hits = m.to_dtype(DType::I64)?.sum()?.item::<i64>()?;
+        if hits as usize > source.numel() {
+            return Err(Error::shape(
+                op,
+                format!("masked_scatter: expected source to have at least {hits} elements (the number of true mask entries), but it has {}", source.numel()),
+            ));
+        }
     }
     if t.numel() == 0 {
         return t.clone_tensor();

@@ -895,30 +895,9 @@ const DATA_DEPENDENT: &[&str] = &[
     "one_hot",
     "narrow.Tensor",
     "index.Tensor",
-    "to.device",
-];
-
-/// Ops whose meta path is not finished: they read values where PyTorch's meta function
-/// would not, or miss a CPU-side argument check, so on meta they may fail (with an error,
-/// never a panic) or accept what the CPU rejects. Each one to be given a shape function.
-const META_GAPS: &[&str] = &[
-    "div.Tensor_mode",
-    "linalg_inv",
-    "linalg_det",
-    "linalg_solve",
-    "linalg_cholesky",
-    "linalg_qr",
-    "masked_scatter",
-    "masked_fill.Scalar",
+    // `nonzero` as one index tensor per dim: as many elements as `condition` has non-zeros.
     "where",
-    "where.self",
-    "take",
-    "index_put",
-    "scatter_reduce.two",
-    "embedding_bag",
-    "embedding_bag.functional",
-    "_softmax_backward_data",
-    "_log_softmax_backward_data",
+    "to.device",
 ];
 
 /// What the meta device must reproduce of a CPU result: shape, dtype, strides.
@@ -931,7 +910,6 @@ fn meta_view(t: &Tensor) -> (Vec<usize>, DType, Vec<usize>) {
 /// message, unless only the values could reveal the error (an index out of range).
 pub fn check_meta(info: &OpInfo, dtype: DType) {
     let data_dependent = DATA_DEPENDENT.contains(&info.name);
-    let gap = META_GAPS.contains(&info.name);
     for s in (info.samples)(dtype) {
         let cpu = (info.call)(&s);
         let meta = (info.call)(&s.on(Device::Meta));
@@ -951,16 +929,15 @@ pub fn check_meta(info: &OpInfo, dtype: DType) {
             (Err(c), Err(m)) => assert!(
                 m.to_string() == c.to_string()
                     || value_dependent_error(&c)
-                    || gap
                     || (data_dependent && m.to_string().contains("meta")),
                 "{ctx}: errors differ: {m} (CPU: {c})"
             ),
             (Ok(_), Err(m)) => assert!(
-                (data_dependent || gap) && m.to_string().contains("meta"),
+                data_dependent && m.to_string().contains("meta"),
                 "{ctx}: fails on meta only: {m}"
             ),
             (Err(c), Ok(_)) => assert!(
-                value_dependent_error(&c) || gap,
+                value_dependent_error(&c),
                 "{ctx}: the CPU fails ({c}), meta does not"
             ),
         }
@@ -971,7 +948,6 @@ pub fn check_meta(info: &OpInfo, dtype: DType) {
 /// values could reveal.
 pub fn check_meta_errors(info: &OpInfo) {
     let data_dependent = DATA_DEPENDENT.contains(&info.name);
-    let gap = META_GAPS.contains(&info.name);
     for c in (info.error_samples)() {
         let Err(cpu) = (info.call)(&c.sample) else {
             panic!(
@@ -983,14 +959,13 @@ pub fn check_meta_errors(info: &OpInfo) {
             Err(m) => assert!(
                 m.to_string() == cpu.to_string()
                     || value_dependent_error(&cpu)
-                    || gap
                     || (data_dependent && m.to_string().contains("meta")),
                 "{} [meta] {}: errors differ: {m} (CPU: {cpu})",
                 info.name,
                 c.sample.desc
             ),
             Ok(_) => assert!(
-                value_dependent_error(&cpu) || gap,
+                value_dependent_error(&cpu),
                 "{} [meta] {}: the CPU fails ({cpu}), meta does not",
                 info.name,
                 c.sample.desc
@@ -1015,6 +990,12 @@ fn value_dependent_error(e: &kiln::Error) -> bool {
         "singular",
         "positive-definite",
         "not positive",
+        "found idx to be",
+        "the number of true mask entries",
+        "offsets[0] has to be 0",
+        "offsets[-1] can not be greater",
+        "offsets has to be non-decreasing",
+        "the last offset closes the last bag",
     ]
     .iter()
     .any(|p| m.contains(p))

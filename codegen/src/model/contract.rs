@@ -187,8 +187,8 @@ pub fn slice_kernel(op: &Op, module: &str, name: &str, elem: DType, inplace: boo
     }
 }
 
-/// A pointwise op's `<kernel>_check(compute, <non-tensor arguments>)`.
-pub fn pointwise_check(op: &Op, module: &str, kernel: &str) -> Call {
+/// A pointwise or structured op's `<kernel>_check(compute, <non-tensor arguments>)`.
+pub fn kernel_check(op: &Op, module: &str, kernel: &str) -> Call {
     let mut params = vec![expected(
         "compute",
         "DType".into(),

@@ -357,7 +357,9 @@ fn kernel_kind(
                 "{func}: structured kernel '{module}::{kernel}' has no `pub fn {kernel}_meta` computing output shapes"
             )));
         }
-        Kind::Structured
+        Kind::Structured {
+            check: kernels.has(&module, &format!("{kernel}_check")),
+        }
     };
     Ok((
         kind,
@@ -376,7 +378,7 @@ fn kernel_backends(
     cuda_dtypes: Option<Vec<DType>>,
 ) -> Backends {
     let meta = match kind {
-        Kind::Structured => KernelRef::new(cpu.module.clone(), format!("{}_meta", cpu.name)),
+        Kind::Structured { .. } => KernelRef::new(cpu.module.clone(), format!("{}_meta", cpu.name)),
         _ => KernelRef::new("launch", "broadcast_shapes"),
     };
     BTreeMap::from([

@@ -25,8 +25,11 @@ pub enum Kind {
     /// Elementwise: a scalar function mapped by the pointwise loops (CPU) or by a generated
     /// kernel (CUDA); `check`: the CPU module has a `<kernel>_check` of the arguments.
     Pointwise { check: bool },
-    /// A `<kernel>_meta` + `<kernel>` pair in `kernels::cpu::<module>` over strided buffers.
-    Structured,
+    /// A `<kernel>_meta` + `<kernel>` pair in `kernels::cpu::<module>` over strided buffers;
+    /// `check`: the CPU module has a `<kernel>_check(compute, <non-tensor arguments>)`, the
+    /// kernel's dtype checks that the shapes-only `_meta` cannot make, which the meta
+    /// branch runs so meta fails where the CPU kernel does.
+    Structured { check: bool },
     /// Written in Rust over tensors (`src/ops/explicit/`), with a derivative from the YAML.
     Explicit { path: String },
     /// Written in Rust from other ops (`src/ops/composite/`); autograd comes from those ops.

@@ -89,7 +89,7 @@ pub(super) fn vectorized_entry(
 pub(super) fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), ModelError> {
     match &op.kind {
         Kind::Pointwise { check } => check_pointwise(op, func, *check, kernels)?,
-        Kind::Structured => check_structured(op, func, kernels)?,
+        Kind::Structured { check } => check_structured(op, func, *check, kernels)?,
         Kind::Composite { path } | Kind::Explicit { path } => {
             let role = if matches!(op.kind, Kind::Composite { .. }) {
                 "CompositeImplicitAutograd function"
@@ -155,7 +155,7 @@ fn check_pointwise(
     check_call(line, func, &call, kernels.cpu_signature(module, kernel))?;
     if check {
         let name = format!("{kernel}_check");
-        let call = contract::pointwise_check(op, module, kernel);
+        let call = contract::kernel_check(op, module, kernel);
         check_call(line, func, &call, kernels.cpu_signature(module, &name))?;
     }
     if let Some(v) = &op.vectorized {
@@ -195,7 +195,12 @@ fn check_vectorized(
 }
 
 /// A structured op: arguments it can take, the kernel and its `_meta`.
-fn check_structured(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), ModelError> {
+fn check_structured(
+    op: &Op,
+    func: &str,
+    check: bool,
+    kernels: &KernelIndex,
+) -> Result<(), ModelError> {
     let line = op.line;
     let args = op.args();
     let (module, kernel) = (&op.cpu().kernel.module, &op.cpu().kernel.name);
@@ -225,6 +230,11 @@ fn check_structured(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), Mo
     let meta = format!("{kernel}_meta");
     let call = contract::structured_meta(op, module, kernel);
     check_call(line, func, &call, kernels.cpu_signature(module, &meta))?;
+    if check {
+        let name = format!("{kernel}_check");
+        let call = contract::kernel_check(op, module, kernel);
+        check_call(line, func, &call, kernels.cpu_signature(module, &name))?;
+    }
     Ok(())
 }
 

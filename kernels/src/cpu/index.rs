@@ -457,6 +457,31 @@ pub fn scatter_reduce_meta(
     Ok(shape)
 }
 
+/// The dtype check of `scatter_reduce`, which the kernel makes and the meta device makes
+/// too (`_meta` sees shapes only): a bool `mean` has no floor division, as in PyTorch. An
+/// unknown `reduce` is `_meta`'s error, which comes first.
+pub fn scatter_reduce_check(
+    compute: DType,
+    _dim: i64,
+    reduce: &str,
+    _include_self: bool,
+) -> KResult<()> {
+    match ScatterReduce::parse(reduce) {
+        Ok(op) => mean_of_bools(op, compute),
+        Err(_) => Ok(()),
+    }
+}
+
+/// PyTorch's mean ends in div(..., rounding_mode="floor"), which has no bool kernel.
+fn mean_of_bools(op: ScatterReduce, dtype: DType) -> KResult<()> {
+    if op == ScatterReduce::Mean && dtype == DType::Bool {
+        return Err(KernelError::dtype(
+            "\"div_floor_cpu\" not implemented for 'Bool'",
+        ));
+    }
+    Ok(())
+}
+
 /// `scatter_reduce(self, dim, index, src, reduce, include_self)`: a copy of `self` in which
 /// every position some index points at becomes the reduction of the `src` values sent
 /// there, together with `self`'s value when `include_self`. `mean` divides by the number of
@@ -515,12 +540,7 @@ fn scatter_reduce_with<T: Element>(
     include_self: bool,
     mut out: Dst<'_, T>,
 ) -> KResult<()> {
-    if op == ScatterReduce::Mean && T::DTYPE == DType::Bool {
-        // PyTorch's mean ends in div(..., rounding_mode="floor"), which has no bool kernel.
-        return Err(KernelError::dtype(
-            "\"div_floor_cpu\" not implemented for 'Bool'",
-        ));
-    }
+    mean_of_bools(op, T::DTYPE)?;
     let mut acc: Vec<T::Compute> = row_major(&self_).iter().map(|x| x.up()).collect();
     if include_self && op != ScatterReduce::Mean {
         scatter_walk(&self_, dim, &index, &src, |o, v| {

@@ -387,6 +387,12 @@ pub fn softmax_backward_data_meta(
     backward_meta(grad_output, output, dim, "softmax_backward")
 }
 
+/// The dtype check of `_softmax_backward_data` (see [`check_backward_input_dtype`]), which
+/// the kernel makes first and the meta device makes too: `_meta` sees shapes only.
+pub fn softmax_backward_data_check(compute: DType, _dim: i64, input_dtype: DType) -> KResult<()> {
+    check_backward_input_dtype(compute, input_dtype, "softmax backward")
+}
+
 /// `_softmax_backward_data`: the input gradient of `softmax` from its output `y` and the
 /// output gradient `g`, `y * (g - Σ g·y)` along `dim`, in `T::Compute`.
 pub fn softmax_backward_data<T: Element>(
@@ -399,7 +405,7 @@ pub fn softmax_backward_data<T: Element>(
 where
     T::Compute: FloatMath,
 {
-    check_backward_input_dtype(T::DTYPE, input_dtype, "softmax backward")?;
+    softmax_backward_data_check(T::DTYPE, dim, input_dtype)?;
     run_backward::<T, false>(grad_output, output, dim, out)
 }
 
@@ -414,6 +420,16 @@ pub fn log_softmax_backward_data_meta(
     backward_meta(grad_output, output, dim, "log_softmax_backward")
 }
 
+/// The dtype check of `_log_softmax_backward_data` (see [`check_backward_input_dtype`]),
+/// which the kernel makes first and the meta device makes too: `_meta` sees shapes only.
+pub fn log_softmax_backward_data_check(
+    compute: DType,
+    _dim: i64,
+    input_dtype: DType,
+) -> KResult<()> {
+    check_backward_input_dtype(compute, input_dtype, "log_softmax backward")
+}
+
 /// `_log_softmax_backward_data`: the input gradient of `log_softmax` from its output `y`
 /// and the output gradient `g`, `g - exp(y) * Σ g` along `dim`, in `T::Compute`.
 pub fn log_softmax_backward_data<T: Element>(
@@ -426,7 +442,7 @@ pub fn log_softmax_backward_data<T: Element>(
 where
     T::Compute: FloatMath,
 {
-    check_backward_input_dtype(T::DTYPE, input_dtype, "log_softmax backward")?;
+    log_softmax_backward_data_check(T::DTYPE, dim, input_dtype)?;
     run_backward::<T, true>(grad_output, output, dim, out)
 }
 

@@ -146,7 +146,7 @@ pub(super) fn compute_fn(op: &Op) -> TokenStream {
     match &op.kind {
         Kind::Explicit { path } | Kind::Composite { path } => composite_compute(op, path),
         Kind::Pointwise { check } => pointwise_compute(op, *check),
-        Kind::Structured => structured_compute(op),
+        Kind::Structured { .. } => structured_compute(op),
     }
 }
 
@@ -168,14 +168,17 @@ fn backend_branch(op: &Op, key: BackendKey) -> TokenStream {
     }
     match key {
         BackendKey::Meta => {
-            // The CPU's dtype check, so meta fails exactly where the CPU does.
+            // The CPU's dtype checks, so meta fails exactly where the CPU does.
             let dtypes = op.cpu().dtypes.iter().map(|d| d.variant());
             let ret = outputs_value(op);
+            let (operands, kernel) = meta_checks(op);
             quote! {
                 if device.is_meta() {
+                    #operands
                     if !matches!(compute, #(DType::#dtypes)|*) {
                         return Err(launch::not_implemented(OP, compute));
                     }
+                    #kernel
                     return Ok(#ret);
                 }
             }
@@ -203,6 +206,40 @@ fn backend_branch(op: &Op, key: BackendKey) -> TokenStream {
             Kind::Pointwise { .. } => pointwise_cpu_dispatch(op),
             _ => structured_cpu_dispatch(op),
         },
+    }
+}
+
+/// What the CPU checks after the outputs are allocated, checked by the meta branch too, in
+/// the CPU's order around its dtype `match`: before it, a pointwise op's fixed-dtype
+/// operands (the CPU's `fixed_operand`); after it, a structured kernel's `<kernel>_check`
+/// (the dtype checks the CPU kernel makes first thing).
+fn meta_checks(op: &Op) -> (TokenStream, TokenStream) {
+    match op.kind {
+        Kind::Pointwise { .. } => {
+            let fixed = op.args().into_iter().filter_map(|a| {
+                let d = op.fixed.get(&a.name)?;
+                let (id, n, v) = (ident(&a.name), &a.name, fixed_dtype_variant(*d));
+                (a.kind == ArgKind::Tensor)
+                    .then(|| quote!(launch::fixed_input(OP, #n, #id, DType::#v)?;))
+            });
+            (quote!(#(#fixed)*), quote!())
+        }
+        Kind::Structured { check: true } => {
+            let kernel = &op.cpu().kernel;
+            let module = format_ident!("{}", kernel.module);
+            let f = format_ident!("{}_check", kernel.name);
+            let vals = op
+                .args()
+                .into_iter()
+                .filter(|a| !a.kind.is_tensor())
+                .map(|a| kernel_value(&a))
+                .collect::<Vec<_>>();
+            (
+                quote!(),
+                quote!(kiln_kernels::cpu::#module::#f(compute, #(#vals),*).map_err(|m| Error::op(OP, m))?;),
+            )
+        }
+        _ => (quote!(), quote!()),
     }
 }
 
