@@ -93,3 +93,20 @@ fn a_bad_argument_value_is_a_value_error() {
         "chunk: chunk expects `chunks` to be greater than 0, got: 0"
     );
 }
+
+/// `linalg_solve` is a composite over several kernels, so it checks A and B share a device
+/// itself, before anything reads their values (found with A on meta and B on the CPU).
+#[test]
+fn linalg_solve_on_two_devices_is_a_device_error() {
+    let a = Tensor::from([[2f32, 0.], [0., 4.]]);
+    let b = Tensor::from([[1f32], [2.]]);
+    let e = kiln::linalg_solve(&a.to_device(Device::Meta).unwrap(), &b).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Device);
+    assert_eq!(
+        e.to_string(),
+        "linalg_solve: Expected all tensors to be on the same device, but found at least two devices, meta and cpu!"
+    );
+    // Same device: the solution, checked by hand (x = [1/2, 1/2]).
+    let x = kiln::linalg_solve(&a, &b).unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![0.5, 0.5]);
+}

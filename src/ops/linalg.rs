@@ -169,6 +169,13 @@ pub fn linalg_solve(a: &Tensor, b: &Tensor, left: bool) -> Result<Tensor> {
             ),
         ));
     }
+    if a.device() != b.device() {
+        return Err(crate::dispatch::memory::device_mix(
+            op,
+            a.device(),
+            b.device(),
+        ));
+    }
     let n = a.shape()[a.dim() - 1];
     // PyTorch's rule: B is a (batch of) vector(s) when it has one dim fewer than A.
     let vector = b.dim() == 1 || (b.dim() == a.dim() - 1 && b.shape() == &a.shape()[..a.dim() - 1]);
