@@ -1,6 +1,7 @@
 //! `Tensor`: a cheap handle to a strided view of shared storage, plus its autograd state.
 
 pub(crate) mod backend;
+mod buffer;
 pub mod cache;
 mod device;
 pub(crate) mod dims;
@@ -10,6 +11,7 @@ mod scalar;
 pub(crate) mod storage;
 
 pub(crate) use backend::{Backend, FusedStep};
+pub use buffer::{BufferElement, CpuBuffer};
 pub use device::Device;
 pub use dims::{DimElem, IntoDims};
 use kiln_kernels::Dims;
@@ -17,7 +19,7 @@ pub use kiln_kernels::{DType, Layout};
 pub use scalar::Scalar;
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
 pub(crate) use storage::DeviceMemory;
-pub use storage::{BufferElement, CpuBuffer, Storage};
+pub use storage::Storage;
 
 use crate::autograd::{AccumulateGrad, Hook, Node};
 use crate::{Error, Result};
