@@ -79,7 +79,7 @@ pub trait Module {
     /// must match; dtypes are cast to the module's. With `strict`, missing or unexpected keys
     /// are an error; without, they are returned.
     fn load_state_dict(&mut self, state: &StateDict, strict: bool) -> Result<IncompatibleKeys> {
-        crate::state_dict::load_into(self, state, strict)
+        load_into(self, state, strict)
     }
     /// Sets training mode on this module and every child (`train(mode)`).
     fn train(&mut self, mode: bool) {
@@ -222,16 +222,16 @@ pub trait Module {
 
 /// A dotted-name builder shared by the visitors here.
 #[derive(Default)]
-pub(crate) struct Path(Vec<String>);
+struct Path(Vec<String>);
 
 impl Path {
-    pub(crate) fn push(&mut self, name: &str) {
+    fn push(&mut self, name: &str) {
         self.0.push(name.to_string());
     }
-    pub(crate) fn pop(&mut self) {
+    fn pop(&mut self) {
         self.0.pop();
     }
-    pub(crate) fn join(&self, leaf: &str) -> String {
+    fn join(&self, leaf: &str) -> String {
         let mut s = String::new();
         for p in &self.0 {
             s.push_str(p);
@@ -315,6 +315,144 @@ fn convert<M: Module + ?Sized>(m: &mut M, f: impl Fn(&Tensor) -> Result<Tensor>)
         f,
         done: Vec::new(),
     })
+}
+
+/// Copies `state` into `m`'s tensors with PyTorch's checks and messages: every shape is
+/// checked before anything is written, so a failed strict load leaves the module as it was.
+fn load_into<M: Module + ?Sized>(
+    m: &mut M,
+    state: &StateDict,
+    strict: bool,
+) -> Result<IncompatibleKeys> {
+    struct Load<'a> {
+        path: Path,
+        state: &'a StateDict,
+        optional: &'a [String],
+        seen: Vec<String>,
+        missing: Vec<String>,
+        errors: Vec<String>,
+    }
+    impl VisitorMut for Load<'_> {
+        fn tensor(&mut self, name: &str, _: TensorKind, t: &mut Tensor) -> Result<()> {
+            let key = self.path.join(name);
+            match self.state.get(&key) {
+                None if self.optional.contains(&key) => {}
+                None => self.missing.push(key),
+                Some(src) => {
+                    self.seen.push(key.clone());
+                    if src.shape() != t.shape() {
+                        self.errors.push(format!(
+                            "size mismatch for {key}: copying a param with shape {:?} from checkpoint, the shape in current model is {:?}.",
+                            src.shape(),
+                            t.shape()
+                        ));
+                    } else {
+                        let _g = no_grad();
+                        let src = src.to_device(t.device())?;
+                        if let Err(e) = t.copy_(&src) {
+                            self.errors.push(format!(
+                                "While copying the parameter named \"{key}\", an exception occurred: {e}"
+                            ));
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
+        fn enter(&mut self, name: &str) {
+            self.path.push(name);
+        }
+        fn leave(&mut self) {
+            self.path.pop();
+        }
+    }
+    // Check every shape before writing anything, so a failed strict load leaves the module
+    // as it was.
+    let expected = m.state_dict();
+    let mut errors = Vec::new();
+    for (k, t) in expected.iter() {
+        if let Some(src) = state.get(k) {
+            if src.shape() != t.shape() {
+                errors.push(format!(
+                    "size mismatch for {k}: copying a param with shape {:?} from checkpoint, the shape in current model is {:?}.",
+                    src.shape(),
+                    t.shape()
+                ));
+            }
+        }
+    }
+    // Keys a module lets a state dict leave out (its `optional_state_keys`), by full name.
+    let mut optional: Vec<String> = m
+        .optional_state_keys()
+        .iter()
+        .map(|k| k.to_string())
+        .collect();
+    m.for_each_module(&mut |prefix, child| {
+        optional.extend(
+            child
+                .optional_state_keys()
+                .iter()
+                .map(|k| format!("{prefix}.{k}")),
+        )
+    });
+    let missing: Vec<String> = expected
+        .keys()
+        .filter(|k| !state.contains_key(k) && !optional.iter().any(|o| o == k))
+        .map(String::from)
+        .collect();
+    let unexpected: Vec<String> = state
+        .keys()
+        .filter(|k| !expected.contains_key(k))
+        .map(String::from)
+        .collect();
+    if strict {
+        if !missing.is_empty() {
+            errors.insert(
+                0,
+                format!("Missing key(s) in state_dict: {}.", quoted(&missing)),
+            );
+        }
+        if !unexpected.is_empty() {
+            let at = usize::from(!missing.is_empty());
+            errors.insert(
+                at,
+                format!("Unexpected key(s) in state_dict: {}.", quoted(&unexpected)),
+            );
+        }
+    }
+    if !errors.is_empty() {
+        return Err(load_error(errors));
+    }
+    let mut load = Load {
+        path: Path::default(),
+        state,
+        optional: &optional,
+        seen: Vec::new(),
+        missing: Vec::new(),
+        errors: Vec::new(),
+    };
+    m.visit_mut(&mut load)?;
+    if !load.errors.is_empty() {
+        return Err(load_error(load.errors));
+    }
+    Ok(IncompatibleKeys {
+        missing_keys: load.missing,
+        unexpected_keys: unexpected,
+    })
+}
+
+fn quoted(keys: &[String]) -> String {
+    keys.iter()
+        .map(|k| format!("\"{k}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn load_error(errors: Vec<String>) -> Error {
+    Error::value(
+        "load_state_dict",
+        format!("Error(s) in loading state_dict:\n\t{}", errors.join("\n\t")),
+    )
 }
 
 /// How a field of a derived module is visited: tensors are parameters, modules are children,

@@ -1,7 +1,7 @@
 //! The graph's vocabulary: a [`Node`] turns the gradients of its outputs into gradients of its
 //! inputs and names, through [`Edge`]s, the nodes those inputs came from.
 
-use crate::tensor::TensorImpl;
+use crate::tensor::{AutogradMeta, TensorImpl};
 use crate::{DType, Device, Error, Result, Tensor};
 use kiln_kernels::Dims;
 use smallvec::SmallVec;
@@ -204,6 +204,17 @@ pub(crate) fn release(node: Arc<dyn Node>) {
         }
         // The thread is exiting and its locals are gone: drop recursively.
         Err(_) => drop(node),
+    }
+}
+
+/// A tensor lets go of its `grad_fn` through [`release`], so freeing the last tensor of a
+/// long graph does not recurse down it. (Implemented here rather than beside the struct so
+/// that the tensor core needs none of the graph's teardown.)
+impl Drop for AutogradMeta {
+    fn drop(&mut self) {
+        if let Some(f) = self.grad_fn.take() {
+            release(f);
+        }
     }
 }
 

@@ -148,7 +148,7 @@ impl Tensor {
             let acc = self
                 .0
                 .accumulator
-                .get_or_init(|| Arc::new(AccumulateGrad::new(self)));
+                .get_or_init(|| Arc::new(AccumulateGrad::new(self)) as Arc<dyn Node>);
             return Some(Edge {
                 node: acc.clone(),
                 input_nr: 0,

@@ -19,7 +19,7 @@
 //!   `KILN_CPU_CACHE_BYTES` environment variable says otherwise); a buffer that would exceed
 //!   it is freed. [`empty_cache`] frees everything cached, like `torch.cuda.empty_cache`.
 
-use super::storage::CpuBuffer;
+use super::buffer::CpuBuffer;
 use crate::DType;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};

@@ -1,6 +1,7 @@
 //! `Tensor`: a cheap handle to a strided view of shared storage, plus its autograd state.
 
 pub(crate) mod backend;
+mod buffer;
 pub mod cache;
 mod device;
 pub(crate) mod dims;
@@ -10,6 +11,7 @@ mod scalar;
 pub(crate) mod storage;
 
 pub(crate) use backend::{Backend, FusedStep};
+pub use buffer::{BufferElement, CpuBuffer};
 pub use device::Device;
 pub use dims::{DimElem, IntoDims};
 use kiln_kernels::Dims;
@@ -17,9 +19,9 @@ pub use kiln_kernels::{DType, Layout};
 pub use scalar::Scalar;
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
 pub(crate) use storage::DeviceMemory;
-pub use storage::{BufferElement, CpuBuffer, Storage};
+pub use storage::Storage;
 
-use crate::autograd::{AccumulateGrad, Hook, Node};
+use crate::autograd::{Hook, Node};
 use crate::{Error, Result};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -71,9 +73,10 @@ pub(crate) struct TensorImpl {
     /// `grad_fn.is_some()`, likewise (a `grad_fn` is never taken away): with it a leaf's
     /// edge is found without the lock.
     pub(crate) has_grad_fn: AtomicBool,
-    /// A leaf's gradient accumulator, shared by every edge into it (see [`AccumulateGrad`]
-    /// for why the leaf owns it); made on first use.
-    pub(crate) accumulator: OnceLock<Arc<AccumulateGrad>>,
+    /// A leaf's gradient accumulator (autograd's `AccumulateGrad`, whose docs say why the
+    /// leaf owns it), shared by every edge into it; made on first use. Held as a `dyn Node`
+    /// so that the tensor core names no particular node.
+    pub(crate) accumulator: OnceLock<Arc<dyn Node>>,
     /// For views made by view ops: the tensor they view (set once, as the view is made).
     pub(crate) view_base: OnceLock<Tensor>,
     pub(crate) autograd: Mutex<AutogradMeta>,
@@ -114,7 +117,8 @@ impl TensorImpl {
 impl std::panic::RefUnwindSafe for TensorImpl {}
 impl std::panic::UnwindSafe for TensorImpl {}
 
-/// Per-tensor autograd state.
+/// Per-tensor autograd state. Its `Drop` is autograd's (beside `release` in
+/// `autograd::node`): the graph's owner decides how a `grad_fn` is let go.
 #[derive(Default)]
 pub(crate) struct AutogradMeta {
     /// Set by the user on leaves.
@@ -130,16 +134,6 @@ pub(crate) struct AutogradMeta {
     /// `Module::to_device`): handles to it held elsewhere (an optimizer's) are stale. A byte
     /// in the struct's padding, so tensors are no larger for it.
     pub superseded: bool,
-}
-
-/// A tensor lets go of its `grad_fn` through [`crate::autograd::node::release`], so freeing
-/// the last tensor of a long graph does not recurse down it.
-impl Drop for AutogradMeta {
-    fn drop(&mut self) {
-        if let Some(f) = self.grad_fn.take() {
-            crate::autograd::node::release(f);
-        }
-    }
 }
 
 /// The element count of a new contiguous tensor of `shape`, or PyTorch's error when the
