@@ -5,6 +5,7 @@
 
 mod activation;
 mod indexing;
+mod linalg;
 mod losses;
 mod normalization;
 mod pointwise;
@@ -14,6 +15,7 @@ mod shaping;
 
 pub(crate) use activation::*;
 pub(crate) use indexing::*;
+pub(crate) use linalg::*;
 pub(crate) use losses::*;
 pub(crate) use normalization::*;
 pub(crate) use pointwise::*;
@@ -27,8 +29,5 @@ pub(crate) use crate::ops::embedding::{
 };
 pub(crate) use crate::ops::indexing::{
     index_backward, index_put_self_backward, index_put_values_backward,
-};
-pub(crate) use crate::ops::linalg::{
-    cholesky_backward, det_backward, inv_backward, qr_backward, solve_backward_a, solve_backward_b,
 };
 pub(crate) use crate::ops::reducing::{extreme_backward, norm_backward};
