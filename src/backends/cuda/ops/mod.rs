@@ -110,7 +110,7 @@ pub(crate) enum Arg<'a> {
 }
 
 /// Kernel parameter values, kept alive (and unmoved) until the launch.
-pub(crate) enum Param {
+enum Param {
     Tensor(Box<KilnTensor>),
     F32(f32),
     F64(f64),
@@ -124,7 +124,7 @@ pub(crate) enum Param {
 }
 
 /// `s` as a value of compute dtype `d` (f32 for the 16-bit floats, as the kernels compute).
-pub(crate) fn scalar_param(d: DType, s: Scalar) -> Param {
+fn scalar_param(d: DType, s: Scalar) -> Param {
     match d {
         DType::F16 | DType::BF16 | DType::F32 => Param::F32(s.to::<f32>()),
         DType::F64 => Param::F64(s.to::<f64>()),
@@ -137,7 +137,7 @@ pub(crate) fn scalar_param(d: DType, s: Scalar) -> Param {
     }
 }
 
-pub(crate) fn push<'a>(b: &mut cudarc::driver::LaunchArgs<'a>, p: &'a Param) {
+fn push<'a>(b: &mut cudarc::driver::LaunchArgs<'a>, p: &'a Param) {
     match p {
         Param::Tensor(t) => b.arg(&**t),
         Param::F32(v) => b.arg(v),
