@@ -267,6 +267,36 @@ fn cuda_random_streams_match_the_cpu_where_a_gpu_exists() -> Result<()> {
     Ok(())
 }
 
+/// `to` keeps a dense tensor's strides between devices, as PyTorch's `preserve_format`
+/// does: a permuted tensor arrives permuted (so `view` fails on it there as here), with its
+/// values, cast on the way or not; a strided slice, not dense, arrives contiguous.
+#[test]
+#[ignore = "needs a CUDA GPU: cargo test --features cuda --test cuda -- --ignored"]
+fn to_device_keeps_a_dense_tensors_strides_where_a_gpu_exists() -> Result<()> {
+    assert!(kiln::cuda::is_available(), "CUDA tests need a device");
+    let gpu = Device::Cuda(0);
+    let x = Tensor::arange(0, 24, 1, DType::F32)?.reshape([2, 3, 4])?;
+    let p = x.permute(&[2, 0, 1])?;
+    assert_eq!(p.strides(), &[1, 12, 4]);
+    let want = p.to_vec::<f64>()?;
+    for dtype in [DType::F32, DType::F16, DType::I64] {
+        let g = p.to_copy_with(Some(dtype), Some(gpu))?;
+        assert_eq!((g.device(), g.strides()), (gpu, &[1, 12, 4][..]), "{dtype:?}");
+        assert_eq!(g.to_vec::<f64>()?, want, "{dtype:?}");
+        let back = g.cpu()?;
+        assert_eq!(back.strides(), &[1, 12, 4], "{dtype:?}");
+        assert_eq!(back.to_vec::<f64>()?, want, "{dtype:?}");
+    }
+    let t = x.reshape([6, 4])?.t()?.to_device(gpu)?;
+    let e = t.view([24]).unwrap_err().to_string();
+    assert!(e.contains("view size is not compatible"), "{e}");
+    let s = x.slice_with(2, Some(0), None, 2)?;
+    let g = s.to_device(gpu)?;
+    assert!(g.is_contiguous());
+    assert_eq!(g.to_vec::<f64>()?, s.to_vec::<f64>()?);
+    Ok(())
+}
+
 #[test]
 fn random_tensors_on_a_missing_cuda_device_are_errors() {
     if kiln::cuda::is_available() {

@@ -72,8 +72,10 @@ pub struct RawOpInfo {
     pub samples: String,
     #[serde(rename = "ref")]
     pub reference: String,
+    /// One list for every device, or one per backend (`{CPU: [f32, i64], CUDA: floating}`,
+    /// PyTorch's `dtypesIfCUDA`): a device missing from the map takes CPU's.
     #[serde(default)]
-    pub dtypes: Option<DTypes>,
+    pub dtypes: Option<BackendDTypes>,
     #[serde(default)]
     pub gradcheck: Option<bool>,
     #[serde(default)]

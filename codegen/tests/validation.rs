@@ -294,6 +294,40 @@ fn per_backend_dtypes() {
 }
 
 #[test]
+fn per_backend_opinfo_dtypes() {
+    // One list: every device runs it.
+    let m = build(MUL, MUL_D, &kernels()).unwrap();
+    let info = m.ops[0].opinfo.as_ref().unwrap();
+    assert_eq!(info.cuda_dtypes, info.dtypes);
+    // PyTorch's dtypesIfCUDA: CUDA runs its own list, CPU (and meta) the other.
+    let native = MUL.replace(
+        "ref: \"|a, b| a * b\"}",
+        "ref: \"|a, b| a * b\", dtypes: {CPU: [f32, i64], CUDA: floating}}",
+    );
+    let m = build(&native, MUL_D, &kernels()).unwrap();
+    let info = m.ops[0].opinfo.as_ref().unwrap();
+    assert_eq!(info.dtypes, [DType::F32, DType::I64]);
+    assert_eq!(info.cuda_dtypes, DType::FLOATING);
+    // A device left out takes CPU's list.
+    let native = MUL.replace(
+        "ref: \"|a, b| a * b\"}",
+        "ref: \"|a, b| a * b\", dtypes: {CPU: [f32, i64]}}",
+    );
+    let m = build(&native, MUL_D, &kernels()).unwrap();
+    let info = m.ops[0].opinfo.as_ref().unwrap();
+    assert_eq!(info.cuda_dtypes, [DType::F32, DType::I64]);
+    let e = err(
+        &MUL.replace(
+            "ref: \"|a, b| a * b\"}",
+            "ref: \"|a, b| a * b\", dtypes: {CPU: all, CUDA: floatin}}",
+        ),
+        MUL_D,
+    );
+    assert!(e.message.contains("opinfo: unknown dtype group 'floatin'"), "{e}");
+    assert!(e.message.contains("did you mean"), "{e}");
+}
+
+#[test]
 fn a_composite_op_takes_no_backend_key() {
     let native = MUL.replace(
         "{CPU: mul, CUDA: binary::mul}",

@@ -187,11 +187,16 @@ pub fn gradgradcheck(f: &Func<'_>, inputs: &[Tensor], opts: GradcheckOptions) ->
         .collect();
     let outs = float_outputs(f(inputs)?);
     let n_in = inputs.len();
-    // Fixed, non-trivial output gradients, deterministic so the check is repeatable.
+    // Fixed, non-trivial output gradients, deterministic so the check is repeatable: drawn
+    // on the CPU (the same numbers on every device), then put on each output's device.
     let mut gen = crate::Generator::new(0);
     let vs: Vec<Tensor> = outs
         .iter()
-        .map(|o| Tensor::randn_with(o.shape(), DType::F64, &mut gen)?.requires_grad_(true))
+        .map(|o| {
+            Tensor::randn_with(o.shape(), DType::F64, &mut gen)?
+                .to_device(o.device())?
+                .requires_grad_(true)
+        })
         .collect::<Result<_>>()?;
     let mut all = inputs.to_vec();
     all.extend(vs);

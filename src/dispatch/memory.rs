@@ -139,6 +139,23 @@ impl Tensor {
                 dtype,
             ));
         }
+        let l = self.layout();
+        if !self.is_contiguous() && l.is_non_overlapping_and_dense() && self.numel() > 0 {
+            // PyTorch's `to` keeps a dense tensor's strides (`preserve_format`): a transposed
+            // tensor arrives transposed. Its dims in memory order are a contiguous view;
+            // that is copied, and the copy given the original strides.
+            let mut order: Vec<usize> = (0..l.sizes.len()).filter(|&d| l.sizes[d] > 1).collect();
+            order.sort_by_key(|&d| std::cmp::Reverse(l.strides[d]));
+            let sizes: Vec<usize> = order.iter().map(|&d| l.sizes[d]).collect();
+            let mut memory_order = crate::Layout::contiguous(&sizes);
+            memory_order.offset = l.offset;
+            let moved = self.with_layout(memory_order).copy_to(dtype, device)?;
+            return Ok(moved.with_layout(crate::Layout {
+                sizes: l.sizes.clone(),
+                strides: l.strides.clone(),
+                offset: 0,
+            }));
+        }
         // Through the host: a backend knows its own memory and the CPU's.
         let host = backend(self.device()).to_host(self, dtype)?;
         backend(device).upload(&host, dtype, device)

@@ -317,18 +317,30 @@ fn cuda_topk_kthvalue_median_through_the_sort() -> Result<()> {
     let mut sorted = vals;
     sorted.sort_by(rank);
     assert_eq!(m, sorted[499_999], "median");
-    // median(dim) of rows of even length gives the lower median and its stable index.
-    let t = data(&[5, 4096], DType::F32, 50, 9)?;
+    // median(dim) of rows of even length gives the lower median and its stable index; a
+    // row holding NaN gives its first NaN and that NaN's index, as PyTorch's does. The data
+    // has a NaN in about one element of 16, so rows 0-4 hold some; row 5 has them zeroed.
+    let t = kiln::cat(&[
+        data(&[5, 4096], DType::F32, 50, 9)?,
+        data(&[1, 4096], DType::F32, 50, 12)?.nan_to_num()?,
+    ])?;
     let (v, i) = t.to_device(GPU)?.median_dim_with(1, true)?;
-    assert_eq!(v.shape(), &[5, 1]);
+    assert_eq!(v.shape(), &[6, 1]);
     let (v, i) = (v.cpu()?.to_vec::<f64>()?, i.cpu()?.to_vec::<i64>()?);
     let x = rows_f64(&t, 1)?;
-    for r in 0..5 {
+    let mut kinds = [0; 2];
+    for r in 0..6 {
         let row = &x[r * 4096..][..4096];
-        let w = stable_order(row, false, rank)[2047];
+        let first_nan = row.iter().position(|x| x.is_nan());
+        kinds[first_nan.is_some() as usize] += 1;
+        let w = match first_nan {
+            Some(n) => n as i64,
+            None => stable_order(row, false, rank)[2047],
+        };
         assert_eq!(i[r], w, "median_dim row {r}");
         assert!(same(v[r], row[w as usize]));
     }
+    assert_eq!(kinds, [1, 5], "rows without and with NaN");
     Ok(())
 }
 

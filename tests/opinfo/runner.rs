@@ -104,7 +104,7 @@ fn op_cases(info: &'static OpInfo, device: Device) -> Vec<Case> {
         }
         return cases;
     }
-    for &d in info.dtypes {
+    for &d in info.dtypes_on(device) {
         add(Check::Forward, Some(d));
         add(Check::Edge, Some(d));
         add(Check::Noncontiguous, Some(d));

@@ -326,6 +326,7 @@ fn table_entry(op: &Op, info: &OpInfo, m: &syn::Ident, a: &Adaptors) -> TokenStr
         op.derivative.is_some() || (composite && op.has_float_output() && info.gradcheck);
     let name = op.full_name();
     let dtypes = info.dtypes.iter().map(|d| d.variant());
+    let cuda_dtypes = info.cuda_dtypes.iter().map(|d| d.variant());
     let (variants, gradcheck, errors_check) = (info.variants, info.gradcheck, info.errors);
     let declared = format!("native_functions.yaml:{}", op.line);
     let gradient = gradient_source(op);
@@ -351,6 +352,7 @@ fn table_entry(op: &Op, info: &OpInfo, m: &syn::Ident, a: &Adaptors) -> TokenStr
             list_args: &[#(#list_args),*],
             opt_list_args: &[#(#opt_list_args),*],
             dtypes: &[#(DType::#dtypes),*],
+            cuda_dtypes: &[#(DType::#cuda_dtypes),*],
             call: #m::call,
             method: #method,
             inplace: #inplace,

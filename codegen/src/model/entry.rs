@@ -410,9 +410,18 @@ fn kernel_backends(
 type DTypePair = (Option<Vec<DType>>, Option<Vec<DType>>);
 
 fn backend_dtypes(r: &RawOp, line: usize) -> Result<DTypePair, ModelError> {
-    match &r.dtypes {
+    dtype_pair(&r.dtypes, line, &r.func)
+}
+
+/// A `dtypes:` value (an op's or its OpInfo's) as `(CPU, CUDA)`; `what` starts its errors.
+fn dtype_pair(
+    spec: &Option<BackendDTypes>,
+    line: usize,
+    what: &str,
+) -> Result<DTypePair, ModelError> {
+    match spec {
         Some(BackendDTypes::Shared(d)) => {
-            let d = dtype_set(d).map_err(|m| nerr(line, format!("{}: {m}", r.func)))?;
+            let d = dtype_set(d).map_err(|m| nerr(line, format!("{what}: {m}")))?;
             Ok((Some(d.clone()), Some(d)))
         }
         Some(BackendDTypes::PerBackend(m)) => {
@@ -425,14 +434,11 @@ fn backend_dtypes(r: &RawOp, line: usize) -> Result<DTypePair, ModelError> {
                     _ => {
                         return Err(nerr(
                             line,
-                            format!(
-                                "{}: dtypes for unknown backend '{k}' (expected CPU, CUDA)",
-                                r.func
-                            ),
+                            format!("{what}: dtypes for unknown backend '{k}' (expected CPU, CUDA)"),
                         ))
                     }
                 };
-                *slot = Some(dtype_set(d).map_err(|m| nerr(line, format!("{}: {m}", r.func)))?);
+                *slot = Some(dtype_set(d).map_err(|m| nerr(line, format!("{what}: {m}")))?);
             }
             Ok((cpu, cuda))
         }
@@ -587,13 +593,13 @@ fn opinfo(r: &RawOp, line: usize, dtypes: &[DType]) -> Result<Option<OpInfo>, Mo
     let Some(o) = &r.opinfo else {
         return Ok(None);
     };
+    let (cpu, cuda) = dtype_pair(&o.dtypes, line, &format!("{}: opinfo", r.func))?;
+    let cpu = cpu.unwrap_or_else(|| dtypes.to_vec());
     Ok(Some(OpInfo {
         samples: o.samples.trim().to_string(),
         reference: o.reference.trim().to_string(),
-        dtypes: match &o.dtypes {
-            Some(d) => dtype_set(d).map_err(|m| nerr(line, format!("{}: opinfo: {m}", r.func)))?,
-            None => dtypes.to_vec(),
-        },
+        cuda_dtypes: cuda.unwrap_or_else(|| cpu.clone()),
+        dtypes: cpu,
         gradcheck: o.gradcheck.unwrap_or(true),
         variants: o.variants.unwrap_or(true),
         errors: o.errors.unwrap_or(true),

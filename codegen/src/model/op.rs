@@ -138,7 +138,10 @@ pub enum Promote {
 pub struct OpInfo {
     pub samples: String,
     pub reference: String,
+    /// The dtypes its checks run in on the CPU (and meta).
     pub dtypes: Vec<DType>,
+    /// The dtypes its checks run in on CUDA: `dtypes` unless the entry gives CUDA its own.
+    pub cuda_dtypes: Vec<DType>,
     pub gradcheck: bool,
     pub variants: bool,
     pub errors: bool,
