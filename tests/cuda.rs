@@ -59,7 +59,9 @@ fn every_module_the_launchers_use_is_generated() {
 /// Every generated module compiles with NVRTC and assembles (NVRTC's built-in ptxas, the
 /// path a GPU run takes) for Ampere and Hopper without register spills. CI installs NVRTC
 /// from its PyPI wheel and sets KILN_REQUIRE_NVRTC=1, so there a missing library fails
-/// instead of skipping. `KILN_ASSEMBLE_ARCHS=80,90` (the default) picks the architectures.
+/// instead of skipping. `KILN_ASSEMBLE_ARCHS=80,90` (the default) picks the architectures;
+/// `KILN_CUDA_MODULES=expm1,softmax` only the modules whose names contain one of the words
+/// (`scripts/cuda-check` sets both).
 #[cfg(feature = "cuda")]
 #[test]
 fn every_generated_cuda_kernel_assembles_without_spills() {
@@ -92,6 +94,21 @@ fn every_generated_cuda_kernel_assembles_without_spills() {
     }
     let names = kiln::cuda::module_names();
     assert!(names.len() > 40, "{} modules", names.len());
+    let wanted: Vec<String> = std::env::var("KILN_CUDA_MODULES")
+        .unwrap_or_default()
+        .split(',')
+        .map(|w| w.trim().to_string())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let names: Vec<&str> = names
+        .into_iter()
+        .filter(|n| wanted.is_empty() || wanted.iter().any(|w| n.contains(w.as_str())))
+        .collect();
+    assert!(
+        !names.is_empty(),
+        "KILN_CUDA_MODULES={wanted:?} names no module; they are: {:?}",
+        kiln::cuda::module_names()
+    );
     if archs.is_empty() {
         for name in &names {
             let ptx = kiln::cuda::compile_ptx(name, "compute_75")
@@ -281,7 +298,11 @@ fn to_device_keeps_a_dense_tensors_strides_where_a_gpu_exists() -> Result<()> {
     let want = p.to_vec::<f64>()?;
     for dtype in [DType::F32, DType::F16, DType::I64] {
         let g = p.to_copy_with(Some(dtype), Some(gpu))?;
-        assert_eq!((g.device(), g.strides()), (gpu, &[1, 12, 4][..]), "{dtype:?}");
+        assert_eq!(
+            (g.device(), g.strides()),
+            (gpu, &[1, 12, 4][..]),
+            "{dtype:?}"
+        );
         assert_eq!(g.to_vec::<f64>()?, want, "{dtype:?}");
         let back = g.cpu()?;
         assert_eq!(back.strides(), &[1, 12, 4], "{dtype:?}");

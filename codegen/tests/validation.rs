@@ -323,7 +323,10 @@ fn per_backend_opinfo_dtypes() {
         ),
         MUL_D,
     );
-    assert!(e.message.contains("opinfo: unknown dtype group 'floatin'"), "{e}");
+    assert!(
+        e.message.contains("opinfo: unknown dtype group 'floatin'"),
+        "{e}"
+    );
     assert!(e.message.contains("did you mean"), "{e}");
 }
 

@@ -9,6 +9,7 @@
 
 use kiln::autograd::{gradcheck, gradgradcheck, GradcheckOptions};
 use kiln::{DType, Device, ErrorKind, Result, Scalar, Tensor};
+use std::panic::AssertUnwindSafe;
 
 /// A non-tensor argument of a sample.
 #[derive(Clone, Debug)]
@@ -418,6 +419,8 @@ pub type OutVariant = fn(&Sample, &[Tensor]) -> Result<Vec<Tensor>>;
 pub struct OpInfo {
     /// The schema name, `add.Tensor`.
     pub name: &'static str,
+    /// The Rust name, `add` (`sum_dim` for `sum.dim_IntList`).
+    pub rust: &'static str,
     /// Where the op is declared: `native_functions.yaml:27`.
     pub declared: &'static str,
     /// Where its gradient is defined, for gradcheck failures: the backward node and
@@ -604,33 +607,37 @@ pub fn check_edge(info: &OpInfo, dtype: DType, device: Device) {
     }
 }
 
-/// The same values laid out non-contiguously: through a transpose for 2+ dims, through a
-/// step-2 slice otherwise.
+/// The same values laid out non-contiguously: through a transpose of the last two dims
+/// where that is not contiguous again (it is when one of them has size 1), else through a
+/// step-2 view of every element (a stack with a copy of itself, then one half of it). A
+/// tensor of one element or none is returned as it is: every layout of it is contiguous.
 pub fn noncontiguous(t: &Tensor) -> Tensor {
     if t.numel() <= 1 {
         return t.clone();
     }
     let n = t.dim();
-    let made = if n >= 2 {
-        t.transpose((n - 2) as i64, (n - 1) as i64)
-            .unwrap()
-            .contiguous()
-            .unwrap()
-            .transpose((n - 2) as i64, (n - 1) as i64)
-            .unwrap()
-    } else {
-        let doubled = kiln::stack_with(&[t.clone(), t.clone()], 1)
-            .unwrap()
-            .contiguous()
-            .unwrap();
-        doubled.select(1, 0).unwrap()
+    let transposed = || -> kiln::Result<Tensor> {
+        let (a, b) = ((n - 2) as i64, (n - 1) as i64);
+        t.transpose(a, b)?.contiguous()?.transpose(a, b)
     };
-    let made = made.detach();
+    let strided = || -> kiln::Result<Tensor> {
+        kiln::stack_with(&[t.clone(), t.clone()], n as i64)?
+            .contiguous()?
+            .select(n as i64, 0)
+    };
+    let made = match (n >= 2).then(transposed) {
+        Some(Ok(m)) if !m.is_contiguous() => Ok(m),
+        _ => strided(),
+    };
+    // Only a bug in the views above lands here; the caller's panic names the sample.
+    let made = made.unwrap_or_else(|e| panic!("making a non-contiguous copy of {t:?}: {e}"));
     assert!(
         !made.is_contiguous(),
-        "noncontiguous() failed to make a non-contiguous layout"
+        "no non-contiguous layout made for shape {:?} (strides {:?})",
+        t.shape(),
+        made.strides()
     );
-    made
+    made.detach()
 }
 
 /// Non-contiguous inputs give the results contiguous inputs give.
@@ -642,7 +649,8 @@ pub fn check_noncontiguous(info: &OpInfo, dtype: DType, device: Device) {
         );
         let s = s.on(device);
         let expected = (info.call)(&s).unwrap_or_else(|e| panic!("{ctx}: {e}"));
-        let nc = s.map_tensors(&noncontiguous);
+        let nc = std::panic::catch_unwind(AssertUnwindSafe(|| s.map_tensors(&noncontiguous)))
+            .unwrap_or_else(|p| panic!("{ctx}: {}", crate::runner::payload_message(&*p)));
         let got = (info.call)(&nc).unwrap_or_else(|e| panic!("{ctx}: {e}"));
         for (g, e) in got.iter().zip(&expected) {
             assert_same(g, e, &ctx);

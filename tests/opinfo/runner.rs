@@ -25,6 +25,19 @@ enum Check {
     MetaErrors,
 }
 
+/// Every check, for the close names of a filter that matches nothing.
+const CHECKS: [Check; 9] = [
+    Check::Forward,
+    Check::Edge,
+    Check::Noncontiguous,
+    Check::Variants,
+    Check::Gradcheck,
+    Check::Gradgradcheck,
+    Check::Errors,
+    Check::Meta,
+    Check::MetaErrors,
+];
+
 impl Check {
     fn name(self) -> &'static str {
         match self {
@@ -54,15 +67,24 @@ struct Case {
 impl Case {
     /// `forward/exp/f32/cpu`, `gradcheck/exp/f64/cpu`, `errors/exp/cpu`.
     fn name(&self) -> String {
+        self.name_with(self.info.name)
+    }
+
+    /// The name with the op's Rust name (`forward/sum_dim/f32/cpu` for
+    /// `forward/sum.dim_IntList/f32/cpu`), which filters match too; `None` where they agree.
+    fn rust_name(&self) -> Option<String> {
+        (self.info.rust != self.info.name).then(|| self.name_with(self.info.rust))
+    }
+
+    fn name_with(&self, op: &str) -> String {
         match self.dtype {
             Some(d) => format!(
-                "{}/{}/{}/{}",
+                "{}/{op}/{}/{}",
                 self.check.name(),
-                self.info.name,
                 d.short_name(),
                 self.device
             ),
-            None => format!("{}/{}/{}", self.check.name(), self.info.name, self.device),
+            None => format!("{}/{op}/{}", self.check.name(), self.device),
         }
     }
 
@@ -198,11 +220,90 @@ impl Options {
         }
     }
 
-    fn selects(&self, name: &str) -> bool {
-        !self.ignored
-            && (self.filters.is_empty() || self.filters.iter().any(|f| self.matches(f, name)))
-            && !self.skip.iter().any(|s| self.matches(s, name))
+    /// Whether `pattern` matches the case under either of its names.
+    fn matches_case(&self, pattern: &str, case: &Case) -> bool {
+        self.matches(pattern, &case.name())
+            || case.rust_name().is_some_and(|n| self.matches(pattern, &n))
     }
+
+    fn selects(&self, case: &Case) -> bool {
+        !self.ignored
+            && (self.filters.is_empty() || self.filters.iter().any(|f| self.matches_case(f, case)))
+            && !self.skip.iter().any(|s| self.matches_case(s, case))
+    }
+}
+
+/// A filter that matches no case, with what it may have meant: the cases of an op it names
+/// exactly (`forward/expm1/i32/cpu`: expm1 has no int32 cases), else the op, check, dtype
+/// and device names closest to its parts.
+struct Unmatched {
+    filter: String,
+    close: Vec<String>,
+}
+
+impl Unmatched {
+    /// Whether the filter was meant for this binary: it is written like a case name
+    /// (`/expm1/`, `forward/`) or is close to an op's name. Cargo hands every test binary
+    /// the same filters, so one meant for a hand-written test (`cargo test -p kiln-core
+    /// deep_graph`) must not fail here.
+    fn meant_for_opinfo(&self) -> bool {
+        self.filter.contains('/') || !self.close.is_empty()
+    }
+}
+
+/// The filters that match no case in `table` (whatever `--skip` removes).
+fn unmatched(table: &'static [OpInfo], options: &Options) -> Vec<Unmatched> {
+    let cases: Vec<Case> = table
+        .iter()
+        .flat_map(|info| DEVICES.into_iter().flat_map(move |d| op_cases(info, d)))
+        .collect();
+    let mut words: Vec<&str> = table.iter().flat_map(|i| [i.name, i.rust]).collect();
+    words.extend(CHECKS.iter().map(|c| c.name()));
+    words.extend(DType::ALL.iter().map(|d| d.short_name()));
+    words.extend(["cpu", "cuda:0", "meta"]);
+    words.sort_unstable();
+    words.dedup();
+    options
+        .filters
+        .iter()
+        .filter(|f| !cases.iter().any(|c| options.matches_case(f, c)))
+        .map(|f| {
+            let parts: Vec<&str> = f.split('/').filter(|p| !p.is_empty()).collect();
+            let named = table
+                .iter()
+                .find(|i| parts.iter().any(|p| *p == i.name || *p == i.rust));
+            let close = match named {
+                Some(info) => cases
+                    .iter()
+                    .filter(|c| std::ptr::eq(c.info, info))
+                    .map(Case::name)
+                    .take(12)
+                    .collect(),
+                None => {
+                    let mut near: Vec<(usize, &str)> = parts
+                        .iter()
+                        .filter(|p| !words.iter().any(|w| w.contains(**p)))
+                        .flat_map(|p| {
+                            words.iter().filter_map(|w| {
+                                let d = strsim::levenshtein(p, w);
+                                (d <= 2.max(p.len() / 4)).then_some((d, *w))
+                            })
+                        })
+                        .collect();
+                    near.sort_unstable();
+                    near.dedup_by_key(|n| n.1);
+                    near.into_iter()
+                        .take(8)
+                        .map(|(_, w)| w.to_string())
+                        .collect()
+                }
+            };
+            Unmatched {
+                filter: f.clone(),
+                close,
+            }
+        })
+        .collect()
 }
 
 thread_local! {
@@ -213,7 +314,7 @@ thread_local! {
 }
 
 /// The text of a panic payload (`panic!` gives a `&str` or a `String`).
-fn payload_message(payload: &(dyn Any + Send)) -> String {
+pub(crate) fn payload_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         s.to_string()
     } else if let Some(s) = payload.downcast_ref::<String>() {
@@ -268,7 +369,7 @@ fn select(table: &'static [OpInfo], options: &Options) -> Vec<Group> {
     for info in table {
         for device in DEVICES {
             let mut cases = op_cases(info, device);
-            cases.retain(|c| options.selects(&c.name()));
+            cases.retain(|c| options.selects(c));
             if !cases.is_empty() {
                 groups.push(Group {
                     info,
@@ -333,6 +434,31 @@ impl Runner {
 pub fn main(table: &'static [OpInfo]) -> ExitCode {
     let options = Options::parse(std::env::args().skip(1));
     let groups = select(table, &options);
+    // A filter meant for the matrix that matches nothing is a mistake, not a pass: libtest
+    // would print `0 passed` and succeed.
+    let mut mistaken = false;
+    for u in unmatched(table, &options) {
+        let close = if u.close.is_empty() {
+            String::new()
+        } else {
+            format!("; close: {}", u.close.join(", "))
+        };
+        if u.meant_for_opinfo() {
+            mistaken = true;
+            eprintln!(
+                "opinfo: no case matches `{}`{close}\n  cases are named <check>/<op>/<dtype>/<device>, the op by its schema name or its Rust name: forward/sum.dim_IntList/f32/cpu or forward/sum_dim/f32/cpu (`--list` prints them all)",
+                u.filter
+            );
+        } else {
+            println!(
+                "opinfo: no case matches `{}` (not an op's name: left to the other test binaries)",
+                u.filter
+            );
+        }
+    }
+    if mistaken {
+        return ExitCode::FAILURE;
+    }
     if options.list {
         for case in groups.iter().flat_map(|g| &g.cases) {
             println!("{}: test", case.name());

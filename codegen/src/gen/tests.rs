@@ -325,6 +325,7 @@ fn table_entry(op: &Op, info: &OpInfo, m: &syn::Ident, a: &Adaptors) -> TokenStr
     let differentiable =
         op.derivative.is_some() || (composite && op.has_float_output() && info.gradcheck);
     let name = op.full_name();
+    let rust = &op.rust;
     let dtypes = info.dtypes.iter().map(|d| d.variant());
     let cuda_dtypes = info.cuda_dtypes.iter().map(|d| d.variant());
     let (variants, gradcheck, errors_check) = (info.variants, info.gradcheck, info.errors);
@@ -346,6 +347,7 @@ fn table_entry(op: &Op, info: &OpInfo, m: &syn::Ident, a: &Adaptors) -> TokenStr
     quote! {
         OpInfo {
             name: #name,
+            rust: #rust,
             declared: #declared,
             gradient: #gradient,
             tensor_args: &[#(#tensor_args),*],

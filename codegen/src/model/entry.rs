@@ -434,7 +434,9 @@ fn dtype_pair(
                     _ => {
                         return Err(nerr(
                             line,
-                            format!("{what}: dtypes for unknown backend '{k}' (expected CPU, CUDA)"),
+                            format!(
+                                "{what}: dtypes for unknown backend '{k}' (expected CPU, CUDA)"
+                            ),
                         ))
                     }
                 };
