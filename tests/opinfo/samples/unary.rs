@@ -18,6 +18,9 @@ fn unary_shapes(x: &dyn Fn(&[usize], u64) -> Tensor) -> Vec<Sample> {
         Sample::new("2-d [3,4]", vec![x(&[3, 4], 1)]),
         Sample::new("3-d [2,3,4]", vec![x(&[2, 3, 4], 2)]),
         Sample::new("1-d [7]", vec![x(&[7], 3)]),
+        // A transpose of its last two dims is contiguous again: the non-contiguous check
+        // needs the strided layout here (it once failed without naming the sample).
+        Sample::new("column [5,1]", vec![x(&[5, 1], 6)]),
         Sample::new("0-d", vec![x(&[], 4)]).edge(),
         Sample::new("empty [0,3]", vec![x(&[0, 3], 5)]).edge(),
     ]
