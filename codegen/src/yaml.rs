@@ -104,14 +104,25 @@ pub fn item_lines(text: &str) -> Vec<usize> {
 
 /// The 1-based line of key `key` inside the top-level list item that starts at line `item`
 /// (as [`item_lines`] gives it): the first line of that item, after its first, that starts
-/// with `key:` once indented. `item` itself when none does (a flow-style `{...}` item).
+/// with `key:` at the indentation of the item's own keys (so not a line of a `doc: |` text
+/// or a nested mapping). `item` itself when none does (a flow-style `{...}` item).
 pub fn key_line(text: &str, item: usize, key: &str) -> usize {
     let prefix = format!("{key}:");
-    text.lines()
+    let lines: Vec<&str> = text.lines().collect();
+    // `- func: ...`: the item's keys start where `func` does.
+    let indent = lines
+        .get(item.wrapping_sub(1))
+        .and_then(|l| l.strip_prefix('-'))
+        .map_or(2, |rest| 1 + rest.len() - rest.trim_start().len());
+    lines
+        .iter()
         .enumerate()
         .skip(item)
         .take_while(|(_, l)| !l.starts_with("- "))
-        .find(|(_, l)| l.starts_with(' ') && l.trim_start().starts_with(&prefix))
+        .find(|(_, l)| {
+            let body = l.trim_start_matches(' ');
+            l.len() - body.len() == indent && body.starts_with(&prefix)
+        })
         .map(|(i, _)| i + 1)
         .unwrap_or(item)
 }
@@ -127,5 +138,12 @@ mod tests {
         assert_eq!(key_line(text, 2, "self"), 3);
         assert_eq!(key_line(text, 4, "self"), 6);
         assert_eq!(key_line(text, 2, "other"), 2);
+    }
+
+    #[test]
+    fn key_line_skips_nested_and_block_text_lines() {
+        let text = "- func: a(Tensor self) -> Tensor\n  doc: |\n    dtypes: not a key\n  opinfo:\n    dtypes: [f32]\n  dtypes: all\n";
+        assert_eq!(key_line(text, 1, "dtypes"), 6);
+        assert_eq!(key_line(text, 1, "opinfo"), 4);
     }
 }

@@ -157,7 +157,8 @@ impl Sources {
 }
 
 // Line 2: mul. Line 9: eq. Line 17: pow.Tensor_Scalar. Line 24: sum.dim_IntList. Line 29:
-// transpose. Line 34: stack. Line 38: view.
+// transpose. Line 34: stack. Line 38: view. An error about one key is at that key's line
+// (mul's `dispatch:` is line 4).
 const NATIVE: &str = r#"
 - func: mul.Tensor(Tensor self, Tensor other) -> Tensor
   variants: function, method
@@ -261,7 +262,7 @@ fn structured_kernel_parameter_of_the_wrong_type() {
             1,
         )
     });
-    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 24));
+    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 25));
     assert_contains(
         &e,
         &[
@@ -280,7 +281,7 @@ fn structured_check_function_of_the_wrong_type() {
         s.reduce_rs
             .push_str("pub fn transpose_check(compute: DType, dim0: i64, dim1: bool) -> KResult<()> { Ok(()) }\n")
     });
-    assert_eq!(e.line, 29);
+    assert_eq!(e.line, 30);
     assert_contains(
         &e,
         &[
@@ -299,7 +300,7 @@ fn structured_kernel_without_its_output_parameter() {
             1,
         )
     });
-    assert_eq!(e.line, 24);
+    assert_eq!(e.line, 25);
     assert_contains(
         &e,
         &[
@@ -317,7 +318,7 @@ fn structured_kernel_needs_one_type_parameter() {
             "pub fn transpose(self_: Src<'_, f32>, dim0: i64, dim1: i64, out: Dst<'_, f32>)",
         )
     });
-    assert_eq!(e.line, 29);
+    assert_eq!(e.line, 30);
     assert_contains(&e, &["it has 0 type parameter(s)", "`transpose::<T>(..)`"]);
 }
 
@@ -329,7 +330,7 @@ fn structured_kernel_parameters_in_another_order() {
             "transpose<T: Element>(self_: Src<'_, T>, dim1: i64, dim0: i64,",
         )
     });
-    assert_eq!(e.line, 29);
+    assert_eq!(e.line, 30);
     assert_contains(
         &e,
         &["parameter 2 is named `dim1` but receives schema argument `int dim0`; `dim1` is passed as parameter 3: the order differs from the schema"],
@@ -344,7 +345,7 @@ fn meta_function_of_the_wrong_shape() {
             "    self_: &[usize],\n    dim: &[i64],",
         )
     });
-    assert_eq!(e.line, 24);
+    assert_eq!(e.line, 25);
     assert_contains(
         &e,
         &[
@@ -360,7 +361,7 @@ fn structured_op_takes_an_optional_tensor_as_an_option() {
         "transpose.int(Tensor self, int dim0, int dim1) -> Tensor",
         "transpose.int(Tensor self, int dim0, int dim1, Tensor? weight=None) -> Tensor",
     );
-    assert_eq!(e.line, 29);
+    assert_eq!(e.line, 30);
     assert_contains(
         &e,
         &["expected: fn transpose<T>(self_: Src<T>, dim0: i64, dim1: i64, weight: Option<Src<T>>, result: Dst<T>)"],
@@ -422,7 +423,7 @@ fn pointwise_kernel_with_a_missing_parameter() {
             .binary_rs
             .replace("mul<T: Arith>(a: T, b: T)", "mul<T: Arith>(a: T)")
     });
-    assert_eq!(e.line, 2);
+    assert_eq!(e.line, 4);
     assert_contains(
         &e,
         &[
@@ -441,7 +442,7 @@ fn comparison_kernel_must_return_bool() {
             "eq<T: PartialOrd>(a: T, b: T) -> T",
         )
     });
-    assert_eq!(e.line, 9);
+    assert_eq!(e.line, 11);
     assert_contains(&e, &["it returns `T`, the generated code needs `bool`"]);
 }
 
@@ -453,7 +454,7 @@ fn check_function_of_the_wrong_type() {
             "pow_scalar_check(compute: DType, exponent: i64)",
         )
     });
-    assert_eq!(e.line, 17);
+    assert_eq!(e.line, 19);
     assert_contains(
         &e,
         &[
@@ -479,7 +480,7 @@ fn pointwise_output_cannot_be_fixed() {
         "  opinfo: {samples: binary, ref: \"|a, b| a * b\"}",
         "  fixed: {result: i64}\n  opinfo: {samples: binary, ref: \"|a, b| a * b\"}",
     );
-    assert_eq!(e.line, 2);
+    assert_eq!(e.line, 7);
     assert_contains(
         &e,
         &["a pointwise op's output `result` takes the compute dtype"],
@@ -495,7 +496,7 @@ fn cuda_device_function_with_the_wrong_arity() {
             .binary_cuh
             .replace("inline T mul(T a, T b)", "inline T mul(T a)")
     });
-    assert_eq!(e.line, 2);
+    assert_eq!(e.line, 4);
     assert_contains(
         &e,
         &["CUDA kernel `binary::mul` does not fit the schema: the generated kernel calls it with 2 argument(s) (self, other), but it takes 1 parameter(s) at kernels/cuda/binary.cuh:1"],
@@ -510,7 +511,7 @@ fn cuda_launcher_with_a_missing_parameter() {
             "dim0: i64, out: &Tensor",
         )
     });
-    assert_eq!(e.line, 29);
+    assert_eq!(e.line, 30);
     assert_contains(
         &e,
         &[
@@ -538,20 +539,20 @@ fn pointwise_op_needs_a_device_function_not_a_launcher() {
 #[test]
 fn misspelt_composite_function() {
     let e = yaml_error("composite::stack}", "composite::stak}");
-    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 34));
+    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 35));
     assert_contains(
         &e,
-        &["stack(Tensor[] tensors, int dim=0) -> Tensor: CompositeImplicitAutograd names `composite::stak`, but src/ops/composite.rs has no `pub fn stak` (did you mean `stack`?)"],
+        &["stack(Tensor[] tensors, int dim=0) -> Tensor: CompositeImplicitAutograd names `composite::stak`, but src/ops/composite.rs has no `pub fn stak` (did you mean `composite::stack`?)"],
     );
 }
 
 #[test]
 fn misspelt_explicit_function() {
     let e = yaml_error("explicit::view}", "explicit::veiw}");
-    assert_eq!(e.line, 38);
+    assert_eq!(e.line, 40);
     assert_contains(
         &e,
-        &["CompositeExplicitAutograd names `explicit::veiw`, but src/ops/explicit.rs has no `pub fn veiw` (did you mean `view`?)"],
+        &["CompositeExplicitAutograd names `explicit::veiw`, but src/ops/explicit.rs has no `pub fn veiw` (did you mean `explicit::view`?)"],
     );
 }
 
@@ -572,7 +573,7 @@ fn composite_function_of_the_wrong_signature() {
             "pub fn stack(tensors: &[Tensor]) -> Tensor",
         )
     });
-    assert_eq!(e.line, 34);
+    assert_eq!(e.line, 35);
     assert_contains(
         &e,
         &[
@@ -606,7 +607,7 @@ fn composite_returning_a_tensor_list_returns_a_vec() {
         .composite_rs
         .replace("Result<Vec<Tensor>>", "Result<Tensor>");
     let e = error(&native, &s);
-    assert_eq!(e.line, 43);
+    assert_eq!(e.line, 44);
     assert_contains(
         &e,
         &["it returns `Result<Tensor>`, the generated code needs `Result<Vec<Tensor>>`"],
@@ -627,7 +628,7 @@ fn composite_op_gets_no_inplace_or_out_variant() {
 #[test]
 fn misspelt_sample_set() {
     let e = yaml_error("samples: stack, ref: stack", "samples: stak, ref: stack");
-    assert_eq!(e.line, 34);
+    assert_eq!(e.line, 36);
     assert_contains(
         &e,
         &["opinfo samples: stak, but tests/opinfo/samples.rs has no `pub fn stak` (did you mean `stack`?)"],
@@ -641,7 +642,7 @@ fn sample_set_without_error_samples() {
         .samples_rs
         .replace("pub fn stack_errors", "pub fn stack_errs");
     let e = error(NATIVE, &s);
-    assert_eq!(e.line, 34);
+    assert_eq!(e.line, 36);
     assert_contains(
         &e,
         &["samples: stack needs `stack_errors()`, the inputs the op must reject (or `errors: false` when no input can make it fail), but tests/opinfo/samples.rs has no `pub fn stack_errors`"],
@@ -673,7 +674,7 @@ fn sample_set_of_the_wrong_signature() {
 #[test]
 fn misspelt_reference() {
     let e = yaml_error("ref: sum_dim", "ref: sum_dims");
-    assert_eq!(e.line, 24);
+    assert_eq!(e.line, 27);
     assert_contains(
         &e,
         &["opinfo ref: sum_dims, but tests/opinfo/refs.rs has no `pub fn sum_dims` (did you mean `sum_dim`?)"],
@@ -689,7 +690,7 @@ fn non_pointwise_reference_is_a_name() {
 #[test]
 fn pointwise_reference_is_a_closure_of_the_ops_arity() {
     let e = yaml_error("ref: \"|a, b| a * b\"", "ref: \"|a| a * a\"");
-    assert_eq!(e.line, 2);
+    assert_eq!(e.line, 7);
     assert_contains(
         &e,
         &["ref closure takes 1 parameter(s), but the op has 2 argument(s) (self, other)"],
@@ -784,7 +785,7 @@ fn promote_sum_needs_a_dtype_argument() {
         "  dispatch: {CPU: reduce::transpose",
         "  promote: sum\n  dispatch: {CPU: reduce::transpose",
     );
-    assert_eq!(e.line, 29);
+    assert_eq!(e.line, 30);
     assert_contains(
         &e,
         &["promote: sum reads an argument `ScalarType? dtype`, which the schema lacks"],
@@ -801,7 +802,7 @@ fn every_mistake_is_reported_in_file_order() {
         .replace("ref: \"|a, b| a == b\"", "ref: \"|a| a\"");
     let errors = build_with(&native, &Sources::default()).unwrap_err();
     let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
-    assert_eq!(lines, [9, 24, 34], "{errors:#?}");
+    assert_eq!(lines, [15, 27, 35], "{errors:#?}");
 }
 
 // ---------------------------------------------------------------- the real repository
@@ -881,7 +882,8 @@ fn vectorized_slice_kernel_of_the_wrong_type() {
         1,
     );
     let e = error(&vectorized_pow("binary::pow_scalar"), &s);
-    assert_eq!(e.line, 17);
+    // The `vectorized:` line, after pow's `dispatch:` (line 19).
+    assert_eq!(e.line, 20);
     assert_contains(
         &e,
         &[

@@ -157,7 +157,8 @@ fn a_composite_must_take_a_slice_of_borrowed_options() {
         DERIVS,
         &INDEXING_RS.replace("indices: &[Option<&Tensor>]", "indices: &[Tensor]"),
     );
-    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 2));
+    // The `dispatch:` line, which names the function.
+    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 4));
     assert!(
         e.message.contains("parameter 2 `indices: &[Tensor]` should be `indices: &[Option<&Tensor>]` (schema argument `Tensor?[] indices`)"),
         "{e}"

@@ -59,8 +59,10 @@ fn valid_yaml_builds() {
 #[test]
 fn unknown_kernel_names_the_line() {
     let e = err(&MUL.replace("CPU: mul,", "CPU: mull,"), MUL_D);
-    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 2));
+    // The `dispatch:` line, not the entry's first.
+    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 4));
     assert!(e.message.contains("unknown CPU kernel 'mull'"), "{e}");
+    assert!(e.message.ends_with("(did you mean `binary::mul`?)"), "{e}");
 }
 
 #[test]
@@ -204,7 +206,7 @@ fn unknown_tag_is_an_error() {
         &MUL.replace("tags: [pointwise]", "tags: [pointwise, overwrite]"),
         MUL_D,
     );
-    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 2));
+    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 5));
     assert!(e.message.contains("unknown tag 'overwrite'"), "{e}");
 }
 
@@ -260,7 +262,7 @@ fn same_dtype_error_needs_promote_same() {
 #[test]
 fn a_cpu_kernel_without_a_cuda_kernel_is_an_error() {
     let e = err(&MUL.replace(", CUDA: binary::mul", ""), MUL_D);
-    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 2));
+    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 4));
     assert!(e.message.contains("no CUDA kernel"), "{e}");
 }
 
@@ -354,7 +356,7 @@ fn every_kernel_op_has_cpu_cuda_and_an_implicit_meta_entry() {
 #[test]
 fn unknown_dtype_is_an_error_with_a_suggestion() {
     let e = err(&MUL.replace("dtypes: all", "dtypes: [f32, f46]"), MUL_D);
-    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 2));
+    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 6));
     assert!(e.message.contains("unknown dtype 'f46'"), "{e}");
     assert!(
         e.message.contains("did you mean `f16`?") || e.message.contains("did you mean `f64`?"),
@@ -380,7 +382,7 @@ fn unknown_dtype_is_an_error_with_a_suggestion() {
 fn unknown_fixed_dtype_is_an_error() {
     let native = MUL.replace("  dtypes: all\n", "  dtypes: all\n  fixed: {other: i46}\n");
     let e = err(&native, MUL_D);
-    assert_eq!(e.line, 2);
+    assert_eq!(e.line, 7);
     assert!(
         e.message
             .contains("unknown dtype 'i46' in fixed: (did you mean `i16`?)")
@@ -396,7 +398,7 @@ fn unknown_tag_is_an_error_with_a_suggestion() {
         &MUL.replace("tags: [pointwise]", "tags: [pointwize]"),
         MUL_D,
     );
-    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 2));
+    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 5));
     assert!(
         e.message
             .contains("unknown tag 'pointwize' (did you mean `pointwise`?)"),
@@ -410,7 +412,7 @@ fn unknown_dispatch_key_is_an_error_with_a_suggestion() {
         &MUL.replace("CUDA: binary::mul", "CUDa: binary::mul"),
         MUL_D,
     );
-    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 2));
+    assert_eq!((e.file.as_str(), e.line), ("native_functions.yaml", 4));
     assert!(
         e.message
             .contains("unknown dispatch key 'CUDa' (did you mean `CUDA`?)"),
@@ -430,4 +432,281 @@ fn meta_is_implied_not_written() {
         MUL_D,
     );
     assert!(e.message.contains("`Meta` is implied"), "{e}");
+}
+
+// ---------------------------------------------------------------- the line of the key at fault
+
+#[test]
+fn an_error_about_a_key_is_at_that_keys_line() {
+    // MUL: line 2 `- func:`, 3 `variants:`, 4 `dispatch:`, 5 `tags:`, 6 `dtypes:`, 7
+    // `opinfo:`; a key added after `dtypes:` is line 7.
+    let after_dtypes =
+        |key: &str| MUL.replace("  dtypes: all\n", &format!("  dtypes: all\n{key}\n"));
+    let cases = [
+        (
+            MUL.replace("dtypes: all", "dtypes: [f32, f128]"),
+            6,
+            "unknown dtype 'f128'",
+        ),
+        (
+            MUL.replace("dtypes: all", "dtypes: {CPU: all, TPU: all}"),
+            6,
+            "unknown backend 'TPU'",
+        ),
+        (
+            MUL.replace("variants: function, method", "variants: function, methd"),
+            3,
+            "unknown variant 'methd'",
+        ),
+        (
+            MUL.replace("variants: function, method", "variants: out"),
+            3,
+            "add one of them to variants",
+        ),
+        (
+            MUL.replace("CUDA: binary::mul", "CUDA: binary::mull"),
+            4,
+            "unknown CUDA kernel 'binary::mull'",
+        ),
+        (
+            MUL.replace("{CPU: mul, CUDA: binary::mul}", "{CPU: mul}"),
+            4,
+            "no CUDA kernel",
+        ),
+        (
+            MUL.replace("tags: [pointwise]", "tags: [pointwize]"),
+            5,
+            "unknown tag 'pointwize'",
+        ),
+        (
+            after_dtypes("  promote: int_to_flaot"),
+            7,
+            "unknown promote rule 'int_to_flaot'",
+        ),
+        (
+            after_dtypes("  promote: sum"),
+            7,
+            "promote: sum reads an argument `ScalarType? dtype`",
+        ),
+        (
+            after_dtypes("  operands: [self, othr]"),
+            7,
+            "'othr' is not an argument or output",
+        ),
+        (
+            after_dtypes("  fixed: {othr: i64}"),
+            7,
+            "'othr' is not an argument or output",
+        ),
+        (
+            after_dtypes("  fixed: {other: i46}"),
+            7,
+            "unknown dtype 'i46' in fixed:",
+        ),
+        (
+            after_dtypes("  saturate: [other]"),
+            7,
+            "`saturate:` names `other`",
+        ),
+        (
+            after_dtypes("  rust: mul-tensor"),
+            7,
+            "'mul-tensor' is not a Rust identifier",
+        ),
+        (
+            after_dtypes("  same_dtype_error: \"differ\""),
+            7,
+            "same_dtype_error needs promote: same",
+        ),
+        (
+            after_dtypes("  vectorized: binary::mul"),
+            7,
+            "names no slice kernel",
+        ),
+        (
+            MUL.replace("ref: \"|a, b| a * b\"", "ref: \"|a| a\""),
+            7,
+            "ref closure takes 1 parameter(s)",
+        ),
+        (
+            MUL.replace(
+                "ref: \"|a, b| a * b\"}",
+                "ref: \"|a, b| a * b\", dtypes: [f128]}",
+            ),
+            7,
+            "opinfo: unknown dtype 'f128'",
+        ),
+    ];
+    for (native, line, part) in cases {
+        let e = err(&native, MUL_D);
+        assert_eq!(
+            (e.file.as_str(), e.line),
+            ("native_functions.yaml", line),
+            "{e}"
+        );
+        assert!(e.message.contains(part), "missing {part:?} in {e}");
+    }
+}
+
+#[test]
+fn a_schema_error_stays_at_the_entrys_first_line() {
+    let e = err(&MUL.replace("Tensor other)", "int[] other=abc)"), MUL_D);
+    assert_eq!(e.line, 2, "{e}");
+    assert!(e.message.contains("default 'abc' is not valid here"), "{e}");
+}
+
+#[test]
+fn a_key_in_a_doc_text_is_not_the_key() {
+    // `dtypes:` inside the `doc: |` text (lines 4-5) is not the entry's `dtypes:` (line 9).
+    let native = MUL
+        .replace(
+            "  variants:",
+            "  doc: |\n    Multiplies.\n    dtypes: every one\n  variants:",
+        )
+        .replace("dtypes: all", "dtypes: [f32, f128]");
+    let e = err(&native, MUL_D);
+    assert_eq!(e.line, 9, "{e}");
+    assert!(e.message.contains("unknown dtype 'f128'"), "{e}");
+}
+
+#[test]
+fn an_entry_on_one_line_reports_its_line() {
+    let native = "\n- {func: \"mul.Tensor(Tensor self, Tensor other) -> Tensor\", variants: \"function, methd\", dispatch: {CPU: mul, CUDA: binary::mul}, tags: [pointwise], dtypes: all, opinfo: {samples: binary, ref: \"|a, b| a * b\"}}\n";
+    let e = err(native, MUL_D);
+    assert_eq!(e.line, 2, "{e}");
+    assert!(e.message.contains("unknown variant 'methd'"), "{e}");
+}
+
+// ---------------------------------------------------------------- misspelt kernels and functions
+
+const EXPM1: &str = r#"
+- func: expm1(Tensor self) -> Tensor
+  variants: function, method
+  dispatch: {CPU: unary::expm1, CUDA: unary::expm1}
+  tags: [pointwise]
+  promote: int_to_float
+  dtypes: floating
+  opinfo: {samples: unary, ref: "|a| a.exp_m1()"}
+"#;
+
+const FLATTEN: &str = r#"
+- func: flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)
+  variants: function, method
+  dispatch: {CompositeImplicitAutograd: shaping::flatten}
+  opinfo: {samples: flatten, ref: flatten}
+"#;
+
+/// [`kernels`] with `unary::expm1` (CPU and CUDA), `exp` also in `binary`, and the composite
+/// `shaping::flatten`.
+fn more_kernels() -> KernelIndex {
+    let mut k = kernels();
+    k.functions
+        .entry("expm1".into())
+        .or_default()
+        .push("unary".into());
+    k.functions.get_mut("exp").unwrap().push("binary".into());
+    k.cuda
+        .entry("expm1".into())
+        .or_default()
+        .push("unary".into());
+    k.add_rust_ops(
+        "shaping",
+        "src/ops/shaping.rs",
+        "pub fn flatten(t: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> { Ok(t.clone()) }\n",
+    )
+    .unwrap();
+    k
+}
+
+/// The one error of `native` (whose entry fails, so no derivative is needed) with
+/// [`more_kernels`].
+fn more_err(native: &str) -> ModelError {
+    let mut errors = build(native, "", &more_kernels()).expect_err("the YAML is invalid");
+    assert_eq!(errors.len(), 1, "one mistake, one error: {errors:#?}");
+    errors.remove(0)
+}
+
+#[test]
+fn the_misspelt_entries_are_valid_when_spelt_right() {
+    let derivs =
+        "\n- name: expm1(Tensor self) -> Tensor\n  self: grad.mul(&result.add_scalar(1)?)?\n";
+    let m = build(&format!("{EXPM1}{FLATTEN}"), derivs, &more_kernels()).unwrap();
+    assert_eq!(m.ops.len(), 2);
+}
+
+#[test]
+fn misspelt_kernels_and_functions_get_a_suggestion() {
+    for (from, to, part) in [
+        // A close name in the same module.
+        (
+            "CPU: unary::expm1,",
+            "CPU: unary::expm11,",
+            "unknown CPU kernel 'unary::expm11': no `pub fn expm11` in kernels/src/cpu/ (did you mean `unary::expm1`?)",
+        ),
+        (
+            "CUDA: unary::expm1}",
+            "CUDA: unary::expm11}",
+            "unknown CUDA kernel 'unary::expm11'",
+        ),
+        // The same name in another module.
+        (
+            "CPU: unary::expm1,",
+            "CPU: binary::expm1,",
+            "unknown CPU kernel 'binary::expm1'",
+        ),
+        (
+            "CUDA: unary::expm1}",
+            "CUDA: binary::expm1}",
+            "unknown CUDA kernel 'binary::expm1'",
+        ),
+        // No module: a close name in any.
+        ("CPU: unary::expm1,", "CPU: expm11,", "unknown CPU kernel 'expm11'"),
+        (
+            "CUDA: unary::expm1}",
+            "CUDA: expm1}",
+            "CUDA kernel 'expm1' must be written as module::name",
+        ),
+    ] {
+        let e = more_err(&EXPM1.replace(from, to));
+        assert_eq!(e.line, 4, "{e}");
+        assert!(e.message.contains(part), "missing {part:?} in {e}");
+        assert!(
+            e.message.ends_with(" (did you mean `unary::expm1`?)"),
+            "{e}"
+        );
+    }
+    for (to, part) in [
+        (
+            "shaping::flattn",
+            "src/ops/shaping.rs has no `pub fn flattn`",
+        ),
+        ("views::flatten", "src/ops/views.rs has no `pub fn flatten`"),
+    ] {
+        let e = more_err(&FLATTEN.replace("shaping::flatten", to));
+        assert_eq!(e.line, 4, "{e}");
+        assert!(
+            e.message.contains(&format!(
+                "CompositeImplicitAutograd names `{to}`, but {part}"
+            )),
+            "{e}"
+        );
+        assert!(
+            e.message.ends_with(" (did you mean `shaping::flatten`?)"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn no_suggestion_when_none_is_close_or_the_name_is_ambiguous() {
+    let e = more_err(&EXPM1.replace("CPU: unary::expm1,", "CPU: unary::logit,"));
+    assert!(
+        e.message.contains("unknown CPU kernel 'unary::logit'"),
+        "{e}"
+    );
+    assert!(!e.message.contains("did you mean"), "{e}");
+    // `exp` is in `unary` and `binary`: the message asks for the module instead.
+    let e = more_err(&EXPM1.replace("CPU: unary::expm1,", "CPU: exp,"));
+    assert!(e.message.contains("defined in several modules"), "{e}");
+    assert!(!e.message.contains("did you mean"), "{e}");
 }

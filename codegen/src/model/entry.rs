@@ -1,10 +1,11 @@
 //! One `native_functions.yaml` entry → an [`Op`]: a function per part of the entry (schema
 //! arguments, name, variants, tags, dispatch table, dtypes, promotion, operands, OpInfo), each
-//! raising its own errors with the entry's line.
+//! raising its own errors with the entry's line, marked with the key they are about
+//! ([`ModelError::at_key`]) when there is one.
 
 use super::backend::{BackendKernel, BackendKey, Backends, DispatchKey, KernelRef};
 use super::dtype::{dtype_set, DType, Fixed};
-use super::error::{did_you_mean, is_rust_ident, nerr, ModelError};
+use super::error::{did_you_mean, did_you_mean_path, is_rust_ident, nerr, ModelError};
 use super::op::{Kind, Op, OpInfo, Promote, Tag, Variants};
 use super::validate::{check_opinfo, check_sources, vectorized_entry};
 use crate::kernels_index::KernelIndex;
@@ -62,7 +63,10 @@ pub(super) fn op_entry(
     check_kind_options(&r, line, &kind, opinfo.is_some())?;
     let vectorized = match r.vectorized.as_deref() {
         None => None,
-        Some(spec) => Some(vectorized_entry(func, line, spec, &kind, kernels)?),
+        Some(spec) => Some(
+            vectorized_entry(func, line, spec, &kind, kernels)
+                .map_err(|e| e.at_key("vectorized"))?,
+        ),
     };
     let op = Op {
         schema,
@@ -140,13 +144,15 @@ fn rust_name(
                 "{}: '{rust}' is not a Rust identifier; give the op a `rust:` name",
                 r.func
             ),
-        ));
+        )
+        .at_key("rust"));
     }
     if !seen_rust.insert(rust.clone()) {
         return Err(nerr(
             line,
             format!("two operators would both be named '{rust}' in Rust; give one a `rust:` name"),
-        ));
+        )
+        .at_key("rust"));
     }
     Ok(rust)
 }
@@ -169,7 +175,8 @@ fn variants(r: &RawOp, line: usize, has_self: bool) -> Result<Variants, ModelErr
                 return Err(nerr(
                     line,
                     format!("unknown variant '{other}' (expected function, method, inplace, out)"),
-                ))
+                )
+                .at_key("variants"))
             }
         }
     }
@@ -180,7 +187,8 @@ fn variants(r: &RawOp, line: usize, has_self: bool) -> Result<Variants, ModelErr
                 "{}: method and inplace variants need an argument named 'self'",
                 r.func
             ),
-        ));
+        )
+        .at_key("variants"));
     }
     Ok(variants)
 }
@@ -195,18 +203,18 @@ fn dispatch_keys(r: &RawOp, line: usize) -> Result<Vec<(DispatchKey, String)>, M
                 "{}: unknown dispatch key '{key}'{} (expected CPU and CUDA, or one of CompositeExplicitAutograd, CompositeImplicitAutograd)",
                 r.func,
                 did_you_mean(key, names.iter())
-            )));
+            )).at_key("dispatch"));
         };
         if k == DispatchKey::Backend(BackendKey::Meta) {
             return Err(nerr(line, format!(
                 "{}: `Meta` is implied: every op with a CPU kernel has a Meta entry, its shape computation (promotion and broadcasting, or `<kernel>_meta`); drop the key",
                 r.func
-            )));
+            )).at_key("dispatch"));
         }
         keys.push((k, target.trim().to_string()));
     }
     if keys.iter().any(|(k, _)| k.is_composite()) && keys.len() != 1 {
-        return Err(nerr(line, format!("{}: a composite op runs on every backend through the ops it calls; it takes no CPU or CUDA key", r.func)));
+        return Err(nerr(line, format!("{}: a composite op runs on every backend through the ops it calls; it takes no CPU or CUDA key", r.func)).at_key("dispatch"));
     }
     Ok(keys)
 }
@@ -245,6 +253,7 @@ fn tags(r: &RawOp, line: usize) -> Result<Vec<Tag>, ModelError> {
                         names.join(", ")
                     ),
                 )
+                .at_key("tags")
             })
         })
         .collect()
@@ -276,7 +285,8 @@ fn composite_kind(
                     "{func}: {key_name} target '{path}' must be written as <module>::<fn>, a function in {}/<module>.rs",
                     crate::paths::RUST_OPS_DIR
                 ),
-            ))
+            )
+            .at_key("dispatch"))
         }
     };
     if implicit && (variants.inplace || variants.out) {
@@ -285,7 +295,8 @@ fn composite_kind(
             format!(
                 "{func}: a CompositeImplicitAutograd op gets no generated in-place or out= form; drop `inplace` and `out` from variants"
             ),
-        ));
+        )
+        .at_key("variants"));
     }
     if let Some(ops) = &kernels.rust_ops {
         if !ops.contains_key(path) {
@@ -294,19 +305,15 @@ fn composite_kind(
                 crate::paths::RUST_OPS_DIR,
                 module.replace("::", "/")
             );
-            let prefix = format!("{module}::");
-            let names: Vec<String> = ops
-                .keys()
-                .filter_map(|k| k.strip_prefix(&prefix))
-                .map(str::to_string)
-                .collect();
+            let paths: Vec<String> = ops.keys().cloned().collect();
             return Err(nerr(
                 line,
                 format!(
                     "{func}: {key_name} names `{path}`, but {file} has no `pub fn {name}`{}",
-                    did_you_mean(&name, names.iter())
+                    did_you_mean_path(path, &paths)
                 ),
-            ));
+            )
+            .at_key("dispatch"));
         }
     }
     let path = path.to_string();
@@ -332,21 +339,29 @@ fn kernel_kind(
             .map(|(_, t)| t.as_str())
     };
     let Some(cpu_target) = target(BackendKey::Cpu) else {
-        return Err(nerr(line, format!("{func}: dispatch needs CPU (and CUDA), or one of CompositeExplicitAutograd, CompositeImplicitAutograd")));
+        return Err(nerr(line, format!("{func}: dispatch needs CPU (and CUDA), or one of CompositeExplicitAutograd, CompositeImplicitAutograd")).at_key("dispatch"));
     };
     let Some(cuda_target) = target(BackendKey::Cuda) else {
         return Err(nerr(line, format!(
             "{func}: no CUDA kernel: add `CUDA: <module>::<fn>` to dispatch (a `__device__` fn in {}/<module>.cuh for a pointwise op, else a launcher in {}/<module>.rs)",
             crate::paths::CUDA_KERNELS_DIR,
             crate::paths::CUDA_LAUNCHERS_DIR
-        )));
+        )).at_key("dispatch"));
     };
-    let (module, kernel) = kernels
-        .resolve(cpu_target)
-        .map_err(|m| nerr(line, format!("{func}: {m}")))?;
-    let (cuda_module, cuda_kernel) = kernels
-        .resolve_cuda(cuda_target)
-        .map_err(|m| nerr(line, format!("{func}: {m}")))?;
+    let (module, kernel) = kernels.resolve(cpu_target).map_err(|m| {
+        // A bare name in several modules is known: the message asks for its module.
+        let ambiguous = !cpu_target.contains("::") && kernels.functions.contains_key(cpu_target);
+        let hint = if ambiguous {
+            String::new()
+        } else {
+            did_you_mean_path(cpu_target, &paths(&kernels.functions))
+        };
+        nerr(line, format!("{func}: {m}{hint}")).at_key("dispatch")
+    })?;
+    let (cuda_module, cuda_kernel) = kernels.resolve_cuda(cuda_target).map_err(|m| {
+        let hint = did_you_mean_path(cuda_target, &paths(&kernels.cuda));
+        nerr(line, format!("{func}: {m}{hint}")).at_key("dispatch")
+    })?;
     let kind = if tags.contains(&Tag::Pointwise) {
         Kind::Pointwise {
             check: kernels.has(&module, &format!("{kernel}_check")),
@@ -355,7 +370,7 @@ fn kernel_kind(
         if !kernels.has(&module, &format!("{kernel}_meta")) {
             return Err(nerr(line, format!(
                 "{func}: structured kernel '{module}::{kernel}' has no `pub fn {kernel}_meta` computing output shapes"
-            )));
+            )).at_key("dispatch"));
         }
         Kind::Structured {
             check: kernels.has(&module, &format!("{kernel}_check")),
@@ -366,6 +381,14 @@ fn kernel_kind(
         KernelRef::new(module, kernel),
         KernelRef::new(cuda_module, cuda_kernel),
     ))
+}
+
+/// Every `module::name` of an index's `name → modules` map.
+fn paths(index: &BTreeMap<String, Vec<String>>) -> Vec<String> {
+    index
+        .iter()
+        .flat_map(|(name, modules)| modules.iter().map(move |m| format!("{m}::{name}")))
+        .collect()
 }
 
 /// The table of an op with kernels: CPU and CUDA as resolved, and Meta implicitly, whose
@@ -410,7 +433,7 @@ fn kernel_backends(
 type DTypePair = (Option<Vec<DType>>, Option<Vec<DType>>);
 
 fn backend_dtypes(r: &RawOp, line: usize) -> Result<DTypePair, ModelError> {
-    dtype_pair(&r.dtypes, line, &r.func)
+    dtype_pair(&r.dtypes, line, &r.func).map_err(|e| e.at_key("dtypes"))
 }
 
 /// A `dtypes:` value (an op's or its OpInfo's) as `(CPU, CUDA)`; `what` starts its errors.
@@ -479,7 +502,8 @@ fn promote(
                     format!(
                         "{func}: promote: {s} needs an argument '{name}' of type ScalarType or ScalarType?"
                     ),
-                ));
+                )
+                .at_key("promote"));
             }
             Promote::Arg(name.to_string())
         }
@@ -487,7 +511,8 @@ fn promote(
             return Err(nerr(
                 line,
                 format!("unknown promote rule '{other}' (expected default, int_to_float, bool_to_long, comparison, self, same, sum or arg:<name>)"),
-            ))
+            )
+            .at_key("promote"))
         }
     };
     // `self`, `sum` and `arg:<x>` with a `ScalarType?` read `self`'s dtype.
@@ -506,7 +531,8 @@ fn promote(
                 "{func}: promote: {} falls back on the dtype of the argument 'self', which the schema lacks",
                 r.promote.as_deref().unwrap_or_default()
             ),
-        ));
+        )
+        .at_key("promote"));
     }
     let sum_dtype = schema
         .arguments
@@ -518,13 +544,15 @@ fn promote(
             format!(
                 "{func}: promote: sum reads an argument `ScalarType? dtype`, which the schema lacks"
             ),
-        ));
+        )
+        .at_key("promote"));
     }
     if r.same_dtype_error.is_some() && promote != Promote::Same {
         return Err(nerr(
             line,
             format!("{func}: same_dtype_error needs promote: same"),
-        ));
+        )
+        .at_key("same_dtype_error"));
     }
     Ok(promote)
 }
@@ -545,7 +573,9 @@ fn operands(r: &RawOp, line: usize, schema: &FunctionSchema) -> Result<Vec<Strin
             .cloned()
             .collect()
     });
-    for o in operands.iter().chain(r.fixed.keys()) {
+    // Defaults are arguments: a name in error was written under `operands:` or `fixed:`.
+    let written = r.operands.iter().flatten().map(|o| (o, "operands"));
+    for (o, key) in written.chain(r.fixed.keys().map(|o| (o, "fixed"))) {
         // Outputs as `Op::outputs` names them: `result`, or `result0`, `result1`, ... for
         // unnamed returns of a tuple.
         let is_output = schema
@@ -561,7 +591,8 @@ fn operands(r: &RawOp, line: usize, schema: &FunctionSchema) -> Result<Vec<Strin
             return Err(nerr(
                 line,
                 format!("{}: '{o}' is not an argument or output", r.func),
-            ));
+            )
+            .at_key(key));
         }
     }
     Ok(operands)
@@ -584,6 +615,7 @@ fn fixed(r: &RawOp, line: usize) -> Result<BTreeMap<String, Fixed>, ModelError> 
                         Fixed::OPMATH
                     ),
                 )
+                .at_key("fixed")
             })?;
             Ok((name.clone(), fixed))
         })
@@ -595,7 +627,8 @@ fn opinfo(r: &RawOp, line: usize, dtypes: &[DType]) -> Result<Option<OpInfo>, Mo
     let Some(o) = &r.opinfo else {
         return Ok(None);
     };
-    let (cpu, cuda) = dtype_pair(&o.dtypes, line, &format!("{}: opinfo", r.func))?;
+    let (cpu, cuda) = dtype_pair(&o.dtypes, line, &format!("{}: opinfo", r.func))
+        .map_err(|e| e.at_key("opinfo"))?;
     let cpu = cpu.unwrap_or_else(|| dtypes.to_vec());
     Ok(Some(OpInfo {
         samples: o.samples.trim().to_string(),
@@ -619,13 +652,15 @@ fn check_kind_options(
         return Err(nerr(
             line,
             format!("{}: `saturate:` is for pointwise ops (a structured kernel receives its Scalars as f64)", r.func),
-        ));
+        )
+        .at_key("saturate"));
     }
     if r.opmath && !matches!(kind, Kind::Composite { .. }) {
         return Err(nerr(
             line,
             format!("{}: `opmath: true` is for CompositeImplicitAutograd ops (a kernel picks its own accumulation type)", r.func),
-        ));
+        )
+        .at_key("opmath"));
     }
     if !has_opinfo && r.skip_opinfo.as_deref().is_none_or(|s| s.trim().is_empty()) {
         return Err(nerr(
@@ -634,7 +669,9 @@ fn check_kind_options(
                 "{}: no `opinfo:` entry and no `skip_opinfo: \"<reason>\"`",
                 r.func
             ),
-        ));
+        )
+        // An empty reason is on its key's line; a missing one, the entry's.
+        .at_key("skip_opinfo"));
     }
     Ok(())
 }

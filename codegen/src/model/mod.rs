@@ -63,7 +63,7 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
         match entry::op_entry(r, line, kernels, &mut seen_rust) {
             Ok(op) => ops.push(op),
             Err(e) => {
-                errors.push(e);
+                errors.push(e.at_key_line(native));
                 failed.push(full_name_of(&func));
             }
         }

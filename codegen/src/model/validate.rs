@@ -6,16 +6,18 @@ use super::contract;
 use super::dtype::Fixed;
 use super::error::{did_you_mean, is_rust_ident, nerr, ModelError};
 use super::op::Vectorized;
-use super::op::{Arg, Kind, Op, Promote};
+use super::op::{Arg, Kind, Op, OpInfo, Promote};
 use crate::kernels_index::{FnSig, KernelIndex};
 use crate::paths::{
     CPU_KERNELS_DIR, CUDA_KERNELS_DIR, CUDA_LAUNCHERS_DIR, REFS_FILE, SAMPLES_FILE,
 };
 use crate::types::ArgKind;
 
-/// Checks `sig`, when the index read it, against what the generated code passes.
+/// Checks `sig`, when the index read it, against what the generated code passes; a
+/// mismatch is reported at `key`, the entry's key that names the function.
 fn check_call(
     line: usize,
+    key: &'static str,
     func: &str,
     call: &contract::Call,
     sig: Option<&FnSig>,
@@ -23,7 +25,7 @@ fn check_call(
     match sig {
         Some(sig) => call
             .check(sig)
-            .map_err(|m| nerr(line, format!("{func}: {m}"))),
+            .map_err(|m| nerr(line, format!("{func}: {m}")).at_key(key)),
         None => Ok(()),
     }
 }
@@ -98,7 +100,7 @@ pub(super) fn check_sources(op: &Op, func: &str, kernels: &KernelIndex) -> Resul
             };
             let call = contract::rust_op(op, role, path);
             let sig = kernels.rust_ops.as_ref().and_then(|o| o.get(path));
-            check_call(op.line, func, &call, sig)?;
+            check_call(op.line, "dispatch", func, &call, sig)?;
         }
     }
     check_cuda(op, func, kernels)
@@ -132,7 +134,8 @@ fn check_pointwise(
         return Err(nerr(
             line,
             format!("{func}: `saturate:` names `{s}`, which is not a Scalar or Scalar? argument"),
-        ));
+        )
+        .at_key("saturate"));
     }
     let outputs = op.outputs();
     if let Some((a, _)) = op.fixed.iter().find(|(_, d)| **d == Fixed::Opmath) {
@@ -141,7 +144,8 @@ fn check_pointwise(
             format!(
                 "{func}: `{a}: opmath` needs a structured kernel; a pointwise kernel computes every operand in `T`'s compute type already"
             ),
-        ));
+        )
+        .at_key("fixed"));
     }
     if let Some(o) = op.fixed.keys().find(|k| outputs.contains(k)) {
         return Err(nerr(
@@ -149,14 +153,27 @@ fn check_pointwise(
             format!(
                 "{func}: a pointwise op's output `{o}` takes the compute dtype (bool with promote: comparison); `fixed:` applies to its inputs only"
             ),
-        ));
+        )
+        .at_key("fixed"));
     }
     let call = contract::pointwise_kernel(op, module, kernel);
-    check_call(line, func, &call, kernels.cpu_signature(module, kernel))?;
+    check_call(
+        line,
+        "dispatch",
+        func,
+        &call,
+        kernels.cpu_signature(module, kernel),
+    )?;
     if check {
         let name = format!("{kernel}_check");
         let call = contract::kernel_check(op, module, kernel);
-        check_call(line, func, &call, kernels.cpu_signature(module, &name))?;
+        check_call(
+            line,
+            "dispatch",
+            func,
+            &call,
+            kernels.cpu_signature(module, &name),
+        )?;
     }
     if let Some(v) = &op.vectorized {
         check_vectorized(op, func, v, kernels)?;
@@ -180,15 +197,28 @@ fn check_vectorized(
         return Err(nerr(
             line,
             format!("{func}: `vectorized:` slice kernels serve ops with one tensor argument whose result has its dtype (not fixed, not promote: comparison)"),
-        ));
+        )
+        .at_key("vectorized"));
     }
     for &elem in &v.elems {
         let name = v.name(elem);
         let call = contract::slice_kernel(op, &v.module, &name, elem, false);
-        check_call(line, func, &call, kernels.cpu_signature(&v.module, &name))?;
+        check_call(
+            line,
+            "vectorized",
+            func,
+            &call,
+            kernels.cpu_signature(&v.module, &name),
+        )?;
         if let Some(name) = v.inplace_name(elem) {
             let call = contract::slice_kernel(op, &v.module, &name, elem, true);
-            check_call(line, func, &call, kernels.cpu_signature(&v.module, &name))?;
+            check_call(
+                line,
+                "vectorized",
+                func,
+                &call,
+                kernels.cpu_signature(&v.module, &name),
+            )?;
         }
     }
     Ok(())
@@ -223,17 +253,36 @@ fn check_structured(
                 "{func}: `fixed:` applies to tensors and outputs, not to the tensor list `{}`",
                 a.name
             ),
-        ));
+        )
+        .at_key("fixed"));
     }
     let call = contract::structured_kernel(op, module, kernel);
-    check_call(line, func, &call, kernels.cpu_signature(module, kernel))?;
+    check_call(
+        line,
+        "dispatch",
+        func,
+        &call,
+        kernels.cpu_signature(module, kernel),
+    )?;
     let meta = format!("{kernel}_meta");
     let call = contract::structured_meta(op, module, kernel);
-    check_call(line, func, &call, kernels.cpu_signature(module, &meta))?;
+    check_call(
+        line,
+        "dispatch",
+        func,
+        &call,
+        kernels.cpu_signature(module, &meta),
+    )?;
     if check {
         let name = format!("{kernel}_check");
         let call = contract::kernel_check(op, module, kernel);
-        check_call(line, func, &call, kernels.cpu_signature(module, &name))?;
+        check_call(
+            line,
+            "dispatch",
+            func,
+            &call,
+            kernels.cpu_signature(module, &name),
+        )?;
     }
     Ok(())
 }
@@ -257,10 +306,11 @@ fn check_cuda(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), ModelErr
                 format!(
                     "{func}: CUDA kernel `{module}::{name}` of a non-pointwise op must be a launcher `pub fn {name}` in {CUDA_LAUNCHERS_DIR}/{module}.rs; {CUDA_KERNELS_DIR}/{module}.cuh has a `__device__` function of that name, which serves pointwise ops"
                 ),
-            ));
+            )
+            .at_key("dispatch"));
         };
         let call = contract::cuda_launcher(op, module, name);
-        check_call(line, func, &call, Some(sig))?;
+        check_call(line, "dispatch", func, &call, Some(sig))?;
         return Ok(());
     }
     let device = kernels.device_fns(module, name);
@@ -270,7 +320,8 @@ fn check_cuda(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), ModelErr
             format!(
                 "{func}: CUDA kernel `{module}::{name}` of a pointwise op must be a `__device__` scalar function in {CUDA_KERNELS_DIR}/{module}.cuh; {CUDA_LAUNCHERS_DIR}/{module}.rs has a launcher of that name, which serves non-pointwise ops"
             ),
-        ));
+        )
+        .at_key("dispatch"));
     }
     let n = args.len();
     let known: Vec<&crate::kernels_index::DeviceFn> =
@@ -293,7 +344,8 @@ fn check_cuda(op: &Op, func: &str, kernels: &KernelIndex) -> Result<(), ModelErr
                 args.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", "),
                 found.join(", ")
             ),
-        ));
+        )
+        .at_key("dispatch"));
     }
     Ok(())
 }
@@ -308,8 +360,20 @@ pub(super) fn check_opinfo(op: &Op, func: &str, kernels: &KernelIndex) -> Result
         return Err(nerr(
             line,
             format!("{func}: the OpInfo tests call the op through its function or method; add one of them to variants"),
-        ));
+        )
+        .at_key("variants"));
     }
+    opinfo_names(op, info, func, kernels).map_err(|e| e.at_key("opinfo"))
+}
+
+/// The sample set and reference an OpInfo entry names exist and fit the op.
+fn opinfo_names(
+    op: &Op,
+    info: &OpInfo,
+    func: &str,
+    kernels: &KernelIndex,
+) -> Result<(), ModelError> {
+    let line = op.line;
     if !is_rust_ident(&info.samples) {
         return Err(nerr(
             line,
@@ -322,7 +386,7 @@ pub(super) fn check_opinfo(op: &Op, func: &str, kernels: &KernelIndex) -> Result
     if let Some(samples) = &kernels.samples {
         let check = |name: &str, call: contract::Call, why: &str| -> Result<(), ModelError> {
             match samples.get(name) {
-                Some(sig) => check_call(line, func, &call, Some(sig)),
+                Some(sig) => check_call(line, "opinfo", func, &call, Some(sig)),
                 None => Err(nerr(
                     line,
                     format!(
@@ -411,7 +475,7 @@ pub(super) fn check_opinfo(op: &Op, func: &str, kernels: &KernelIndex) -> Result
             &[("s", "&Sample", "the sample")],
             "Vec<RefTensor>",
         );
-        check_call(line, func, &call, Some(sig))?;
+        check_call(line, "opinfo", func, &call, Some(sig))?;
     }
     Ok(())
 }
