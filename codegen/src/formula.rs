@@ -16,6 +16,109 @@ pub const META_METHODS: [&str; 7] = [
     "numel",
 ];
 
+/// Methods of the non-tensor values formulas handle (`Option`, the `Vec` an optional tensor is
+/// saved as, slices, iterators), which a formula may call besides `Tensor`'s: what
+/// derivatives.yaml uses (`clone`, `len`, `first`) and their usual companions; add one when a
+/// formula needs it. Only names are checked: types are rustc's business.
+pub const STD_METHODS: [&str; 30] = [
+    // Clone, slices, Vec
+    "clone",
+    "len",
+    "is_empty",
+    "first",
+    "last",
+    "get",
+    "to_vec",
+    "as_slice",
+    "contains",
+    // Option
+    "unwrap",
+    "expect",
+    "unwrap_or",
+    "unwrap_or_else",
+    "unwrap_or_default",
+    "is_some",
+    "is_none",
+    "as_ref",
+    "as_deref",
+    "cloned",
+    "copied",
+    "ok_or",
+    // iterators
+    "iter",
+    "into_iter",
+    "map",
+    "zip",
+    "enumerate",
+    "collect",
+    "rev",
+    "all",
+    "any",
+];
+
+/// What a formula calls, as written: checked by the model against the API (a misspelt
+/// method is a YAML error with its line, not a rustc error in generated code).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Call {
+    /// `x.name(..)`.
+    Method(String),
+    /// `name(..)`: a backward helper or a generated function, in scope in generated code.
+    Function(String),
+    /// `crate::name(..)`.
+    Crate(String),
+    /// `Tensor::name(..)`.
+    Tensor(String),
+}
+
+impl std::fmt::Display for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Call::Method(n) => write!(f, ".{n}(..)"),
+            Call::Function(n) => write!(f, "{n}(..)"),
+            Call::Crate(n) => write!(f, "crate::{n}(..)"),
+            Call::Tensor(n) => write!(f, "Tensor::{n}(..)"),
+        }
+    }
+}
+
+/// The calls in `expr`, in source order. Calls through other paths (`Scalar::from`,
+/// `std::mem::take`), of tuple structs and variants (`Some(..)`) and inside macros are
+/// left to rustc.
+pub fn calls(expr: &syn::Expr) -> Vec<Call> {
+    struct Calls(Vec<Call>);
+    impl<'ast> Visit<'ast> for Calls {
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            self.visit_expr(&m.receiver);
+            self.0.push(Call::Method(m.method.to_string()));
+            m.args.iter().for_each(|a| self.visit_expr(a));
+        }
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if let syn::Expr::Path(p) = &*c.func {
+                let plain = p.qself.is_none() && p.path.leading_colon.is_none();
+                let segs: Vec<String> = p
+                    .path
+                    .segments
+                    .iter()
+                    .map(|s| s.ident.to_string())
+                    .collect();
+                let call = match segs.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+                    [n] if plain && n.starts_with(|c: char| c.is_lowercase() || c == '_') => {
+                        Some(Call::Function(n.into()))
+                    }
+                    ["crate", n] if plain => Some(Call::Crate(n.into())),
+                    ["Tensor", n] if plain => Some(Call::Tensor(n.into())),
+                    _ => None,
+                };
+                self.0.extend(call);
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+    }
+    let mut c = Calls(Vec::new());
+    c.visit_expr(expr);
+    c.0
+}
+
 /// What a formula reads.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Uses {
@@ -221,6 +324,23 @@ mod tests {
         assert_eq!(
             quote::quote!(#e).to_string().replace(' ', ""),
             "grad.mul(&self_)?"
+        );
+    }
+
+    #[test]
+    fn calls_are_listed_in_source_order() {
+        let e: syn::Expr = syn::parse_str(
+            "crate::f(&grad.mul(&x)?, Tensor::zeros(&[1])?, h(Some(1)), Scalar::from(1), vec![g(1)])",
+        )
+        .unwrap();
+        assert_eq!(
+            calls(&e),
+            [
+                Call::Crate("f".into()),
+                Call::Method("mul".into()),
+                Call::Tensor("zeros".into()),
+                Call::Function("h".into()),
+            ]
         );
     }
 

@@ -1,13 +1,14 @@
 //! Which functions the YAML can name, and their signatures as written: CPU kernels
 //! (`kernels/src/cpu/*.rs`), CUDA kernels (`__device__` fns of `kernels/cuda/*.cuh`, launchers
 //! in `src/backends/cuda/ops/*.rs`), composite and explicit ops (`src/ops/*.rs`), and the OpInfo
-//! sample sets and references (`tests/opinfo/samples.rs`, `tests/opinfo/refs.rs`). Rust files
-//! are read with `syn`, so a misspelt name or a kernel whose parameters do not fit its schema
-//! is a YAML error with a line number, not a link error or a rustc error in generated code.
+//! sample sets and references (`tests/opinfo/samples.rs`, `tests/opinfo/refs.rs`), and what
+//! derivatives.yaml formulas call ([`FormulaScope`]). Rust files are read with `syn`, so a
+//! misspelt name or a kernel whose parameters do not fit its schema is a YAML error with a
+//! line number, not a link error or a rustc error in generated code.
 
 use crate::paths;
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 /// One parameter of an indexed function: its name and its type in canonical form (see
 /// [`canonical_type`]).
@@ -40,6 +41,118 @@ pub struct DeviceFn {
     pub arity: Option<usize>,
 }
 
+/// The hand-written names a derivatives.yaml formula may call, beside the generated API
+/// (which the model adds): a formula is compiled inside the generated code, so a misspelt
+/// call would otherwise be a rustc error in `OUT_DIR`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FormulaScope {
+    /// The `pub` / `pub(crate)` fns of the inherent `impl Tensor` blocks under `src/`
+    /// (`sizes`, `zeros_like`, and associated fns such as `zeros`). Trait impls are left out:
+    /// their traits are not in scope in the generated code.
+    pub tensor_fns: BTreeSet<String>,
+    /// The backward helpers (`pow_backward_scalar`): `pub` / `pub(crate)` fns of
+    /// `src/ops/backward/*.rs` and the names its `mod.rs` re-exports.
+    pub helpers: BTreeSet<String>,
+    /// What `crate::<name>` reaches besides the generated functions: the fns and re-exported
+    /// names of the crate root and of `ops` (`crate::no_grad`).
+    pub crate_fns: BTreeSet<String>,
+}
+
+impl FormulaScope {
+    /// Adds the hand-written `Tensor` fns of the Rust source `text` at `file`.
+    pub fn add_tensor_source(&mut self, file: &str, text: &str) -> Result<(), String> {
+        let ast = syn::parse_file(text).map_err(|e| syn_error(file, &e))?;
+        tensor_impl_fns(&ast.items, &mut self.tensor_fns);
+        Ok(())
+    }
+
+    /// Adds the helpers of a file of `src/ops/backward/`: its fns, and the names it
+    /// re-exports (`mod.rs` brings some from beside their forward ops).
+    pub fn add_helpers(&mut self, file: &str, text: &str) -> Result<(), String> {
+        let ast = syn::parse_file(text).map_err(|e| syn_error(file, &e))?;
+        for item in &ast.items {
+            match item {
+                syn::Item::Fn(f) if crate_visible(&f.vis) => {
+                    self.helpers.insert(f.sig.ident.to_string());
+                }
+                syn::Item::Use(u) if crate_visible(&u.vis) => use_names(&u.tree, &mut self.helpers),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the crate-root names of `src/lib.rs` or `src/ops/mod.rs`.
+    pub fn add_crate_root(&mut self, file: &str, text: &str) -> Result<(), String> {
+        let ast = syn::parse_file(text).map_err(|e| syn_error(file, &e))?;
+        for item in &ast.items {
+            match item {
+                syn::Item::Fn(f) if matches!(f.vis, syn::Visibility::Public(_)) => {
+                    self.crate_fns.insert(f.sig.ident.to_string());
+                }
+                syn::Item::Use(u) if matches!(u.vis, syn::Visibility::Public(_)) => {
+                    use_names(&u.tree, &mut self.crate_fns)
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `pub` or `pub(crate)`: reachable from the generated code (in `crate::ops`) wherever the
+/// item is defined. `pub(super)` and narrower are not, wherever they are re-exported.
+fn crate_visible(vis: &syn::Visibility) -> bool {
+    match vis {
+        syn::Visibility::Public(_) => true,
+        syn::Visibility::Restricted(r) => r.in_token.is_none() && r.path.is_ident("crate"),
+        syn::Visibility::Inherited => false,
+    }
+}
+
+/// The fns of the inherent `impl Tensor` blocks among `items` and their inline modules.
+fn tensor_impl_fns(items: &[syn::Item], out: &mut BTreeSet<String>) {
+    for item in items {
+        match item {
+            syn::Item::Impl(i) if i.trait_.is_none() && is_tensor(&i.self_ty) => {
+                for f in &i.items {
+                    if let syn::ImplItem::Fn(f) = f {
+                        if crate_visible(&f.vis) {
+                            out.insert(f.sig.ident.to_string());
+                        }
+                    }
+                }
+            }
+            syn::Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    tensor_impl_fns(inner, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn is_tensor(ty: &syn::Type) -> bool {
+    matches!(ty, syn::Type::Path(p) if p.qself.is_none()
+        && p.path.segments.last().is_some_and(|s| s.ident == "Tensor"))
+}
+
+/// The names a `use` tree brings in by name (`a::{b, c as d}`: `b`, `d`); globs add none.
+fn use_names(tree: &syn::UseTree, out: &mut BTreeSet<String>) {
+    match tree {
+        syn::UseTree::Path(p) => use_names(&p.tree, out),
+        syn::UseTree::Name(n) => {
+            out.insert(n.ident.to_string());
+        }
+        syn::UseTree::Rename(r) => {
+            out.insert(r.rename.to_string());
+        }
+        syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_names(t, out)),
+        syn::UseTree::Glob(_) => {}
+    }
+}
+
 /// `fn name → module` for every public function in the CPU kernel modules, and for every
 /// CUDA kernel: the `__device__` scalar functions of `kernels/cuda/<module>.cuh` (pointwise
 /// ops) and the host launchers `pub fn` in `src/backends/cuda/ops/<module>.rs` (every other op); with
@@ -63,6 +176,8 @@ pub struct KernelIndex {
     pub samples: Option<BTreeMap<String, FnSig>>,
     /// References: every `pub fn` of `tests/opinfo/refs.rs`.
     pub refs: Option<BTreeMap<String, FnSig>>,
+    /// What formulas call besides the generated API; `None` (names unchecked) until read.
+    pub formula_scope: Option<FormulaScope>,
 }
 
 impl KernelIndex {
@@ -100,6 +215,10 @@ impl KernelIndex {
             if let Some(text) = load(file) {
                 *slot = Some(visible_fns(file, &text, &load)?);
             }
+        }
+        let library = root.join(paths::LIBRARY_DIR);
+        if library.is_dir() {
+            index.formula_scope = Some(formula_scope(root, &library)?);
         }
         Ok(index)
     }
@@ -540,6 +659,51 @@ fn collect_fns(file: &str, prefix: &str, items: &[syn::Item], out: &mut BTreeMap
     }
 }
 
+/// Reads the [`FormulaScope`] of the library whose sources are `library`, under `root`.
+fn formula_scope(root: &Path, library: &Path) -> Result<FormulaScope, String> {
+    let mut scope = FormulaScope::default();
+    let mut files = Vec::new();
+    rs_files_under(library, &mut files)?;
+    files.sort();
+    let helpers = root.join(paths::BACKWARD_HELPERS_DIR);
+    for path in files {
+        let text = read(&path)?;
+        let file = label(root, &path);
+        if path.parent() == Some(helpers.as_path()) {
+            scope.add_helpers(&file, &text)?;
+        }
+        if paths::CRATE_ROOT_FILES.contains(&file.as_str()) {
+            scope.add_crate_root(&file, &text)?;
+        }
+        // Parsing is most of the cost: only files that may hold an `impl Tensor` block.
+        let impls_tensor = text.lines().any(|l| {
+            let l = l.trim();
+            l.starts_with("impl") && l.trim_end_matches('{').trim_end().ends_with("Tensor")
+        });
+        if impls_tensor {
+            scope.add_tensor_source(&file, &text)?;
+        }
+    }
+    Ok(scope)
+}
+
+/// Every `*.rs` file below `dir`, recursively.
+fn rs_files_under(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    for entry in entries {
+        let path = entry
+            .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+            .path();
+        if path.is_dir() {
+            rs_files_under(&path, out)?;
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
 fn syn_error(file: &str, e: &syn::Error) -> String {
     let at = e.span().start();
     format!("{file}:{}:{}: {e}", at.line, at.column + 1)
@@ -661,6 +825,22 @@ mod tests {
         assert_eq!(names, ["binary", "deux", "flip", "one"]);
         let flip = &k.samples.as_ref().unwrap()["flip"];
         assert_eq!(flip.location, "tests/opinfo/samples/shaping.rs:1");
+    }
+
+    #[test]
+    fn formula_scope_reads_inherent_tensor_fns_and_reexported_helpers() {
+        let mut s = FormulaScope::default();
+        let tensor = "impl Tensor { pub fn sizes(&self) {} pub(crate) fn zeros_like(&self) {} pub(super) fn narrow(&self) {} fn private(&self) {} }\nimpl Clone for Tensor { fn clone(&self) -> Self { todo!() } }\nmod inner { impl crate::Tensor { pub fn nested(&self) {} } }\n";
+        s.add_tensor_source("src/tensor/mod.rs", tensor).unwrap();
+        let tensor_fns: Vec<&str> = s.tensor_fns.iter().map(String::as_str).collect();
+        assert_eq!(tensor_fns, ["nested", "sizes", "zeros_like"]);
+        let helpers = "pub fn i64s() {}\npub(super) fn hidden() {}\nfn private() {}\n";
+        s.add_helpers("src/ops/backward/shaping.rs", helpers)
+            .unwrap();
+        let mod_rs = "mod shaping;\npub(crate) use shaping::*;\npub(crate) use crate::ops::indexing::{index_backward, put as index_put_backward};\n";
+        s.add_helpers("src/ops/backward/mod.rs", mod_rs).unwrap();
+        let helpers: Vec<&str> = s.helpers.iter().map(String::as_str).collect();
+        assert_eq!(helpers, ["i64s", "index_backward", "index_put_backward"]);
     }
 
     #[test]

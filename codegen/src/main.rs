@@ -1,8 +1,8 @@
 //! `cargo run -p kiln-codegen -- show <op>`: prints what the generator emits for one op.
 //! `cargo run -p kiln-codegen -- check`: validates the YAML and every source it names
-//! (kernel, meta, check and CUDA signatures, composite fns, OpInfo sample sets and refs)
-//! without building the library; prints every error with its file:line and exits non-zero,
-//! or prints a summary.
+//! (kernel, meta, check and CUDA signatures, composite fns, OpInfo sample sets and refs, what
+//! formulas call) without building the library; prints every error with its file:line and
+//! exits non-zero, or prints a summary.
 //! `cargo run -p kiln-codegen -- cuda <dir>`: writes every generated CUDA module as
 //! `<dir>/<module>.cu`, to read or to compile by hand (`nvcc -ptx`, NVRTC).
 //! `cargo run -p kiln-codegen -- gen <dir>`: writes everything `build.rs` (and the fuzz

@@ -10,6 +10,15 @@ pub const CUDA_KERNELS_DIR: &str = "kernels/cuda";
 pub const CUDA_LAUNCHERS_DIR: &str = "src/backends/cuda/ops";
 /// Composite and explicit ops: `<dir>/<module>.rs`.
 pub const RUST_OPS_DIR: &str = "src/ops";
+/// The library's sources: the `impl Tensor` blocks anywhere below are the hand-written
+/// `Tensor` API a derivatives.yaml formula may call (`sizes`, `zeros_like`).
+pub const LIBRARY_DIR: &str = "src";
+/// The backward helpers formulas call unqualified (`pow_backward_scalar(..)`): every
+/// `<dir>/<family>.rs`, and what `<dir>/mod.rs` re-exports by name.
+pub const BACKWARD_HELPERS_DIR: &str = "src/ops/backward";
+/// The files defining the crate root's functions besides the generated ones, which a formula
+/// calls as `crate::<name>`: the root itself and `ops`, which it glob re-exports.
+pub const CRATE_ROOT_FILES: [&str; 2] = ["src/lib.rs", "src/ops/mod.rs"];
 /// The OpInfo sample sets.
 pub const SAMPLES_FILE: &str = "tests/opinfo/samples.rs";
 /// The OpInfo float64 references of non-pointwise ops.
@@ -19,7 +28,9 @@ pub const REFS_FILE: &str = "tests/opinfo/refs.rs";
 pub const NATIVE_FUNCTIONS: &str = "native_functions.yaml";
 pub const DERIVATIVES: &str = "derivatives.yaml";
 
-/// What `build.rs` watches: a change to any of these reruns the generator.
+/// What `build.rs` watches: a change to any of these reruns the generator. The rest of
+/// [`LIBRARY_DIR`] is read (for the names formulas call) but not watched, as the OpInfo
+/// files are not: an edit there alone should not rerun the generator and rebuild the library.
 pub const WATCHED: [&str; 7] = [
     NATIVE_FUNCTIONS,
     DERIVATIVES,

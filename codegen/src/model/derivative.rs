@@ -1,8 +1,9 @@
 //! derivatives.yaml entries: checked against their op and attached to it as [`Derivative`].
 
-use super::error::{derr, ModelError};
+use super::error::{derr, did_you_mean, ModelError};
 use super::op::{Derivative, Kind, Op};
-use crate::formula::{self, Formula};
+use crate::formula::{self, Call, Formula};
+use crate::kernels_index::FormulaScope;
 use crate::types::ArgKind;
 use crate::yaml::{self, RawDerivative};
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,13 +21,111 @@ fn camel(name: &str) -> String {
         .collect()
 }
 
-/// Checks derivatives.yaml entry `d` (at `line`) and attaches it to `op`.
+/// Every name a formula may call: the generated API and the hand-written [`FormulaScope`].
+pub(super) struct Callables {
+    /// `Tensor` methods and associated fns, generated or hand-written.
+    tensor: BTreeSet<String>,
+    /// [`formula::STD_METHODS`].
+    std_methods: BTreeSet<String>,
+    /// What a formula calls unqualified: backward helpers and generated functions.
+    free: BTreeSet<String>,
+    /// What `crate::<name>` reaches: generated functions and the crate root's own.
+    crate_fns: BTreeSet<String>,
+    /// The names of entries that failed validation and of their forms, accepted anywhere:
+    /// their mistake is reported once, not again at each formula calling them.
+    failed: BTreeSet<String>,
+}
+
+impl Callables {
+    /// `failed`: Rust names (or bare schema names) of native_functions.yaml entries, of
+    /// which those not among `ops` failed.
+    pub(super) fn new<'a>(
+        scope: &FormulaScope,
+        ops: &[Op],
+        failed: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        let mut tensor = scope.tensor_fns.clone();
+        let mut functions = BTreeSet::new();
+        for op in ops {
+            tensor.extend(op.method_names());
+            functions.extend(op.function_names());
+        }
+        let mut free = scope.helpers.clone();
+        free.extend(functions.iter().cloned());
+        let mut crate_fns = scope.crate_fns.clone();
+        crate_fns.extend(functions);
+        let failed = failed
+            .into_iter()
+            .filter(|f| !ops.iter().any(|o| o.rust == *f))
+            .flat_map(|f| ["", "_", "_with", "_with_", "_out"].map(|s| format!("{f}{s}")))
+            .collect();
+        Callables {
+            tensor,
+            std_methods: formula::STD_METHODS.iter().map(|m| m.to_string()).collect(),
+            free,
+            crate_fns,
+            failed,
+        }
+    }
+
+    /// Checks every call of `f` (formula for `key`) against the API.
+    fn check(&self, key: &str, f: &Formula) -> Result<(), String> {
+        for call in formula::calls(&f.expr) {
+            let (name, among, what) = match &call {
+                Call::Method(n) => (
+                    n,
+                    vec![&self.tensor, &self.std_methods],
+                    "neither a `Tensor` method (generated from native_functions.yaml, or `pub` in an `impl Tensor` under src/) nor a method of the other types formulas use (`STD_METHODS` in codegen/src/formula.rs)",
+                ),
+                Call::Function(n) => (
+                    n,
+                    vec![&self.free],
+                    "neither a backward helper (`pub fn` in src/ops/backward/) nor a generated function",
+                ),
+                Call::Crate(n) => (
+                    n,
+                    vec![&self.crate_fns],
+                    "neither a generated function nor a function of the crate root",
+                ),
+                Call::Tensor(n) => (
+                    n,
+                    vec![&self.tensor],
+                    "not a `Tensor` function (generated from native_functions.yaml, or `pub` in an `impl Tensor` under src/)",
+                ),
+            };
+            if self.failed.contains(name) || among.iter().any(|s| s.contains(name)) {
+                continue;
+            }
+            return Err(format!(
+                "formula for '{key}' calls `{call}`, which is {what}{}",
+                suggest(name, among.into_iter().flatten())
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// [`did_you_mean`], first among the names that start as `name` does: a typo is rarer in
+/// the first letter, and `mull` is one edit from both `mul` and `full`.
+fn suggest<'a>(name: &str, names: impl Iterator<Item = &'a String> + Clone) -> String {
+    let first = name.chars().next();
+    let hint = did_you_mean(name, names.clone().filter(|n| n.chars().next() == first));
+    if hint.is_empty() {
+        did_you_mean(name, names)
+    } else {
+        hint
+    }
+}
+
+/// Checks derivatives.yaml entry `d` (at `line`) and attaches it to `op`; `callables`, when
+/// the sources were read, checks what its formulas call.
 pub(super) fn attach_derivative(
     op: &mut Op,
     d: &RawDerivative,
     text: &str,
     line: usize,
     counters: &mut BTreeMap<String, usize>,
+    callables: Option<&Callables>,
 ) -> Result<(), ModelError> {
     if op.derivative.is_some() || op.non_differentiable {
         return Err(derr(line, format!("second entry for '{}'", d.name)));
@@ -95,6 +194,9 @@ pub(super) fn attach_derivative(
             }
         }
         let parsed = formula::parse(key, &formula, at, &known).map_err(|m| derr(at, m))?;
+        if let Some(c) = callables {
+            c.check(key, &parsed).map_err(|m| derr(at, m))?;
+        }
         let opt_lists: Vec<String> = op
             .args()
             .into_iter()

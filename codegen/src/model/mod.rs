@@ -69,6 +69,20 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
         }
     }
 
+    // What formulas may call, when the sources were read: the generated API and theirs.
+    // Every name an entry took, built or not, and the bare names of failed entries: the
+    // failed ones' calls pass, their mistake already reported.
+    let names = seen_rust.iter().map(String::as_str);
+    let names = names.chain(
+        failed
+            .iter()
+            .map(|f| f.split_once('.').map_or(f.as_str(), |(name, _)| name)),
+    );
+    let callables = kernels
+        .formula_scope
+        .as_ref()
+        .map(|scope| derivative::Callables::new(scope, &ops, names));
+
     // Derivatives: attach to ops, name nodes like PyTorch (per base name, numbered in order).
     let mut counters: BTreeMap<String, usize> = BTreeMap::new();
     let mut bad_derivative: BTreeSet<usize> = BTreeSet::new();
@@ -90,9 +104,14 @@ pub fn build(native: &str, derivs: &str, kernels: &KernelIndex) -> Result<Model,
             }
             continue;
         };
-        if let Err(e) =
-            derivative::attach_derivative(&mut ops[index], &d, derivs, line, &mut counters)
-        {
+        if let Err(e) = derivative::attach_derivative(
+            &mut ops[index],
+            &d,
+            derivs,
+            line,
+            &mut counters,
+            callables.as_ref(),
+        ) {
             errors.push(e);
             bad_derivative.insert(index);
         }

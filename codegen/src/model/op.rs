@@ -250,6 +250,54 @@ impl Op {
             .collect()
     }
 
+    /// The names of the op's public forms, each with whether it takes every argument: its
+    /// Rust name, and `<name>_with` too when some arguments have defaults (the plain form
+    /// then leaves them out).
+    pub fn forms(&self) -> Vec<(String, bool)> {
+        if self.args().iter().any(|a| a.default.is_some()) {
+            vec![
+                (self.rust.clone(), false),
+                (format!("{}_with", self.rust), true),
+            ]
+        } else {
+            vec![(self.rust.clone(), true)]
+        }
+    }
+
+    /// The `Tensor` methods generated for the op: its forms (`variants: method`) and their
+    /// in-place `<form>_` (`inplace`, not for an implicit composite).
+    pub fn method_names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        for (f, _) in self.forms() {
+            if self.has_inplace() {
+                names.push(format!("{f}_"));
+            }
+            if self.variants.method {
+                names.push(f);
+            }
+        }
+        names
+    }
+
+    /// The free functions generated for the op (`crate::<name>`): its forms (`variants:
+    /// function`) and `<rust>_out` (`out`, not for an implicit composite).
+    pub fn function_names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        if self.variants.function {
+            names.extend(self.forms().into_iter().map(|(f, _)| f));
+        }
+        if self.variants.out && !matches!(self.kind, Kind::Composite { .. }) {
+            names.push(format!("{}_out", self.rust));
+        }
+        names
+    }
+
+    /// Whether the op gets in-place methods: `variants: inplace`, unless it is an implicit
+    /// composite (which autograd could not record as one op).
+    pub fn has_inplace(&self) -> bool {
+        self.variants.inplace && !matches!(self.kind, Kind::Composite { .. })
+    }
+
     /// The op returns one `Tensor[]` (`split`, `unbind`): a `Vec<Tensor>` in Rust.
     pub fn returns_list(&self) -> bool {
         self.schema.returns.len() == 1

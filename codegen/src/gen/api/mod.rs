@@ -71,10 +71,6 @@ fn normalise(args: &[Arg], include_defaulted: bool) -> Vec<TokenStream> {
         .collect()
 }
 
-fn has_defaults(op: &Op) -> bool {
-    op.args().iter().any(|a| a.default.is_some())
-}
-
 /// `fn __<op>_record(...)`: builds the backward node and attaches it to the outputs.
 fn record_fn(op: &Op) -> TokenStream {
     let Some(d) = &op.derivative else {
@@ -194,14 +190,7 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
     let pointwise = matches!(op.kind, Kind::Pointwise { .. });
     let composite = matches!(op.kind, Kind::Composite { .. });
     let has_record = op.derivative.is_some();
-    let forms: Vec<(String, bool)> = if has_defaults(op) {
-        vec![
-            (op.rust.clone(), false),
-            (format!("{}_with", op.rust), true),
-        ]
-    } else {
-        vec![(op.rust.clone(), true)]
-    };
+    let forms = op.forms();
     let a = call_args(&args);
     let dest_none = if pointwise { quote!(, None) } else { quote!() };
     let is_view = op.has_tag(Tag::View);
@@ -257,7 +246,7 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
                 }
             });
         }
-        if op.variants.inplace && !composite {
+        if op.has_inplace() {
             methods.push(inplace_method(op, fname, *all));
         }
     }
