@@ -830,7 +830,7 @@ mod tests {
     #[test]
     fn formula_scope_reads_inherent_tensor_fns_and_reexported_helpers() {
         let mut s = FormulaScope::default();
-        let tensor = "impl Tensor { pub fn sizes(&self) {} pub(crate) fn zeros_like(&self) {} pub(super) fn narrow(&self) {} fn private(&self) {} }\nimpl Clone for Tensor { fn clone(&self) -> Self { todo!() } }\nmod inner { impl crate::Tensor { pub fn nested(&self) {} } }\n";
+        let tensor = "impl Tensor { pub fn sizes(&self) {} pub(crate) fn zeros_like(&self) {} pub(super) fn narrow(&self) {} fn private(&self) {} }\nimpl Clone for Tensor { fn clone(&self) -> Self { Tensor(self.0.clone()) } }\nmod inner { impl crate::Tensor { pub fn nested(&self) {} } }\n";
         s.add_tensor_source("src/tensor/mod.rs", tensor).unwrap();
         let tensor_fns: Vec<&str> = s.tensor_fns.iter().map(String::as_str).collect();
         assert_eq!(tensor_fns, ["nested", "sizes", "zeros_like"]);
