@@ -100,6 +100,11 @@ impl Error {
         Self::new(ErrorKind::NotImplemented, op, msg)
     }
 
+    /// A failed collective across processes ([`ErrorKind::Distributed`]).
+    pub fn distributed(op: impl Into<String>, msg: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Distributed, op, msg)
+    }
+
     /// An invalid argument value ([`ErrorKind::Value`]).
     pub fn value(op: impl Into<String>, msg: impl Into<String>) -> Self {
         Self::new(ErrorKind::Value, op, msg)

@@ -20,6 +20,7 @@ use std::fmt;
 /// | `Value` | `ValueError`, and `RuntimeError` for an invalid argument value (`must be positive`, an unknown mode, an empty input that the op cannot reduce) |
 /// | `Autograd` | `RuntimeError` raised by autograd (backward through a freed graph, a tensor that does not require grad, an in-place change of a saved tensor) |
 /// | `Io` | `OSError` / `FileNotFoundError` (reading or writing a file) |
+/// | `Distributed` | `DistError` / `DistBackendError` (a collective that timed out, ranks that disagree, no process group) |
 ///
 /// PyTorch's `"add" not implemented for 'Bool'` is a `RuntimeError` from dtype dispatch:
 /// kiln reports it as `DType`, as it is the dtype that is not supported; `NotImplemented`
@@ -47,6 +48,9 @@ pub enum ErrorKind {
     Autograd,
     /// Reading or writing a file failed.
     Io,
+    /// A collective across processes failed: it timed out, the ranks called different
+    /// collectives or passed different shapes, or no process group is set up.
+    Distributed,
 }
 
 impl ErrorKind {
@@ -62,6 +66,7 @@ impl ErrorKind {
             ErrorKind::Value => "Value",
             ErrorKind::Autograd => "Autograd",
             ErrorKind::Io => "Io",
+            ErrorKind::Distributed => "Distributed",
         }
     }
 }

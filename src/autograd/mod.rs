@@ -17,5 +17,6 @@ pub use grad_mode::{
     enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard,
 };
 pub use gradcheck::{gradcheck, gradgradcheck, GradcheckOptions};
-pub use node::{AccumulateGrad, Edge, Hook, Node, NodeBase, OutputMeta};
+pub use node::{AccumulateGrad, Edge, Hook, Node, NodeBase, OutputMeta, PostAccumulateHook};
 pub use saved::{InplaceTarget, SavedTensor};
+pub use variable::HookHandle;

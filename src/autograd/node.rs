@@ -11,6 +11,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 /// A gradient hook: sees a gradient and may replace it.
 pub type Hook = Arc<dyn Fn(&Tensor) -> Option<Tensor> + Send + Sync>;
 
+/// A leaf's post-accumulate-grad hook: sees the leaf once its `.grad` holds the new sum.
+pub type PostAccumulateHook = Arc<dyn Fn(&Tensor) + Send + Sync>;
+
 /// Where an input's gradient goes: input `input_nr` of `node`.
 #[derive(Clone)]
 pub struct Edge {
@@ -398,6 +401,18 @@ impl Node for AccumulateGrad {
             }
         };
         variable.meta().grad = Some(new);
+        drop(_serial);
+        // Outside every lock: a hook reads `.grad` (and may write it in place), as
+        // DistributedDataParallel's does to launch a bucket's all-reduce.
+        let hooks: SmallVec<[PostAccumulateHook; 1]> = variable
+            .meta()
+            .post_accumulate_hooks
+            .iter()
+            .map(|(_, h)| h.clone())
+            .collect();
+        for h in hooks {
+            h(&variable);
+        }
         Ok(vec![])
     }
     fn leaf(&self) -> Option<Tensor> {

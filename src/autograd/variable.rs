@@ -184,6 +184,47 @@ impl Tensor {
         Ok(())
     }
 
+    /// Registers a hook run after a gradient has been accumulated into this leaf's `.grad`
+    /// (PyTorch's `register_post_accumulate_grad_hook`): the hook gets the leaf, whose
+    /// `grad()` holds the new sum. DistributedDataParallel launches its all-reduces from
+    /// these. The handle removes it.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// let w = kiln::Tensor::from([1f64, 2.]).requires_grad_(true)?;
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let s = seen.clone();
+    /// w.register_post_accumulate_grad_hook(move |p| {
+    ///     s.lock().unwrap().push(p.grad().unwrap().to_vec::<f64>().unwrap())
+    /// })?;
+    /// w.mul(&kiln::Tensor::from(3f64))?.sum()?.backward()?;
+    /// assert_eq!(*seen.lock().unwrap(), vec![vec![3.0, 3.0]]);
+    /// # Ok::<(), kiln::Error>(())
+    /// ```
+    pub fn register_post_accumulate_grad_hook(
+        &self,
+        hook: impl Fn(&Tensor) + Send + Sync + 'static,
+    ) -> Result<HookHandle> {
+        let mut m = self.meta();
+        if m.grad_fn.is_some() {
+            return Err(Error::Autograd(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors".into(),
+            ));
+        }
+        if !m.requires_grad {
+            return Err(Error::Autograd(
+                "cannot register a hook on a tensor that doesn't require gradient".into(),
+            ));
+        }
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        m.post_accumulate_hooks.push((id, Arc::new(hook)));
+        Ok(HookHandle {
+            tensor: Arc::downgrade(&self.0),
+            id,
+        })
+    }
+
     /// Backpropagates from this scalar tensor (implicit gradient of one).
     ///
     /// ```
@@ -209,5 +250,25 @@ impl Tensor {
             retain_graph || create_graph,
             create_graph,
         )
+    }
+}
+
+/// Removes a post-accumulate-grad hook (PyTorch's `RemovableHandle`). Dropping the handle
+/// keeps the hook.
+#[derive(Debug)]
+pub struct HookHandle {
+    tensor: std::sync::Weak<crate::tensor::TensorImpl>,
+    id: u64,
+}
+
+impl HookHandle {
+    /// Unregisters the hook; a no-op once the tensor is gone or the hook removed.
+    pub fn remove(&self) {
+        if let Some(t) = self.tensor.upgrade() {
+            Tensor(t)
+                .meta()
+                .post_accumulate_hooks
+                .retain(|(id, _)| *id != self.id);
+        }
     }
 }

@@ -7,6 +7,7 @@ mod device;
 pub(crate) mod dims;
 mod display;
 pub mod promotion;
+mod raw;
 mod scalar;
 pub(crate) mod storage;
 
@@ -21,7 +22,7 @@ pub use scalar::Scalar;
 pub(crate) use storage::DeviceMemory;
 pub use storage::Storage;
 
-use crate::autograd::{Hook, Node};
+use crate::autograd::{Hook, Node, PostAccumulateHook};
 use crate::{Error, Result};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -130,6 +131,9 @@ pub(crate) struct AutogradMeta {
     pub output_nr: usize,
     /// Hooks of a leaf, run on its gradient before accumulation.
     pub hooks: Vec<Hook>,
+    /// Hooks of a leaf, run after a gradient was accumulated into its `.grad`, with an id
+    /// each for [`crate::autograd::HookHandle::remove`].
+    pub post_accumulate_hooks: Vec<(u64, PostAccumulateHook)>,
     /// Set when a module replaced this tensor with a converted copy (`Module::to_dtype`,
     /// `Module::to_device`): handles to it held elsewhere (an optimizer's) are stale. A byte
     /// in the struct's padding, so tensors are no larger for it.

@@ -1,0 +1,24 @@
+//! Which engine a backend name starts; a build without the backend's feature says how to
+//! get it.
+
+use crate::engine::Engine;
+use crate::Backend;
+use kiln_core::{Error, Result};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(crate) fn start(backend: Backend, _timeout: Duration) -> Result<Arc<dyn Engine>> {
+    match backend {
+        #[cfg(feature = "mpi")]
+        Backend::Mpi => Ok(crate::mpi::MpiEngine::start()? as Arc<dyn Engine>),
+        #[cfg(not(feature = "mpi"))]
+        Backend::Mpi => Err(Error::distributed(
+            "init_process_group",
+            "Distributed package doesn't have MPI built in: build kiln-distributed with its `mpi` feature (`--features kiln/distributed`), on a host with Open MPI installed",
+        )),
+        Backend::Nccl => Err(Error::distributed(
+            "init_process_group",
+            "Distributed package doesn't have NCCL built in: build kiln-distributed with its `nccl` feature",
+        )),
+    }
+}
