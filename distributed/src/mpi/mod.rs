@@ -155,8 +155,8 @@ struct State {
     broken: Vec<bool>,
     half: half::HalfOps,
     p2p: Vec<P2p>,
-    /// Buffers and requests of timed-out exchanges, kept alive (never freed) because MPI may
-    /// still write them.
+    /// Buffers and requests of timed-out exchanges, kept alive until MPI_Finalize
+    /// because MPI may still write them.
     abandoned: Vec<(Box<[i64]>, Box<[i64]>, Request)>,
 }
 
@@ -229,20 +229,14 @@ fn comm_thread(rx: mpsc::Receiver<Msg>, init: mpsc::Sender<Result<(usize, usize)
             job.done.complete(Err(finalized(job.op.name())));
         }
     }
-    let clean = state.abandoned.is_empty();
     for c in state.comms.drain(..).flatten() {
         raw::free(c);
     }
     state.half.free();
-    if clean {
-        drop(universe);
-    } else {
-        // A timed-out request is still posted: MPI_Finalize would wait for it forever.
-        // The process ends without finalizing, as PyTorch's watchdog tears a process down
-        // after a collective timed out.
-        std::mem::forget(universe);
-        std::mem::forget(state.abandoned);
-    }
+    // MPI_Finalize; the buffers of exchanges that timed out are freed only after it, when
+    // MPI can no longer write them.
+    drop(universe);
+    drop(state.abandoned);
     if let Some(r) = reply {
         let _ = r.send(Ok(()));
     }
@@ -497,7 +491,7 @@ impl State {
         let mine: Box<[i64]> = fingerprint::of(job).to_vec().into_boxed_slice();
         let mut all: Box<[i64]> = vec![0i64; fingerprint::LEN * job.size].into_boxed_slice();
         // SAFETY: both boxes are kept until the request completes, or moved into
-        // `abandoned` (never freed) if it does not.
+        // `abandoned` (freed after MPI_Finalize) if it does not.
         let mut req = unsafe {
             raw::iallgather_i64(
                 op,
