@@ -2,8 +2,9 @@
 //! by worker threads that prefetch ahead (PyTorch's `torch.utils.data.DataLoader`).
 
 use crate::collate::{CollateFn, DefaultCollate};
-use crate::dataset::{randperm, Dataset, IterableDataset};
-use kiln_core::{DType, Error, Generator, Result, Tensor};
+use crate::dataset::{Dataset, IterableDataset};
+use crate::sampler::{RandomSampler, Sampler, SequentialSampler, NO_SAMPLES};
+use kiln_core::{Error, Generator, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Condvar, Mutex};
@@ -31,10 +32,12 @@ use std::time::{Duration, Instant};
 /// # Ok::<(), kiln_core::Error>(())
 /// ```
 ///
-/// Each call to [`DataLoader::iter`] (each `for` loop) is one epoch; with `shuffle` every
-/// epoch draws a new order from the loader's generator, so the same seed gives the same
-/// sequence of epochs. Without a generator each epoch seeds a fresh one from kiln's global
-/// generator (as PyTorch's `RandomSampler`), so `kiln::manual_seed` makes runs repeatable.
+/// Each call to [`DataLoader::iter`] (each `for` loop) is one epoch, in the order its
+/// [`Sampler`] gives: with `shuffle` every epoch draws a new order from the loader's
+/// generator, so the same seed gives the same sequence of epochs. Without a generator each
+/// epoch seeds a fresh one from kiln's global generator (as PyTorch's `RandomSampler`), so
+/// `kiln::manual_seed` makes runs repeatable. A sampler of one's own, such as a
+/// [`DistributedSampler`](crate::DistributedSampler), takes the place of both.
 ///
 /// With `num_workers > 0`, batch `b` is built by worker thread `b % num_workers`, each worker
 /// running at most `prefetch_factor` batches ahead of the consumer; batches still arrive in
@@ -46,12 +49,11 @@ use std::time::{Duration, Instant};
 pub struct DataLoader<D, C = DefaultCollate> {
     dataset: Arc<D>,
     collate: Arc<C>,
+    sampler: Arc<dyn Sampler>,
     batch_size: usize,
-    shuffle: bool,
     drop_last: bool,
     num_workers: usize,
     prefetch_factor: usize,
-    generator: Option<Mutex<Generator>>,
 }
 
 /// Options for a [`DataLoader`], with PyTorch's defaults: `batch_size` 1, no shuffle, keep the
@@ -61,6 +63,7 @@ pub struct DataLoaderBuilder<D, C = DefaultCollate> {
     collate: C,
     batch_size: usize,
     shuffle: bool,
+    sampler: Option<Arc<dyn Sampler>>,
     drop_last: bool,
     num_workers: usize,
     prefetch_factor: Option<usize>,
@@ -71,14 +74,13 @@ impl<D: Dataset + 'static> DataLoader<D, DefaultCollate> {
     /// A loader with the default options (batches of one sample, in order).
     pub fn new(dataset: D) -> Self {
         DataLoader {
+            sampler: Arc::new(SequentialSampler::new(dataset.len())),
             dataset: Arc::new(dataset),
             collate: Arc::new(DefaultCollate),
             batch_size: 1,
-            shuffle: false,
             drop_last: false,
             num_workers: 0,
             prefetch_factor: 2,
-            generator: None,
         }
     }
 
@@ -89,6 +91,7 @@ impl<D: Dataset + 'static> DataLoader<D, DefaultCollate> {
             collate: DefaultCollate,
             batch_size: 1,
             shuffle: false,
+            sampler: None,
             drop_last: false,
             num_workers: 0,
             prefetch_factor: None,
@@ -106,6 +109,14 @@ impl<D: Dataset + 'static, C> DataLoaderBuilder<D, C> {
     /// Whether each epoch visits the samples in a new random order (default `false`).
     pub fn shuffle(mut self, shuffle: bool) -> Self {
         self.shuffle = shuffle;
+        self
+    }
+    /// Takes each epoch's order from `sampler` (PyTorch's `sampler=`), for example a
+    /// [`DistributedSampler`](crate::DistributedSampler) to load one process's share.
+    /// `build` refuses it together with `shuffle(true)`, as PyTorch does; the loader's
+    /// `generator` then goes unused.
+    pub fn sampler(mut self, sampler: impl Sampler + 'static) -> Self {
+        self.sampler = Some(Arc::new(sampler));
         self
     }
     /// Whether to skip the last batch when it is smaller than `batch_size`.
@@ -141,6 +152,7 @@ impl<D: Dataset + 'static, C> DataLoaderBuilder<D, C> {
             collate,
             batch_size: self.batch_size,
             shuffle: self.shuffle,
+            sampler: self.sampler,
             drop_last: self.drop_last,
             num_workers: self.num_workers,
             prefetch_factor: self.prefetch_factor,
@@ -171,22 +183,33 @@ impl<D: Dataset + 'static, C> DataLoaderBuilder<D, C> {
                 "prefetch_factor should be a positive integer value, but got prefetch_factor=0",
             ));
         }
-        // PyTorch's RandomSampler rejects an empty dataset when the loader is built.
-        if self.shuffle && self.dataset.len() == 0 {
-            return Err(Error::value(
-                "DataLoader",
-                "num_samples should be a positive integer value, but got num_samples=0",
-            ));
-        }
+        let sampler: Arc<dyn Sampler> = match (self.sampler, self.shuffle) {
+            (Some(_), true) => {
+                return Err(Error::value(
+                    "DataLoader",
+                    "sampler option is mutually exclusive with shuffle",
+                ))
+            }
+            (Some(sampler), false) => sampler,
+            // PyTorch's RandomSampler rejects an empty dataset when the loader is built.
+            (None, true) => {
+                let random = RandomSampler::new(self.dataset.len())
+                    .map_err(|_| Error::value("DataLoader", NO_SAMPLES))?;
+                match self.generator {
+                    Some(g) => Arc::new(random.generator(g)),
+                    None => Arc::new(random),
+                }
+            }
+            (None, false) => Arc::new(SequentialSampler::new(self.dataset.len())),
+        };
         Ok(DataLoader {
             dataset: self.dataset,
             collate: Arc::new(self.collate),
+            sampler,
             batch_size: self.batch_size,
-            shuffle: self.shuffle,
             drop_last: self.drop_last,
             num_workers: self.num_workers,
             prefetch_factor: self.prefetch_factor.unwrap_or(2),
-            generator: self.generator.map(Mutex::new),
         })
     }
 }
@@ -217,7 +240,7 @@ fn batch_count(n: usize, batch_size: usize, drop_last: bool) -> usize {
 impl<D: Dataset + 'static, C: CollateFn<D::Item>> DataLoader<D, C> {
     /// The number of batches in an epoch (PyTorch's `len(loader)`).
     pub fn len(&self) -> usize {
-        batch_count(self.dataset.len(), self.batch_size, self.drop_last)
+        batch_count(self.sampler.len(), self.batch_size, self.drop_last)
     }
 
     /// Whether an epoch has no batches.
@@ -234,27 +257,17 @@ impl<D: Dataset + 'static, C: CollateFn<D::Item>> DataLoader<D, C> {
         self.batch_size
     }
 
-    /// The order of one epoch: `0..len` or a fresh permutation.
-    fn order(&self) -> Result<Vec<usize>> {
-        let n = self.dataset.len();
-        if !self.shuffle {
-            return Ok((0..n).collect());
-        }
-        match &self.generator {
-            Some(g) => {
-                let mut g = g.lock().unwrap_or_else(|e| e.into_inner());
-                randperm(n, &mut g)
-            }
-            None => {
-                let seed = Tensor::randint(i64::MIN, i64::MAX, (), DType::I64)?.item::<i64>()?;
-                randperm(n, &mut Generator::new(seed as u64))
-            }
-        }
+    /// Where each epoch's order comes from (PyTorch's `loader.sampler`): the sampler given
+    /// to the builder, else a [`SequentialSampler`] or, with `shuffle`, a [`RandomSampler`].
+    /// `loader.sampler().set_epoch(e)` steers a [`DistributedSampler`](crate::DistributedSampler)
+    /// the loader owns.
+    pub fn sampler(&self) -> &Arc<dyn Sampler> {
+        &self.sampler
     }
 
     /// One epoch of batches.
     pub fn iter(&self) -> DataLoaderIter<D, C> {
-        let order = match self.order() {
+        let order = match self.sampler.indices() {
             Ok(o) => o,
             Err(e) => {
                 return DataLoaderIter {
