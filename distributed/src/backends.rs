@@ -14,7 +14,7 @@ pub(crate) fn start(backend: Backend, _timeout: Duration) -> Result<Arc<dyn Engi
         #[cfg(not(feature = "mpi"))]
         Backend::Mpi => Err(Error::distributed(
             "init_process_group",
-            "Distributed package doesn't have MPI built in: build kiln-distributed with its `mpi` feature (`--features kiln/distributed`), on a host with Open MPI installed",
+            "Distributed package doesn't have MPI built in: build with kiln's `mpi` feature (`kiln = { features = [\"mpi\"] }`, or kiln-distributed's), on a host with Open MPI installed (`apt-get install libopenmpi-dev openmpi-bin libclang-dev`)",
         )),
         Backend::Nccl => Err(Error::distributed(
             "init_process_group",

@@ -2,12 +2,14 @@
 //!
 //! This crate is the one to depend on. It re-exports the tensor core (`Tensor`, the
 //! operators, autograd) and adds the training stack under PyTorch's names:
-//! [`nn`] (`torch.nn`), [`optim`] (`torch.optim`) and [`data`] (`torch.utils.data`).
+//! [`nn`] (`torch.nn`), [`optim`] (`torch.optim`), [`data`] (`torch.utils.data`) and
+//! [`distributed`] (`torch.distributed`; its MPI backend behind the `mpi` feature).
 //! [`prelude`] imports the names most programs use; [`checkpoint`] saves and loads models and
 //! optimizers as safetensors files.
 
 pub use kiln_core::*;
 pub use kiln_data as data;
+pub use kiln_distributed as distributed;
 pub use kiln_nn as nn;
 pub use kiln_optim as optim;
 

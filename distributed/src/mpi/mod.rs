@@ -1,5 +1,6 @@
-//! The MPI engine: one communication thread per process owns MPI (initialised
-//! `MPI_THREAD_FUNNELED` on it, as Horovod's background thread does) and runs every job in
+//! The MPI engine: one communication thread per process owns MPI (initialised on it, as
+//! Horovod's background thread does; `MPI_THREAD_SERIALIZED`, so a program may also call
+//! MPI itself while no kiln collective is in flight) and runs every job in
 //! the order the program submitted it, so asynchronous collectives from any thread (DDP's
 //! gradient hooks run inside backward) reach MPI in the same order on every rank.
 //!
@@ -161,7 +162,7 @@ struct State {
 }
 
 fn comm_thread(rx: mpsc::Receiver<Msg>, init: mpsc::Sender<Result<(usize, usize)>>) {
-    let Some((universe, _threading)) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+    let Some((universe, _threading)) = mpi::initialize_with_threading(mpi::Threading::Serialized)
     else {
         let _ = init.send(Err(Error::distributed(
             "init_process_group",

@@ -1,6 +1,6 @@
 //! The MPI calls kiln makes, each a thin checked wrapper over rsmpi's `ffi`: the return
 //! code becomes a kiln error with MPI's own message. Only the communication thread calls
-//! these (MPI is initialised `MPI_THREAD_FUNNELED` on it).
+//! these.
 
 use kiln_core::{DType, Error, Result};
 use mpi::ffi;
