@@ -669,6 +669,45 @@ fn hook_on_leaf_doubles_its_gradient() -> Result<()> {
 }
 
 #[test]
+fn post_accumulate_grad_hook_sees_the_accumulated_grad_once_per_backward() -> Result<()> {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let x = leaf([1., 2.]);
+    let s = seen.clone();
+    let handle = x.register_post_accumulate_grad_hook(move |p| {
+        s.lock()
+            .unwrap()
+            .push(p.grad().unwrap().to_vec::<f64>().unwrap())
+    })?;
+    // x is used twice: the hook runs once, after both uses were summed into .grad (2x + 3).
+    x.mul(&x)?.add(&x.mul_scalar(3.0)?)?.sum()?.backward()?;
+    // A second backward accumulates onto the first.
+    x.mul_scalar(10.0)?.sum()?.backward()?;
+    assert_eq!(*seen.lock().unwrap(), vec![vec![5., 7.], vec![15., 17.]]);
+    handle.remove();
+    x.sum()?.backward()?;
+    assert_eq!(seen.lock().unwrap().len(), 2, "a removed hook still ran");
+    assert_eq!(grad_of(&x), vec![16., 18.]);
+    Ok(())
+}
+
+#[test]
+fn post_accumulate_grad_hook_is_refused_off_leaves_and_without_grad() -> Result<()> {
+    let x = leaf([1., 2.]);
+    let y = x.mul_scalar(2.0)?;
+    let e = y.register_post_accumulate_grad_hook(|_| ()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("post accumulate grad hooks cannot be registered on non-leaf tensors"),
+        "{e}"
+    );
+    let e = Tensor::from([1f64])
+        .register_post_accumulate_grad_hook(|_| ())
+        .unwrap_err();
+    assert!(e.to_string().contains("doesn't require gradient"), "{e}");
+    Ok(())
+}
+
+#[test]
 fn hook_on_non_leaf_doubles_gradient_flowing_through_it() -> Result<()> {
     let x = leaf([1., 2.]);
     let y = x.mul_scalar(3.0)?;
