@@ -8,22 +8,11 @@
 mod common;
 
 use kiln::data::{DataLoader, TensorDataset};
-use kiln::nn::{functional as F, Forward, Linear, Module};
+use common::models::Mlp;
+use kiln::nn::{functional as F, Forward, Module};
 use kiln::optim::{Adam, AdamOptions, Optimizer};
-use kiln::{no_grad, Result, Tensor};
+use kiln::{no_grad, Result};
 use std::time::Instant;
-
-#[derive(Module)]
-struct Mlp {
-    fc1: Linear,
-    fc2: Linear,
-}
-
-impl Forward for Mlp {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        self.fc2.forward(&self.fc1.forward(x)?.relu()?)
-    }
-}
 
 fn main() -> Result<()> {
     let device = common::device_arg()?;
@@ -33,10 +22,7 @@ fn main() -> Result<()> {
     let (n_train, n_test) = (x_train.shape()[0], x_test.shape()[0]);
     println!("digits: {n_train} train / {n_test} test samples on {device}");
 
-    let mut model = Mlp {
-        fc1: Linear::new(64, 128)?,
-        fc2: Linear::new(128, 10)?,
-    };
+    let mut model = Mlp::new()?;
     model.to_device(device)?;
     let mut opt = Adam::new(
         model.parameters(),

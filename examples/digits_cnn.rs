@@ -10,53 +10,12 @@
 mod common;
 
 use kiln::data::{DataLoader, TensorDataset};
-use kiln::nn::{
-    functional as F, BatchNorm2d, Conv2d, ConvOptions, Dropout, Flatten, Forward, Linear,
-    MaxPool2d, Module,
-};
+use common::models::Cnn;
+use kiln::nn::{functional as F, Forward, Module};
 use kiln::optim::lr_scheduler::{LRScheduler, OneCycleLR, OneCycleOptions};
 use kiln::optim::{AdamOptions, AdamW, Optimizer};
-use kiln::{no_grad, Result, Tensor};
+use kiln::{no_grad, Result};
 use std::time::Instant;
-
-#[derive(Module)]
-struct Cnn {
-    conv1: Conv2d,
-    bn1: BatchNorm2d,
-    conv2: Conv2d,
-    bn2: BatchNorm2d,
-    pool: MaxPool2d,
-    flatten: Flatten,
-    dropout: Dropout,
-    fc: Linear,
-}
-
-impl Cnn {
-    fn new() -> Result<Self> {
-        let same = || ConvOptions::default().padding(1);
-        Ok(Cnn {
-            conv1: Conv2d::with_options(1, 32, 3, same())?,
-            bn1: BatchNorm2d::new(32)?,
-            conv2: Conv2d::with_options(32, 64, 3, same())?,
-            bn2: BatchNorm2d::new(64)?,
-            pool: MaxPool2d::new(2),
-            flatten: Flatten::default(),
-            dropout: Dropout::new(0.3)?,
-            fc: Linear::new(64 * 4 * 4, 10)?,
-        })
-    }
-}
-
-impl Forward for Cnn {
-    /// `x`: `[n, 64]` pixels, seen as `[n, 1, 8, 8]` images.
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let x = x.reshape([-1, 1, 8, 8])?;
-        let x = self.bn1.forward(&self.conv1.forward(&x)?)?.relu()?;
-        let x = self.bn2.forward(&self.conv2.forward(&x)?)?.relu()?;
-        let x = self.flatten.forward(&self.pool.forward(&x)?)?;
-        self.fc.forward(&self.dropout.forward(&x)?)
-    }
-}
 
 fn main() -> Result<()> {
     let device = common::device_arg()?;

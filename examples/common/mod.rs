@@ -1,5 +1,8 @@
-//! What the examples share: the digits data, the `--device` flag, and a progress bar.
+//! What the examples share: the digits data and models, the `--device` flag, and a
+//! progress bar.
 #![allow(dead_code)] // each example uses part of this
+
+pub mod models;
 
 use flate2::read::GzDecoder;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
