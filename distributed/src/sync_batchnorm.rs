@@ -32,7 +32,7 @@ use crate::group::{default_group, is_initialized, ProcessGroup};
 use kiln_core::{no_grad, DType, Error, Result, Tensor};
 use kiln_nn::module::{BufferField, ModuleField, Visitor, VisitorMut};
 use kiln_nn::{BatchNorm, BatchNormOptions, BatchNormSync, Forward, Module, TensorKind};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 const OP: &str = "SyncBatchNorm";
 
@@ -140,10 +140,15 @@ pub fn sync_batch_norm(
     y.to_dtype(input.dtype())
 }
 
+/// Serialises the read-modify-write of running statistics, so that threads sharing a
+/// layer lose no update (as `BatchNorm` promises); the update is a few `[C]` ops.
+static RUNNING_STATS: Mutex<()> = Mutex::new(());
+
 /// `stat = (1 - momentum) * stat + momentum * batch`, in place, outside autograd.
 fn update_running_stats(stat: Option<&Tensor>, batch: &Tensor, momentum: f64) -> Result<()> {
     let Some(stat) = stat else { return Ok(()) };
     let _g = no_grad();
+    let _held = RUNNING_STATS.lock().unwrap_or_else(|e| e.into_inner());
     let new = stat
         .to_dtype(batch.dtype())?
         .mul_scalar(1.0 - momentum)?

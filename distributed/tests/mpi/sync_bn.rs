@@ -24,6 +24,10 @@ pub const TESTS: &[crate::Test] = &[
         sync_bn_eval_uses_running_stats_without_syncing,
     ),
     (
+        "sync_bn_bad_input_is_an_error_naming_the_op",
+        sync_bn_bad_input_is_an_error_naming_the_op,
+    ),
+    (
         "sync_bn_on_a_group_of_one_is_plain_batch_norm",
         sync_bn_on_a_group_of_one_is_plain_batch_norm,
     ),
@@ -261,6 +265,43 @@ fn sync_bn_eval_uses_running_stats_without_syncing() -> Result<()> {
     dist::barrier()
 }
 
+fn sync_bn_bad_input_is_an_error_naming_the_op() -> Result<()> {
+    let (rank, _) = ctx();
+    let layer = SyncBatchNorm::with_options(C, options(), None)?;
+    let expect_error = |what: &str, r: Result<Tensor>, words: &str| -> Result<()> {
+        match r {
+            Err(e) if e.to_string().contains("SyncBatchNorm") && e.to_string().contains(words) => {
+                Ok(())
+            }
+            other => Err(fail(format!("{what}: {other:?}"))),
+        }
+    };
+    // Checked on each rank before anything is sent.
+    expect_error(
+        "1-D input",
+        layer.forward(&Tensor::from_vec(vec![1.0f64; C], &[C])?),
+        "expected at least 2D input",
+    )?;
+    expect_error(
+        "wrong channels",
+        layer.forward(&Tensor::zeros([2, C + 1], kiln_core::DType::F64)?),
+        "channels",
+    )?;
+    // One value per channel over the whole group: every rank learns it from the gather.
+    let n = usize::from(rank == 0);
+    expect_error(
+        "one value per channel",
+        layer.forward(&Tensor::zeros([n, C], kiln_core::DType::F64)?),
+        "Expected more than 1 value per channel",
+    )?;
+    let wrong_dtype = SyncBatchNorm::with_options(C, options().dtype(kiln_core::DType::I64), None);
+    match wrong_dtype {
+        Err(e) if e.to_string().contains("SyncBatchNorm") => Ok(()),
+        Err(e) => Err(fail(format!("integer dtype: {e}"))),
+        Ok(_) => Err(fail("integer dtype accepted")),
+    }
+}
+
 fn sync_bn_on_a_group_of_one_is_plain_batch_norm() -> Result<()> {
     let (rank, size) = ctx();
     let mut mine = None;
@@ -306,6 +347,14 @@ fn convert_sync_batchnorm_keeps_tensors_and_syncs() -> Result<()> {
         if !now.is_same(t) {
             return Err(fail(format!("{k} is a different tensor after conversion")));
         }
+    }
+    // Every batch norm in a tree is converted, whatever its dimension.
+    let mut two = Sequential::new()
+        .add(kiln_nn::BatchNorm1d::new(2)?)
+        .add(Sequential::new().add(kiln_nn::BatchNorm3d::new(2)?));
+    let converted = dist::convert_sync_batchnorm(&mut two, None)?;
+    if converted != 2 {
+        return Err(fail(format!("converted {converted} of 2 nested layers")));
     }
     // The converted model's training statistics are the whole group's.
     let shards: Vec<usize> = (0..size).map(|r| 2 * r + 1).collect();
