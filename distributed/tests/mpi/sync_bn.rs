@@ -20,6 +20,10 @@ pub const TESTS: &[crate::Test] = &[
         sync_bn_with_an_empty_shard_matches_the_whole_batch,
     ),
     (
+        "sync_bn_half_and_float_inputs_match_batch_norm",
+        sync_bn_half_and_float_inputs_match_batch_norm,
+    ),
+    (
         "sync_bn_eval_uses_running_stats_without_syncing",
         sync_bn_eval_uses_running_stats_without_syncing,
     ),
@@ -231,6 +235,60 @@ fn sync_bn_with_an_empty_shard_matches_the_whole_batch() -> Result<()> {
     let layer = SyncBatchNorm::with_options(C, options(), None)?;
     set_state(&layer)?;
     check_against_whole_batch(&shards, &layer, 2)
+}
+
+/// Half inputs are normalised in float32 and come back in their dtype, as the fused kernel
+/// does; float32 throughout for f32. Loose tolerances: the reference rounds differently.
+fn sync_bn_half_and_float_inputs_match_batch_norm() -> Result<()> {
+    let (rank, size) = ctx();
+    let shards: Vec<usize> = (0..size).map(|r| r + 1).collect();
+    let start: usize = shards[..rank].iter().sum();
+    let total: usize = shards.iter().sum();
+    for (dtype, tol) in [
+        (kiln_core::DType::F32, 1e-5),
+        (kiln_core::DType::F16, 2e-2),
+        (kiln_core::DType::BF16, 5e-2),
+    ] {
+        let opts = options().dtype(dtype);
+        let layer = SyncBatchNorm::with_options(C, opts, None)?;
+        let reference = BatchNorm2d::with_options(C, opts)?;
+        set_state(&layer)?;
+        set_state(&reference)?;
+        let x = rows(x_value, start, shards[rank])?
+            .to_dtype(dtype)?
+            .requires_grad_(true)?;
+        let y = layer.forward(&x)?;
+        y.to_dtype(kiln_core::DType::F32)?.sum()?.backward()?;
+        if x.grad().map(|g| g.dtype()) != Some(dtype) {
+            return Err(fail(format!("{dtype} input: no grad of its dtype")));
+        }
+        let want = reference
+            .forward(&rows(x_value, 0, total)?.to_dtype(dtype)?)?
+            .narrow(0, start as i64, shards[rank] as i64)?;
+        if y.dtype() != dtype {
+            return Err(fail(format!("{dtype} input gave a {} output", y.dtype())));
+        }
+        let pairs = [
+            ("output", y, want),
+            (
+                "running_var",
+                layer.running_var.clone().expect("tracked"),
+                reference.running_var.clone().expect("tracked"),
+            ),
+        ];
+        for (what, got, want) in pairs {
+            let got = values(&got.to_dtype(kiln_core::DType::F64)?)?;
+            let want = values(&want.to_dtype(kiln_core::DType::F64)?)?;
+            if got
+                .iter()
+                .zip(&want)
+                .any(|(a, b)| (a - b).abs() > tol * (1.0 + b.abs()))
+            {
+                return Err(fail(format!("{dtype} {what}: {got:?}, expected {want:?}")));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn sync_bn_eval_uses_running_stats_without_syncing() -> Result<()> {
