@@ -21,6 +21,10 @@
 //! collective that the other ranks never reach fails after the group's timeout instead of
 //! hanging; ranks that call different collectives, or pass tensors of different shapes or
 //! dtypes, all get an error.
+//!
+//! [`functional`] has the collectives autograd differentiates through (PyTorch's
+//! `torch.distributed.nn.functional`); [`SyncBatchNorm`] and [`convert_sync_batchnorm`]
+//! compute batch norm's statistics over the whole group's batch.
 
 mod backends;
 mod collectives;
@@ -30,10 +34,12 @@ mod collectives;
 mod engine;
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod fingerprint;
+pub mod functional;
 mod group;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod reduce_op;
+mod sync_batchnorm;
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod work;
 
@@ -44,4 +50,7 @@ pub use group::{
     ProcessGroup,
 };
 pub use reduce_op::ReduceOp;
+pub use sync_batchnorm::{
+    convert_sync_batchnorm, sync_batch_norm, GroupBatchNormSync, SyncBatchNorm,
+};
 pub use work::Work;

@@ -87,8 +87,8 @@ pub use loss::{
 };
 pub use module::{BufferField, Forward, Module, ModuleField, TensorKind, Visitor, VisitorMut};
 pub use normalization::{
-    BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormOptions, GroupNorm, LayerNorm,
-    RMSNorm,
+    BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormOptions, BatchNormSync, GroupNorm,
+    LayerNorm, RMSNorm,
 };
 pub use pooling::{
     AdaptiveAvgPool, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool, AdaptiveMaxPool1d,

@@ -3,8 +3,10 @@
 //! PyTorch user calls on a module (`named_parameters`, `state_dict`, `train`, `to`, …) is
 //! built on them.
 
+use crate::normalization::BatchNormSync;
 use crate::state_dict::{IncompatibleKeys, StateDict};
 use kiln_core::{no_grad, DType, Device, Error, Result, Tensor};
+use std::sync::Arc;
 
 /// What a tensor in a module is: trained by an optimizer, or state that travels with the
 /// module (running statistics).
@@ -29,10 +31,13 @@ pub trait Visitor {
     fn leave(&mut self) {}
 }
 
-/// Rewrites a module tree: replaces tensors (`to`), flips `training`.
+/// Rewrites a module tree: replaces tensors (`to`), flips `training`, plugs a statistics
+/// synchroniser into batch norms (`convert_sync_batchnorm`).
 pub trait VisitorMut {
     fn tensor(&mut self, name: &str, kind: TensorKind, t: &mut Tensor) -> Result<()>;
     fn training(&mut self, _training: &mut bool) {}
+    /// A batch norm layer's synchroniser slot (see [`BatchNormSync`]).
+    fn batch_norm_sync(&mut self, _sync: &mut Option<Arc<dyn BatchNormSync>>) {}
     fn enter(&mut self, _name: &str) {}
     fn leave(&mut self) {}
 }

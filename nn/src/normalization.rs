@@ -4,6 +4,7 @@ use crate::init;
 use crate::module::{BufferField, Forward, ModuleField, Visitor, VisitorMut};
 use crate::Module;
 use kiln_core::{no_grad, DType, Error, Result, Tensor};
+use std::sync::Arc;
 
 /// The keyword arguments of `nn.BatchNorm{1,2,3}d` after `num_features`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -34,6 +35,29 @@ impl BatchNormOptions {
     crate::setters!(eps: f64, momentum: Option<f64>, affine: bool, track_running_stats: bool, dtype: DType);
 }
 
+/// Training-mode batch norm whose statistics span more than this process's batch: what
+/// `kiln_distributed::convert_sync_batchnorm` plugs into a [`BatchNorm`] to make it
+/// PyTorch's `SyncBatchNorm` (nn itself knows nothing of processes). A layer holding one
+/// calls it for every forward pass in training that uses batch statistics, after counting the
+/// pass in `num_batches_tracked`; evaluation never reaches it.
+pub trait BatchNormSync: Send + Sync {
+    /// Normalises `input` (`[N, C, *]`) with the mean and biased variance of the whole
+    /// (distributed) batch, scales by `weight` and shifts by `bias`, and folds the batch's
+    /// mean and unbiased variance into `running_mean` / `running_var` with `momentum`, as
+    /// `batch_norm(..., training=true, ...)` does for one process.
+    #[allow(clippy::too_many_arguments)]
+    fn batch_norm(
+        &self,
+        input: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<Tensor>;
+}
+
 /// `nn.BatchNorm1d` / `2d` / `3d` (`D`): parameters `weight` (ones) and `bias` (zeros) when
 /// affine; buffers `running_mean` (zeros), `running_var` (ones) and `num_batches_tracked`
 /// (int64 0) when tracking running stats. In training the batch's statistics normalize and
@@ -44,6 +68,9 @@ impl BatchNormOptions {
 /// `load_state_dict` accepts a state dict without `num_batches_tracked` and keeps the
 /// layer's own counter, as PyTorch's `_NormBase._load_from_state_dict` does for checkpoints
 /// written before the buffer existed.
+///
+/// `sync` (none by default) computes the training statistics over several processes
+/// ([`BatchNormSync`]); module walks reach it through [`VisitorMut::batch_norm_sync`].
 pub struct BatchNorm<const D: usize> {
     pub weight: Option<Tensor>,
     pub bias: Option<Tensor>,
@@ -53,6 +80,7 @@ pub struct BatchNorm<const D: usize> {
     pub num_features: usize,
     pub options: BatchNormOptions,
     pub training: bool,
+    pub sync: Option<Arc<dyn BatchNormSync>>,
 }
 
 // Written out (not derived) for `optional_state_keys`.
@@ -74,6 +102,7 @@ impl<const D: usize> Module for BatchNorm<D> {
         self.num_batches_tracked
             .visit_buffer_mut("num_batches_tracked", v)?;
         v.training(&mut self.training);
+        v.batch_norm_sync(&mut self.sync);
         Ok(())
     }
     fn optional_state_keys(&self) -> &'static [&'static str] {
@@ -128,6 +157,7 @@ impl<const D: usize> BatchNorm<D> {
             num_features,
             options,
             training: true,
+            sync: None,
         })
     }
 
@@ -203,6 +233,17 @@ impl<const D: usize> Forward for BatchNorm<D> {
         } else {
             (None, None)
         };
+        if let (true, Some(sync)) = (bn_training && self.training, &self.sync) {
+            return sync.batch_norm(
+                input,
+                self.weight.as_ref(),
+                self.bias.as_ref(),
+                rm,
+                rv,
+                factor,
+                o.eps,
+            );
+        }
         kiln_core::batch_norm(
             input,
             self.weight.as_ref(),

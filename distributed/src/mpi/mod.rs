@@ -158,6 +158,7 @@ struct State {
     p2p: Vec<P2p>,
     /// Buffers and requests of timed-out exchanges, kept alive until MPI_Finalize
     /// because MPI may still write them.
+    #[allow(clippy::type_complexity)]
     abandoned: Vec<(Box<[i64]>, Box<[i64]>, Request)>,
 }
 
