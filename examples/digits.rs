@@ -7,8 +7,8 @@
 
 mod common;
 
-use kiln::data::{DataLoader, TensorDataset};
 use common::models::Mlp;
+use kiln::data::{DataLoader, TensorDataset};
 use kiln::nn::{functional as F, Forward, Module};
 use kiln::optim::{Adam, AdamOptions, Optimizer};
 use kiln::{no_grad, Result};

@@ -9,8 +9,8 @@
 
 mod common;
 
-use kiln::data::{DataLoader, TensorDataset};
 use common::models::Cnn;
+use kiln::data::{DataLoader, TensorDataset};
 use kiln::nn::{functional as F, Forward, Module};
 use kiln::optim::lr_scheduler::{LRScheduler, OneCycleLR, OneCycleOptions};
 use kiln::optim::{AdamOptions, AdamW, Optimizer};

@@ -47,9 +47,15 @@ fn train() -> Result<()> {
 
     // Rank 0's initial weights reach every rank when DDP is built.
     let model: Box<dyn Net> = if cnn {
-        Box::new(DistributedDataParallel::new(Cnn::new()?, DdpOptions::default())?)
+        Box::new(DistributedDataParallel::new(
+            Cnn::new()?,
+            DdpOptions::default(),
+        )?)
     } else {
-        Box::new(DistributedDataParallel::new(Mlp::new()?, DdpOptions::default())?)
+        Box::new(DistributedDataParallel::new(
+            Mlp::new()?,
+            DdpOptions::default(),
+        )?)
     };
     let sampler = DistributedSampler::new(n_train, world, rank)?.seed(0);
     let loader = DataLoader::builder(TensorDataset::new((x_train, y_train))?)
