@@ -29,6 +29,8 @@ mod fingerprint;
 mod group;
 #[cfg(feature = "mpi")]
 mod mpi;
+#[cfg(feature = "nccl")]
+mod nccl;
 mod reduce_op;
 mod work;
 
