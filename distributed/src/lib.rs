@@ -21,6 +21,14 @@
 //! collective that the other ranks never reach fails after the group's timeout instead of
 //! hanging; ranks that call different collectives, or pass tensors of different shapes or
 //! dtypes, all get an error.
+//!
+//! With `Backend::Nccl` each rank drives one GPU (its local rank on the host modulo the GPU
+//! count) and the collectives take CUDA tensors on that GPU; they run on kiln's own stream
+//! for the device, in order with kiln's kernels. NCCL's dtypes are kiln's but int16. libnccl
+//! (2.10 or newer) is loaded at run time under the name `libnccl.so`: where only NCCL's
+//! `libnccl.so.2` is installed (its packages and wheels), link it as `libnccl.so` in a
+//! folder on `LD_LIBRARY_PATH`. Without a GPU or libnccl, `init_process_group` says which
+//! is missing.
 
 mod backends;
 mod collectives;

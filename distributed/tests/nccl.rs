@@ -60,7 +60,7 @@ fn without_gpu() -> i32 {
         );
     }
     println!(
-        "nccl: SKIPPED the {} GPU tests: this machine has no CUDA GPU (run this test binary on a GPU machine with libnccl on LD_LIBRARY_PATH)",
+        "nccl: SKIPPED the {} GPU tests: this machine has no CUDA GPU (on a GPU machine: scripts/nccl-gpu-check here, then scripts/nccl-gpu-run there)",
         collectives::TESTS.len()
     );
     i32::from(!failures.is_empty())
@@ -82,7 +82,6 @@ fn launch() {
         println!("nccl: running the NCCL tests on {np} rank(s)");
         let status = Command::new("mpirun")
             .args(common::mpirun_args(np))
-            .args(["-x", "LD_LIBRARY_PATH", "-x", "KILN_CACHE_DIR"])
             .arg(&exe)
             .args(&args)
             .status()

@@ -11,6 +11,10 @@ use std::ffi::CStr;
 /// (2.13), which are looked up before use.
 const MIN_VERSION: i32 = 21000;
 
+/// The name NCCL's packages install the library under (`libnccl2`, the `nvidia-nccl-*`
+/// wheels); cudarc's loader does not try it.
+const SONAME: &str = "libnccl.so.2";
+
 /// The file names cudarc tries for libnccl.
 fn tried() -> String {
     cudarc::get_lib_name_candidates("nccl")
@@ -24,10 +28,20 @@ fn tried() -> String {
 pub(crate) fn unavailable_reason() -> Option<String> {
     // SAFETY: only probes whether libnccl can be loaded; no NCCL call is made.
     if !unsafe { sys::is_culib_present() } {
-        return Some(format!(
-            "the NCCL library could not be loaded (tried {}); install NCCL (`apt-get install libnccl2`, or NVIDIA's `nvidia-nccl-cu12` / `nvidia-nccl-cu13` wheel) and add its lib folder to LD_LIBRARY_PATH",
-            tried()
-        ));
+        // SAFETY: loading libnccl runs only its initialisers (no NCCL call); the handle is
+        // dropped at once.
+        let only_so_2 = unsafe { libloading::Library::new(SONAME) }.is_ok();
+        return Some(if only_so_2 {
+            format!(
+                "{SONAME} is installed, but the NCCL library is loaded under the names {} (cudarc's), and none of them is there: link one to it, e.g. `mkdir -p ~/.kiln/nccl && ln -sf /path/to/{SONAME} ~/.kiln/nccl/libnccl.so`, and add that folder to LD_LIBRARY_PATH",
+                tried()
+            )
+        } else {
+            format!(
+                "the NCCL library could not be loaded (tried {} and {SONAME}); install NCCL (`apt-get install libnccl2 libnccl-dev`, or NVIDIA's `nvidia-nccl-cu12` / `nvidia-nccl-cu13` wheel, linking its {SONAME} as libnccl.so) and add its lib folder to LD_LIBRARY_PATH",
+                tried()
+            )
+        });
     }
     match version() {
         Ok(v) if v >= MIN_VERSION => None,
@@ -124,7 +138,7 @@ mod tests {
     #[test]
     fn a_missing_library_is_a_reason_that_names_it() {
         if let Some(why) = unavailable_reason() {
-            if why.contains("could not be loaded") {
+            if !why.contains("version") {
                 for want in ["libnccl.so", "LD_LIBRARY_PATH"] {
                     assert!(why.contains(want), "{want} not in: {why}");
                 }

@@ -489,15 +489,15 @@ impl Worker {
             launch.enqueue(&op, scratch.as_ref())?;
             launch.wait(name, job.timeout)
         })??;
-        if let Op::Recv {
-            src: Some(s),
-            source,
-            ..
-        } = &job.op
-        {
-            source.store(*s, std::sync::atomic::Ordering::Release);
-        }
         if finished {
+            if let Op::Recv {
+                src: Some(s),
+                source,
+                ..
+            } = &job.op
+            {
+                source.store(*s, std::sync::atomic::Ordering::Release);
+            }
             return Ok(());
         }
         // Timed out: NCCL's kernels may never finish; aborting the communicator stops them.
