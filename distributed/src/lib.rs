@@ -25,6 +25,14 @@
 //! [`functional`] has the collectives autograd differentiates through (PyTorch's
 //! `torch.distributed.nn.functional`); [`SyncBatchNorm`] and [`convert_sync_batchnorm`]
 //! compute batch norm's statistics over the whole group's batch.
+//!
+//! With `Backend::Nccl` each rank drives one GPU (its local rank on the host modulo the GPU
+//! count) and the collectives take CUDA tensors on that GPU; they run on kiln's own stream
+//! for the device, in order with kiln's kernels. NCCL's dtypes are kiln's but int16. libnccl
+//! (2.10 or newer) is loaded at run time under the name `libnccl.so`: where only NCCL's
+//! `libnccl.so.2` is installed (its packages and wheels), link it as `libnccl.so` in a
+//! folder on `LD_LIBRARY_PATH`. Without a GPU or libnccl, `init_process_group` says which
+//! is missing.
 
 mod backends;
 mod collectives;
@@ -38,6 +46,8 @@ pub mod functional;
 mod group;
 #[cfg(feature = "mpi")]
 mod mpi;
+#[cfg(feature = "nccl")]
+mod nccl;
 mod reduce_op;
 mod sync_batchnorm;
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]

@@ -87,6 +87,15 @@ impl Tensor {
         })?;
         Ok(base + (self.storage_offset() * self.dtype().size_in_bytes()) as u64)
     }
+
+    /// [`Tensor::data_ptr`] for a library that will write the tensor's memory (NCCL's
+    /// receive buffers): records an in-place write, the version bump autograd checks, as
+    /// [`Tensor::with_bytes_mut`] does.
+    pub fn data_ptr_mut(&self, op: &str) -> Result<u64> {
+        let ptr = self.data_ptr(op)?;
+        self.storage().bump_version();
+        Ok(ptr)
+    }
 }
 
 fn cpu_only(op: &str, device: Device) -> Error {

@@ -34,6 +34,13 @@ enum Msg {
         ranks: Vec<usize>,
         reply: mpsc::Sender<Result<Option<usize>>>,
     },
+    /// Only the fingerprint exchange of a collective whose payload another engine moves
+    /// (NCCL): `work` names that engine's work in the timeout error.
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    Handshake {
+        job: Box<Job>,
+        work: &'static str,
+    },
     Shutdown(mpsc::Sender<Result<()>>),
 }
 
@@ -76,6 +83,19 @@ impl MpiEngine {
             rank,
             size,
         }))
+    }
+
+    /// Exchanges `job`'s fingerprint across its group (communicator `job.comm` of this
+    /// engine) and completes `job.done` with the outcome, without moving any payload: the
+    /// NCCL engine's check that every rank arrived, with the same op, shape and dtype,
+    /// before it enqueues the collective. `work` names the caller's work type in the
+    /// timeout error (`WorkNCCL`).
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    pub(crate) fn handshake(&self, job: Job, work: &'static str) {
+        let job = Box::new(job);
+        if let Err(Msg::Handshake { job, .. }) = self.send(Msg::Handshake { job, work }) {
+            job.done.complete(Err(finalized(job.op.name())));
+        }
     }
 
     fn send(&self, msg: Msg) -> std::result::Result<(), Msg> {
@@ -148,6 +168,9 @@ struct P2p {
     done: Completion,
 }
 
+/// A timed-out fingerprint exchange: its buffers and request, which MPI may still use.
+type Abandoned = (Box<[i64]>, Box<[i64]>, Request);
+
 struct State {
     /// Communicators by id; 0 is the world's duplicate. `None` once freed.
     comms: Vec<Option<Comm>>,
@@ -158,8 +181,7 @@ struct State {
     p2p: Vec<P2p>,
     /// Buffers and requests of timed-out exchanges, kept alive until MPI_Finalize
     /// because MPI may still write them.
-    #[allow(clippy::type_complexity)]
-    abandoned: Vec<(Box<[i64]>, Box<[i64]>, Request)>,
+    abandoned: Vec<Abandoned>,
 }
 
 fn comm_thread(rx: mpsc::Receiver<Msg>, init: mpsc::Sender<Result<(usize, usize)>>) {
@@ -215,6 +237,12 @@ fn comm_thread(rx: mpsc::Receiver<Msg>, init: mpsc::Sender<Result<(usize, usize)
         idle = 0;
         match msg {
             Msg::Job(job) => state.run(job),
+            Msg::Handshake { job, work } => {
+                let r = state
+                    .comm(job.op.name(), job.comm)
+                    .and_then(|c| state.handshake(&job, c, work));
+                job.done.complete(r);
+            }
             Msg::Split { comm, ranks, reply } => {
                 let _ = reply.send(state.split(comm, &ranks));
             }
@@ -227,8 +255,10 @@ fn comm_thread(rx: mpsc::Receiver<Msg>, init: mpsc::Sender<Result<(usize, usize)
         p.done.complete(Err(finalized(p.done.op())));
     }
     while let Ok(msg) = rx.try_recv() {
-        if let Msg::Job(job) = msg {
-            job.done.complete(Err(finalized(job.op.name())));
+        match msg {
+            Msg::Job(job) => job.done.complete(Err(finalized(job.op.name()))),
+            Msg::Handshake { job, .. } => job.done.complete(Err(finalized(job.op.name()))),
+            _ => {}
         }
     }
     for c in state.comms.drain(..).flatten() {
@@ -247,7 +277,7 @@ fn comm_thread(rx: mpsc::Receiver<Msg>, init: mpsc::Sender<Result<(usize, usize)
 /// Waits a little longer each time nothing happened: spinning answers fast, but on an
 /// oversubscribed machine (4 ranks on 2 cores in CI) a spinning thread starves the ranks it
 /// waits for.
-fn backoff(idle: &mut u32) {
+pub(crate) fn backoff(idle: &mut u32) {
     *idle += 1;
     if *idle < 64 {
         std::thread::yield_now();
@@ -256,12 +286,20 @@ fn backoff(idle: &mut u32) {
     }
 }
 
-/// The timeout error, in the words of PyTorch's watchdog.
-fn timed_out(job_op: &str, seq: u64, numel: usize, timeout: Duration, rank: usize) -> Error {
+/// The timeout error, in the words of PyTorch's watchdog; `work` is the backend's work type
+/// (`WorkMPI`, `WorkNCCL`).
+pub(crate) fn timed_out(
+    work: &str,
+    job_op: &str,
+    seq: u64,
+    numel: usize,
+    timeout: Duration,
+    rank: usize,
+) -> Error {
     Error::distributed(
         job_op,
         format!(
-            "[Rank {rank}] Watchdog caught collective operation timeout: WorkMPI(SeqNum={seq}, OpType={}, NumelIn={numel}, NumelOut={numel}, Timeout(ms)={}) ran for {} milliseconds before timing out. A rank did not reach this collective: it returned early, crashed, or ran other collectives.",
+            "[Rank {rank}] Watchdog caught collective operation timeout: {work}(SeqNum={seq}, OpType={}, NumelIn={numel}, NumelOut={numel}, Timeout(ms)={}) ran for {} milliseconds before timing out. A rank did not reach this collective: it returned early, crashed, or ran other collectives.",
             job_op.to_uppercase(),
             timeout.as_millis(),
             timeout.as_millis()
@@ -488,7 +526,7 @@ impl State {
     }
 
     /// Exchanges fingerprints with every rank of the group, waiting at most the timeout.
-    fn handshake(&mut self, job: &Job, comm: Comm) -> Result<()> {
+    fn handshake(&mut self, job: &Job, comm: Comm, work: &str) -> Result<()> {
         let op = job.op.name();
         let mine: Box<[i64]> = fingerprint::of(job).to_vec().into_boxed_slice();
         let mut all: Box<[i64]> = vec![0i64; fingerprint::LEN * job.size].into_boxed_slice();
@@ -516,6 +554,7 @@ impl State {
                 self.broken[job.comm] = true;
                 self.abandoned.push((mine, all, req));
                 return Err(timed_out(
+                    work,
                     op,
                     job.seq,
                     job_numel(&job.op),
@@ -534,7 +573,7 @@ impl State {
     fn collective(&mut self, job: &Job) -> Result<()> {
         let op = job.op.name();
         let comm = self.comm(op, job.comm)?;
-        self.handshake(job, comm)?;
+        self.handshake(job, comm, "WorkMPI")?;
         match &job.op {
             Op::AllReduce { tensor, op: red } => {
                 let h = Host::of(tensor)?;
@@ -697,7 +736,8 @@ impl State {
     }
 }
 
-fn job_numel(op: &Op) -> usize {
+/// The element count a timeout error reports for `op`.
+pub(crate) fn job_numel(op: &Op) -> usize {
     match op {
         Op::AllReduce { tensor, .. } | Op::Broadcast { tensor, .. } | Op::Reduce { tensor, .. } => {
             tensor.numel()

@@ -118,6 +118,26 @@ pub fn synchronize(device: usize) -> crate::Result<()> {
     }
 }
 
+/// Runs `f` on this thread with `cuda:device`'s context current, giving it the raw handle
+/// (a driver `CUstream`) of the one stream all of kiln's work on that device runs on, so that
+/// a library such as NCCL enqueues its kernels in order with kiln's: work `f` puts on that
+/// stream runs after every kiln kernel launched before it and before every one launched
+/// after it. Errors when the device cannot be opened.
+///
+/// The handle is valid while `f` runs (the device stays open); `f` must not destroy the
+/// stream, and should not keep the handle past its return.
+#[cfg(feature = "cuda")]
+pub fn with_stream<R>(
+    device: usize,
+    f: impl FnOnce(*mut std::ffi::c_void) -> R,
+) -> crate::Result<R> {
+    let gpu = runtime::gpu(device)?;
+    gpu.ctx
+        .bind_to_thread()
+        .map_err(|e| runtime::driver_error(&format!("cuda:{device}: binding the context"), e))?;
+    Ok(f(gpu.stream.cu_stream().cast()))
+}
+
 /// Names of every generated CUDA module (one per pointwise op, plus copy, reduce, softmax
 /// and index), for tools and tests that compile them all.
 pub fn module_names() -> Vec<&'static str> {
