@@ -24,6 +24,7 @@
 
 mod backends;
 mod collectives;
+mod ddp;
 mod engine;
 mod fingerprint;
 mod group;
@@ -33,6 +34,7 @@ mod reduce_op;
 mod work;
 
 pub use collectives::*;
+pub use ddp::{DdpOptions, DistributedDataParallel, ForwardOutput, NoSync};
 pub use group::{
     default_group, destroy_process_group, init_process_group, init_process_group_with,
     is_initialized, new_group, new_group_with_timeout, rank, world_size, Backend, InitOptions,

@@ -11,6 +11,8 @@
 mod collectives;
 #[path = "mpi/common.rs"]
 mod common;
+#[path = "mpi/ddp.rs"]
+mod ddp;
 
 use kiln_distributed as dist;
 use std::process::Command;
@@ -20,6 +22,7 @@ type Test = (&'static str, fn() -> kiln_core::Result<()>);
 fn tests() -> Vec<Test> {
     let mut all = Vec::new();
     all.extend(collectives::TESTS.iter().copied());
+    all.extend(ddp::TESTS.iter().copied());
     all
 }
 
