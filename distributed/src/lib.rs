@@ -16,6 +16,11 @@
 //! # Ok::<(), kiln_core::Error>(())
 //! ```
 //!
+//! [`DistributedDataParallel`] wraps a module for data-parallel training: each rank runs
+//! its share of the batch, and backward leaves every rank's gradients averaged over all
+//! ranks, reduced in buckets while backward still runs (PyTorch's
+//! `torch.nn.parallel.DistributedDataParallel`).
+//!
 //! The backends are features, so a plain build needs neither MPI nor CUDA: `mpi` (Open MPI
 //! through the `mpi` crate) and `nccl` (NCCL through cudarc, bootstrapped over MPI). A
 //! collective that the other ranks never reach fails after the group's timeout instead of

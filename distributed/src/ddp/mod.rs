@@ -91,7 +91,7 @@ impl DdpOptions {
 
 /// What a forward returns, as DDP sees it: the tensors in it, searched for the parameters
 /// they depend on when `find_unused_parameters` is on (PyTorch's `_find_tensors`).
-/// Implemented for `Tensor`, `Option`, `Vec`, arrays, slices' owners and tuples of up to four;
+/// Implemented for `Tensor`, `()`, `Option`, `Vec`, arrays and tuples of up to four;
 /// implement it for an output struct by listing its tensors.
 pub trait ForwardOutput {
     /// Appends every tensor of the output to `out`.
@@ -206,11 +206,7 @@ impl<M: Module> DistributedDataParallel<M> {
         }
         let cap_bytes = ((mb * 1024.0 * 1024.0) as usize).max(1);
         let named = module.named_parameters();
-        let (names, params): (Vec<String>, Vec<Tensor>) = named
-            .iter()
-            .filter(|(_, p)| p.requires_grad())
-            .cloned()
-            .unzip();
+        let (names, params) = trained_parameters(&named);
         if params.is_empty() {
             return Err(Error::value(
                 OP,
@@ -357,12 +353,7 @@ impl<M: Module> DistributedDataParallel<M> {
 
     /// The module's parameters that require grad must still be the ones hooked.
     fn check_parameters(&self) -> Result<()> {
-        let now: Vec<Tensor> = self
-            .module
-            .parameters()
-            .into_iter()
-            .filter(|p| p.requires_grad())
-            .collect();
+        let (_, now) = trained_parameters(&self.module.named_parameters());
         let hooked = self.reducer.params();
         if now.len() != hooked.len() || now.iter().zip(hooked).any(|(a, b)| !a.is_same(b)) {
             // Keep failing until fixed.
@@ -374,6 +365,20 @@ impl<M: Module> DistributedDataParallel<M> {
         }
         Ok(())
     }
+}
+
+/// The parameters that require grad, with their names: each tensor once, even from a
+/// module whose `named_parameters` lists a tied parameter under each of its names (its hook
+/// must fire once per backward).
+fn trained_parameters(named: &[(String, Tensor)]) -> (Vec<String>, Vec<Tensor>) {
+    let (mut names, mut params) = (Vec::new(), Vec::<Tensor>::new());
+    for (name, p) in named {
+        if p.requires_grad() && !params.iter().any(|q| q.is_same(p)) {
+            names.push(name.clone());
+            params.push(p.clone());
+        }
+    }
+    (names, params)
 }
 
 /// Gradient synchronisation turned off while alive: [`DistributedDataParallel::no_sync`].

@@ -157,8 +157,11 @@ struct State {
     p2p: Vec<P2p>,
     /// Buffers and requests of timed-out exchanges, kept alive until MPI_Finalize
     /// because MPI may still write them.
-    abandoned: Vec<(Box<[i64]>, Box<[i64]>, Request)>,
+    abandoned: Vec<Abandoned>,
 }
+
+/// A timed-out fingerprint exchange: its send and receive buffers and its request.
+type Abandoned = (Box<[i64]>, Box<[i64]>, Request);
 
 fn comm_thread(rx: mpsc::Receiver<Msg>, init: mpsc::Sender<Result<(usize, usize)>>) {
     let Some((universe, _threading)) = mpi::initialize_with_threading(mpi::Threading::Funneled)

@@ -35,7 +35,7 @@ pub fn fail(msg: impl Into<String>) -> Error {
 /// four ranks are exact in every dtype (f16 and i8 included).
 pub fn value(rank: usize, i: usize, dtype: DType) -> f64 {
     match dtype {
-        DType::Bool => ((rank + i) % 3 == 0) as u8 as f64,
+        DType::Bool => (rank + i).is_multiple_of(3) as u8 as f64,
         DType::U8 => ((rank * 7 + i * 3) % 3) as f64,
         _ => ((rank * 7 + i * 3) % 5) as f64 - 2.0,
     }

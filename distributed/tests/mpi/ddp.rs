@@ -61,7 +61,7 @@ fn ctx() -> (usize, usize) {
 
 /// Rank `rank`'s rows of a global batch of `global` rows.
 fn shard(global: usize, rank: usize, size: usize) -> Result<Range<usize>> {
-    if global % size != 0 {
+    if !global.is_multiple_of(size) {
         return Err(fail(format!(
             "the global batch {global} does not split over {size} ranks"
         )));
@@ -149,7 +149,9 @@ fn assert_close(what: &str, got: &[Tensor], want: &[Tensor]) -> Result<()> {
             )));
         }
         for (j, (a, b)) in g.iter().zip(&w).enumerate() {
-            if !((a - b).abs() <= 1e-6 * b.abs() + 1e-12) {
+            // Written so that a NaN fails.
+            let close = (a - b).abs() <= 1e-6 * b.abs() + 1e-12;
+            if !close {
                 return Err(fail(format!("{what}[{i}][{j}]: got {a}, expected {b}")));
             }
         }
