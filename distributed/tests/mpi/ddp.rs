@@ -49,6 +49,14 @@ pub const TESTS: &[crate::Test] = &[
         "ddp_all_reduce_starts_before_backward_ends",
         ddp_all_reduce_starts_before_backward_ends,
     ),
+    (
+        "ddp_into_inner_stops_reducing",
+        ddp_into_inner_stops_reducing,
+    ),
+    (
+        "ddp_bad_input_gives_errors_not_panics",
+        ddp_bad_input_gives_errors_not_panics,
+    ),
 ];
 
 const SEED: u64 = 1234;
@@ -656,4 +664,57 @@ fn ddp_all_reduce_starts_before_backward_ends() -> Result<()> {
         );
     }
     Ok(())
+}
+
+fn ddp_into_inner_stops_reducing() -> Result<()> {
+    let (rank, size) = ctx();
+    let ddp = DistributedDataParallel::new(mlp(SEED)?, DdpOptions::default())?;
+    let model = ddp.into_inner();
+    let (x, y) = batch(0, shard(16 * size, rank, size)?)?;
+    mse(&model.forward(&x)?, &y)?.backward()?;
+    // Each rank's own gradient, as without DDP.
+    let reference = mlp(SEED)?;
+    mse(&reference.forward(&x)?, &y)?.backward()?;
+    let grads: Vec<Tensor> = model.parameters().iter().filter_map(|p| p.grad()).collect();
+    let want: Vec<Tensor> = reference
+        .parameters()
+        .iter()
+        .filter_map(|p| p.grad())
+        .collect();
+    assert_close("grads", &grads, &want)
+}
+
+fn ddp_bad_input_gives_errors_not_panics() -> Result<()> {
+    let expect_err = |what: &str, r: Result<()>, needle: &str| -> Result<()> {
+        match r {
+            Ok(()) => Err(fail(format!("{what}: no error"))),
+            Err(e) if e.to_string().contains(needle) => Ok(()),
+            Err(e) => Err(fail(format!("{what}: unexpected error {e}"))),
+        }
+    };
+    let frozen = linear(IN, OUT)?;
+    frozen.weight.requires_grad_(false)?;
+    if let Some(b) = &frozen.bias {
+        b.requires_grad_(false)?;
+    }
+    expect_err(
+        "a module without trainable parameters",
+        DistributedDataParallel::new(frozen, DdpOptions::default()).map(|_| ()),
+        "DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient.",
+    )?;
+    expect_err(
+        "bucket_cap_mb 0",
+        DistributedDataParallel::new(mlp(SEED)?, DdpOptions::default().bucket_cap_mb(0.0))
+            .map(|_| ()),
+        "bucket_cap_mb must be a positive number",
+    )?;
+    // A parameter replaced after wrapping: the next forward refuses to train it.
+    let mut ddp = DistributedDataParallel::new(mlp(SEED)?, DdpOptions::default())?;
+    ddp.module_mut().fc1.weight = Tensor::zeros([16, IN], DType::F64)?.requires_grad_(true)?;
+    let (x, _) = batch(0, 0..4)?;
+    expect_err(
+        "a replaced parameter",
+        ddp.forward(&x).map(|_| ()),
+        "parameters were replaced after DistributedDataParallel was built",
+    )
 }
