@@ -16,6 +16,11 @@
 //! # Ok::<(), kiln_core::Error>(())
 //! ```
 //!
+//! [`DistributedDataParallel`] wraps a module for data-parallel training: each rank runs
+//! its share of the batch, and backward leaves every rank's gradients averaged over all
+//! ranks, reduced in buckets while backward still runs (PyTorch's
+//! `torch.nn.parallel.DistributedDataParallel`).
+//!
 //! The backends are features, so a plain build needs neither MPI nor CUDA: `mpi` (Open MPI
 //! through the `mpi` crate) and `nccl` (NCCL through cudarc, bootstrapped over MPI). A
 //! collective that the other ranks never reach fails after the group's timeout instead of
@@ -36,6 +41,7 @@
 
 mod backends;
 mod collectives;
+mod ddp;
 // Without a backend feature nothing reads a job: the API still checks its arguments and
 // then reports the missing backend.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
@@ -54,6 +60,7 @@ mod sync_batchnorm;
 mod work;
 
 pub use collectives::*;
+pub use ddp::{DdpOptions, DistributedDataParallel, ForwardOutput, NoSync};
 pub use group::{
     default_group, destroy_process_group, init_process_group, init_process_group_with,
     is_initialized, new_group, new_group_with_timeout, rank, world_size, Backend, InitOptions,

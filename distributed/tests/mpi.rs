@@ -7,12 +7,16 @@
 //! Filter: `cargo test -p kiln-distributed --features mpi --test mpi -- all_reduce` runs
 //! the tests whose names contain a word; `KILN_MPI_NP=2` picks one world size.
 
+#[path = "mpi/checkpoint.rs"]
+mod checkpoint;
 #[path = "mpi/collectives.rs"]
 mod collectives;
 #[path = "mpi/common.rs"]
 mod common;
 #[path = "mpi/sync_bn.rs"]
 mod sync_bn;
+#[path = "mpi/ddp.rs"]
+mod ddp;
 
 use kiln_distributed as dist;
 use std::process::Command;
@@ -23,6 +27,8 @@ fn tests() -> Vec<Test> {
     let mut all = Vec::new();
     all.extend(collectives::TESTS.iter().copied());
     all.extend(sync_bn::TESTS.iter().copied());
+    all.extend(ddp::TESTS.iter().copied());
+    all.extend(checkpoint::TESTS.iter().copied());
     all
 }
 
