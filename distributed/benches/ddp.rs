@@ -27,7 +27,12 @@ fn main() {
     let np = std::env::var("KILN_MPI_NP").unwrap_or_else(|_| "2".into());
     let exe = std::env::current_exe().expect("the bench binary's path");
     let status = Command::new("mpirun")
-        .args(["--oversubscribe", "--allow-run-as-root", "--bind-to", "none"])
+        .args([
+            "--oversubscribe",
+            "--allow-run-as-root",
+            "--bind-to",
+            "none",
+        ])
         .args(["--mca", "btl_vader_single_copy_mechanism", "none"])
         .args(["-x", "KILN_NUM_THREADS=1", "-np", &np])
         .arg(exe)

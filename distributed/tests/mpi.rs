@@ -13,10 +13,10 @@ mod checkpoint;
 mod collectives;
 #[path = "mpi/common.rs"]
 mod common;
-#[path = "mpi/sync_bn.rs"]
-mod sync_bn;
 #[path = "mpi/ddp.rs"]
 mod ddp;
+#[path = "mpi/sync_bn.rs"]
+mod sync_bn;
 
 use kiln_distributed as dist;
 use std::process::Command;

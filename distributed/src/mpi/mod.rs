@@ -184,9 +184,6 @@ struct State {
     abandoned: Vec<Abandoned>,
 }
 
-/// A timed-out fingerprint exchange: its send and receive buffers and its request.
-type Abandoned = (Box<[i64]>, Box<[i64]>, Request);
-
 fn comm_thread(rx: mpsc::Receiver<Msg>, init: mpsc::Sender<Result<(usize, usize)>>) {
     let Some((universe, _threading)) = mpi::initialize_with_threading(mpi::Threading::Serialized)
     else {

@@ -42,7 +42,11 @@ fn batch(step: usize) -> Result<(Tensor, Tensor)> {
     Ok((x, y))
 }
 
-fn train(m: &DistributedDataParallel<Sequential>, opt: &mut Adam, steps: std::ops::Range<usize>) -> Result<()> {
+fn train(
+    m: &DistributedDataParallel<Sequential>,
+    opt: &mut Adam,
+    steps: std::ops::Range<usize>,
+) -> Result<()> {
     for step in steps {
         let (x, y) = batch(step)?;
         let loss = F::cross_entropy(&m.forward(&x)?, &y)?;
@@ -72,7 +76,11 @@ fn shared_dir() -> Result<std::path::PathBuf> {
     buf.resize(256, 0);
     let t = Tensor::from_vec(buf, &[256])?;
     dist::broadcast(&t, 0)?;
-    let bytes: Vec<u8> = t.to_vec::<u8>()?.into_iter().take_while(|&b| b != 0).collect();
+    let bytes: Vec<u8> = t
+        .to_vec::<u8>()?
+        .into_iter()
+        .take_while(|&b| b != 0)
+        .collect();
     Ok(String::from_utf8_lossy(&bytes).into_owned().into())
 }
 
@@ -105,7 +113,9 @@ fn checkpoint_saved_by_rank_0_resumes_bit_identically() -> Result<()> {
         let _ = std::fs::remove_dir_all(&dir);
     }
     if bits(&resumed)? != expect {
-        return Err(fail("the resumed run's parameters differ from the uninterrupted run's"));
+        return Err(fail(
+            "the resumed run's parameters differ from the uninterrupted run's",
+        ));
     }
     Ok(())
 }
