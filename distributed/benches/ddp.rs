@@ -3,7 +3,8 @@
 //! against the same step without it, on every rank at once, alternating; and the all-reduce
 //! of the same gradient bytes alone, to show how much of it the overlap with backward hides.
 //! Run: `cargo bench -p kiln-distributed --features mpi --bench ddp` (it launches itself
-//! under `mpirun -np 2`, one kernel thread per rank; `KILN_MPI_NP` picks another size).
+//! under `mpirun -np 2`, one kernel thread per rank; `KILN_MPI_NP` picks another size,
+//! `KILN_BENCH_BUCKET_MB` another `bucket_cap_mb`).
 
 use kiln_core::{DType, Tensor};
 use kiln_distributed::{self as dist, DdpOptions, DistributedDataParallel, ReduceOp};
@@ -14,7 +15,9 @@ use std::time::Instant;
 
 const B: usize = 256;
 const DIMS: [usize; 4] = [784, 1024, 1024, 10];
-const ROUNDS: usize = 20;
+/// Blocks of consecutive steps, and steps per block.
+const BLOCKS: usize = 7;
+const STEPS: usize = 8;
 
 fn main() {
     if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some() {
@@ -34,7 +37,14 @@ fn main() {
             "none",
         ])
         .args(["--mca", "btl_vader_single_copy_mechanism", "none"])
-        .args(["-x", "KILN_NUM_THREADS=1", "-np", &np])
+        .args([
+            "-x",
+            "KILN_NUM_THREADS=1",
+            "-x",
+            "KILN_BENCH_BUCKET_MB",
+            "-np",
+            &np,
+        ])
         .arg(exe)
         .status()
         .expect("mpirun (install Open MPI: apt-get install openmpi-bin libopenmpi-dev)");
@@ -80,39 +90,62 @@ fn rank_main() -> kiln_core::Result<()> {
     kiln_core::manual_seed(rank as u64);
     let plain = mlp()?;
     let mut plain_opt = sgd(plain.parameters())?;
-    let ddp = DistributedDataParallel::new(mlp()?, DdpOptions::default())?;
+    let cap: f64 = std::env::var("KILN_BENCH_BUCKET_MB")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(25.0);
+    let ddp = DistributedDataParallel::new(mlp()?, DdpOptions::default().bucket_cap_mb(cap))?;
     let mut ddp_opt = sgd(ddp.parameters())?;
     let x = Tensor::randn(&[B, DIMS[0]][..], DType::F32)?;
     let y = Tensor::randint(0, 10, &[B][..], DType::I64)?;
     let grads: usize = ddp.parameters().iter().map(|p| p.numel()).sum();
     let flat = Tensor::zeros(&[grads][..], DType::F32)?;
-    let (mut t_plain, mut t_ddp, mut t_ar) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..=ROUNDS {
+    let (mut t_plain, mut t_lock, mut t_ddp, mut t_ar) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // Blocks of STEPS consecutive steps, as a training loop runs them, alternating plain and
+    // DDP; a block's time is per step. The first block of each warms up.
+    for block in 0..=BLOCKS {
         dist::barrier()?;
-        let p = step(&plain, &mut plain_opt, &x, &y)?;
+        let p: f64 = (0..STEPS)
+            .map(|_| step(&plain, &mut plain_opt, &x, &y))
+            .sum::<kiln_core::Result<f64>>()?;
         dist::barrier()?;
-        let d = step(&ddp, &mut ddp_opt, &x, &y)?;
+        // The plain step with the ranks in lockstep (a barrier after each), as DDP keeps
+        // them: what is left between this and DDP is DDP's own cost.
+        let mut l = 0.0;
+        for _ in 0..STEPS {
+            let s = Instant::now();
+            step(&plain, &mut plain_opt, &x, &y)?;
+            dist::barrier()?;
+            l += s.elapsed().as_secs_f64();
+        }
+        dist::barrier()?;
+        let d: f64 = (0..STEPS)
+            .map(|_| step(&ddp, &mut ddp_opt, &x, &y))
+            .sum::<kiln_core::Result<f64>>()?;
         dist::barrier()?;
         let s = Instant::now();
         dist::all_reduce(&flat, ReduceOp::Sum)?;
         let a = s.elapsed().as_secs_f64();
-        if round > 0 {
-            t_plain.push(p);
-            t_ddp.push(d);
+        if block > 0 {
+            t_plain.push(p / STEPS as f64);
+            t_lock.push(l / STEPS as f64);
+            t_ddp.push(d / STEPS as f64);
             t_ar.push(a);
         }
     }
-    let (p, d, a) = (median(t_plain), median(t_ddp), median(t_ar));
+    let (p, l, d, a) = (median(t_plain), median(t_lock), median(t_ddp), median(t_ar));
     if rank == 0 {
-        println!("MLP 784-1024-1024-10 train step, batch {B} per rank, {size} ranks x 1 thread, median of {ROUNDS}:");
-        println!("| plain step | DDP step | DDP - plain | (DDP - plain) / plain | all_reduce of the {:.1} MB of gradients alone |", grads as f64 * 4.0 / 1e6);
-        println!("| ---: | ---: | ---: | ---: | ---: |");
+        println!("MLP 784-1024-1024-10 train step, batch {B} per rank, {size} ranks x 1 thread, median of {BLOCKS} blocks of {STEPS} steps:");
+        println!("| plain step | plain, lockstep | DDP step | (DDP - plain) / plain | (DDP - lockstep) / lockstep | all_reduce of the {:.1} MB of gradients alone |", grads as f64 * 4.0 / 1e6);
+        println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
         println!(
-            "| {:.1} ms | {:.1} ms | {:.1} ms | {:.1}% | {:.1} ms |",
+            "| {:.1} ms | {:.1} ms | {:.1} ms | {:.1}% | {:.1}% | {:.1} ms |",
             p * 1e3,
+            l * 1e3,
             d * 1e3,
-            (d - p) * 1e3,
             100.0 * (d - p) / p,
+            100.0 * (d - l) / l,
             a * 1e3
         );
     }

@@ -11,7 +11,7 @@
 //!   arms the reducer for the backward (with `find_unused_parameters`, after finding the
 //!   parameters the outputs' graph does not reach: `mod graph`).
 //! - During backward every parameter's post-accumulate-grad hook copies its gradient into
-//!   its bucket; full buckets are divided by the world size and all-reduced asynchronously,
+//!   its bucket, scaled by 1 / world size; full buckets are all-reduced asynchronously,
 //!   in bucket order, while backward goes on; the last one waits for all and writes the
 //!   averages back into the `.grad`s. The optimizer then steps as usual, identically on
 //!   every rank.

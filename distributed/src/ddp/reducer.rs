@@ -1,6 +1,6 @@
 //! The gradient reducer (PyTorch's `Reducer`, reducer.cpp): post-accumulate-grad hooks mark
-//! parameters ready during backward; a bucket whose parameters are all ready is flattened,
-//! divided by the world size and all-reduced asynchronously, in bucket order so every rank
+//! parameters ready during backward, each gradient copied into its bucket scaled by 1 / world
+//! size; a bucket whose parameters are all ready is all-reduced asynchronously, in bucket order so every rank
 //! submits the same collectives in the same order; once the last bucket is launched, the
 //! reducer waits for every reduction and writes the averages back into the `.grad`s.
 
@@ -269,9 +269,20 @@ impl Inner {
         {
             let _g = no_grad();
             let view = &self.views[index];
+            let n = self.group.size();
             match self.params[index].grad() {
-                Some(g) => view.copy_(&g)?,
-                None => view.zero_()?,
+                // Scaled by 1/n while copied, as PyTorch's reducer does: one pass over the
+                // gradient instead of a copy and a division of the whole bucket.
+                Some(g) if n > 1 => {
+                    let scale = Tensor::scalar_tensor(1.0 / n as f64, g.dtype())?;
+                    kiln_core::mul_out(&g, &scale, view)?;
+                }
+                Some(g) => {
+                    view.copy_(&g)?;
+                }
+                None => {
+                    view.zero_()?;
+                }
             };
         }
         let b = self.bucket_of[index];
@@ -289,10 +300,6 @@ impl Inner {
     fn launch_ready_buckets(&self, st: &mut State) -> Result<()> {
         while st.next_bucket < self.buckets.len() && st.pending[st.next_bucket] == 0 {
             let flat = &self.buckets[st.next_bucket].flat;
-            {
-                let _g = no_grad();
-                flat.div_scalar_(self.group.size() as f64)?;
-            }
             st.works
                 .push(self.group.all_reduce_async(flat, ReduceOp::Sum)?);
             st.next_bucket += 1;
