@@ -34,7 +34,7 @@ fn main() -> Result<()> {
 fn train() -> Result<()> {
     let (rank, world) = (dist::rank()?, dist::world_size()?);
     let cnn = common::arg_value("--model").as_deref() == Some("cnn");
-    if GLOBAL_BATCH % world != 0 {
+    if !GLOBAL_BATCH.is_multiple_of(world) {
         return Err(Error::value(
             "digits_ddp",
             format!("the global batch of {GLOBAL_BATCH} does not split evenly over {world} ranks"),

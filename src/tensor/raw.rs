@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn a_bool_tensor_written_with_any_byte_reads_as_true() {
-        let t = Tensor::zeros(&[3], DType::Bool).unwrap();
+        let t = Tensor::zeros([3], DType::Bool).unwrap();
         t.with_bytes_mut("test", |b| b.copy_from_slice(&[0, 7, 255]))
             .unwrap();
         assert_eq!(t.to_vec::<bool>().unwrap(), vec![false, true, true]);
@@ -130,13 +130,13 @@ mod tests {
 
     #[test]
     fn a_non_contiguous_or_cpu_tensor_is_refused_with_the_op_named() {
-        let t = Tensor::zeros(&[2, 3], DType::F32).unwrap().t().unwrap();
+        let t = Tensor::zeros([2, 3], DType::F32).unwrap().t().unwrap();
         let e = t.with_bytes("all_reduce", |_| ()).unwrap_err().to_string();
         assert!(
             e.contains("all_reduce") && e.contains("Tensors must be contiguous"),
             "{e}"
         );
-        let e = Tensor::zeros(&[2], DType::F32)
+        let e = Tensor::zeros([2], DType::F32)
             .unwrap()
             .data_ptr("all_reduce")
             .unwrap_err();
