@@ -8,6 +8,11 @@
 //! direct call and one kiln call, each timed on rank 0 between barriers; the table shows
 //! median algorithm bandwidth (bytes / time) and kiln's ratio to the direct call.
 
+// The tests' mpirun flags (and helpers this bench does not use).
+#[path = "../tests/mpi/common.rs"]
+#[allow(dead_code)]
+mod common;
+
 use kiln_core::{DType, Tensor};
 use kiln_distributed::{self as dist, ReduceOp};
 use mpi::collective::SystemOperation;
@@ -23,22 +28,13 @@ fn main() {
         }
         return;
     }
-    let np = std::env::var("KILN_MPI_NP").unwrap_or_else(|_| "2".into());
+    let np = std::env::var("KILN_MPI_NP")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
     let exe = std::env::current_exe().expect("the bench binary's path");
     let status = Command::new("mpirun")
-        .args([
-            "--oversubscribe",
-            "--allow-run-as-root",
-            "--bind-to",
-            "none",
-        ])
-        .args([
-            "--mca",
-            "btl_vader_single_copy_mechanism",
-            "none",
-            "-np",
-            &np,
-        ])
+        .args(common::mpirun_args(np))
         .arg(exe)
         .status()
         .expect("mpirun (install Open MPI: apt-get install openmpi-bin libopenmpi-dev)");

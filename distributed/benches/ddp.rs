@@ -6,6 +6,11 @@
 //! under `mpirun -np 2`, one kernel thread per rank; `KILN_MPI_NP` picks another size,
 //! `KILN_BENCH_BUCKET_MB` another `bucket_cap_mb`).
 
+// The tests' mpirun flags (and helpers this bench does not use).
+#[path = "../tests/mpi/common.rs"]
+#[allow(dead_code)]
+mod common;
+
 use kiln_core::{DType, Tensor};
 use kiln_distributed::{self as dist, DdpOptions, DistributedDataParallel, ReduceOp};
 use kiln_nn::{functional as F, Forward, Linear, Module, ReLU, Sequential};
@@ -27,24 +32,14 @@ fn main() {
         }
         return;
     }
-    let np = std::env::var("KILN_MPI_NP").unwrap_or_else(|_| "2".into());
+    let np = std::env::var("KILN_MPI_NP")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
     let exe = std::env::current_exe().expect("the bench binary's path");
     let status = Command::new("mpirun")
-        .args([
-            "--oversubscribe",
-            "--allow-run-as-root",
-            "--bind-to",
-            "none",
-        ])
-        .args(["--mca", "btl_vader_single_copy_mechanism", "none"])
-        .args([
-            "-x",
-            "KILN_NUM_THREADS=1",
-            "-x",
-            "KILN_BENCH_BUCKET_MB",
-            "-np",
-            &np,
-        ])
+        .args(common::mpirun_args(np))
+        .args(["-x", "KILN_NUM_THREADS=1", "-x", "KILN_BENCH_BUCKET_MB"])
         .arg(exe)
         .status()
         .expect("mpirun (install Open MPI: apt-get install openmpi-bin libopenmpi-dev)");

@@ -2,7 +2,7 @@
 //! inputs (`common::value`), plus the errors: local checks, mismatches across ranks, and a
 //! rank that never arrives.
 
-use crate::common::{assert_values, fail, input, value};
+use crate::common::{assert_values, ctx, expect_err, fail, input, reference, value};
 use kiln_core::{DType, Result, Tensor};
 use kiln_distributed::{self as dist, ReduceOp};
 use std::time::{Duration, Instant};
@@ -51,32 +51,6 @@ pub const TESTS: &[crate::Test] = &[
 ];
 
 const SHAPE: [usize; 2] = [3, 4];
-
-fn ctx() -> (usize, usize) {
-    (dist::rank().unwrap(), dist::world_size().unwrap())
-}
-
-/// The reduction of every rank's value at `i`, computed in f64 (exact for these values).
-fn reference(op: ReduceOp, dtype: DType, i: usize, size: usize) -> f64 {
-    let vals: Vec<f64> = (0..size).map(|r| value(r, i, dtype)).collect();
-    if dtype == DType::Bool {
-        let any = vals.iter().any(|&v| v != 0.0);
-        let all = vals.iter().all(|&v| v != 0.0);
-        return match op {
-            ReduceOp::Sum | ReduceOp::Max => any as u8 as f64,
-            _ => all as u8 as f64,
-        };
-    }
-    let sum: f64 = vals.iter().sum();
-    match op {
-        ReduceOp::Sum => sum,
-        ReduceOp::Avg if dtype.is_floating_point() => sum / size as f64,
-        ReduceOp::Avg => (sum / size as f64).trunc(),
-        ReduceOp::Product => vals.iter().product(),
-        ReduceOp::Min => vals.iter().cloned().fold(f64::INFINITY, f64::min),
-        ReduceOp::Max => vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
-    }
-}
 
 fn all_reduce_every_op_and_dtype() -> Result<()> {
     let (rank, size) = ctx();
@@ -325,18 +299,6 @@ fn new_group_reduces_over_members_only() -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn expect_err(what: &str, r: Result<()>, needle: &str) -> Result<()> {
-    match r {
-        Ok(()) => Err(fail(format!(
-            "{what}: succeeded, expected an error containing {needle:?}"
-        ))),
-        Err(e) if e.to_string().contains(needle) => Ok(()),
-        Err(e) => Err(fail(format!(
-            "{what}: error {e:?} does not contain {needle:?}"
-        ))),
-    }
 }
 
 fn local_checks_give_pytorchs_errors() -> Result<()> {

@@ -2,6 +2,7 @@
 //! data every rank can compute for every other rank.
 
 use kiln_core::{DType, Error, Result, Tensor};
+use kiln_distributed::{self as dist, ReduceOp};
 use std::time::Duration;
 
 /// Collectives in the tests fail after this (the default is 30 minutes).
@@ -60,4 +61,44 @@ pub fn assert_values(what: &str, t: &Tensor, expect: &[f64]) -> Result<()> {
         return Err(fail(format!("{what}: got {got:?}, expected {expect:?}")));
     }
     Ok(())
+}
+
+/// This rank and the world's size.
+pub fn ctx() -> (usize, usize) {
+    (dist::rank().unwrap(), dist::world_size().unwrap())
+}
+
+/// The reduction of every rank's value at `i`, computed in f64 (exact for these values).
+pub fn reference(op: ReduceOp, dtype: DType, i: usize, size: usize) -> f64 {
+    let vals: Vec<f64> = (0..size).map(|r| value(r, i, dtype)).collect();
+    if dtype == DType::Bool {
+        let any = vals.iter().any(|&v| v != 0.0);
+        let all = vals.iter().all(|&v| v != 0.0);
+        return match op {
+            ReduceOp::Sum | ReduceOp::Max => any as u8 as f64,
+            _ => all as u8 as f64,
+        };
+    }
+    let sum: f64 = vals.iter().sum();
+    match op {
+        ReduceOp::Sum => sum,
+        ReduceOp::Avg if dtype.is_floating_point() => sum / size as f64,
+        ReduceOp::Avg => (sum / size as f64).trunc(),
+        ReduceOp::Product => vals.iter().product(),
+        ReduceOp::Min => vals.iter().cloned().fold(f64::INFINITY, f64::min),
+        ReduceOp::Max => vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+    }
+}
+
+/// `Ok` when `r` failed with an error containing `needle`.
+pub fn expect_err(what: &str, r: Result<()>, needle: &str) -> Result<()> {
+    match r {
+        Ok(()) => Err(fail(format!(
+            "{what}: succeeded, expected an error containing {needle:?}"
+        ))),
+        Err(e) if e.to_string().contains(needle) => Ok(()),
+        Err(e) => Err(fail(format!(
+            "{what}: error {e:?} does not contain {needle:?}"
+        ))),
+    }
 }

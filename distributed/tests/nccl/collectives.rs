@@ -2,7 +2,7 @@
 //! computes on the CPU from all ranks' inputs (`common::value`), plus the NCCL backend's own
 //! errors (int16, CPU tensors, receive from any rank).
 
-use crate::common::{assert_values, fail, input, value};
+use crate::common::{assert_values, ctx, expect_err, fail, input, reference, value};
 use kiln_core::{DType, Device, Result, Tensor};
 use kiln_distributed::{self as dist, ReduceOp};
 use std::time::{Duration, Instant};
@@ -45,10 +45,6 @@ pub const TESTS: &[crate::Test] = &[
 
 const SHAPE: [usize; 2] = [3, 4];
 
-fn ctx() -> (usize, usize) {
-    (dist::rank().unwrap(), dist::world_size().unwrap())
-}
-
 /// This rank's GPU, as the engine picks it.
 fn device() -> Device {
     let local = std::env::var("OMPI_COMM_WORLD_LOCAL_RANK")
@@ -84,28 +80,6 @@ fn check(what: &str, t: &Tensor, expect: &[f64]) -> Result<()> {
 /// NCCL's dtypes: every kiln dtype but int16.
 fn dtypes() -> impl Iterator<Item = DType> {
     DType::ALL.into_iter().filter(|&d| d != DType::I16)
-}
-
-/// The reduction of every rank's value at `i`, computed in f64 (exact for these values).
-fn reference(op: ReduceOp, dtype: DType, i: usize, size: usize) -> f64 {
-    let vals: Vec<f64> = (0..size).map(|r| value(r, i, dtype)).collect();
-    if dtype == DType::Bool {
-        let any = vals.iter().any(|&v| v != 0.0);
-        let all = vals.iter().all(|&v| v != 0.0);
-        return match op {
-            ReduceOp::Sum | ReduceOp::Max => any as u8 as f64,
-            _ => all as u8 as f64,
-        };
-    }
-    let sum: f64 = vals.iter().sum();
-    match op {
-        ReduceOp::Sum => sum,
-        ReduceOp::Avg if dtype.is_floating_point() => sum / size as f64,
-        ReduceOp::Avg => (sum / size as f64).trunc(),
-        ReduceOp::Product => vals.iter().product(),
-        ReduceOp::Min => vals.iter().cloned().fold(f64::INFINITY, f64::min),
-        ReduceOp::Max => vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
-    }
 }
 
 const OPS: [ReduceOp; 5] = [
@@ -366,16 +340,6 @@ fn results_are_ordered_with_kiln_kernels() -> Result<()> {
         )));
     }
     Ok(())
-}
-
-fn expect_err(what: &str, r: Result<()>, needle: &str) -> Result<()> {
-    match r {
-        Ok(()) => Err(fail(format!(
-            "{what}: succeeded, expected an error with '{needle}'"
-        ))),
-        Err(e) if e.to_string().contains(needle) => Ok(()),
-        Err(e) => Err(fail(format!("{what}: expected '{needle}', got: {e}"))),
-    }
 }
 
 fn nccl_errors_name_the_problem() -> Result<()> {
