@@ -49,10 +49,12 @@ pub mod init;
 pub mod layer_norm {
     pub use crate::normalization::LayerNorm;
 }
+mod batch_norm_sync;
 pub mod linear;
 pub mod loss;
 pub mod module;
 pub mod normalization;
+pub use batch_norm_sync::BatchNormSync;
 pub mod pooling;
 pub mod rnn;
 pub mod shape;
@@ -87,8 +89,8 @@ pub use loss::{
 };
 pub use module::{BufferField, Forward, Module, ModuleField, TensorKind, Visitor, VisitorMut};
 pub use normalization::{
-    BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormOptions, BatchNormSync, GroupNorm,
-    LayerNorm, RMSNorm,
+    BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormOptions, GroupNorm, LayerNorm,
+    RMSNorm,
 };
 pub use pooling::{
     AdaptiveAvgPool, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool, AdaptiveMaxPool1d,

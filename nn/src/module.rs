@@ -3,7 +3,7 @@
 //! PyTorch user calls on a module (`named_parameters`, `state_dict`, `train`, `to`, …) is
 //! built on them.
 
-use crate::normalization::BatchNormSync;
+use crate::batch_norm_sync::BatchNormSync;
 use crate::state_dict::{IncompatibleKeys, StateDict};
 use kiln_core::{no_grad, DType, Device, Error, Result, Tensor};
 use std::sync::Arc;
