@@ -5,10 +5,10 @@
 use kiln_core::{Result, Tensor};
 
 /// Training-mode batch norm whose statistics span more than this process's batch: what
-/// `kiln_distributed::convert_sync_batchnorm` plugs into a [`BatchNorm`](crate::BatchNorm) to make it
-/// PyTorch's `SyncBatchNorm` (nn itself knows nothing of processes). A layer holding one
-/// calls it for every forward pass in training that uses batch statistics, after counting the
-/// pass in `num_batches_tracked`; evaluation never reaches it.
+/// `kiln_distributed::convert_sync_batchnorm` plugs into a [`BatchNorm`](crate::BatchNorm)
+/// to make it PyTorch's `SyncBatchNorm` (nn itself knows nothing of processes). A layer
+/// holding one calls it for every forward pass in training that uses batch statistics, after
+/// counting the pass in `num_batches_tracked`; evaluation never reaches it.
 pub trait BatchNormSync: Send + Sync {
     /// Normalises `input` (`[N, C, *]`) with the mean and biased variance of the whole
     /// (distributed) batch, scales by `weight` and shifts by `bias`, and folds the batch's
