@@ -6,7 +6,7 @@ use super::storage::Buffer;
 use crate::{Device, Error, Result, Tensor};
 
 impl Tensor {
-    /// `op`'s error unless this tensor is contiguous and on `device`'s kind of backend.
+    /// `op`'s error unless this tensor is contiguous (the device is checked by the caller).
     fn check_raw(&self, op: &str) -> Result<()> {
         if !self.is_contiguous() {
             return Err(Error::value(op, "Tensors must be contiguous"));
