@@ -10,6 +10,7 @@
 //! ```
 
 #[macro_use]
+pub mod amp;
 mod arc_init;
 pub mod autograd;
 mod backends;
@@ -21,6 +22,7 @@ mod warning;
 
 pub use backends::cuda;
 
+pub use amp::autocast;
 pub use autograd::{enable_grad, no_grad};
 pub use error::{Error, ErrorKind, KernelError, Result};
 pub use ops::create::TensorData;

@@ -10,6 +10,8 @@
 //! skipped` (CUDA cases count as skipped on a machine without a CUDA device) and exits
 //! non-zero when a case fails.
 
+#[path = "opinfo/autocast.rs"]
+mod autocast;
 #[path = "opinfo/harness.rs"]
 mod harness;
 #[path = "opinfo/refs.rs"]

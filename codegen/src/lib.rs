@@ -121,9 +121,10 @@ pub fn show(root: &Path, name: &str) -> Result<String, String> {
         let fuzz = gen::format(gen::fuzz::generate(&one))?;
         let lines = |s: &str| s.lines().count();
         out.push_str(&format!(
-            "// ==== {} (native_functions.yaml:{}) ====\n// api: {} lines, node: {} lines, tests: {} lines\n\n{api}\n{node}\n{tests}\n{fuzz}\n",
+            "// ==== {} (native_functions.yaml:{}) ====\n// autocast: {}\n// api: {} lines, node: {} lines, tests: {} lines\n\n{api}\n{node}\n{tests}\n{fuzz}\n",
             op.schema,
             op.line,
+            op.autocast.describe(),
             lines(&api),
             lines(&node),
             lines(&tests)

@@ -46,6 +46,18 @@ pub struct RawOp {
     /// at its range rather than wrapping (`clamp(uint8, min=-1)` clamps at 0, as PyTorch).
     #[serde(default)]
     pub saturate: Vec<String>,
+    /// The cast an autocast region applies at the op's entry: a policy for CPU and CUDA
+    /// alike, or one per device type (see `model::autocast`).
+    #[serde(default)]
+    pub autocast: Option<RawAutocast>,
+}
+
+/// An entry's `autocast:`: `lower`, or `{CPU: promote, CUDA: none}`.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(untagged)]
+pub enum RawAutocast {
+    Shared(String),
+    PerDevice(BTreeMap<String, String>),
 }
 
 /// A dtype set: a named group (`all`, `numeric`, `floating`, `integral`) or a list.

@@ -519,6 +519,21 @@ fn an_error_about_a_key_is_at_that_keys_line() {
             "same_dtype_error needs promote: same",
         ),
         (
+            after_dtypes("  autocast: lowr"),
+            7,
+            "unknown autocast policy 'lowr' (did you mean `lower`?)",
+        ),
+        (
+            after_dtypes("  autocast: {CPU: lower, TPU: fp32}"),
+            7,
+            "unknown device type 'TPU'",
+        ),
+        (
+            after_dtypes("  autocast: fp32_set_opt_dtype"),
+            7,
+            "fp32_set_opt_dtype needs a `ScalarType? dtype` argument",
+        ),
+        (
             after_dtypes("  vectorized: binary::mul"),
             7,
             "names no slice kernel",

@@ -102,6 +102,8 @@ fn run(
     captures: Option<&[Option<Edge>]>,
 ) -> Result<Vec<Option<Tensor>>> {
     let _mode = set_grad_enabled(create_graph);
+    // Backward runs each op in the dtypes its forward recorded, never autocast.
+    let _autocast = crate::amp::suspend_autocast();
 
     // Dependencies: how many edges from reachable nodes point at each node.
     let mut deps: HashMap<Key, usize> = HashMap::new();

@@ -454,6 +454,9 @@ pub struct OpInfo {
     pub gradcheck: bool,
     /// Some input makes the op fail, so the errors check runs.
     pub errors: bool,
+    /// The op's `autocast:` policy on the CPU and on CUDA (`lower`, `fp32`, ...), if any.
+    pub autocast_cpu: Option<&'static str>,
+    pub autocast_cuda: Option<&'static str>,
 }
 
 impl OpInfo {

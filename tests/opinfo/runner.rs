@@ -23,10 +23,11 @@ enum Check {
     Errors,
     Meta,
     MetaErrors,
+    Autocast,
 }
 
 /// Every check, for the close names of a filter that matches nothing.
-const CHECKS: [Check; 9] = [
+const CHECKS: [Check; 10] = [
     Check::Forward,
     Check::Edge,
     Check::Noncontiguous,
@@ -36,6 +37,7 @@ const CHECKS: [Check; 9] = [
     Check::Errors,
     Check::Meta,
     Check::MetaErrors,
+    Check::Autocast,
 ];
 
 impl Check {
@@ -50,6 +52,7 @@ impl Check {
             Check::Errors => "errors",
             Check::Meta => "meta",
             Check::MetaErrors => "meta-errors",
+            Check::Autocast => "autocast",
         }
     }
 }
@@ -101,6 +104,7 @@ impl Case {
             Check::Errors => harness::check_errors(info, device),
             Check::Meta => harness::check_meta(info, dtype()),
             Check::MetaErrors => harness::check_meta_errors(info),
+            Check::Autocast => crate::autocast::check_autocast(info, device),
         }
     }
 }
@@ -140,6 +144,9 @@ fn op_cases(info: &'static OpInfo, device: Device) -> Vec<Case> {
     }
     if info.errors {
         add(Check::Errors, None);
+    }
+    if crate::autocast::applies(info, device) {
+        add(Check::Autocast, None);
     }
     cases
 }

@@ -329,6 +329,14 @@ fn table_entry(op: &Op, info: &OpInfo, m: &syn::Ident, a: &Adaptors) -> TokenStr
     let dtypes = info.dtypes.iter().map(|d| d.variant());
     let cuda_dtypes = info.cuda_dtypes.iter().map(|d| d.variant());
     let (variants, gradcheck, errors_check) = (info.variants, info.gradcheck, info.errors);
+    let policy = |p: Option<crate::model::CastPolicy>| match p {
+        Some(p) => {
+            let n = p.name();
+            quote!(Some(#n))
+        }
+        None => quote!(None),
+    };
+    let (autocast_cpu, autocast_cuda) = (policy(op.autocast.cpu), policy(op.autocast.cuda));
     let declared = format!("native_functions.yaml:{}", op.line);
     let gradient = gradient_source(op);
     let args = op.args();
@@ -366,6 +374,8 @@ fn table_entry(op: &Op, info: &OpInfo, m: &syn::Ident, a: &Adaptors) -> TokenStr
             variants: #variants,
             gradcheck: #gradcheck,
             errors: #errors_check,
+            autocast_cpu: #autocast_cpu,
+            autocast_cuda: #autocast_cuda,
         }
     }
 }

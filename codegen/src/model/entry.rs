@@ -60,6 +60,7 @@ pub(super) fn op_entry(
     let operands = operands(&r, line, &schema)?;
     let fixed = fixed(&r, line)?;
     let opinfo = opinfo(&r, line, &dtypes)?;
+    let autocast = super::autocast::autocast(r.autocast.as_ref(), func, line, &schema)?;
     check_kind_options(&r, line, &kind, opinfo.is_some())?;
     let vectorized = match r.vectorized.as_deref() {
         None => None,
@@ -89,6 +90,7 @@ pub(super) fn op_entry(
         opmath: r.opmath,
         saturate: r.saturate,
         vectorized,
+        autocast,
     };
     check_sources(&op, &r.func, kernels)?;
     check_opinfo(&op, &r.func, kernels)?;

@@ -11,6 +11,7 @@
 //! - `derivative`: derivatives.yaml entries, attached to their ops.
 //! - `error`: [`ModelError`] and the helpers validation shares.
 
+pub mod autocast;
 pub mod backend;
 pub mod contract;
 mod derivative;
@@ -20,6 +21,7 @@ mod error;
 pub mod op;
 mod validate;
 
+pub use autocast::{Autocast, CastPolicy};
 pub use backend::{BackendKernel, BackendKey, Backends, DispatchKey, KernelRef};
 pub use dtype::{DType, Fixed};
 pub use error::ModelError;

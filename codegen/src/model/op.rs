@@ -190,6 +190,8 @@ pub struct Op {
     pub saturate: Vec<String>,
     /// Vectorised CPU slice kernels of a pointwise op (`vectorized: <module>::<stem>`).
     pub vectorized: Option<Vectorized>,
+    /// The cast an autocast region applies at the op's entry, per device type.
+    pub autocast: super::autocast::Autocast,
 }
 
 /// Argument info used everywhere.

@@ -217,11 +217,19 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
             Ok(result)
         }
     }];
+    // An op with an `autocast:` policy enters through its casts; in-place and `out=` forms
+    // do not (PyTorch's lists name functional overloads only).
+    let entry = if op.autocast.is_empty() {
+        quote!(call)
+    } else {
+        free.push(autocast_fn(op));
+        quote!(autocast_call)
+    };
     let functional_body = |all: bool| {
         let norm = normalise(&args, all);
         quote! {
             #(#norm)*
-            call(#(#a),*)
+            #entry(#(#a),*)
         }
     };
     let mut methods = Vec::new();
@@ -254,6 +262,84 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
         free.push(out_fn(op));
     }
     (quote!(#(#free)*), quote!(#(#methods)*))
+}
+
+/// `autocast_call`: inside an autocast region for the inputs' device type, casts the
+/// arguments as the op's policy there says, then runs `call` with autocast suspended for that
+/// device type (PyTorch excludes the autocast key while the op runs, so the ops it is made of
+/// are not cast again).
+fn autocast_fn(op: &Op) -> TokenStream {
+    let args = op.args();
+    let a = call_args(&args);
+    let params = compute_params(op);
+    let ret = ret_type(op);
+    let op_lit = op.schema.name.as_str();
+    let policy = |p: Option<crate::model::CastPolicy>| match p {
+        Some(p) => {
+            let v = format_ident!("{}", p.variant());
+            quote!(Some(crate::amp::CastPolicy::#v))
+        }
+        None => quote!(None),
+    };
+    let (cpu, cuda) = (policy(op.autocast.cpu), policy(op.autocast.cuda));
+    let tensors: Vec<TokenStream> = args
+        .iter()
+        .filter(|x| x.kind.is_tensor())
+        .map(|x| {
+            let id = ident(&x.name);
+            match x.kind {
+                ArgKind::Tensor => quote!(.chain(std::iter::once(#id))),
+                ArgKind::OptTensor => quote!(.chain(#id)),
+                ArgKind::OptTensorList => quote!(.chain(#id.iter().flatten().copied())),
+                _ => quote!(.chain(#id.iter())),
+            }
+        })
+        .collect();
+    let casts = args.iter().filter(|x| x.kind.is_tensor()).map(|x| {
+        let id = ident(&x.name);
+        match x.kind {
+            ArgKind::Tensor => quote!(let #id = &plan.cast(#id)?;),
+            ArgKind::OptTensor => quote! {
+                let #id = #id.map(|t| plan.cast(t)).transpose()?;
+                let #id = #id.as_ref();
+            },
+            ArgKind::OptTensorList => quote! {
+                let #id = #id.iter().map(|t| t.map(|t| plan.cast(t)).transpose()).collect::<Result<Vec<Option<Tensor>>>>()?;
+                let #id = &#id.iter().map(Option::as_ref).collect::<Vec<Option<&Tensor>>>();
+                let #id = #id.as_slice();
+            },
+            _ => quote! {
+                let #id = &#id.iter().map(|t| plan.cast(t)).collect::<Result<Vec<Tensor>>>()?;
+                let #id = #id.as_slice();
+            },
+        }
+    });
+    // `fp32_set_opt_dtype`: the model checked there is a `dtype: Option<DType>`.
+    let set_dtype = if [op.autocast.cpu, op.autocast.cuda]
+        .contains(&Some(crate::model::CastPolicy::Fp32SetOptDtype))
+    {
+        quote!(let dtype = plan.opt_dtype(dtype);)
+    } else {
+        quote!()
+    };
+    quote! {
+        /// `call` through the op's autocast policy (native_functions.yaml's `autocast:`).
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) fn autocast_call(#(#params),*) -> Result<#ret> {
+            // Outside every region this is one thread-local load.
+            if !crate::amp::autocast_armed() {
+                return call(#(#a),*);
+            }
+            let inputs: Vec<&Tensor> = std::iter::empty() #(#tensors)* .collect();
+            let Some(plan) = crate::amp::CastPlan::new(#op_lit, &inputs, #cpu, #cuda)? else {
+                return call(#(#a),*);
+            };
+            #(#casts)*
+            #set_dtype
+            let _suspended = plan.suspend();
+            call(#(#a),*)
+        }
+    }
 }
 
 /// The in-place method `<form>_` (`add_`): checks `self` may be written, computes (into
