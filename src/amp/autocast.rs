@@ -228,7 +228,7 @@ impl Autocast {
 /// {
 ///     let _region = kiln::autocast(Device::Cpu, DType::BF16)?;
 ///     assert_eq!(a.mm(&b)?.dtype(), DType::BF16); // `lower`: matmuls in bf16
-///     assert_eq!(a.mm(&b)?.sum(None)?.dtype(), DType::BF16); // no policy: as it is
+///     assert_eq!(a.mm(&b)?.sum()?.dtype(), DType::BF16); // no CPU policy: as it is
 /// }
 /// assert_eq!(a.mm(&b)?.dtype(), DType::F32);
 /// # Ok::<(), kiln::Error>(())
