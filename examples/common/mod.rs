@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each example uses part of this
 
 pub mod models;
+pub mod tiny_gpt;
 
 use flate2::read::GzDecoder;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
