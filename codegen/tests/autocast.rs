@@ -85,3 +85,56 @@ fn set_opt_dtype_is_used_where_pytorch_sets_the_dtype() {
         );
     }
 }
+
+/// The README's table of which ops are in which list, as the YAML says.
+fn lists_table(model: &kiln_codegen::model::Model) -> String {
+    let mut out = String::from(
+        "| policy | on the CPU (bf16 region) | on CUDA (f16 region) |\n| --- | --- | --- |\n",
+    );
+    for p in CastPolicy::ALL {
+        let names = |cuda: bool| {
+            let v: Vec<String> = model
+                .ops
+                .iter()
+                .filter(|o| {
+                    (if cuda {
+                        o.autocast.cuda
+                    } else {
+                        o.autocast.cpu
+                    }) == Some(p)
+                })
+                .map(|o| format!("`{}`", o.full_name()))
+                .collect();
+            if v.is_empty() {
+                "—".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            p.name(),
+            names(false),
+            names(true)
+        ));
+    }
+    out
+}
+
+#[test]
+fn the_readme_lists_each_ops_policy() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let model = kiln_codegen::load(&root).unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let (start, end) = (
+        "<!-- autocast lists: begin -->\n",
+        "<!-- autocast lists: end -->",
+    );
+    let from = readme.find(start).expect("README has the autocast lists") + start.len();
+    let to = readme[from..].find(end).expect("the lists end") + from;
+    let want = lists_table(&model);
+    assert!(
+        readme[from..to] == want,
+        "README.md's autocast lists are not native_functions.yaml's; replace them with:\n{want}"
+    );
+}
