@@ -18,7 +18,7 @@ use common::tiny_gpt::{batch, TinyGpt, LENGTH, VOCAB};
 use kiln::nn::{functional as F, Forward, Module};
 use kiln::optim::lr_scheduler::{LRScheduler, OneCycleLR, OneCycleOptions};
 use kiln::optim::{AdamOptions, AdamW, Optimizer};
-use kiln::{no_grad, Result};
+use kiln::{no_grad, Result, Tensor};
 use std::time::Instant;
 
 const STEPS: usize = 400;

@@ -1,0 +1,59 @@
+//! Mixed precision on the CPU: the tiny transformer's training step (2 layers, d_model 48,
+//! batch 64 × 11 tokens, AdamW) in float32 and under bf16 autocast, and `mm` at 1024² and
+//! 2048² in float32 and bf16. `benches/amp_torch.py` times the same with PyTorch on the same
+//! machine; the two go side by side in BENCHMARKS.md.
+//! Run: `cargo bench --bench amp` (then `python3 benches/amp_torch.py`).
+
+#[path = "../examples/common/tiny_gpt.rs"]
+mod tiny_gpt;
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use kiln::nn::{functional as F, Forward, Module};
+use kiln::optim::{AdamOptions, AdamW, Optimizer};
+use kiln::{DType, Device, Tensor};
+use tiny_gpt::{batch, TinyGpt, VOCAB};
+
+fn transformer_step(c: &mut Criterion) {
+    let mut g = c.benchmark_group("tiny_transformer_train_step");
+    for mixed in [false, true] {
+        kiln::manual_seed(0);
+        let model = TinyGpt::new().unwrap();
+        let mut opt = AdamW::new(model.parameters(), AdamOptions::default()).unwrap();
+        let (x, y) = batch(64, Device::Cpu).unwrap();
+        let y = y.reshape([-1]).unwrap();
+        let name = if mixed { "bf16_autocast" } else { "f32" };
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let loss = {
+                    let _r = mixed.then(|| kiln::autocast(Device::Cpu, DType::BF16).unwrap());
+                    let logits = model.forward(&x).unwrap();
+                    F::cross_entropy(&logits.reshape([-1, VOCAB as i64]).unwrap(), &y).unwrap()
+                };
+                opt.zero_grad().unwrap();
+                loss.backward().unwrap();
+                opt.step().unwrap();
+                black_box(loss)
+            })
+        });
+    }
+    g.finish();
+}
+
+fn matmul(c: &mut Criterion) {
+    for n in [1024usize, 2048] {
+        let mut g = c.benchmark_group(format!("mm_{n}"));
+        g.sample_size(10);
+        let a = Tensor::randn([n, n], DType::F32).unwrap();
+        let b = Tensor::randn([n, n], DType::F32).unwrap();
+        for dtype in [DType::F32, DType::BF16, DType::F16] {
+            let (a, b) = (a.to_dtype(dtype).unwrap(), b.to_dtype(dtype).unwrap());
+            g.bench_function(dtype.short_name(), |bench| {
+                bench.iter(|| black_box(a.mm(&b).unwrap()))
+            });
+        }
+        g.finish();
+    }
+}
+
+criterion_group!(benches, transformer_step, matmul);
+criterion_main!(benches);

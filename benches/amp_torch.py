@@ -1,0 +1,88 @@
+"""PyTorch's side of `cargo bench --bench amp`, on the same machine: the tiny transformer's
+training step in float32 and under CPU bf16 autocast, and torch.mm at 1024² and 2048² in
+float32, bf16 and f16. Prints the median time of each, in milliseconds.
+
+Run: python3 benches/amp_torch.py   (CPU wheel; threads = cores, as kiln's default)
+"""
+
+import os
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.set_num_threads(os.cpu_count())
+LENGTH, VOCAB, D = 6, 3, 48
+BLOCK = 2 * LENGTH - 1
+
+
+class TinyGpt(nn.Module):
+    """The model of examples/common/tiny_gpt.rs."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok_emb = nn.Embedding(VOCAB, D)
+        self.pos_emb = nn.Parameter(torch.zeros(1, BLOCK, D).normal_(0, 0.02))
+        layer = lambda: nn.TransformerEncoderLayer(
+            D, 4, 4 * D, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+        )
+        self.blocks = nn.ModuleList([layer(), layer()])
+        self.ln_f = nn.LayerNorm(D)
+        self.head = nn.Linear(D, VOCAB)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        mask = nn.Transformer.generate_square_subsequent_mask(t)
+        x = self.tok_emb(idx) + self.pos_emb[:, :t]
+        for b in self.blocks:
+            x = b(x, src_mask=mask, is_causal=True)
+        return self.head(self.ln_f(x))
+
+
+def median_ms(f, warmup=5, runs=50, min_s=2.0):
+    for _ in range(warmup):
+        f()
+    times, start = [], time.perf_counter()
+    while len(times) < runs or time.perf_counter() - start < min_s:
+        s = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - s)
+    return 1e3 * statistics.median(times)
+
+
+def main():
+    torch.manual_seed(0)
+    seq = torch.randint(0, VOCAB, (64, LENGTH))
+    srt = seq.sort(1).values
+    x = torch.cat([seq, srt[:, :-1]], 1)
+    y = torch.cat([torch.full((64, LENGTH - 1), -100), srt], 1).reshape(-1)
+    print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads")
+    for mixed in (False, True):
+        torch.manual_seed(0)
+        model = TinyGpt()
+        opt = torch.optim.AdamW(model.parameters())
+
+        def step():
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mixed):
+                loss = F.cross_entropy(model(x).reshape(-1, VOCAB), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        name = "bf16_autocast" if mixed else "f32"
+        print(f"tiny_transformer_train_step/{name}: {median_ms(step):.3f} ms")
+    for n in (1024, 2048):
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        # f16: PyTorch's CPU f16 GEMM runs at under 1 GFLOP/s on this CPU; 1024² shows it.
+        for dt, name in ((torch.float32, "f32"), (torch.bfloat16, "bf16"), (torch.float16, "f16")):
+            if dt == torch.float16 and n > 1024:
+                continue
+            a2, b2 = a.to(dt), b.to(dt)
+            ms = median_ms(lambda: torch.mm(a2, b2), warmup=2, runs=10, min_s=1.0)
+            print(f"mm_{n}/{name}: {ms:.3f} ms  ({2 * n**3 / ms / 1e6:.1f} GFLOP/s)")
+
+
+if __name__ == "__main__":
+    main()
