@@ -259,3 +259,24 @@ fn set_opt_dtype_and_banned_policies() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn a_captured_state_comes_back_inside_backward() -> Result<()> {
+    let state = {
+        let _r = kiln::autocast(Device::Cpu, DType::F16)?;
+        amp::AutocastState::capture()
+    };
+    assert!(state.is_enabled());
+    assert!(!amp::AutocastState::capture().is_enabled());
+    let (a, b) = (randn(&[2, 2]), randn(&[2, 2]));
+    {
+        // Inside backward autocast is suspended; the state applies there all the same.
+        let _suspended = amp::suspend_autocast();
+        assert_eq!(a.mm(&b)?.dtype(), DType::F32);
+        let _g = state.enter()?;
+        assert_eq!(a.mm(&b)?.dtype(), DType::F16);
+    }
+    assert!(!amp::is_autocast_enabled(Device::Cpu));
+    assert_eq!(a.mm(&b)?.dtype(), DType::F32);
+    Ok(())
+}

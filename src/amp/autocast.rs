@@ -294,3 +294,78 @@ pub fn clear_autocast_cache() {
     let stale = REGIONS.with(|r| std::mem::take(&mut r.borrow_mut().cache));
     drop(stale);
 }
+
+/// This thread's autocast settings, captured to be put back later: what activation
+/// checkpointing records at forward so the recomputation in backward casts as the forward
+/// did (PyTorch's checkpoint keeps the same).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AutocastState {
+    cpu: (bool, DType),
+    cuda: (bool, DType),
+    cache_enabled: bool,
+}
+
+impl AutocastState {
+    /// The settings now (a suspension while an op or backward runs reads as disabled).
+    pub fn capture() -> Self {
+        AutocastState {
+            cpu: (active(CPU), region_dtype(CPU)),
+            cuda: (active(CUDA), region_dtype(CUDA)),
+            cache_enabled: cache_enabled(),
+        }
+    }
+
+    /// Whether any device type is autocast in this state.
+    pub fn is_enabled(&self) -> bool {
+        self.cpu.0 || self.cuda.0
+    }
+
+    /// Applies these settings until the returned guard drops, also inside backward (where
+    /// autocast is otherwise suspended).
+    pub fn enter(&self) -> Result<AutocastStateGuard> {
+        let region = |device: Device, (enabled, dtype): (bool, DType)| {
+            Autocast::new(device)
+                .dtype(dtype)
+                .enabled(enabled)
+                .cache_enabled(self.cache_enabled)
+                .enter()
+        };
+        // Lifted first, restored last (fields drop in declaration order, guards first).
+        let resumed = SUSPENDED.with(|s| s.replace(0));
+        let cpu = region(Device::Cpu, self.cpu);
+        let cuda = region(Device::Cuda(0), self.cuda);
+        match (cpu, cuda) {
+            (Ok(cpu), Ok(cuda)) => Ok(AutocastStateGuard {
+                _cuda: cuda,
+                _cpu: cpu,
+                suspended: resumed,
+            }),
+            (cpu, cuda) => {
+                drop((cpu, cuda));
+                SUSPENDED.with(|s| s.set(resumed));
+                Err(Error::value(
+                    "autocast",
+                    "cannot restore the autocast state",
+                ))
+            }
+        }
+    }
+}
+
+/// Settings applied by [`AutocastState::enter`]; dropping it restores the previous ones.
+#[must_use = "the settings apply only while the guard lives"]
+pub struct AutocastStateGuard {
+    _cuda: AutocastGuard,
+    _cpu: AutocastGuard,
+    suspended: u8,
+}
+
+impl Drop for AutocastStateGuard {
+    fn drop(&mut self) {
+        // The region guards drop after this body, in field order: CUDA's, then the CPU's,
+        // the reverse of how they were entered. The suspension is a setting of its own, so
+        // it can come back first.
+        let suspended = self.suspended;
+        SUSPENDED.with(|s| s.set(suspended));
+    }
+}

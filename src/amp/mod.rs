@@ -9,7 +9,7 @@ mod cast_plan;
 
 pub use autocast::{
     autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_cache_enabled,
-    is_autocast_enabled, Autocast, AutocastGuard,
+    is_autocast_enabled, Autocast, AutocastGuard, AutocastState, AutocastStateGuard,
 };
 pub use cast_plan::CastPolicy;
 
