@@ -15,3 +15,8 @@ pub use kiln_optim as optim;
 
 pub mod checkpoint;
 pub mod prelude;
+
+/// Mixed precision (PyTorch's `torch.amp`): [`amp::GradScaler`], dynamic loss scaling.
+pub mod amp {
+    pub use kiln_optim::{GradScaler, GradScalerBuilder, GradScalerState};
+}
