@@ -124,14 +124,14 @@ impl GradScalerBuilder {
             enabled = false;
         }
         if enabled {
-            // `!(x > 1)` also refuses NaN.
-            if !(self.growth_factor > 1.0) {
+            // PyTorch's tests, as written (a NaN passes both).
+            if self.growth_factor <= 1.0 {
                 return Err(Error::value(
                     "GradScaler",
                     "The growth factor must be > 1.0.",
                 ));
             }
-            if !(self.backoff_factor < 1.0) {
+            if self.backoff_factor >= 1.0 {
                 return Err(Error::value(
                     "GradScaler",
                     "The backoff factor must be < 1.0.",

@@ -179,7 +179,12 @@ fn check_unscale(
             let before = vals(&g);
             let found_inf = Tensor::zeros([1], DType::F32).unwrap();
             let inv_t = Tensor::from_vec(vec![inv], &[1]).unwrap();
-            _amp_foreach_non_finite_check_and_unscale_(&[g.clone()], &found_inf, &inv_t).unwrap();
+            _amp_foreach_non_finite_check_and_unscale_(
+                std::slice::from_ref(&g),
+                &found_inf,
+                &inv_t,
+            )
+            .unwrap();
             let want: Vec<f64> = before.iter().map(|&v| unscale_ref(v, inv, dtype)).collect();
             let got = vals(&g);
             for (i, (a, b)) in got.iter().zip(&want).enumerate() {
@@ -217,7 +222,7 @@ fn unscale_matches_a_float64_loop_for_every_floating_dtype_and_layout() {
     let strided = |t: &Tensor| {
         t.reshape([6i64, 8])
             .unwrap()
-            .as_strided_with(&[6i64, 4], &[8i64, 2], Some(1))
+            .as_strided_with([6i64, 4], [8i64, 2], Some(1))
             .unwrap()
     };
     for poison in [
@@ -240,8 +245,12 @@ fn unscale_of_a_large_gradient_finds_an_inf_in_any_chunk() {
     v[n - 3] = f32::INFINITY;
     let g = Tensor::from_vec(v, &[n]).unwrap();
     let found_inf = Tensor::zeros([1], DType::F32).unwrap();
-    _amp_foreach_non_finite_check_and_unscale_(&[g.clone()], &found_inf, &Tensor::from([0.5f32]))
-        .unwrap();
+    _amp_foreach_non_finite_check_and_unscale_(
+        std::slice::from_ref(&g),
+        &found_inf,
+        &Tensor::from([0.5f32]),
+    )
+    .unwrap();
     assert_eq!(found_inf.item::<f32>().unwrap(), 1.0);
     let got = g.to_vec::<f32>().unwrap();
     assert_eq!((got[0], got[n - 1], got[n - 3]), (1.0, 1.0, f32::INFINITY));
