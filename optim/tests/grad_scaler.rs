@@ -276,6 +276,15 @@ fn unscale_takes_a_list_of_mixed_dtypes_and_never_clears_found_inf() {
         1.0,
         "an earlier inf is kept"
     );
+    // Written in place: autograd sees the new version of each gradient's storage.
+    let v = a.version();
+    _amp_foreach_non_finite_check_and_unscale_(
+        std::slice::from_ref(&a),
+        &found_inf,
+        &Tensor::from([0.5f32]),
+    )
+    .unwrap();
+    assert!(a.version() > v, "the version counter moved");
     // An empty list is fine, as in PyTorch.
     _amp_foreach_non_finite_check_and_unscale_(&[], &found_inf, &Tensor::from([0.5f32])).unwrap();
 }
