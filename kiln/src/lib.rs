@@ -15,3 +15,17 @@ pub use kiln_optim as optim;
 
 pub mod checkpoint;
 pub mod prelude;
+
+/// Mixed precision (PyTorch's `torch.amp`): autocast regions ([`autocast`], also
+/// `kiln::autocast`) and [`amp::GradScaler`], dynamic loss scaling.
+///
+/// ```
+/// use kiln::amp::GradScaler;
+/// let scaler = GradScaler::new(kiln::Device::Cpu);   // torch.amp.GradScaler("cpu")
+/// assert_eq!(scaler.get_scale()?, 65536.0);
+/// # Ok::<(), kiln::Error>(())
+/// ```
+pub mod amp {
+    pub use kiln_core::amp::*;
+    pub use kiln_optim::{GradScaler, GradScalerBuilder, GradScalerState};
+}

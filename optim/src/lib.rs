@@ -22,6 +22,7 @@
 mod adagrad;
 mod adam;
 mod clip;
+mod grad_scaler;
 pub mod lr_scheduler;
 mod optimizer;
 mod rmsprop;
@@ -30,6 +31,7 @@ mod sgd;
 pub use adagrad::{Adagrad, AdagradOptions};
 pub use adam::{Adam, AdamOptions, AdamW};
 pub use clip::{clip_grad_norm_, clip_grad_norm_with, clip_grad_value_};
+pub use grad_scaler::{GradScaler, GradScalerBuilder, GradScalerState};
 pub use optimizer::{GroupOptions, Optimizer, OptimizerState, ParamGroup, ParamState};
 pub use rmsprop::{RMSprop, RMSpropOptions};
 pub use sgd::{SGDOptions, SGD};

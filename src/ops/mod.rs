@@ -2,6 +2,7 @@
 //! YAML points at — explicit ops (views, dtype conversion), composites in one file per operator
 //! family, and the backward helpers (`backward/`, one file per family).
 
+pub(crate) mod amp;
 pub(crate) mod attention;
 pub(crate) mod backward;
 pub(crate) mod conversion;
@@ -56,5 +57,6 @@ mod generated {
     include!(concat!(env!("OUT_DIR"), "/ops.rs"));
 }
 
+pub use amp::{_amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_};
 pub use generated::*;
 pub use optim::{_fused_adagrad_, _fused_adam_, _fused_adamw_, _fused_rmsprop_, _fused_sgd_};

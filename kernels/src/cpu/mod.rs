@@ -1,5 +1,6 @@
 //! CPU kernels, one file per op family.
 
+pub mod amp;
 pub mod binary;
 pub mod compare;
 pub mod fold;

@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 
-/// The vectors of a reference file by name.
+/// The vectors of a reference file by name (`#` lines are comments).
 pub fn reference(text: &str) -> HashMap<String, Vec<f64>> {
     text.lines()
-        .filter(|l| !l.trim().is_empty())
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .map(|l| {
             let mut it = l.split_whitespace();
             let name = it.next().expect("a name").to_string();

@@ -1,0 +1,213 @@
+//! Gradient scaling for mixed precision: PyTorch's `_amp_foreach_non_finite_check_and_unscale_`
+//! and `_amp_update_scale_`, what `kiln::amp::GradScaler` calls once per step.
+//!
+//! Hand-written rather than declared in native_functions.yaml, like the fused optimizer steps
+//! in `optim.rs` and for the same reason: their schemas mutate arguments that are not `self`
+//! or `out` (`Tensor(a!)[] self, Tensor(b!) found_inf`; `Tensor(b!) growth_tracker`) and the
+//! first returns nothing, which the generator's in-place/out model (one written `self` or
+//! `out`, outputs allocated from shapes) does not express; neither is differentiable. So they
+//! check their arguments here, with PyTorch's messages, and on the CPU call the kernels in
+//! `kiln_kernels::cpu::amp`. On other devices the unscale runs as a few ops (`isfinite`,
+//! `any`, `mul_`) with the same result, and the scale update reads the two scalars to the
+//! host, applies the same rule and writes them back.
+
+use crate::dispatch::{dst, with_buffers};
+use crate::{autograd, DType, Error, Result, Tensor};
+use kiln_kernels::cpu::amp::{non_finite_check_and_unscale, update_scale};
+
+const UNSCALE: &str = "_amp_foreach_non_finite_check_and_unscale_";
+const UPDATE: &str = "_amp_update_scale_";
+
+/// A scalar argument of the op: `numel() == 1` and float32, else PyTorch's message.
+fn check_scalar(op: &str, t: &Tensor, name: &str, dtype: DType) -> Result<()> {
+    if t.numel() != 1 {
+        return Err(Error::shape(
+            op,
+            format!("{name} must be a 1-element tensor."),
+        ));
+    }
+    if t.dtype() != dtype {
+        let kind = if dtype == DType::I32 {
+            "an int"
+        } else {
+            "a float"
+        };
+        return Err(Error::dtype(op, format!("{name} must be {kind} tensor.")));
+    }
+    Ok(())
+}
+
+fn check_device(op: &str, t: &Tensor, name: &str, device: crate::Device) -> Result<()> {
+    if t.device() != device {
+        return Err(Error::device(
+            op,
+            format!(
+                "{name} is on {}, expected {device} (the device of the first tensor)",
+                t.device()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses to write a tensor autograd records: these ops have no derivative.
+fn check_not_recorded(op: &str, t: &Tensor, name: &str) -> Result<()> {
+    if autograd::is_grad_enabled() && t.requires_grad() {
+        return Err(Error::autograd(
+            op,
+            format!("{name} requires grad and would be written in place by an op with no derivative; call it under no_grad on tensors that do not require grad"),
+        ));
+    }
+    Ok(())
+}
+
+/// PyTorch's `torch._amp_foreach_non_finite_check_and_unscale_`: multiplies every tensor of
+/// `self_` (the scaled gradients) by `inv_scale` in place, in one pass each (in float32 for
+/// f16/bf16), and sets `found_inf` to 1.0 if any element of any of them was inf or NaN
+/// (leaving it as it was otherwise). `found_inf` and `inv_scale` are 1-element float32
+/// tensors; every tensor is on one device; the gradients are floating point, of any mix of
+/// dtypes and layouts (but no gradient may overlap itself, as an expanded one does).
+///
+/// ```
+/// use kiln::Tensor;
+/// let g = Tensor::from([2.0f32, f32::INFINITY, 6.0]);
+/// let found_inf = Tensor::from([0.0f32]);
+/// kiln::_amp_foreach_non_finite_check_and_unscale_(&[g.clone()], &found_inf, &Tensor::from([0.5f32]))?;
+/// assert_eq!(g.to_vec::<f32>()?, [1.0, f32::INFINITY, 3.0]);
+/// assert_eq!(found_inf.item::<f32>()?, 1.0);
+/// # Ok::<(), kiln::Error>(())
+/// ```
+pub fn _amp_foreach_non_finite_check_and_unscale_(
+    self_: &[Tensor],
+    found_inf: &Tensor,
+    inv_scale: &Tensor,
+) -> Result<()> {
+    let op = UNSCALE;
+    check_scalar(op, inv_scale, "inv_scale", DType::F32)?;
+    check_scalar(op, found_inf, "found_inf", DType::F32)?;
+    let device = found_inf.device();
+    check_device(op, inv_scale, "inv_scale", device)?;
+    check_not_recorded(op, found_inf, "found_inf")?;
+    // Check everything before writing anything.
+    for (i, g) in self_.iter().enumerate() {
+        check_device(op, g, &format!("self[{i}]"), device)?;
+        if !g.is_floating_point() {
+            return Err(crate::dispatch::launch::not_implemented(op, g.dtype()));
+        }
+        if g.layout().has_internal_overlap() {
+            return Err(Error::value(
+                op,
+                format!("unsupported operation: more than one element of self[{i}] refers to a single memory location (an expanded tensor); clone it first"),
+            ));
+        }
+        if g.shares_storage_with(found_inf) || g.shares_storage_with(inv_scale) {
+            return Err(Error::value(
+                op,
+                format!("self[{i}] shares memory with found_inf or inv_scale"),
+            ));
+        }
+        check_not_recorded(op, g, &format!("self[{i}]"))?;
+    }
+    if device.is_meta() || self_.is_empty() {
+        return Ok(());
+    }
+    let found = if device == crate::Device::Cpu {
+        let inv = inv_scale.item::<f32>()?;
+        let mut found = false;
+        for g in self_ {
+            found |= unscale_cpu(g, inv);
+            g.storage().bump_version();
+        }
+        found
+    } else {
+        unscale_by_ops(self_, inv_scale)?
+    };
+    if found {
+        let _g = autograd::no_grad();
+        found_inf.fill_(1.0)?;
+    }
+    Ok(())
+}
+
+/// One CPU gradient through the fused kernel, in its own dtype.
+fn unscale_cpu(g: &Tensor, inv: f32) -> bool {
+    with_buffers(&[], &[g], |_, mut outs| {
+        let o = outs.pop().expect("one output locked");
+        match g.dtype() {
+            DType::F32 => non_finite_check_and_unscale(dst::<f32>(o, g), inv),
+            DType::F64 => non_finite_check_and_unscale(dst::<f64>(o, g), inv),
+            DType::F16 => non_finite_check_and_unscale(dst::<half::f16>(o, g), inv),
+            DType::BF16 => non_finite_check_and_unscale(dst::<half::bf16>(o, g), inv),
+            other => unreachable!("{UNSCALE} on {other}: floating dtype checked above"),
+        }
+    })
+}
+
+/// The unscale on a device without a fused kernel: per gradient, whether it holds an inf or
+/// NaN, then `mul_` by the 0-d `inv_scale` (a 0-d tensor does not promote a half gradient,
+/// and the product is computed in float32 and rounded once, as the kernel does).
+fn unscale_by_ops(grads: &[Tensor], inv_scale: &Tensor) -> Result<bool> {
+    let _g = autograd::no_grad();
+    let inv = inv_scale.reshape(())?;
+    let mut found = false;
+    for g in grads {
+        found |= g.isfinite()?.logical_not()?.any()?.item::<bool>()?;
+        g.mul_(&inv)?;
+    }
+    Ok(found)
+}
+
+/// PyTorch's `torch._amp_update_scale_`: updates the loss scale `self_` (1-element float32)
+/// and `growth_tracker` (1-element int32) in place from `found_inf` (1-element float32,
+/// nonzero when some gradient held an inf or NaN this step): on an inf, `scale *=
+/// scale_backoff_factor` and the tracker is reset; otherwise the tracker counts the step and,
+/// on reaching `growth_interval`, `scale *= scale_growth_factor` (kept only if finite in
+/// float32) and the tracker is reset. Returns `self_`.
+///
+/// ```
+/// use kiln::{DType, Tensor};
+/// let scale = Tensor::from([4.0f32]);
+/// let tracker = Tensor::from([2i32]);
+/// kiln::_amp_update_scale_(&scale, &tracker, &Tensor::from([0.0f32]), 2.0, 0.5, 3)?;
+/// assert_eq!((scale.item::<f32>()?, tracker.item::<i32>()?), (8.0, 0));
+/// # Ok::<(), kiln::Error>(())
+/// ```
+pub fn _amp_update_scale_(
+    self_: &Tensor,
+    growth_tracker: &Tensor,
+    found_inf: &Tensor,
+    scale_growth_factor: f64,
+    scale_backoff_factor: f64,
+    growth_interval: i64,
+) -> Result<Tensor> {
+    let op = UPDATE;
+    let device = self_.device();
+    check_device(op, growth_tracker, "growth_tracker", device)?;
+    check_device(op, found_inf, "found_inf", device)?;
+    check_scalar(op, growth_tracker, "growth_tracker", DType::I32)?;
+    check_scalar(op, self_, "current_scale", DType::F32)?;
+    check_scalar(op, found_inf, "found_inf", DType::F32)?;
+    check_not_recorded(op, self_, "current_scale")?;
+    check_not_recorded(op, growth_tracker, "growth_tracker")?;
+    if self_.shares_storage_with(growth_tracker) {
+        return Err(Error::value(
+            op,
+            "current_scale and growth_tracker share memory",
+        ));
+    }
+    if device.is_meta() {
+        return Ok(self_.clone());
+    }
+    let (scale, tracker) = update_scale(
+        self_.item::<f32>()?,
+        growth_tracker.item::<i32>()?,
+        found_inf.item::<f32>()?,
+        scale_growth_factor,
+        scale_backoff_factor,
+        growth_interval,
+    );
+    let _g = autograd::no_grad();
+    self_.fill_(scale as f64)?;
+    growth_tracker.fill_(tracker as i64)?;
+    Ok(self_.clone())
+}
