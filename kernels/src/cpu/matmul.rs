@@ -795,7 +795,7 @@ mod tests {
         );
     }
 
-    const BF16_SHAPES: [(usize, usize, usize); 12] = [
+    const BF16_SHAPES: [(usize, usize, usize); 13] = [
         (1, 1, 1),
         (1, 5, 1),
         (3, 1, 4),
@@ -808,6 +808,7 @@ mod tests {
         (37, 300, 50),
         (5, 1000, 3),
         (150, 257, 97),
+        (13, 261, 300),
     ];
 
     /// Every shape × storage through one of the bf16 paths.

@@ -15,13 +15,14 @@
 //! part is written back. Packing reads the inputs through their strides (transposed,
 //! sliced, stride-0 views are packed in place; there is no separate contiguous copy).
 //!
-//! Blocking. The microkernel keeps a `12 x 32` tile of `C` in 24 zmm accumulators and runs
-//! over the whole `k`: per pair of `k` it loads two zmm of `B`, broadcasts 12 words of `A`
-//! and issues 24 `VDPBF16PS` (768 multiply-adds). `B` is packed once for the product; the
-//! rows of `C` are split into blocks of `mc` rows (their packed `A`, `mc x k` bf16, sized to
-//! stay in L2 next to one `k x NR` panel of `B`), one block per task on kiln's pool. Each
-//! task packs its own `A` block and walks the panels of `B`, reusing each across its row
-//! micro-panels.
+//! Blocking. The microkernel keeps a `12 x 32` tile of `C` in 24 zmm accumulators: per pair
+//! of `k` it loads two zmm of `B`, broadcasts 12 words of `A` and issues 24 `VDPBF16PS`
+//! (768 multiply-adds). `B` is packed once for the product; the rows of `C` are split into
+//! blocks of `mc` rows (their packed `A`, `mc x k` bf16, sized to stay in L2), one block per
+//! task on kiln's pool. Each task packs its own `A` block, then for each group of
+//! [`NC_PANELS`] panels of `B` walks `k` in blocks of [`KC_PAIRS`] pairs: each block of a
+//! `B` panel (16 KiB, in L1) is reused across the task's row micro-panels, the `f32` tiles
+//! carried from one `k` block to the next, and rounded to `bf16` after the last.
 //!
 //! `VDPBF16PS` treats `bf16` subnormal inputs as zero and flushes subnormal `f32` sums (as
 //! oneDNN's kernels that PyTorch calls on such CPUs do).
@@ -30,8 +31,8 @@ use super::{Mat, PARALLEL_FLOPS};
 use crate::half::bf16;
 use crate::parallel::{fan_out, num_threads, par_chunks_mut};
 use std::arch::x86_64::{
-    __m512bh, __m512i, _mm512_dpbf16_ps, _mm512_loadu_si512, _mm512_set1_epi32, _mm512_setzero_ps,
-    _mm512_storeu_ps,
+    __m512bh, __m512i, _mm512_dpbf16_ps, _mm512_loadu_ps, _mm512_loadu_si512, _mm512_set1_epi32,
+    _mm512_setzero_ps, _mm512_storeu_ps,
 };
 use std::sync::OnceLock;
 
@@ -43,6 +44,11 @@ pub(super) const NR: usize = 32;
 const A_BLOCK_BYTES: usize = 1 << 18;
 /// Most rows in one task's block.
 const MAX_MC: usize = 16 * MR;
+/// Pairs of `k` per block: one block of a `B` panel (`KC_PAIRS * NR` words, 16 KiB) stays
+/// in L1 while the task's row micro-panels (`KC_PAIRS * MR` words each) stream past it.
+const KC_PAIRS: usize = 128;
+/// Panels of `B` (of `NR` columns) whose `f32` tiles a task keeps across the `k` blocks.
+const NC_PANELS: usize = 8;
 
 /// Proof that the running CPU has AVX-512F and AVX512-BF16: only [`Avx512Bf16::detect`]
 /// makes one, so holding it lets the `target_feature` microkernel run.
@@ -115,16 +121,26 @@ fn pack_a_block(a: Mat<'_, bf16>, k: usize, r0: usize, rows: usize, dst: &mut [u
     }
 }
 
-/// One `MR x NR` tile: `tile = A_panel @ B_panel` over `a.len() / MR` pairs of `k`, in
-/// `f32`. `a` is a packed micro-panel of `A` (`MR` words per pair), `b` a packed panel of `B`
-/// (`NR` words per pair) with as many pairs.
+/// One `MR x NR` tile: `tile = A_panel @ B_panel` (or `tile += ...` when `accumulate`) over
+/// `a.len() / MR` pairs of `k`, in `f32`. `a` is a block of a packed micro-panel of `A`
+/// (`MR` words per pair), `b` the same pairs of a packed panel of `B` (`NR` words per pair).
 ///
 /// # Safety
 /// The CPU must support AVX-512F and AVX512-BF16 (an [`Avx512Bf16`] token proves it).
 #[target_feature(enable = "avx512f,avx512bf16")]
-unsafe fn microkernel(a: &[u32], b: &[u32], tile: &mut [f32; MR * NR]) {
+unsafe fn microkernel(a: &[u32], b: &[u32], tile: &mut [f32; MR * NR], accumulate: bool) {
     assert_eq!(a.len() / MR, b.len() / NR);
     let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+    if accumulate {
+        for (row, acc) in tile.chunks_exact(NR).zip(&mut acc) {
+            // SAFETY: `row` is NR = 32 f32, so the loads at elements 0 and 16 (64 bytes
+            // each) lie inside it.
+            unsafe {
+                acc[0] = _mm512_loadu_ps(row.as_ptr());
+                acc[1] = _mm512_loadu_ps(row.as_ptr().add(16));
+            }
+        }
+    }
     for (ap, bp) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
         // SAFETY: `bp` is NR = 32 words (128 bytes), so both unaligned 64-byte loads, at
         // words 0 and 16, lie inside it; AVX-512F is enabled on this function.
@@ -200,20 +216,38 @@ pub(super) fn gemm(
     };
     let task = |blk: usize, cb: &mut [bf16]| {
         let (r0, rows) = (blk * mc, cb.len() / n);
-        let mut packed_a = vec![0u32; rows.div_ceil(MR) * kp * MR];
+        let apanels = rows.div_ceil(MR);
+        let mut packed_a = vec![0u32; apanels * kp * MR];
         pack_a_block(a, k, r0, rows, &mut packed_a);
-        let mut tile = [0f32; MR * NR];
-        for (pj, bpan) in packed_b.chunks_exact(kp * NR).enumerate() {
-            let (j0, cols) = (pj * NR, NR.min(n - pj * NR));
-            for (pi, apan) in packed_a.chunks_exact(kp * MR).enumerate() {
-                // SAFETY: `isa` proves the CPU has AVX-512F and AVX512-BF16.
-                unsafe { microkernel(apan, bpan, &mut tile) };
-                let i0 = pi * MR;
-                for (r, trow) in tile.chunks_exact(NR).take(rows - i0).enumerate() {
-                    let out = &mut cb[(i0 + r) * n + j0..][..cols];
-                    out.iter_mut()
-                        .zip(trow)
-                        .for_each(|(o, &v)| *o = bf16::from_f32(v));
+        // The f32 tiles of up to NC_PANELS panels of columns, kept across the k blocks.
+        let mut tiles = vec![[0f32; MR * NR]; apanels * NC_PANELS.min(panels)];
+        for jc in (0..panels).step_by(NC_PANELS) {
+            let jpanels = NC_PANELS.min(panels - jc);
+            for p0 in (0..kp).step_by(KC_PAIRS) {
+                let kcp = KC_PAIRS.min(kp - p0);
+                for jl in 0..jpanels {
+                    let bs = &packed_b[(jc + jl) * kp * NR + p0 * NR..][..kcp * NR];
+                    for pi in 0..apanels {
+                        let as_ = &packed_a[pi * kp * MR + p0 * MR..][..kcp * MR];
+                        let tile = &mut tiles[jl * apanels + pi];
+                        // SAFETY: `isa` proves the CPU has AVX-512F and AVX512-BF16.
+                        unsafe { microkernel(as_, bs, tile, p0 > 0) };
+                    }
+                }
+            }
+            // Each output element rounded once, from its f32 sum over the whole k.
+            for jl in 0..jpanels {
+                let j0 = (jc + jl) * NR;
+                let cols = NR.min(n - j0);
+                for pi in 0..apanels {
+                    let i0 = pi * MR;
+                    let tile = &tiles[jl * apanels + pi];
+                    for (r, trow) in tile.chunks_exact(NR).take(rows - i0).enumerate() {
+                        let out = &mut cb[(i0 + r) * n + j0..][..cols];
+                        out.iter_mut()
+                            .zip(trow)
+                            .for_each(|(o, &v)| *o = bf16::from_f32(v));
+                    }
                 }
             }
         }
