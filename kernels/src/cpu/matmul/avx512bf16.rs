@@ -93,6 +93,25 @@ fn pack_b_panel(b: Mat<'_, bf16>, k: usize, n: usize, pj: usize, dst: &mut [u32]
     let j0 = pj * NR;
     let cols = NR.min(n - j0);
     let zero = bf16::ZERO;
+    if b.cs == 1 {
+        // Rows of `b` are contiguous: zip two row slices.
+        let row_of = |l: usize| &b.data[b.offset + l * b.rs + j0..][..cols];
+        for (p, row) in dst.chunks_exact_mut(NR).enumerate() {
+            let (l0, l1) = (2 * p, 2 * p + 1);
+            let r0 = row_of(l0);
+            if l1 < k {
+                let r1 = row_of(l1);
+                for ((w, &x), &y) in row.iter_mut().zip(r0).zip(r1) {
+                    *w = pair(x, y);
+                }
+            } else {
+                for (w, &x) in row.iter_mut().zip(r0) {
+                    *w = pair(x, zero);
+                }
+            }
+        }
+        return;
+    }
     for (p, row) in dst.chunks_exact_mut(NR).enumerate() {
         let (l0, l1) = (2 * p, 2 * p + 1);
         for (c, w) in row[..cols].iter_mut().enumerate() {
@@ -111,6 +130,20 @@ fn pack_a_block(a: Mat<'_, bf16>, k: usize, r0: usize, rows: usize, dst: &mut [u
     for (pi, panel) in dst.chunks_exact_mut(kp * MR).enumerate() {
         let i0 = r0 + pi * MR;
         let valid = MR.min(r0 + rows - i0);
+        if a.cs == 1 {
+            // Rows of `a` are contiguous: walk each row's pairs once.
+            for r in 0..valid {
+                let row = &a.data[a.offset + (i0 + r) * a.rs..][..k];
+                let (pairs, rest) = row.as_chunks::<2>();
+                for (words, &[x, y]) in panel.chunks_exact_mut(MR).zip(pairs) {
+                    words[r] = pair(x, y);
+                }
+                if let [x] = rest {
+                    panel[pairs.len() * MR + r] = pair(*x, zero);
+                }
+            }
+            continue;
+        }
         for (p, words) in panel.chunks_exact_mut(MR).enumerate() {
             let (l0, l1) = (2 * p, 2 * p + 1);
             for (r, w) in words[..valid].iter_mut().enumerate() {
