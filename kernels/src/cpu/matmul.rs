@@ -5,7 +5,7 @@
 //! stride-0 inputs are read in place without a copy; a large product runs on kiln's pool.
 //! `bf16` on a CPU with AVX512-BF16 runs its own packed kernel ([`avx512bf16`]: `VDPBF16PS`,
 //! `f32` accumulation, one rounding); other half cases are widened to contiguous `f32`,
-//! multiplied as `f32` and rounded once (`f16` too: see [`gemm`] for why not `gemm-f16`).
+//! multiplied as `f32` and rounded once (`f16` too: see [`widen_gemm`] for why not `gemm-f16`).
 //! Integers use a plain i-k-j loop with wrapping arithmetic, split over output rows. `bmm`
 //! splits batches over threads.
 
