@@ -138,9 +138,19 @@ fn matmul_half(c: &mut Criterion) {
         let mut g = c.benchmark_group(format!("mm_half_{n}"));
         g.sample_size(10);
         g.throughput(Throughput::Elements(2 * (n as u64).pow(3)));
-        for (name, dtype) in [("f32", DType::F32), ("bf16", DType::BF16), ("f16", DType::F16)] {
-            let a = Tensor::rand([n, n], DType::F32).unwrap().to_dtype(dtype).unwrap();
-            let b = Tensor::rand([n, n], DType::F32).unwrap().to_dtype(dtype).unwrap();
+        for (name, dtype) in [
+            ("f32", DType::F32),
+            ("bf16", DType::BF16),
+            ("f16", DType::F16),
+        ] {
+            let a = Tensor::rand([n, n], DType::F32)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            let b = Tensor::rand([n, n], DType::F32)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
             g.bench_function(name, |bench| bench.iter(|| black_box(a.mm(&b).unwrap())));
         }
         g.finish();
