@@ -2,7 +2,7 @@
 //! `Vec<f32>` (what auto-vectorised code reaches) and `matrixmultiply` called directly.
 //! Run: `cargo bench --bench ops`; ratios go in BENCHMARKS.md.
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use kiln::{DType, Tensor};
 
 const N: usize = 1 << 20;
@@ -128,6 +128,33 @@ fn matmul(c: &mut Criterion) {
         })
     });
     g.finish();
+}
+
+/// Square products in `f32`, `bf16` and `f16` at 1024 and 2048: criterion's element rate is
+/// the FLOP rate (`2 n^3` per product). PyTorch's figures for the same products:
+/// `benches/mm_half_torch.py`. Run: `cargo bench --bench ops -- mm_half`.
+fn matmul_half(c: &mut Criterion) {
+    for n in [1024usize, 2048] {
+        let mut g = c.benchmark_group(format!("mm_half_{n}"));
+        g.sample_size(10);
+        g.throughput(Throughput::Elements(2 * (n as u64).pow(3)));
+        for (name, dtype) in [
+            ("f32", DType::F32),
+            ("bf16", DType::BF16),
+            ("f16", DType::F16),
+        ] {
+            let a = Tensor::rand([n, n], DType::F32)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            let b = Tensor::rand([n, n], DType::F32)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            g.bench_function(name, |bench| bench.iter(|| black_box(a.mm(&b).unwrap())));
+        }
+        g.finish();
+    }
 }
 
 fn training_step(c: &mut Criterion) {
@@ -302,6 +329,6 @@ fn optimizer_step(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20).measurement_time(std::time::Duration::from_secs(2)).warm_up_time(std::time::Duration::from_millis(500));
-    targets = elementwise, matmul, training_step, normalization, cross_entropy, optimizer_step
+    targets = elementwise, matmul, matmul_half, training_step, normalization, cross_entropy, optimizer_step
 }
 criterion_main!(benches);

@@ -3,9 +3,14 @@
 //! `f32`/`f64` go to the `gemm` crate (packed panels, AVX-512 / AVX2+FMA microkernels chosen
 //! at run time), which takes arbitrary row and column strides, so transposed, sliced and
 //! stride-0 inputs are read in place without a copy; a large product runs on kiln's pool.
-//! Half types are widened to contiguous `f32`, multiplied as `f32` and rounded once.
+//! `bf16` on a CPU with AVX512-BF16 runs its own packed kernel ([`avx512bf16`]: `VDPBF16PS`,
+//! `f32` accumulation, one rounding); other half cases are widened to contiguous `f32`,
+//! multiplied as `f32` and rounded once (`f16` too: see [`widen_gemm`] for why not `gemm-f16`).
 //! Integers use a plain i-k-j loop with wrapping arithmetic, split over output rows. `bmm`
 //! splits batches over threads.
+
+#[cfg(target_arch = "x86_64")]
+mod avx512bf16;
 
 use crate::cpu::shape::contiguous_out;
 use crate::element::{same_type, same_type_mut};
@@ -293,17 +298,45 @@ fn gemm<T: Element>(
             return blas_gemm(m, k, n, a, b, c);
         }
     }
+    #[cfg(target_arch = "x86_64")]
+    if T::DTYPE == DType::BF16 {
+        if let Some(isa) = avx512bf16::Avx512Bf16::detect() {
+            if let (Some(a), Some(b), Some(c)) = (
+                a.as_type(),
+                b.as_type(),
+                same_type_mut::<T, crate::half::bf16>(c),
+            ) {
+                avx512bf16::gemm(isa, m, k, n, a, b, c);
+                return Ok(());
+            }
+        }
+    }
     if matches!(T::DTYPE, DType::F16 | DType::BF16) {
-        let (a32, b32) = (widen(a, m, k), widen(b, k, n));
-        let mut c32 = vec![0.0f32; m * n];
-        blas_gemm(m, k, n, Mat::dense(&a32, k), Mat::dense(&b32, n), &mut c32)?;
-        // f32 -> f64 is exact, so this rounds once, to the half type.
-        c.iter_mut()
-            .zip(&c32)
-            .for_each(|(o, &v)| *o = T::from_f64(v as f64));
-        return Ok(());
+        return widen_gemm(m, k, n, a, b, c);
     }
     naive_gemm(m, k, n, a, b, c);
+    Ok(())
+}
+
+/// `c = a @ b` for a half type through `f32`: both inputs widened to contiguous `f32`, one
+/// `f32` product, each element rounded once. The portable path (and `f16`'s: the `gemm`
+/// crate's `f16` kernel accumulates each `k` block in `f32` but adds the blocks into the
+/// `f16` output, rounding once per block, where PyTorch rounds once).
+fn widen_gemm<T: Element>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: Mat<'_, T>,
+    b: Mat<'_, T>,
+    c: &mut [T],
+) -> KResult<()> {
+    let (a32, b32) = (widen(a, m, k), widen(b, k, n));
+    let mut c32 = vec![0.0f32; m * n];
+    blas_gemm(m, k, n, Mat::dense(&a32, k), Mat::dense(&b32, n), &mut c32)?;
+    // f32 -> f64 is exact, so this rounds once, to the half type.
+    c.iter_mut()
+        .zip(&c32)
+        .for_each(|(o, &v)| *o = T::from_f64(v as f64));
     Ok(())
 }
 
@@ -664,6 +697,242 @@ mod tests {
             bmm_meta(&[4, 2, 3], &[4, 5, 6]).unwrap_err().to_string(),
             "Expected size for first two dimensions of batch2 tensor to be: [4, 3] but got: [4, 5]."
         );
+    }
+
+    /// Deterministic values in [-2, 2) on a 1/64 grid (exact in bf16), from a xorshift.
+    fn bf16_values(len: usize, seed: u64) -> Vec<f64> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ((x >> 40) % 256) as f64 / 64.0 - 2.0
+            })
+            .collect()
+    }
+
+    /// How a logical `rows x cols` matrix is stored.
+    #[derive(Clone, Copy, Debug)]
+    enum Store {
+        Contiguous,
+        /// Stored as its transpose (column-major).
+        Transposed,
+        /// Every other row and column of a larger buffer, at an offset.
+        Sliced,
+        /// One row repeated (row stride 0).
+        Broadcast,
+    }
+
+    /// A buffer holding `vals` (row-major `rows x cols`, rounded to bf16) stored as `how`,
+    /// with the offset and strides that view it. For `Broadcast`, row 0 of `vals` is
+    /// stored and the returned values are that row repeated.
+    #[allow(clippy::type_complexity)]
+    fn store(
+        vals: &[f64],
+        rows: usize,
+        cols: usize,
+        how: Store,
+    ) -> (Vec<bf16>, usize, [usize; 2], Vec<f64>) {
+        let h = |v: f64| bf16::from_f64(v);
+        let at = |i: usize, j: usize| vals[i * cols + j];
+        match how {
+            Store::Contiguous => (
+                vals.iter().map(|&v| h(v)).collect(),
+                0,
+                [cols, 1],
+                vals.to_vec(),
+            ),
+            Store::Transposed => {
+                let buf = (0..rows * cols)
+                    .map(|p| h(at(p % rows, p / rows)))
+                    .collect();
+                (buf, 0, [1, rows], vals.to_vec())
+            }
+            Store::Sliced => {
+                let (rs, off) = (2 * (2 * cols + 3), 2 * cols + 4);
+                let mut buf = vec![h(1e4); off + rows * rs + 1];
+                for i in 0..rows {
+                    for j in 0..cols {
+                        buf[off + i * rs + 2 * j] = h(at(i, j));
+                    }
+                }
+                (buf, off, [rs, 2], vals.to_vec())
+            }
+            Store::Broadcast => {
+                let buf: Vec<bf16> = vals[..cols].iter().map(|&v| h(v)).collect();
+                let logical = (0..rows * cols).map(|p| vals[p % cols]).collect();
+                (buf, 0, [0, 1], logical)
+            }
+        }
+    }
+
+    /// Checks a bf16 product against the f64 sum of the same (bf16) inputs: within one
+    /// rounding to bf16 plus a bound on f32 accumulation error, and equal to the f64 sum
+    /// rounded to bf16 for nearly every element.
+    fn check_bf16(got: &[bf16], m: usize, k: usize, n: usize, a: &[f64], b: &[f64], what: &str) {
+        let (mut exact_matches, total) = (0usize, m * n);
+        for i in 0..m {
+            for j in 0..n {
+                let (mut s, mut mag) = (0.0f64, 0.0f64);
+                for l in 0..k {
+                    s += a[i * k + l] * b[l * n + j];
+                    mag += (a[i * k + l] * b[l * n + j]).abs();
+                }
+                let acc = k as f64 * mag * f64::powi(2.0, -23);
+                let g = got[i * n + j].to_f64();
+                let tol = f64::powi(2.0, -8) * (s.abs() + acc) + acc;
+                assert!(
+                    (g - s).abs() <= tol,
+                    "{what}: ({i}, {j}) of {m}x{k}x{n}: got {g}, exact {s}"
+                );
+                exact_matches += usize::from(got[i * n + j] == bf16::from_f64(s));
+            }
+        }
+        assert!(
+            exact_matches * 100 >= total * 95,
+            "{what}: only {exact_matches} of {total} equal the rounded exact sum"
+        );
+    }
+
+    const BF16_SHAPES: [(usize, usize, usize); 13] = [
+        (1, 1, 1),
+        (1, 5, 1),
+        (3, 1, 4),
+        (12, 2, 32),
+        (13, 7, 33),
+        (11, 1, 31),
+        (25, 64, 65),
+        (24, 63, 64),
+        (100, 129, 70),
+        (37, 300, 50),
+        (5, 1000, 3),
+        (150, 257, 97),
+        (13, 261, 300),
+    ];
+
+    /// Every shape × storage through one of the bf16 paths.
+    fn bf16_paths_agree(
+        run: impl Fn(usize, usize, usize, Mat<'_, bf16>, Mat<'_, bf16>, &mut [bf16]),
+        what: &str,
+    ) {
+        let stores = [
+            (Store::Contiguous, Store::Contiguous),
+            (Store::Transposed, Store::Contiguous),
+            (Store::Contiguous, Store::Transposed),
+            (Store::Transposed, Store::Transposed),
+            (Store::Sliced, Store::Sliced),
+            (Store::Sliced, Store::Broadcast),
+        ];
+        for (si, &(m, k, n)) in BF16_SHAPES.iter().enumerate() {
+            for &(sa, sb) in &stores {
+                let av = bf16_values(m * k, 2 * si as u64 + 1);
+                let bv = bf16_values(k * n, 2 * si as u64 + 2);
+                let (abuf, aoff, ast, a) = store(&av, m, k, sa);
+                let (bbuf, boff, bst, b) = store(&bv, k, n, sb);
+                let (am, bm) = (
+                    Mat::new(&abuf, aoff, [m, k], ast),
+                    Mat::new(&bbuf, boff, [k, n], bst),
+                );
+                am.check_in_bounds(m, k).unwrap();
+                bm.check_in_bounds(k, n).unwrap();
+                let mut c = vec![bf16::from_f64(7.0); m * n];
+                run(m, k, n, am, bm, &mut c);
+                check_bf16(&c, m, k, n, &a, &b, &format!("{what} {sa:?} @ {sb:?}"));
+            }
+        }
+    }
+
+    #[test]
+    fn bf16_widening_path_matches_f64_reference() {
+        bf16_paths_agree(
+            |m, k, n, a, b, c| widen_gemm(m, k, n, a, b, c).unwrap(),
+            "widen",
+        );
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn bf16_avx512bf16_path_matches_f64_reference() {
+        let Some(isa) = avx512bf16::Avx512Bf16::detect_ignoring_env() else {
+            eprintln!("no AVX512-BF16 on this CPU: only the widening path is tested");
+            return;
+        };
+        bf16_paths_agree(
+            |m, k, n, a, b, c| avx512bf16::gemm(isa, m, k, n, a, b, c),
+            "avx512bf16",
+        );
+        // Ties round to even, once: 1 + 2^-8 is halfway between bf16 1 and 1 + 2^-7.
+        let one = [bf16::ONE; 2];
+        let half_ulp = [bf16::ONE, bf16::from_f64(f64::powi(2.0, -8))];
+        let (a, b) = (Mat::dense(&one, 2), Mat::dense(&half_ulp, 1));
+        let mut c = [bf16::ZERO];
+        avx512bf16::gemm(isa, 1, 2, 1, a, b, &mut c);
+        assert_eq!(c[0], bf16::ONE);
+        let three_q = [bf16::ONE, bf16::from_f64(3.0 * f64::powi(2.0, -8))];
+        avx512bf16::gemm(isa, 1, 2, 1, a, Mat::dense(&three_q, 1), &mut c);
+        assert_eq!(c[0].to_f64(), 1.0 + f64::powi(2.0, -6));
+    }
+
+    #[test]
+    fn bf16_mm_and_bmm_through_layouts() {
+        // Whatever path this CPU takes: a transposed mm and a bmm with permuted batches.
+        let (m, k, n) = (29, 77, 45);
+        let av = bf16_values(m * k, 11);
+        let bv = bf16_values(k * n, 12);
+        let at: Vec<bf16> = (0..m * k)
+            .map(|p| bf16::from_f64(av[(p % m) * k + p / m]))
+            .collect();
+        let la = Layout::contiguous(&[k, m]).transpose(0, 1).unwrap();
+        let b: Vec<bf16> = bv.iter().map(|&v| bf16::from_f64(v)).collect();
+        let lb = Layout::contiguous(&[k, n]);
+        let got: Vec<bf16> = run_mm(&at, &la, &b, &lb)
+            .unwrap()
+            .iter()
+            .map(|&v| bf16::from_f64(v))
+            .collect();
+        check_bf16(&got, m, k, n, &av, &bv, "mm");
+
+        // a: logical [bs, m, k] stored as [m, bs, k]; b: [bs, k, n] sliced from [bs, k, 2n].
+        let bs = 3;
+        let a3 = bf16_values(bs * m * k, 13);
+        let b3 = bf16_values(bs * k * n, 14);
+        let mut abuf = vec![bf16::ZERO; bs * m * k];
+        for bi in 0..bs {
+            for i in 0..m {
+                for l in 0..k {
+                    abuf[(i * bs + bi) * k + l] = bf16::from_f64(a3[(bi * m + i) * k + l]);
+                }
+            }
+        }
+        let la = Layout::contiguous(&[m, bs, k]).permute(&[1, 0, 2]).unwrap();
+        let mut bbuf = vec![bf16::from_f64(1e4); bs * k * 2 * n];
+        for bi in 0..bs {
+            for l in 0..k {
+                for j in 0..n {
+                    bbuf[(bi * k + l) * 2 * n + j] = bf16::from_f64(b3[(bi * k + l) * n + j]);
+                }
+            }
+        }
+        let lb = Layout::contiguous(&[bs, k, 2 * n])
+            .narrow(2, 0, n as i64)
+            .unwrap();
+        let got: Vec<bf16> = run_bmm(&abuf, &la, &bbuf, &lb)
+            .unwrap()
+            .iter()
+            .map(|&v| bf16::from_f64(v))
+            .collect();
+        for bi in 0..bs {
+            check_bf16(
+                &got[bi * m * n..][..m * n],
+                m,
+                k,
+                n,
+                &a3[bi * m * k..][..m * k],
+                &b3[bi * k * n..][..k * n],
+                &format!("bmm batch {bi}"),
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,293 @@
+//! `bf16` matrix product on AVX512-BF16: `VDPBF16PS` multiplies pairs of `bf16` and adds
+//! both products into one `f32` lane, so the product is accumulated in `f32` and rounded to
+//! `bf16` once per output element (round-to-nearest-even), as PyTorch does.
+//!
+//! Layout. `VDPBF16PS zmm_acc, zmm_a, zmm_b` adds `a[2i] * b[2i] + a[2i+1] * b[2i+1]` into
+//! lane `i`. A lane here is one output column, so
+//! - `B` is packed into panels of [`NR`] columns: for each pair of rows `(2p, 2p + 1)` the
+//!   32-bit words `b[2p][j] | b[2p+1][j] << 16`, for the panel's `NR` columns in order, i.e.
+//!   two zmm loads per pair of `k`;
+//! - `A` is packed into micro-panels of [`MR`] rows: for each pair the words
+//!   `a[i][2p] | a[i][2p+1] << 16` of the panel's `MR` rows, each broadcast to all lanes.
+//!
+//! An odd `k` pads the last pair with a zero; rows past `m` and columns past `n` are zero
+//! padding too, so the microkernel always computes a full `MR x NR` tile and only the valid
+//! part is written back. Packing reads the inputs through their strides (transposed,
+//! sliced, stride-0 views are packed in place; there is no separate contiguous copy).
+//!
+//! Blocking. The microkernel keeps a `12 x 32` tile of `C` in 24 zmm accumulators: per pair
+//! of `k` it loads two zmm of `B`, broadcasts 12 words of `A` and issues 24 `VDPBF16PS`
+//! (768 multiply-adds). `B` is packed once for the product; the rows of `C` are split into
+//! blocks of `mc` rows (their packed `A`, `mc x k` bf16, sized to stay in L2), one block per
+//! task on kiln's pool. Each task packs its own `A` block, then for each group of
+//! [`NC_PANELS`] panels of `B` walks `k` in blocks of [`KC_PAIRS`] pairs: each block of a
+//! `B` panel (16 KiB, in L1) is reused across the task's row micro-panels, the `f32` tiles
+//! carried from one `k` block to the next, and rounded to `bf16` after the last.
+//!
+//! `VDPBF16PS` treats `bf16` subnormal inputs as zero and flushes subnormal `f32` sums (as
+//! oneDNN's kernels that PyTorch calls on such CPUs do).
+
+use super::{Mat, PARALLEL_FLOPS};
+use crate::half::bf16;
+use crate::parallel::{fan_out, num_threads, par_chunks_mut};
+use std::arch::x86_64::{
+    __m512bh, __m512i, _mm512_dpbf16_ps, _mm512_loadu_ps, _mm512_loadu_si512, _mm512_set1_epi32,
+    _mm512_setzero_ps, _mm512_storeu_ps,
+};
+use std::sync::OnceLock;
+
+/// Rows of `C` per microkernel tile.
+pub(super) const MR: usize = 12;
+/// Columns of `C` per microkernel tile: two zmm of `f32`.
+pub(super) const NR: usize = 32;
+/// Target size in bytes of one task's packed `A` block (it shares L2 with a panel of `B`).
+const A_BLOCK_BYTES: usize = 1 << 18;
+/// Most rows in one task's block.
+const MAX_MC: usize = 16 * MR;
+/// Pairs of `k` per block: one block of a `B` panel (`KC_PAIRS * NR` words, 16 KiB) stays
+/// in L1 while the task's row micro-panels (`KC_PAIRS * MR` words each) stream past it.
+const KC_PAIRS: usize = 128;
+/// Panels of `B` (of `NR` columns) whose `f32` tiles a task keeps across the `k` blocks.
+const NC_PANELS: usize = 8;
+
+/// Proof that the running CPU has AVX-512F and AVX512-BF16: only [`Avx512Bf16::detect`]
+/// makes one, so holding it lets the `target_feature` microkernel run.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Avx512Bf16(());
+
+impl Avx512Bf16 {
+    /// The token when the CPU supports the kernel and `KILN_DISABLE_AVX512_BF16` is unset
+    /// (or `0`); detected once. Setting the variable forces the portable path (widening to
+    /// `f32`), e.g. to compare or to test it on a machine that has the instructions.
+    pub(super) fn detect() -> Option<Avx512Bf16> {
+        static OK: OnceLock<bool> = OnceLock::new();
+        let ok = *OK.get_or_init(|| {
+            let disabled =
+                std::env::var("KILN_DISABLE_AVX512_BF16").is_ok_and(|v| !v.is_empty() && v != "0");
+            !disabled && Self::cpu_has()
+        });
+        ok.then_some(Avx512Bf16(()))
+    }
+
+    /// Whether the CPU has the instructions, whatever the environment says.
+    pub(super) fn cpu_has() -> bool {
+        is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bf16")
+    }
+
+    /// The token, ignoring `KILN_DISABLE_AVX512_BF16` (tests use it to run both paths).
+    #[cfg(test)]
+    pub(super) fn detect_ignoring_env() -> Option<Avx512Bf16> {
+        Self::cpu_has().then_some(Avx512Bf16(()))
+    }
+}
+
+/// Two `bf16` as one 32-bit word: `lo` in the low half, as `VDPBF16PS` pairs them.
+#[inline(always)]
+fn pair(lo: bf16, hi: bf16) -> u32 {
+    u32::from(lo.to_bits()) | (u32::from(hi.to_bits()) << 16)
+}
+
+/// Packs panel `pj` of `b` (`k x n`): `kp` pairs of rows, each `NR` words (columns past `n`
+/// and the row past an odd `k` stay zero). `dst` is `kp * NR` zeroed words.
+fn pack_b_panel(b: Mat<'_, bf16>, k: usize, n: usize, pj: usize, dst: &mut [u32]) {
+    let j0 = pj * NR;
+    let cols = NR.min(n - j0);
+    let zero = bf16::ZERO;
+    if b.cs == 1 {
+        // Rows of `b` are contiguous: zip two row slices.
+        let row_of = |l: usize| &b.data[b.offset + l * b.rs + j0..][..cols];
+        for (p, row) in dst.chunks_exact_mut(NR).enumerate() {
+            let (l0, l1) = (2 * p, 2 * p + 1);
+            let r0 = row_of(l0);
+            if l1 < k {
+                let r1 = row_of(l1);
+                for ((w, &x), &y) in row.iter_mut().zip(r0).zip(r1) {
+                    *w = pair(x, y);
+                }
+            } else {
+                for (w, &x) in row.iter_mut().zip(r0) {
+                    *w = pair(x, zero);
+                }
+            }
+        }
+        return;
+    }
+    for (p, row) in dst.chunks_exact_mut(NR).enumerate() {
+        let (l0, l1) = (2 * p, 2 * p + 1);
+        for (c, w) in row[..cols].iter_mut().enumerate() {
+            let hi = if l1 < k { b.get(l1, j0 + c) } else { zero };
+            *w = pair(b.get(l0, j0 + c), hi);
+        }
+    }
+}
+
+/// Packs rows `r0 .. r0 + rows` of `a` (`m x k`) into `rows.div_ceil(MR)` micro-panels of
+/// `kp * MR` words each (rows past the block and the column past an odd `k` stay zero).
+/// `dst` is zeroed.
+fn pack_a_block(a: Mat<'_, bf16>, k: usize, r0: usize, rows: usize, dst: &mut [u32]) {
+    let kp = k.div_ceil(2);
+    let zero = bf16::ZERO;
+    for (pi, panel) in dst.chunks_exact_mut(kp * MR).enumerate() {
+        let i0 = r0 + pi * MR;
+        let valid = MR.min(r0 + rows - i0);
+        if a.cs == 1 {
+            // Rows of `a` are contiguous: walk each row's pairs once.
+            for r in 0..valid {
+                let row = &a.data[a.offset + (i0 + r) * a.rs..][..k];
+                let (pairs, rest) = row.as_chunks::<2>();
+                for (words, &[x, y]) in panel.chunks_exact_mut(MR).zip(pairs) {
+                    words[r] = pair(x, y);
+                }
+                if let [x] = rest {
+                    panel[pairs.len() * MR + r] = pair(*x, zero);
+                }
+            }
+            continue;
+        }
+        for (p, words) in panel.chunks_exact_mut(MR).enumerate() {
+            let (l0, l1) = (2 * p, 2 * p + 1);
+            for (r, w) in words[..valid].iter_mut().enumerate() {
+                let hi = if l1 < k { a.get(i0 + r, l1) } else { zero };
+                *w = pair(a.get(i0 + r, l0), hi);
+            }
+        }
+    }
+}
+
+/// One `MR x NR` tile: `tile = A_panel @ B_panel` (or `tile += ...` when `accumulate`) over
+/// `a.len() / MR` pairs of `k`, in `f32`. `a` is a block of a packed micro-panel of `A`
+/// (`MR` words per pair), `b` the same pairs of a packed panel of `B` (`NR` words per pair).
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX512-BF16 (an [`Avx512Bf16`] token proves it).
+#[target_feature(enable = "avx512f,avx512bf16")]
+unsafe fn microkernel(a: &[u32], b: &[u32], tile: &mut [f32; MR * NR], accumulate: bool) {
+    assert_eq!(a.len() / MR, b.len() / NR);
+    let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+    if accumulate {
+        for (row, acc) in tile.chunks_exact(NR).zip(&mut acc) {
+            // SAFETY: `row` is NR = 32 f32, so the loads at elements 0 and 16 (64 bytes
+            // each) lie inside it.
+            unsafe {
+                acc[0] = _mm512_loadu_ps(row.as_ptr());
+                acc[1] = _mm512_loadu_ps(row.as_ptr().add(16));
+            }
+        }
+    }
+    for (ap, bp) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
+        // SAFETY: `bp` is NR = 32 words (128 bytes), so both unaligned 64-byte loads, at
+        // words 0 and 16, lie inside it; AVX-512F is enabled on this function.
+        let (b0, b1) = unsafe {
+            (
+                _mm512_loadu_si512(bp.as_ptr().cast::<__m512i>()),
+                _mm512_loadu_si512(bp.as_ptr().add(16).cast::<__m512i>()),
+            )
+        };
+        let (b0, b1) = (as_bh(b0), as_bh(b1));
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let av = as_bh(_mm512_set1_epi32(ap[r] as i32));
+            acc[0] = _mm512_dpbf16_ps(acc[0], av, b0);
+            acc[1] = _mm512_dpbf16_ps(acc[1], av, b1);
+        }
+    }
+    for (row, acc) in tile.chunks_exact_mut(NR).zip(&acc) {
+        // SAFETY: `row` is NR = 32 f32, so the stores at elements 0 and 16 (64 bytes each)
+        // lie inside it.
+        unsafe {
+            _mm512_storeu_ps(row.as_mut_ptr(), acc[0]);
+            _mm512_storeu_ps(row.as_mut_ptr().add(16), acc[1]);
+        }
+    }
+}
+
+/// The same 512 bits read as 32 `bf16`.
+#[inline(always)]
+fn as_bh(v: __m512i) -> __m512bh {
+    // SAFETY: both are plain 64-byte vectors with no invalid bit patterns.
+    unsafe { std::mem::transmute::<__m512i, __m512bh>(v) }
+}
+
+/// How many rows of `C` one task takes: its packed `A` block near [`A_BLOCK_BYTES`], a
+/// multiple of [`MR`], and the blocks spread evenly over `threads`.
+fn rows_per_task(m: usize, k: usize, threads: usize) -> usize {
+    let fit = (A_BLOCK_BYTES / (2 * k.max(1)) / MR * MR).clamp(MR, MAX_MC);
+    let tasks = m.div_ceil(fit).next_multiple_of(threads.max(1));
+    m.div_ceil(tasks).next_multiple_of(MR)
+}
+
+/// `c = a @ b` for `bf16`, `c` a row-major `m x n` buffer; `m, k, n > 0` and both views
+/// bounds-checked by the caller.
+pub(super) fn gemm(
+    _isa: Avx512Bf16,
+    m: usize,
+    k: usize,
+    n: usize,
+    a: Mat<'_, bf16>,
+    b: Mat<'_, bf16>,
+    c: &mut [bf16],
+) {
+    debug_assert_eq!(c.len(), m * n);
+    let kp = k.div_ceil(2);
+    let panels = n.div_ceil(NR);
+    let big = fan_out(m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS);
+
+    let mut packed_b = vec![0u32; panels * kp * NR];
+    let pack_b = |pj: usize, dst: &mut [u32]| pack_b_panel(b, k, n, pj, dst);
+    if big && panels > 1 {
+        par_chunks_mut(&mut packed_b, kp * NR, &pack_b);
+    } else {
+        packed_b
+            .chunks_exact_mut(kp * NR)
+            .enumerate()
+            .for_each(|(pj, dst)| pack_b(pj, dst));
+    }
+
+    let mc = if big {
+        rows_per_task(m, k, num_threads())
+    } else {
+        m.next_multiple_of(MR)
+    };
+    let task = |blk: usize, cb: &mut [bf16]| {
+        let (r0, rows) = (blk * mc, cb.len() / n);
+        let apanels = rows.div_ceil(MR);
+        let mut packed_a = vec![0u32; apanels * kp * MR];
+        pack_a_block(a, k, r0, rows, &mut packed_a);
+        // The f32 tiles of up to NC_PANELS panels of columns, kept across the k blocks.
+        let mut tiles = vec![[0f32; MR * NR]; apanels * NC_PANELS.min(panels)];
+        for jc in (0..panels).step_by(NC_PANELS) {
+            let jpanels = NC_PANELS.min(panels - jc);
+            for p0 in (0..kp).step_by(KC_PAIRS) {
+                let kcp = KC_PAIRS.min(kp - p0);
+                for jl in 0..jpanels {
+                    let bs = &packed_b[(jc + jl) * kp * NR + p0 * NR..][..kcp * NR];
+                    for pi in 0..apanels {
+                        let as_ = &packed_a[pi * kp * MR + p0 * MR..][..kcp * MR];
+                        let tile = &mut tiles[jl * apanels + pi];
+                        // SAFETY: `isa` proves the CPU has AVX-512F and AVX512-BF16.
+                        unsafe { microkernel(as_, bs, tile, p0 > 0) };
+                    }
+                }
+            }
+            // Each output element rounded once, from its f32 sum over the whole k.
+            for jl in 0..jpanels {
+                let j0 = (jc + jl) * NR;
+                let cols = NR.min(n - j0);
+                for pi in 0..apanels {
+                    let i0 = pi * MR;
+                    let tile = &tiles[jl * apanels + pi];
+                    for (r, trow) in tile.chunks_exact(NR).take(rows - i0).enumerate() {
+                        let out = &mut cb[(i0 + r) * n + j0..][..cols];
+                        out.iter_mut()
+                            .zip(trow)
+                            .for_each(|(o, &v)| *o = bf16::from_f32(v));
+                    }
+                }
+            }
+        }
+    };
+    if big && m > mc {
+        par_chunks_mut(c, mc * n, &task);
+    } else {
+        task(0, c);
+    }
+}
