@@ -11,10 +11,14 @@ fn counts_live_storage_and_its_peak() {
     assert_eq!(kiln::cpu::memory_allocated() - before, 4000);
 
     // Views share the storage: nothing more.
-    let v = a.narrow(0, 10, 100).unwrap().reshape(&[10, 10]).unwrap();
+    let v = a.narrow(0, 10, 100).unwrap().reshape([10, 10]).unwrap();
     assert_eq!(kiln::cpu::memory_allocated() - before, 4000);
     drop(a);
-    assert_eq!(kiln::cpu::memory_allocated() - before, 4000, "the view keeps it alive");
+    assert_eq!(
+        kiln::cpu::memory_allocated() - before,
+        4000,
+        "the view keeps it alive"
+    );
     drop(v);
     assert_eq!(kiln::cpu::memory_allocated(), before);
 
@@ -30,7 +34,10 @@ fn counts_live_storage_and_its_peak() {
 
     // The peak: reset to what is alive, raised by a temporary, kept after it is freed.
     kiln::cpu::reset_peak_memory_stats();
-    assert_eq!(kiln::cpu::max_memory_allocated(), kiln::cpu::memory_allocated());
+    assert_eq!(
+        kiln::cpu::max_memory_allocated(),
+        kiln::cpu::memory_allocated()
+    );
     let tmp = again.add_scalar(1.0).unwrap();
     drop(tmp);
     // The temporary, and perhaps the scalar wrapped as a tensor for the op.
@@ -44,7 +51,7 @@ fn counts_live_storage_and_its_peak() {
     // Small tensors, held inline, count their bytes too; meta tensors count nothing.
     let s = Tensor::from(1.5f64);
     assert_eq!(kiln::cpu::memory_allocated() - before, 8);
-    let m = Tensor::empty_on(&[1 << 20], DType::F32, kiln::Device::Meta).unwrap();
+    let m = Tensor::empty_on([1 << 20], DType::F32, kiln::Device::Meta).unwrap();
     assert_eq!(kiln::cpu::memory_allocated() - before, 8);
     drop((s, m));
 }

@@ -58,8 +58,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 /// `hook(module, input)`: `Some(x)` replaces the input.
 pub type ForwardPreHook<M> = Arc<dyn Fn(&M, &Tensor) -> Result<Option<Tensor>> + Send + Sync>;
 /// `hook(module, input, output)`: `Some(y)` replaces the output.
-pub type ForwardHook<M> =
-    Arc<dyn Fn(&M, &Tensor, &Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+pub type ForwardHook<M> = Arc<dyn Fn(&M, &Tensor, &Tensor) -> Result<Option<Tensor>> + Send + Sync>;
 /// `hook(grad_output)`: `Some(grads)` (as many) replaces the gradients of the outputs.
 pub type BackwardPreHook =
     Arc<dyn Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync>;
@@ -191,10 +190,7 @@ impl<M: 'static> Hooks<M> {
     /// outputs are known, before the module's own backward; `Some(grads)` replaces them.
     pub fn register_full_backward_pre_hook(
         &self,
-        hook: impl Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
-            + Send
-            + Sync
-            + 'static,
+        hook: impl Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync + 'static,
     ) -> RemovableHandle {
         self.add(Entry::BackwardPre(Arc::new(hook)))
     }
@@ -276,10 +272,7 @@ impl<M: 'static> Hooked<M> {
     /// [`Hooks::register_full_backward_pre_hook`].
     pub fn register_full_backward_pre_hook(
         &self,
-        hook: impl Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>>
-            + Send
-            + Sync
-            + 'static,
+        hook: impl Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync + 'static,
     ) -> RemovableHandle {
         self.hooks.register_full_backward_pre_hook(hook)
     }

@@ -132,6 +132,8 @@ fn backward_pre(
     }
 }
 
+// The hook's own signature, spelled out as `register_full_backward_hook` takes it.
+#[allow(clippy::type_complexity)]
 fn backward(
     log: &Log,
     name: &'static str,
@@ -178,25 +180,65 @@ fn hooks_run_in_pytorchs_order_with_pytorchs_arguments() -> Result<()> {
     let relu = Hooked::new(ReLU);
     let l2 = linear(3, 2, 20);
     let mut handles: HashMap<&str, RemovableHandle> = HashMap::new();
-    handles.insert("0.forward_pre", l0.register_forward_pre_hook(forward_pre(&log, "0", Some(2.0))));
-    handles.insert("0.forward", l0.register_forward_hook(forward(&log, "0", None)));
-    handles.insert("0.backward_pre", l0.register_full_backward_pre_hook(backward_pre(&log, "0", None)));
-    handles.insert("0.backward", l0.register_full_backward_hook(backward(&log, "0", None)));
-    handles.insert("1.forward", relu.register_forward_hook(forward(&log, "1", Some(1.0))));
-    handles.insert("1.backward", relu.register_full_backward_hook(backward(&log, "1", None)));
-    handles.insert("2.forward_pre", l2.register_forward_pre_hook(forward_pre(&log, "2", None)));
-    handles.insert("2.backward_pre", l2.register_full_backward_pre_hook(backward_pre(&log, "2", Some(2.0))));
-    handles.insert("2.backward", l2.register_full_backward_hook(backward(&log, "2", Some(0.5))));
+    handles.insert(
+        "0.forward_pre",
+        l0.register_forward_pre_hook(forward_pre(&log, "0", Some(2.0))),
+    );
+    handles.insert(
+        "0.forward",
+        l0.register_forward_hook(forward(&log, "0", None)),
+    );
+    handles.insert(
+        "0.backward_pre",
+        l0.register_full_backward_pre_hook(backward_pre(&log, "0", None)),
+    );
+    handles.insert(
+        "0.backward",
+        l0.register_full_backward_hook(backward(&log, "0", None)),
+    );
+    handles.insert(
+        "1.forward",
+        relu.register_forward_hook(forward(&log, "1", Some(1.0))),
+    );
+    handles.insert(
+        "1.backward",
+        relu.register_full_backward_hook(backward(&log, "1", None)),
+    );
+    handles.insert(
+        "2.forward_pre",
+        l2.register_forward_pre_hook(forward_pre(&log, "2", None)),
+    );
+    handles.insert(
+        "2.backward_pre",
+        l2.register_full_backward_pre_hook(backward_pre(&log, "2", Some(2.0))),
+    );
+    handles.insert(
+        "2.backward",
+        l2.register_full_backward_hook(backward(&log, "2", Some(0.5))),
+    );
     let model = Hooked::new(Sequential::new().add(l0).add(relu).add(l2));
-    handles.insert("top.forward_pre", model.register_forward_pre_hook(forward_pre(&log, "top", None)));
-    handles.insert("top.forward", model.register_forward_hook(forward(&log, "top", None)));
-    handles.insert("top.backward", model.register_full_backward_hook(backward(&log, "top", None)));
+    handles.insert(
+        "top.forward_pre",
+        model.register_forward_pre_hook(forward_pre(&log, "top", None)),
+    );
+    handles.insert(
+        "top.forward",
+        model.register_forward_hook(forward(&log, "top", None)),
+    );
+    handles.insert(
+        "top.backward",
+        model.register_full_backward_hook(backward(&log, "top", None)),
+    );
 
     let run = |requires_grad: bool| -> Result<()> {
         model.zero_grad();
         let x = filled(&[2, 4], |i| (0.7 * i).sin(), 0).requires_grad_(requires_grad)?;
         let out = model.forward(&x)?;
-        log.push("output", "top", &[("shape", shape(&out)), ("sum", sum(Some(&out)))]);
+        log.push(
+            "output",
+            "top",
+            &[("shape", shape(&out)), ("sum", sum(Some(&out)))],
+        );
         out.pow_scalar(2)?.sum()?.backward()?;
         for (name, p) in model.named_parameters() {
             log.push("grad", &name, &[("sum", sum(p.grad().as_ref()))]);
@@ -289,7 +331,11 @@ fn hook_errors() -> Result<()> {
 
     // A hook's own error, in forward.
     let h = fc.register_forward_pre_hook(|_, _| Err(kiln_core::Error::value("my_hook", "no")));
-    assert!(fc.forward(&x).unwrap_err().to_string().contains("my_hook: no"));
+    assert!(fc
+        .forward(&x)
+        .unwrap_err()
+        .to_string()
+        .contains("my_hook: no"));
     h.remove();
 
     // Returning the wrong number of gradients.
@@ -302,7 +348,12 @@ fn hook_errors() -> Result<()> {
     h.remove();
     let h = fc.register_full_backward_pre_hook(|_| Ok(Some(vec![])));
     let e = fc.forward(&x)?.sum()?.backward().unwrap_err().to_string();
-    assert!(e.contains("Backward pre hook returned an invalid number of grad_output, got 0, but expected 1"), "{e}");
+    assert!(
+        e.contains(
+            "Backward pre hook returned an invalid number of grad_output, got 0, but expected 1"
+        ),
+        "{e}"
+    );
     h.remove();
 
     // Replacing grad_input of an input that does not require grad.
@@ -313,7 +364,10 @@ fn hook_errors() -> Result<()> {
         .backward()
         .unwrap_err()
         .to_string();
-    assert!(e.contains("no input requires gradient should always return None"), "{e}");
+    assert!(
+        e.contains("no input requires gradient should always return None"),
+        "{e}"
+    );
     h.remove();
     Ok(())
 }

@@ -39,9 +39,7 @@
 //! one generator for every device, so there is no separate CUDA state to stash.
 
 use crate::autograd::engine::{self, is_capturing};
-use crate::autograd::{
-    enable_grad, is_grad_enabled, no_grad, Node, NodeBase, SavedTensor,
-};
+use crate::autograd::{enable_grad, is_grad_enabled, no_grad, Node, NodeBase, SavedTensor};
 use crate::ops::random::{get_rng_state, set_rng_state, RngState};
 use crate::{Error, Result, Tensor};
 use std::sync::Arc;

@@ -2,6 +2,4 @@
 
 pub mod checkpoint;
 
-pub use checkpoint::{
-    checkpoint, checkpoint_one, checkpoint_sequential, CheckpointFn, SegmentFn,
-};
+pub use checkpoint::{checkpoint, checkpoint_one, checkpoint_sequential, CheckpointFn, SegmentFn};
