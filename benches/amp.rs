@@ -1,7 +1,7 @@
 //! Mixed precision on the CPU: the tiny transformer's training step (2 layers, d_model 48,
-//! batch 64 × 11 tokens, AdamW) in float32 and under bf16 autocast, and `mm` at 1024² and
-//! 2048² in float32 and bf16. `benches/amp_torch.py` times the same with PyTorch on the same
-//! machine; the two go side by side in BENCHMARKS.md.
+//! batch 64 × 11 tokens, AdamW) in float32 and under bf16 autocast. `benches/amp_torch.py`
+//! times the same with PyTorch on the same machine; the two go side by side in BENCHMARKS.md.
+//! (Half-precision `mm` alone: `cargo bench --bench ops -- mm_half_`.)
 //! Run: `cargo bench --bench amp` (then `python3 benches/amp_torch.py`).
 
 #[path = "../examples/common/tiny_gpt.rs"]
@@ -10,7 +10,7 @@ mod tiny_gpt;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use kiln::nn::{functional as F, Forward, Module};
 use kiln::optim::{AdamOptions, AdamW, Optimizer};
-use kiln::{DType, Device, Tensor};
+use kiln::{DType, Device};
 use tiny_gpt::{batch, TinyGpt, VOCAB};
 
 fn transformer_step(c: &mut Criterion) {
@@ -39,21 +39,5 @@ fn transformer_step(c: &mut Criterion) {
     g.finish();
 }
 
-fn matmul(c: &mut Criterion) {
-    for n in [1024usize, 2048] {
-        let mut g = c.benchmark_group(format!("mm_{n}"));
-        g.sample_size(10);
-        let a = Tensor::randn([n, n], DType::F32).unwrap();
-        let b = Tensor::randn([n, n], DType::F32).unwrap();
-        for dtype in [DType::F32, DType::BF16, DType::F16] {
-            let (a, b) = (a.to_dtype(dtype).unwrap(), b.to_dtype(dtype).unwrap());
-            g.bench_function(dtype.short_name(), |bench| {
-                bench.iter(|| black_box(a.mm(&b).unwrap()))
-            });
-        }
-        g.finish();
-    }
-}
-
-criterion_group!(benches, transformer_step, matmul);
+criterion_group!(benches, transformer_step);
 criterion_main!(benches);

@@ -1,6 +1,6 @@
 """PyTorch's side of `cargo bench --bench amp`, on the same machine: the tiny transformer's
-training step in float32 and under CPU bf16 autocast, and torch.mm at 1024² and 2048² in
-float32, bf16 and f16. Prints the median time of each, in milliseconds.
+training step in float32 and under CPU bf16 autocast. Prints the median time of each, in
+milliseconds. (Half-precision mm alone: benches/mm_half_torch.py.)
 
 Run: python3 benches/amp_torch.py   (CPU wheel; threads = cores, as kiln's default)
 """
@@ -73,15 +73,6 @@ def main():
 
         name = "bf16_autocast" if mixed else "f32"
         print(f"tiny_transformer_train_step/{name}: {median_ms(step):.3f} ms")
-    for n in (1024, 2048):
-        a, b = torch.randn(n, n), torch.randn(n, n)
-        # f16: PyTorch's CPU f16 GEMM runs at under 1 GFLOP/s on this CPU; 1024² shows it.
-        for dt, name in ((torch.float32, "f32"), (torch.bfloat16, "bf16"), (torch.float16, "f16")):
-            if dt == torch.float16 and n > 1024:
-                continue
-            a2, b2 = a.to(dt), b.to(dt)
-            ms = median_ms(lambda: torch.mm(a2, b2), warmup=2, runs=10, min_s=1.0)
-            print(f"mm_{n}/{name}: {ms:.3f} ms  ({2 * n**3 / ms / 1e6:.1f} GFLOP/s)")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ mod dispatch;
 mod error;
 pub mod ops;
 pub mod tensor;
+pub mod utils;
 mod warning;
 
 pub use backends::cuda;
@@ -27,18 +28,22 @@ pub use autograd::{enable_grad, no_grad};
 pub use error::{Error, ErrorKind, KernelError, Result};
 pub use ops::create::TensorData;
 pub use ops::operators::ScalarOperand;
-pub use ops::random::{manual_seed, Generator};
+pub use ops::random::{get_rng_state, manual_seed, set_rng_state, Generator, RngState};
 pub use ops::subscript::{Ellipsis, IntoIndices, NewAxis, SliceRange, TensorIndexer};
 pub use ops::*;
 pub use tensor::{BufferElement, DType, Device, DimElem, IntoDims, Layout, Scalar, Tensor};
 pub use warning::{catch_warnings, warn};
 
 /// The CPU backend's buffer cache (see [`tensor::cache`]): large freed buffers are reused
-/// by later allocations of the same dtype and size class.
+/// by later allocations of the same dtype and size class; and its memory statistics (see
+/// [`tensor::memory_stats`]): bytes of live tensor storage, now and at peak.
 pub mod cpu {
     pub use crate::tensor::cache::{
         allocation_count, cached_bytes, empty_cache, limit as cache_limit,
         set_limit as set_cache_limit,
+    };
+    pub use crate::tensor::memory_stats::{
+        max_memory_allocated, memory_allocated, reset_peak_memory_stats,
     };
 }
 

@@ -5,7 +5,9 @@
 //! [`nn`] (`torch.nn`), [`optim`] (`torch.optim`), [`data`] (`torch.utils.data`) and
 //! [`distributed`] (`torch.distributed`; its MPI backend behind the `mpi` feature).
 //! [`prelude`] imports the names most programs use; [`checkpoint`] saves and loads models and
-//! optimizers as safetensors files.
+//! optimizers as safetensors files (activation checkpointing, PyTorch's
+//! `torch.utils.checkpoint`, is the core's [`utils::checkpoint`]; module hooks are
+//! [`nn::Hooked`]).
 
 pub use kiln_core::*;
 pub use kiln_data as data;

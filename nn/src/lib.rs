@@ -44,6 +44,7 @@ pub mod conv;
 pub mod dropout;
 pub mod embedding;
 pub mod functional;
+pub mod hooks;
 pub mod init;
 /// The path `LayerNorm` had before it joined [`normalization`]; kept for existing code.
 pub mod layer_norm {
@@ -75,6 +76,7 @@ pub use conv::{
 };
 pub use dropout::{Dropout, Dropout1d, Dropout2d, Dropout3d};
 pub use embedding::{Embedding, EmbeddingOptions};
+pub use hooks::{Hooked, Hooks, RemovableHandle};
 pub use kiln_core::Result;
 pub use kiln_macros::Module;
 pub use linear::Linear;

@@ -43,6 +43,21 @@ impl Generator {
         self.seed
     }
 
+    /// The generator's whole state (PyTorch's `Generator.get_state`).
+    pub fn get_state(&self) -> RngState {
+        RngState {
+            seed: self.seed,
+            offset: self.offset,
+        }
+    }
+
+    /// Puts the generator back in `state` (PyTorch's `Generator.set_state`): the draws that
+    /// follow repeat those that followed when the state was taken.
+    pub fn set_state(&mut self, state: RngState) {
+        self.seed = state.seed;
+        self.offset = state.offset;
+    }
+
     /// The `(seed, offset)` of a new draw; later draws get later offsets.
     fn next_draw(&mut self) -> (u64, u64) {
         let offset = self.offset;
@@ -51,7 +66,38 @@ impl Generator {
     }
 }
 
+/// A [`Generator`]'s state: PyTorch's `torch.get_rng_state()` returns it as a byte tensor
+/// (mt19937's 5 KB); kiln's counter-based generator is wholly described by its seed and the
+/// number of draws it has made (the next draw's Philox offset), so the state is these two
+/// numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RngState {
+    /// The seed the generator started from.
+    pub seed: u64,
+    /// How many draws it has made since.
+    pub offset: u64,
+}
+
 static DEFAULT: Mutex<Option<Generator>> = Mutex::new(None);
+
+/// The global generator's state (PyTorch's `torch.get_rng_state()`).
+///
+/// ```
+/// let state = kiln::get_rng_state();
+/// let a = kiln::Tensor::rand([3], kiln::DType::F32)?;
+/// kiln::set_rng_state(state);
+/// let b = kiln::Tensor::rand([3], kiln::DType::F32)?;
+/// assert_eq!(a.to_vec::<f32>()?, b.to_vec::<f32>()?);
+/// # Ok::<(), kiln::Error>(())
+/// ```
+pub fn get_rng_state() -> RngState {
+    with_default(|g| g.get_state())
+}
+
+/// Puts the global generator in `state` (PyTorch's `torch.set_rng_state()`).
+pub fn set_rng_state(state: RngState) {
+    with_default(|g| g.set_state(state))
+}
 
 /// Reseeds the global generator used by `rand`, `randn`, `randint` and `nn` initialisers.
 pub fn manual_seed(seed: u64) {

@@ -6,6 +6,7 @@ pub mod cache;
 mod device;
 pub(crate) mod dims;
 mod display;
+pub mod memory_stats;
 pub mod promotion;
 mod raw;
 mod scalar;

@@ -4,6 +4,7 @@
 
 use super::buffer::{zeroed_vec, BufferElement, CpuBuffer};
 use super::cache;
+use super::memory_stats;
 use crate::{DType, Device, Error, Result};
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -113,6 +114,7 @@ impl Drop for Storage {
     fn drop(&mut self) {
         let buf = self.buf.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Buffer::Cpu(b) = buf {
+            memory_stats::record_free(self.len * b.dtype().size_in_bytes());
             // Most buffers are too small to keep: dropped where they lie, not moved out.
             if cache::keeps(b) {
                 cache::give(std::mem::replace(b, CpuBuffer::Bool(SmallVec::new())));
@@ -122,9 +124,10 @@ impl Drop for Storage {
 }
 
 impl Storage {
-    /// Wraps a CPU buffer.
+    /// Wraps a CPU buffer (counted by [`memory_stats`] until the storage drops).
     #[inline]
     pub fn new(buf: CpuBuffer) -> Self {
+        memory_stats::record_alloc(buf.len() * buf.dtype().size_in_bytes());
         Storage {
             len: buf.len(),
             buf: RwLock::new(Buffer::Cpu(buf)),
