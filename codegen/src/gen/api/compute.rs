@@ -1,7 +1,9 @@
 //! `fn __<op>_compute(...)`: checks, promotion, output allocation, then one branch per
 //! backend of the op's table ([`backend_branch`]). A function per op kind.
 
-use super::sig::{call_args, compute_params, op_name_lit, ret_from_vec, ret_type};
+use super::sig::{
+    call_args, compute_params, op_name_lit, rebind_tensors, ret_from_vec, ret_type, tensor_inputs,
+};
 use crate::model::{Arg, BackendKey, DType, Fixed, Kind, Op, Promote, Tag};
 use crate::paths::{CUDA_KERNELS_RUST, CUDA_OPS_RUST, RUST_OPS_RUST};
 use crate::types::{ident, ArgKind};
@@ -271,41 +273,11 @@ fn opmath_compute(
 ) -> TokenStream {
     let args = op.args();
     let a = call_args(&args);
-    let tensors: Vec<TokenStream> = args
-        .iter()
-        .filter(|x| x.kind.is_tensor())
-        .map(|x| {
-            let id = ident(&x.name);
-            match x.kind {
-                ArgKind::Tensor => quote!(.chain(std::iter::once(#id))),
-                ArgKind::OptTensor => quote!(.chain(#id)),
-                ArgKind::OptTensorList => quote!(.chain(#id.iter().flatten().copied())),
-                _ => quote!(.chain(#id.iter())),
-            }
-        })
-        .collect();
-    let widen = args.iter().filter(|x| x.kind.is_tensor()).map(|x| {
-        let id = ident(&x.name);
-        match x.kind {
-            ArgKind::Tensor => quote!(let #id = &launch::Opmath::widen(#id)?;),
-            ArgKind::OptTensor => quote! {
-                let #id = #id.map(launch::Opmath::widen).transpose()?;
-                let #id = #id.as_ref();
-            },
-            ArgKind::OptTensorList => quote! {
-                let #id = #id.iter().map(|t| t.map(launch::Opmath::widen).transpose()).collect::<Result<Vec<Option<Tensor>>>>()?;
-                let #id = &#id.iter().map(Option::as_ref).collect::<Vec<Option<&Tensor>>>();
-                let #id = #id.as_slice();
-            },
-            _ => quote! {
-                let #id = &#id.iter().map(launch::Opmath::widen).collect::<Result<Vec<Tensor>>>()?;
-                let #id = #id.as_slice();
-            },
-        }
-    });
+    let inputs = tensor_inputs(&args);
+    let widen = rebind_tensors(&args, &quote!(launch::Opmath::widen));
     quote! {
         fn #name(#(#params),*) -> Result<#ret> {
-            let inputs: Vec<&Tensor> = std::iter::empty() #(#tensors)* .collect();
+            #inputs
             let half: Option<DType> = launch::Opmath::common_half(&inputs);
             let Some(half) = half else {
                 return #path(#(#a),*);

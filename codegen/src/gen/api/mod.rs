@@ -9,7 +9,7 @@ use crate::types::{ident, ArgKind};
 use compute::compute_fn;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
-use sig::{call_args, compute_params, ret_type};
+use sig::{call_args, compute_params, rebind_tensors, ret_type, tensor_inputs};
 
 /// Output tensors of a returned value `r` as a `Vec<&Tensor>` expression.
 fn outputs_of(op: &Op, r: &TokenStream) -> TokenStream {
@@ -282,38 +282,8 @@ fn autocast_fn(op: &Op) -> TokenStream {
         None => quote!(None),
     };
     let (cpu, cuda) = (policy(op.autocast.cpu), policy(op.autocast.cuda));
-    let tensors: Vec<TokenStream> = args
-        .iter()
-        .filter(|x| x.kind.is_tensor())
-        .map(|x| {
-            let id = ident(&x.name);
-            match x.kind {
-                ArgKind::Tensor => quote!(.chain(std::iter::once(#id))),
-                ArgKind::OptTensor => quote!(.chain(#id)),
-                ArgKind::OptTensorList => quote!(.chain(#id.iter().flatten().copied())),
-                _ => quote!(.chain(#id.iter())),
-            }
-        })
-        .collect();
-    let casts = args.iter().filter(|x| x.kind.is_tensor()).map(|x| {
-        let id = ident(&x.name);
-        match x.kind {
-            ArgKind::Tensor => quote!(let #id = &plan.cast(#id)?;),
-            ArgKind::OptTensor => quote! {
-                let #id = #id.map(|t| plan.cast(t)).transpose()?;
-                let #id = #id.as_ref();
-            },
-            ArgKind::OptTensorList => quote! {
-                let #id = #id.iter().map(|t| t.map(|t| plan.cast(t)).transpose()).collect::<Result<Vec<Option<Tensor>>>>()?;
-                let #id = &#id.iter().map(Option::as_ref).collect::<Vec<Option<&Tensor>>>();
-                let #id = #id.as_slice();
-            },
-            _ => quote! {
-                let #id = &#id.iter().map(|t| plan.cast(t)).collect::<Result<Vec<Tensor>>>()?;
-                let #id = #id.as_slice();
-            },
-        }
-    });
+    let inputs = tensor_inputs(&args);
+    let casts = rebind_tensors(&args, &quote!(cast));
     // `fp32_set_opt_dtype`: the model checked there is a `dtype: Option<DType>`.
     let set_dtype = if [op.autocast.cpu, op.autocast.cuda]
         .contains(&Some(crate::model::CastPolicy::Fp32SetOptDtype))
@@ -330,10 +300,11 @@ fn autocast_fn(op: &Op) -> TokenStream {
             if !crate::amp::autocast_armed() {
                 return call(#(#a),*);
             }
-            let inputs: Vec<&Tensor> = std::iter::empty() #(#tensors)* .collect();
+            #inputs
             let Some(plan) = crate::amp::CastPlan::new(#op_lit, &inputs, #cpu, #cuda)? else {
                 return call(#(#a),*);
             };
+            let cast = |t: &Tensor| plan.cast(t);
             #(#casts)*
             #set_dtype
             let _suspended = plan.suspend();

@@ -1,7 +1,7 @@
 //! The op's signature as the generated functions spell it: return type, arguments, name.
 
 use crate::model::{Arg, Op};
-use crate::types::ident;
+use crate::types::{ident, ArgKind};
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -50,6 +50,48 @@ pub(super) fn compute_params(op: &Op) -> Vec<TokenStream> {
             let id = ident(&a.name);
             let ty = a.kind.inner_type();
             quote!(#id: #ty)
+        })
+        .collect()
+}
+
+/// `let inputs: Vec<&Tensor> = ...;`: every tensor the op takes (lists flattened, absent
+/// optionals left out), in schema order.
+pub(super) fn tensor_inputs(args: &[Arg]) -> TokenStream {
+    let chain = args.iter().filter(|x| x.kind.is_tensor()).map(|x| {
+        let id = ident(&x.name);
+        match x.kind {
+            ArgKind::Tensor => quote!(.chain(std::iter::once(#id))),
+            ArgKind::OptTensor => quote!(.chain(#id)),
+            ArgKind::OptTensorList => quote!(.chain(#id.iter().flatten().copied())),
+            _ => quote!(.chain(#id.iter())),
+        }
+    });
+    quote!(let inputs: Vec<&Tensor> = std::iter::empty() #(#chain)* .collect();)
+}
+
+/// Statements rebinding each tensor argument to `f(tensor)?` (`f`: a path or a local
+/// closure, `Fn(&Tensor) -> Result<Tensor>`), keeping the argument's borrowed type.
+pub(super) fn rebind_tensors(args: &[Arg], f: &TokenStream) -> Vec<TokenStream> {
+    args.iter()
+        .filter(|x| x.kind.is_tensor())
+        .map(|x| {
+            let id = ident(&x.name);
+            match x.kind {
+                ArgKind::Tensor => quote!(let #id = &#f(#id)?;),
+                ArgKind::OptTensor => quote! {
+                    let #id = #id.map(#f).transpose()?;
+                    let #id = #id.as_ref();
+                },
+                ArgKind::OptTensorList => quote! {
+                    let #id = #id.iter().map(|t| t.map(#f).transpose()).collect::<Result<Vec<Option<Tensor>>>>()?;
+                    let #id = &#id.iter().map(Option::as_ref).collect::<Vec<Option<&Tensor>>>();
+                    let #id = #id.as_slice();
+                },
+                _ => quote! {
+                    let #id = &#id.iter().map(#f).collect::<Result<Vec<Tensor>>>()?;
+                    let #id = #id.as_slice();
+                },
+            }
         })
         .collect()
 }
