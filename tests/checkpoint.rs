@@ -406,7 +406,7 @@ fn the_recomputation_casts_as_the_autocast_forward_did() -> Result<()> {
             let _r = kiln::autocast(Device::Cpu, DType::BF16)?;
             if ckpt {
                 let wf = w.clone();
-                checkpoint(move |xs| Ok(vec![xs[0].mm(&wf)?]), &[x.clone()])?.remove(0)
+                checkpoint(move |xs| Ok(vec![xs[0].mm(&wf)?]), std::slice::from_ref(&x))?.remove(0)
             } else {
                 x.mm(&w)?
             }
