@@ -434,6 +434,9 @@ fn fused_optimizer_steps_match_the_cpu_where_a_gpu_exists() -> Result<()> {
     Ok(())
 }
 #[cfg(feature = "cuda")]
+#[path = "cuda/amp.rs"]
+mod amp;
+#[cfg(feature = "cuda")]
 #[path = "cuda/random_bits.rs"]
 mod random_bits;
 #[cfg(feature = "cuda")]

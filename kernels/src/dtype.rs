@@ -104,6 +104,22 @@ impl DType {
         }
     }
 
+    /// The C++ type name some PyTorch messages print (`c10::BFloat16 != float`).
+    pub fn cpp_type_name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::U8 => "unsigned char",
+            DType::I8 => "signed char",
+            DType::I16 => "short int",
+            DType::I32 => "int",
+            DType::I64 => "long int",
+            DType::F16 => "c10::Half",
+            DType::BF16 => "c10::BFloat16",
+            DType::F32 => "float",
+            DType::F64 => "double",
+        }
+    }
+
     /// Short Rust-style name (`f32`, `i64`, ...), as used in kiln's YAML.
     pub fn short_name(self) -> &'static str {
         match self {

@@ -10,7 +10,11 @@ CUDA), it calls the op inside an autocast region (CPU: bfloat16, CUDA: float16) 
 records the output dtype: every floating input float32 (`f32`), every floating input in the
 region's low dtype (`low`), and the first floating input low with the rest float32 (`mixed`).
 From those it names the policy: `lower` (float32 in, low out), `fp32` (low in, float32 out),
-`banned` (the op refuses to run), else `promote`. kiln's tests compare the `autocast:` keys
+`banned` (the op refuses to run), else `promote`. An op with a policy on one device type only
+gets a row for the other too, `none:<class>`: PyTorch runs it as it is there (for a composite
+such as `cross_entropy_loss`, its inner ops cast), and `<class>` is what the dtypes look like
+(left out where inputs all in the low dtype are refused). On CUDA these come from fake
+tensors, which check dtypes but not which dtypes a real kernel has. kiln's tests compare the `autocast:` keys
 of native_functions.yaml and the dtypes kiln's ops return inside a region with this table.
 """
 
@@ -38,6 +42,11 @@ class Maker:
 
     def long(self, *shape, high=3):
         return torch.randint(0, high, shape, device=self.device)
+
+
+def diag_heavy(a):
+    """`a` plus 3 on the diagonal, in `a`'s own dtype (a float32 identity would promote it)."""
+    return a + 3 * torch.eye(a.shape[0], device=a.device, dtype=a.dtype)
 
 
 # One call per op, on small inputs; `t` makes floating tensors in the probe's dtypes.
@@ -126,9 +135,9 @@ SAMPLES = {
     "binary_cross_entropy": lambda t: F.binary_cross_entropy(t(4, lo=0.1, hi=0.9), t(4, lo=0.0, hi=1.0)),
     "binary_cross_entropy_with_logits": lambda t: F.binary_cross_entropy_with_logits(t(4), t(4)),
     "cdist": lambda t: torch.cdist(t(2, 3), t(4, 3)),
-    "linalg_inv": lambda t: torch.linalg.inv(t(2, 2) + 3 * torch.eye(2, device=t.device)),
-    "linalg_solve": lambda t: torch.linalg.solve(t(2, 2) + 3 * torch.eye(2, device=t.device), t(2)),
-    "linalg_cholesky": lambda t: torch.linalg.cholesky(t(2, 2) * 0.1 + 3 * torch.eye(2, device=t.device)),
+    "linalg_inv": lambda t: torch.linalg.inv(diag_heavy(t(2, 2))),
+    "linalg_solve": lambda t: torch.linalg.solve(diag_heavy(t(2, 2)), t(2)),
+    "linalg_cholesky": lambda t: torch.linalg.cholesky(diag_heavy(t(2, 2) * 0.1)),
     "linalg_qr": lambda t: torch.linalg.qr(t(3, 2))[0],
     "vdot": lambda t: torch.vdot(t(3), t(3)),
     "tensordot": lambda t: torch.tensordot(t(2, 3), t(3, 2), dims=1),
@@ -159,6 +168,9 @@ def probe(op, device, first, rest):
     except RuntimeError as e:
         if "unsafe to autocast" in str(e):
             return "error"
+        if "dtype" in str(e):
+            # An op PyTorch does not cast that takes one dtype (`dot` given bf16 and f32).
+            return "dtype_error"
         raise
     finally:
         if torch.autocast_decrement_nesting() == 0:
@@ -166,7 +178,7 @@ def probe(op, device, first, rest):
         torch.set_autocast_enabled(device, False)
 
 
-def row(op, device):
+def row(op, device, registered):
     low = LOW[device]
     f32 = probe(op, device, torch.float32, torch.float32)
     lowp = probe(op, device, low, low)
@@ -179,6 +191,12 @@ def row(op, device):
         policy = "fp32"
     else:
         policy = "promote"
+    if not registered:
+        if lowp == "dtype_error":
+            # Inputs of one dtype refused: PyTorch's composite casts one operand and not
+            # another (`linalg_solve` on CUDA), a quirk, not a policy to hold kiln to.
+            return None
+        policy = f"none:{policy}"
     return f"{op}\t{device}\t{policy}\t{f32}\t{lowp}\t{mixed}"
 
 
@@ -192,13 +210,23 @@ def main():
         if devices and op not in SAMPLES:
             missing.append(op)
             continue
-        for device in devices:
+        # Both device types once the op has a policy on one: where PyTorch registers none,
+        # the op runs as it is (a composite's inner ops casting), and the row says `none:`
+        # with the dtype class that gives.
+        for device in devices and ("cpu", "cuda"):
+            if device == "cuda" and device not in devices and op.startswith("linalg_"):
+                # Fake tensors check dtypes, not which dtypes a real kernel has: PyTorch's
+                # CUDA factorisations have no f16 kernel, so a row would claim what a GPU
+                # refuses.
+                continue
             if device == "cuda":
                 # CUDA's policy needs CUDA tensors, not a GPU: fake ones carry the device.
                 with FakeTensorMode(allow_non_fake_inputs=True):
-                    print(row(op, device))
+                    r = row(op, device, device in devices)
             else:
-                print(row(op, device))
+                r = row(op, device, device in devices)
+            if r is not None:
+                print(r)
     if missing:
         sys.exit(f"no sample for ops PyTorch autocasts: {missing}")
 

@@ -6,14 +6,14 @@
 //! or `out` (`Tensor(a!)[] self, Tensor(b!) found_inf`; `Tensor(b!) growth_tracker`) and the
 //! first returns nothing, which the generator's in-place/out model (one written `self` or
 //! `out`, outputs allocated from shapes) does not express; neither is differentiable. So they
-//! check their arguments here, with PyTorch's messages, and on the CPU call the kernels in
-//! `kiln_kernels::cpu::amp`. On other devices the unscale runs as a few ops (`isfinite`,
-//! `any`, `mul_`) with the same result, and the scale update reads the two scalars to the
-//! host, applies the same rule and writes them back.
+//! check their arguments here, with PyTorch's messages, and run on the device's backend as
+//! fused steps (`FusedStep::AmpUnscale`, `AmpUpdateScale`): on the CPU the kernels in
+//! `kiln_kernels::cpu::amp`, on CUDA those of kernels/cuda/amp.cu.j2, which keep every
+//! scalar on the device.
 
-use crate::dispatch::{dst, with_buffers};
+use crate::dispatch::backend;
+use crate::tensor::{AmpScaleUpdate, FusedStep};
 use crate::{autograd, DType, Error, Result, Tensor};
-use kiln_kernels::cpu::amp::{non_finite_check_and_unscale, update_scale};
 
 const UNSCALE: &str = "_amp_foreach_non_finite_check_and_unscale_";
 const UPDATE: &str = "_amp_update_scale_";
@@ -111,50 +111,21 @@ pub fn _amp_foreach_non_finite_check_and_unscale_(
     if device.is_meta() || self_.is_empty() {
         return Ok(());
     }
-    let found = if device == crate::Device::Cpu {
-        let inv = inv_scale.item::<f32>()?;
-        let mut found = false;
-        for g in self_ {
-            found |= unscale_cpu(g, inv);
-            g.storage().bump_version();
-        }
-        found
-    } else {
-        unscale_by_ops(self_, inv_scale)?
-    };
-    if found {
+    // A scale that aliases the flag is read from a copy, so no kernel reads memory another
+    // thread of it writes.
+    let inv_scale = if inv_scale.shares_storage_with(found_inf) {
         let _g = autograd::no_grad();
-        found_inf.fill_(1.0)?;
+        inv_scale.clone_tensor()?
+    } else {
+        inv_scale.clone()
+    };
+    let b = backend(device);
+    for g in self_ {
+        b.fused_step(op, &[g, found_inf, &inv_scale], FusedStep::AmpUnscale)?;
+        g.storage().bump_version();
     }
+    found_inf.storage().bump_version();
     Ok(())
-}
-
-/// One CPU gradient through the fused kernel, in its own dtype.
-fn unscale_cpu(g: &Tensor, inv: f32) -> bool {
-    with_buffers(&[], &[g], |_, mut outs| {
-        let o = outs.pop().expect("one output locked");
-        match g.dtype() {
-            DType::F32 => non_finite_check_and_unscale(dst::<f32>(o, g), inv),
-            DType::F64 => non_finite_check_and_unscale(dst::<f64>(o, g), inv),
-            DType::F16 => non_finite_check_and_unscale(dst::<half::f16>(o, g), inv),
-            DType::BF16 => non_finite_check_and_unscale(dst::<half::bf16>(o, g), inv),
-            other => unreachable!("{UNSCALE} on {other}: floating dtype checked above"),
-        }
-    })
-}
-
-/// The unscale on a device without a fused kernel: per gradient, whether it holds an inf or
-/// NaN, then `mul_` by the 0-d `inv_scale` (a 0-d tensor does not promote a half gradient,
-/// and the product is computed in float32 and rounded once, as the kernel does).
-fn unscale_by_ops(grads: &[Tensor], inv_scale: &Tensor) -> Result<bool> {
-    let _g = autograd::no_grad();
-    let inv = inv_scale.reshape(())?;
-    let mut found = false;
-    for g in grads {
-        found |= g.isfinite()?.logical_not()?.any()?.item::<bool>()?;
-        g.mul_(&inv)?;
-    }
-    Ok(found)
 }
 
 /// PyTorch's `torch._amp_update_scale_`: updates the loss scale `self_` (1-element float32)
@@ -198,16 +169,17 @@ pub fn _amp_update_scale_(
     if device.is_meta() {
         return Ok(self_.clone());
     }
-    let (scale, tracker) = update_scale(
-        self_.item::<f32>()?,
-        growth_tracker.item::<i32>()?,
-        found_inf.item::<f32>()?,
-        scale_growth_factor,
-        scale_backoff_factor,
+    let h = AmpScaleUpdate {
+        growth_factor: scale_growth_factor,
+        backoff_factor: scale_backoff_factor,
         growth_interval,
-    );
-    let _g = autograd::no_grad();
-    self_.fill_(scale as f64)?;
-    growth_tracker.fill_(tracker as i64)?;
+    };
+    backend(device).fused_step(
+        op,
+        &[self_, growth_tracker, found_inf],
+        FusedStep::AmpUpdateScale(&h),
+    )?;
+    self_.storage().bump_version();
+    growth_tracker.storage().bump_version();
     Ok(self_.clone())
 }

@@ -78,22 +78,6 @@ pub(crate) fn blocks(
     Ok(g.blocks[3 - k.len()..].iter().map(|&b| b as i64).collect())
 }
 
-/// The C++ type name PyTorch's convolution messages print for a dtype.
-fn cpp_type_name(dtype: DType) -> &'static str {
-    match dtype {
-        DType::Bool => "bool",
-        DType::U8 => "unsigned char",
-        DType::I8 => "signed char",
-        DType::I16 => "short int",
-        DType::I32 => "int",
-        DType::I64 => "long int",
-        DType::F16 => "c10::Half",
-        DType::BF16 => "c10::BFloat16",
-        DType::F32 => "float",
-        DType::F64 => "double",
-    }
-}
-
 /// PyTorch's dtype checks of a convolution: the bias must have the input's dtype, bool has
 /// no kernel, and the weight must have the input's dtype (integer convolutions compute in
 /// their own dtype, as PyTorch's CPU kernels do).
@@ -104,8 +88,8 @@ fn check_conv_dtypes(op: &str, x: &Tensor, weight: &Tensor, bias: Option<&Tensor
                 op,
                 format!(
                     "Input type ({}) and bias type ({}) should be the same",
-                    cpp_type_name(x.dtype()),
-                    cpp_type_name(b.dtype())
+                    x.dtype().cpp_type_name(),
+                    b.dtype().cpp_type_name()
                 ),
             ));
         }
@@ -289,8 +273,16 @@ fn conv_mode(
     groups: i64,
 ) -> Result<Tensor> {
     let zero = vec![0i64; n];
+    // The padded call goes through the public `conv<n>d`, so an autocast region that has no
+    // policy for the string-padding form (CUDA's) still lowers it, as PyTorch's
+    // `_convolution_mode` reaches an autocast convolution.
+    let public = |x: &Tensor, pad: &[i64]| match n {
+        1 => crate::conv1d_with(x, weight, bias, stride, pad, dilation, groups),
+        2 => crate::conv2d_with(x, weight, bias, stride, pad, dilation, groups),
+        _ => crate::conv3d_with(x, weight, bias, stride, pad, dilation, groups),
+    };
     match padding {
-        "valid" => conv(op, n, input, weight, bias, stride, &zero, dilation, groups),
+        "valid" => public(input, &zero),
         "same" => {
             let (s, d) = (
                 expand_param(op, "stride", stride, n)?,
@@ -319,7 +311,7 @@ fn conv_mode(
             } else {
                 input.clone()
             };
-            conv(op, n, &x, weight, bias, stride, &left, dilation, groups)
+            public(&x, &left)
         }
         other => Err(Error::value(
             op,

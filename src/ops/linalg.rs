@@ -363,6 +363,9 @@ pub fn tensordot(
     dims_other: &[i64],
 ) -> Result<Tensor> {
     let op = "tensordot";
+    if t.dtype() != other.dtype() {
+        return Err(Error::dtype(op, "both inputs should have same dtype"));
+    }
     if dims_self.len() != dims_other.len() {
         return Err(Error::shape(
             op,

@@ -29,6 +29,24 @@ pub fn bilinear(
     bias: Option<&Tensor>,
 ) -> Result<Tensor> {
     let op = "bilinear";
+    let dtypes_match = [input2.dtype(), weight.dtype()]
+        .into_iter()
+        .chain(bias.map(Tensor::dtype))
+        .all(|d| d == input1.dtype());
+    if !dtypes_match {
+        let bias = bias.map_or(String::new(), |b| {
+            format!(", bias: {}", b.dtype().cpp_type_name())
+        });
+        return Err(Error::dtype(
+            op,
+            format!(
+                "All tensors must have the same dtype, got input1: {}, input2: {}, weight: {}{bias}",
+                input1.dtype().cpp_type_name(),
+                input2.dtype().cpp_type_name(),
+                weight.dtype().cpp_type_name()
+            ),
+        ));
+    }
     if weight.dim() != 3 {
         return Err(Error::shape(
             op,

@@ -129,7 +129,29 @@ pub fn mv(t: &Tensor, vec: &Tensor) -> Result<Tensor> {
             ),
         ));
     }
+    // PyTorch's mv is addmv into a result with `vec`'s options, hence its message.
+    same_dtype_addmv(vec.dtype(), t, vec)?;
+    // A kernel of its own in PyTorch: `matmul`'s autocast policy must not apply inside it
+    // (an autocast region that has none for `mv` runs it in the inputs' dtype).
+    let _native = crate::amp::suspend_autocast();
     t.matmul(vec)
+}
+
+/// addmv's operands share one dtype (PyTorch's check, so mixed dtypes fail in an autocast
+/// region too, where no policy casts them).
+fn same_dtype_addmv(result: DType, mat: &Tensor, vec: &Tensor) -> Result<()> {
+    if result == mat.dtype() && mat.dtype() == vec.dtype() {
+        return Ok(());
+    }
+    Err(Error::dtype(
+        "addmv",
+        format!(
+            "addmv input tensors must have the same dtype, but got {}, {}, and {}",
+            result.scalar_type_name(),
+            mat.dtype().scalar_type_name(),
+            vec.dtype().scalar_type_name()
+        ),
+    ))
 }
 
 /// `addmv(mat, vec, beta, alpha)`: `beta * self + alpha * (mat @ vec)`.
@@ -140,6 +162,7 @@ pub fn addmv(
     beta: Scalar,
     alpha: Scalar,
 ) -> Result<Tensor> {
+    same_dtype_addmv(t.dtype(), mat, vec)?;
     blend("addmv", t, mv(mat, vec)?, beta, alpha)
 }
 

@@ -289,6 +289,9 @@ pub fn trace(t: &Tensor) -> Result<Tensor> {
             ),
         ));
     }
+    // A kernel of its own in PyTorch: `sum`'s autocast policy must not apply inside it (a
+    // CUDA region, which has none for `trace`, returns the input's dtype).
+    let _native = crate::amp::suspend_autocast();
     diagonal(t, 0, 0, 1)?.sum()
 }
 

@@ -11,13 +11,27 @@ use crate::Result;
 use kiln_kernels::cpu::optim::{AdagradStep, AdamStep, RmspropStep, SgdStep};
 use kiln_kernels::random::Distribution;
 
-/// One fused optimizer update and its hyperparameters (see `crate::ops::optim`).
+/// One fused optimizer update and its hyperparameters (see `crate::ops::optim`), or one of
+/// the gradient scaler's two updates (see `crate::ops::amp`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum FusedStep<'a> {
     Adam(&'a AdamStep),
     Sgd(&'a SgdStep),
     Rmsprop(&'a RmspropStep),
     Adagrad(&'a AdagradStep),
+    /// `[grad, found_inf, inv_scale]`: `grad *= inv_scale` in place, and `found_inf = 1`
+    /// if `grad` held an inf or NaN (left as it was otherwise).
+    AmpUnscale,
+    /// `[scale, growth_tracker, found_inf]`: the loss-scale update.
+    AmpUpdateScale(&'a AmpScaleUpdate),
+}
+
+/// The loss-scale update's factors (`_amp_update_scale_`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AmpScaleUpdate {
+    pub growth_factor: f64,
+    pub backoff_factor: f64,
+    pub growth_interval: i64,
 }
 
 /// A device kind's implementation of what the tensor core needs from it.

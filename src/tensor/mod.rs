@@ -12,7 +12,7 @@ mod raw;
 mod scalar;
 pub(crate) mod storage;
 
-pub(crate) use backend::{Backend, FusedStep};
+pub(crate) use backend::{AmpScaleUpdate, Backend, FusedStep};
 pub use buffer::{BufferElement, CpuBuffer};
 pub use device::Device;
 pub use dims::{DimElem, IntoDims};

@@ -4,6 +4,7 @@
 //! them through `crate::dispatch::launch`.
 
 pub(crate) mod access;
+mod amp;
 mod optim;
 
 use crate::tensor::{Backend, BufferElement, FusedStep};
@@ -78,7 +79,11 @@ impl Backend for CpuBackend {
     }
 
     fn fused_step(&self, _: &str, group: &[&Tensor], step: FusedStep<'_>) -> Result<()> {
-        optim::step(group, step);
+        match step {
+            FusedStep::AmpUnscale => amp::unscale(group),
+            FusedStep::AmpUpdateScale(h) => amp::update(group, h),
+            _ => optim::step(group, step),
+        }
         Ok(())
     }
 

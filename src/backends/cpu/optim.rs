@@ -27,6 +27,9 @@ pub(super) fn step(group: &[&Tensor], step: FusedStep<'_>) {
         FusedStep::Sgd(h) => each_float!(sgd_one, h),
         FusedStep::Rmsprop(h) => each_float!(rmsprop_one, h),
         FusedStep::Adagrad(h) => each_float!(adagrad_one, h),
+        FusedStep::AmpUnscale | FusedStep::AmpUpdateScale(_) => {
+            unreachable!("the CPU backend sends the gradient scaler's updates to cpu::amp")
+        }
     }
 }
 

@@ -56,6 +56,8 @@ impl Backend for CudaBackend {
             FusedStep::Sgd(h) => optim::fused_sgd(op, group, h),
             FusedStep::Rmsprop(h) => optim::fused_rmsprop(op, group, h),
             FusedStep::Adagrad(h) => optim::fused_adagrad(op, group, h),
+            FusedStep::AmpUnscale => super::ops::amp::unscale(op, group),
+            FusedStep::AmpUpdateScale(h) => super::ops::amp::update_scale(op, group, h),
         }
     }
 

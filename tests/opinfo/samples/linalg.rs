@@ -226,6 +226,12 @@ pub fn tensordot_errors() -> Vec<ErrorSample> {
             .arg("dims_self", ints(&[1]))
             .arg("dims_other", ints(&[0])),
         ErrorKind::Shape, "contracted dimensions need to match, but first has size 3 in dim 1 and second has size 4 in dim 0",
+    ),
+    err(
+        Sample::new("float32 . float64", vec![vals(&[2, 3], DType::F32, 180), vals(&[3, 2], DType::F64, 181)])
+            .arg("dims_self", ints(&[1]))
+            .arg("dims_other", ints(&[0])),
+        ErrorKind::DType, "both inputs should have same dtype",
     )]
 }
 
@@ -592,6 +598,18 @@ pub fn bilinear_errors() -> Vec<ErrorSample> {
         ),
         ErrorKind::Shape,
         "do not match weight",
+    ),
+    err(
+        Sample::new(
+            "float64 input1",
+            vec![
+                vals(&[3, 4], DType::F64, 132),
+                vals(&[3, 5], f, 133),
+                vals(&[2, 4, 5], f, 134),
+            ],
+        ),
+        ErrorKind::DType,
+        "All tensors must have the same dtype, got input1: double, input2: float, weight: float",
     )]
 }
 
@@ -606,14 +624,24 @@ pub fn mv(dtype: DType) -> Vec<Sample> {
 }
 
 pub fn mv_errors() -> Vec<ErrorSample> {
-    vec![err(
-        Sample::new(
-            "vector @ vector",
-            vec![vals(&[3], DType::F32, 127), vals(&[3], DType::F32, 128)],
+    vec![
+        err(
+            Sample::new(
+                "vector @ vector",
+                vec![vals(&[3], DType::F32, 127), vals(&[3], DType::F32, 128)],
+            ),
+            ErrorKind::Shape,
+            "vector + matrix @ vector expected, got 1, 1, 1",
         ),
-        ErrorKind::Shape,
-        "vector + matrix @ vector expected, got 1, 1, 1",
-    )]
+        err(
+            Sample::new(
+                "float32 @ float64",
+                vec![vals(&[3, 4], DType::F32, 135), vals(&[4], DType::F64, 136)],
+            ),
+            ErrorKind::DType,
+            "addmv input tensors must have the same dtype, but got Double, Float, and Double",
+        ),
+    ]
 }
 
 pub fn addmv(dtype: DType) -> Vec<Sample> {
@@ -645,18 +673,32 @@ pub fn addmv(dtype: DType) -> Vec<Sample> {
 
 pub fn addmv_errors() -> Vec<ErrorSample> {
     let f = DType::F32;
-    vec![err(
-        Sample::new(
-            "vec as matrix",
-            vec![
-                vals(&[3], f, 129),
-                vals(&[3, 4], f, 130),
-                vals(&[4, 1], f, 131),
-            ],
+    vec![
+        err(
+            Sample::new(
+                "vec as matrix",
+                vec![
+                    vals(&[3], f, 129),
+                    vals(&[3, 4], f, 130),
+                    vals(&[4, 1], f, 131),
+                ],
+            ),
+            ErrorKind::Shape,
+            "vector + matrix @ vector expected",
         ),
-        ErrorKind::Shape,
-        "vector + matrix @ vector expected",
-    )]
+        err(
+            Sample::new(
+                "float64 self",
+                vec![
+                    vals(&[3], DType::F64, 137),
+                    vals(&[3, 4], f, 138),
+                    vals(&[4], f, 139),
+                ],
+            ),
+            ErrorKind::DType,
+            "addmv input tensors must have the same dtype, but got Double, Float, and Float",
+        ),
+    ]
 }
 
 pub fn baddbmm(dtype: DType) -> Vec<Sample> {

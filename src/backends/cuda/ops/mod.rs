@@ -3,6 +3,7 @@
 //! tensors already on one device, cast to the compute dtype and checked by the op's meta
 //! function, like the CPU kernels.
 
+pub(crate) mod amp;
 pub(crate) mod fold;
 pub(crate) mod index;
 pub(crate) mod loss;
