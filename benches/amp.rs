@@ -1,5 +1,6 @@
 //! Mixed precision on the CPU: the tiny transformer's training step (2 layers, d_model 48,
-//! batch 64 × 11 tokens, AdamW) in float32 and under bf16 autocast. `benches/amp_torch.py`
+//! batch 64 × 11 tokens, AdamW) and a 2-layer encoder's (d_model 256, batch 32 × 128, Adam)
+//! in float32 and under bf16 autocast. `benches/amp_torch.py`
 //! times the same with PyTorch on the same machine; the two go side by side in BENCHMARKS.md.
 //! (Half-precision `mm` alone: `cargo bench --bench ops -- mm_half_`.)
 //! Run: `cargo bench --bench amp` (then `python3 benches/amp_torch.py`).
@@ -8,8 +9,11 @@
 mod tiny_gpt;
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use kiln::nn::{functional as F, Forward, Module};
-use kiln::optim::{AdamOptions, AdamW, Optimizer};
+use kiln::nn::{
+    functional as F, Forward, Module, TransformerEncoder, TransformerEncoderLayer,
+    TransformerLayerOptions,
+};
+use kiln::optim::{Adam, AdamOptions, AdamW, Optimizer};
 use kiln::{DType, Device};
 use tiny_gpt::{batch, TinyGpt, VOCAB};
 
@@ -39,5 +43,44 @@ fn transformer_step(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, transformer_step);
+/// The encoder of issue 27's table, where the matrices are large enough for the bf16 GEMM to
+/// matter: 2 layers, d_model 256, 4 heads, feed-forward 1024, batch 32 × 128, Adam, loss the
+/// mean square of the output (no dropout, so both precisions run the same graph).
+fn encoder_step(c: &mut Criterion) {
+    let mut g = c.benchmark_group("encoder_train_step");
+    g.sample_size(10);
+    for mixed in [false, true] {
+        kiln::manual_seed(0);
+        let layer = TransformerEncoderLayer::with_options(
+            256,
+            4,
+            TransformerLayerOptions {
+                dim_feedforward: 1024,
+                dropout: 0.0,
+                batch_first: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let model = TransformerEncoder::new(layer, 2, None).unwrap();
+        let mut opt = Adam::new(model.parameters(), AdamOptions::default()).unwrap();
+        let x = kiln::Tensor::randn([32, 128, 256], DType::F32).unwrap();
+        let name = if mixed { "bf16_autocast" } else { "f32" };
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let loss = {
+                    let _r = mixed.then(|| kiln::autocast(Device::Cpu, DType::BF16).unwrap());
+                    model.forward(&x).unwrap().square().unwrap().mean().unwrap()
+                };
+                opt.zero_grad().unwrap();
+                loss.backward().unwrap();
+                opt.step().unwrap();
+                black_box(loss)
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, transformer_step, encoder_step);
 criterion_main!(benches);

@@ -1,5 +1,5 @@
 """PyTorch's side of `cargo bench --bench amp`, on the same machine: the tiny transformer's
-training step in float32 and under CPU bf16 autocast. Prints the median time of each, in
+and the 2-layer d256 encoder's training steps in float32 and under CPU bf16 autocast. Prints the median time of each, in
 milliseconds. (Half-precision mm alone: benches/mm_half_torch.py.)
 
 Run: python3 benches/amp_torch.py   (CPU wheel; threads = cores, as kiln's default)
@@ -73,6 +73,23 @@ def main():
 
         name = "bf16_autocast" if mixed else "f32"
         print(f"tiny_transformer_train_step/{name}: {median_ms(step):.3f} ms")
+    # The encoder of benches/amp.rs's second group (issue 27's row).
+    x = torch.randn(32, 128, 256)
+    for mixed in (False, True):
+        torch.manual_seed(0)
+        layer = nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True)
+        model = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        opt = torch.optim.Adam(model.parameters())
+
+        def step():
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mixed):
+                loss = model(x).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        name = "bf16_autocast" if mixed else "f32"
+        print(f"encoder_train_step/{name}: {median_ms(step, runs=10, min_s=3.0):.3f} ms")
 
 
 if __name__ == "__main__":

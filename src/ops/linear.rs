@@ -14,11 +14,29 @@ pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<
             ),
         ));
     }
-    let y = input.matmul(&weight.t()?)?;
-    match bias {
-        Some(b) => y.add(b),
-        None => Ok(y),
-    }
+    // (A bias of more than one dim broadcasts over more than rows: matmul, then add.)
+    let Some(bias) = bias.filter(|b| input.dim() > 0 && b.dim() <= 1) else {
+        let y = input.matmul(&weight.t()?)?;
+        return match bias {
+            Some(b) => y.add(b),
+            None => Ok(y),
+        };
+    };
+    // With a bias, one `addmm` over the input flattened to rows (PyTorch's
+    // `_flatten_nd_linear`): the bias is added to the unrounded f32 sums of a half product,
+    // so the result is rounded once, as the fused kernels PyTorch calls round it.
+    let d = input.dim();
+    let features = input.shape()[d - 1] as i64;
+    let rows = input.reshape([-1, features])?;
+    let (w, out_shape): (Tensor, &[usize]) = if weight.dim() == 1 {
+        (weight.unsqueeze(1)?, &[])
+    } else {
+        (weight.t()?, &weight.shape()[..1])
+    };
+    let y = bias.addmm(&rows, &w)?;
+    let mut shape = crate::ops::backward::i64s(&input.shape()[..d - 1]);
+    shape.extend(out_shape.iter().map(|&s| s as i64));
+    y.reshape(&shape)
 }
 
 /// `bilinear(input1, input2, weight, bias)`: `y_k = x1ᵀ W_k x2 + b_k`.

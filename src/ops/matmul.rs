@@ -1,5 +1,6 @@
 //! Matrix products: `matmul` (with its broadcasting rules), `mv`, `dot`, `outer`, and the
-//! BLAS-style products with a bias, `addmm`, `addmv`, `baddbmm`, `addbmm`.
+//! BLAS-style products with a bias, `addmv`, `baddbmm`, `addbmm` (`addmm` is a kernel:
+//! kernels/src/cpu/matmul.rs).
 
 use crate::ops::backward::i64s;
 use crate::{DType, Error, Result, Scalar, Tensor};
@@ -253,29 +254,4 @@ pub fn outer(t: &Tensor, vec2: &Tensor) -> Result<Tensor> {
         }
     }
     t.unsqueeze(1)?.mul(&vec2.unsqueeze(0)?)
-}
-
-/// `addmm(mat1, mat2, beta, alpha)`: `beta * self + alpha * (mat1 @ mat2)`, with `self`
-/// broadcast to the product's shape; `beta = 0` ignores `self` (NaN included), as PyTorch.
-pub fn addmm(
-    t: &Tensor,
-    mat1: &Tensor,
-    mat2: &Tensor,
-    beta: Scalar,
-    alpha: Scalar,
-) -> Result<Tensor> {
-    let p = mat1.mm(mat2)?;
-    let dtype = p.dtype().promote(t.dtype());
-    let beta = integral_coefficient("addmm", beta, dtype)?;
-    let alpha = integral_coefficient("addmm", alpha, dtype)?;
-    let p = if alpha.to::<f64>() == 1.0 {
-        p
-    } else {
-        p.mul_scalar(alpha)?
-    };
-    let base = t.expand(i64s(p.shape()))?;
-    if beta.to::<f64>() == 0.0 {
-        return p.add(&base.zeros_like()?);
-    }
-    p.add(&base.mul_scalar(beta)?)
 }

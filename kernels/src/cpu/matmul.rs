@@ -1,4 +1,4 @@
-//! Matrix products: `mm` and `bmm`.
+//! Matrix products: `mm`, `bmm` and `addmm` (`mm` plus a bias before the one rounding).
 //!
 //! `f32`/`f64` go to the `gemm` crate (packed panels, AVX-512 / AVX2+FMA microkernels chosen
 //! at run time), which takes arbitrary row and column strides, so transposed, sliced and
@@ -120,7 +120,8 @@ fn by_row_blocks<E: Send>(
 
 /// The float types the `gemm` crate multiplies.
 trait Blas: Copy + Send + Sync + 'static {
-    /// `c = a @ b` for an `m × k` by `k × n` product with the given element strides.
+    /// `c = a @ b` for an `m × k` by `k × n` product with the given element strides; with
+    /// `acc = Some(s)`, `c += s * (a @ b)` instead (`c` read).
     ///
     /// # Safety
     /// `a`'s elements `(i, l)` (`a + i * rsa + l * csa`, `i < m`, `l < k`), `b`'s `(l, j)`
@@ -140,6 +141,7 @@ trait Blas: Copy + Send + Sync + 'static {
         c: *mut Self,
         rsc: isize,
         csc: isize,
+        acc: Option<Self>,
         par: gemm::Parallelism,
     );
 }
@@ -160,15 +162,21 @@ macro_rules! blas {
                 c: *mut $t,
                 rsc: isize,
                 csc: isize,
+                acc: Option<$t>,
                 par: gemm::Parallelism,
             ) {
-                // SAFETY: forwarded from this function's own contract. `read_dst = false`
-                // makes `c = 1 * (a @ b)` without reading `c` (alpha, the factor on the old
-                // `c`, is then unused).
+                // `gemm` computes `c = alpha * c + beta * (a @ b)`, reading `c` only with
+                // `read_dst`: without `acc`, `c = 1 * (a @ b)` (alpha unused); with it,
+                // `c = 1 * c + s * (a @ b)`.
+                let (read_dst, beta) = match acc {
+                    Some(s) => (true, s),
+                    None => (false, 1.0),
+                };
+                // SAFETY: forwarded from this function's own contract.
                 unsafe {
                     gemm::gemm(
-                        m, n, k, c, csc, rsc, false, a, csa, rsa, b, csb, rsb, 0.0, 1.0, false,
-                        false, false, par,
+                        m, n, k, c, csc, rsc, read_dst, a, csa, rsa, b, csb, rsb, 1.0, beta,
+                        false, false, false, par,
                     )
                 }
             }
@@ -192,6 +200,19 @@ fn blas_gemm<F: Blas>(
     a: Mat<'_, F>,
     b: Mat<'_, F>,
     c: &mut [F],
+) -> KResult<()> {
+    blas_gemm_acc(m, k, n, a, b, c, None)
+}
+
+/// [`blas_gemm`], or with `acc = Some(s)`, `c += s * (a @ b)`.
+fn blas_gemm_acc<F: Blas>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: Mat<'_, F>,
+    b: Mat<'_, F>,
+    c: &mut [F],
+    acc: Option<F>,
 ) -> KResult<()> {
     let (rsa, csa, rsb, csb) = (
         istride(a.rs)?,
@@ -219,6 +240,7 @@ fn blas_gemm<F: Blas>(
                 c.as_mut_ptr(),
                 rsc,
                 1,
+                acc,
                 par,
             )
         }
@@ -382,6 +404,260 @@ pub fn mm<T: Element>(self_: Src<'_, T>, mat2: Src<'_, T>, mut out: Dst<'_, T>) 
     );
     let b = Mat::new(mat2.data, lb.offset, [k, n], [lb.strides[0], lb.strides[1]]);
     gemm(m, k, n, a, b, contiguous_out(&mut out)?)
+}
+
+/// Output shape of `addmm(self, mat1, mat2, beta, alpha)`: the product's `[m, n]`, `self`
+/// broadcastable to it (PyTorch's messages: its mat1 check names `self`).
+pub fn addmm_meta(
+    self_: &[usize],
+    mat1: &[usize],
+    mat2: &[usize],
+    _beta: f64,
+    _alpha: f64,
+) -> KResult<Vec<Vec<usize>>> {
+    for (name, s) in [("self", mat1), ("mat2", mat2)] {
+        if s.len() != 2 {
+            return Err(KernelError::shape(format!(
+                "addmm: {name} must be a matrix, got {}-D tensor",
+                s.len()
+            )));
+        }
+    }
+    if mat1[1] != mat2[0] {
+        return Err(KernelError::shape(format!(
+            "addmm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+            mat1[0], mat1[1], mat2[0], mat2[1]
+        )));
+    }
+    let out = vec![mat1[0], mat2[1]];
+    bias_layout(self_, &out)?;
+    Ok(vec![out])
+}
+
+/// `self`'s sizes broadcast to `out` (`[m, n]`): the strides to read it with (0 along a
+/// broadcast dim), or `expand`'s message.
+fn bias_layout(sizes: &[usize], out: &[usize]) -> KResult<()> {
+    if sizes.len() > 2 {
+        return Err(KernelError::shape(format!(
+            "expand({sizes:?}, size={out:?}): the number of sizes provided (2) must be greater or equal to the number of dimensions in the tensor ({})",
+            sizes.len()
+        )));
+    }
+    for (i, &s) in sizes.iter().rev().enumerate() {
+        let (d, want) = (1 - i, out[1 - i]);
+        if s != want && s != 1 {
+            return Err(KernelError::shape(format!(
+                "The expanded size of the tensor ({want}) must match the existing size ({s}) at non-singleton dimension {d}.  Target sizes: {out:?}.  Tensor sizes: {sizes:?}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `self` as an `m x n` matrix: a broadcast dim (absent or of size 1) read with stride 0.
+fn bias_mat<'a, T: Copy + 'static>(b: &Src<'a, T>, m: usize, n: usize) -> Mat<'a, T> {
+    let l = b.layout;
+    let (sizes, strides) = (&l.sizes, &l.strides);
+    let nd = sizes.len();
+    let dim = |from_end: usize, want: usize| -> usize {
+        match nd.checked_sub(from_end + 1) {
+            Some(i) if sizes[i] == want && want > 1 => strides[i],
+            _ => 0,
+        }
+    };
+    Mat {
+        data: b.data,
+        offset: l.offset,
+        rs: dim(1, m),
+        cs: dim(0, n),
+    }
+}
+
+/// `addmm(self, mat1, mat2, beta, alpha)`: `beta * self + alpha * (mat1 @ mat2)`, `self`
+/// broadcast to the product's shape; `beta = 0` ignores `self` (NaN included), as PyTorch.
+/// The product is summed in the compute type (`f32` for the half types, through the same
+/// kernels as `mm`) and each element rounded once, after the bias is added: `linear`'s bias
+/// in f16/bf16 costs no second rounding. Integer coefficients are truncated, as PyTorch's.
+pub fn addmm<T: Element>(
+    self_: Src<'_, T>,
+    mat1: Src<'_, T>,
+    mat2: Src<'_, T>,
+    beta: f64,
+    alpha: f64,
+    mut out: Dst<'_, T>,
+) -> KResult<()> {
+    addmm_meta(
+        &self_.layout.sizes,
+        &mat1.layout.sizes,
+        &mat2.layout.sizes,
+        beta,
+        alpha,
+    )?;
+    reject_bool::<T>("addmm_impl_cpu_")?;
+    let (la, lb) = (mat1.layout, mat2.layout);
+    let (m, k, n) = (la.sizes[0], la.sizes[1], lb.sizes[1]);
+    let a = Mat::new(mat1.data, la.offset, [m, k], [la.strides[0], la.strides[1]]);
+    let b = Mat::new(mat2.data, lb.offset, [k, n], [lb.strides[0], lb.strides[1]]);
+    let bias = bias_mat(&self_, m, n);
+    let c = contiguous_out(&mut out)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k > 0 {
+        a.check_in_bounds(m, k)?;
+        b.check_in_bounds(k, n)?;
+    }
+    let big = fan_out(m.saturating_mul(n) >= 1 << 15);
+    // A float product accumulates into `beta * self`, prefilled, so each element is rounded
+    // once after its bias is in: f32/f64 in place, the half types in an f32 buffer.
+    if T::DTYPE.is_floating_point() && alpha != 0.0 {
+        if matches!(T::DTYPE, DType::F16 | DType::BF16) {
+            let mut sums = vec![0f32; m * n];
+            prefill(&mut sums, n, &bias, beta, big, |v: T| v.cast::<f32>());
+            if k > 0 {
+                half_sums_acc(m, k, n, a, b, &mut sums, alpha as f32)?;
+            }
+            let round = |r: usize, out: &mut [T]| {
+                let s = &sums[r * ROUND_CHUNK..][..out.len()];
+                out.iter_mut()
+                    .zip(s)
+                    .for_each(|(o, &v)| *o = T::from_f64(v as f64));
+            };
+            if big {
+                par_chunks_mut(c, ROUND_CHUNK, &round);
+            } else {
+                c.chunks_mut(ROUND_CHUNK)
+                    .enumerate()
+                    .for_each(|(r, o)| round(r, o));
+            }
+            return Ok(());
+        }
+        if let (Some(a), Some(b), Some(c)) = (
+            a.as_type::<f32>(),
+            b.as_type::<f32>(),
+            same_type_mut::<T, f32>(c),
+        ) {
+            prefill(c, n, &bias, beta, big, |v: T| v.cast::<f32>());
+            return if k > 0 {
+                blas_gemm_acc(m, k, n, a, b, c, Some(alpha as f32))
+            } else {
+                Ok(())
+            };
+        }
+        if let (Some(a), Some(b), Some(c)) = (
+            a.as_type::<f64>(),
+            b.as_type::<f64>(),
+            same_type_mut::<T, f64>(c),
+        ) {
+            prefill(c, n, &bias, beta, big, |v: T| v.cast::<f64>());
+            return if k > 0 {
+                blas_gemm_acc(m, k, n, a, b, c, Some(alpha))
+            } else {
+                Ok(())
+            };
+        }
+    }
+    // Integers (and `alpha = 0`): the product in the type's own arithmetic, then
+    // `beta * self + alpha * product` per element (a float coefficient truncated, as the
+    // compute type converts it).
+    gemm(m, k, n, a, b, c)?;
+    let (beta_c, alpha_c) = (
+        <T::Compute as Arith>::from_f64(beta),
+        <T::Compute as Arith>::from_f64(alpha),
+    );
+    for (i, row) in c.chunks_exact_mut(n).enumerate() {
+        for (j, o) in row.iter_mut().enumerate() {
+            let p = alpha_c.mul(o.up());
+            *o = T::down(if beta == 0.0 {
+                p
+            } else {
+                beta_c.mul(bias.get(i, j).up()).add(p)
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Elements per task of `addmm`'s final rounding pass.
+const ROUND_CHUNK: usize = 1 << 14;
+
+/// `dst` (row-major, `n` columns) = `beta * bias`, broadcast; zeros when `beta = 0` (so a
+/// NaN in `self` is ignored, as PyTorch). A row bias is converted once and copied per row.
+fn prefill<T: Element, C: Arith + Send + Sync>(
+    dst: &mut [C],
+    n: usize,
+    bias: &Mat<'_, T>,
+    beta: f64,
+    big: bool,
+    conv: impl Fn(T) -> C + Sync,
+) {
+    if beta == 0.0 {
+        dst.fill(C::zero());
+        return;
+    }
+    let beta = C::from_f64(beta);
+    let scaled = |i: usize, j: usize| {
+        let v = conv(bias.get(i, j));
+        if beta == C::from_f64(1.0) {
+            v
+        } else {
+            beta.mul(v)
+        }
+    };
+    if bias.rs == 0 {
+        let row: Vec<C> = (0..n).map(|j| scaled(0, j)).collect();
+        let fill = |_: usize, rows: &mut [C]| {
+            rows.chunks_exact_mut(n)
+                .for_each(|r| r.copy_from_slice(&row));
+        };
+        let rows_per = (ROUND_CHUNK / n.max(1)).max(1) * n;
+        if big {
+            par_chunks_mut(dst, rows_per, &fill);
+        } else {
+            fill(0, dst);
+        }
+        return;
+    }
+    for (i, r) in dst.chunks_exact_mut(n).enumerate() {
+        r.iter_mut()
+            .enumerate()
+            .for_each(|(j, o)| *o = scaled(i, j));
+    }
+}
+
+/// `sums += alpha * (a @ b)` for a half-type product, in `f32` and unrounded: the
+/// AVX512-BF16 kernel for `bf16` where the CPU has it (for `alpha = 1`), else both inputs
+/// widened and one `f32` product.
+fn half_sums_acc<T: Element>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: Mat<'_, T>,
+    b: Mat<'_, T>,
+    sums: &mut [f32],
+    alpha: f32,
+) -> KResult<()> {
+    #[cfg(target_arch = "x86_64")]
+    if T::DTYPE == DType::BF16 && alpha == 1.0 {
+        if let (Some(isa), Some(a), Some(b)) = (
+            avx512bf16::Avx512Bf16::detect(),
+            a.as_type::<crate::half::bf16>(),
+            b.as_type::<crate::half::bf16>(),
+        ) {
+            avx512bf16::gemm(isa, m, k, n, a, b, sums);
+            return Ok(());
+        }
+    }
+    let (a32, b32) = (widen(a, m, k), widen(b, k, n));
+    blas_gemm_acc(
+        m,
+        k,
+        n,
+        Mat::dense(&a32, k),
+        Mat::dense(&b32, n),
+        sums,
+        Some(alpha),
+    )
 }
 
 /// Output shape of `bmm(Tensor self, Tensor mat2)`: `[b, n, p]` for `[b, n, m] @ [b, m, p]`.

@@ -136,3 +136,13 @@ pub fn qr_backward(
     }
     Ok(ga)
 }
+
+/// PyTorch's `maybe_multiply`: `t * s`, skipping the pass when `s` is 1 (`addmm`'s `beta`
+/// and `alpha`).
+pub fn maybe_multiply(t: &Tensor, s: crate::Scalar) -> Result<Tensor> {
+    if s.to_f64() == 1.0 {
+        Ok(t.clone())
+    } else {
+        t.mul_scalar(s)
+    }
+}

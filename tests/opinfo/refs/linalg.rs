@@ -525,8 +525,17 @@ pub fn outer(s: &Sample) -> Vec<RefTensor> {
 /// addmm: `beta * self + alpha * mat1 @ mat2`, `self` broadcast; beta 0 drops `self`.
 pub fn addmm(s: &Sample) -> Vec<RefTensor> {
     let (c, a, b) = (input(s, 0), input(s, 1), input(s, 2));
-    let beta = s.scalar("beta").map_or(1.0, |v| v.to::<f64>());
-    let alpha = s.scalar("alpha").map_or(1.0, |v| v.to::<f64>());
+    // An integer product truncates float coefficients (PyTorch: 1.9 is 1).
+    let integral = !s.tensors[0].dtype().is_floating_point();
+    let coef = |name| {
+        let v = s.scalar(name).map_or(1.0, |v| v.to::<f64>());
+        if integral {
+            v.trunc()
+        } else {
+            v
+        }
+    };
+    let (beta, alpha) = (coef("beta"), coef("alpha"));
     let (n, k, m) = (a.shape[0], a.shape[1], b.shape[1]);
     vec![tabulate(vec![n, m], |ix| {
         let p: f64 = (0..k)

@@ -502,6 +502,19 @@ pub fn addmm(dtype: DType) -> Vec<Sample> {
         .arg("beta", float(0.5))
         .arg("alpha", float(-2.0)),
         Sample::new(
+            "[3,1] + [4,3]ᵀ @ [2,4]ᵀ",
+            vec![
+                x(&[3, 1], 13),
+                x(&[4, 3], 14).t().unwrap(),
+                x(&[2, 4], 15).t().unwrap(),
+            ],
+        ),
+        Sample::new(
+            "0-d + [5,6] @ [6,7] beta 2",
+            vec![x(&[], 16), x(&[5, 6], 17), x(&[6, 7], 18)],
+        )
+        .arg("beta", float(2.0)),
+        Sample::new(
             "k = 0: [2,3] + [2,0] @ [0,3]",
             vec![x(&[2, 3], 10), x(&[2, 0], 11), x(&[0, 3], 12)],
         )
@@ -510,18 +523,41 @@ pub fn addmm(dtype: DType) -> Vec<Sample> {
 }
 
 pub fn addmm_errors() -> Vec<ErrorSample> {
-    vec![err(
-        Sample::new(
-            "[2,3] @ [4,5]",
-            vec![
-                vals(&[2, 5], DType::F32, 132),
-                vals(&[2, 3], DType::F32, 133),
-                vals(&[4, 5], DType::F32, 134),
-            ],
+    let f = DType::F32;
+    vec![
+        err(
+            Sample::new(
+                "[2,3] @ [4,5]",
+                vec![vals(&[2, 5], f, 132), vals(&[2, 3], f, 133), vals(&[4, 5], f, 134)],
+            ),
+            ErrorKind::Shape,
+            "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
         ),
-        ErrorKind::Shape,
-        "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
-    )]
+        err(
+            Sample::new(
+                "1-d mat1",
+                vec![vals(&[2], f, 135), vals(&[3], f, 136), vals(&[3, 2], f, 137)],
+            ),
+            ErrorKind::Shape,
+            "addmm: self must be a matrix, got 1-D tensor",
+        ),
+        err(
+            Sample::new(
+                "self [3] for a [2,2] product",
+                vec![vals(&[3], f, 138), vals(&[2, 3], f, 139), vals(&[3, 2], f, 140)],
+            ),
+            ErrorKind::Shape,
+            "The expanded size of the tensor (2) must match the existing size (3) at non-singleton dimension 1.  Target sizes: [2, 2].  Tensor sizes: [3]",
+        ),
+        err(
+            Sample::new(
+                "float64 self",
+                vec![vals(&[2], DType::F64, 141), vals(&[2, 3], f, 142), vals(&[3, 2], f, 143)],
+            ),
+            ErrorKind::DType,
+            "addmm: self, mat1 and mat2 must have the same dtype",
+        ),
+    ]
 }
 
 // ---------------------------------------------------------------------------------------

@@ -215,16 +215,37 @@ fn rows_per_task(m: usize, k: usize, threads: usize) -> usize {
     m.div_ceil(tasks).next_multiple_of(MR)
 }
 
+/// How the kernel writes each output element's `f32` sum: into `bf16`, rounded once (`mm`),
+/// or added to an `f32` that already holds the bias, for a caller that rounds once after
+/// (`addmm`).
+pub(super) trait Out: Copy + Send + Sync {
+    fn store(&mut self, sum: f32);
+}
+
+impl Out for bf16 {
+    #[inline(always)]
+    fn store(&mut self, sum: f32) {
+        *self = bf16::from_f32(sum);
+    }
+}
+
+impl Out for f32 {
+    #[inline(always)]
+    fn store(&mut self, sum: f32) {
+        *self += sum;
+    }
+}
+
 /// `c = a @ b` for `bf16`, `c` a row-major `m x n` buffer; `m, k, n > 0` and both views
 /// bounds-checked by the caller.
-pub(super) fn gemm(
+pub(super) fn gemm<O: Out>(
     _isa: Avx512Bf16,
     m: usize,
     k: usize,
     n: usize,
     a: Mat<'_, bf16>,
     b: Mat<'_, bf16>,
-    c: &mut [bf16],
+    c: &mut [O],
 ) {
     debug_assert_eq!(c.len(), m * n);
     let kp = k.div_ceil(2);
@@ -247,7 +268,7 @@ pub(super) fn gemm(
     } else {
         m.next_multiple_of(MR)
     };
-    let task = |blk: usize, cb: &mut [bf16]| {
+    let task = |blk: usize, cb: &mut [O]| {
         let (r0, rows) = (blk * mc, cb.len() / n);
         let apanels = rows.div_ceil(MR);
         let mut packed_a = vec![0u32; apanels * kp * MR];
@@ -277,9 +298,7 @@ pub(super) fn gemm(
                     let tile = &tiles[jl * apanels + pi];
                     for (r, trow) in tile.chunks_exact(NR).take(rows - i0).enumerate() {
                         let out = &mut cb[(i0 + r) * n + j0..][..cols];
-                        out.iter_mut()
-                            .zip(trow)
-                            .for_each(|(o, &v)| *o = bf16::from_f32(v));
+                        out.iter_mut().zip(trow).for_each(|(o, &v)| o.store(v));
                     }
                 }
             }

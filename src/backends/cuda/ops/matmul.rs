@@ -1,4 +1,4 @@
-//! mm and bmm on CUDA through cuBLAS (`cublasGemmStridedBatchedEx`): f32 and f64 compute in
+//! mm, addmm and bmm on CUDA through cuBLAS (`cublasGemmStridedBatchedEx`): f32 and f64 compute in
 //! their own type, f16 and bf16 accumulate in f32, as PyTorch does by default.
 
 use super::{copy, gpu_of};
@@ -26,7 +26,9 @@ fn ptr(op: &str, t: &Tensor) -> Result<u64> {
     Ok(base + (t.storage_offset() * t.dtype().size_in_bytes()) as u64)
 }
 
-/// out[b] = a[b] @ m[b] for `batch` row-major [m, k] @ [k, n] matrices.
+/// out[b] = alpha * a[b] @ m[b] + beta * out[b] for `batch` row-major [m, k] @ [k, n]
+/// matrices, in the compute type (f32 for the half types, rounded once); `beta = 0` does not
+/// read `out`.
 #[allow(clippy::too_many_arguments)]
 fn gemm(
     op: &str,
@@ -35,15 +37,18 @@ fn gemm(
     b: &Tensor,
     out: &Tensor,
     batch: usize,
-    m: usize,
-    k: usize,
-    n: usize,
+    (m, k, n): (usize, usize, usize),
+    (alpha, beta): (f64, f64),
 ) -> Result<()> {
     if batch == 0 || m == 0 || n == 0 {
         return Ok(());
     }
     if k == 0 {
-        return Ok(()); // `out` is fresh zeros: an empty sum.
+        // An empty sum: `out` is fresh zeros, or holds `self` to scale by beta.
+        if beta != 0.0 && beta != 1.0 {
+            copy(op, &out.mul_scalar(beta)?, out)?;
+        }
+        return Ok(());
     }
     let int = |v: usize| {
         i32::try_from(v)
@@ -77,11 +82,11 @@ fn gemm(
             ))
         }
     };
-    let (one32, zero32, one64, zero64) = (1f32, 0f32, 1f64, 0f64);
+    let (alpha32, beta32) = (alpha as f32, beta as f32);
     let (alpha, beta): (*const c_void, *const c_void) = if a.dtype() == DType::F64 {
-        (&one64 as *const f64 as _, &zero64 as *const f64 as _)
+        (&alpha as *const f64 as _, &beta as *const f64 as _)
     } else {
-        (&one32 as *const f32 as _, &zero32 as *const f32 as _)
+        (&alpha32 as *const f32 as _, &beta32 as *const f32 as _)
     };
     let (pa, pb, pc) = (ptr(op, a)?, ptr(op, b)?, ptr(op, out)?);
     let mut guard = gpu.blas.lock().unwrap_or_else(|e| e.into_inner());
@@ -132,12 +137,32 @@ pub fn mm(op: &str, self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<()> {
     let gpu = gpu_of(op, out)?;
     let (a, b) = (row_major(op, self_)?, row_major(op, mat2)?);
     let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
-    gemm(op, &gpu, &a, &b, out, 1, m, k, n)
+    gemm(op, &gpu, &a, &b, out, 1, (m, k, n), (1.0, 0.0))
+}
+
+/// `beta * self + alpha * (mat1 @ mat2)`: `self` broadcast into `out`, then one cuBLAS call
+/// that scales and adds it in the compute type, so a half result is rounded once.
+pub fn addmm(
+    op: &str,
+    self_: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    beta: f64,
+    alpha: f64,
+    out: &Tensor,
+) -> Result<()> {
+    let gpu = gpu_of(op, out)?;
+    let (a, b) = (row_major(op, mat1)?, row_major(op, mat2)?);
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
+    if beta != 0.0 && m > 0 && n > 0 {
+        copy(op, &self_.expand([m as i64, n as i64])?, out)?;
+    }
+    gemm(op, &gpu, &a, &b, out, 1, (m, k, n), (alpha, beta))
 }
 
 pub fn bmm(op: &str, self_: &Tensor, mat2: &Tensor, out: &Tensor) -> Result<()> {
     let gpu = gpu_of(op, out)?;
     let (a, b) = (row_major(op, self_)?, row_major(op, mat2)?);
     let (batch, m, k, n) = (a.shape()[0], a.shape()[1], a.shape()[2], b.shape()[2]);
-    gemm(op, &gpu, &a, &b, out, batch, m, k, n)
+    gemm(op, &gpu, &a, &b, out, batch, (m, k, n), (1.0, 0.0))
 }
