@@ -519,9 +519,13 @@ pub fn addmm<T: Element>(
             }
             let round = |r: usize, out: &mut [T]| {
                 let s = &sums[r * ROUND_CHUNK..][..out.len()];
-                out.iter_mut()
-                    .zip(s)
-                    .for_each(|(o, &v)| *o = T::from_f64(v as f64));
+                match same_type_mut::<T, crate::half::bf16>(out) {
+                    Some(out) => crate::cpu::narrow::f32_to_bf16(s, out),
+                    None => out
+                        .iter_mut()
+                        .zip(s)
+                        .for_each(|(o, &v)| *o = T::from_f64(v as f64)),
+                }
             };
             if big {
                 par_chunks_mut(c, ROUND_CHUNK, &round);

@@ -7,6 +7,7 @@ pub mod fold;
 pub mod index;
 pub mod loss;
 pub mod matmul;
+pub mod narrow;
 pub mod norm;
 pub mod optim;
 pub mod pointwise;

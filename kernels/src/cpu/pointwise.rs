@@ -24,8 +24,10 @@
 
 use crate::cpu::strided::{Plan, Tile, TileShape};
 use crate::cpu::transpose::{transpose, transpose_with, Block};
+use crate::element::same_type;
+use crate::half::bf16;
 use crate::parallel::{fan_out, num_threads, par_chunks_mut};
-use crate::{Dst, Element, Layout, Src};
+use crate::{DType, Dst, Element, Layout, Src};
 
 /// What the loops need of an element: plain data shared across threads (every [`Element`],
 /// and the compute types kernels keep intermediate results in).
@@ -493,11 +495,22 @@ fn same_type_mut<A: 'static, O: 'static>(o: &mut [O]) -> Option<&mut [A]> {
 /// transposed copy (`x.t().contiguous()`) moves each tile straight from the source to the
 /// output — through SIMD registers when `O` is `A`, where `conv` must be the identity.
 fn copy_with<A: Plain, O: Plain>(a: Src<A>, out: Dst<O>, conv: impl Fn(A) -> O + Copy + Sync) {
+    copy_with_slices(a, out, conv, |a, o| {
+        o.iter_mut().zip(a).for_each(|(o, &x)| *o = conv(x))
+    })
+}
+
+/// [`copy_with`], with `f` converting whole runs of contiguous elements (as `conv` would).
+fn copy_with_slices<A: Plain, O: Plain>(
+    a: Src<A>,
+    out: Dst<O>,
+    conv: impl Fn(A) -> O + Copy + Sync,
+    f: impl Fn(&[A], &mut [O]) + Sync,
+) {
     let n = out.layout.numel();
     if n == 0 {
         return;
     }
-    let f = |a: &[A], o: &mut [O]| o.iter_mut().zip(a).for_each(|(o, &x)| *o = conv(x));
     let plan = match walk([out.layout, a.layout]) {
         Walk::Dense([oo, ao]) => {
             dense1(&a.data[ao..ao + n], &mut out.data[oo..oo + n], &f);
@@ -545,6 +558,16 @@ pub fn copy_cast<A: Element, O: Element>(a: Src<A>, out: Dst<O>) {
     let layout = out.layout;
     match same_type_mut::<A, O>(out.data) {
         Some(data) => copy(a, Dst { data, layout }),
+        // float32 to bfloat16, the cast autocast makes most: a vectorised rounding.
+        None if A::DTYPE == DType::F32 && O::DTYPE == DType::BF16 => copy_with_slices(
+            a,
+            out,
+            |x: A| x.cast::<O>(),
+            |a: &[A], o: &mut [O]| match (same_type::<A, f32>(a), same_type_mut::<bf16, O>(o)) {
+                (Some(a), Some(o)) => crate::cpu::narrow::f32_to_bf16(a, o),
+                _ => unreachable!("dtypes checked"),
+            },
+        ),
         None => copy_with(a, out, |x: A| x.cast::<O>()),
     }
 }

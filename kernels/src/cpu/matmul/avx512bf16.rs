@@ -112,6 +112,21 @@ fn pack_b_panel(b: Mat<'_, bf16>, k: usize, n: usize, pj: usize, dst: &mut [u32]
         }
         return;
     }
+    if b.rs == 1 {
+        // Columns of `b` are contiguous (a transposed weight, as in `linear`'s `x @ Wᵀ`):
+        // each column's pairs are adjacent, so walk each column once.
+        for c in 0..cols {
+            let column = &b.data[b.offset + (j0 + c) * b.cs..][..k];
+            let (pairs, rest) = column.as_chunks::<2>();
+            for (p, &[x, y]) in pairs.iter().enumerate() {
+                dst[p * NR + c] = pair(x, y);
+            }
+            if let [x] = rest {
+                dst[pairs.len() * NR + c] = pair(*x, zero);
+            }
+        }
+        return;
+    }
     for (p, row) in dst.chunks_exact_mut(NR).enumerate() {
         let (l0, l1) = (2 * p, 2 * p + 1);
         for (c, w) in row[..cols].iter_mut().enumerate() {
@@ -140,6 +155,26 @@ fn pack_a_block(a: Mat<'_, bf16>, k: usize, r0: usize, rows: usize, dst: &mut [u
                 }
                 if let [x] = rest {
                     panel[pairs.len() * MR + r] = pair(*x, zero);
+                }
+            }
+            continue;
+        }
+        if a.rs == 1 {
+            // Columns of `a` are contiguous (a transposed operand, as in a weight
+            // gradient's `xᵀ @ grad`): interleave two column slices per pair.
+            let col = |l: usize| &a.data[a.offset + l * a.cs + i0..][..valid];
+            for (p, words) in panel.chunks_exact_mut(MR).enumerate() {
+                let (l0, l1) = (2 * p, 2 * p + 1);
+                let lo = col(l0);
+                if l1 < k {
+                    let hi = col(l1);
+                    for ((w, &x), &y) in words.iter_mut().zip(lo).zip(hi) {
+                        *w = pair(x, y);
+                    }
+                } else {
+                    for (w, &x) in words.iter_mut().zip(lo) {
+                        *w = pair(x, zero);
+                    }
                 }
             }
             continue;
