@@ -27,7 +27,8 @@ pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<
     // so the result is rounded once, as the fused kernels PyTorch calls round it.
     let d = input.dim();
     let features = input.shape()[d - 1] as i64;
-    let rows = input.reshape([-1, features])?;
+    let lead: usize = input.shape()[..d - 1].iter().product();
+    let rows = input.reshape([lead as i64, features])?;
     let (w, out_shape): (Tensor, &[usize]) = if weight.dim() == 1 {
         (weight.unsqueeze(1)?, &[])
     } else {
