@@ -1,4 +1,4 @@
-//! `f32` → `bf16` over slices, branch-free so it vectorises: the rounding of every cast to
+//! `f32` ↔ `bf16` over slices. To bf16, branch-free so it vectorises: the rounding of every cast to
 //! bf16 (autocast's casts, `opmath` results, `addmm`'s one rounding). Bit for bit
 //! `half::bf16::from_f32` (round to nearest, ties to even; NaN stays a quiet NaN; subnormals
 //! kept), which is a branchy scalar. Not `VCVTNEPS2BF16`: it flushes subnormals.
@@ -63,6 +63,30 @@ pub fn f32_to_bf16(src: &[f32], dst: &mut [bf16]) {
     portable(src, dst)
 }
 
+/// `dst[i] = f32(src[i])`, exact (a shift; NaNs quieted, as `half`): the widening of every bf16 → f32 cast, as a
+/// plain loop compiled for the CPU's widest vectors.
+pub fn bf16_to_f32(src: &[bf16], dst: &mut [f32]) {
+    fn plain(src: &[bf16], dst: &mut [f32]) {
+        for (o, &x) in dst.iter_mut().zip(src) {
+            let w = u32::from(x.to_bits()) << 16;
+            // A signalling NaN comes out quiet, as `half`'s scalar conversion makes it.
+            let nan = (w & 0x7fff_ffff) > 0x7f80_0000;
+            *o = f32::from_bits(if nan { w | 0x0040_0000 } else { w });
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn avx512(src: &[bf16], dst: &mut [f32]) {
+        plain(src, dst)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+        // SAFETY: the CPU has the features `avx512` is compiled for (checked just above).
+        return unsafe { avx512(src, dst) };
+    }
+    plain(src, dst)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +120,13 @@ mod tests {
             let want = bf16::from_f32(*x);
             assert_eq!(g.to_bits(), want.to_bits(), "{x:e} ({:#010x})", x.to_bits());
             assert_eq!(p.to_bits(), want.to_bits(), "portable, {x:e}");
+        }
+        // And back: every bf16 widens exactly, NaN payloads included.
+        let all: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+        let mut wide = vec![0f32; all.len()];
+        bf16_to_f32(&all, &mut wide);
+        for (b, w) in all.iter().zip(&wide) {
+            assert_eq!(w.to_bits(), b.to_f32().to_bits(), "{b}");
         }
     }
 }

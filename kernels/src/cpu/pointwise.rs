@@ -568,6 +568,15 @@ pub fn copy_cast<A: Element, O: Element>(a: Src<A>, out: Dst<O>) {
                 _ => unreachable!("dtypes checked"),
             },
         ),
+        None if A::DTYPE == DType::BF16 && O::DTYPE == DType::F32 => copy_with_slices(
+            a,
+            out,
+            |x: A| x.cast::<O>(),
+            |a: &[A], o: &mut [O]| match (same_type::<A, bf16>(a), same_type_mut::<f32, O>(o)) {
+                (Some(a), Some(o)) => crate::cpu::narrow::bf16_to_f32(a, o),
+                _ => unreachable!("dtypes checked"),
+            },
+        ),
         None => copy_with(a, out, |x: A| x.cast::<O>()),
     }
 }
