@@ -82,5 +82,26 @@ fn encoder_step(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, transformer_step, encoder_step);
+/// Issue 27's convolution, forward with a bias, in f32 and in bf16 (the dtype autocast's
+/// `lower` gives it): [16,64,56,56] × [64,64,3,3], padding 1.
+fn conv_forward(c: &mut Criterion) {
+    let mut g = c.benchmark_group("conv2d_bias_forward");
+    g.sample_size(10);
+    for dtype in [DType::F32, DType::BF16] {
+        kiln::manual_seed(0);
+        let to = |t: kiln::Tensor| t.to_dtype(dtype).unwrap();
+        let x = to(kiln::Tensor::randn([16, 64, 56, 56], DType::F32).unwrap());
+        let w = to(kiln::Tensor::randn([64, 64, 3, 3], DType::F32).unwrap());
+        let b = to(kiln::Tensor::randn([64], DType::F32).unwrap());
+        let _g = kiln::no_grad();
+        g.bench_function(format!("{dtype:?}").to_lowercase(), |bench| {
+            bench.iter(|| {
+                black_box(F::conv2d_with(&x, &w, Some(&b), [1, 1], [1, 1], [1, 1], 1).unwrap())
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, transformer_step, encoder_step, conv_forward);
 criterion_main!(benches);

@@ -90,6 +90,14 @@ def main():
 
         name = "bf16_autocast" if mixed else "f32"
         print(f"encoder_train_step/{name}: {median_ms(step, runs=10, min_s=3.0):.3f} ms")
+    # benches/amp.rs's third group: conv2d forward with a bias, f32 and bf16.
+    with torch.no_grad():
+        for dtype in (torch.float32, torch.bfloat16):
+            x = torch.randn(16, 64, 56, 56).to(dtype)
+            w = torch.randn(64, 64, 3, 3).to(dtype)
+            b = torch.randn(64).to(dtype)
+            ms = median_ms(lambda: F.conv2d(x, w, b, padding=1), runs=10, min_s=2.0)
+            print(f"conv2d_bias_forward/{str(dtype).split('.')[1]}: {ms:.3f} ms")
 
 
 if __name__ == "__main__":

@@ -197,18 +197,42 @@ fn conv(
     let batch = x.shape()[0] as i64;
     let cols = crate::im2col(&x, &k, &d, &p, &s)?;
     let l = cols.shape()[cols.dim() - 1] as i64;
-    let y = if g == 1 {
-        weight.reshape([o as i64, cgkk])?.matmul(&cols)?
-    } else {
-        let w = weight.reshape([g as i64, (o / g) as i64, cgkk])?;
-        w.matmul(&cols.reshape([batch, g as i64, cgkk, l])?)?
-    };
     let mut shape = vec![batch, o as i64];
     shape.extend(&out_size);
-    let mut y = y.reshape(&shape)?;
-    if let Some(b) = bias {
-        y = y.add(&channel_view(b, n)?)?;
-    }
+    let half = matches!(x.dtype(), DType::F16 | DType::BF16);
+    let y = match bias {
+        // f16/bf16 with a bias: each (image, group) product is one `addmm` that sums its
+        // bias into the f32 accumulators, so the output is rounded once (a product and then
+        // an add would round twice), on the half-precision GEMM with no widened copies.
+        Some(b) if half => {
+            let (gi, og) = (g as i64, (o / g) as i64);
+            let w = weight.reshape([gi, og, cgkk])?;
+            let cols = cols.reshape([batch, gi, cgkk, l])?;
+            let b = b.reshape([gi, og, 1])?;
+            let mut parts = Vec::with_capacity(batch as usize * g);
+            for bi in 0..batch {
+                let image = cols.select(0, bi)?;
+                for j in 0..gi {
+                    let (bj, wj) = (b.select(0, j)?, w.select(0, j)?);
+                    parts.push(bj.addmm(&wj, &image.select(0, j)?)?);
+                }
+            }
+            crate::stack(&parts)?.reshape(&shape)?
+        }
+        _ => {
+            let y = if g == 1 {
+                weight.reshape([o as i64, cgkk])?.matmul(&cols)?
+            } else {
+                let w = weight.reshape([g as i64, (o / g) as i64, cgkk])?;
+                w.matmul(&cols.reshape([batch, g as i64, cgkk, l])?)?
+            };
+            let y = y.reshape(&shape)?;
+            match bias {
+                Some(b) => y.add(&channel_view(b, n)?)?,
+                None => y,
+            }
+        }
+    };
     unbatched(y, was_batched)
 }
 

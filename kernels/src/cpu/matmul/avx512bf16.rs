@@ -31,8 +31,9 @@ use super::{Mat, PARALLEL_FLOPS};
 use crate::half::bf16;
 use crate::parallel::{fan_out, num_threads, par_chunks_mut};
 use std::arch::x86_64::{
-    __m512bh, __m512i, _mm512_dpbf16_ps, _mm512_loadu_ps, _mm512_loadu_si512, _mm512_set1_epi32,
-    _mm512_setzero_ps, _mm512_storeu_ps,
+    __m512bh, __m512i, _mm512_dpbf16_ps, _mm512_loadu_ps, _mm512_loadu_si512,
+    _mm512_permutex2var_epi16, _mm512_set1_epi32, _mm512_setzero_ps, _mm512_storeu_ps,
+    _mm512_storeu_si512,
 };
 use std::sync::OnceLock;
 
@@ -69,9 +70,12 @@ impl Avx512Bf16 {
         ok.then_some(Avx512Bf16(()))
     }
 
-    /// Whether the CPU has the instructions, whatever the environment says.
+    /// Whether the CPU has the instructions, whatever the environment says (AVX512-BW for
+    /// the packing's 16-bit shuffles: every CPU with AVX512-BF16 has it).
     pub(super) fn cpu_has() -> bool {
-        is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bf16")
+        is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512bf16")
     }
 
     /// The token, ignoring `KILN_DISABLE_AVX512_BF16` (tests use it to run both paths).
@@ -89,7 +93,7 @@ fn pair(lo: bf16, hi: bf16) -> u32 {
 
 /// Packs panel `pj` of `b` (`k x n`): `kp` pairs of rows, each `NR` words (columns past `n`
 /// and the row past an odd `k` stay zero). `dst` is `kp * NR` zeroed words.
-fn pack_b_panel(b: Mat<'_, bf16>, k: usize, n: usize, pj: usize, dst: &mut [u32]) {
+fn pack_b_panel(isa: Avx512Bf16, b: Mat<'_, bf16>, k: usize, n: usize, pj: usize, dst: &mut [u32]) {
     let j0 = pj * NR;
     let cols = NR.min(n - j0);
     let zero = bf16::ZERO;
@@ -99,7 +103,10 @@ fn pack_b_panel(b: Mat<'_, bf16>, k: usize, n: usize, pj: usize, dst: &mut [u32]
         for (p, row) in dst.chunks_exact_mut(NR).enumerate() {
             let (l0, l1) = (2 * p, 2 * p + 1);
             let r0 = row_of(l0);
-            if l1 < k {
+            if l1 < k && cols == NR {
+                // SAFETY: `isa` proves AVX-512F/BW; both rows and `row` are NR long.
+                unsafe { interleave(isa, r0, row_of(l1), row) };
+            } else if l1 < k {
                 let r1 = row_of(l1);
                 for ((w, &x), &y) in row.iter_mut().zip(r0).zip(r1) {
                     *w = pair(x, y);
@@ -133,6 +140,51 @@ fn pack_b_panel(b: Mat<'_, bf16>, k: usize, n: usize, pj: usize, dst: &mut [u32]
             let hi = if l1 < k { b.get(l1, j0 + c) } else { zero };
             *w = pair(b.get(l0, j0 + c), hi);
         }
+    }
+}
+
+/// `dst[j] = pair(lo[j], hi[j])` for the NR = 32 columns of a panel: two 16-bit shuffles
+/// across the two rows instead of 32 scalar pairs.
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX-512BW; `lo`, `hi` and `dst` hold NR elements.
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn interleave(_isa: Avx512Bf16, lo: &[bf16], hi: &[bf16], dst: &mut [u32]) {
+    // Word j takes `lo[j]` in its low half and `hi[j]` in its high half: in 16-bit lanes,
+    // lo0 hi0 lo1 hi1 …, lanes 32.. of the index naming the second operand.
+    const FIRST: [u16; 32] = {
+        let mut t = [0u16; 32];
+        let mut i = 0;
+        while i < 16 {
+            t[2 * i] = i as u16;
+            t[2 * i + 1] = 32 + i as u16;
+            i += 1;
+        }
+        t
+    };
+    const SECOND: [u16; 32] = {
+        let mut t = [0u16; 32];
+        let mut i = 0;
+        while i < 16 {
+            t[2 * i] = 16 + i as u16;
+            t[2 * i + 1] = 48 + i as u16;
+            i += 1;
+        }
+        t
+    };
+    assert!(lo.len() >= NR && hi.len() >= NR && dst.len() >= NR);
+    // SAFETY: each load reads 64 bytes = 32 bf16 of `lo`/`hi` (NR = 32, asserted), each
+    // store writes 64 bytes = 16 words of `dst` (32 asserted); unaligned forms throughout.
+    unsafe {
+        let a = _mm512_loadu_si512(lo.as_ptr().cast());
+        let b = _mm512_loadu_si512(hi.as_ptr().cast());
+        let i0 = _mm512_loadu_si512(FIRST.as_ptr().cast());
+        let i1 = _mm512_loadu_si512(SECOND.as_ptr().cast());
+        _mm512_storeu_si512(dst.as_mut_ptr().cast(), _mm512_permutex2var_epi16(a, i0, b));
+        _mm512_storeu_si512(
+            dst.as_mut_ptr().add(16).cast(),
+            _mm512_permutex2var_epi16(a, i1, b),
+        );
     }
 }
 
@@ -274,7 +326,7 @@ impl Out for f32 {
 /// `c = a @ b` for `bf16`, `c` a row-major `m x n` buffer; `m, k, n > 0` and both views
 /// bounds-checked by the caller.
 pub(super) fn gemm<O: Out>(
-    _isa: Avx512Bf16,
+    isa: Avx512Bf16,
     m: usize,
     k: usize,
     n: usize,
@@ -288,7 +340,7 @@ pub(super) fn gemm<O: Out>(
     let big = fan_out(m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS);
 
     let mut packed_b = vec![0u32; panels * kp * NR];
-    let pack_b = |pj: usize, dst: &mut [u32]| pack_b_panel(b, k, n, pj, dst);
+    let pack_b = |pj: usize, dst: &mut [u32]| pack_b_panel(isa, b, k, n, pj, dst);
     if big && panels > 1 {
         par_chunks_mut(&mut packed_b, kp * NR, &pack_b);
     } else {
