@@ -190,22 +190,11 @@ fn istride(s: usize) -> KResult<isize> {
     isize::try_from(s).map_err(|_| KernelError::shape("internal error: stride does not fit isize"))
 }
 
-/// `c = a @ b` for a BLAS float type; `m, k, n > 0` and both views already bounds-checked.
-/// `gemm` splits a large product over kiln's pool itself (its packed panels are shared by
-/// the threads, where splitting rows here would pack `b` once per thread).
+/// `c = a @ b` for a BLAS float type, or with `acc = Some(s)`, `c += s * (a @ b)`; `m, k,
+/// n > 0` and both views already bounds-checked. `gemm` splits a large product over kiln's
+/// pool itself (its packed panels are shared by the threads, where splitting rows here
+/// would pack `b` once per thread).
 fn blas_gemm<F: Blas>(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: Mat<'_, F>,
-    b: Mat<'_, F>,
-    c: &mut [F],
-) -> KResult<()> {
-    blas_gemm_acc(m, k, n, a, b, c, None)
-}
-
-/// [`blas_gemm`], or with `acc = Some(s)`, `c += s * (a @ b)`.
-fn blas_gemm_acc<F: Blas>(
     m: usize,
     k: usize,
     n: usize,
@@ -312,12 +301,12 @@ fn gemm<T: Element>(
     b.check_in_bounds(k, n)?;
     if let (Some(a), Some(b)) = (a.as_type::<f32>(), b.as_type::<f32>()) {
         if let Some(c) = same_type_mut::<T, f32>(c) {
-            return blas_gemm(m, k, n, a, b, c);
+            return blas_gemm(m, k, n, a, b, c, None);
         }
     }
     if let (Some(a), Some(b)) = (a.as_type::<f64>(), b.as_type::<f64>()) {
         if let Some(c) = same_type_mut::<T, f64>(c) {
-            return blas_gemm(m, k, n, a, b, c);
+            return blas_gemm(m, k, n, a, b, c, None);
         }
     }
     #[cfg(target_arch = "x86_64")]
@@ -354,7 +343,15 @@ fn widen_gemm<T: Element>(
 ) -> KResult<()> {
     let (a32, b32) = (widen(a, m, k), widen(b, k, n));
     let mut c32 = vec![0.0f32; m * n];
-    blas_gemm(m, k, n, Mat::dense(&a32, k), Mat::dense(&b32, n), &mut c32)?;
+    blas_gemm(
+        m,
+        k,
+        n,
+        Mat::dense(&a32, k),
+        Mat::dense(&b32, n),
+        &mut c32,
+        None,
+    )?;
     // f32 -> f64 is exact, so this rounds once, to the half type.
     c.iter_mut()
         .zip(&c32)
@@ -543,7 +540,7 @@ pub fn addmm<T: Element>(
         ) {
             prefill(c, n, &bias, beta, big, |v: T| v.cast::<f32>());
             return if k > 0 {
-                blas_gemm_acc(m, k, n, a, b, c, Some(alpha as f32))
+                blas_gemm(m, k, n, a, b, c, Some(alpha as f32))
             } else {
                 Ok(())
             };
@@ -555,7 +552,7 @@ pub fn addmm<T: Element>(
         ) {
             prefill(c, n, &bias, beta, big, |v: T| v.cast::<f64>());
             return if k > 0 {
-                blas_gemm_acc(m, k, n, a, b, c, Some(alpha))
+                blas_gemm(m, k, n, a, b, c, Some(alpha))
             } else {
                 Ok(())
             };
@@ -653,7 +650,7 @@ fn half_sums_acc<T: Element>(
         }
     }
     let (a32, b32) = (widen(a, m, k), widen(b, k, n));
-    blas_gemm_acc(
+    blas_gemm(
         m,
         k,
         n,

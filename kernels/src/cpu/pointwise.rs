@@ -25,7 +25,6 @@
 use crate::cpu::strided::{Plan, Tile, TileShape};
 use crate::cpu::transpose::{transpose, transpose_with, Block};
 use crate::element::same_type;
-use crate::half::bf16;
 use crate::parallel::{fan_out, num_threads, par_chunks_mut};
 use crate::{DType, Dst, Element, Layout, Src};
 
@@ -558,27 +557,32 @@ pub fn copy_cast<A: Element, O: Element>(a: Src<A>, out: Dst<O>) {
     let layout = out.layout;
     match same_type_mut::<A, O>(out.data) {
         Some(data) => copy(a, Dst { data, layout }),
-        // float32 to bfloat16, the cast autocast makes most: a vectorised rounding.
-        None if A::DTYPE == DType::F32 && O::DTYPE == DType::BF16 => copy_with_slices(
-            a,
-            out,
-            |x: A| x.cast::<O>(),
-            |a: &[A], o: &mut [O]| match (same_type::<A, f32>(a), same_type_mut::<bf16, O>(o)) {
-                (Some(a), Some(o)) => crate::cpu::narrow::f32_to_bf16(a, o),
-                _ => unreachable!("dtypes checked"),
-            },
-        ),
-        None if A::DTYPE == DType::BF16 && O::DTYPE == DType::F32 => copy_with_slices(
-            a,
-            out,
-            |x: A| x.cast::<O>(),
-            |a: &[A], o: &mut [O]| match (same_type::<A, bf16>(a), same_type_mut::<f32, O>(o)) {
-                (Some(a), Some(o)) => crate::cpu::narrow::bf16_to_f32(a, o),
-                _ => unreachable!("dtypes checked"),
-            },
-        ),
+        // float32 ↔ bfloat16, the casts autocast makes most: vectorised conversions.
+        None if A::DTYPE == DType::F32 && O::DTYPE == DType::BF16 => {
+            copy_runs(a, out, crate::cpu::narrow::f32_to_bf16)
+        }
+        None if A::DTYPE == DType::BF16 && O::DTYPE == DType::F32 => {
+            copy_runs(a, out, crate::cpu::narrow::bf16_to_f32)
+        }
         None => copy_with(a, out, |x: A| x.cast::<O>()),
     }
+}
+
+/// [`copy_cast`] where `A` is `X` and `O` is `Y`: contiguous runs go through `f`.
+fn copy_runs<A: Element, O: Element, X: 'static, Y: 'static>(
+    a: Src<A>,
+    out: Dst<O>,
+    f: fn(&[X], &mut [Y]),
+) {
+    copy_with_slices(
+        a,
+        out,
+        |x: A| x.cast::<O>(),
+        move |a: &[A], o: &mut [O]| match (same_type::<A, X>(a), same_type_mut::<Y, O>(o)) {
+            (Some(a), Some(o)) => f(a, o),
+            _ => unreachable!("the caller matched the dtypes"),
+        },
+    )
 }
 
 /// The dense case of [`map1_assign`], as [`dense1`].
