@@ -191,6 +191,11 @@ fn run(
             node.release_variables();
         }
         let base = node.base();
+        // Leaves that became ready run next (PyTorch gives AccumulateGrad the highest
+        // priority): a gradient lands in `.grad` as soon as it is complete, so hooks on it
+        // (DDP's bucket launches) fire early instead of after the depth-first walk of the
+        // rest of the graph.
+        let mut ready_leaves = Vec::new();
         for (i, edge) in base.next_edges.iter().enumerate() {
             let Some(e) = edge else { continue };
             if let Some(g) = outs.get(i).cloned().flatten() {
@@ -205,9 +210,14 @@ fn run(
                 .expect("counted during discovery");
             *d -= 1;
             if *d == 0 {
-                ready.push(e.node.clone());
+                if e.node.leaf().is_some() {
+                    ready_leaves.push(e.node.clone());
+                } else {
+                    ready.push(e.node.clone());
+                }
             }
         }
+        ready.extend(ready_leaves);
     }
     Ok(captured)
 }
