@@ -158,13 +158,19 @@ pub type ChunksManyFn<'f, T> = &'f (dyn Fn(usize, &mut [&mut [T]]) + Sync);
 /// in step: `f(i, pieces)` gets piece `i` of every buffer, in the order given (an
 /// optimizer's parameter and its state buffers). `chunk` must be non-zero.
 pub fn par_chunks_mut_many<T: Send>(bufs: Vec<&mut [T]>, chunk: usize, f: ChunksManyFn<'_, T>) {
-    let n = bufs.first().map_or(0, |b| b.len());
-    let mut pieces: Vec<Vec<&mut [T]>> = (0..n.div_ceil(chunk))
-        .map(|_| Vec::with_capacity(bufs.len()))
-        .collect();
-    for b in bufs {
-        for (i, p) in b.chunks_mut(chunk).enumerate() {
-            pieces[i].push(p);
+    par_chunks_mut_many_by(bufs.into_iter().map(|b| (b, chunk)).collect(), f)
+}
+
+/// As [`par_chunks_mut_many`] with a chunk length per buffer: piece `i` of each buffer is
+/// its `i`-th run of its own chunk length (the query, key and value gradients of one
+/// attention head). Every chunk must be non-zero, and the first buffer sets how many
+/// pieces there are (the others must have at least as many).
+pub fn par_chunks_mut_many_by<T: Send>(bufs: Vec<(&mut [T], usize)>, f: ChunksManyFn<'_, T>) {
+    let n = bufs.first().map_or(0, |(b, c)| b.len().div_ceil(*c));
+    let mut pieces: Vec<Vec<&mut [T]>> = (0..n).map(|_| Vec::with_capacity(bufs.len())).collect();
+    for (b, chunk) in bufs {
+        for (piece, p) in pieces.iter_mut().zip(b.chunks_mut(chunk)) {
+            piece.push(p);
         }
     }
     install(|| {

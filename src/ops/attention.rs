@@ -1,12 +1,16 @@
-//! Attention: `scaled_dot_product_attention`, composed from matmuls, a softmax and dropout.
+//! Attention: `scaled_dot_product_attention`. On the CPU without dropout it is the fused
+//! kernel (`_scaled_dot_product_flash_attention_for_cpu`, kernels/src/cpu/attention.rs);
+//! otherwise it is composed from matmuls, a softmax and dropout in the opmath dtype. The
+//! tensor-op form of the fused kernel's math ([`math_forward`], [`math_grads`]) also serves
+//! its CUDA entry and its double backward.
 
 use crate::ops::dropout::dropout;
 use crate::{DType, Error, Result, Tensor};
 
 /// `scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
 /// enable_gqa)`: `softmax(q kᵀ · scale + mask) v`. A bool mask marks the positions that take
-/// part; a float mask is added. With `enable_gqa`, key/value heads are shared by groups of
-/// query heads.
+/// part; a float mask is added. A query row with every position masked gives zeros, as in
+/// PyTorch. With `enable_gqa`, key/value heads are shared by groups of query heads.
 #[allow(clippy::too_many_arguments)]
 pub fn scaled_dot_product_attention(
     query: &Tensor,
@@ -29,6 +33,18 @@ pub fn scaled_dot_product_attention(
         return Err(Error::value(
             op,
             "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True",
+        ));
+    }
+    let (dq, dk, dv) = (query.dtype(), key.dtype(), value.dtype());
+    if dq != dk || dq != dv {
+        return Err(Error::dtype(
+            op,
+            format!(
+                "Expected query, key, and value to have the same dtype, but got query.dtype: {} key.dtype: {} and value.dtype: {} instead.",
+                dq.scalar_type_name(),
+                dk.scalar_type_name(),
+                dv.scalar_type_name()
+            ),
         ));
     }
     let e = query.shape()[query.dim() - 1];
@@ -57,31 +73,210 @@ pub fn scaled_dot_product_attention(
         k = k.repeat_interleave_with(rep, Some(-3), None)?;
         v = v.repeat_interleave_with(rep, Some(-3), None)?;
     }
+    let floating = dq.is_floating_point();
+    // The fused kernel has no dropout and gives no gradient to the mask (PyTorch's CPU
+    // flash-attention conditions).
+    let mask_grad = attn_mask.is_some_and(|m| m.requires_grad() && crate::autograd::is_grad_enabled());
+    if query.device() == crate::Device::Cpu && floating && dropout_p == 0.0 && !mask_grad {
+        return fused(query, &k, &v, attn_mask, is_causal, scale);
+    }
+    // The composite path computes in the opmath dtype and rounds once.
+    let half = matches!(dq, DType::F16 | DType::BF16);
+    let wide = |t: &Tensor| if half { t.to_dtype(DType::F32) } else { Ok(t.clone()) };
+    let mask = attn_mask.map(|m| additive_mask(m, opmath(dq))).transpose()?;
+    let s = scores(&wide(query)?, &wide(&k)?, mask.as_ref(), is_causal, scale)?;
+    let mut w = safe_softmax(&s)?;
+    if dropout_p > 0.0 {
+        w = dropout(&w, dropout_p, true)?;
+    }
+    let out = w.matmul(&wide(&v)?)?;
+    if half {
+        out.to_dtype(dq)
+    } else {
+        Ok(out)
+    }
+}
+
+fn opmath(d: DType) -> DType {
+    if matches!(d, DType::F16 | DType::BF16) {
+        DType::F32
+    } else {
+        d
+    }
+}
+
+/// A mask as an additive float mask in `dtype`: a bool mask's `false` is `-inf`.
+fn additive_mask(m: &Tensor, dtype: DType) -> Result<Tensor> {
+    if m.dtype() == DType::Bool {
+        let z = Tensor::full_on((), 0.0, dtype, m.device())?;
+        return z.masked_fill(&m.logical_not()?, f64::NEG_INFINITY);
+    }
+    m.to_dtype(dtype)
+}
+
+/// The fused kernel over `[B, H, L, E]` views: the batch dims of query, key, value (and the
+/// mask) broadcast, then fold into two.
+fn fused(
+    query: &Tensor,
+    key: &Tensor,
+    value: &Tensor,
+    attn_mask: Option<&Tensor>,
+    is_causal: bool,
+    scale: Option<f64>,
+) -> Result<Tensor> {
+    let split = |t: &Tensor| {
+        let s = t.shape();
+        (s[..s.len() - 2].to_vec(), [s[s.len() - 2], s[s.len() - 1]])
+    };
+    let (bq, [l, e]) = split(query);
+    let (bk, [sl, _]) = split(key);
+    let (bv, [_, ev]) = split(value);
+    let op = "scaled_dot_product_attention";
+    let broadcast = |a: &[usize], b: &[usize]| {
+        kiln_kernels::layout::broadcast_shapes(a, b)
+            .map(|d| d.to_vec())
+            .map_err(|_| {
+                Error::shape(
+                    op,
+                    format!(
+                        "the batch dims of query {:?}, key {:?} and value {:?} do not broadcast",
+                        query.shape(),
+                        key.shape(),
+                        value.shape()
+                    ),
+                )
+            })
+    };
+    let batch = broadcast(&broadcast(&bq, &bk)?, &bv)?;
+    let to4 = |t: &Tensor, tail: [usize; 2]| -> Result<Tensor> {
+        let mut full = batch.clone();
+        full.extend(tail);
+        let t = t.expand(full.iter().map(|&d| d as i64).collect::<Vec<_>>())?;
+        let [a, b] = tail.map(|d| d as i64);
+        match batch.len() {
+            0 => t.reshape([1, 1, a, b]),
+            1 => t.unsqueeze(1),
+            2 => Ok(t),
+            n => t.reshape([-1, batch[n - 1] as i64, a, b]),
+        }
+    };
+    let mask = attn_mask
+        .map(|m| {
+            let m = additive_mask(m, opmath(query.dtype()))?;
+            // Broadcast dims stay stride 0 unless the batch dims must be folded.
+            if batch.len() <= 2 && m.dim() <= 4 {
+                Ok(m)
+            } else {
+                to4(&m, [l, sl])
+            }
+        })
+        .transpose()?;
+    let (out, _) = crate::_scaled_dot_product_flash_attention_for_cpu_with(
+        &to4(query, [l, e])?,
+        &to4(key, [sl, e])?,
+        &to4(value, [sl, ev])?,
+        0.0,
+        is_causal,
+        mask.as_ref(),
+        scale,
+    )?;
+    let mut shape: Vec<i64> = batch.iter().map(|&d| d as i64).collect();
+    shape.extend([l as i64, ev as i64]);
+    out.reshape(shape)
+}
+
+/// `q kᵀ · scale + mask`, with `-inf` above the diagonal when causal (PyTorch's top-left
+/// `tril`), in the operands' dtype.
+fn scores(
+    q: &Tensor,
+    k: &Tensor,
+    mask: Option<&Tensor>,
+    is_causal: bool,
+    scale: Option<f64>,
+) -> Result<Tensor> {
+    let e = q.shape()[q.dim() - 1];
     let s = scale.unwrap_or(1.0 / (e as f64).sqrt());
-    let mut scores = query.matmul(&k.transpose(-2, -1)?)?.mul_scalar(s)?;
+    let mut scores = q.matmul(&k.transpose(-2, -1)?)?.mul_scalar(s)?;
     let (l, sl) = (
         scores.shape()[scores.dim() - 2],
         scores.shape()[scores.dim() - 1],
     );
-    let neg_inf = |like: &Tensor| -> Result<Tensor> {
-        Tensor::full_on((), f64::NEG_INFINITY, like.dtype(), like.device())
-    };
     if is_causal {
-        let keep = Tensor::ones([l, sl], DType::Bool)?
+        let drop = Tensor::ones([l, sl], DType::Bool)?
             .tril()?
+            .logical_not()?
             .to_device(scores.device())?;
-        scores = scores.where_cond(&keep, &neg_inf(&scores)?)?;
+        scores = scores.masked_fill(&drop, f64::NEG_INFINITY)?;
     }
-    if let Some(m) = attn_mask {
-        scores = if m.dtype() == DType::Bool {
-            scores.where_cond(m, &neg_inf(&scores)?)?
-        } else {
-            scores.add(m)?
-        };
+    if let Some(m) = mask {
+        scores = scores.add(m)?;
     }
-    let mut w = scores.softmax(-1)?;
-    if dropout_p > 0.0 {
-        w = dropout(&w, dropout_p, true)?;
+    Ok(scores)
+}
+
+/// Softmax over the last dim, zero on a row whose every score is `-inf` (PyTorch's
+/// `_safe_softmax`). Such rows are set to 0 before the softmax, so neither the values nor
+/// the gradients see a NaN.
+fn safe_softmax(s: &Tensor) -> Result<Tensor> {
+    let dead = s.amax_with(&[-1], true)?.eq_scalar(f64::NEG_INFINITY)?;
+    let w = s.masked_fill(&dead, 0.0)?.softmax(-1)?;
+    w.masked_fill(&dead, 0.0)
+}
+
+/// The fused kernel's forward from tensor ops: `(output, logsumexp)` of `[B, H, L, *]`
+/// operands in the opmath dtype (the output rounded back to the operands' dtype), a fully
+/// masked row giving zeros and `-inf`. Its CUDA entry.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn math_forward(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: Option<&Tensor>,
+    is_causal: bool,
+    scale: Option<f64>,
+) -> Result<(Tensor, Tensor)> {
+    let dt = q.dtype();
+    let w = |t: &Tensor| t.to_dtype(opmath(dt));
+    let s = scores(&w(q)?, &w(k)?, mask, is_causal, scale)?;
+    let lse = s.logsumexp_with(&[-1], false)?;
+    let out = safe_softmax(&s)?.matmul(&w(v)?)?.to_dtype(dt)?;
+    Ok((out, lse))
+}
+
+/// The gradients of query, key and value of the fused kernel from tensor ops, for the
+/// gradients `g` of its output and `g_lse` of its logsumexp: differentiable (the double
+/// backward, and the CUDA entry of the backward kernel).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn math_grads(
+    g: Option<&Tensor>,
+    g_lse: Option<&Tensor>,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: Option<&Tensor>,
+    is_causal: bool,
+    scale: Option<f64>,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let dt = q.dtype();
+    let w = |t: &Tensor| t.to_dtype(opmath(dt));
+    let (qw, kw, vw) = (w(q)?, w(k)?, w(v)?);
+    let e = q.shape()[q.dim() - 1];
+    let sc = scale.unwrap_or(1.0 / (e as f64).sqrt());
+    let p = safe_softmax(&scores(&qw, &kw, mask, is_causal, scale)?)?;
+    let mut ds = p.zeros_like()?;
+    let mut dv = vw.zeros_like()?;
+    if let Some(g) = g {
+        let g = w(g)?;
+        dv = p.transpose(-2, -1)?.matmul(&g)?;
+        let dp = g.matmul(&vw.transpose(-2, -1)?)?;
+        let row = dp.mul(&p)?.sum_dim_with(&[-1], true, None)?;
+        ds = p.mul(&dp.sub(&row)?)?;
     }
-    w.matmul(&v)
+    if let Some(gl) = g_lse {
+        // d lse_i / d s_ij = p_ij.
+        ds = ds.add(&p.mul(&w(gl)?.unsqueeze(-1)?)?)?;
+    }
+    let dq = ds.matmul(&kw)?.mul_scalar(sc)?;
+    let dk = ds.transpose(-2, -1)?.matmul(&qw)?.mul_scalar(sc)?;
+    Ok((dq.to_dtype(dt)?, dk.to_dtype(dt)?, dv.to_dtype(dt)?))
 }

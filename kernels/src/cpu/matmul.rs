@@ -118,8 +118,9 @@ fn by_row_blocks<E: Send>(
     }
 }
 
-/// The float types the `gemm` crate multiplies.
-trait Blas: Copy + Send + Sync + 'static {
+/// The float types the `gemm` crate multiplies (public for the kernels that call it on
+/// small blocks themselves, as attention does).
+pub trait Blas: Copy + Send + Sync + 'static {
     /// `c = a @ b` for an `m × k` by `k × n` product with the given element strides; with
     /// `acc = Some(s)`, `c += s * (a @ b)` instead (`c` read).
     ///

@@ -1,6 +1,7 @@
 //! CPU kernels, one file per op family.
 
 pub mod amp;
+pub mod attention;
 pub mod binary;
 pub mod compare;
 pub mod fold;

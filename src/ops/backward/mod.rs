@@ -4,6 +4,7 @@
 //! and double backward works.
 
 mod activation;
+mod attention;
 mod indexing;
 mod linalg;
 mod losses;
@@ -14,6 +15,7 @@ mod reducing;
 mod shaping;
 
 pub(crate) use activation::*;
+pub(crate) use attention::*;
 pub(crate) use indexing::*;
 pub(crate) use linalg::*;
 pub(crate) use losses::*;

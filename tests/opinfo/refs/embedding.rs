@@ -84,6 +84,10 @@ pub fn sdpa(s: &Sample) -> Vec<RefTensor> {
                 }
             }
             let mx = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            if mx == f64::NEG_INFINITY {
+                // Every position masked: zeros, as PyTorch (its `_safe_softmax`).
+                continue;
+            }
             let z: f64 = scores.iter().map(|sc| (sc - mx).exp()).sum();
             for c in 0..ev {
                 out[(bi * l + i) * ev + c] = (0..sl)
@@ -209,4 +213,117 @@ pub fn embedding_bag_functional(s: &Sample) -> Vec<RefTensor> {
         wrapped_padding(s, w.shape[0]),
     );
     vec![outs.remove(0)]
+}
+
+/// Element `idx` of `m` broadcast to a 4-D shape (trailing dims aligned).
+fn broadcast_at(m: &RefTensor, idx: [usize; 4]) -> f64 {
+    let pad = 4 - m.shape.len();
+    let mut flat = 0;
+    for (k, &n) in m.shape.iter().enumerate() {
+        flat = flat * n + if n == 1 { 0 } else { idx[k + pad] };
+    }
+    m.data[flat]
+}
+
+/// The scores of one (batch, head) of `[B, H, *, *]` operands: `q kᵀ · scale + mask`, with
+/// `-inf` above the diagonal when causal.
+fn head_scores(s: &Sample, q: &RefTensor, k: &RefTensor, mask: Option<&RefTensor>, (b, h): (usize, usize)) -> Vec<Vec<f64>> {
+    let (hn, l, e, sl) = (q.shape[1], q.shape[2], q.shape[3], k.shape[2]);
+    let scale = s.float("scale").unwrap_or(1.0 / (e as f64).sqrt());
+    let causal = s.flag("is_causal").unwrap_or(false);
+    let (qb, kb) = ((b * hn + h) * l * e, (b * hn + h) * sl * e);
+    (0..l)
+        .map(|i| {
+            (0..sl)
+                .map(|j| {
+                    let dot: f64 = (0..e)
+                        .map(|t| q.data[qb + i * e + t] * k.data[kb + j * e + t])
+                        .sum();
+                    let m = mask.map_or(0.0, |m| broadcast_at(m, [b, h, i, j]));
+                    if causal && j > i {
+                        f64::NEG_INFINITY
+                    } else {
+                        dot * scale + m
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// `_scaled_dot_product_flash_attention_for_cpu`: `(output, logsumexp)`, per (batch, head)
+/// and query row; a fully masked row gives zeros and `-inf`.
+pub fn flash_attention(s: &Sample) -> Vec<RefTensor> {
+    let (q, k, v) = (input(s, 0), input(s, 1), input(s, 2));
+    let mask = s.opt_t(3).map(RefTensor::of);
+    let (bn, hn, l) = (q.shape[0], q.shape[1], q.shape[2]);
+    let (sl, ev) = (k.shape[2], v.shape[3]);
+    let mut out = vec![0.0; bn * hn * l * ev];
+    let mut lse = vec![f64::NEG_INFINITY; bn * hn * l];
+    for b in 0..bn {
+        for h in 0..hn {
+            let bh = b * hn + h;
+            for (i, row) in head_scores(s, &q, &k, mask.as_ref(), (b, h)).iter().enumerate() {
+                let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                if mx == f64::NEG_INFINITY {
+                    continue;
+                }
+                let z: f64 = row.iter().map(|x| (x - mx).exp()).sum();
+                lse[bh * l + i] = mx + z.ln();
+                for c in 0..ev {
+                    out[(bh * l + i) * ev + c] = (0..sl)
+                        .map(|j| (row[j] - mx).exp() / z * v.data[(bh * sl + j) * ev + c])
+                        .sum();
+                }
+            }
+        }
+    }
+    vec![tensor(vec![bn, hn, l, ev], out), tensor(vec![bn, hn, l], lse)]
+}
+
+/// `_scaled_dot_product_flash_attention_for_cpu_backward`: with `p = exp(s - lse)` from the
+/// given logsumexp and `delta_i = Σ dO · O` from the given output, `dV = pᵀ dO`,
+/// `dS = p ⊙ (dO vᵀ - delta)`, `dQ = scale · dS k`, `dK = scale · dSᵀ q`.
+pub fn flash_attention_backward(s: &Sample) -> Vec<RefTensor> {
+    let (go, q, k, v, o, lse) = (
+        input(s, 0),
+        input(s, 1),
+        input(s, 2),
+        input(s, 3),
+        input(s, 4),
+        input(s, 5),
+    );
+    let mask = s.opt_t(6).map(RefTensor::of);
+    let (bn, hn, l, e) = (q.shape[0], q.shape[1], q.shape[2], q.shape[3]);
+    let (sl, ev) = (k.shape[2], v.shape[3]);
+    let scale = s.float("scale").unwrap_or(1.0 / (e as f64).sqrt());
+    let (mut dq, mut dk, mut dv) = (vec![0.0; q.data.len()], vec![0.0; k.data.len()], vec![0.0; v.data.len()]);
+    for b in 0..bn {
+        for h in 0..hn {
+            let bh = b * hn + h;
+            let sc = head_scores(s, &q, &k, mask.as_ref(), (b, h));
+            for i in 0..l {
+                let li = lse.data[bh * l + i];
+                let gi = |c: usize| go.data[(bh * l + i) * ev + c];
+                let delta: f64 = (0..ev).map(|c| gi(c) * o.data[(bh * l + i) * ev + c]).sum();
+                for j in 0..sl {
+                    let p = if li == f64::NEG_INFINITY { 0.0 } else { (sc[i][j] - li).exp() };
+                    let dp: f64 = (0..ev).map(|c| gi(c) * v.data[(bh * sl + j) * ev + c]).sum();
+                    let ds = p * (dp - delta);
+                    for c in 0..ev {
+                        dv[(bh * sl + j) * ev + c] += p * gi(c);
+                    }
+                    for t in 0..e {
+                        dq[(bh * l + i) * e + t] += scale * ds * k.data[(bh * sl + j) * e + t];
+                        dk[(bh * sl + j) * e + t] += scale * ds * q.data[(bh * l + i) * e + t];
+                    }
+                }
+            }
+        }
+    }
+    vec![
+        tensor(q.shape.clone(), dq),
+        tensor(k.shape.clone(), dk),
+        tensor(v.shape.clone(), dv),
+    ]
 }

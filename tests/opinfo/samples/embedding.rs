@@ -1,6 +1,6 @@
 //! Samples for embedding, embedding_bag, dropout and scaled dot-product attention.
 
-use super::{err, index, mask, vals};
+use super::{err, index, make, mask, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
 use kiln::{DType, ErrorKind, Tensor};
 
@@ -114,6 +114,26 @@ pub fn sdpa(dtype: DType) -> Vec<Sample> {
         )
         .arg("enable_gqa", Arg::Bool(true)),
         Sample::new(
+            "[2,3,4] bool mask [3,5] with a fully masked row (zeros)",
+            vec![
+                x(&[2, 3, 4], 21),
+                x(&[2, 5, 4], 22),
+                x(&[2, 5, 3], 23),
+                mask_rows(&[3, 5], 24)
+                    .index_fill_row(1, false),
+            ],
+        ),
+        Sample::new(
+            "[2,2,70,8] causal, dropout 0 (the fused kernel on the CPU)",
+            vec![
+                x(&[2, 2, 70, 8], 25),
+                x(&[2, 2, 70, 8], 26),
+                x(&[2, 2, 70, 8], 27),
+            ],
+        )
+        .arg("is_causal", Arg::Bool(true))
+        .arg("dropout_p", Arg::Float(0.0)),
+        Sample::new(
             "[0,3,4] empty batch",
             vec![x(&[0, 3, 4], 18), x(&[0, 2, 4], 19), x(&[0, 2, 4], 20)],
         )
@@ -121,7 +141,7 @@ pub fn sdpa(dtype: DType) -> Vec<Sample> {
     ]
 }
 
-/// A bool mask with at least one `true` per row (a fully masked row is NaN in PyTorch too).
+/// A bool mask with at least one `true` per row.
 fn mask_rows(shape: &[usize], seed: u64) -> Tensor {
     let m = mask(shape, seed);
     let first = Tensor::zeros(shape, DType::Bool)
@@ -132,6 +152,7 @@ fn mask_rows(shape: &[usize], seed: u64) -> Tensor {
 
 trait FirstCol {
     fn index_fill_first_col(self) -> Tensor;
+    fn index_fill_row(self, row: usize, v: bool) -> Tensor;
 }
 
 impl FirstCol for Tensor {
@@ -140,6 +161,12 @@ impl FirstCol for Tensor {
         let (r, c) = (self.shape()[0], self.shape()[1]);
         let v: Vec<bool> = (0..r * c).map(|i| i % c == 0).collect();
         Tensor::from_vec(v, &[r, c]).expect("shape")
+    }
+
+    /// Row `row` of a 2-D bool mask set to `v`.
+    fn index_fill_row(self, row: usize, v: bool) -> Tensor {
+        self.select(0, row as i64).expect("row").fill_(v).expect("fill");
+        self
     }
 }
 
@@ -432,4 +459,224 @@ pub fn embedding_bag_functional_errors() -> Vec<ErrorSample> {
             ErrorKind::Value, "per_sample_weights is only supported for mode='sum' (got mode='mean')",
         ),
     ]
+}
+
+/// The fused attention kernel on `[B, H, L, E]` operands. The first three are gradchecked:
+/// more query rows than one 64-row block (causal), and more keys than one 256-column block
+/// (the online softmax rescales across blocks).
+pub fn flash_attention(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let o = DType::F64;
+    vec![
+        Sample::new(
+            "q [2,3,5,4] k [2,3,6,4] v [2,3,6,3]",
+            vec![x(&[2, 3, 5, 4], 1), x(&[2, 3, 6, 4], 2), x(&[2, 3, 6, 3], 3)],
+        ),
+        Sample::new(
+            "[1,2,70,8] causal (two query blocks)",
+            vec![x(&[1, 2, 70, 8], 4), x(&[1, 2, 70, 8], 5), x(&[1, 2, 70, 8], 6)],
+        )
+        .arg("is_causal", Arg::Bool(true)),
+        Sample::new(
+            "q [2,1,3,4] kv [2,1,300,4] (two key blocks)",
+            vec![x(&[2, 1, 3, 4], 7), x(&[2, 1, 300, 4], 8), x(&[2, 1, 300, 2], 9)],
+        ),
+        Sample::new(
+            "float mask [3,5] broadcast, scale 0.3",
+            vec![
+                x(&[2, 2, 3, 4], 10),
+                x(&[2, 2, 5, 4], 11),
+                x(&[2, 2, 5, 2], 12),
+                make(&[3, 5], o, -1.0, 1.0, 13),
+            ],
+        )
+        .arg("scale", Arg::Float(0.3)),
+        Sample::new(
+            "mask [2,1,3,5] with a fully masked row (zeros, logsumexp -inf)",
+            vec![
+                x(&[2, 2, 3, 4], 14),
+                x(&[2, 2, 5, 4], 15),
+                x(&[2, 2, 5, 3], 16),
+                dead_row_mask(&[2, 1, 3, 5], 17),
+            ],
+        ),
+        Sample::new(
+            "transposed query [1,4,3,2] from [1,3,4,2]",
+            vec![
+                x(&[1, 3, 4, 2], 18).transpose(1, 2).expect("transpose"),
+                x(&[1, 4, 6, 2], 19),
+                x(&[1, 4, 6, 5], 20),
+            ],
+        ),
+        Sample::new(
+            "no keys [1,1,2,3] k [1,1,0,3]",
+            vec![x(&[1, 1, 2, 3], 21), x(&[1, 1, 0, 3], 22), x(&[1, 1, 0, 3], 23)],
+        )
+        .edge(),
+        Sample::new(
+            "no queries [1,2,0,3]",
+            vec![x(&[1, 2, 0, 3], 24), x(&[1, 2, 4, 3], 25), x(&[1, 2, 4, 3], 26)],
+        )
+        .edge(),
+    ]
+}
+
+/// An additive float64 mask in [-1, 1) whose row 1 is `-inf` throughout.
+fn dead_row_mask(shape: &[usize], seed: u64) -> Tensor {
+    let m = make(shape, DType::F64, -1.0, 1.0, seed);
+    let n = shape.len();
+    let row = m.select(n as i64 - 2, 1).expect("select");
+    row.fill_(f64::NEG_INFINITY).expect("fill");
+    m
+}
+
+pub fn flash_attention_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    let v = |s: &[usize], seed| vals(s, f, seed);
+    vec![
+        err(
+            Sample::new(
+                "dropout",
+                vec![v(&[1, 1, 2, 3], 150), v(&[1, 1, 2, 3], 151), v(&[1, 1, 2, 3], 152)],
+            )
+            .arg("dropout_p", Arg::Float(0.1)),
+            ErrorKind::Value,
+            "dropout_p must be 0",
+        ),
+        err(
+            Sample::new(
+                "3-D query",
+                vec![v(&[1, 2, 3], 153), v(&[1, 1, 2, 3], 154), v(&[1, 1, 2, 3], 155)],
+            ),
+            ErrorKind::Shape,
+            "expected query, key and value to be 4-D",
+        ),
+        err(
+            Sample::new(
+                "key and value lengths differ",
+                vec![v(&[1, 1, 2, 3], 156), v(&[1, 1, 4, 3], 157), v(&[1, 1, 5, 3], 158)],
+            ),
+            ErrorKind::Shape,
+            "expected key and value to have the same sequence length",
+        ),
+        err(
+            Sample::new(
+                "mask does not broadcast",
+                vec![
+                    v(&[1, 1, 2, 3], 159),
+                    v(&[1, 1, 4, 3], 160),
+                    v(&[1, 1, 4, 3], 161),
+                    v(&[3, 4], 162),
+                ],
+            ),
+            ErrorKind::Shape,
+            "does not broadcast to the attention scores' shape [1, 1, 2, 4]",
+        ),
+        err(
+            Sample::new(
+                "mixed dtypes",
+                vec![
+                    v(&[1, 1, 2, 3], 163),
+                    vals(&[1, 1, 2, 3], DType::F64, 164),
+                    v(&[1, 1, 2, 3], 165),
+                ],
+            ),
+            ErrorKind::DType,
+            "Expected query, key, and value to have the same dtype",
+        ),
+    ]
+}
+
+/// The backward kernel: `(grad_out, query, key, value, out, logsumexp[, mask])`, the
+/// logsumexp computed from the scores with tensor ops, `out` any values (the kernel takes
+/// `Σ dO · O` as given).
+pub fn flash_attention_backward(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| vals(s, dtype, seed);
+    let case = |desc: &str, q: [usize; 4], sl: usize, ev: usize, seed: u64, mask: Option<Tensor>, causal: bool, scale: Option<f64>| {
+        let [b, h, l, e] = q;
+        let (qt, kt, vt) = (x(&q, seed), x(&[b, h, sl, e], seed + 1), x(&[b, h, sl, ev], seed + 2));
+        let lse = lse_of(&qt, &kt, mask.as_ref(), causal, scale).to_dtype(dtype).expect("cast");
+        let mut tensors = vec![x(&[b, h, l, ev], seed + 3), qt, kt, vt, x(&[b, h, l, ev], seed + 4), lse];
+        tensors.extend(mask);
+        let mut s = Sample::new(desc, tensors)
+            .arg("dropout_p", Arg::Float(0.0))
+            .arg("is_causal", Arg::Bool(causal));
+        if let Some(sc) = scale {
+            s = s.arg("scale", Arg::Float(sc));
+        }
+        s
+    };
+    vec![
+        case("[2,3,5,4] k [2,3,6,4] v [2,3,6,3]", [2, 3, 5, 4], 6, 3, 1, None, false, None),
+        case("[1,2,70,8] causal (two query blocks)", [1, 2, 70, 8], 70, 8, 10, None, true, None),
+        case("q [2,1,3,4] kv 300 (two key blocks)", [2, 1, 3, 4], 300, 2, 20, None, false, None),
+        case(
+            "float mask [3,5], scale 0.3",
+            [2, 2, 3, 4],
+            5,
+            2,
+            30,
+            Some(make(&[3, 5], DType::F64, -1.0, 1.0, 35)),
+            false,
+            Some(0.3),
+        ),
+        case(
+            "mask with a fully masked row",
+            [2, 2, 3, 4],
+            5,
+            3,
+            40,
+            Some(dead_row_mask(&[2, 1, 3, 5], 45)),
+            false,
+            None,
+        ),
+        case("no queries [1,2,0,3]", [1, 2, 0, 3], 4, 3, 50, None, false, None).edge(),
+        case("no keys [1,1,2,3] k [1,1,0,3]", [1, 1, 2, 3], 0, 3, 60, None, false, None).edge(),
+    ]
+}
+
+/// `logsumexp` over the keys of `q kᵀ · scale + mask` (causal: top-left), in float64.
+fn lse_of(q: &Tensor, k: &Tensor, mask: Option<&Tensor>, causal: bool, scale: Option<f64>) -> Tensor {
+    let f = |t: &Tensor| t.to_dtype(DType::F64).expect("f64");
+    let e = q.shape()[3];
+    let sc = scale.unwrap_or(1.0 / (e as f64).sqrt());
+    let mut s = f(q)
+        .matmul(&f(k).transpose(-2, -1).expect("t"))
+        .expect("mm")
+        .mul_scalar(sc)
+        .expect("scale");
+    if let Some(m) = mask {
+        s = s.add(m).expect("mask");
+    }
+    if causal {
+        let (l, sl) = (q.shape()[2], k.shape()[2]);
+        let drop = Tensor::ones([l, sl], DType::Bool)
+            .and_then(|t| t.tril())
+            .and_then(|t| t.logical_not())
+            .expect("causal");
+        s = s.masked_fill(&drop, f64::NEG_INFINITY).expect("fill");
+    }
+    s.logsumexp(&[-1]).expect("logsumexp")
+}
+
+pub fn flash_attention_backward_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    let v = |s: &[usize], seed| vals(s, f, seed);
+    vec![err(
+        Sample::new(
+            "logsumexp of the wrong shape",
+            vec![
+                v(&[1, 1, 2, 3], 170),
+                v(&[1, 1, 2, 3], 171),
+                v(&[1, 1, 4, 3], 172),
+                v(&[1, 1, 4, 3], 173),
+                v(&[1, 1, 2, 3], 174),
+                v(&[1, 1, 3], 175),
+            ],
+        )
+        .arg("dropout_p", Arg::Float(0.0))
+        .arg("is_causal", Arg::Bool(false)),
+        ErrorKind::Shape,
+        "expected logsumexp of shape [1, 1, 2]",
+    )]
 }

@@ -4,6 +4,7 @@
 //! function, like the CPU kernels.
 
 pub(crate) mod amp;
+pub(crate) mod attention;
 pub(crate) mod fold;
 pub(crate) mod index;
 pub(crate) mod loss;
