@@ -15,8 +15,9 @@
 //! (batch, head) pairs are spread over kiln's pool.
 
 use crate::cpu::matmul::Blas;
-use crate::cpu::vmath;
-use crate::element::same_type_mut;
+use crate::cpu::{narrow, vmath};
+use crate::element::{same_type, same_type_mut};
+use half::bf16;
 use crate::parallel::{fan_out, par_chunks_mut2_by, par_chunks_mut_many_by};
 use crate::{Arith, Dst, Element, FloatMath, KResult, KernelError, Src};
 
@@ -174,11 +175,45 @@ impl<'a, T: Element> Operand<'a, T> {
         out.clear();
         let [sb, sh, sr, sc] = self.strides;
         let base = self.offset + b * sb + h * sh;
-        for i in r0..r0 + rows {
-            let row = base + i * sr;
-            out.extend((0..cols).map(|j| self.data[row + j * sc].up().mul(scale)));
+        if sc != 1 && cols > 1 {
+            for i in r0..r0 + rows {
+                let row = base + i * sr;
+                out.extend((0..cols).map(|j| self.data[row + j * sc].up().mul(scale)));
+            }
+            return;
+        }
+        // Unit-stride rows: whole-row copies or vectorised widening.
+        out.resize(rows * cols, <T::Compute as Arith>::zero());
+        for (r, dst) in out.chunks_exact_mut(cols.max(1)).take(rows).enumerate() {
+            let row = base + (r0 + r) * sr;
+            widen_row(&self.data[row..row + cols], dst);
+        }
+        if scale != <T::Compute as Arith>::one() {
+            out.iter_mut().for_each(|x| *x = x.mul(scale));
         }
     }
+}
+
+/// `dst = src` widened to the compute type: a copy for f32/f64, vectorised for bf16.
+fn widen_row<T: Element>(src: &[T], dst: &mut [T::Compute]) {
+    if let (Some(s), Some(d)) = (same_type::<T, bf16>(src), same_type_mut::<T::Compute, f32>(dst)) {
+        return narrow::bf16_to_f32(s, d);
+    }
+    if let Some(s) = same_type::<T, T::Compute>(src) {
+        return dst.copy_from_slice(s);
+    }
+    dst.iter_mut().zip(src).for_each(|(d, &x)| *d = x.up());
+}
+
+/// `dst = src` rounded to `T` once: a copy for f32/f64, vectorised for bf16.
+fn narrow_row<T: Element>(src: &[T::Compute], dst: &mut [T]) {
+    if let (Some(s), Some(d)) = (same_type::<T::Compute, f32>(src), same_type_mut::<T, bf16>(dst)) {
+        return narrow::f32_to_bf16(s, d);
+    }
+    if let Some(s) = same_type::<T::Compute, T>(src) {
+        return dst.copy_from_slice(s);
+    }
+    dst.iter_mut().zip(src).for_each(|(d, &x)| *d = T::down(x));
 }
 
 /// The mask as strides over `[B, H, L, S]`: 0 along its broadcast dims.
@@ -314,6 +349,37 @@ fn resolve_scale<C: Arith>(scale: Option<f64>, e: usize) -> C {
     C::from_f64(scale.unwrap_or(1.0 / (e as f64).sqrt()))
 }
 
+/// The largest of `init` and the row's values (NaN-blind, as a softmax's maximum is).
+fn row_max<C: Arith>(row: &[C], init: C) -> C {
+    if let Some(r) = same_type::<C, f32>(row) {
+        // Eight running maxima: the loop vectorises.
+        let mut lanes = [f32::NEG_INFINITY; 8];
+        let chunks = r.chunks_exact(8);
+        let tail = chunks.remainder();
+        for c in chunks {
+            for (l, &x) in lanes.iter_mut().zip(c) {
+                *l = if x > *l { x } else { *l };
+            }
+        }
+        let m = lanes.iter().chain(tail).fold(f32::NEG_INFINITY, |a, &x| if x > a { x } else { a });
+        return C::from_f64(m as f64).max_with(init);
+    }
+    row.iter().fold(init, |a, &x| if x > a { x } else { a })
+}
+
+trait MaxWith {
+    fn max_with(self, o: Self) -> Self;
+}
+impl<C: Arith> MaxWith for C {
+    fn max_with(self, o: C) -> C {
+        if o > self {
+            o
+        } else {
+            self
+        }
+    }
+}
+
 fn is_neg_inf<C: FloatMath>(x: C) -> bool {
     x == C::infinity().neg()
 }
@@ -406,7 +472,7 @@ fn forward_head<T: Element>(
             // Online softmax: rescale what the row has so far to the new maximum.
             for r in 0..rows {
                 let row = &mut sb[r * cols..(r + 1) * cols];
-                let mx = row.iter().fold(m[r], |a, &x| if x > a { x } else { a });
+                let mx = row_max(row, m[r]);
                 if is_neg_inf(mx) {
                     // Nothing unmasked yet: the row contributes nothing.
                     row.fill(zero);
@@ -446,9 +512,9 @@ fn forward_head<T: Element>(
                 continue;
             }
             let inv = z[r].recip();
-            for (o, &a) in orow.iter_mut().zip(&acc[r * d.ev..(r + 1) * d.ev]) {
-                *o = T::down(a.mul(inv));
-            }
+            let arow = &mut acc[r * d.ev..(r + 1) * d.ev];
+            arow.iter_mut().for_each(|a| *a = a.mul(inv));
+            narrow_row(arow, orow);
             lse[i] = m[r].add(z[r].ln());
         }
     }
@@ -621,7 +687,7 @@ where
             }
         }
         for (dst, src) in [(dq_out, &dq), (dk_out, &dk), (dv_out, &dv)] {
-            dst.iter_mut().zip(src.iter()).for_each(|(o, &x)| *o = T::down(x));
+            narrow_row(src, dst);
         }
     }
 }
