@@ -582,3 +582,22 @@ fn ties_on_integers_are_stable() -> Result<()> {
 fn i64s(t: &Tensor) -> Result<Vec<i64>> {
     t.to_vec::<i64>()
 }
+
+/// `relu`'s backward is PyTorch's `threshold_backward`: the gradient is zeroed where the
+/// output is `<= 0` (an infinite gradient there gives 0, not `inf * 0 = NaN`) and passes
+/// where the output is NaN. PyTorch 2.15: `relu([-1, 0, 2, nan])` with gradient
+/// `[inf, inf, 3, 5]` gives `[0, 0, 3, 5]`.
+#[test]
+fn relu_backward_masks_like_threshold_backward() -> Result<()> {
+    for dtype in [DType::F32, DType::BF16] {
+        let x = Tensor::from_vec(vec![-1.0f32, 0.0, 2.0, f32::NAN], &[4])?
+            .to_dtype(dtype)?
+            .requires_grad_(true)?;
+        let g = Tensor::from_vec(vec![f32::INFINITY, f32::INFINITY, 3.0, 5.0], &[4])?
+            .to_dtype(dtype)?;
+        x.relu()?.backward_with(Some(&g), false, false)?;
+        let got = x.grad().expect("grad").to_dtype(DType::F32)?.to_vec::<f32>()?;
+        assert_eq!(got, vec![0.0, 0.0, 3.0, 5.0], "{dtype:?}");
+    }
+    Ok(())
+}

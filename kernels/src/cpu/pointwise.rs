@@ -564,6 +564,12 @@ pub fn copy_cast<A: Element, O: Element>(a: Src<A>, out: Dst<O>) {
         None if A::DTYPE == DType::BF16 && O::DTYPE == DType::F32 => {
             copy_runs(a, out, crate::cpu::narrow::bf16_to_f32)
         }
+        // A mask to numbers (backward formulas multiply by them): two constants, not a
+        // round trip through f64 per element.
+        None if A::DTYPE == DType::Bool => {
+            let (one, zero) = (O::from_i64(1), O::from_i64(0));
+            copy_with(a, out, move |x: A| if x.to_i64() != 0 { one } else { zero })
+        }
         None => copy_with(a, out, |x: A| x.cast::<O>()),
     }
 }
