@@ -596,7 +596,11 @@ fn relu_backward_masks_like_threshold_backward() -> Result<()> {
         let g = Tensor::from_vec(vec![f32::INFINITY, f32::INFINITY, 3.0, 5.0], &[4])?
             .to_dtype(dtype)?;
         x.relu()?.backward_with(Some(&g), false, false)?;
-        let got = x.grad().expect("grad").to_dtype(DType::F32)?.to_vec::<f32>()?;
+        let got = x
+            .grad()
+            .expect("grad")
+            .to_dtype(DType::F32)?
+            .to_vec::<f32>()?;
         assert_eq!(got, vec![0.0, 0.0, 3.0, 5.0], "{dtype:?}");
     }
     Ok(())

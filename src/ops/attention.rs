@@ -76,14 +76,23 @@ pub fn scaled_dot_product_attention(
     let floating = dq.is_floating_point();
     // The fused kernel has no dropout and gives no gradient to the mask (PyTorch's CPU
     // flash-attention conditions).
-    let mask_grad = attn_mask.is_some_and(|m| m.requires_grad() && crate::autograd::is_grad_enabled());
+    let mask_grad =
+        attn_mask.is_some_and(|m| m.requires_grad() && crate::autograd::is_grad_enabled());
     if query.device() == crate::Device::Cpu && floating && dropout_p == 0.0 && !mask_grad {
         return fused(query, &k, &v, attn_mask, is_causal, scale);
     }
     // The composite path computes in the opmath dtype and rounds once.
     let half = matches!(dq, DType::F16 | DType::BF16);
-    let wide = |t: &Tensor| if half { t.to_dtype(DType::F32) } else { Ok(t.clone()) };
-    let mask = attn_mask.map(|m| additive_mask(m, opmath(dq))).transpose()?;
+    let wide = |t: &Tensor| {
+        if half {
+            t.to_dtype(DType::F32)
+        } else {
+            Ok(t.clone())
+        }
+    };
+    let mask = attn_mask
+        .map(|m| additive_mask(m, opmath(dq)))
+        .transpose()?;
     let s = scores(&wide(query)?, &wide(&k)?, mask.as_ref(), is_causal, scale)?;
     let mut w = safe_softmax(&s)?;
     if dropout_p > 0.0 {

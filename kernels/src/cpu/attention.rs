@@ -17,9 +17,9 @@
 use crate::cpu::matmul::Blas;
 use crate::cpu::{narrow, vmath};
 use crate::element::{same_type, same_type_mut};
-use half::bf16;
 use crate::parallel::{fan_out, par_chunks_mut2_by, par_chunks_mut_many_by};
 use crate::{Arith, Dst, Element, FloatMath, KResult, KernelError, Src};
+use half::bf16;
 
 /// Query rows per block.
 const QB: usize = 64;
@@ -171,7 +171,14 @@ impl<'a, T: Element> Operand<'a, T> {
 
     /// Rows `r0..r0 + rows` of (batch `b`, head `h`) as a row-major `rows x cols` buffer of
     /// `T::Compute`, each element times `scale`.
-    fn widen(&self, b: usize, h: usize, r0: usize, rows: usize, cols: usize, scale: T::Compute, out: &mut Vec<T::Compute>) {
+    fn widen(
+        &self,
+        (b, h): (usize, usize),
+        (r0, rows): (usize, usize),
+        cols: usize,
+        scale: T::Compute,
+        out: &mut Vec<T::Compute>,
+    ) {
         out.clear();
         let [sb, sh, sr, sc] = self.strides;
         let base = self.offset + b * sb + h * sh;
@@ -196,7 +203,10 @@ impl<'a, T: Element> Operand<'a, T> {
 
 /// `dst = src` widened to the compute type: a copy for f32/f64, vectorised for bf16.
 fn widen_row<T: Element>(src: &[T], dst: &mut [T::Compute]) {
-    if let (Some(s), Some(d)) = (same_type::<T, bf16>(src), same_type_mut::<T::Compute, f32>(dst)) {
+    if let (Some(s), Some(d)) = (
+        same_type::<T, bf16>(src),
+        same_type_mut::<T::Compute, f32>(dst),
+    ) {
         return narrow::bf16_to_f32(s, d);
     }
     if let Some(s) = same_type::<T, T::Compute>(src) {
@@ -207,7 +217,10 @@ fn widen_row<T: Element>(src: &[T], dst: &mut [T::Compute]) {
 
 /// `dst = src` rounded to `T` once: a copy for f32/f64, vectorised for bf16.
 fn narrow_row<T: Element>(src: &[T::Compute], dst: &mut [T]) {
-    if let (Some(s), Some(d)) = (same_type::<T::Compute, f32>(src), same_type_mut::<T, bf16>(dst)) {
+    if let (Some(s), Some(d)) = (
+        same_type::<T::Compute, f32>(src),
+        same_type_mut::<T, bf16>(dst),
+    ) {
         return narrow::f32_to_bf16(s, d);
     }
     if let Some(s) = same_type::<T::Compute, T>(src) {
@@ -361,7 +374,10 @@ fn row_max<C: Arith>(row: &[C], init: C) -> C {
                 *l = if x > *l { x } else { *l };
             }
         }
-        let m = lanes.iter().chain(tail).fold(f32::NEG_INFINITY, |a, &x| if x > a { x } else { a });
+        let m = lanes
+            .iter()
+            .chain(tail)
+            .fold(f32::NEG_INFINITY, |a, &x| if x > a { x } else { a });
         return C::from_f64(m as f64).max_with(init);
     }
     row.iter().fold(init, |a, &x| if x > a { x } else { a })
@@ -406,7 +422,11 @@ where
     check_dropout(dropout_p)?;
     let (out, lse) = match (output.as_contiguous_mut(), logsumexp.as_contiguous_mut()) {
         (Some(o), Some(l)) => (o, l),
-        _ => return Err(KernelError::shape("internal error: attention outputs must be contiguous")),
+        _ => {
+            return Err(KernelError::shape(
+                "internal error: attention outputs must be contiguous",
+            ))
+        }
     };
     if d.b * d.h * d.l == 0 {
         return Ok(());
@@ -415,7 +435,18 @@ where
     let mask = attn_mask.as_ref().map(Mask::of);
     let scale: T::Compute = resolve_scale(scale, d.e);
     let body = |bh: usize, out: &mut [T], lse: &mut [T::Compute]| {
-        forward_head::<T>(d, (bh / d.h, bh % d.h), &q, &k, &v, mask.as_ref(), is_causal, scale, out, lse)
+        forward_head::<T>(
+            d,
+            (bh / d.h, bh % d.h),
+            &q,
+            &k,
+            &v,
+            mask.as_ref(),
+            is_causal,
+            scale,
+            out,
+            lse,
+        )
     };
     let work = d.l * d.s * (d.e + d.ev);
     // Pieces split in step need a non-empty output row (`Ev > 0`).
@@ -424,7 +455,11 @@ where
     } else {
         let (o, l) = (d.l * d.ev, d.l);
         for bh in 0..d.b * d.h {
-            body(bh, &mut out[bh * o..(bh + 1) * o], &mut lse[bh * l..(bh + 1) * l]);
+            body(
+                bh,
+                &mut out[bh * o..(bh + 1) * o],
+                &mut lse[bh * l..(bh + 1) * l],
+            );
         }
     }
     Ok(())
@@ -451,14 +486,14 @@ fn forward_head<T: Element>(
     let zero = <T::Compute as Arith>::zero();
     let neg_inf = <T::Compute as FloatMath>::infinity().neg();
     let (mut kf, mut vf, mut qf) = (Vec::new(), Vec::new(), Vec::new());
-    k.widen(b, h, 0, d.s, d.e, one, &mut kf);
-    v.widen(b, h, 0, d.s, d.ev, one, &mut vf);
+    k.widen((b, h), (0, d.s), d.e, one, &mut kf);
+    v.widen((b, h), (0, d.s), d.ev, one, &mut vf);
     let mut s = vec![zero; QB * KB.min(d.s.max(1))];
     let mut acc = vec![zero; QB * d.ev];
     let (mut m, mut z) = (vec![neg_inf; QB], vec![zero; QB]);
     for i0 in (0..d.l).step_by(QB) {
         let rows = QB.min(d.l - i0);
-        q.widen(b, h, i0, rows, d.e, scale, &mut qf);
+        q.widen((b, h), (i0, rows), d.e, scale, &mut qf);
         acc[..rows * d.ev].fill(zero);
         m[..rows].fill(neg_inf);
         z[..rows].fill(zero);
@@ -467,7 +502,15 @@ fn forward_head<T: Element>(
             let cols = KB.min(extent - j0);
             let sb = &mut s[..rows * cols];
             // Scores: (q · scale) kᵀ for this block.
-            mm((rows, d.e, cols), &qf, (d.e, 1), &kf[j0 * d.e..], (1, d.e), sb, None);
+            mm(
+                (rows, d.e, cols),
+                &qf,
+                (d.e, 1),
+                &kf[j0 * d.e..],
+                (1, d.e),
+                sb,
+                None,
+            );
             mask_block(sb, (rows, cols), (i0, j0), (b, h), mask, is_causal);
             // Online softmax: rescale what the row has so far to the new maximum.
             for r in 0..rows {
@@ -478,7 +521,11 @@ fn forward_head<T: Element>(
                     row.fill(zero);
                     continue;
                 }
-                let alpha = if is_neg_inf(m[r]) { zero } else { m[r].sub(mx).exp() };
+                let alpha = if is_neg_inf(m[r]) {
+                    zero
+                } else {
+                    m[r].sub(mx).exp()
+                };
                 row.iter_mut().for_each(|x| *x = x.sub(mx));
                 m[r] = mx;
                 z[r] = z[r].mul(alpha);
@@ -501,7 +548,15 @@ fn forward_head<T: Element>(
                     sb[r * cols..(r + 1) * cols].fill(zero);
                 }
             }
-            mm((rows, cols, d.ev), sb, (cols, 1), &vf[j0 * d.ev..], (d.ev, 1), &mut acc, Some(one));
+            mm(
+                (rows, cols, d.ev),
+                sb,
+                (cols, 1),
+                &vf[j0 * d.ev..],
+                (d.ev, 1),
+                &mut acc,
+                Some(one),
+            );
         }
         for r in 0..rows {
             let i = i0 + r;
@@ -560,7 +615,9 @@ where
         grad_value.as_contiguous_mut(),
     ];
     let [Some(dq), Some(dk), Some(dv)] = bufs else {
-        return Err(KernelError::shape("internal error: attention gradients must be contiguous"));
+        return Err(KernelError::shape(
+            "internal error: attention gradients must be contiguous",
+        ));
     };
     if d.b * d.h == 0 {
         return Ok(());
@@ -628,11 +685,11 @@ where
         let zero = <T::Compute as Arith>::zero();
         let (mut qs, mut kf, mut vf, mut go, mut o) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        self.q.widen(b, h, 0, d.l, d.e, self.scale, &mut qs);
-        self.k.widen(b, h, 0, d.s, d.e, one, &mut kf);
-        self.v.widen(b, h, 0, d.s, d.ev, one, &mut vf);
-        self.go.widen(b, h, 0, d.l, d.ev, one, &mut go);
-        self.o.widen(b, h, 0, d.l, d.ev, one, &mut o);
+        self.q.widen((b, h), (0, d.l), d.e, self.scale, &mut qs);
+        self.k.widen((b, h), (0, d.s), d.e, one, &mut kf);
+        self.v.widen((b, h), (0, d.s), d.ev, one, &mut vf);
+        self.go.widen((b, h), (0, d.l), d.ev, one, &mut go);
+        self.o.widen((b, h), (0, d.l), d.ev, one, &mut o);
         // delta_i = Σ_c dO[i, c] · O[i, c]: the softmax gradient's row term.
         let delta: Vec<T::Compute> = (0..d.l)
             .map(|i| {
@@ -655,12 +712,30 @@ where
         for i0 in (0..d.l).step_by(QB) {
             let rows = QB.min(d.l - i0);
             let extent = key_extent(d.s, i0 + rows, self.is_causal);
-            let (qb, gb) = (&qs[i0 * d.e..(i0 + rows) * d.e], &go[i0 * d.ev..(i0 + rows) * d.ev]);
+            let (qb, gb) = (
+                &qs[i0 * d.e..(i0 + rows) * d.e],
+                &go[i0 * d.ev..(i0 + rows) * d.ev],
+            );
             for j0 in (0..extent).step_by(KB) {
                 let cols = KB.min(extent - j0);
                 let (pb, dpb) = (&mut p[..rows * cols], &mut dp[..rows * cols]);
-                mm((rows, d.e, cols), qb, (d.e, 1), &kf[j0 * d.e..], (1, d.e), pb, None);
-                mask_block(pb, (rows, cols), (i0, j0), (b, h), self.mask.as_ref(), self.is_causal);
+                mm(
+                    (rows, d.e, cols),
+                    qb,
+                    (d.e, 1),
+                    &kf[j0 * d.e..],
+                    (1, d.e),
+                    pb,
+                    None,
+                );
+                mask_block(
+                    pb,
+                    (rows, cols),
+                    (i0, j0),
+                    (b, h),
+                    self.mask.as_ref(),
+                    self.is_causal,
+                );
                 // p = exp(s - lse), zero on a fully masked row.
                 for r in 0..rows {
                     let l = lse_at(i0 + r);
@@ -673,17 +748,54 @@ where
                 }
                 exp_in_place(pb);
                 // dV += pᵀ dO.
-                mm((cols, rows, d.ev), pb, (1, cols), gb, (d.ev, 1), &mut dv[j0 * d.ev..], Some(one));
+                mm(
+                    (cols, rows, d.ev),
+                    pb,
+                    (1, cols),
+                    gb,
+                    (d.ev, 1),
+                    &mut dv[j0 * d.ev..],
+                    Some(one),
+                );
                 // dP = dO vᵀ, then dS = p ⊙ (dP - delta) in place.
-                mm((rows, d.ev, cols), gb, (d.ev, 1), &vf[j0 * d.ev..], (1, d.ev), dpb, None);
+                mm(
+                    (rows, d.ev, cols),
+                    gb,
+                    (d.ev, 1),
+                    &vf[j0 * d.ev..],
+                    (1, d.ev),
+                    dpb,
+                    None,
+                );
                 for r in 0..rows {
                     let dl = delta[i0 + r];
-                    let (pr, dr) = (&pb[r * cols..(r + 1) * cols], &mut dpb[r * cols..(r + 1) * cols]);
-                    dr.iter_mut().zip(pr).for_each(|(x, &pv)| *x = pv.mul(x.sub(dl)));
+                    let (pr, dr) = (
+                        &pb[r * cols..(r + 1) * cols],
+                        &mut dpb[r * cols..(r + 1) * cols],
+                    );
+                    dr.iter_mut()
+                        .zip(pr)
+                        .for_each(|(x, &pv)| *x = pv.mul(x.sub(dl)));
                 }
                 // dQ += scale · dS k;  dK += dSᵀ (q · scale).
-                mm((rows, cols, d.e), dpb, (cols, 1), &kf[j0 * d.e..], (d.e, 1), &mut dq[i0 * d.e..], Some(self.scale));
-                mm((cols, rows, d.e), dpb, (1, cols), qb, (d.e, 1), &mut dk[j0 * d.e..], Some(one));
+                mm(
+                    (rows, cols, d.e),
+                    dpb,
+                    (cols, 1),
+                    &kf[j0 * d.e..],
+                    (d.e, 1),
+                    &mut dq[i0 * d.e..],
+                    Some(self.scale),
+                );
+                mm(
+                    (cols, rows, d.e),
+                    dpb,
+                    (1, cols),
+                    qb,
+                    (d.e, 1),
+                    &mut dk[j0 * d.e..],
+                    Some(one),
+                );
             }
         }
         for (dst, src) in [(dq_out, &dq), (dk_out, &dk), (dv_out, &dv)] {

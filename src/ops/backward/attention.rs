@@ -4,6 +4,12 @@ use crate::ops::attention::math_grads;
 use crate::{Error, Result, Tensor};
 
 type Grads3 = (Option<Tensor>, Option<Tensor>, Option<Tensor>);
+type Grads4 = (
+    Option<Tensor>,
+    Option<Tensor>,
+    Option<Tensor>,
+    Option<Tensor>,
+);
 
 /// The query, key and value gradients: the backward kernel for an output gradient alone;
 /// under `create_graph`, or with a gradient of the logsumexp, the same math from
@@ -38,12 +44,7 @@ pub(crate) fn flash_attention_grads(
 
 /// The backward kernel has no derivative of its own, as in PyTorch: a double backward
 /// through attention recomputes from tensor ops instead (see [`flash_attention_grads`]).
-pub(crate) fn flash_attention_double_backward() -> Result<(
-    Option<Tensor>,
-    Option<Tensor>,
-    Option<Tensor>,
-    Option<Tensor>,
-)> {
+pub(crate) fn flash_attention_double_backward() -> Result<Grads4> {
     Err(Error::not_implemented(
         "_scaled_dot_product_flash_attention_for_cpu_backward",
         "the derivative for '_scaled_dot_product_flash_attention_for_cpu_backward' is not implemented (a double backward through scaled_dot_product_attention recomputes from tensor ops instead)",

@@ -227,7 +227,13 @@ fn broadcast_at(m: &RefTensor, idx: [usize; 4]) -> f64 {
 
 /// The scores of one (batch, head) of `[B, H, *, *]` operands: `q kᵀ · scale + mask`, with
 /// `-inf` above the diagonal when causal.
-fn head_scores(s: &Sample, q: &RefTensor, k: &RefTensor, mask: Option<&RefTensor>, (b, h): (usize, usize)) -> Vec<Vec<f64>> {
+fn head_scores(
+    s: &Sample,
+    q: &RefTensor,
+    k: &RefTensor,
+    mask: Option<&RefTensor>,
+    (b, h): (usize, usize),
+) -> Vec<Vec<f64>> {
     let (hn, l, e, sl) = (q.shape[1], q.shape[2], q.shape[3], k.shape[2]);
     let scale = s.float("scale").unwrap_or(1.0 / (e as f64).sqrt());
     let causal = s.flag("is_causal").unwrap_or(false);
@@ -263,7 +269,10 @@ pub fn flash_attention(s: &Sample) -> Vec<RefTensor> {
     for b in 0..bn {
         for h in 0..hn {
             let bh = b * hn + h;
-            for (i, row) in head_scores(s, &q, &k, mask.as_ref(), (b, h)).iter().enumerate() {
+            for (i, row) in head_scores(s, &q, &k, mask.as_ref(), (b, h))
+                .iter()
+                .enumerate()
+            {
                 let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                 if mx == f64::NEG_INFINITY {
                     continue;
@@ -278,7 +287,10 @@ pub fn flash_attention(s: &Sample) -> Vec<RefTensor> {
             }
         }
     }
-    vec![tensor(vec![bn, hn, l, ev], out), tensor(vec![bn, hn, l], lse)]
+    vec![
+        tensor(vec![bn, hn, l, ev], out),
+        tensor(vec![bn, hn, l], lse),
+    ]
 }
 
 /// `_scaled_dot_product_flash_attention_for_cpu_backward`: with `p = exp(s - lse)` from the
@@ -297,7 +309,11 @@ pub fn flash_attention_backward(s: &Sample) -> Vec<RefTensor> {
     let (bn, hn, l, e) = (q.shape[0], q.shape[1], q.shape[2], q.shape[3]);
     let (sl, ev) = (k.shape[2], v.shape[3]);
     let scale = s.float("scale").unwrap_or(1.0 / (e as f64).sqrt());
-    let (mut dq, mut dk, mut dv) = (vec![0.0; q.data.len()], vec![0.0; k.data.len()], vec![0.0; v.data.len()]);
+    let (mut dq, mut dk, mut dv) = (
+        vec![0.0; q.data.len()],
+        vec![0.0; k.data.len()],
+        vec![0.0; v.data.len()],
+    );
     for b in 0..bn {
         for h in 0..hn {
             let bh = b * hn + h;
@@ -307,8 +323,14 @@ pub fn flash_attention_backward(s: &Sample) -> Vec<RefTensor> {
                 let gi = |c: usize| go.data[(bh * l + i) * ev + c];
                 let delta: f64 = (0..ev).map(|c| gi(c) * o.data[(bh * l + i) * ev + c]).sum();
                 for j in 0..sl {
-                    let p = if li == f64::NEG_INFINITY { 0.0 } else { (sc[i][j] - li).exp() };
-                    let dp: f64 = (0..ev).map(|c| gi(c) * v.data[(bh * sl + j) * ev + c]).sum();
+                    let p = if li == f64::NEG_INFINITY {
+                        0.0
+                    } else {
+                        (sc[i][j] - li).exp()
+                    };
+                    let dp: f64 = (0..ev)
+                        .map(|c| gi(c) * v.data[(bh * sl + j) * ev + c])
+                        .sum();
                     let ds = p * (dp - delta);
                     for c in 0..ev {
                         dv[(bh * sl + j) * ev + c] += p * gi(c);

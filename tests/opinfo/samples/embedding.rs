@@ -119,8 +119,7 @@ pub fn sdpa(dtype: DType) -> Vec<Sample> {
                 x(&[2, 3, 4], 21),
                 x(&[2, 5, 4], 22),
                 x(&[2, 5, 3], 23),
-                mask_rows(&[3, 5], 24)
-                    .index_fill_row(1, false),
+                mask_rows(&[3, 5], 24).index_fill_row(1, false),
             ],
         ),
         Sample::new(
@@ -165,7 +164,10 @@ impl FirstCol for Tensor {
 
     /// Row `row` of a 2-D bool mask set to `v`.
     fn index_fill_row(self, row: usize, v: bool) -> Tensor {
-        self.select(0, row as i64).expect("row").fill_(v).expect("fill");
+        self.select(0, row as i64)
+            .expect("row")
+            .fill_(v)
+            .expect("fill");
         self
     }
 }
@@ -470,16 +472,28 @@ pub fn flash_attention(dtype: DType) -> Vec<Sample> {
     vec![
         Sample::new(
             "q [2,3,5,4] k [2,3,6,4] v [2,3,6,3]",
-            vec![x(&[2, 3, 5, 4], 1), x(&[2, 3, 6, 4], 2), x(&[2, 3, 6, 3], 3)],
+            vec![
+                x(&[2, 3, 5, 4], 1),
+                x(&[2, 3, 6, 4], 2),
+                x(&[2, 3, 6, 3], 3),
+            ],
         ),
         Sample::new(
             "[1,2,70,8] causal (two query blocks)",
-            vec![x(&[1, 2, 70, 8], 4), x(&[1, 2, 70, 8], 5), x(&[1, 2, 70, 8], 6)],
+            vec![
+                x(&[1, 2, 70, 8], 4),
+                x(&[1, 2, 70, 8], 5),
+                x(&[1, 2, 70, 8], 6),
+            ],
         )
         .arg("is_causal", Arg::Bool(true)),
         Sample::new(
             "q [2,1,3,4] kv [2,1,300,4] (two key blocks)",
-            vec![x(&[2, 1, 3, 4], 7), x(&[2, 1, 300, 4], 8), x(&[2, 1, 300, 2], 9)],
+            vec![
+                x(&[2, 1, 3, 4], 7),
+                x(&[2, 1, 300, 4], 8),
+                x(&[2, 1, 300, 2], 9),
+            ],
         ),
         Sample::new(
             "float mask [3,5] broadcast, scale 0.3",
@@ -510,12 +524,20 @@ pub fn flash_attention(dtype: DType) -> Vec<Sample> {
         ),
         Sample::new(
             "no keys [1,1,2,3] k [1,1,0,3]",
-            vec![x(&[1, 1, 2, 3], 21), x(&[1, 1, 0, 3], 22), x(&[1, 1, 0, 3], 23)],
+            vec![
+                x(&[1, 1, 2, 3], 21),
+                x(&[1, 1, 0, 3], 22),
+                x(&[1, 1, 0, 3], 23),
+            ],
         )
         .edge(),
         Sample::new(
             "no queries [1,2,0,3]",
-            vec![x(&[1, 2, 0, 3], 24), x(&[1, 2, 4, 3], 25), x(&[1, 2, 4, 3], 26)],
+            vec![
+                x(&[1, 2, 0, 3], 24),
+                x(&[1, 2, 4, 3], 25),
+                x(&[1, 2, 4, 3], 26),
+            ],
         )
         .edge(),
     ]
@@ -537,7 +559,11 @@ pub fn flash_attention_errors() -> Vec<ErrorSample> {
         err(
             Sample::new(
                 "dropout",
-                vec![v(&[1, 1, 2, 3], 150), v(&[1, 1, 2, 3], 151), v(&[1, 1, 2, 3], 152)],
+                vec![
+                    v(&[1, 1, 2, 3], 150),
+                    v(&[1, 1, 2, 3], 151),
+                    v(&[1, 1, 2, 3], 152),
+                ],
             )
             .arg("dropout_p", Arg::Float(0.1)),
             ErrorKind::Value,
@@ -546,7 +572,11 @@ pub fn flash_attention_errors() -> Vec<ErrorSample> {
         err(
             Sample::new(
                 "3-D query",
-                vec![v(&[1, 2, 3], 153), v(&[1, 1, 2, 3], 154), v(&[1, 1, 2, 3], 155)],
+                vec![
+                    v(&[1, 2, 3], 153),
+                    v(&[1, 1, 2, 3], 154),
+                    v(&[1, 1, 2, 3], 155),
+                ],
             ),
             ErrorKind::Shape,
             "expected query, key and value to be 4-D",
@@ -554,7 +584,11 @@ pub fn flash_attention_errors() -> Vec<ErrorSample> {
         err(
             Sample::new(
                 "key and value lengths differ",
-                vec![v(&[1, 1, 2, 3], 156), v(&[1, 1, 4, 3], 157), v(&[1, 1, 5, 3], 158)],
+                vec![
+                    v(&[1, 1, 2, 3], 156),
+                    v(&[1, 1, 4, 3], 157),
+                    v(&[1, 1, 5, 3], 158),
+                ],
             ),
             ErrorKind::Shape,
             "expected key and value to have the same sequence length",
@@ -592,11 +626,31 @@ pub fn flash_attention_errors() -> Vec<ErrorSample> {
 /// `Σ dO · O` as given).
 pub fn flash_attention_backward(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
-    let case = |desc: &str, q: [usize; 4], sl: usize, ev: usize, seed: u64, mask: Option<Tensor>, causal: bool, scale: Option<f64>| {
+    let case = |desc: &str,
+                q: [usize; 4],
+                sl: usize,
+                ev: usize,
+                seed: u64,
+                mask: Option<Tensor>,
+                causal: bool,
+                scale: Option<f64>| {
         let [b, h, l, e] = q;
-        let (qt, kt, vt) = (x(&q, seed), x(&[b, h, sl, e], seed + 1), x(&[b, h, sl, ev], seed + 2));
-        let lse = lse_of(&qt, &kt, mask.as_ref(), causal, scale).to_dtype(dtype).expect("cast");
-        let mut tensors = vec![x(&[b, h, l, ev], seed + 3), qt, kt, vt, x(&[b, h, l, ev], seed + 4), lse];
+        let (qt, kt, vt) = (
+            x(&q, seed),
+            x(&[b, h, sl, e], seed + 1),
+            x(&[b, h, sl, ev], seed + 2),
+        );
+        let lse = lse_of(&qt, &kt, mask.as_ref(), causal, scale)
+            .to_dtype(dtype)
+            .expect("cast");
+        let mut tensors = vec![
+            x(&[b, h, l, ev], seed + 3),
+            qt,
+            kt,
+            vt,
+            x(&[b, h, l, ev], seed + 4),
+            lse,
+        ];
         tensors.extend(mask);
         let mut s = Sample::new(desc, tensors)
             .arg("dropout_p", Arg::Float(0.0))
@@ -607,9 +661,36 @@ pub fn flash_attention_backward(dtype: DType) -> Vec<Sample> {
         s
     };
     vec![
-        case("[2,3,5,4] k [2,3,6,4] v [2,3,6,3]", [2, 3, 5, 4], 6, 3, 1, None, false, None),
-        case("[1,2,70,8] causal (two query blocks)", [1, 2, 70, 8], 70, 8, 10, None, true, None),
-        case("q [2,1,3,4] kv 300 (two key blocks)", [2, 1, 3, 4], 300, 2, 20, None, false, None),
+        case(
+            "[2,3,5,4] k [2,3,6,4] v [2,3,6,3]",
+            [2, 3, 5, 4],
+            6,
+            3,
+            1,
+            None,
+            false,
+            None,
+        ),
+        case(
+            "[1,2,70,8] causal (two query blocks)",
+            [1, 2, 70, 8],
+            70,
+            8,
+            10,
+            None,
+            true,
+            None,
+        ),
+        case(
+            "q [2,1,3,4] kv 300 (two key blocks)",
+            [2, 1, 3, 4],
+            300,
+            2,
+            20,
+            None,
+            false,
+            None,
+        ),
         case(
             "float mask [3,5], scale 0.3",
             [2, 2, 3, 4],
@@ -630,13 +711,39 @@ pub fn flash_attention_backward(dtype: DType) -> Vec<Sample> {
             false,
             None,
         ),
-        case("no queries [1,2,0,3]", [1, 2, 0, 3], 4, 3, 50, None, false, None).edge(),
-        case("no keys [1,1,2,3] k [1,1,0,3]", [1, 1, 2, 3], 0, 3, 60, None, false, None).edge(),
+        case(
+            "no queries [1,2,0,3]",
+            [1, 2, 0, 3],
+            4,
+            3,
+            50,
+            None,
+            false,
+            None,
+        )
+        .edge(),
+        case(
+            "no keys [1,1,2,3] k [1,1,0,3]",
+            [1, 1, 2, 3],
+            0,
+            3,
+            60,
+            None,
+            false,
+            None,
+        )
+        .edge(),
     ]
 }
 
 /// `logsumexp` over the keys of `q kᵀ · scale + mask` (causal: top-left), in float64.
-fn lse_of(q: &Tensor, k: &Tensor, mask: Option<&Tensor>, causal: bool, scale: Option<f64>) -> Tensor {
+fn lse_of(
+    q: &Tensor,
+    k: &Tensor,
+    mask: Option<&Tensor>,
+    causal: bool,
+    scale: Option<f64>,
+) -> Tensor {
     let f = |t: &Tensor| t.to_dtype(DType::F64).expect("f64");
     let e = q.shape()[3];
     let sc = scale.unwrap_or(1.0 / (e as f64).sqrt());

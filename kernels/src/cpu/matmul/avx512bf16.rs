@@ -306,20 +306,22 @@ fn rows_per_task(m: usize, k: usize, threads: usize) -> usize {
 /// or added to an `f32` that already holds the bias, for a caller that rounds once after
 /// (`addmm`).
 pub(super) trait Out: Copy + Send + Sync {
-    fn store(&mut self, sum: f32);
+    /// Writes a row of a tile's sums (`out.len()` of them).
+    fn store_row(out: &mut [Self], sums: &[f32]);
 }
 
 impl Out for bf16 {
     #[inline(always)]
-    fn store(&mut self, sum: f32) {
-        *self = bf16::from_f32(sum);
+    fn store_row(out: &mut [bf16], sums: &[f32]) {
+        // Vectorised, rounding as `bf16::from_f32`.
+        crate::cpu::narrow::f32_to_bf16(&sums[..out.len()], out);
     }
 }
 
 impl Out for f32 {
     #[inline(always)]
-    fn store(&mut self, sum: f32) {
-        *self += sum;
+    fn store_row(out: &mut [f32], sums: &[f32]) {
+        out.iter_mut().zip(sums).for_each(|(o, &v)| *o += v);
     }
 }
 
@@ -384,8 +386,7 @@ pub(super) fn gemm<O: Out>(
                     let i0 = pi * MR;
                     let tile = &tiles[jl * apanels + pi];
                     for (r, trow) in tile.chunks_exact(NR).take(rows - i0).enumerate() {
-                        let out = &mut cb[(i0 + r) * n + j0..][..cols];
-                        out.iter_mut().zip(trow).for_each(|(o, &v)| o.store(v));
+                        O::store_row(&mut cb[(i0 + r) * n + j0..][..cols], trow);
                     }
                 }
             }

@@ -58,8 +58,16 @@ pub fn flash_attention_backward(
 ) -> Result<()> {
     check_dropout(op, dropout_p)?;
     let _plain = crate::no_grad();
-    let (dq, dk, dv) =
-        math_grads(Some(grad_out), None, query, key, value, attn_mask, is_causal, scale)?;
+    let (dq, dk, dv) = math_grads(
+        Some(grad_out),
+        None,
+        query,
+        key,
+        value,
+        attn_mask,
+        is_causal,
+        scale,
+    )?;
     grad_query.copy_(&dq)?;
     grad_key.copy_(&dk)?;
     grad_value.copy_(&dv)?;
