@@ -1,15 +1,8 @@
 //! Gradients of the fused attention kernel (`_scaled_dot_product_flash_attention_for_cpu`).
 
+use super::normalization::{grad_at, Grads3, Grads4};
 use crate::ops::attention::math_grads;
 use crate::{Error, Result, Tensor};
-
-type Grads3 = (Option<Tensor>, Option<Tensor>, Option<Tensor>);
-type Grads4 = (
-    Option<Tensor>,
-    Option<Tensor>,
-    Option<Tensor>,
-    Option<Tensor>,
-);
 
 /// The query, key and value gradients: the backward kernel for an output gradient alone;
 /// under `create_graph`, or with a gradient of the logsumexp, the same math from
@@ -26,8 +19,7 @@ pub(crate) fn flash_attention_grads(
     attn_mask: Option<&Tensor>,
     scale: Option<f64>,
 ) -> Result<Grads3> {
-    let at = |i: usize| grads.get(i).and_then(|g| g.as_ref());
-    let (g, g_lse) = (at(0), at(1));
+    let (g, g_lse) = (grad_at(grads, 0), grad_at(grads, 1));
     if g.is_none() && g_lse.is_none() {
         return Ok((None, None, None));
     }

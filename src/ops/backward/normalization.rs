@@ -195,13 +195,13 @@ fn add_stats_grad(
     }))
 }
 
-fn grad_at(grads: &[Option<Tensor>], i: usize) -> Option<&Tensor> {
+pub(super) fn grad_at(grads: &[Option<Tensor>], i: usize) -> Option<&Tensor> {
     grads.get(i).and_then(Option::as_ref)
 }
 
-type Grads3 = (Option<Tensor>, Option<Tensor>, Option<Tensor>);
+pub(super) type Grads3 = (Option<Tensor>, Option<Tensor>, Option<Tensor>);
 
-type Grads4 = (
+pub(super) type Grads4 = (
     Option<Tensor>,
     Option<Tensor>,
     Option<Tensor>,
