@@ -156,7 +156,9 @@ fn fused(
                 )
             })
     };
-    let batch = broadcast(&broadcast(&bq, &bk)?, &bv)?;
+    // A mask's own batch dims broadcast too, as they would against the scores.
+    let bm = attn_mask.map_or(vec![], |m| m.shape()[..m.dim().saturating_sub(2)].to_vec());
+    let batch = broadcast(&broadcast(&broadcast(&bq, &bk)?, &bv)?, &bm)?;
     let to4 = |t: &Tensor, tail: [usize; 2]| -> Result<Tensor> {
         let mut full = batch.clone();
         full.extend(tail);
@@ -172,11 +174,13 @@ fn fused(
     let mask = attn_mask
         .map(|m| {
             let m = additive_mask(m, opmath(query.dtype()))?;
-            // Broadcast dims stay stride 0 unless the batch dims must be folded.
-            if batch.len() <= 2 && m.dim() <= 4 {
-                Ok(m)
-            } else {
-                to4(&m, [l, sl])
+            // The kernel broadcasts a mask against [B, H, L, S] from the trailing dims, so
+            // one without batch dims, or with the two the operands keep, goes as it is;
+            // one batch dim goes to B (H is the 1 inserted above); else expand and fold.
+            match (batch.len(), m.dim()) {
+                (_, 0..=2) | (2, 3..=4) => Ok(m),
+                (1, 3) => m.unsqueeze(1),
+                _ => to4(&m, [l, sl]),
             }
         })
         .transpose()?;

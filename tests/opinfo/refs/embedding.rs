@@ -73,7 +73,9 @@ pub fn sdpa(s: &Sample) -> Vec<RefTensor> {
                     *sc = f64::NEG_INFINITY;
                 }
                 if let Some((is_bool, m)) = &mask {
-                    let mv = m.data[(i * sl + j) % m.data.len()];
+                    // A mask's batch rows repeat over the query's batch rows.
+                    let rows = (m.data.len() / (l * sl).max(1)).max(1);
+                    let mv = m.data[((bi % rows) * l + i) * sl + j];
                     if *is_bool {
                         if mv == 0.0 {
                             *sc = f64::NEG_INFINITY;

@@ -114,6 +114,15 @@ pub fn sdpa(dtype: DType) -> Vec<Sample> {
         )
         .arg("enable_gqa", Arg::Bool(true)),
         Sample::new(
+            "[2,3,4] float mask [2,3,5] (a batch dim of its own)",
+            vec![
+                x(&[2, 3, 4], 28),
+                x(&[2, 5, 4], 29),
+                x(&[2, 5, 3], 30),
+                x(&[2, 3, 5], 31),
+            ],
+        ),
+        Sample::new(
             "[2,3,4] bool mask [3,5] with a fully masked row (zeros)",
             vec![
                 x(&[2, 3, 4], 21),
