@@ -4,6 +4,7 @@
 //! tensor-op form of the fused kernel's math ([`math_forward`], [`math_grads`]) also serves
 //! its CUDA entry and its double backward.
 
+use crate::dispatch::launch::opmath_dtype as opmath;
 use crate::ops::dropout::dropout;
 use crate::{DType, Error, Result, Tensor};
 
@@ -103,14 +104,6 @@ pub fn scaled_dot_product_attention(
         out.to_dtype(dq)
     } else {
         Ok(out)
-    }
-}
-
-fn opmath(d: DType) -> DType {
-    if matches!(d, DType::F16 | DType::BF16) {
-        DType::F32
-    } else {
-        d
     }
 }
 

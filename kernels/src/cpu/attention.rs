@@ -378,22 +378,10 @@ fn row_max<C: Arith>(row: &[C], init: C) -> C {
             .iter()
             .chain(tail)
             .fold(f32::NEG_INFINITY, |a, &x| if x > a { x } else { a });
-        return C::from_f64(m as f64).max_with(init);
+        let m = C::from_f64(m as f64);
+        return if init > m { init } else { m };
     }
     row.iter().fold(init, |a, &x| if x > a { x } else { a })
-}
-
-trait MaxWith {
-    fn max_with(self, o: Self) -> Self;
-}
-impl<C: Arith> MaxWith for C {
-    fn max_with(self, o: C) -> C {
-        if o > self {
-            o
-        } else {
-            self
-        }
-    }
 }
 
 fn is_neg_inf<C: FloatMath>(x: C) -> bool {
