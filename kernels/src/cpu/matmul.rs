@@ -3,14 +3,20 @@
 //! `f32`/`f64` go to the `gemm` crate (packed panels, AVX-512 / AVX2+FMA microkernels chosen
 //! at run time), which takes arbitrary row and column strides, so transposed, sliced and
 //! stride-0 inputs are read in place without a copy; a large product runs on kiln's pool.
-//! `bf16` on a CPU with AVX512-BF16 runs its own packed kernel ([`avx512bf16`]: `VDPBF16PS`,
-//! `f32` accumulation, one rounding); other half cases are widened to contiguous `f32`,
-//! multiplied as `f32` and rounded once (`f16` too: see [`widen_gemm`] for why not `gemm-f16`).
+//! The half types run kiln's own packed kernels ([`packed`]), which widen while packing and
+//! round once: `bf16` on a CPU with AVX512-BF16 by `VDPBF16PS` ([`avx512bf16`]), `f16` and
+//! other CPUs' `bf16` by `f32` FMAs ([`fma`], AVX2 + FMA + F16C). Without those, both inputs
+//! are widened to contiguous `f32`, multiplied as `f32` and rounded once (see [`widen_gemm`]
+//! for why not `gemm-f16`).
 //! Integers use a plain i-k-j loop with wrapping arithmetic, split over output rows. `bmm`
 //! splits batches over threads.
 
 #[cfg(target_arch = "x86_64")]
 mod avx512bf16;
+#[cfg(target_arch = "x86_64")]
+mod fma;
+#[cfg(target_arch = "x86_64")]
+mod packed;
 
 use crate::cpu::shape::contiguous_out;
 use crate::element::{same_type, same_type_mut};
@@ -311,14 +317,14 @@ fn gemm<T: Element>(
         }
     }
     #[cfg(target_arch = "x86_64")]
-    if T::DTYPE == DType::BF16 {
-        if let Some(isa) = avx512bf16::Avx512Bf16::detect() {
-            if let (Some(a), Some(b), Some(c)) = (
-                a.as_type(),
-                b.as_type(),
-                same_type_mut::<T, crate::half::bf16>(c),
-            ) {
-                avx512bf16::gemm(isa, m, k, n, a, b, c);
+    {
+        use crate::half::{bf16, f16};
+        if let Some(c) = same_type_mut::<T, bf16>(c) {
+            if packed_half_gemm(m, k, n, a, b, c) {
+                return Ok(());
+            }
+        } else if let Some(c) = same_type_mut::<T, f16>(c) {
+            if packed_half_gemm(m, k, n, a, b, c) {
                 return Ok(());
             }
         }
@@ -328,6 +334,40 @@ fn gemm<T: Element>(
     }
     naive_gemm(m, k, n, a, b, c);
     Ok(())
+}
+
+/// `c = a @ b` (`c` a row-major `m x n` buffer of `T`, or of `f32` sums to add to) through
+/// one of kiln's packed half kernels, if `T` is a half type and the CPU has one; false if
+/// not (nothing written). `m, k, n > 0`, both views bounds-checked.
+#[cfg(target_arch = "x86_64")]
+fn packed_half_gemm<T: Element, O: packed::Out>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: Mat<'_, T>,
+    b: Mat<'_, T>,
+    c: &mut [O],
+) -> bool {
+    use crate::half::{bf16, f16};
+    if let (Some(a), Some(b)) = (a.as_type::<bf16>(), b.as_type::<bf16>()) {
+        if let Some(isa) = avx512bf16::Avx512Bf16::detect() {
+            packed::gemm(isa, m, k, n, a, b, c);
+            return true;
+        }
+        if let Some(isa) = fma::Fma::<bf16>::detect() {
+            packed::gemm(isa, m, k, n, a, b, c);
+            return true;
+        }
+    }
+    if let (Some(a), Some(b), Some(isa)) = (
+        a.as_type::<f16>(),
+        b.as_type::<f16>(),
+        fma::Fma::<f16>::detect(),
+    ) {
+        packed::gemm(isa, m, k, n, a, b, c);
+        return true;
+    }
+    false
 }
 
 /// `c = a @ b` for a half type through `f32`: both inputs widened to contiguous `f32`, one
@@ -517,12 +557,10 @@ pub fn addmm<T: Element>(
             }
             let round = |r: usize, out: &mut [T]| {
                 let s = &sums[r * ROUND_CHUNK..][..out.len()];
-                match same_type_mut::<T, crate::half::bf16>(out) {
-                    Some(out) => crate::cpu::narrow::f32_to_bf16(s, out),
-                    None => out
-                        .iter_mut()
-                        .zip(s)
-                        .for_each(|(o, &v)| *o = T::from_f64(v as f64)),
+                if let Some(out) = same_type_mut::<T, crate::half::bf16>(out) {
+                    crate::cpu::narrow::f32_to_bf16(s, out);
+                } else if let Some(out) = same_type_mut::<T, crate::half::f16>(out) {
+                    crate::cpu::narrow::f32_to_f16(s, out);
                 }
             };
             if big {
@@ -627,9 +665,9 @@ fn prefill<T: Element, C: Arith + Send + Sync>(
     }
 }
 
-/// `sums += alpha * (a @ b)` for a half-type product, in `f32` and unrounded: the
-/// AVX512-BF16 kernel for `bf16` where the CPU has it (for `alpha = 1`), else both inputs
-/// widened and one `f32` product.
+/// `sums += alpha * (a @ b)` for a half-type product, in `f32` and unrounded: kiln's packed
+/// half kernels where the CPU has one (for `alpha = 1`), else both inputs widened and one
+/// `f32` product.
 fn half_sums_acc<T: Element>(
     m: usize,
     k: usize,
@@ -640,15 +678,8 @@ fn half_sums_acc<T: Element>(
     alpha: f32,
 ) -> KResult<()> {
     #[cfg(target_arch = "x86_64")]
-    if T::DTYPE == DType::BF16 && alpha == 1.0 {
-        if let (Some(isa), Some(a), Some(b)) = (
-            avx512bf16::Avx512Bf16::detect(),
-            a.as_type::<crate::half::bf16>(),
-            b.as_type::<crate::half::bf16>(),
-        ) {
-            avx512bf16::gemm(isa, m, k, n, a, b, sums);
-            return Ok(());
-        }
+    if alpha == 1.0 && packed_half_gemm(m, k, n, a, b, sums) {
+        return Ok(());
     }
     let (a32, b32) = (widen(a, m, k), widen(b, k, n));
     blas_gemm(
@@ -990,6 +1021,28 @@ mod tests {
             .collect()
     }
 
+    /// A half type under test: its conversions and its unit roundoff.
+    trait TestHalf: Copy + PartialEq + std::fmt::Debug + 'static {
+        /// 2^-(significand bits): half an ulp of 1, relative.
+        const UNIT: f64;
+        fn of(v: f64) -> Self;
+        fn val(self) -> f64;
+    }
+    macro_rules! test_half {
+        ($($t:ty: $unit:expr),*) => { $(
+            impl TestHalf for $t {
+                const UNIT: f64 = $unit;
+                fn of(v: f64) -> Self {
+                    <$t>::from_f64(v)
+                }
+                fn val(self) -> f64 {
+                    self.to_f64()
+                }
+            }
+        )* };
+    }
+    test_half!(bf16: 1.0 / 256.0, f16: 1.0 / 2048.0);
+
     /// How a logical `rows x cols` matrix is stored.
     #[derive(Clone, Copy, Debug)]
     enum Store {
@@ -1002,17 +1055,17 @@ mod tests {
         Broadcast,
     }
 
-    /// A buffer holding `vals` (row-major `rows x cols`, rounded to bf16) stored as `how`,
+    /// A buffer holding `vals` (row-major `rows x cols`, rounded to `H`) stored as `how`,
     /// with the offset and strides that view it. For `Broadcast`, row 0 of `vals` is
     /// stored and the returned values are that row repeated.
     #[allow(clippy::type_complexity)]
-    fn store(
+    fn store<H: TestHalf>(
         vals: &[f64],
         rows: usize,
         cols: usize,
         how: Store,
-    ) -> (Vec<bf16>, usize, [usize; 2], Vec<f64>) {
-        let h = |v: f64| bf16::from_f64(v);
+    ) -> (Vec<H>, usize, [usize; 2], Vec<f64>) {
+        let h = |v: f64| H::of(v);
         let at = |i: usize, j: usize| vals[i * cols + j];
         match how {
             Store::Contiguous => (
@@ -1038,17 +1091,25 @@ mod tests {
                 (buf, off, [rs, 2], vals.to_vec())
             }
             Store::Broadcast => {
-                let buf: Vec<bf16> = vals[..cols].iter().map(|&v| h(v)).collect();
+                let buf: Vec<H> = vals[..cols].iter().map(|&v| h(v)).collect();
                 let logical = (0..rows * cols).map(|p| vals[p % cols]).collect();
                 (buf, 0, [0, 1], logical)
             }
         }
     }
 
-    /// Checks a bf16 product against the f64 sum of the same (bf16) inputs: within one
-    /// rounding to bf16 plus a bound on f32 accumulation error, and equal to the f64 sum
-    /// rounded to bf16 for nearly every element.
-    fn check_bf16(got: &[bf16], m: usize, k: usize, n: usize, a: &[f64], b: &[f64], what: &str) {
+    /// Checks a half product against the f64 sum of the same (exactly representable)
+    /// inputs: within one rounding to `H` plus a bound on f32 accumulation error, and equal
+    /// to the f64 sum rounded to `H` for nearly every element.
+    fn check_half<H: TestHalf>(
+        got: &[H],
+        m: usize,
+        k: usize,
+        n: usize,
+        a: &[f64],
+        b: &[f64],
+        what: &str,
+    ) {
         let (mut exact_matches, total) = (0usize, m * n);
         for i in 0..m {
             for j in 0..n {
@@ -1058,13 +1119,13 @@ mod tests {
                     mag += (a[i * k + l] * b[l * n + j]).abs();
                 }
                 let acc = k as f64 * mag * f64::powi(2.0, -23);
-                let g = got[i * n + j].to_f64();
-                let tol = f64::powi(2.0, -8) * (s.abs() + acc) + acc;
+                let g = got[i * n + j].val();
+                let tol = H::UNIT * (s.abs() + acc) + acc;
                 assert!(
                     (g - s).abs() <= tol,
                     "{what}: ({i}, {j}) of {m}x{k}x{n}: got {g}, exact {s}"
                 );
-                exact_matches += usize::from(got[i * n + j] == bf16::from_f64(s));
+                exact_matches += usize::from(got[i * n + j] == H::of(s));
             }
         }
         assert!(
@@ -1073,7 +1134,11 @@ mod tests {
         );
     }
 
-    const BF16_SHAPES: [(usize, usize, usize); 13] = [
+    fn check_bf16(got: &[bf16], m: usize, k: usize, n: usize, a: &[f64], b: &[f64], what: &str) {
+        check_half(got, m, k, n, a, b, what)
+    }
+
+    const BF16_SHAPES: [(usize, usize, usize); 14] = [
         (1, 1, 1),
         (1, 5, 1),
         (3, 1, 4),
@@ -1087,11 +1152,13 @@ mod tests {
         (5, 1000, 3),
         (150, 257, 97),
         (13, 261, 300),
+        // Several row tasks, several k blocks of both kernels, a ragged last panel.
+        (400, 530, 90),
     ];
 
-    /// Every shape × storage through one of the bf16 paths.
-    fn bf16_paths_agree(
-        run: impl Fn(usize, usize, usize, Mat<'_, bf16>, Mat<'_, bf16>, &mut [bf16]),
+    /// Every shape × storage through one of the half paths.
+    fn half_paths_agree<H: TestHalf>(
+        run: impl Fn(usize, usize, usize, Mat<'_, H>, Mat<'_, H>, &mut [H]),
         what: &str,
     ) {
         let stores = [
@@ -1106,26 +1173,30 @@ mod tests {
             for &(sa, sb) in &stores {
                 let av = bf16_values(m * k, 2 * si as u64 + 1);
                 let bv = bf16_values(k * n, 2 * si as u64 + 2);
-                let (abuf, aoff, ast, a) = store(&av, m, k, sa);
-                let (bbuf, boff, bst, b) = store(&bv, k, n, sb);
+                let (abuf, aoff, ast, a) = store::<H>(&av, m, k, sa);
+                let (bbuf, boff, bst, b) = store::<H>(&bv, k, n, sb);
                 let (am, bm) = (
                     Mat::new(&abuf, aoff, [m, k], ast),
                     Mat::new(&bbuf, boff, [k, n], bst),
                 );
                 am.check_in_bounds(m, k).unwrap();
                 bm.check_in_bounds(k, n).unwrap();
-                let mut c = vec![bf16::from_f64(7.0); m * n];
+                let mut c = vec![H::of(7.0); m * n];
                 run(m, k, n, am, bm, &mut c);
-                check_bf16(&c, m, k, n, &a, &b, &format!("{what} {sa:?} @ {sb:?}"));
+                check_half(&c, m, k, n, &a, &b, &format!("{what} {sa:?} @ {sb:?}"));
             }
         }
     }
 
     #[test]
-    fn bf16_widening_path_matches_f64_reference() {
-        bf16_paths_agree(
+    fn half_widening_path_matches_f64_reference() {
+        half_paths_agree::<bf16>(
             |m, k, n, a, b, c| widen_gemm(m, k, n, a, b, c).unwrap(),
-            "widen",
+            "widen bf16",
+        );
+        half_paths_agree::<f16>(
+            |m, k, n, a, b, c| widen_gemm(m, k, n, a, b, c).unwrap(),
+            "widen f16",
         );
     }
 
@@ -1133,22 +1204,61 @@ mod tests {
     #[test]
     fn bf16_avx512bf16_path_matches_f64_reference() {
         let Some(isa) = avx512bf16::Avx512Bf16::detect_ignoring_env() else {
-            eprintln!("no AVX512-BF16 on this CPU: only the widening path is tested");
+            eprintln!("no AVX512-BF16 on this CPU: its kernel is not tested here");
             return;
         };
-        bf16_paths_agree(
-            |m, k, n, a, b, c| avx512bf16::gemm(isa, m, k, n, a, b, c),
+        half_paths_agree::<bf16>(
+            |m, k, n, a, b, c| packed::gemm(isa, m, k, n, a, b, c),
             "avx512bf16",
         );
-        // Ties round to even, once: 1 + 2^-8 is halfway between bf16 1 and 1 + 2^-7.
+        ties_round_once_to_even(|m, k, n, a, b, c| packed::gemm(isa, m, k, n, a, b, c));
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn half_fma_path_matches_f64_reference() {
+        let (Some(bf), Some(f)) = (fma::Fma::<bf16>::detect(), fma::Fma::<f16>::detect()) else {
+            eprintln!("no AVX2 + FMA + F16C on this CPU: its kernel is not tested here");
+            return;
+        };
+        half_paths_agree::<bf16>(
+            |m, k, n, a, b, c| packed::gemm(bf, m, k, n, a, b, c),
+            "fma bf16",
+        );
+        half_paths_agree::<f16>(
+            |m, k, n, a, b, c| packed::gemm(f, m, k, n, a, b, c),
+            "fma f16",
+        );
+        ties_round_once_to_even(|m, k, n, a, b, c| packed::gemm(bf, m, k, n, a, b, c));
+        // f16: 1 + 2^-11 is halfway between 1 and 1 + 2^-10; a sum past f16's range is inf.
+        let one = [f16::ONE; 2];
+        let (a, mut c) = (Mat::dense(&one, 2), [f16::ZERO]);
+        let half_ulp = [f16::ONE, f16::from_f64(f64::powi(2.0, -11))];
+        packed::gemm(f, 1, 2, 1, a, Mat::dense(&half_ulp, 1), &mut c);
+        assert_eq!(c[0], f16::ONE);
+        let big = [f16::MAX, f16::MAX];
+        packed::gemm(f, 1, 2, 1, a, Mat::dense(&big, 1), &mut c);
+        assert_eq!(c[0], f16::INFINITY);
+        // The f32 sums of an addmm-style caller are added to, not overwritten.
+        let mut sums = [0.5f32];
+        packed::gemm(f, 1, 2, 1, a, Mat::dense(&half_ulp, 1), &mut sums);
+        assert_eq!(sums[0], 1.5 + f32::powi(2.0, -11));
+    }
+
+    /// A bf16 kernel rounds each sum once, ties to even: 1 + 2^-8 is halfway between bf16 1
+    /// and 1 + 2^-7.
+    #[cfg(target_arch = "x86_64")]
+    fn ties_round_once_to_even(
+        run: impl Fn(usize, usize, usize, Mat<'_, bf16>, Mat<'_, bf16>, &mut [bf16]),
+    ) {
         let one = [bf16::ONE; 2];
         let half_ulp = [bf16::ONE, bf16::from_f64(f64::powi(2.0, -8))];
         let (a, b) = (Mat::dense(&one, 2), Mat::dense(&half_ulp, 1));
         let mut c = [bf16::ZERO];
-        avx512bf16::gemm(isa, 1, 2, 1, a, b, &mut c);
+        run(1, 2, 1, a, b, &mut c);
         assert_eq!(c[0], bf16::ONE);
         let three_q = [bf16::ONE, bf16::from_f64(3.0 * f64::powi(2.0, -8))];
-        avx512bf16::gemm(isa, 1, 2, 1, a, Mat::dense(&three_q, 1), &mut c);
+        run(1, 2, 1, a, Mat::dense(&three_q, 1), &mut c);
         assert_eq!(c[0].to_f64(), 1.0 + f64::powi(2.0, -6));
     }
 

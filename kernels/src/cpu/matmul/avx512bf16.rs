@@ -15,21 +15,16 @@
 //! part is written back. Packing reads the inputs through their strides (transposed,
 //! sliced, stride-0 views are packed in place; there is no separate contiguous copy).
 //!
-//! Blocking. The microkernel keeps a `12 x 32` tile of `C` in 24 zmm accumulators: per pair
-//! of `k` it loads two zmm of `B`, broadcasts 12 words of `A` and issues 24 `VDPBF16PS`
-//! (768 multiply-adds). `B` is packed once for the product; the rows of `C` are split into
-//! blocks of `mc` rows (their packed `A`, `mc x k` bf16, sized to stay in L2), one block per
-//! task on kiln's pool. Each task packs its own `A` block, then for each group of
-//! [`NC_PANELS`] panels of `B` walks `k` in blocks of [`KC_PAIRS`] pairs: each block of a
-//! `B` panel (16 KiB, in L1) is reused across the task's row micro-panels, the `f32` tiles
-//! carried from one `k` block to the next, and rounded to `bf16` after the last.
+//! The microkernel keeps a `12 x 32` tile of `C` in 24 zmm accumulators: per pair of `k` it
+//! loads two zmm of `B`, broadcasts 12 words of `A` and issues 24 `VDPBF16PS` (768
+//! multiply-adds). Blocking and threads: [`super::packed`].
 //!
 //! `VDPBF16PS` treats `bf16` subnormal inputs as zero and flushes subnormal `f32` sums (as
 //! oneDNN's kernels that PyTorch calls on such CPUs do).
 
-use super::{Mat, PARALLEL_FLOPS};
+use super::packed::Kernel;
+use super::Mat;
 use crate::half::bf16;
-use crate::parallel::{fan_out, num_threads, par_chunks_mut};
 use std::arch::x86_64::{
     __m512bh, __m512i, _mm512_dpbf16_ps, _mm512_loadu_ps, _mm512_loadu_si512,
     _mm512_permutex2var_epi16, _mm512_set1_epi32, _mm512_setzero_ps, _mm512_storeu_ps,
@@ -37,19 +32,8 @@ use std::arch::x86_64::{
 };
 use std::sync::OnceLock;
 
-/// Rows of `C` per microkernel tile.
-pub(super) const MR: usize = 12;
-/// Columns of `C` per microkernel tile: two zmm of `f32`.
-pub(super) const NR: usize = 32;
-/// Target size in bytes of one task's packed `A` block (it shares L2 with a panel of `B`).
-const A_BLOCK_BYTES: usize = 1 << 18;
-/// Most rows in one task's block.
-const MAX_MC: usize = 16 * MR;
-/// Pairs of `k` per block: one block of a `B` panel (`KC_PAIRS * NR` words, 16 KiB) stays
-/// in L1 while the task's row micro-panels (`KC_PAIRS * MR` words each) stream past it.
-const KC_PAIRS: usize = 128;
-/// Panels of `B` (of `NR` columns) whose `f32` tiles a task keeps across the `k` blocks.
-const NC_PANELS: usize = 8;
+const MR: usize = 12;
+const NR: usize = 32;
 
 /// Proof that the running CPU has AVX-512F and AVX512-BF16: only [`Avx512Bf16::detect`]
 /// makes one, so holding it lets the `target_feature` microkernel run.
@@ -85,6 +69,31 @@ impl Avx512Bf16 {
     }
 }
 
+impl Kernel for Avx512Bf16 {
+    type In = bf16;
+    type Word = u32;
+    const MR: usize = MR;
+    const NR: usize = NR;
+    const K_PER_WORD: usize = 2;
+    // A block of a `B` panel: 128 pairs x 32 words, 16 KiB.
+    const KC: usize = 128;
+    const A_BLOCK_BYTES: usize = 1 << 18;
+    const MAX_MC: usize = 16 * MR;
+
+    fn pack_b_panel(self, b: Mat<'_, bf16>, k: usize, n: usize, pj: usize, dst: &mut [u32]) {
+        pack_b_panel(self, b, k, n, pj, dst);
+    }
+
+    fn pack_a_block(self, a: Mat<'_, bf16>, k: usize, r0: usize, rows: usize, dst: &mut [u32]) {
+        pack_a_block(a, k, r0, rows, dst);
+    }
+
+    fn tile(self, a: &[u32], b: &[u32], tile: &mut [f32], accumulate: bool) {
+        // SAFETY: `self` proves the CPU has AVX-512F and AVX512-BF16.
+        unsafe { microkernel(a, b, tile, accumulate) }
+    }
+}
+
 /// Two `bf16` as one 32-bit word: `lo` in the low half, as `VDPBF16PS` pairs them.
 #[inline(always)]
 fn pair(lo: bf16, hi: bf16) -> u32 {
@@ -92,11 +101,15 @@ fn pair(lo: bf16, hi: bf16) -> u32 {
 }
 
 /// Packs panel `pj` of `b` (`k x n`): `kp` pairs of rows, each `NR` words (columns past `n`
-/// and the row past an odd `k` stay zero). `dst` is `kp * NR` zeroed words.
+/// and the row past an odd `k` zero). `dst` is `kp * NR` words.
 fn pack_b_panel(isa: Avx512Bf16, b: Mat<'_, bf16>, k: usize, n: usize, pj: usize, dst: &mut [u32]) {
     let j0 = pj * NR;
     let cols = NR.min(n - j0);
     let zero = bf16::ZERO;
+    if cols < NR {
+        // The last panel: its padding columns are not written below.
+        dst.fill(0);
+    }
     if b.cs == 1 {
         // Rows of `b` are contiguous: zip two row slices.
         let row_of = |l: usize| &b.data[b.offset + l * b.rs + j0..][..cols];
@@ -189,14 +202,17 @@ unsafe fn interleave(_isa: Avx512Bf16, lo: &[bf16], hi: &[bf16], dst: &mut [u32]
 }
 
 /// Packs rows `r0 .. r0 + rows` of `a` (`m x k`) into `rows.div_ceil(MR)` micro-panels of
-/// `kp * MR` words each (rows past the block and the column past an odd `k` stay zero).
-/// `dst` is zeroed.
+/// `kp * MR` words each (rows past the block and the column past an odd `k` zero).
 fn pack_a_block(a: Mat<'_, bf16>, k: usize, r0: usize, rows: usize, dst: &mut [u32]) {
     let kp = k.div_ceil(2);
     let zero = bf16::ZERO;
     for (pi, panel) in dst.chunks_exact_mut(kp * MR).enumerate() {
         let i0 = r0 + pi * MR;
         let valid = MR.min(r0 + rows - i0);
+        if valid < MR {
+            // The last micro-panel: its padding rows are not written below.
+            panel.fill(0);
+        }
         if a.cs == 1 {
             // Rows of `a` are contiguous: walk each row's pairs once.
             for r in 0..valid {
@@ -248,8 +264,9 @@ fn pack_a_block(a: Mat<'_, bf16>, k: usize, r0: usize, rows: usize, dst: &mut [u
 /// # Safety
 /// The CPU must support AVX-512F and AVX512-BF16 (an [`Avx512Bf16`] token proves it).
 #[target_feature(enable = "avx512f,avx512bf16")]
-unsafe fn microkernel(a: &[u32], b: &[u32], tile: &mut [f32; MR * NR], accumulate: bool) {
+unsafe fn microkernel(a: &[u32], b: &[u32], tile: &mut [f32], accumulate: bool) {
     assert_eq!(a.len() / MR, b.len() / NR);
+    assert_eq!(tile.len(), MR * NR);
     let mut acc = [[_mm512_setzero_ps(); 2]; MR];
     if accumulate {
         for (row, acc) in tile.chunks_exact(NR).zip(&mut acc) {
@@ -292,109 +309,4 @@ unsafe fn microkernel(a: &[u32], b: &[u32], tile: &mut [f32; MR * NR], accumulat
 fn as_bh(v: __m512i) -> __m512bh {
     // SAFETY: both are plain 64-byte vectors with no invalid bit patterns.
     unsafe { std::mem::transmute::<__m512i, __m512bh>(v) }
-}
-
-/// How many rows of `C` one task takes: its packed `A` block near [`A_BLOCK_BYTES`], a
-/// multiple of [`MR`], and the blocks spread evenly over `threads`.
-fn rows_per_task(m: usize, k: usize, threads: usize) -> usize {
-    let fit = (A_BLOCK_BYTES / (2 * k.max(1)) / MR * MR).clamp(MR, MAX_MC);
-    let tasks = m.div_ceil(fit).next_multiple_of(threads.max(1));
-    m.div_ceil(tasks).next_multiple_of(MR)
-}
-
-/// How the kernel writes each output element's `f32` sum: into `bf16`, rounded once (`mm`),
-/// or added to an `f32` that already holds the bias, for a caller that rounds once after
-/// (`addmm`).
-pub(super) trait Out: Copy + Send + Sync {
-    /// Writes a row of a tile's sums (`out.len()` of them).
-    fn store_row(out: &mut [Self], sums: &[f32]);
-}
-
-impl Out for bf16 {
-    #[inline(always)]
-    fn store_row(out: &mut [bf16], sums: &[f32]) {
-        // Vectorised, rounding as `bf16::from_f32`.
-        crate::cpu::narrow::f32_to_bf16(&sums[..out.len()], out);
-    }
-}
-
-impl Out for f32 {
-    #[inline(always)]
-    fn store_row(out: &mut [f32], sums: &[f32]) {
-        out.iter_mut().zip(sums).for_each(|(o, &v)| *o += v);
-    }
-}
-
-/// `c = a @ b` for `bf16`, `c` a row-major `m x n` buffer; `m, k, n > 0` and both views
-/// bounds-checked by the caller.
-pub(super) fn gemm<O: Out>(
-    isa: Avx512Bf16,
-    m: usize,
-    k: usize,
-    n: usize,
-    a: Mat<'_, bf16>,
-    b: Mat<'_, bf16>,
-    c: &mut [O],
-) {
-    debug_assert_eq!(c.len(), m * n);
-    let kp = k.div_ceil(2);
-    let panels = n.div_ceil(NR);
-    let big = fan_out(m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS);
-
-    let mut packed_b = vec![0u32; panels * kp * NR];
-    let pack_b = |pj: usize, dst: &mut [u32]| pack_b_panel(isa, b, k, n, pj, dst);
-    if big && panels > 1 {
-        par_chunks_mut(&mut packed_b, kp * NR, &pack_b);
-    } else {
-        packed_b
-            .chunks_exact_mut(kp * NR)
-            .enumerate()
-            .for_each(|(pj, dst)| pack_b(pj, dst));
-    }
-
-    let mc = if big {
-        rows_per_task(m, k, num_threads())
-    } else {
-        m.next_multiple_of(MR)
-    };
-    let task = |blk: usize, cb: &mut [O]| {
-        let (r0, rows) = (blk * mc, cb.len() / n);
-        let apanels = rows.div_ceil(MR);
-        let mut packed_a = vec![0u32; apanels * kp * MR];
-        pack_a_block(a, k, r0, rows, &mut packed_a);
-        // The f32 tiles of up to NC_PANELS panels of columns, kept across the k blocks.
-        let mut tiles = vec![[0f32; MR * NR]; apanels * NC_PANELS.min(panels)];
-        for jc in (0..panels).step_by(NC_PANELS) {
-            let jpanels = NC_PANELS.min(panels - jc);
-            for p0 in (0..kp).step_by(KC_PAIRS) {
-                let kcp = KC_PAIRS.min(kp - p0);
-                for jl in 0..jpanels {
-                    let bs = &packed_b[(jc + jl) * kp * NR + p0 * NR..][..kcp * NR];
-                    for pi in 0..apanels {
-                        let as_ = &packed_a[pi * kp * MR + p0 * MR..][..kcp * MR];
-                        let tile = &mut tiles[jl * apanels + pi];
-                        // SAFETY: `isa` proves the CPU has AVX-512F and AVX512-BF16.
-                        unsafe { microkernel(as_, bs, tile, p0 > 0) };
-                    }
-                }
-            }
-            // Each output element rounded once, from its f32 sum over the whole k.
-            for jl in 0..jpanels {
-                let j0 = (jc + jl) * NR;
-                let cols = NR.min(n - j0);
-                for pi in 0..apanels {
-                    let i0 = pi * MR;
-                    let tile = &tiles[jl * apanels + pi];
-                    for (r, trow) in tile.chunks_exact(NR).take(rows - i0).enumerate() {
-                        O::store_row(&mut cb[(i0 + r) * n + j0..][..cols], trow);
-                    }
-                }
-            }
-        }
-    };
-    if big && m > mc {
-        par_chunks_mut(c, mc * n, &task);
-    } else {
-        task(0, c);
-    }
 }
