@@ -126,7 +126,7 @@ pub(super) fn gemm<K: Kernel, O: Out>(
     c: &mut [O],
 ) {
     debug_assert_eq!(c.len(), m * n);
-    let (mr, nr) = (K::MR, K::NR);
+    let nr = K::NR;
     let kw = k.div_ceil(K::K_PER_WORD);
     let panels = n.div_ceil(nr);
     let big = fan_out(m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FLOPS);
@@ -143,16 +143,15 @@ pub(super) fn gemm<K: Kernel, O: Out>(
         }
         let packed_b = &*packed_b;
 
-        let mc = if big {
-            rows_per_task::<K>(m, kw, num_threads())
-        } else {
-            m.next_multiple_of(mr)
-        };
+        // On one thread too, row blocks of L2 size (and tiles of a bounded size), in turn.
+        let mc = rows_per_task::<K>(m, kw, if big { num_threads() } else { 1 });
         let task = |blk: usize, cb: &mut [O]| block(kern, a, k, blk * mc, packed_b, n, cb);
         if big && m > mc {
             par_chunks_mut(c, mc * n, &task);
         } else {
-            task(0, c);
+            c.chunks_mut(mc * n)
+                .enumerate()
+                .for_each(|(blk, cb)| task(blk, cb));
         }
     });
 }
