@@ -7,9 +7,20 @@
 //! python3 benches/gpu_table.py kiln.json torch.json
 //! ```
 //!
-//! Flags: `--device cuda|cuda:N|cpu` (default cuda), `--json PATH` (one JSON object per row,
-//! written as each row completes), `--quick` (tiny sizes: a smoke run on the CPU), `--only
-//! TEXT` (the rows whose name contains TEXT). Without the `cuda` feature or a GPU only
+//! Flags: `--device cuda|cuda:N|cpu` (default cuda), `--suite gpu|cpu` (the rows: `gpu` the
+//! GPU table's, `cpu` issue 27's CPU table at its shapes; default `cpu` on `--device cpu`,
+//! else `gpu`), `--json PATH` (one JSON object per row, written as each row completes),
+//! `--quick` (tiny sizes: a smoke run on the CPU), `--only TEXT` (the rows whose name
+//! contains TEXT).
+//!
+//! The CPU table beside PyTorch, both on kiln's pool size (`KILN_NUM_THREADS`, PyTorch's
+//! `--threads`):
+//!
+//! ```sh
+//! KILN_NUM_THREADS=2 cargo bench --bench gpu -- --device cpu --json kiln.json
+//! python3 benches/gpu_torch.py --device cpu --threads 2 --json torch.json
+//! python3 benches/gpu_table.py kiln.json torch.json
+//! ``` Without the `cuda` feature or a GPU only
 //! `--device cpu` runs; with no `--device` at all such a build prints why and exits 0, so a
 //! plain `cargo bench` on a CPU machine does not fail here.
 //!
@@ -22,8 +33,8 @@
 
 use kiln::nn::{
     functional as F, generate_square_subsequent_mask, Activation, BatchNorm2d, Conv2d, ConvOptions,
-    Embedding, Forward, LayerNorm, Linear, MaxPool2d, Module, TransformerEncoderLayer,
-    TransformerLayerOptions,
+    Embedding, Forward, LayerNorm, Linear, MaxPool2d, Module, TransformerEncoder,
+    TransformerEncoderLayer, TransformerLayerOptions,
 };
 use kiln::optim::{Adam, AdamOptions, AdamW, Optimizer, SGDOptions, SGD};
 use kiln::{no_grad, DType, Device, Error, Result, Tensor};
@@ -36,6 +47,7 @@ const WARMUP: usize = 3;
 struct Args {
     device: Device,
     explicit_device: bool,
+    suite: Option<String>,
     json: Option<String>,
     quick: bool,
     only: Option<String>,
@@ -45,6 +57,7 @@ fn parse_args() -> std::result::Result<Args, String> {
     let mut args = Args {
         device: Device::Cuda(0),
         explicit_device: false,
+        suite: None,
         json: None,
         quick: false,
         only: None,
@@ -64,6 +77,13 @@ fn parse_args() -> std::result::Result<Args, String> {
                     },
                 };
                 args.explicit_device = true;
+            }
+            "--suite" => {
+                let v = value("--suite")?;
+                if v != "gpu" && v != "cpu" {
+                    return Err(format!("unknown suite '{v}' (gpu, cpu)"));
+                }
+                args.suite = Some(v);
             }
             "--json" => args.json = Some(value("--json")?),
             "--only" => args.only = Some(value("--only")?),
@@ -167,8 +187,46 @@ const ROWS: &[(&str, &str, RowFn)] = &[
     ("resnet18_step", "ms", resnet_step),
 ];
 
+/// Issue 27's CPU table: its shapes, f32, GFLOP/s for the products.
+const CPU_ROWS: &[(&str, &str, RowFn)] = &[
+    ("matmul_f32_64", "GFLOP/s", |b| {
+        giga(square_matmul(b, DType::F32, 64))
+    }),
+    ("matmul_f32_256", "GFLOP/s", |b| {
+        giga(square_matmul(b, DType::F32, 256))
+    }),
+    ("matmul_f32_1024", "GFLOP/s", |b| {
+        giga(square_matmul(b, DType::F32, 1024))
+    }),
+    ("matmul_f32_2048", "GFLOP/s", |b| {
+        giga(square_matmul(b, DType::F32, 2048))
+    }),
+    ("conv2d_fwd", "ms", conv_forward),
+    ("conv2d_fwd_bwd", "ms", conv_forward_backward),
+    ("small_cnn_step", "ms", small_cnn_step),
+    ("mlp_784_step", "ms", mlp_784_step),
+    ("encoder_step", "ms", encoder_step),
+    ("resnet18_64_step", "ms", |b| resnet_at(b, 16, 64)),
+    ("resnet18_64_eval", "ms", resnet_eval),
+];
+
+/// A throughput row in units of 10^9 rather than 10^12.
+fn giga(m: Result<Measured>) -> Result<Measured> {
+    m.map(|m| Measured {
+        work: match m.work {
+            Work::Flops(f) => Work::Flops(f * 1e3),
+            w => w,
+        },
+        ..m
+    })
+}
+
 fn matmul(b: &Bench, dtype: DType) -> Result<Measured> {
-    let n = if b.quick { 128 } else { 4096 };
+    square_matmul(b, dtype, if b.quick { 128 } else { 4096 })
+}
+
+fn square_matmul(b: &Bench, dtype: DType, n: usize) -> Result<Measured> {
+    let n = if b.quick { n.min(128) } else { n };
     let x = Tensor::randn_on([n, n], DType::F32, b.device)?.to_dtype(dtype)?;
     let y = Tensor::randn_on([n, n], DType::F32, b.device)?.to_dtype(dtype)?;
     let timing = b.time(&mut || x.matmul(&y).map(drop))?;
@@ -516,7 +574,12 @@ impl Forward for ResNet18 {
 /// stage), 1000 classes, SGD (lr 0.1, momentum 0.9, weight decay 1e-4), train-mode batch
 /// norm. `--quick`: batch 2 of 3×32×32.
 fn resnet_step(b: &Bench) -> Result<Measured> {
-    let (n, hw) = if b.quick { (2, 32) } else { (32, 224) };
+    resnet_at(b, 32, 224)
+}
+
+/// A ResNet-18 train step on a batch of `n` images of `hw x hw` (`--quick`: 2 of 32 x 32).
+fn resnet_at(b: &Bench, n: usize, hw: usize) -> Result<Measured> {
+    let (n, hw) = if b.quick { (2, 32) } else { (n, hw) };
     let classes = 1000;
     let mut model = ResNet18::new(classes)?;
     model.to_device(b.device)?;
@@ -532,6 +595,130 @@ fn resnet_step(b: &Bench) -> Result<Measured> {
     let timing = b.time(&mut || train_step(&model, &mut opt, &x, &y, classes as i64))?;
     Ok(Measured {
         shape: format!("batch {n}x3x{hw}x{hw}, 1000 classes, SGD momentum"),
+        work: Work::Time,
+        timing,
+    })
+}
+
+/// A ResNet-18 forward in eval mode under `no_grad`, batch 16 of 3 x 64 x 64.
+fn resnet_eval(b: &Bench) -> Result<Measured> {
+    let (n, hw) = if b.quick { (2, 32) } else { (16, 64) };
+    let mut model = ResNet18::new(1000)?;
+    model.to_device(b.device)?;
+    model.eval();
+    let x = Tensor::randn_on([n, 3, hw, hw], DType::F32, b.device)?;
+    let _guard = no_grad();
+    let timing = b.time(&mut || model.forward(&x).map(drop))?;
+    Ok(Measured {
+        shape: format!("batch {n}x3x{hw}x{hw}, eval, no_grad"),
+        work: Work::Time,
+        timing,
+    })
+}
+
+/// Issue 27's small CNN: two 3x3 convolutions (3->32->64, padding 1) each followed by ReLU
+/// and a 2x2 max pool, then a linear layer to 10 classes.
+#[derive(Module)]
+struct SmallCnn {
+    conv1: Conv2d,
+    conv2: Conv2d,
+    pool: MaxPool2d,
+    fc: Linear,
+}
+
+impl Forward for SmallCnn {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let x = self.pool.forward(&self.conv1.forward(x)?.relu()?)?;
+        let x = self.pool.forward(&self.conv2.forward(&x)?.relu()?)?;
+        self.fc.forward(&kiln::flatten_with(&x, 1, -1)?)
+    }
+}
+
+/// SmallCnn's train step: batch 64 of 3x32x32, SGD (lr 0.01).
+fn small_cnn_step(b: &Bench) -> Result<Measured> {
+    let n = if b.quick { 4 } else { 64 };
+    let pad = ConvOptions::default().padding(1);
+    let mut model = SmallCnn {
+        conv1: Conv2d::with_options(3, 32, 3, pad)?,
+        conv2: Conv2d::with_options(32, 64, 3, pad)?,
+        pool: MaxPool2d::new(2),
+        fc: Linear::new(64 * 8 * 8, 10)?,
+    };
+    model.to_device(b.device)?;
+    let options = SGDOptions {
+        lr: 0.01,
+        ..Default::default()
+    };
+    let mut opt = SGD::new(model.parameters(), options)?;
+    let x = Tensor::randn_on([n, 3, 32, 32], DType::F32, b.device)?;
+    let y = Tensor::randint_on(0, 10, [n], DType::I64, b.device)?;
+    let timing = b.time(&mut || train_step(&model, &mut opt, &x, &y, 10))?;
+    Ok(Measured {
+        shape: format!("batch {n}x3x32x32, conv 3-32-64, SGD"),
+        work: Work::Time,
+        timing,
+    })
+}
+
+/// An MLP 784-1024-1024-10 (ReLU) train step: batch 256, SGD (lr 0.01).
+fn mlp_784_step(b: &Bench) -> Result<Measured> {
+    #[derive(Module)]
+    struct Mlp3 {
+        fc1: Linear,
+        fc2: Linear,
+        fc3: Linear,
+    }
+    impl Forward for Mlp3 {
+        fn forward(&self, x: &Tensor) -> Result<Tensor> {
+            let x = self.fc1.forward(x)?.relu()?;
+            self.fc3.forward(&self.fc2.forward(&x)?.relu()?)
+        }
+    }
+    let (n, h) = if b.quick { (8, 64) } else { (256, 1024) };
+    let mut model = Mlp3 {
+        fc1: Linear::new(784, h)?,
+        fc2: Linear::new(h, h)?,
+        fc3: Linear::new(h, 10)?,
+    };
+    model.to_device(b.device)?;
+    let options = SGDOptions {
+        lr: 0.01,
+        ..Default::default()
+    };
+    let mut opt = SGD::new(model.parameters(), options)?;
+    let x = Tensor::rand_on([n, 784], DType::F32, b.device)?;
+    let y = Tensor::randint_on(0, 10, [n], DType::I64, b.device)?;
+    let timing = b.time(&mut || train_step(&model, &mut opt, &x, &y, 10))?;
+    Ok(Measured {
+        shape: format!("batch {n}, 784-{h}-{h}-10, SGD"),
+        work: Work::Time,
+        timing,
+    })
+}
+
+/// A 2-layer transformer encoder train step: d_model 256, 4 heads, feed-forward 1024, no
+/// dropout, batch 32 x 128 (batch first), Adam, the loss the mean square of the output.
+fn encoder_step(b: &Bench) -> Result<Measured> {
+    let (n, l) = if b.quick { (2, 16) } else { (32, 128) };
+    let options = TransformerLayerOptions {
+        dim_feedforward: 1024,
+        dropout: 0.0,
+        batch_first: true,
+        ..Default::default()
+    };
+    let layer = TransformerEncoderLayer::with_options(256, 4, options)?;
+    let mut model = TransformerEncoder::new(layer, 2, None)?;
+    model.to_device(b.device)?;
+    let mut opt = Adam::new(model.parameters(), AdamOptions::default())?;
+    let x = Tensor::randn_on([n, l, 256], DType::F32, b.device)?;
+    let timing = b.time(&mut || {
+        let loss = model.forward(&x)?.square()?.mean()?;
+        opt.zero_grad()?;
+        loss.backward()?;
+        opt.step()
+    })?;
+    Ok(Measured {
+        shape: format!("batch {n}x{l}, d 256, 4 heads, ff 1024, 2 layers, Adam"),
         work: Work::Time,
         timing,
     })
@@ -622,13 +809,18 @@ fn main() {
         "kiln on {device}{}",
         if args.quick { " (--quick sizes)" } else { "" }
     );
+    let cpu_suite = match args.suite.as_deref() {
+        Some(s) => s == "cpu",
+        None => args.device == Device::Cpu,
+    };
+    let rows = if cpu_suite { CPU_ROWS } else { ROWS };
     let bench = Bench {
         device: args.device,
         quick: args.quick,
     };
     let start = Instant::now();
     let mut failed = 0;
-    for &(name, unit, run) in ROWS {
+    for &(name, unit, run) in rows {
         if args
             .only
             .as_ref()
@@ -641,6 +833,7 @@ fn main() {
             Ok(m) => {
                 let t = &m.timing;
                 let value = match m.work {
+                    // TFLOP/s (a `giga` row's work is scaled by 1000: GFLOP/s).
                     Work::Flops(f) => f / t.seconds / 1e12,
                     Work::Bytes(bytes) => bytes / t.seconds / 1e9,
                     Work::Time => t.seconds * 1e3,

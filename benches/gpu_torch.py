@@ -4,9 +4,10 @@ shapes, dtypes, models, optimizers and timing method. Needs only torch.
     python3 benches/gpu_torch.py --device cuda --json torch.json
     python3 benches/gpu_table.py kiln.json torch.json
 
-Flags: --device cuda|cuda:N|cpu (default cuda), --json PATH (one JSON object per row, written
-as each row completes), --quick (tiny sizes: a smoke run on the CPU), --only TEXT (the rows
-whose name contains TEXT).
+Flags: --device cuda|cuda:N|cpu (default cuda), --suite gpu|cpu (the GPU table's rows, or issue
+27's CPU table; default cpu on --device cpu), --threads N (CPU threads, as KILN_NUM_THREADS for
+kiln), --json PATH (one JSON object per row, written as each row completes), --quick (tiny
+sizes: a smoke run on the CPU), --only TEXT (the rows whose name contains TEXT).
 
 Float32 math is plain IEEE float32, as kiln's (cuBLAS with CUBLAS_COMPUTE_32F): TF32 is
 turned off for matmul (PyTorch's default) and for cuDNN convolutions (on by default in
@@ -76,8 +77,8 @@ class Bench:
 # Each row returns (shape, work, timing); work is ("flops", n), ("bytes", n) or None (ms).
 
 
-def matmul(b, dtype):
-    n = 128 if b.quick else 4096
+def matmul(b, dtype, n=4096):
+    n = min(n, 128) if b.quick else n
     x = torch.randn(n, n, device=b.device).to(dtype)
     y = torch.randn(n, n, device=b.device).to(dtype)
     timing = b.time(lambda: torch.matmul(x, y))
@@ -287,11 +288,11 @@ class ResNet18(nn.Module):
         return self.fc(x.mean((2, 3)))
 
 
-def resnet_step(b):
+def resnet_step(b, n=32, hw=224):
     """A ResNet-18 train step: batch 32 of 3x224x224 (56x56 after the stem, 7x7 in the last
     stage), 1000 classes, SGD (lr 0.1, momentum 0.9, weight decay 1e-4), train-mode batch
     norm. --quick: batch 2 of 3x32x32."""
-    n, hw = (2, 32) if b.quick else (32, 224)
+    n, hw = (2, 32) if b.quick else (n, hw)
     classes = 1000
     model = ResNet18(classes).to(b.device)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
@@ -300,6 +301,101 @@ def resnet_step(b):
     timing = b.time(lambda: train_step(model, opt, x, y, classes))
     return f"batch {n}x3x{hw}x{hw}, 1000 classes, SGD momentum", None, timing
 
+
+def resnet_eval(b):
+    """A ResNet-18 forward in eval mode under no_grad, batch 16 of 3x64x64."""
+    n, hw = (2, 32) if b.quick else (16, 64)
+    model = ResNet18(1000).to(b.device).eval()
+    x = torch.randn(n, 3, hw, hw, device=b.device)
+
+    def step():
+        with torch.no_grad():
+            model(x)
+
+    return f"batch {n}x3x{hw}x{hw}, eval, no_grad", None, b.time(step)
+
+
+class SmallCnn(nn.Module):
+    """Issue 27's small CNN: two 3x3 convolutions (3->32->64, padding 1) each followed by ReLU
+    and a 2x2 max pool, then a linear layer to 10 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 32, 3, padding=1)
+        self.conv2 = nn.Conv2d(32, 64, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(64 * 8 * 8, 10)
+
+    def forward(self, x):
+        x = self.pool(self.conv1(x).relu())
+        x = self.pool(self.conv2(x).relu())
+        return self.fc(x.flatten(1))
+
+
+def small_cnn_step(b):
+    """SmallCnn's train step: batch 64 of 3x32x32, SGD (lr 0.01)."""
+    n = 4 if b.quick else 64
+    model = SmallCnn().to(b.device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(n, 3, 32, 32, device=b.device)
+    y = torch.randint(0, 10, (n,), device=b.device)
+    timing = b.time(lambda: train_step(model, opt, x, y, 10))
+    return f"batch {n}x3x32x32, conv 3-32-64, SGD", None, timing
+
+
+def mlp_784_step(b):
+    """An MLP 784-1024-1024-10 (ReLU) train step: batch 256, SGD (lr 0.01)."""
+    n, h = (8, 64) if b.quick else (256, 1024)
+    model = nn.Sequential(nn.Linear(784, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU(),
+                          nn.Linear(h, 10)).to(b.device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.rand(n, 784, device=b.device)
+    y = torch.randint(0, 10, (n,), device=b.device)
+    timing = b.time(lambda: train_step(model, opt, x, y, 10))
+    return f"batch {n}, 784-{h}-{h}-10, SGD", None, timing
+
+
+def encoder_step(b):
+    """A 2-layer transformer encoder train step: d_model 256, 4 heads, feed-forward 1024, no
+    dropout, batch 32 x 128 (batch first), Adam, the loss the mean square of the output."""
+    n, length = (2, 16) if b.quick else (32, 128)
+    layer = nn.TransformerEncoderLayer(256, 4, dim_feedforward=1024, dropout=0.0,
+                                       batch_first=True)
+    model = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).to(b.device)
+    opt = torch.optim.Adam(model.parameters())
+    x = torch.randn(n, length, 256, device=b.device)
+
+    def step():
+        loss = model(x).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    return f"batch {n}x{length}, d 256, 4 heads, ff 1024, 2 layers, Adam", None, b.time(step)
+
+
+def giga(run):
+    """A matmul row in GFLOP/s: its work scaled by 1000 (value = work / s / 1e12)."""
+    def row(b):
+        shape, (kind, flops), timing = run(b)
+        return shape, (kind, flops * 1e3), timing
+    return row
+
+
+# Issue 27's CPU table: its shapes, f32, GFLOP/s for the products.
+CPU_ROWS = [
+    ("matmul_f32_64", "GFLOP/s", giga(lambda b: matmul(b, torch.float32, 64))),
+    ("matmul_f32_256", "GFLOP/s", giga(lambda b: matmul(b, torch.float32, 256))),
+    ("matmul_f32_1024", "GFLOP/s", giga(lambda b: matmul(b, torch.float32, 1024))),
+    ("matmul_f32_2048", "GFLOP/s", giga(lambda b: matmul(b, torch.float32, 2048))),
+    ("conv2d_fwd", "ms", conv_forward),
+    ("conv2d_fwd_bwd", "ms", conv_forward_backward),
+    ("small_cnn_step", "ms", small_cnn_step),
+    ("mlp_784_step", "ms", mlp_784_step),
+    ("encoder_step", "ms", encoder_step),
+    ("resnet18_64_step", "ms", lambda b: resnet_step(b, 16, 64)),
+    ("resnet18_64_eval", "ms", resnet_eval),
+]
 
 # (name, unit, run): names and units are shared with benches/gpu.rs.
 ROWS = [
@@ -320,6 +416,10 @@ ROWS = [
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
+    p.add_argument("--suite", choices=["gpu", "cpu"],
+                   help="the rows: gpu (the GPU table) or cpu (issue 27's CPU table); "
+                        "default cpu on --device cpu, else gpu")
+    p.add_argument("--threads", type=int, help="CPU threads (torch.set_num_threads)")
     p.add_argument("--json", help="write one JSON object per row to this file")
     p.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke run")
     p.add_argument("--only", help="run only the rows whose name contains this")
@@ -353,10 +453,16 @@ def main():
     print(f"PyTorch {torch.__version__} on {device} ({device_name})"
           + (" (--quick sizes)" if args.quick else ""), flush=True)
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    suite = args.suite or ("cpu" if device.type == "cpu" else "gpu")
+    rows = CPU_ROWS if suite == "cpu" else ROWS
+    meta_threads = torch.get_num_threads()
+    print(f"{meta_threads} CPU threads, suite {suite}", flush=True)
     bench = Bench(device, args.quick)
     start = time.perf_counter()
     failed = 0
-    for name, unit, run in ROWS:
+    for name, unit, run in rows:
         if args.only and args.only not in name:
             continue
         kind = "time" if unit == "ms" else "throughput"

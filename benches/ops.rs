@@ -95,39 +95,51 @@ fn elementwise(c: &mut Criterion) {
     g.finish();
 }
 
+/// f32 products of two n x n matrices at the sizes issue 27 tracks; criterion's element rate
+/// is the FLOP rate (`2 n^3`). PyTorch's figures for the same products:
+/// `python3 benches/mm_half_torch.py --sizes 64 256 1024 2048 --dtypes f32`; the
+/// `matrixmultiply` crate beside kiln at 256. Run: `cargo bench --bench ops -- mm_f32_`.
 fn matmul(c: &mut Criterion) {
-    let n = 256;
-    let mut g = c.benchmark_group("mm_f32_256");
-    let a = Tensor::rand([n, n], DType::F32).unwrap();
-    let b = Tensor::rand([n, n], DType::F32).unwrap();
-    g.bench_function("kiln", |bench| bench.iter(|| black_box(a.mm(&b).unwrap())));
-    let (va, vb) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
-    g.bench_function("matrixmultiply", |bench| {
-        bench.iter(|| {
-            let mut out = vec![0f32; n * n];
-            // SAFETY: all three buffers hold n*n f32 and the strides describe row-major n×n.
-            unsafe {
-                matrixmultiply::sgemm(
-                    n,
-                    n,
-                    n,
-                    1.0,
-                    va.as_ptr(),
-                    n as isize,
-                    1,
-                    vb.as_ptr(),
-                    n as isize,
-                    1,
-                    0.0,
-                    out.as_mut_ptr(),
-                    n as isize,
-                    1,
-                );
-            }
-            black_box(out)
-        })
-    });
-    g.finish();
+    for n in [64usize, 256, 1024, 2048] {
+        let mut g = c.benchmark_group(format!("mm_f32_{n}"));
+        if n >= 1024 {
+            g.sample_size(10);
+        }
+        g.throughput(Throughput::Elements(2 * (n as u64).pow(3)));
+        let a = Tensor::rand([n, n], DType::F32).unwrap();
+        let b = Tensor::rand([n, n], DType::F32).unwrap();
+        g.bench_function("kiln", |bench| bench.iter(|| black_box(a.mm(&b).unwrap())));
+        if n == 256 {
+            let (va, vb) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+            g.bench_function("matrixmultiply", |bench| {
+                bench.iter(|| {
+                    let mut out = vec![0f32; n * n];
+                    // SAFETY: all three buffers hold n*n f32 and the strides describe
+                    // row-major n×n.
+                    unsafe {
+                        matrixmultiply::sgemm(
+                            n,
+                            n,
+                            n,
+                            1.0,
+                            va.as_ptr(),
+                            n as isize,
+                            1,
+                            vb.as_ptr(),
+                            n as isize,
+                            1,
+                            0.0,
+                            out.as_mut_ptr(),
+                            n as isize,
+                            1,
+                        );
+                    }
+                    black_box(out)
+                })
+            });
+        }
+        g.finish();
+    }
 }
 
 /// Square products in `f32`, `bf16` and `f16` at 1024 and 2048: criterion's element rate is

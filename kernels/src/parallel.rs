@@ -80,7 +80,11 @@ fn on_kiln_worker() -> bool {
 /// Whether a loop that is `large` should fan out from this thread: never on another rayon
 /// pool's worker (see the module docs).
 pub fn fan_out(large: bool) -> bool {
-    large && (on_kiln_worker() || (rayon::current_thread_index().is_none() && pool().is_some()))
+    // A pool of one thread only adds a hand-off (tens of microseconds) to serial work.
+    large
+        && (on_kiln_worker()
+            || (rayon::current_thread_index().is_none()
+                && pool().is_some_and(|p| p.current_num_threads() > 1)))
 }
 
 /// Runs `f`, whose rayon calls then use kiln's pool. Call only when [`fan_out`] said yes.
@@ -111,6 +115,12 @@ pub fn par_chunks_mut<T: Send>(data: &mut [T], chunk: usize, f: &(dyn Fn(usize, 
             .enumerate()
             .for_each(|(i, piece)| f(i, piece))
     });
+}
+
+/// Calls `f(i)` for each `i` in `0..n`, spread over kiln's pool. Call only when
+/// [`fan_out`] said yes.
+pub fn par_for(n: usize, f: &(dyn Fn(usize) + Sync)) {
+    install(|| (0..n).into_par_iter().for_each(f));
 }
 
 /// The body of [`par_chunks_mut2`]: piece index and the two pieces.

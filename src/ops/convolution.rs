@@ -1,4 +1,5 @@
-//! Convolutions as `im2col` + GEMM (the backward is `col2im` + GEMM, through autograd):
+//! Convolutions as `im2col` + GEMM (the backward is `col2im` + GEMM, through autograd), or,
+//! for one group in f32/f64 on the CPU, kiln's `_conv_forward` kernel (no column matrix):
 //! `conv1d`/`2d`/`3d`, their `padding=` string forms, `conv_transpose1d`/`2d`; and the
 //! batching and window helpers pooling shares.
 
@@ -192,6 +193,16 @@ fn conv(
     );
     let k = i64s(&weight.shape()[2..]);
     let out_size = blocks(op, &x, &k, &d, &p, &s)?;
+    // One group on the CPU in f32/f64: kiln's own forward, which never builds the columns
+    // below (an implicit GEMM for f32). The half types keep `addmm`'s single rounding.
+    let cpu = [Some(&x), Some(weight), bias]
+        .into_iter()
+        .flatten()
+        .all(|t| t.device() == crate::Device::Cpu);
+    if g == 1 && cpu && matches!(x.dtype(), DType::F32 | DType::F64) {
+        let y = crate::_conv_forward(&x, weight, bias, &s, &p, &d)?;
+        return unbatched(y, was_batched);
+    }
     // An empty weight may have dims whose product overflows.
     let cgkk = product(op, "weight sizes", &i64s(&weight.shape()[1..]))?;
     let batch = x.shape()[0] as i64;

@@ -172,14 +172,14 @@ impl Geometry {
 
     /// The input coordinate along dim `d` of block `o`, kernel offset `k`, if inside the image.
     #[inline(always)]
-    fn source(&self, d: usize, o: usize, k: usize) -> Option<usize> {
+    pub(crate) fn source(&self, d: usize, o: usize, k: usize) -> Option<usize> {
         let p = (o * self.stride[d] + k * self.dilation[d]) as isize - self.padding[d] as isize;
         (p >= 0 && (p as usize) < self.size[d]).then_some(p as usize)
     }
 }
 
 /// `(batch, channel)` strides and the three spatial strides of an image layout.
-fn image_strides(g: &Geometry, strides: &[usize]) -> (usize, usize, [usize; 3]) {
+pub(crate) fn image_strides(g: &Geometry, strides: &[usize]) -> (usize, usize, [usize; 3]) {
     let lead = if g.batched { 2 } else { 1 };
     let (sb, sc) = if g.batched {
         (strides[0], strides[1])

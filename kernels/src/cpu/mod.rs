@@ -4,6 +4,7 @@ pub mod amp;
 pub mod attention;
 pub mod binary;
 pub mod compare;
+pub mod conv;
 pub mod fold;
 pub mod index;
 pub mod loss;

@@ -5,6 +5,7 @@
 
 mod activation;
 mod attention;
+mod convolution;
 mod indexing;
 mod linalg;
 mod losses;
@@ -16,6 +17,7 @@ mod shaping;
 
 pub(crate) use activation::*;
 pub(crate) use attention::*;
+pub(crate) use convolution::*;
 pub(crate) use indexing::*;
 pub(crate) use linalg::*;
 pub(crate) use losses::*;

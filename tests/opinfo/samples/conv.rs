@@ -179,6 +179,155 @@ fn conv_args(s: Sample, stride: &[i64], padding: &[i64], dilation: &[i64], group
         .arg("groups", Arg::Int(groups))
 }
 
+fn fwd_args(s: Sample, stride: &[i64], padding: &[i64], dilation: &[i64]) -> Sample {
+    s.arg("stride", ints(stride))
+        .arg("padding", ints(padding))
+        .arg("dilation", ints(dilation))
+}
+
+/// `_conv_forward` (batched, one group): 1-, 2- and 3-d; a contraction over two `k` blocks
+/// of the implicit GEMM (C*K = 261 > 256) and more output positions than one column block
+/// (361 > 256, ragged); strides and dilations; padding wider than the kernel (the input
+/// gradient then takes the col2im path); an empty batch.
+pub fn conv_forward(dtype: DType) -> Vec<Sample> {
+    let (x, w) = (
+        |s: &[usize], seed| vals(s, dtype, seed),
+        |s: &[usize], seed| small(s, dtype, seed),
+    );
+    let bias = |mut s: Sample, o: usize, seed| {
+        s.tensors.push(small(&[o], dtype, seed));
+        s
+    };
+    // A trailing `Tensor?` left out is None.
+    let none = |s: Sample| s;
+    vec![
+        fwd_args(
+            bias(
+                Sample::new(
+                    "[2,3,5,6] * [4,3,3,3] pad 1 bias",
+                    vec![x(&[2, 3, 5, 6], 1), w(&[4, 3, 3, 3], 2)],
+                ),
+                4,
+                3,
+            ),
+            &[1],
+            &[1],
+            &[1],
+        ),
+        fwd_args(
+            bias(
+                Sample::new(
+                    "[2,2,6,5] * [3,2,3,3] stride 2 pad (1,2) bias",
+                    vec![x(&[2, 2, 6, 5], 4), w(&[3, 2, 3, 3], 5)],
+                ),
+                3,
+                6,
+            ),
+            &[2],
+            &[1, 2],
+            &[1],
+        ),
+        fwd_args(
+            none(Sample::new(
+                "[2,4,5,5] * [5,4,3,2] stride (2,1) dilation (1,2)",
+                vec![x(&[2, 4, 5, 5], 7), w(&[5, 4, 3, 2], 8)],
+            )),
+            &[2, 1],
+            &[0],
+            &[1, 2],
+        ),
+        fwd_args(
+            bias(
+                Sample::new(
+                    "[1,2,7] 1-d * [3,2,3] dilation 2 pad 2",
+                    vec![x(&[1, 2, 7], 9), w(&[3, 2, 3], 10)],
+                ),
+                3,
+                11,
+            ),
+            &[1],
+            &[2],
+            &[2],
+        ),
+        fwd_args(
+            none(Sample::new(
+                "[1,2,3,4,4] 3-d * [2,2,2,2,2] pad 1",
+                vec![x(&[1, 2, 3, 4, 4], 12), w(&[2, 2, 2, 2, 2], 13)],
+            )),
+            &[1],
+            &[1],
+            &[1],
+        ),
+        fwd_args(
+            bias(
+                Sample::new(
+                    "[1,29,4,4] * [7,29,3,3] pad 1: two k blocks",
+                    vec![x(&[1, 29, 4, 4], 14), w(&[7, 29, 3, 3], 15)],
+                ),
+                7,
+                16,
+            ),
+            &[1],
+            &[1],
+            &[1],
+        ),
+        fwd_args(
+            none(Sample::new(
+                "[1,2,20,19] * [2,2,2,3] pad (0,1): two column blocks",
+                vec![x(&[1, 2, 20, 19], 17), w(&[2, 2, 2, 3], 18)],
+            )),
+            &[1],
+            &[0, 1],
+            &[1],
+        ),
+        fwd_args(
+            bias(
+                Sample::new(
+                    "[1,2,4,4] * [3,2,1,1] pad 1",
+                    vec![x(&[1, 2, 4, 4], 19), w(&[3, 2, 1, 1], 20)],
+                ),
+                3,
+                21,
+            ),
+            &[1],
+            &[1],
+            &[1],
+        ),
+        fwd_args(
+            none(Sample::new(
+                "[0,3,4,4] empty batch",
+                vec![x(&[0, 3, 4, 4], 22), w(&[2, 3, 2, 2], 23)],
+            )),
+            &[1],
+            &[0],
+            &[1],
+        )
+        .edge(),
+    ]
+}
+
+pub fn conv_forward_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![
+        err(
+            fwd_args(Sample::new("channel mismatch", vec![vals(&[1, 4, 5, 5], f, 120), vals(&[2, 3, 2, 2], f, 121)]), &[1], &[0], &[1]),
+            ErrorKind::Shape, "Given groups=1, weight of size [2, 3, 2, 2], expected input[1, 4, 5, 5] to have 3 channels, but got 4 channels instead",
+        ),
+        err(
+            fwd_args(Sample::new("unbatched input", vec![vals(&[4, 5, 5], f, 122), vals(&[2, 4, 2, 2], f, 123)]), &[1], &[0], &[1]),
+            ErrorKind::Shape, "_conv_forward: expected a batched input [B, C, *S]",
+        ),
+        err(
+            fwd_args(Sample::new("bias size", vec![vals(&[1, 4, 5, 5], f, 124), vals(&[2, 4, 2, 2], f, 125), vals(&[3], f, 126)]), &[1], &[0], &[1]),
+            ErrorKind::Shape, "expected bias to be 1-dimensional with 2 elements, but got bias of size [3] instead",
+        ),
+        err(
+            fwd_args(Sample::new("kernel larger than the input", vec![vals(&[1, 1, 2, 2], f, 127), vals(&[1, 1, 3, 3], f, 128)]), &[1], &[0], &[1]),
+            ErrorKind::Shape, "calculated shape of the array of sliding blocks is non-positive",
+        ),
+    ]
+}
+
 pub fn conv1d(dtype: DType) -> Vec<Sample> {
     let (x, w) = (
         |s: &[usize], seed| vals(s, dtype, seed),

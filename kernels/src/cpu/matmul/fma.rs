@@ -1,8 +1,10 @@
-//! `f16` and `bf16` matrix products on AVX2 + FMA (+ F16C): the inputs are widened to `f32`
-//! while they are packed (a panel at a time, in cache; `bf16` by a shift, `f16` by
-//! `VCVTPH2PS`), multiplied by an `f32` FMA microkernel, summed in `f32` over the whole `k`
-//! and rounded once per output element, as PyTorch does. Every x86-64 CPU of the last
-//! decade has these instructions; AVX512-BF16 CPUs take [`super::avx512bf16`] for `bf16`.
+//! Matrix products on AVX2 + FMA (+ F16C) in `f32` arithmetic: `f16` and `bf16` inputs are
+//! widened to `f32` while they are packed (a panel at a time, in cache; `bf16` by a shift,
+//! `f16` by `VCVTPH2PS`), `f32` inputs copied, then multiplied by an `f32` FMA microkernel,
+//! summed in `f32` over the whole `k` and written once per output element (the half types
+//! rounded once, as PyTorch does). Every x86-64 CPU of the last decade has these
+//! instructions; AVX512-BF16 CPUs take [`super::avx512bf16`] for `bf16`, and CPUs with
+//! AVX-512 keep the `gemm` crate's 512-bit kernels for `f32` (see `super::packed_f32_gemm`).
 //!
 //! The microkernel keeps a `6 x 16` tile of `C` in 12 ymm accumulators: per `k` it loads two
 //! ymm of `B`, broadcasts 6 values of `A` and issues 12 FMAs (96 multiply-adds), enough
@@ -24,24 +26,42 @@ use std::sync::OnceLock;
 const MR: usize = 6;
 const NR: usize = 16;
 
-/// A half type this kernel widens while packing.
-pub(super) trait Half: Copy + Send + Sync + 'static {
-    /// `f16` (by `VCVTPH2PS`) rather than `bf16` (by a shift).
-    const IS_F16: bool;
+/// How a [`Source`] becomes `f32` in a vector register.
+#[derive(PartialEq, Eq)]
+pub(super) enum Widening {
+    /// Already `f32`: loaded as it is.
+    None,
+    /// `bf16`: the high half of an `f32`, so a shift.
+    Shift,
+    /// `f16`: `VCVTPH2PS`.
+    Convert,
+}
+
+/// An input type of this kernel: `f32`, or a half type widened while packing.
+pub(super) trait Source: Copy + Send + Sync + 'static {
+    const WIDENING: Widening;
     /// The exact `f32` value.
     fn widen(self) -> f32;
 }
 
-impl Half for bf16 {
-    const IS_F16: bool = false;
+impl Source for f32 {
+    const WIDENING: Widening = Widening::None;
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self
+    }
+}
+
+impl Source for bf16 {
+    const WIDENING: Widening = Widening::Shift;
     #[inline(always)]
     fn widen(self) -> f32 {
         f32::from_bits(u32::from(self.to_bits()) << 16)
     }
 }
 
-impl Half for f16 {
-    const IS_F16: bool = true;
+impl Source for f16 {
+    const WIDENING: Widening = Widening::Convert;
     #[inline(always)]
     fn widen(self) -> f32 {
         self.to_f32()
@@ -59,7 +79,7 @@ impl<H> Clone for Fma<H> {
 }
 impl<H> Copy for Fma<H> {}
 
-impl<H: Half> Fma<H> {
+impl<H: Source> Fma<H> {
     /// The token when the CPU has the instructions; detected once.
     pub(super) fn detect() -> Option<Fma<H>> {
         static OK: OnceLock<bool> = OnceLock::new();
@@ -72,7 +92,7 @@ impl<H: Half> Fma<H> {
     }
 }
 
-impl<H: Half> Kernel for Fma<H> {
+impl<H: Source> Kernel for Fma<H> {
     type In = H;
     type Word = f32;
     const MR: usize = MR;
@@ -166,13 +186,17 @@ impl<H: Half> Kernel for Fma<H> {
 /// Eight `H` at `p` as eight `f32`.
 ///
 /// # Safety
-/// The CPU must have AVX2 and F16C; `p` must be valid for reading 8 `H` (16 bytes).
+/// The CPU must have AVX2 and F16C; `p` must be valid for reading 8 `H`.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn load8<H: Half>(p: *const H) -> __m256 {
-    // SAFETY: 16 readable bytes at `p` (the caller's contract); unaligned load.
+unsafe fn load8<H: Source>(p: *const H) -> __m256 {
+    if H::WIDENING == Widening::None {
+        // SAFETY: 8 readable f32 (32 bytes) at `p` (the caller's contract); unaligned load.
+        return unsafe { _mm256_loadu_ps(p.cast::<f32>()) };
+    }
+    // SAFETY: 8 readable 2-byte values (16 bytes) at `p`; unaligned load.
     let v = unsafe { _mm_loadu_si128(p.cast::<__m128i>()) };
-    if H::IS_F16 {
+    if H::WIDENING == Widening::Convert {
         _mm256_cvtph_ps(v)
     } else {
         // bf16 is the high half of an f32: zero-extend each to 32 bits, shift up.
@@ -185,7 +209,7 @@ unsafe fn load8<H: Half>(p: *const H) -> __m256 {
 /// # Safety
 /// The CPU must have AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn widen_row<H: Half>(_isa: Fma<H>, src: &[H], dst: &mut [f32]) {
+unsafe fn widen_row<H: Source>(_isa: Fma<H>, src: &[H], dst: &mut [f32]) {
     let len = src.len().min(dst.len());
     let body = len / 8 * 8;
     for (s, d) in src[..body]
@@ -206,7 +230,7 @@ unsafe fn widen_row<H: Half>(_isa: Fma<H>, src: &[H], dst: &mut [f32]) {
 /// # Safety
 /// The CPU must have AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn pack_a_rows<H: Half>(_isa: Fma<H>, rows: &[&[H]], k: usize, panel: &mut [f32]) {
+unsafe fn pack_a_rows<H: Source>(_isa: Fma<H>, rows: &[&[H]], k: usize, panel: &mut [f32]) {
     assert!(rows.len() <= MR && rows.iter().all(|r| r.len() >= k) && panel.len() == k * MR);
     let body = k / 8 * 8;
     for g in (0..body).step_by(8) {
@@ -276,7 +300,7 @@ fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
 /// # Safety
 /// The CPU must have AVX2, FMA and F16C; `a` bounds-checked for the rows and `k` columns.
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn pack_a_columns<H: Half>(
+unsafe fn pack_a_columns<H: Source>(
     _isa: Fma<H>,
     a: Mat<'_, H>,
     r0: usize,

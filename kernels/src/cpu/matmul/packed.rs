@@ -1,7 +1,7 @@
-//! The blocked driver of kiln's own packed GEMM kernels for the half types
-//! ([`super::avx512bf16`], [`super::fma`]): `c = a @ b` with every output element summed in
-//! `f32` over the whole `k` and written once (rounded once to the half type, or added to an
-//! `f32` bias by `addmm`).
+//! The blocked driver of kiln's own packed GEMM kernels ([`super::avx512bf16`],
+//! [`super::fma`]): `c = a @ b` with every output element summed in `f32` over the whole `k`
+//! and written once (rounded once to a half type, stored as `f32`, or added to an `f32`
+//! bias by `addmm`).
 //!
 //! A kernel packs `B` into panels of `NR` columns and `A` into micro-panels of `MR` rows, as
 //! "words" (an `f32`, or a pair of `bf16` for `VDPBF16PS`), and multiplies one micro-panel by
@@ -85,15 +85,19 @@ pub(super) trait Kernel: Copy + Send + Sync {
     fn tile(self, a: &[Self::Word], b: &[Self::Word], tile: &mut [f32], accumulate: bool);
 }
 
-/// How the driver writes each output element's `f32` sum: into a half type, rounded once
-/// (`mm`), or added to an `f32` that already holds the bias, for a caller that rounds once
-/// after (`addmm`).
-pub(super) trait Out: Copy + Send + Sync {
+/// How the driver writes each output element's `f32` sum into `C`'s elements: a half type
+/// stores its sums rounded once (`mm`); [`Assign`] stores `f32` sums as they are and
+/// [`Accumulate`] adds them to an `f32` output that already holds a bias (`addmm`, whose
+/// caller rounds once after for the half types).
+pub(super) trait Out {
+    /// The element type of `C`.
+    type Elem: Send;
     /// Writes a row of a tile's sums (`out.len()` of them).
-    fn store_row(out: &mut [Self], sums: &[f32]);
+    fn store_row(out: &mut [Self::Elem], sums: &[f32]);
 }
 
 impl Out for half::bf16 {
+    type Elem = half::bf16;
     #[inline(always)]
     fn store_row(out: &mut [half::bf16], sums: &[f32]) {
         crate::cpu::narrow::f32_to_bf16(&sums[..out.len()], out);
@@ -101,13 +105,29 @@ impl Out for half::bf16 {
 }
 
 impl Out for half::f16 {
+    type Elem = half::f16;
     #[inline(always)]
     fn store_row(out: &mut [half::f16], sums: &[f32]) {
         crate::cpu::narrow::f32_to_f16(&sums[..out.len()], out);
     }
 }
 
-impl Out for f32 {
+/// `c = a @ b` into `f32`.
+pub(super) enum Assign {}
+
+impl Out for Assign {
+    type Elem = f32;
+    #[inline(always)]
+    fn store_row(out: &mut [f32], sums: &[f32]) {
+        out.copy_from_slice(&sums[..out.len()]);
+    }
+}
+
+/// `c += a @ b` into `f32`.
+pub(super) enum Accumulate {}
+
+impl Out for Accumulate {
+    type Elem = f32;
     #[inline(always)]
     fn store_row(out: &mut [f32], sums: &[f32]) {
         out.iter_mut().zip(sums).for_each(|(o, &v)| *o += v);
@@ -123,7 +143,7 @@ pub(super) fn gemm<K: Kernel, O: Out>(
     n: usize,
     a: Mat<'_, K::In>,
     b: Mat<'_, K::In>,
-    c: &mut [O],
+    c: &mut [O::Elem],
 ) {
     debug_assert_eq!(c.len(), m * n);
     let nr = K::NR;
@@ -145,7 +165,8 @@ pub(super) fn gemm<K: Kernel, O: Out>(
 
         // On one thread too, row blocks of L2 size (and tiles of a bounded size), in turn.
         let mc = rows_per_task::<K>(m, kw, if big { num_threads() } else { 1 });
-        let task = |blk: usize, cb: &mut [O]| block(kern, a, k, blk * mc, packed_b, n, cb);
+        let task =
+            |blk: usize, cb: &mut [O::Elem]| block::<K, O>(kern, a, k, blk * mc, packed_b, n, cb);
         if big && m > mc {
             par_chunks_mut(c, mc * n, &task);
         } else {
@@ -164,7 +185,7 @@ fn block<K: Kernel, O: Out>(
     r0: usize,
     packed_b: &[K::Word],
     n: usize,
-    cb: &mut [O],
+    cb: &mut [O::Elem],
 ) {
     let (mr, nr, kpw) = (K::MR, K::NR, K::K_PER_WORD);
     let kw = k.div_ceil(kpw);
@@ -228,7 +249,7 @@ struct Line([u32; 16]);
 
 /// Which of a thread's buffers.
 #[derive(Clone, Copy)]
-enum Slot {
+pub(super) enum Slot {
     B = 0,
     A = 1,
     Tiles = 2,
@@ -245,7 +266,7 @@ thread_local! {
 /// Runs `f` on `len` words of this thread's `slot` buffer (contents unspecified: the
 /// packers write every word, the first `k` block every tile). A nested use of the same slot on this thread (a stolen task
 /// while waiting) finds it taken and gets a fresh buffer, so nothing is shared.
-fn with_scratch<W: Word, R>(slot: Slot, len: usize, f: impl FnOnce(&mut [W]) -> R) -> R {
+pub(super) fn with_scratch<W: Word, R>(slot: Slot, len: usize, f: impl FnOnce(&mut [W]) -> R) -> R {
     let lines_needed = len.div_ceil(16);
     let mut lines = SCRATCH.with(|s| s[slot as usize].take());
     if lines.len() < lines_needed {

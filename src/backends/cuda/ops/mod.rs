@@ -5,6 +5,7 @@
 
 pub(crate) mod amp;
 pub(crate) mod attention;
+pub(crate) mod conv;
 pub(crate) mod fold;
 pub(crate) mod index;
 pub(crate) mod loss;

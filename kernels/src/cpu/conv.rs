@@ -1,0 +1,363 @@
+//! `_conv_forward`: a batched convolution with one group (1-, 2- or 3-d), the CPU's own
+//! forward for `conv1d/2d/3d`. `f32` on AVX2 + FMA runs as an implicit GEMM that never
+//! builds im2col's column matrix (`matmul/conv.rs`); other CPUs and `f64` build one image's
+//! columns at a time and multiply them with `mm`'s kernels.
+
+use crate::cpu::fold::{image_strides, Geometry};
+use crate::cpu::shape::{contiguous_out, row_major};
+use crate::element::same_type;
+use crate::KernelError;
+use crate::{Arith, Dst, Element, KResult, Src};
+
+const OP: &str = "_conv_forward";
+
+/// The geometry of `input` `[B, C, *S]` under `weight` `[O, C, *K]`, checked.
+fn geometry(
+    input: &[usize],
+    weight: &[usize],
+    bias: Option<&[usize]>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+) -> KResult<Geometry> {
+    let n = weight.len().wrapping_sub(2);
+    if !(1..=3).contains(&n) || input.len() != n + 2 {
+        return Err(KernelError::shape(format!(
+            "{OP}: expected a batched input [B, C, *S] and a weight [O, C, *K] with 1 to 3 spatial dims, but got input of size {input:?} and weight of size {weight:?}"
+        )));
+    }
+    if input[1] != weight[1] {
+        return Err(KernelError::shape(format!(
+            "Given groups=1, weight of size {weight:?}, expected input{input:?} to have {} channels, but got {} channels instead",
+            weight[1], input[1]
+        )));
+    }
+    if let Some(b) = bias {
+        if b != [weight[0]] {
+            return Err(KernelError::shape(format!(
+                "Given weight of size {weight:?}, expected bias to be 1-dimensional with {} elements, but got bias of size {b:?} instead",
+                weight[0]
+            )));
+        }
+    }
+    let kernel: Vec<i64> = weight[2..].iter().map(|&k| k as i64).collect();
+    if kernel.contains(&0) {
+        return Err(KernelError::shape(format!(
+            "{OP}: weight of size {weight:?} has an empty kernel"
+        )));
+    }
+    Geometry::new(OP, input, &kernel, dilation, padding, stride)
+}
+
+/// Output shape of `_conv_forward`: `[B, O, *blocks]`.
+pub fn conv_forward_meta(
+    input: &[usize],
+    weight: &[usize],
+    bias: Option<&[usize]>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+) -> KResult<Vec<Vec<usize>>> {
+    let g = geometry(input, weight, bias, stride, padding, dilation)?;
+    let mut shape = vec![g.batch, weight[0]];
+    shape.extend(&g.blocks[3 - g.dims..]);
+    Ok(vec![shape])
+}
+
+/// `_conv_forward(input, weight, bias, stride, padding, dilation)`: `out[b, o, q] = sum over
+/// channels and kernel offsets of weight * input (0 in the padding) + bias[o]`, summed in the
+/// compute type. Any strides for every operand.
+pub fn conv_forward<T: Element>(
+    input: Src<'_, T>,
+    weight: Src<'_, T>,
+    bias: Option<Src<'_, T>>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    mut out: Dst<'_, T>,
+) -> KResult<()> {
+    let g = geometry(
+        &input.layout.sizes,
+        &weight.layout.sizes,
+        bias.as_ref().map(|b| &b.layout.sizes[..]),
+        stride,
+        padding,
+        dilation,
+    )?;
+    let o = weight.layout.sizes[0];
+    let w = row_major(&weight);
+    let bias = bias.as_ref().map(row_major);
+    let out = contiguous_out(&mut out)?;
+    if out.is_empty() {
+        return Ok(());
+    }
+    let (sb, sc, ss) = image_strides(&g, &input.layout.strides);
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(data), Some(w), Some(out)) = (
+        same_type::<T, f32>(input.data),
+        same_type::<T, f32>(&w[..]),
+        crate::element::same_type_mut::<T, f32>(out),
+    ) {
+        let bias = match &bias {
+            Some(b) => Some(same_type::<T, f32>(b).ok_or_else(|| {
+                KernelError::dtype(format!("{OP}: bias must have the input's dtype"))
+            })?),
+            None => None,
+        };
+        let x = crate::cpu::matmul::conv::Images {
+            data,
+            offset: input.layout.offset,
+            sb,
+            sc,
+            ss,
+        };
+        if crate::cpu::matmul::conv::conv_forward_f32(&g, x, w, o, bias, out) {
+            return Ok(());
+        }
+    }
+    // One image's columns at a time, then `W @ cols` by `mm`'s kernels, then the bias.
+    let (ck, q) = (g.channels * g.kernel_len(), g.block_len());
+    let mut cols = vec![T::default(); ck * q];
+    for (b, out_b) in out.chunks_exact_mut(o * q).enumerate() {
+        let base = input.layout.offset + b * sb;
+        for (l, row) in cols.chunks_exact_mut(q).enumerate() {
+            let (c, kk) = (l / g.kernel_len(), l % g.kernel_len());
+            let (kd, kh, kw) = (
+                kk / (g.kernel[1] * g.kernel[2]),
+                (kk / g.kernel[2]) % g.kernel[1],
+                kk % g.kernel[2],
+            );
+            for (qi, v) in row.iter_mut().enumerate() {
+                let (ow, oh, od) = (
+                    qi % g.blocks[2],
+                    (qi / g.blocks[2]) % g.blocks[1],
+                    qi / (g.blocks[2] * g.blocks[1]),
+                );
+                *v = match (
+                    g.source(0, od, kd),
+                    g.source(1, oh, kh),
+                    g.source(2, ow, kw),
+                ) {
+                    (Some(i), Some(j), Some(k)) => {
+                        input.data[base + c * sc + i * ss[0] + j * ss[1] + k * ss[2]]
+                    }
+                    _ => T::default(),
+                };
+            }
+        }
+        crate::cpu::matmul::gemm_dense(o, ck, q, &w, &cols, out_b)?;
+        if let Some(bias) = &bias {
+            for (row, &bv) in out_b.chunks_exact_mut(q).zip(bias.iter()) {
+                row.iter_mut()
+                    .for_each(|v| *v = T::down(v.up().add(bv.up())));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Layout;
+
+    /// Multiples of 1/64 in [-2, 2): every product and sum below is exact in f32.
+    fn values(len: usize, seed: u64) -> Vec<f64> {
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ((x >> 40) % 256) as f64 / 64.0 - 2.0
+            })
+            .collect()
+    }
+
+    struct Case {
+        b: usize,
+        c: usize,
+        hw: [usize; 2],
+        o: usize,
+        k: [usize; 2],
+        stride: [usize; 2],
+        pad: [usize; 2],
+        dil: [usize; 2],
+        bias: bool,
+        channels_last: bool,
+    }
+
+    /// The convolution in f64 by its definition, `x` logical `[B, C, H, W]` row-major.
+    fn reference(t: &Case, x: &[f64], w: &[f64], bias: &[f64]) -> Vec<f64> {
+        let [h, wd] = t.hw;
+        let out_len =
+            |d: usize, n: usize| (n + 2 * t.pad[d] - t.dil[d] * (t.k[d] - 1) - 1) / t.stride[d] + 1;
+        let (oh, ow) = (out_len(0, h), out_len(1, wd));
+        let mut out = Vec::with_capacity(t.b * t.o * oh * ow);
+        for b in 0..t.b {
+            for o in 0..t.o {
+                for i in 0..oh {
+                    for j in 0..ow {
+                        let mut s = if t.bias { bias[o] } else { 0.0 };
+                        for c in 0..t.c {
+                            for ki in 0..t.k[0] {
+                                for kj in 0..t.k[1] {
+                                    let y = (i * t.stride[0] + ki * t.dil[0]) as isize
+                                        - t.pad[0] as isize;
+                                    let z = (j * t.stride[1] + kj * t.dil[1]) as isize
+                                        - t.pad[1] as isize;
+                                    if y < 0 || z < 0 || y as usize >= h || z as usize >= wd {
+                                        continue;
+                                    }
+                                    let xv = x[((b * t.c + c) * h + y as usize) * wd + z as usize];
+                                    s += xv * w[((o * t.c + c) * t.k[0] + ki) * t.k[1] + kj];
+                                }
+                            }
+                        }
+                        out.push(s);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn run<T: Element>(t: &Case, x: &[f64], w: &[f64], bias: &[f64]) -> Vec<f64> {
+        let [h, wd] = t.hw;
+        let sizes = [t.b, t.c, h, wd];
+        // Channels-last: the same logical tensor with strides [H*W*C, 1, W*C, C].
+        let (xbuf, xl): (Vec<T>, Layout) = if t.channels_last {
+            let mut buf = vec![T::default(); x.len()];
+            for b in 0..t.b {
+                for c in 0..t.c {
+                    for i in 0..h {
+                        for j in 0..wd {
+                            buf[((b * h + i) * wd + j) * t.c + c] =
+                                T::from_f64(x[((b * t.c + c) * h + i) * wd + j]);
+                        }
+                    }
+                }
+            }
+            let l = Layout {
+                sizes: sizes.iter().copied().collect(),
+                strides: [h * wd * t.c, 1, wd * t.c, t.c].into_iter().collect(),
+                offset: 0,
+            };
+            (buf, l)
+        } else {
+            (
+                x.iter().map(|&v| T::from_f64(v)).collect(),
+                Layout::contiguous(&sizes),
+            )
+        };
+        let wl = Layout::contiguous(&[t.o, t.c, t.k[0], t.k[1]]);
+        let wbuf: Vec<T> = w.iter().map(|&v| T::from_f64(v)).collect();
+        let bl = Layout::contiguous(&[t.o]);
+        let bbuf: Vec<T> = bias.iter().map(|&v| T::from_f64(v)).collect();
+        let i64s = |v: [usize; 2]| v.map(|x| x as i64);
+        let (st, pd, dl) = (i64s(t.stride), i64s(t.pad), i64s(t.dil));
+        let bias_l = t.bias.then_some(&bl);
+        let shape = conv_forward_meta(
+            &xl.sizes,
+            &wl.sizes,
+            bias_l.map(|l| &l.sizes[..]),
+            &st,
+            &pd,
+            &dl,
+        )
+        .unwrap()
+        .remove(0);
+        let lo = Layout::contiguous(&shape);
+        let mut out = vec![T::default(); lo.numel()];
+        conv_forward(
+            Src::new(&xbuf, &xl),
+            Src::new(&wbuf, &wl),
+            bias_l.map(|l| Src::new(&bbuf, l)),
+            &st,
+            &pd,
+            &dl,
+            Dst::new(&mut out, &lo),
+        )
+        .unwrap();
+        out.iter().map(|v| v.to_f64()).collect()
+    }
+
+    #[test]
+    fn conv_forward_equals_the_definition() {
+        let cases = [
+            // Channels-last input (the gathered path), stride, dilation, a bias.
+            Case {
+                b: 3,
+                c: 5,
+                hw: [9, 11],
+                o: 7,
+                k: [3, 2],
+                stride: [2, 1],
+                pad: [1, 1],
+                dil: [1, 2],
+                bias: true,
+                channels_last: true,
+            },
+            // Contiguous rows (copied runs), padding on one dim only.
+            Case {
+                b: 2,
+                c: 3,
+                hw: [8, 13],
+                o: 5,
+                k: [3, 3],
+                stride: [1, 1],
+                pad: [2, 0],
+                dil: [2, 1],
+                bias: false,
+                channels_last: false,
+            },
+            // Two k blocks (C*K = 270), blocks of columns that span images.
+            Case {
+                b: 2,
+                c: 30,
+                hw: [20, 20],
+                o: 13,
+                k: [3, 3],
+                stride: [1, 1],
+                pad: [1, 1],
+                dil: [1, 1],
+                bias: true,
+                channels_last: false,
+            },
+            // 2x2 images, 130 output channels (two groups of weight micro-panels).
+            Case {
+                b: 5,
+                c: 40,
+                hw: [2, 2],
+                o: 130,
+                k: [3, 3],
+                stride: [1, 1],
+                pad: [1, 1],
+                dil: [1, 1],
+                bias: true,
+                channels_last: false,
+            },
+            // Stride 2 on contiguous rows, a 1x1 kernel.
+            Case {
+                b: 4,
+                c: 6,
+                hw: [7, 9],
+                o: 8,
+                k: [1, 1],
+                stride: [2, 2],
+                pad: [0, 0],
+                dil: [1, 1],
+                bias: false,
+                channels_last: false,
+            },
+        ];
+        for (i, t) in cases.iter().enumerate() {
+            let x = values(t.b * t.c * t.hw[0] * t.hw[1], 3 * i as u64 + 1);
+            let w = values(t.o * t.c * t.k[0] * t.k[1], 3 * i as u64 + 2);
+            let bias = values(t.o, 3 * i as u64 + 3);
+            let want = reference(t, &x, &w, &bias);
+            assert_eq!(run::<f32>(t, &x, &w, &bias), want, "f32, case {i}");
+            assert_eq!(run::<f64>(t, &x, &w, &bias), want, "f64, case {i}");
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! `_conv_forward` on CUDA: im2col and one cuBLAS product per batch from tensor ops, written
+//! into the allocated output. `conv1d/2d/3d` do not call it on CUDA (they keep their
+//! composite); it keeps the op whole on every backend.
+
+use crate::ops::backward::i64s;
+use crate::{Result, Tensor};
+
+/// `_conv_forward` on CUDA.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_forward(
+    _op: &str,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    out: &Tensor,
+) -> Result<()> {
+    let _plain = crate::no_grad();
+    let k = i64s(&weight.shape()[2..]);
+    let o = weight.shape()[0] as i64;
+    let cols = crate::im2col(input, &k, dilation, padding, stride)?;
+    let mut y = weight.reshape([o, -1])?.matmul(&cols)?;
+    if let Some(bias) = bias {
+        y = y.add(&bias.reshape([o, 1])?)?;
+    }
+    out.copy_(&y.reshape(out.shape())?)?;
+    Ok(())
+}

@@ -1,0 +1,83 @@
+//! Gradients of `_conv_forward` (a batched convolution with one group).
+
+use crate::ops::backward::i64s;
+use crate::{Result, Tensor};
+
+type Grads3 = (Option<Tensor>, Option<Tensor>, Option<Tensor>);
+
+/// `(input, weight, bias)` gradients of `_conv_forward` for the output gradient `grad`
+/// `[B, O, *L]`, built from differentiable ops (so double backward works):
+/// - input: with stride 1 everywhere, a convolution of `grad` with the weight's channels
+///   swapped and its kernel flipped, padded by `dilation * (k - 1) - padding` (the same fast
+///   forward); otherwise `col2im(Wᵀ @ grad)`;
+/// - weight: `grad @ im2col(input)ᵀ`, summed over the batch;
+/// - bias: `grad` summed over every dim but the channels.
+pub fn conv_forward_grads(
+    grad: &Tensor,
+    input: &Tensor,
+    weight: &Tensor,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    mask: [bool; 3],
+) -> Result<Grads3> {
+    let n = weight.dim() - 2;
+    let full = |v: &[i64]| -> Vec<i64> {
+        if v.len() == 1 {
+            vec![v[0]; n]
+        } else {
+            v.to_vec()
+        }
+    };
+    let (st, pd, dl) = (full(stride), full(padding), full(dilation));
+    let k = i64s(&weight.shape()[2..]);
+    let (b, o, c) = (
+        input.shape()[0] as i64,
+        weight.shape()[0] as i64,
+        input.shape()[1] as i64,
+    );
+    let ck = c * k.iter().product::<i64>();
+    let g = grad.reshape([b, o, -1])?;
+    let dx = if mask[0] {
+        let back_pad: Vec<i64> = (0..n).map(|i| dl[i] * (k[i] - 1) - pd[i]).collect();
+        if st.iter().all(|&s| s == 1) && back_pad.iter().all(|&p| p >= 0) {
+            let flipped = weight
+                .transpose(0, 1)?
+                .flip(&(2..n as i64 + 2).collect::<Vec<_>>())?;
+            Some(crate::_conv_forward(
+                grad,
+                &flipped,
+                None,
+                [1],
+                &back_pad,
+                &dl,
+            )?)
+        } else {
+            let cols = weight.reshape([o, ck])?.t()?.matmul(&g)?;
+            Some(crate::col2im(
+                &cols,
+                i64s(&input.shape()[2..]),
+                &k,
+                &dl,
+                &pd,
+                &st,
+            )?)
+        }
+    } else {
+        None
+    };
+    let dw = if mask[1] {
+        let cols = crate::im2col(input, &k, &dl, &pd, &st)?;
+        let per_image = g.matmul(&cols.transpose(1, 2)?)?;
+        Some(per_image.sum_dim(&[0])?.reshape(weight.shape())?)
+    } else {
+        None
+    };
+    let db = if mask[2] {
+        let dims: Vec<i64> = std::iter::once(0).chain(2..n as i64 + 2).collect();
+        Some(grad.sum_dim(&dims)?)
+    } else {
+        None
+    };
+    Ok((dx, dw, db))
+}
