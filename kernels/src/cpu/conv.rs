@@ -1,5 +1,5 @@
 //! `_conv_forward`: a batched convolution with one group (1-, 2- or 3-d), the CPU's own
-//! forward for `conv1d/2d/3d`. `f32` on AVX2 + FMA runs as an implicit GEMM that never
+//! forward for `conv1d/2d/3d`, and `_conv_weight_backward`, its weight gradient. `f32` on AVX2 + FMA runs as an implicit GEMM that never
 //! builds im2col's column matrix (`matmul/conv.rs`); other CPUs and `f64` build one image's
 //! columns at a time and multiply them with `mm`'s kernels.
 
@@ -156,6 +156,137 @@ pub fn conv_forward<T: Element>(
     Ok(())
 }
 
+/// Output shape of `_conv_weight_backward`: the weight's, `[O, C, *kernel_size]`.
+pub fn conv_weight_backward_meta(
+    grad_output: &[usize],
+    input: &[usize],
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+) -> KResult<Vec<Vec<usize>>> {
+    let (g, o) = weight_grad_geometry(grad_output, input, kernel_size, stride, padding, dilation)?;
+    let mut shape = vec![o, g.channels];
+    shape.extend(&g.kernel[3 - g.dims..]);
+    Ok(vec![shape])
+}
+
+/// The geometry of `_conv_weight_backward` and the output channels, checked against the
+/// output gradient's shape.
+fn weight_grad_geometry(
+    grad_output: &[usize],
+    input: &[usize],
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+) -> KResult<(Geometry, usize)> {
+    const OP: &str = "_conv_weight_backward";
+    if kernel_size.iter().any(|&k| k <= 0) || input.len() != kernel_size.len() + 2 {
+        return Err(KernelError::shape(format!(
+            "{OP}: expected a batched input [B, C, *S] with one dim per kernel size, but got input of size {input:?} and kernel_size={kernel_size:?}"
+        )));
+    }
+    let g = Geometry::new(OP, input, kernel_size, dilation, padding, stride)?;
+    let mut want = vec![g.batch, grad_output.get(1).copied().unwrap_or(0)];
+    want.extend(&g.blocks[3 - g.dims..]);
+    if grad_output != want.as_slice() {
+        let spatial: Vec<String> = g.blocks[3 - g.dims..]
+            .iter()
+            .map(|v| v.to_string())
+            .collect();
+        return Err(KernelError::shape(format!(
+            "{OP}: expected grad_output of size [{}, O, {}] for input of size {input:?} and kernel_size={kernel_size:?}, but got grad_output of size {grad_output:?}",
+            g.batch,
+            spatial.join(", ")
+        )));
+    }
+    Ok((g, grad_output[1]))
+}
+
+/// `_conv_weight_backward(grad_output, input, kernel_size, stride, padding, dilation)`: the
+/// gradient of `_conv_forward`'s weight, `dw[o, c, k] = sum over images and output positions
+/// of grad_output * the input under kernel offset k`, summed in the compute type.
+pub fn conv_weight_backward<T: Element>(
+    grad_output: Src<'_, T>,
+    input: Src<'_, T>,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    mut out: Dst<'_, T>,
+) -> KResult<()> {
+    let (g, o) = weight_grad_geometry(
+        &grad_output.layout.sizes,
+        &input.layout.sizes,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+    )?;
+    let gy = row_major(&grad_output);
+    let dw = contiguous_out(&mut out)?;
+    if dw.is_empty() {
+        return Ok(());
+    }
+    let (sb, sc, ss) = image_strides(&g, &input.layout.strides);
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(data), Some(gy), Some(dw)) = (
+        same_type::<T, f32>(input.data),
+        same_type::<T, f32>(&gy[..]),
+        crate::element::same_type_mut::<T, f32>(dw),
+    ) {
+        let x = crate::cpu::matmul::conv::Images {
+            data,
+            offset: input.layout.offset,
+            sb,
+            sc,
+            ss,
+        };
+        if crate::cpu::matmul::conv::conv_weight_grad_f32(&g, x, gy, o, dw) {
+            return Ok(());
+        }
+    }
+    // Each image's columns, transposed, then `grad_output_b @ colsᵀ` summed over images.
+    let (ck, q) = (g.channels * g.kernel_len(), g.block_len());
+    let mut sums = vec![<T::Compute as Arith>::zero(); o * ck];
+    let (mut cols_t, mut part) = (vec![T::default(); q * ck], vec![T::default(); o * ck]);
+    for b in 0..g.batch {
+        let base = input.layout.offset + b * sb;
+        for l in 0..ck {
+            let (c, kk) = (l / g.kernel_len(), l % g.kernel_len());
+            let (kd, kh, kw) = (
+                kk / (g.kernel[1] * g.kernel[2]),
+                (kk / g.kernel[2]) % g.kernel[1],
+                kk % g.kernel[2],
+            );
+            for qi in 0..q {
+                let (ow, oh, od) = (
+                    qi % g.blocks[2],
+                    (qi / g.blocks[2]) % g.blocks[1],
+                    qi / (g.blocks[2] * g.blocks[1]),
+                );
+                cols_t[qi * ck + l] = match (
+                    g.source(0, od, kd),
+                    g.source(1, oh, kh),
+                    g.source(2, ow, kw),
+                ) {
+                    (Some(i), Some(j), Some(k)) => {
+                        input.data[base + c * sc + i * ss[0] + j * ss[1] + k * ss[2]]
+                    }
+                    _ => T::default(),
+                };
+            }
+        }
+        crate::cpu::matmul::gemm_dense(o, q, ck, &gy[b * o * q..][..o * q], &cols_t, &mut part)?;
+        sums.iter_mut()
+            .zip(&part)
+            .for_each(|(s, v)| *s = s.add(v.up()));
+    }
+    dw.iter_mut().zip(&sums).for_each(|(d, &s)| *d = T::down(s));
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +305,7 @@ mod tests {
             .collect()
     }
 
+    #[derive(Clone, Copy)]
     struct Case {
         b: usize,
         c: usize,
@@ -222,11 +354,12 @@ mod tests {
         out
     }
 
-    fn run<T: Element>(t: &Case, x: &[f64], w: &[f64], bias: &[f64]) -> Vec<f64> {
+    /// The input of a case as `T`, contiguous or channels-last.
+    fn input<T: Element>(t: &Case, x: &[f64]) -> (Vec<T>, Layout) {
         let [h, wd] = t.hw;
         let sizes = [t.b, t.c, h, wd];
         // Channels-last: the same logical tensor with strides [H*W*C, 1, W*C, C].
-        let (xbuf, xl): (Vec<T>, Layout) = if t.channels_last {
+        if t.channels_last {
             let mut buf = vec![T::default(); x.len()];
             for b in 0..t.b {
                 for c in 0..t.c {
@@ -249,7 +382,11 @@ mod tests {
                 x.iter().map(|&v| T::from_f64(v)).collect(),
                 Layout::contiguous(&sizes),
             )
-        };
+        }
+    }
+
+    fn run<T: Element>(t: &Case, x: &[f64], w: &[f64], bias: &[f64]) -> Vec<f64> {
+        let (xbuf, xl) = input::<T>(t, x);
         let wl = Layout::contiguous(&[t.o, t.c, t.k[0], t.k[1]]);
         let wbuf: Vec<T> = w.iter().map(|&v| T::from_f64(v)).collect();
         let bl = Layout::contiguous(&[t.o]);
@@ -283,7 +420,7 @@ mod tests {
     }
 
     #[test]
-    fn conv_forward_equals_the_definition() {
+    fn conv_forward_and_weight_grad_equal_the_definition() {
         let cases = [
             // Channels-last input (the gathered path), stride, dilation, a bias.
             Case {
@@ -358,6 +495,82 @@ mod tests {
             let want = reference(t, &x, &w, &bias);
             assert_eq!(run::<f32>(t, &x, &w, &bias), want, "f32, case {i}");
             assert_eq!(run::<f64>(t, &x, &w, &bias), want, "f64, case {i}");
+            // The weight gradient for an output gradient `gy`, by its definition.
+            let gy = values(want.len(), 3 * i as u64 + 4);
+            let want_dw = reference_dw(t, &x, &gy);
+            assert_eq!(
+                run_dw::<f32>(t, &x, &gy),
+                want_dw,
+                "f32 weight grad, case {i}"
+            );
+            assert_eq!(
+                run_dw::<f64>(t, &x, &gy),
+                want_dw,
+                "f64 weight grad, case {i}"
+            );
         }
+    }
+
+    /// `dw[o, c, ki, kj] = sum over b, i, j of gy[b, o, i, j] * x[b, c, i*s + ki*d - p, ...]`.
+    fn reference_dw(t: &Case, x: &[f64], gy: &[f64]) -> Vec<f64> {
+        let [h, wd] = t.hw;
+        let out_len =
+            |d: usize, n: usize| (n + 2 * t.pad[d] - t.dil[d] * (t.k[d] - 1) - 1) / t.stride[d] + 1;
+        let (oh, ow) = (out_len(0, h), out_len(1, wd));
+        let mut dw = vec![0.0; t.o * t.c * t.k[0] * t.k[1]];
+        for b in 0..t.b {
+            for o in 0..t.o {
+                for c in 0..t.c {
+                    for ki in 0..t.k[0] {
+                        for kj in 0..t.k[1] {
+                            let mut s = 0.0;
+                            for i in 0..oh {
+                                for j in 0..ow {
+                                    let y = (i * t.stride[0] + ki * t.dil[0]) as isize
+                                        - t.pad[0] as isize;
+                                    let z = (j * t.stride[1] + kj * t.dil[1]) as isize
+                                        - t.pad[1] as isize;
+                                    if y < 0 || z < 0 || y as usize >= h || z as usize >= wd {
+                                        continue;
+                                    }
+                                    s += gy[((b * t.o + o) * oh + i) * ow + j]
+                                        * x[((b * t.c + c) * h + y as usize) * wd + z as usize];
+                                }
+                            }
+                            dw[((o * t.c + c) * t.k[0] + ki) * t.k[1] + kj] += s;
+                        }
+                    }
+                }
+            }
+        }
+        dw
+    }
+
+    fn run_dw<T: Element>(t: &Case, x: &[f64], gy: &[f64]) -> Vec<f64> {
+        let [h, wd] = t.hw;
+        let sizes = [t.b, t.c, h, wd];
+        let (xbuf, xl) = input::<T>(t, x);
+        let out_len =
+            |d: usize, n: usize| (n + 2 * t.pad[d] - t.dil[d] * (t.k[d] - 1) - 1) / t.stride[d] + 1;
+        let gl = Layout::contiguous(&[t.b, t.o, out_len(0, sizes[2]), out_len(1, sizes[3])]);
+        let gbuf: Vec<T> = gy.iter().map(|&v| T::from_f64(v)).collect();
+        let i64s = |v: [usize; 2]| v.map(|x| x as i64);
+        let (k, st, pd, dl) = (i64s(t.k), i64s(t.stride), i64s(t.pad), i64s(t.dil));
+        let shape = conv_weight_backward_meta(&gl.sizes, &xl.sizes, &k, &st, &pd, &dl)
+            .unwrap()
+            .remove(0);
+        let lo = Layout::contiguous(&shape);
+        let mut out = vec![T::default(); lo.numel()];
+        conv_weight_backward(
+            Src::new(&gbuf, &gl),
+            Src::new(&xbuf, &xl),
+            &k,
+            &st,
+            &pd,
+            &dl,
+            Dst::new(&mut out, &lo),
+        )
+        .unwrap();
+        out.iter().map(|v| v.to_f64()).collect()
     }
 }

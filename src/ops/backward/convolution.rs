@@ -10,7 +10,7 @@ type Grads3 = (Option<Tensor>, Option<Tensor>, Option<Tensor>);
 /// - input: with stride 1 everywhere, a convolution of `grad` with the weight's channels
 ///   swapped and its kernel flipped, padded by `dilation * (k - 1) - padding` (the same fast
 ///   forward); otherwise `col2im(Wᵀ @ grad)`;
-/// - weight: `grad @ im2col(input)ᵀ`, summed over the batch;
+/// - weight: `_conv_weight_backward` (`grad @ im2col(input)ᵀ` summed over the batch);
 /// - bias: `grad` summed over every dim but the channels.
 pub fn conv_forward_grads(
     grad: &Tensor,
@@ -67,9 +67,9 @@ pub fn conv_forward_grads(
         None
     };
     let dw = if mask[1] {
-        let cols = crate::im2col(input, &k, &dl, &pd, &st)?;
-        let per_image = g.matmul(&cols.transpose(1, 2)?)?;
-        Some(per_image.sum_dim(&[0])?.reshape(weight.shape())?)
+        Some(crate::_conv_weight_backward(
+            grad, input, &k, &st, &pd, &dl,
+        )?)
     } else {
         None
     };
@@ -80,4 +80,32 @@ pub fn conv_forward_grads(
         None
     };
     Ok((dx, dw, db))
+}
+
+/// `(grad_output, input)` gradients of `_conv_weight_backward`, which is linear in each: for
+/// a gradient `gw` of its output (a weight-shaped tensor), `grad_output` gets the forward
+/// convolution of `input` with `gw`, and `input` gets that convolution's input gradient.
+pub fn conv_weight_backward_grads(
+    gw: &Tensor,
+    grad_output: &Tensor,
+    input: &Tensor,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    mask: [bool; 2],
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let dgy = if mask[0] {
+        Some(crate::_conv_forward(
+            input, gw, None, stride, padding, dilation,
+        )?)
+    } else {
+        None
+    };
+    let dx = if mask[1] {
+        let mask = [true, false, false];
+        conv_forward_grads(grad_output, input, gw, stride, padding, dilation, mask)?.0
+    } else {
+        None
+    };
+    Ok((dgy, dx))
 }

@@ -266,3 +266,47 @@ pub fn conv_transpose(s: &Sample) -> Vec<RefTensor> {
     }
     vec![unbatch(tensor(shape, data), batched)]
 }
+
+/// `_conv_weight_backward`: `dw[o, c, k] = sum over images and output positions l of
+/// grad_output[b, o, l] * input[b, c, position of l under kernel offset k]`.
+pub fn conv_weight_backward(s: &Sample) -> Vec<RefTensor> {
+    let (gy, x) = (input(s, 0), input(s, 1));
+    let n = x.shape.len() - 2;
+    let g = Blocks::of(s, n);
+    let (b, c, o) = (x.shape[0], x.shape[1], gy.shape[1]);
+    let size = x.shape[2..].to_vec();
+    let blocks = g.count(&size);
+    let kdims: Vec<usize> = g.k.iter().map(|&v| v as usize).collect();
+    let (kn, ln): (usize, usize) = (kdims.iter().product(), blocks.iter().product());
+    let mut data = vec![0.0; o * c * kn];
+    for bi in 0..b {
+        for oi in 0..o {
+            for ci in 0..c {
+                for k in 0..kn {
+                    let kk = unravel(k, &kdims);
+                    for l in 0..ln {
+                        let ll = unravel(l, &blocks);
+                        let pos: Vec<i64> = (0..n)
+                            .map(|i| ll[i] as i64 * g.s[i] - g.p[i] + kk[i] as i64 * g.d[i])
+                            .collect();
+                        if pos
+                            .iter()
+                            .zip(&size)
+                            .all(|(&p, &sz)| p >= 0 && (p as usize) < sz)
+                        {
+                            let mut xi = vec![bi, ci];
+                            xi.extend(pos.iter().map(|&p| p as usize));
+                            let mut gi = vec![bi, oi];
+                            gi.extend(&ll);
+                            data[(oi * c + ci) * kn + k] +=
+                                gy.data[gy.ravel(&gi)] * x.data[x.ravel(&xi)];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut shape = vec![o, c];
+    shape.extend(&kdims);
+    vec![RefTensor { shape, data }]
+}

@@ -328,6 +328,129 @@ pub fn conv_forward_errors() -> Vec<ErrorSample> {
     ]
 }
 
+/// `_conv_weight_backward`: the geometries of `conv_forward`'s samples, each with an output
+/// gradient of the output's shape (the 361 positions of one take two `k` blocks here).
+pub fn conv_weight_backward(dtype: DType) -> Vec<Sample> {
+    #[allow(clippy::type_complexity)]
+    let cases: [(&str, &[usize], usize, &[i64], &[i64], &[i64], &[i64]); 8] = [
+        (
+            "[2,3,5,6] k 3x3 pad 1",
+            &[2, 3, 5, 6],
+            4,
+            &[3, 3],
+            &[1],
+            &[1],
+            &[1],
+        ),
+        (
+            "[2,2,6,5] k 3x3 stride 2 pad (1,2)",
+            &[2, 2, 6, 5],
+            3,
+            &[3, 3],
+            &[2],
+            &[1, 2],
+            &[1],
+        ),
+        (
+            "[2,4,5,5] k 3x2 stride (2,1) dilation (1,2)",
+            &[2, 4, 5, 5],
+            5,
+            &[3, 2],
+            &[2, 1],
+            &[0],
+            &[1, 2],
+        ),
+        (
+            "[1,2,7] 1-d k 3 dilation 2 pad 2",
+            &[1, 2, 7],
+            3,
+            &[3],
+            &[1],
+            &[2],
+            &[2],
+        ),
+        (
+            "[1,2,3,4,4] 3-d k 2 pad 1",
+            &[1, 2, 3, 4, 4],
+            2,
+            &[2, 2, 2],
+            &[1],
+            &[1],
+            &[1],
+        ),
+        (
+            "[1,29,4,4] k 3x3 pad 1",
+            &[1, 29, 4, 4],
+            7,
+            &[3, 3],
+            &[1],
+            &[1],
+            &[1],
+        ),
+        (
+            "[1,2,20,19] k 2x3 pad (0,1): two k blocks",
+            &[1, 2, 20, 19],
+            2,
+            &[2, 3],
+            &[1],
+            &[0, 1],
+            &[1],
+        ),
+        (
+            "[0,3,4,4] empty batch",
+            &[0, 3, 4, 4],
+            2,
+            &[2, 2],
+            &[1],
+            &[0],
+            &[1],
+        ),
+    ];
+    cases
+        .iter()
+        .enumerate()
+        .map(|(i, &(desc, xs, o, k, st, pd, dl))| {
+            let n = k.len();
+            let at = |v: &[i64], d: usize| if v.len() == 1 { v[0] } else { v[d] };
+            let mut gs = vec![xs[0], o];
+            gs.extend((0..n).map(|d| {
+                ((xs[2 + d] as i64 + 2 * at(pd, d) - at(dl, d) * (k[d] - 1) - 1) / at(st, d) + 1)
+                    as usize
+            }));
+            let seed = 40 + 2 * i as u64;
+            let s = Sample::new(
+                desc,
+                vec![vals(&gs, dtype, seed), vals(xs, dtype, seed + 1)],
+            )
+            .arg("kernel_size", ints(k))
+            .arg("stride", ints(st))
+            .arg("padding", ints(pd))
+            .arg("dilation", ints(dl));
+            if xs[0] == 0 {
+                s.edge()
+            } else {
+                s
+            }
+        })
+        .collect()
+}
+
+pub fn conv_weight_backward_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        Sample::new(
+            "grad_output of the wrong size",
+            vec![vals(&[1, 2, 3, 3], f, 130), vals(&[1, 3, 4, 4], f, 131)],
+        )
+        .arg("kernel_size", ints(&[3, 3]))
+        .arg("stride", ints(&[1]))
+        .arg("padding", ints(&[0]))
+        .arg("dilation", ints(&[1])),
+        ErrorKind::Shape,
+        "_conv_weight_backward: expected grad_output of size [1, O, 2, 2]",
+    )]
+}
+
 pub fn conv1d(dtype: DType) -> Vec<Sample> {
     let (x, w) = (
         |s: &[usize], seed| vals(s, dtype, seed),

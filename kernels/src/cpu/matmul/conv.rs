@@ -16,7 +16,7 @@ use super::fma::Fma;
 use super::packed::{with_scratch, Kernel, Slot};
 use super::{Mat, PARALLEL_FLOPS};
 use crate::cpu::fold::Geometry;
-use crate::parallel::{fan_out, par_for};
+use crate::parallel::{fan_out, par_chunks_mut, par_for};
 
 type K = Fma<f32>;
 const MR: usize = <K as Kernel>::MR;
@@ -245,25 +245,32 @@ fn pack_columns(
     dst: &mut [f32],
     row: &mut [f32],
 ) {
-    let (q0, ncols) = (cols.first, cols.count);
-    let positions = g.block_len();
+    let ncols = cols.count;
     let panels = ncols.div_ceil(NR);
     debug_assert_eq!(dst.len(), panels * kcw * NR);
     let row = &mut row[..panels * NR];
     row[ncols..].fill(0.0);
-    let [_, bh, bw] = g.blocks;
-    let [_, k1, k2] = g.kernel;
-    let kl = g.kernel_len();
-    let unit_w = g.stride[2] == 1 && x.ss[2] == 1;
-    // The block's runs, the same for every row of the block.
     let mut runs = [Run::default(); MAX_NCB];
-    let mut nruns = 0;
-    let mut qi = 0;
-    while qi < ncols {
-        let (b, qq) = ((q0 + qi) / positions, (q0 + qi) % positions);
+    let runs = block_runs(g, cols, &mut runs);
+    for li in 0..kcw {
+        gather_row(g, x, l0 + li, runs, row);
+        for (p, vals) in row.chunks_exact(NR).enumerate() {
+            dst[p * kcw * NR + li * NR..][..NR].copy_from_slice(vals);
+        }
+    }
+}
+
+/// The runs of the columns `cols` (each inside one output row of one image), written to
+/// `runs`; the filled part returned.
+fn block_runs<'r>(g: &Geometry, cols: Cols, runs: &'r mut [Run; MAX_NCB]) -> &'r [Run] {
+    let positions = g.block_len();
+    let [_, bh, bw] = g.blocks;
+    let (mut n, mut qi) = (0, 0);
+    while qi < cols.count {
+        let (b, qq) = ((cols.first + qi) / positions, (cols.first + qi) % positions);
         let (ow, oh, od) = (qq % bw, (qq / bw) % bh, qq / (bw * bh));
-        let len = (bw - ow).min(ncols - qi);
-        runs[nruns] = Run {
+        let len = (bw - ow).min(cols.count - qi);
+        runs[n] = Run {
             qi,
             len,
             b,
@@ -271,51 +278,188 @@ fn pack_columns(
             oh,
             ow,
         };
-        nruns += 1;
+        n += 1;
         qi += len;
     }
-    for li in 0..kcw {
-        let l = l0 + li;
-        let (c, kk) = (l / kl, l % kl);
-        let (kd, kh, kw) = (kk / (k1 * k2), (kk / k2) % k1, kk % k2);
-        for run in &runs[..nruns] {
-            let out = &mut row[run.qi..run.qi + run.len];
-            match (g.source(0, run.od, kd), g.source(1, run.oh, kh)) {
-                (Some(i), Some(j)) => {
-                    let r = x.offset + run.b * x.sb + c * x.sc + i * x.ss[0] + j * x.ss[1];
-                    // Input column of output column `ow + t`: `start + t * sw`; in the
-                    // image for `t` in `lo .. hi`, padding outside.
-                    let sw = g.stride[2] as isize;
-                    let start = (run.ow * g.stride[2] + kw * g.dilation[2]) as isize
-                        - g.padding[2] as isize;
-                    let len = run.len as isize;
-                    let lo = ((-start).max(0) + sw - 1) / sw;
-                    let lo = lo.min(len) as usize;
-                    let hi = ((g.size[2] as isize - start + sw - 1) / sw).clamp(lo as isize, len)
-                        as usize;
-                    out[..lo].fill(0.0);
-                    if hi > lo {
-                        let from = r + (start + lo as isize * sw) as usize * x.ss[2];
-                        if unit_w {
-                            out[lo..hi].copy_from_slice(&x.data[from..from + (hi - lo)]);
-                        } else if x.ss[2] == 0 {
-                            // A broadcast (stride-0) row: one value.
-                            out[lo..hi].fill(x.data[from]);
-                        } else {
-                            let step = g.stride[2] * x.ss[2];
-                            let src = &x.data[from..=from + (hi - lo - 1) * step];
-                            for (v, &s) in out[lo..hi].iter_mut().zip(src.iter().step_by(step)) {
-                                *v = s;
-                            }
-                        }
-                    }
-                    out[hi..].fill(0.0);
+    &runs[..n]
+}
+
+/// Row `l` of the im2col matrix over the columns the `runs` cover: `row[run.qi ..]` holds
+/// the image's values under kernel offset `l % K` of channel `l / K` (0 in the padding).
+fn gather_row(g: &Geometry, x: Images<'_>, l: usize, runs: &[Run], row: &mut [f32]) {
+    let [_, k1, k2] = g.kernel;
+    let (c, kk) = (l / g.kernel_len(), l % g.kernel_len());
+    let (kd, kh, kw) = (kk / (k1 * k2), (kk / k2) % k1, kk % k2);
+    let unit_w = g.stride[2] == 1 && x.ss[2] == 1;
+    for run in runs {
+        let out = &mut row[run.qi..run.qi + run.len];
+        let (Some(i), Some(j)) = (g.source(0, run.od, kd), g.source(1, run.oh, kh)) else {
+            out.fill(0.0);
+            continue;
+        };
+        let r = x.offset + run.b * x.sb + c * x.sc + i * x.ss[0] + j * x.ss[1];
+        // Input column of output column `ow + t`: `start + t * sw`; in the image for `t`
+        // in `lo .. hi`, padding outside.
+        let sw = g.stride[2] as isize;
+        let start = (run.ow * g.stride[2] + kw * g.dilation[2]) as isize - g.padding[2] as isize;
+        let len = run.len as isize;
+        let lo = (((-start).max(0) + sw - 1) / sw).min(len) as usize;
+        let hi = ((g.size[2] as isize - start + sw - 1) / sw).clamp(lo as isize, len) as usize;
+        out[..lo].fill(0.0);
+        if hi > lo {
+            let from = r + (start + lo as isize * sw) as usize * x.ss[2];
+            if unit_w {
+                out[lo..hi].copy_from_slice(&x.data[from..from + (hi - lo)]);
+            } else if x.ss[2] == 0 {
+                // A broadcast (stride-0) row: one value.
+                out[lo..hi].fill(x.data[from]);
+            } else {
+                let step = g.stride[2] * x.ss[2];
+                let src = &x.data[from..=from + (hi - lo - 1) * step];
+                for (v, &s) in out[lo..hi].iter_mut().zip(src.iter().step_by(step)) {
+                    *v = s;
                 }
-                _ => out.fill(0.0),
             }
         }
-        for (p, vals) in row.chunks_exact(NR).enumerate() {
-            dst[p * kcw * NR + li * NR..][..NR].copy_from_slice(vals);
+        out[hi..].fill(0.0);
+    }
+}
+
+/// `dw[o, l] = sum over images b and positions q of gy[b, o, q] * cols_b[l, q]`: the weight
+/// gradient of [`conv_forward_f32`] for the output gradient `gy` (row-major `[B, o, L]`),
+/// `dw` row-major `o x C*K`. Computed as `dwᵀ = cols @ gyᵀ` (rows of `dwᵀ` split over the
+/// pool, each task summing every image), the columns gathered a `KC` block of positions at
+/// a time into the kernel's micro-panels and `gyᵀ` packed from `gy`'s rows. False (nothing
+/// written) when the CPU lacks AVX2 + FMA; shapes checked by the caller.
+pub(crate) fn conv_weight_grad_f32(
+    g: &Geometry,
+    x: Images<'_>,
+    gy: &[f32],
+    o: usize,
+    dw: &mut [f32],
+) -> bool {
+    let Some(isa) = Fma::<f32>::detect() else {
+        return false;
+    };
+    let (ck, q) = (g.channels * g.kernel_len(), g.block_len());
+    if dw.is_empty() {
+        return true;
+    }
+    if q == 0 || g.batch == 0 {
+        dw.fill(0.0);
+        return true;
+    }
+    let panels = o.div_ceil(NR);
+    let mut dwt = vec![0f32; ck * o];
+    // Rows of `dwᵀ` per task: all of them on one thread, else an even split in micro-panels.
+    let big = fan_out((ck * o).saturating_mul(q * g.batch) >= PARALLEL_FLOPS);
+    let threads = if big {
+        crate::parallel::num_threads()
+    } else {
+        1
+    };
+    let mc = ck.div_ceil(threads).next_multiple_of(MR);
+    let task = |t: usize, dwt_rows: &mut [f32]| {
+        let (r0, rows) = (t * mc, dwt_rows.len() / o);
+        let apanels = rows.div_ceil(MR);
+        with_scratch(Slot::A, apanels * MR * KC, |apack: &mut [f32]| {
+            with_scratch(Slot::B, panels * NR * KC, |bpack: &mut [f32]| {
+                with_scratch(
+                    Slot::Tiles,
+                    apanels * panels * MR * NR,
+                    |tiles: &mut [f32]| {
+                        let mut first = true;
+                        for b in 0..g.batch {
+                            for q0 in (0..q).step_by(KC) {
+                                let kcw = KC.min(q - q0);
+                                let cols = Cols {
+                                    first: b * q + q0,
+                                    count: kcw,
+                                };
+                                pack_cols_as_a(
+                                    g,
+                                    x,
+                                    r0,
+                                    rows,
+                                    cols,
+                                    &mut apack[..apanels * kcw * MR],
+                                );
+                                let gyt = Mat {
+                                    data: gy,
+                                    offset: b * o * q + q0,
+                                    rs: 1,
+                                    cs: q,
+                                };
+                                let bp = &mut bpack[..panels * kcw * NR];
+                                for (pj, dst) in bp.chunks_exact_mut(kcw * NR).enumerate() {
+                                    isa.pack_b_panel(gyt, kcw, o, pj, dst);
+                                }
+                                let ap = &apack[..apanels * kcw * MR];
+                                for (jl, bs) in bp.chunks_exact(kcw * NR).enumerate() {
+                                    for (pi, as_) in ap.chunks_exact(kcw * MR).enumerate() {
+                                        let t =
+                                            &mut tiles[(jl * apanels + pi) * MR * NR..][..MR * NR];
+                                        isa.tile(as_, bs, t, !first);
+                                    }
+                                }
+                                first = false;
+                            }
+                        }
+                        for (r, out_row) in dwt_rows.chunks_exact_mut(o).enumerate() {
+                            let (pi, rr) = (r / MR, r % MR);
+                            for (jl, seg) in out_row.chunks_mut(NR).enumerate() {
+                                let t = &tiles[(jl * apanels + pi) * MR * NR + rr * NR..];
+                                seg.copy_from_slice(&t[..seg.len()]);
+                            }
+                        }
+                    },
+                )
+            })
+        })
+    };
+    if big && ck > mc {
+        par_chunks_mut(&mut dwt, mc * o, &task);
+    } else {
+        dwt.chunks_mut(mc * o)
+            .enumerate()
+            .for_each(|(t, c)| task(t, c));
+    }
+    for (l, row) in dwt.chunks_exact(o).enumerate() {
+        for (oi, &v) in row.iter().enumerate() {
+            dw[oi * ck + l] = v;
+        }
+    }
+    true
+}
+
+/// Rows `r0 .. r0 + rows` of the im2col matrix over the columns `cols` (at most `KC`), as
+/// the kernel's `A` micro-panels: `dst[p * n * MR + qi * MR + r]` is row `r0 + p * MR + r`
+/// at column `qi`, `n = cols.count`; rows past the block zero.
+fn pack_cols_as_a(
+    g: &Geometry,
+    x: Images<'_>,
+    r0: usize,
+    rows: usize,
+    cols: Cols,
+    dst: &mut [f32],
+) {
+    let n = cols.count;
+    let mut runs = [Run::default(); MAX_NCB];
+    let runs = block_runs(g, cols, &mut runs);
+    let mut gathered = [[0f32; KC]; MR];
+    for (p, panel) in dst.chunks_exact_mut(n * MR).enumerate() {
+        let valid = MR.min(rows - p * MR);
+        for (r, row) in gathered.iter_mut().enumerate() {
+            if r < valid {
+                gather_row(g, x, r0 + p * MR + r, runs, row);
+            } else {
+                row[..n].fill(0.0);
+            }
+        }
+        for (qi, group) in panel.chunks_exact_mut(MR).enumerate() {
+            for (r, v) in group.iter_mut().enumerate() {
+                *v = gathered[r][qi];
+            }
         }
     }
 }

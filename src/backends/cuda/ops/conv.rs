@@ -28,3 +28,25 @@ pub fn conv_forward(
     out.copy_(&y.reshape(out.shape())?)?;
     Ok(())
 }
+
+/// `_conv_weight_backward` on CUDA: `grad_output @ im2col(input)ᵀ` summed over the batch.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_weight_backward(
+    _op: &str,
+    grad_output: &Tensor,
+    input: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    out: &Tensor,
+) -> Result<()> {
+    let _plain = crate::no_grad();
+    let (b, o) = (grad_output.shape()[0] as i64, grad_output.shape()[1] as i64);
+    let cols = crate::im2col(input, kernel_size, dilation, padding, stride)?;
+    let per_image = grad_output
+        .reshape([b, o, -1])?
+        .matmul(&cols.transpose(1, 2)?)?;
+    out.copy_(&per_image.sum_dim(&[0])?.reshape(out.shape())?)?;
+    Ok(())
+}
