@@ -121,28 +121,8 @@ pub fn conv_forward<T: Element>(
     for (b, out_b) in out.chunks_exact_mut(o * q).enumerate() {
         let base = input.layout.offset + b * sb;
         for (l, row) in cols.chunks_exact_mut(q).enumerate() {
-            let (c, kk) = (l / g.kernel_len(), l % g.kernel_len());
-            let (kd, kh, kw) = (
-                kk / (g.kernel[1] * g.kernel[2]),
-                (kk / g.kernel[2]) % g.kernel[1],
-                kk % g.kernel[2],
-            );
             for (qi, v) in row.iter_mut().enumerate() {
-                let (ow, oh, od) = (
-                    qi % g.blocks[2],
-                    (qi / g.blocks[2]) % g.blocks[1],
-                    qi / (g.blocks[2] * g.blocks[1]),
-                );
-                *v = match (
-                    g.source(0, od, kd),
-                    g.source(1, oh, kh),
-                    g.source(2, ow, kw),
-                ) {
-                    (Some(i), Some(j), Some(k)) => {
-                        input.data[base + c * sc + i * ss[0] + j * ss[1] + k * ss[2]]
-                    }
-                    _ => T::default(),
-                };
+                *v = column_value(&g, input.data, base, (sc, ss), l, qi);
             }
         }
         crate::cpu::matmul::gemm_dense(o, ck, q, &w, &cols, out_b)?;
@@ -154,6 +134,38 @@ pub fn conv_forward<T: Element>(
         }
     }
     Ok(())
+}
+
+/// Element `(l, qi)` of one image's im2col matrix (the image at `base` in `input`): channel
+/// `l / K` under kernel offset `l % K` at output position `qi`, 0 in the padding. The
+/// portable paths' gather; the strides are the channel's and the three spatial ones.
+fn column_value<T: Element>(
+    g: &Geometry,
+    data: &[T],
+    base: usize,
+    (sc, ss): (usize, [usize; 3]),
+    l: usize,
+    qi: usize,
+) -> T {
+    let (c, kk) = (l / g.kernel_len(), l % g.kernel_len());
+    let (kd, kh, kw) = (
+        kk / (g.kernel[1] * g.kernel[2]),
+        (kk / g.kernel[2]) % g.kernel[1],
+        kk % g.kernel[2],
+    );
+    let (ow, oh, od) = (
+        qi % g.blocks[2],
+        (qi / g.blocks[2]) % g.blocks[1],
+        qi / (g.blocks[2] * g.blocks[1]),
+    );
+    match (
+        g.source(0, od, kd),
+        g.source(1, oh, kh),
+        g.source(2, ow, kw),
+    ) {
+        (Some(i), Some(j), Some(k)) => data[base + c * sc + i * ss[0] + j * ss[1] + k * ss[2]],
+        _ => T::default(),
+    }
 }
 
 /// Output shape of `_conv_weight_backward`: the weight's, `[O, C, *kernel_size]`.
@@ -254,28 +266,8 @@ pub fn conv_weight_backward<T: Element>(
     for b in 0..g.batch {
         let base = input.layout.offset + b * sb;
         for l in 0..ck {
-            let (c, kk) = (l / g.kernel_len(), l % g.kernel_len());
-            let (kd, kh, kw) = (
-                kk / (g.kernel[1] * g.kernel[2]),
-                (kk / g.kernel[2]) % g.kernel[1],
-                kk % g.kernel[2],
-            );
             for qi in 0..q {
-                let (ow, oh, od) = (
-                    qi % g.blocks[2],
-                    (qi / g.blocks[2]) % g.blocks[1],
-                    qi / (g.blocks[2] * g.blocks[1]),
-                );
-                cols_t[qi * ck + l] = match (
-                    g.source(0, od, kd),
-                    g.source(1, oh, kh),
-                    g.source(2, ow, kw),
-                ) {
-                    (Some(i), Some(j), Some(k)) => {
-                        input.data[base + c * sc + i * ss[0] + j * ss[1] + k * ss[2]]
-                    }
-                    _ => T::default(),
-                };
+                cols_t[qi * ck + l] = column_value(&g, input.data, base, (sc, ss), l, qi);
             }
         }
         crate::cpu::matmul::gemm_dense(o, q, ck, &gy[b * o * q..][..o * q], &cols_t, &mut part)?;
