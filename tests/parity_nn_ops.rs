@@ -538,6 +538,51 @@ fn avg_pool_int64_stays_int64_and_truncates() {
     assert_eq!(e, "avg_pool2d: \"avg_pool2d\" not implemented for 'Bool'");
 }
 
+// ---- 4b. max pooling's NaN, tie and -inf rules ------------------------------------------
+
+/// Values and indices of `max_pool2d_with_indices` over a `[1, 1, 1, n]` row.
+fn pool_row(row: &[f32], k: i64, s: i64, p: i64) -> (Vec<f32>, Vec<i64>) {
+    let x = Tensor::from_slice(row, &[1, 1, 1, row.len()]).unwrap();
+    let (v, i) =
+        kiln::max_pool2d_with_indices_with(&x, &[1, k], &[1, s], &[0, p], &[1], false).unwrap();
+    (v.to_vec::<f32>().unwrap(), i.to_vec::<i64>().unwrap())
+}
+
+/// PyTorch 2.x CPU's answers: the last NaN of a window wins, the first of equal maxima is
+/// reported, a window of -inf reports its first tap inside the input; integer images pool too.
+#[test]
+fn max_pool_nan_tie_and_inf_rules_match_pytorch() {
+    let nan = f32::NAN;
+    let (v, i) = pool_row(&[nan, 1.0, nan, 2.0], 4, 4, 0);
+    assert!(v[0].is_nan());
+    assert_eq!(i, [2]);
+    let (v, i) = pool_row(&[3.0, 3.0, 1.0, 3.0], 4, 4, 0);
+    assert_eq!((v, i), (vec![3.0], vec![0]));
+    let (v, i) = pool_row(&[f32::NEG_INFINITY; 4], 3, 1, 1);
+    assert_eq!(v, [f32::NEG_INFINITY; 4]);
+    assert_eq!(i, [0, 0, 1, 2]);
+    let x = Tensor::from_slice(&[5i64, -7, 9, 9, 2, 1], &[1, 1, 2, 3]).unwrap();
+    let (v, i) = kiln::max_pool2d_with_indices_with(&x, &[2], &[1], &[0], &[1], false).unwrap();
+    assert_eq!(v.to_vec::<i64>().unwrap(), [9, 9]);
+    assert_eq!(i.to_vec::<i64>().unwrap(), [3, 2]);
+    // A channels-last image pools as its contiguous copy does.
+    let x = Tensor::arange(0, 2 * 3 * 4 * 4, 1, DType::F32)
+        .unwrap()
+        .reshape([2, 3, 4, 4])
+        .unwrap();
+    let nhwc = x
+        .permute(&[0, 2, 3, 1])
+        .unwrap()
+        .contiguous()
+        .unwrap()
+        .permute(&[0, 3, 1, 2])
+        .unwrap();
+    let a = kiln::max_pool2d_with_indices_with(&x, &[2], &[1], &[1], &[1], false).unwrap();
+    let b = kiln::max_pool2d_with_indices_with(&nhwc, &[2], &[1], &[1], &[1], false).unwrap();
+    assert_eq!(a.0.to_vec::<f32>().unwrap(), b.0.to_vec::<f32>().unwrap());
+    assert_eq!(a.1.to_vec::<i64>().unwrap(), b.1.to_vec::<i64>().unwrap());
+}
+
 // ---- 5. pooling over inputs with empty non-batch dims -----------------------------------
 
 #[test]

@@ -69,13 +69,13 @@ fn channel_view(bias: &Tensor, n: usize) -> Result<Tensor> {
 /// The block counts of a sliding-window op over `x` (batched), as the output's spatial shape.
 pub(crate) fn blocks(
     op: &str,
-    x: &Tensor,
+    shape: &[usize],
     k: &[i64],
     d: &[i64],
     p: &[i64],
     s: &[i64],
 ) -> Result<Vec<i64>> {
-    let g = Geometry::new(op, x.shape(), k, d, p, s).map_err(|m| Error::op(op, m))?;
+    let g = Geometry::new(op, shape, k, d, p, s).map_err(|m| Error::op(op, m))?;
     Ok(g.blocks[3 - k.len()..].iter().map(|&b| b as i64).collect())
 }
 
@@ -192,7 +192,7 @@ fn conv(
         expand_param(op, "dilation", dilation, n)?,
     );
     let k = i64s(&weight.shape()[2..]);
-    let out_size = blocks(op, &x, &k, &d, &p, &s)?;
+    let out_size = blocks(op, x.shape(), &k, &d, &p, &s)?;
     // One group on the CPU in f32/f64: kiln's own forward, which never builds the columns
     // below (an implicit GEMM for f32). The half types keep `addmm`'s single rounding.
     let cpu = [Some(&x), Some(weight), bias]

@@ -1,5 +1,5 @@
-//! Pooling: max and average pooling over `im2col` windows (1d and 2d), adaptive average
-//! pooling, adaptive max pooling.
+//! Pooling: max pooling (1d and 2d) through the `_max_pool2d` kernel, average pooling over
+//! `im2col` windows, adaptive average and adaptive max pooling.
 
 use crate::ops::backward::i64s;
 use crate::ops::convolution::{batched, blocks, expand_param, product, unbatched};
@@ -147,21 +147,8 @@ fn check_pool_input(op: &str, n: usize, input: &Tensor, as_2d: bool) -> Result<(
     ))
 }
 
-/// The lowest value of a dtype, which never wins a max.
-fn lowest(dtype: DType) -> f64 {
-    if dtype.is_floating_point() {
-        f64::NEG_INFINITY
-    } else {
-        match dtype {
-            DType::U8 | DType::Bool => 0.0,
-            DType::I8 => i8::MIN as f64,
-            DType::I16 => i16::MIN as f64,
-            DType::I32 => i32::MIN as f64,
-            _ => i64::MIN as f64,
-        }
-    }
-}
-
+/// Max pooling over `n` (1 or 2) spatial dims: the checks and window geometry here, the
+/// pass over the planes in `_max_pool2d` (a 1-d pool runs over a height-1 image).
 #[allow(clippy::too_many_arguments)]
 fn max_pool(
     op: &str,
@@ -178,52 +165,33 @@ fn max_pool(
     let pool = Pool::new(op, n, kernel_size, stride, padding, dilation)?;
     let spatial: Vec<usize> = x.shape()[2..].to_vec();
     let (_, after) = pool.after(op, &spatial, ceil_mode)?;
-    let xp = crate::pad_with(
-        &x,
-        pad_list(&pool.p, &after),
-        "constant",
-        Some(lowest(x.dtype())),
-    )?;
+    // The windows over the input padded by `padding` before and `after` after each dim.
+    let mut padded = x.shape()[..2].to_vec();
+    for i in 0..n {
+        padded.push(spatial[i] + (pool.p[i] + after[i]) as usize);
+    }
     let zeros = vec![0i64; n];
-    let out_size = blocks(op, &xp, &pool.k, &pool.d, &zeros, &pool.s)?;
-    let (b, c) = (x.shape()[0] as i64, x.shape()[1] as i64);
-    let kk = product(op, "kernel_size", &pool.k)?;
+    let out_size = blocks(op, &padded, &pool.k, &pool.d, &zeros, &pool.s)?;
     // Flat indices into a plane: its size must fit (an empty input may have huge dims).
     product(op, "input spatial sizes", &i64s(&spatial))?;
-    let cols = crate::im2col(&xp, &pool.k, &pool.d, &zeros, &pool.s)?;
-    let l = cols.shape()[2] as i64;
-    let (values, at) = cols.reshape([b, c, kk, l])?.max_dim(2)?;
-    // Flat input index of each winner: the block's origin plus the kernel offset, per dim.
-    let dev = x.device();
-    let mut flat = Tensor::zeros([1], DType::I64)?.to_device(dev)?;
-    let mut k_rest = at;
-    let mut l_rest = Tensor::arange_on(0, l, 1, DType::I64, dev)?;
-    let mut scale = 1i64;
-    for i in (0..n).rev() {
-        let (ki, li) = (
-            k_rest.remainder_scalar(pool.k[i])?,
-            l_rest.remainder_scalar(out_size[i])?,
-        );
-        k_rest = k_rest
-            .sub(&ki)?
-            .div_scalar(pool.k[i])?
-            .to_dtype(DType::I64)?;
-        l_rest = l_rest
-            .sub(&li)?
-            .div_scalar(out_size[i])?
-            .to_dtype(DType::I64)?;
-        let pos = li
-            .mul_scalar(pool.s[i])?
-            .add(&ki.mul_scalar(pool.d[i])?)?
-            .sub_scalar(pool.p[i])?;
-        flat = flat.add(&pos.mul_scalar(scale)?)?;
-        scale *= spatial[i] as i64;
+    let two = |v: &[i64], one: i64| if n == 1 { vec![one, v[0]] } else { v.to_vec() };
+    let x2 = if n == 1 { x.unsqueeze(2)? } else { x };
+    let (mut values, mut indices) = crate::_max_pool2d(
+        &x2,
+        &two(&pool.k, 1),
+        &two(&pool.s, 1),
+        &two(&pool.p, 0),
+        &two(&pool.d, 1),
+        &two(&out_size, 1),
+    )?;
+    if n == 1 {
+        values = values.squeeze_dim(2)?;
+        indices = indices.squeeze_dim(2)?;
     }
-    let mut shape = vec![b, c];
-    shape.extend(&out_size);
-    let values = unbatched(values.reshape(&shape)?, was_batched)?;
-    let indices = unbatched(flat.reshape(&shape)?, was_batched)?;
-    Ok((values, indices))
+    Ok((
+        unbatched(values, was_batched)?,
+        unbatched(indices, was_batched)?,
+    ))
 }
 
 /// `max_pool1d(kernel_size, stride, padding, dilation, ceil_mode)`.
@@ -333,7 +301,7 @@ fn avg_pool(
     let (extra, after) = pool.after(op, &spatial, ceil_mode)?;
     let xp = crate::pad(&x, pad_list(&pool.p, &after))?;
     let (ones, zeros) = (vec![1i64; n], vec![0i64; n]);
-    let out_size = blocks(op, &xp, &pool.k, &ones, &zeros, &pool.s)?;
+    let out_size = blocks(op, xp.shape(), &pool.k, &ones, &zeros, &pool.s)?;
     let (b, c) = (x.shape()[0] as i64, x.shape()[1] as i64);
     let kk = product(op, "kernel_size", &pool.k)?;
     let cols = crate::im2col(&xp, &pool.k, &ones, &zeros, &pool.s)?;

@@ -1,16 +1,12 @@
-//! Gradients of pooling (`adaptive_max_pool2d`) and the sizes the `im2col` / `col2im`
+//! Gradients of max pooling (`_max_pool2d`, `adaptive_max_pool2d`) and the sizes the `im2col` / `col2im`
 //! formulas need.
 
 use super::shaping::{i64s, zeros_like_grad};
 use crate::{Result, Tensor};
 
-/// Backward of `adaptive_max_pool2d`: each cell's gradient added at the flat `H × W` index
-/// its maximum came from (overlapping windows may pick one element twice).
-pub fn adaptive_max_pool2d_backward(
-    grad: &Tensor,
-    sizes: &[usize],
-    indices: &Tensor,
-) -> Result<Tensor> {
+/// Backward of `_max_pool2d` and `adaptive_max_pool2d`: each cell's gradient added at the
+/// flat `H × W` index its maximum came from (overlapping windows may pick one element twice).
+pub fn max_indices_backward(grad: &Tensor, sizes: &[usize], indices: &Tensor) -> Result<Tensor> {
     let lead = sizes.len() - 2;
     let g_sizes = grad.shape();
     let mut cells = i64s(&sizes[..lead]);

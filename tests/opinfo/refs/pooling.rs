@@ -13,23 +13,26 @@ fn windows(
     pd: &[i64],
     dl: &[i64],
     ceil: bool,
+    given: Option<Vec<usize>>,
 ) -> (Vec<usize>, Vec<Vec<(Option<Vec<usize>>, bool)>>) {
     let n = size.len();
-    let out: Vec<usize> = (0..n)
-        .map(|i| {
-            let span = dl[i] * (k[i] - 1) + 1;
-            let avail = size[i] as i64 + 2 * pd[i] - span;
-            let mut o = if ceil {
-                (avail + st[i] - 1) / st[i] + 1
-            } else {
-                avail / st[i] + 1
-            };
-            if ceil && (o - 1) * st[i] >= size[i] as i64 + pd[i] {
-                o -= 1;
-            }
-            o as usize
-        })
-        .collect();
+    let out: Vec<usize> = given.unwrap_or_else(|| {
+        (0..n)
+            .map(|i| {
+                let span = dl[i] * (k[i] - 1) + 1;
+                let avail = size[i] as i64 + 2 * pd[i] - span;
+                let mut o = if ceil {
+                    (avail + st[i] - 1) / st[i] + 1
+                } else {
+                    avail / st[i] + 1
+                };
+                if ceil && (o - 1) * st[i] >= size[i] as i64 + pd[i] {
+                    o -= 1;
+                }
+                o as usize
+            })
+            .collect()
+    });
     let ku: Vec<usize> = k.iter().map(|&v| v as usize).collect();
     let wins = (0..numel(&out))
         .map(|f| {
@@ -62,6 +65,16 @@ fn windows(
 }
 
 fn pool(s: &Sample, max: bool, n: usize) -> (RefTensor, RefTensor, bool) {
+    pool_to(s, max, n, None)
+}
+
+/// `pool` with the number of windows per dim given (`_max_pool2d`) instead of computed.
+fn pool_to(
+    s: &Sample,
+    max: bool,
+    n: usize,
+    given: Option<Vec<usize>>,
+) -> (RefTensor, RefTensor, bool) {
     let x0 = input(s, 0);
     let kernel = s.ints("kernel_size").expect("kernel_size");
     let (x, batched) = as_batched(x0, n);
@@ -77,7 +90,7 @@ fn pool(s: &Sample, max: bool, n: usize) -> (RefTensor, RefTensor, bool) {
     let divisor = s.opt_int("divisor_override").flatten();
     let (b, c) = (x.shape[0], x.shape[1]);
     let size = x.shape[2..].to_vec();
-    let (out, wins) = windows(&size, &k, &st, &pd, &dl, ceil);
+    let (out, wins) = windows(&size, &k, &st, &pd, &dl, ceil, given);
     let mut shape = vec![b, c];
     shape.extend(&out);
     let mut vals = Vec::new();
@@ -127,6 +140,13 @@ pub fn max_pool2d(s: &Sample) -> Vec<RefTensor> {
 pub fn max_pool2d_with_indices(s: &Sample) -> Vec<RefTensor> {
     let (v, i, batched) = pool(s, true, 2);
     vec![unbatch(v, batched), unbatch(i, batched)]
+}
+
+/// `_max_pool2d`: the max over each of the `output_size` windows, as `max_pool2d_with_indices`.
+pub fn max_pool2d_kernel(s: &Sample) -> Vec<RefTensor> {
+    let out = s.ints("output_size").expect("output_size");
+    let (v, i, _) = pool_to(s, true, 2, Some(out.iter().map(|&o| o as usize).collect()));
+    vec![v, i]
 }
 
 pub fn avg_pool1d(s: &Sample) -> Vec<RefTensor> {

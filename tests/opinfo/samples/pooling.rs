@@ -102,6 +102,102 @@ pub fn max_pool2d_errors() -> Vec<ErrorSample> {
     )]
 }
 
+/// `_max_pool2d`'s arguments, every list written out.
+fn kernel_args(
+    s: Sample,
+    k: [i64; 2],
+    st: [i64; 2],
+    p: [i64; 2],
+    d: [i64; 2],
+    out: [i64; 2],
+) -> Sample {
+    s.arg("kernel_size", ints(&k))
+        .arg("stride", ints(&st))
+        .arg("padding", ints(&p))
+        .arg("dilation", ints(&d))
+        .arg("output_size", ints(&out))
+}
+
+/// `_max_pool2d`: overlapping windows (one element the maximum of two), a `ceil_mode`
+/// overhang, padding with dilation, the small CNN's 2×2 pool, an empty batch.
+pub fn max_pool2d_kernel(dtype: DType) -> Vec<Sample> {
+    let x = |s: &[usize], seed| super::distinct(s, dtype, seed);
+    vec![
+        kernel_args(
+            Sample::new(
+                "[2,3,6,7] k (3,2) stride (2,1) pad (1,0)",
+                vec![x(&[2, 3, 6, 7], 11)],
+            ),
+            [3, 2],
+            [2, 1],
+            [1, 0],
+            [1, 1],
+            [3, 6],
+        ),
+        kernel_args(
+            Sample::new(
+                "[1,2,5,5] k 2 ceil_mode overhang",
+                vec![x(&[1, 2, 5, 5], 12)],
+            ),
+            [2, 2],
+            [2, 2],
+            [0, 0],
+            [1, 1],
+            [3, 3],
+        ),
+        kernel_args(
+            Sample::new(
+                "[1,2,7,7] k 3 stride 2 pad 1 dilation 2",
+                vec![x(&[1, 2, 7, 7], 13)],
+            ),
+            [3, 3],
+            [2, 2],
+            [1, 1],
+            [2, 2],
+            [3, 3],
+        ),
+        kernel_args(
+            Sample::new("[2,4,8,8] k 2 stride 2", vec![x(&[2, 4, 8, 8], 14)]),
+            [2, 2],
+            [2, 2],
+            [0, 0],
+            [1, 1],
+            [4, 4],
+        ),
+        kernel_args(
+            Sample::new("[0,2,4,4] empty batch", vec![x(&[0, 2, 4, 4], 15)]),
+            [2, 2],
+            [2, 2],
+            [0, 0],
+            [1, 1],
+            [2, 2],
+        )
+        .edge(),
+    ]
+}
+
+pub fn max_pool2d_kernel_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![
+        err(
+            kernel_args(Sample::new("unbatched input", vec![vals(&[2, 4, 4], f, 130)]), [2, 2], [2, 2], [0, 0], [1, 1], [2, 2]),
+            ErrorKind::Shape, "_max_pool2d: expected a batched input [B, C, H, W], but got [2, 4, 4]",
+        ),
+        err(
+            kernel_args(Sample::new("a window past the input", vec![vals(&[1, 1, 4, 4], f, 131)]), [2, 2], [2, 2], [0, 0], [1, 1], [3, 2]),
+            ErrorKind::Shape, "_max_pool2d: output_size [3, 2] does not fit the input [1, 1, 4, 4]",
+        ),
+        err(
+            kernel_args(Sample::new("pad 2 for kernel 3", vec![vals(&[1, 1, 6, 6], f, 132)]), [3, 3], [1, 1], [2, 0], [1, 1], [8, 4]),
+            ErrorKind::Value, "pad should be at most half of effective kernel size, but got pad=2, kernel_size=3 and dilation=1",
+        ),
+        err(
+            kernel_args(Sample::new("zero stride", vec![vals(&[1, 1, 4, 4], f, 133)]), [2, 2], [0, 1], [0, 0], [1, 1], [2, 3]),
+            ErrorKind::Value, "_max_pool2d: kernel_size, stride and dilation must be positive",
+        ),
+    ]
+}
+
 pub fn avg_pool1d(dtype: DType) -> Vec<Sample> {
     let x = |s: &[usize], seed| vals(s, dtype, seed);
     vec![

@@ -1,5 +1,5 @@
-//! Adaptive max pooling on CUDA (kernels/cuda/pool.cu.j2), one thread per output cell; the
-//! shapes were checked by the CPU module's meta function.
+//! Max pooling on CUDA (kernels/cuda/pool.cu.j2), one thread per output cell; the shapes
+//! were checked by the CPU module's meta function.
 
 use super::{gpu_of, grid, operand_with};
 use crate::backends::cuda::launchers::pool as kernels;
@@ -44,6 +44,58 @@ pub fn adaptive_max_pool2d(
     // elements, and every window lies inside the H × W plane.
     unsafe {
         kernels::adaptive_max_pool2d(&gpu, op, self_.dtype(), grid(n), &v, &ix, &x, oh, ow, nn)
+    }?;
+    Ok(())
+}
+
+/// `_max_pool2d` on CUDA.
+#[allow(clippy::too_many_arguments)]
+pub fn max_pool2d(
+    op: &str,
+    self_: &Tensor,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    output_size: &[i64],
+    values: &Tensor,
+    indices: &Tensor,
+) -> Result<()> {
+    let n = values.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let gpu = gpu_of(op, self_)?;
+    let x = operand_with(op, self_, self_.layout())?;
+    let v = operand_with(op, values, values.layout())?;
+    let ix = operand_with(op, indices, indices.layout())?;
+    let (k, s, p, d, o) = (kernel_size, stride, padding, dilation, output_size);
+    // SAFETY: matches `max_pool2d_<T>(KilnTensor values, KilnTensor indices, KilnTensor in,
+    // long long kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, n)`; the meta function checked that
+    // `in` is `[B, C, H, W]`, every parameter positive (padding non-negative) and every
+    // window's first tap inside the plane's rows and columns or past them, and the outputs
+    // are fresh `[B, C, oh, ow]` tensors of `n` elements; reads stay in `[0, H) × [0, W)`.
+    unsafe {
+        kernels::max_pool2d(
+            &gpu,
+            op,
+            self_.dtype(),
+            grid(n),
+            &v,
+            &ix,
+            &x,
+            k[0],
+            k[1],
+            s[0],
+            s[1],
+            p[0],
+            p[1],
+            d[0],
+            d[1],
+            o[0],
+            o[1],
+            n as i64,
+        )
     }?;
     Ok(())
 }
