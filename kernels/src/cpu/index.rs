@@ -112,6 +112,15 @@ pub fn index_select<T: Element>(
         return Ok(());
     }
     let fill = |(oi, dst): (usize, &mut [T])| {
+        if inner == 1 {
+            // Single elements (the last dim, a flip): a `memcpy` call each costs more than
+            // the move.
+            let src = &x[oi * n..(oi + 1) * n];
+            for (d, &i) in dst.iter_mut().zip(rows.iter()) {
+                *d = src[i];
+            }
+            return;
+        }
         for (r, &i) in rows.iter().enumerate() {
             let from = (oi * n + i) * inner;
             dst[r * inner..(r + 1) * inner].copy_from_slice(&x[from..from + inner]);

@@ -1,7 +1,7 @@
 //! Gradients of `_conv_forward` (a batched convolution with one group).
 
 use crate::ops::backward::i64s;
-use crate::{Result, Tensor};
+use crate::{DType, Result, Tensor};
 
 type Grads3 = (Option<Tensor>, Option<Tensor>, Option<Tensor>);
 
@@ -41,9 +41,15 @@ pub fn conv_forward_grads(
     let dx = if mask[0] {
         let back_pad: Vec<i64> = (0..n).map(|i| dl[i] * (k[i] - 1) - pd[i]).collect();
         if st.iter().all(|&s| s == 1) && back_pad.iter().all(|&p| p >= 0) {
+            // Flipping every kernel dim reverses the flattened kernel: one gather of the
+            // contiguous weight, then a transposed view (the kernel packs it anyway).
+            let kk: i64 = k.iter().product();
+            let rev = Tensor::arange_on(kk - 1, -1, -1, DType::I64, weight.device())?;
             let flipped = weight
-                .transpose(0, 1)?
-                .flip(&(2..n as i64 + 2).collect::<Vec<_>>())?;
+                .reshape([o, -1, kk])?
+                .index_select(2, &rev)?
+                .reshape(i64s(weight.shape()))?
+                .transpose(0, 1)?;
             Some(crate::_conv_forward(
                 grad,
                 &flipped,

@@ -303,8 +303,18 @@ fn gather_row(g: &Geometry, x: Images<'_>, l: usize, runs: &[Run], row: &mut [f3
         let sw = g.stride[2] as isize;
         let start = (run.ow * g.stride[2] + kw * g.dilation[2]) as isize - g.padding[2] as isize;
         let len = run.len as isize;
-        let lo = (((-start).max(0) + sw - 1) / sw).min(len) as usize;
-        let hi = ((g.size[2] as isize - start + sw - 1) / sw).clamp(lo as isize, len) as usize;
+        // Stride 1 (most layers) without the divisions, which cost more than a short run.
+        let (lo, hi) = if sw == 1 {
+            let lo = (-start).clamp(0, len);
+            (
+                lo as usize,
+                (g.size[2] as isize - start).clamp(lo, len) as usize,
+            )
+        } else {
+            let lo = (((-start).max(0) + sw - 1) / sw).min(len);
+            let hi = (g.size[2] as isize - start + sw - 1) / sw;
+            (lo as usize, hi.clamp(lo, len) as usize)
+        };
         out[..lo].fill(0.0);
         if hi > lo {
             let from = r + (start + lo as isize * sw) as usize * x.ss[2];
