@@ -4,7 +4,7 @@
 //! `floor(i·n/out) .. ceil((i+1)·n/out)`, so windows may overlap by one.
 
 use crate::cpu::shape::{contiguous_out, row_major};
-use crate::parallel::{fan_out, par_chunks_mut2};
+use crate::parallel::{fan_out, par_chunks_mut2, Chunks2Fn};
 use crate::KernelError;
 use crate::{Arith, Dst, Element, KResult, Src};
 
@@ -43,6 +43,30 @@ fn planes(op: &str, sizes: &[usize], output_size: &[i64]) -> KResult<(Vec<usize>
     shape.extend(output_size.iter().map(|&o| o as usize));
     let count = sizes[..lead].iter().product();
     Ok((shape, [count, h, w]))
+}
+
+/// Runs `pool(p, values, indices)` for each plane `p` of the outputs (`cells` each), planes
+/// split over the pool when the planes' `work` (elements read each) adds up.
+fn each_plane<T: Element>(
+    v: &mut [T],
+    ix: &mut [i64],
+    cells: usize,
+    work: usize,
+    pool: Chunks2Fn<'_, T, i64>,
+) {
+    let count = v.len() / cells;
+    let per = (TASK_WORK / work.max(1)).max(1);
+    if fan_out(count > 1 && count * work >= TASK_WORK) {
+        par_chunks_mut2(v, ix, per * cells, &|t, vs, is| {
+            for (q, (vc, ic)) in vs.chunks_mut(cells).zip(is.chunks_mut(cells)).enumerate() {
+                pool(t * per + q, vc, ic);
+            }
+        });
+    } else {
+        for (p, (vc, ic)) in v.chunks_mut(cells).zip(ix.chunks_mut(cells)).enumerate() {
+            pool(p, vc, ic);
+        }
+    }
 }
 
 pub fn adaptive_max_pool2d_meta(self_: &[usize], output_size: &[i64]) -> KResult<Vec<Vec<usize>>> {
@@ -100,18 +124,7 @@ pub fn adaptive_max_pool2d<T: Element>(
             }
         }
     };
-    let per = (TASK_WORK / plane.max(1)).max(1);
-    if fan_out(count > 1 && count * plane >= TASK_WORK) {
-        par_chunks_mut2(v, ix, per * cells, &|t, vs, is| {
-            for (q, (vc, ic)) in vs.chunks_mut(cells).zip(is.chunks_mut(cells)).enumerate() {
-                pool(t * per + q, vc, ic);
-            }
-        });
-    } else {
-        for (p, (vc, ic)) in v.chunks_mut(cells).zip(ix.chunks_mut(cells)).enumerate() {
-            pool(p, vc, ic);
-        }
-    }
+    each_plane(v, ix, cells, plane, &pool);
     Ok(())
 }
 
@@ -282,14 +295,16 @@ pub fn max_pool2d<T: Element>(
     let cols: Vec<(usize, usize)> = (0..rx.out).map(|j| rx.taps(j)).collect();
     let reach = (rx.k - 1) * rx.d;
     let inner_lo = rx.p.div_ceil(rx.s).min(rx.out);
-    let inner_hi = if w + rx.p > reach {
+    // (Kernels of more than 2^16 taps, absurd but legal, scan window by window.)
+    let inner_hi = if w + rx.p > reach && ry.k.saturating_mul(rx.k) <= 1 << 16 {
         ((w - 1 + rx.p - reach) / rx.s + 1).clamp(inner_lo, rx.out)
     } else {
         inner_lo
     };
     let lowest = T::Compute::from_f64(f64::NEG_INFINITY);
     // Tap `ta · kw + tb`'s offset from its window's first tap, for the inner columns' indices.
-    let offsets: Vec<usize> = (0..ry.k * rx.k)
+    let taps = if inner_hi > inner_lo { ry.k * rx.k } else { 0 };
+    let offsets: Vec<usize> = (0..taps)
         .map(|t| (t / rx.k) * ry.d * w + (t % rx.k) * rx.d)
         .collect();
     let pool = |p: usize, vs: &mut [T], is: &mut [i64]| {
@@ -376,18 +391,6 @@ pub fn max_pool2d<T: Element>(
             }
         }
     };
-    let work = cells * ry.k * rx.k;
-    let per = (TASK_WORK / work.max(1)).max(1);
-    if fan_out(count > 1 && count * work >= TASK_WORK) {
-        par_chunks_mut2(v, ix, per * cells, &|t, vs, is| {
-            for (q, (vc, ic)) in vs.chunks_mut(cells).zip(is.chunks_mut(cells)).enumerate() {
-                pool(t * per + q, vc, ic);
-            }
-        });
-    } else {
-        for (p, (vc, ic)) in v.chunks_mut(cells).zip(ix.chunks_mut(cells)).enumerate() {
-            pool(p, vc, ic);
-        }
-    }
+    each_plane(v, ix, cells, cells * ry.k * rx.k, &pool);
     Ok(())
 }
