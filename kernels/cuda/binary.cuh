@@ -19,6 +19,7 @@ template <typename T> __device__ inline T clamp(T x, kiln_opt<T> lo, kiln_opt<T>
 }
 template <typename T> __device__ inline T where_cond(bool condition, T a, T b) { return condition ? a : b; }
 template <typename T> __device__ inline T masked_fill(T x, bool mask, T value) { return mask ? value : x; }
+template <typename T> __device__ inline T threshold_backward(T grad, T x, T threshold) { return x <= threshold ? (T)0 : grad; }
 __device__ inline float atan2(float a, float b) { return ::atan2f(a, b); }
 __device__ inline double atan2(double a, double b) { return ::atan2(a, b); }
 __device__ inline float hypot(float a, float b) { return ::hypotf(a, b); }

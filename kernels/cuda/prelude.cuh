@@ -149,3 +149,92 @@ template <typename T> __device__ inline T kiln_ipow(T base, T e) {
 __device__ inline float kiln_pow_any(float a, float b) { return kiln_pow(a, b); }
 __device__ inline double kiln_pow_any(double a, double b) { return kiln_pow(a, b); }
 template <typename T> __device__ inline T kiln_pow_any(T a, T b) { return kiln_ipow(a, b); }
+
+// ---- atomics for every dtype ----
+// Native atomicAdd covers float, double, int and long long; every other (dtype, operation)
+// pair is a compare-and-swap loop on the element (4 and 8 bytes) or on the aligned 32-bit
+// word holding it (1 and 2 bytes: bool, u8, i8, i16, f16, bf16), leaving the word's other
+// bytes as they are. Values combine in the compute type (float for f16/bf16) and are rounded
+// back to the storage type, as the CPU kernels do per step. The loops compare raw bits, so
+// a NaN never makes them spin.
+
+// The raw bits of a value as another type of the same size.
+template <typename To, typename From> __device__ inline To kiln_bitcast(From x) {
+  union { From f; To t; } u;
+  u.f = x;
+  return u.t;
+}
+
+// The operations: `f(current, value)` in compute type A. Max and min propagate NaN from
+// either side, like the CPU kernels.
+struct kiln_op_add { template <typename A> __device__ static A f(A a, A b) { return (A)(a + b); } };
+struct kiln_op_mul { template <typename A> __device__ static A f(A a, A b) { return (A)(a * b); } };
+struct kiln_op_max {
+  template <typename A> __device__ static A f(A a, A b) { return (kiln_isnan(a) || !(kiln_isnan(b) || b > a)) ? a : b; }
+};
+struct kiln_op_min {
+  template <typename A> __device__ static A f(A a, A b) { return (kiln_isnan(a) || !(kiln_isnan(b) || b < a)) ? a : b; }
+};
+
+// `cur` combined with `v` by Op, rounded to T.
+template <typename Op, typename T> __device__ inline T kiln_apply(T cur, T v) {
+  return kiln_narrow_t<T>::go(Op::f(kiln_widen(cur), kiln_widen(v)));
+}
+
+// The unsigned integer types of 1, 2, 4 and 8 bytes.
+template <int N> struct kiln_uint;
+template <> struct kiln_uint<1> { typedef unsigned char type; };
+template <> struct kiln_uint<2> { typedef unsigned short type; };
+template <> struct kiln_uint<4> { typedef unsigned int type; };
+template <> struct kiln_uint<8> { typedef unsigned long long type; };
+
+template <typename T, int N = sizeof(T)> struct kiln_cas {
+  // 1- and 2-byte types: CAS on the aligned 32-bit word that holds the element. kiln's
+  // CUDA blocks start 256-byte aligned and span whole 512-byte units (src/backends/cuda/alloc.rs),
+  // so that word always lies inside the element's block.
+  template <typename Op> __device__ static void apply(T* p, T v) {
+    typedef typename kiln_uint<N>::type U;
+    unsigned long long addr = (unsigned long long)p;
+    unsigned int* w = (unsigned int*)(addr & ~3ull);
+    unsigned int shift = (unsigned int)(addr & 3ull) * 8u;
+    unsigned int mask = (unsigned int)(U)~(U)0 << shift;
+    unsigned int old = *w, assumed;
+    do {
+      assumed = old;
+      T cur = kiln_bitcast<T>((U)((assumed & mask) >> shift));
+      unsigned int bits = (unsigned int)kiln_bitcast<U>(kiln_apply<Op>(cur, v));
+      old = atomicCAS(w, assumed, (assumed & ~mask) | ((bits << shift) & mask));
+    } while (old != assumed);
+  }
+};
+template <typename T> struct kiln_cas<T, 4> {
+  template <typename Op> __device__ static void apply(T* p, T v) {
+    unsigned int* w = (unsigned int*)p;
+    unsigned int old = *w, assumed;
+    do {
+      assumed = old;
+      old = atomicCAS(w, assumed, kiln_bitcast<unsigned int>(kiln_apply<Op>(kiln_bitcast<T>(assumed), v)));
+    } while (old != assumed);
+  }
+};
+template <typename T> struct kiln_cas<T, 8> {
+  template <typename Op> __device__ static void apply(T* p, T v) {
+    unsigned long long* w = (unsigned long long*)p;
+    unsigned long long old = *w, assumed;
+    do {
+      assumed = old;
+      old = atomicCAS(w, assumed, kiln_bitcast<unsigned long long>(kiln_apply<Op>(kiln_bitcast<T>(assumed), v)));
+    } while (old != assumed);
+  }
+};
+
+template <typename T> __device__ inline void kiln_atomic_add(T* p, T v) { kiln_cas<T>::template apply<kiln_op_add>(p, v); }
+__device__ inline void kiln_atomic_add(float* p, float v) { atomicAdd(p, v); }
+__device__ inline void kiln_atomic_add(double* p, double v) { atomicAdd(p, v); }
+__device__ inline void kiln_atomic_add(int* p, int v) { atomicAdd(p, v); }
+__device__ inline void kiln_atomic_add(long long* p, long long v) {
+  atomicAdd((unsigned long long*)p, (unsigned long long)v);  // two's complement wraps alike
+}
+template <typename T> __device__ inline void kiln_atomic_mul(T* p, T v) { kiln_cas<T>::template apply<kiln_op_mul>(p, v); }
+template <typename T> __device__ inline void kiln_atomic_max(T* p, T v) { kiln_cas<T>::template apply<kiln_op_max>(p, v); }
+template <typename T> __device__ inline void kiln_atomic_min(T* p, T v) { kiln_cas<T>::template apply<kiln_op_min>(p, v); }

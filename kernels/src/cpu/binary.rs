@@ -162,6 +162,17 @@ pub fn masked_fill<T>(x: T, mask: bool, value: T) -> T {
     }
 }
 
+/// `threshold_backward`: the gradient where `x > threshold`, else 0; `x <= threshold` is
+/// false for a NaN, so a NaN lets the gradient through, as in PyTorch.
+#[inline(always)]
+pub fn threshold_backward<T: Arith>(grad: T, x: T, threshold: T) -> T {
+    if x <= threshold {
+        T::zero()
+    } else {
+        grad
+    }
+}
+
 /// Exponentiation for compute types.
 pub trait Pow {
     /// `self ** e`.

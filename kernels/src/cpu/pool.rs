@@ -4,9 +4,11 @@
 //! `floor(i·n/out) .. ceil((i+1)·n/out)`, so windows may overlap by one.
 
 use crate::cpu::shape::{contiguous_out, row_major};
-use crate::parallel::{fan_out, par_chunks_mut2, Chunks2Fn};
+use crate::parallel::{fan_out, par_chunks_mut, par_chunks_mut2, Chunks2Fn};
 use crate::KernelError;
 use crate::{Arith, Dst, Element, KResult, Src};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicI64};
 
 /// Planes per parallel task are chosen so a task reads at least this many elements.
 const TASK_WORK: usize = 1 << 14;
@@ -392,5 +394,104 @@ pub fn max_pool2d<T: Element>(
         }
     };
     each_plane(v, ix, cells, cells * ry.k * rx.k, &pool);
+    Ok(())
+}
+
+/// `_max_pool2d_backward`'s shapes: `grad_output` and `indices` are the same `[B, C, oh, ow]`,
+/// the input gradient is `[B, C, *input_size]`.
+pub fn max_pool2d_backward_meta(
+    grad_output: &[usize],
+    indices: &[usize],
+    input_size: &[i64],
+) -> KResult<Vec<Vec<usize>>> {
+    const OP: &str = "_max_pool2d_backward";
+    if grad_output.len() != 4 || indices != grad_output {
+        return Err(KernelError::shape(format!(
+            "{OP}: expected grad_output and indices of one batched shape [B, C, oh, ow], but got grad_output {grad_output:?} and indices {indices:?}"
+        )));
+    }
+    if input_size.len() != 2 || input_size.iter().any(|&s| s <= 0) {
+        return Err(KernelError::value(format!(
+            "{OP}: input_size must be two positive sizes [H, W], but got {input_size:?}"
+        )));
+    }
+    let mut shape = grad_output[..2].to_vec();
+    shape.extend(input_size.iter().map(|&s| s as usize));
+    Ok(vec![shape])
+}
+
+/// `_max_pool2d_backward`: each plane of the input gradient is zeroed, then every output
+/// cell's gradient is added at the flat `H × W` index its maximum came from (overlapping
+/// windows may pick one element more than once). One pass per plane, planes in parallel.
+pub fn max_pool2d_backward<T: Element>(
+    grad_output: Src<'_, T>,
+    indices: Src<'_, i64>,
+    input_size: &[i64],
+    mut out: Dst<'_, T>,
+) -> KResult<()> {
+    let sizes = &grad_output.layout.sizes;
+    max_pool2d_backward_meta(sizes, &indices.layout.sizes, input_size)?;
+    let plane = (input_size[0] * input_size[1]) as usize;
+    let cells = sizes[2] * sizes[3];
+    let o = contiguous_out(&mut out)?;
+    if o.is_empty() {
+        return Ok(());
+    }
+    let g = row_major(&grad_output);
+    let ix = row_major(&indices);
+    // The first bad index seen (a flag and the value, as no sentinel is out of range).
+    let (bad, bad_at) = (AtomicBool::new(false), AtomicI64::new(0));
+    // Half types add in their compute type (f32), rounded once per element; f32 and f64
+    // add in place.
+    let in_place = std::any::TypeId::of::<T>() == std::any::TypeId::of::<T::Compute>();
+    let report = |i: i64| {
+        if !bad.swap(true, Relaxed) {
+            bad_at.store(i, Relaxed);
+        }
+    };
+    let scatter = |p: usize, dst: &mut [T]| {
+        let (gs, is) = (&g[p * cells..][..cells], &ix[p * cells..][..cells]);
+        if in_place {
+            dst.fill(T::down(T::Compute::zero()));
+            for (&v, &i) in gs.iter().zip(is) {
+                match usize::try_from(i).ok().and_then(|i| dst.get_mut(i)) {
+                    Some(slot) => *slot = T::down(slot.up().add(v.up())),
+                    None => report(i),
+                }
+            }
+        } else {
+            let mut acc = vec![T::Compute::zero(); plane];
+            for (&v, &i) in gs.iter().zip(is) {
+                match usize::try_from(i).ok().and_then(|i| acc.get_mut(i)) {
+                    Some(slot) => *slot = slot.add(v.up()),
+                    None => report(i),
+                }
+            }
+            for (o, &a) in dst.iter_mut().zip(&acc) {
+                *o = T::down(a);
+            }
+        }
+    };
+    let count = o.len() / plane;
+    let per = (TASK_WORK / (plane + cells)).max(1);
+    if fan_out(count > 1 && count * (plane + cells) >= TASK_WORK) {
+        par_chunks_mut(o, per * plane, &|t, chunk| {
+            for (q, dst) in chunk.chunks_mut(plane).enumerate() {
+                scatter(t * per + q, dst);
+            }
+        });
+    } else {
+        for (p, dst) in o.chunks_mut(plane).enumerate() {
+            scatter(p, dst);
+        }
+    }
+    if bad.into_inner() {
+        return Err(KernelError::index(format!(
+            "_max_pool2d_backward: index {} is out of bounds for an input plane of {} x {} = {plane} elements",
+            bad_at.into_inner(),
+            input_size[0],
+            input_size[1]
+        )));
+    }
     Ok(())
 }

@@ -188,6 +188,55 @@ fn adjacent_reduced_block(layout: &Layout, mask: &[bool]) -> Option<(usize, usiz
     ))
 }
 
+/// For a contiguous input whose kept dims are adjacent with reduced dims on both sides
+/// (a conv bias gradient: `[B, C, H, W]` summed over 0, 2 and 3), the `[before, kept,
+/// after]` split of its shape.
+fn kept_block(layout: &Layout, mask: &[bool]) -> Option<(usize, usize, usize)> {
+    let first = mask.iter().position(|&m| !m)?;
+    let last = mask.iter().rposition(|&m| !m)?;
+    if first == 0
+        || last + 1 == mask.len()
+        || !layout.is_contiguous()
+        || layout.numel() == 0
+        || mask[first..=last].iter().any(|&m| m)
+    {
+        return None;
+    }
+    let s = &layout.sizes;
+    Some((
+        s[..first].iter().product(),
+        s[first..=last].iter().product(),
+        s[last + 1..].iter().product(),
+    ))
+}
+
+/// Sums `[before, kept, after]` (contiguous) over its first and last dims into `o`
+/// (`[kept]`) without reordering it: each contiguous `after` run is summed pairwise (runs in
+/// parallel), then the `before` partial sums of each kept element are added pairwise.
+fn sum_outer_inner<T: Element>(x: &[T], before: usize, after: usize, o: &mut [T]) {
+    let mut partial = vec![<T::Compute as Arith>::zero(); before * o.len()];
+    map_groups(x, after, &mut partial, |run| pairwise_sum(run));
+    let kept = o.len();
+    let mut acc = vec![<T::Compute as Arith>::zero(); kept];
+    compute_column_sum(&partial, before, kept, &mut acc);
+    o.iter_mut().zip(&acc).for_each(|(d, &a)| *d = T::down(a));
+}
+
+/// [`column_sum`] over values already in a compute type: `rows` rows of `x` into `acc`.
+fn compute_column_sum<C: Arith>(x: &[C], rows: usize, stride: usize, acc: &mut [C]) {
+    if rows <= 32 {
+        for row in x.chunks(stride).take(rows) {
+            acc.iter_mut().zip(row).for_each(|(a, &v)| *a = a.add(v));
+        }
+        return;
+    }
+    let half = rows / 2;
+    compute_column_sum(x, half, stride, acc);
+    let mut rest = vec![C::zero(); acc.len()];
+    compute_column_sum(&x[half * stride..], rows - half, stride, &mut rest);
+    acc.iter_mut().zip(&rest).for_each(|(a, &b)| *a = a.add(b));
+}
+
 /// Adds `rows` rows of `x` (row `k` is `x[k * stride..][..acc.len()]`) into `acc`, halving
 /// the rows recursively so the rounding error grows like `log rows`, as in [`pairwise_sum`].
 fn column_sum<T: Element>(x: &[T], rows: usize, stride: usize, acc: &mut [T::Compute]) {
@@ -265,6 +314,18 @@ fn sum_masked<T: Element>(src: Src<'_, T>, mask: &[bool], mut out: Dst<'_, T>) -
         if inner > 1 && r > 1 && o.len() == outer * inner {
             let start = src.layout.offset;
             sum_middle(&src.data[start..start + outer * r * inner], r, inner, o);
+            return Ok(());
+        }
+    }
+    if let Some((before, kept, after)) = kept_block(src.layout, mask) {
+        if o.len() == kept {
+            let start = src.layout.offset;
+            sum_outer_inner(
+                &src.data[start..start + before * kept * after],
+                before,
+                after,
+                o,
+            );
             return Ok(());
         }
     }

@@ -42,13 +42,6 @@ pub fn log_softmax_double_backward_output(
     s.mul(&output.exp()?)?.mul(grad)?.neg()
 }
 
-/// Backward of `relu`: the gradient, zeroed where the output is `<= 0` (PyTorch's
-/// `threshold_backward`: a NaN output passes the gradient, and an infinite gradient at a
-/// clamped position gives 0, not NaN).
-pub fn threshold_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
-    grad.masked_fill(&result.le_scalar(0)?, 0)
-}
-
 /// Backward of `sigmoid`: `grad * y * (1 - y)`.
 pub fn sigmoid_backward(grad: &Tensor, result: &Tensor) -> Result<Tensor> {
     grad.mul(&result.mul(&result.neg()?.add_scalar(1)?)?)

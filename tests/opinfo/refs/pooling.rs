@@ -149,6 +149,24 @@ pub fn max_pool2d_kernel(s: &Sample) -> Vec<RefTensor> {
     vec![v, i]
 }
 
+/// Each plane of zeros gets every cell's gradient added at the cell's index.
+pub fn max_pool2d_backward(s: &Sample) -> Vec<RefTensor> {
+    let (g, ix) = (input(s, 0), input(s, 1));
+    let hw = s.ints("input_size").expect("input_size");
+    let (planes, cells) = (g.shape[0] * g.shape[1], g.shape[2] * g.shape[3]);
+    let plane = (hw[0] * hw[1]) as usize;
+    let mut data = vec![0.0; planes * plane];
+    for p in 0..planes {
+        for c in 0..cells {
+            data[p * plane + ix.data[p * cells + c] as usize] += g.data[p * cells + c];
+        }
+    }
+    vec![tensor(
+        vec![g.shape[0], g.shape[1], hw[0] as usize, hw[1] as usize],
+        data,
+    )]
+}
+
 pub fn avg_pool1d(s: &Sample) -> Vec<RefTensor> {
     let (v, _, batched) = pool(s, false, 1);
     vec![unbatch(v, batched)]

@@ -1,7 +1,9 @@
 //! Samples for pointwise binary ops (add, sub, mul, div, maximum, comparisons, pow) and the
 //! pointwise ops taking a Scalar or a condition (add.Scalar ..., clamp, where, masked_fill).
 
-use super::{err, float, int, make, mask, mismatched_pair, nonzero, ties, vals, BROADCAST_ERROR};
+use super::{
+    err, float, int, make, mask, mismatched_pair, nonzero, quarters, ties, vals, BROADCAST_ERROR,
+};
 use crate::harness::{Arg, ErrorSample, Sample};
 use kiln::{DType, ErrorKind, Scalar, Tensor};
 
@@ -411,6 +413,54 @@ pub fn where_cond_errors() -> Vec<ErrorSample> {
 
 /// masked_fill(self, mask, value): a bool mask broadcastable to self; the value is a float
 /// for float tensors (plus an int value once), an int for integers, `True` for bool.
+/// `threshold_backward`: `self` on a grid of quarters, so some elements sit exactly on the
+/// threshold (their gradient is dropped).
+pub fn threshold_backward(dtype: DType) -> Vec<Sample> {
+    let t = |g: &[usize], x: &[usize], s: u64| vec![vals(g, dtype, s), quarters(x, dtype, s + 1)];
+    let at = |v: f64| {
+        if dtype.is_floating_point() {
+            float(v)
+        } else {
+            int(v as i64)
+        }
+    };
+    vec![
+        Sample::new("[3,4] threshold 0", t(&[3, 4], &[3, 4], 1)).arg("threshold", at(0.0)),
+        Sample::new("[2,3,4] threshold 0.5", t(&[2, 3, 4], &[2, 3, 4], 3))
+            .arg("threshold", at(0.5)),
+        Sample::new("self [4] broadcast to [3,4]", t(&[3, 4], &[4], 5)).arg("threshold", at(-1.0)),
+        Sample::new("0-d", t(&[], &[], 7))
+            .arg("threshold", at(0.0))
+            .edge(),
+        Sample::new("empty [0,3]", t(&[0, 3], &[0, 3], 9))
+            .arg("threshold", at(0.0))
+            .edge(),
+    ]
+}
+
+pub fn threshold_backward_errors() -> Vec<ErrorSample> {
+    vec![
+        err(
+            Sample::new("shapes do not broadcast", mismatched_pair(DType::F32))
+                .arg("threshold", float(0.0)),
+            ErrorKind::Shape,
+            BROADCAST_ERROR,
+        ),
+        err(
+            Sample::new(
+                "bool",
+                vec![
+                    make(&[3], DType::Bool, 0.0, 2.0, 120),
+                    make(&[3], DType::Bool, 0.0, 2.0, 121),
+                ],
+            )
+            .arg("threshold", Arg::Scalar(Scalar::Bool(false))),
+            ErrorKind::DType,
+            "\"threshold_backward\" not implemented for 'Bool'",
+        ),
+    ]
+}
+
 pub fn masked_fill(dtype: DType) -> Vec<Sample> {
     let value = match dtype {
         d if d.is_floating_point() => float(-1.5),

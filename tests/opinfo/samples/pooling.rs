@@ -1,6 +1,6 @@
 //! Samples for max, average and adaptive pooling.
 
-use super::{err, index, ints, vals};
+use super::{err, index, ints, quarters, rand_index, vals};
 use crate::harness::{Arg, ErrorSample, Sample};
 use kiln::{DType, ErrorKind, Tensor};
 
@@ -194,6 +194,59 @@ pub fn max_pool2d_kernel_errors() -> Vec<ErrorSample> {
         err(
             kernel_args(Sample::new("zero stride", vec![vals(&[1, 1, 4, 4], f, 133)]), [2, 2], [0, 1], [0, 0], [1, 1], [2, 3]),
             ErrorKind::Value, "_max_pool2d: kernel_size, stride and dilation must be positive",
+        ),
+    ]
+}
+
+/// `_max_pool2d_backward`: random indices into the plane, so several cells of a plane may
+/// pick one element (overlapping windows) and must add up there.
+pub fn max_pool2d_backward(dtype: DType) -> Vec<Sample> {
+    // Quarters: a GPU's atomic adds round every step, and these sums are exact.
+    let g = |s: &[usize], seed| quarters(s, dtype, seed);
+    let case = |name: &str, cells: &[usize], plane: [i64; 2], seed: u64| {
+        Sample::new(
+            name,
+            vec![
+                g(cells, seed),
+                rand_index(cells, plane[0] * plane[1], seed + 1),
+            ],
+        )
+        .arg("input_size", ints(&plane))
+    };
+    vec![
+        case("[2,3,3,4] into 6x7", &[2, 3, 3, 4], [6, 7], 1),
+        case(
+            "[1,2,4,4] into 3x3 (many collisions)",
+            &[1, 2, 4, 4],
+            [3, 3],
+            3,
+        ),
+        case("[2,4,8,8] into 16x16", &[2, 4, 8, 8], [16, 16], 5),
+        case("[0,2,2,2] empty batch", &[0, 2, 2, 2], [4, 4], 7).edge(),
+    ]
+}
+
+pub fn max_pool2d_backward_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    let case = |name: &str, g: &[usize], ix: Tensor, plane: &[i64]| {
+        Sample::new(name, vec![vals(g, f, 140), ix]).arg("input_size", ints(plane))
+    };
+    vec![
+        err(
+            case("index past the plane", &[1, 1, 2, 2], index(&[0, 3, 16, 1], &[1, 1, 2, 2]), &[4, 4]),
+            ErrorKind::Index, "_max_pool2d_backward: index 16 is out of bounds for an input plane of 4 x 4 = 16 elements",
+        ),
+        err(
+            case("negative index", &[1, 1, 1, 2], index(&[-1, 0], &[1, 1, 1, 2]), &[2, 2]),
+            ErrorKind::Index, "_max_pool2d_backward: index -1 is out of bounds",
+        ),
+        err(
+            case("indices of another shape", &[1, 1, 2, 2], index(&[0, 1, 2], &[1, 1, 1, 3]), &[4, 4]),
+            ErrorKind::Shape, "_max_pool2d_backward: expected grad_output and indices of one batched shape [B, C, oh, ow], but got grad_output [1, 1, 2, 2] and indices [1, 1, 1, 3]",
+        ),
+        err(
+            case("empty input_size", &[1, 1, 1, 1], index(&[0], &[1, 1, 1, 1]), &[0, 4]),
+            ErrorKind::Value, "_max_pool2d_backward: input_size must be two positive sizes [H, W], but got [0, 4]",
         ),
     ]
 }

@@ -370,6 +370,12 @@ pub fn reduce_dim(dtype: DType) -> Vec<Sample> {
         Sample::new("[2,3,4] dims [0,2]", vec![x(&[2, 3, 4], 3)])
             .arg("dim", ints(&[0, 2]))
             .arg("keepdim", kd(false)),
+        Sample::new(
+            "[40,3,5,6] dims [0,2,3] (a conv bias gradient)",
+            vec![x(&[40, 3, 5, 6], 12)],
+        )
+        .arg("dim", ints(&[0, 2, 3]))
+        .arg("keepdim", kd(false)),
         Sample::new("[2,3,4] dim [-1] keepdim", vec![x(&[2, 3, 4], 4)])
             .arg("dim", ints(&[-1]))
             .arg("keepdim", kd(true)),

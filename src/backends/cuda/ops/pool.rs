@@ -3,7 +3,7 @@
 
 use super::{gpu_of, grid, operand_with};
 use crate::backends::cuda::launchers::pool as kernels;
-use crate::{Layout, Result, Tensor};
+use crate::{Error, Layout, Result, Tensor};
 
 /// `t`'s layout as `[B, C, H, W]`: an unbatched image gets a size-1 batch.
 fn image_layout(t: &Tensor) -> Layout {
@@ -94,6 +94,56 @@ pub fn max_pool2d(
             d[1],
             o[0],
             o[1],
+            n as i64,
+        )
+    }?;
+    Ok(())
+}
+
+/// `_max_pool2d_backward` on CUDA: the output is a fresh (so zeroed) `[B, C, H, W]`
+/// tensor; indices are range-checked on the host first, as the indexing ops do.
+pub fn max_pool2d_backward(
+    op: &str,
+    grad_output: &Tensor,
+    indices: &Tensor,
+    input_size: &[i64],
+    out: &Tensor,
+) -> Result<()> {
+    let n = grad_output.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let plane = (input_size[0] * input_size[1]) as usize;
+    if let Some(i) = indices
+        .to_vec::<i64>()?
+        .into_iter()
+        .find(|&i| usize::try_from(i).map_or(true, |u| u >= plane))
+    {
+        return Err(Error::index(
+            op,
+            format!(
+                "index {i} is out of bounds for an input plane of {} x {} = {plane} elements",
+                input_size[0], input_size[1]
+            ),
+        ));
+    }
+    let gpu = gpu_of(op, grad_output)?;
+    let g = operand_with(op, grad_output, grad_output.layout())?;
+    let ix = operand_with(op, indices, indices.layout())?;
+    let o = operand_with(op, out, out.layout())?;
+    // SAFETY: matches `max_pool2d_backward_<T>(KilnTensor grad_in, KilnTensor grad,
+    // KilnTensor indices, long long n)`; the meta function checked that `grad` and `indices`
+    // are `[B, C, oh, ow]` of `n` elements and `out` is a fresh contiguous zeroed
+    // `[B, C, H, W]`, and every index was just checked to lie in `0 .. H·W`.
+    unsafe {
+        kernels::max_pool2d_backward(
+            &gpu,
+            op,
+            grad_output.dtype(),
+            grid(n),
+            &o,
+            &g,
+            &ix,
             n as i64,
         )
     }?;
