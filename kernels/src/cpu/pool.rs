@@ -361,8 +361,10 @@ pub fn max_pool2d<T: Element>(
             for ta in 0..nr {
                 for tb in 0..rx.k {
                     let start = (r0 + ta * ry.d) * w + inner_lo * rx.s - rx.p + tb * rx.d;
-                    for (r, v) in row.iter_mut().zip(src[start..].iter().step_by(rx.s)) {
-                        *r = v.up();
+                    match rx.s {
+                        1 => gather_lanes::<T, 1>(&src[start..], 1, &mut row),
+                        2 => gather_lanes::<T, 2>(&src[start..], 2, &mut row),
+                        step => gather_lanes::<T, 0>(&src[start..], step, &mut row),
                     }
                     let t = (ta * rx.k + tb) as u32;
                     if t == 0 {
@@ -395,6 +397,21 @@ pub fn max_pool2d<T: Element>(
     };
     each_plane(v, ix, cells, cells * ry.k * rx.k, &pool);
     Ok(())
+}
+
+/// `row[j] = src[j · step]` for every lane `j`, widened. `S` is the step when it is known
+/// at compile time (1 and 2, the common pooling strides: LLVM then vectorises the loads,
+/// de-interleaving a stride of 2), else 0 and `step` is read at run time.
+#[inline(always)]
+fn gather_lanes<T: Element, const S: usize>(src: &[T], step: usize, row: &mut [T::Compute]) {
+    let s = if S == 0 { step } else { S };
+    let Some(last) = row.len().checked_sub(1) else {
+        return;
+    };
+    // `last + 1` chunks, the last one of a single element: no bounds check per lane.
+    for (r, c) in row.iter_mut().zip(src[..last * s + 1].chunks(s)) {
+        *r = c[0].up();
+    }
 }
 
 /// `_max_pool2d_backward`'s shapes: `grad_output` and `indices` are the same `[B, C, oh, ow]`,

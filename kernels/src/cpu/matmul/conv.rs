@@ -171,11 +171,10 @@ fn column_block(
     let (ck, q) = (g.channels * g.kernel_len(), g.block_len());
     let o = out.1 / (g.batch * q);
     let panels = cols.count.div_ceil(NR);
-    let mut row = [0f32; MAX_NCB];
     for l0 in (0..ck).step_by(KC) {
         let kcw = KC.min(ck - l0);
         let bp = &mut bpack[..panels * kcw * NR];
-        pack_columns(g, x, l0, kcw, cols, bp, &mut row);
+        pack_columns(g, x, l0, kcw, cols, bp);
         let ap = &apack[apanels * MR * l0..][..apanels * kcw * MR];
         // Micro-panels of the weight in groups of `MC_PANELS` (a group's k block in L2),
         // each group against every panel of columns (one panel in L1).
@@ -233,29 +232,30 @@ struct Run {
 /// columns side by side), in the kernel's panel layout: column `qi` (from `cols.first`) of
 /// row `li` (from `l0`) at
 /// `dst[(qi / NR) * kcw * NR + li * NR + qi % NR]`; a ragged last panel's extra columns zero.
-/// `row` (at least `ncols` rounded up to `NR`) is scratch: each row of the block is gathered
-/// there (runs of the image, zeros in the padding), then spread over the panels 16 at a time.
-#[allow(clippy::too_many_arguments)]
-fn pack_columns(
-    g: &Geometry,
-    x: Images<'_>,
-    l0: usize,
-    kcw: usize,
-    cols: Cols,
-    dst: &mut [f32],
-    row: &mut [f32],
-) {
+/// Each run is written straight into the panels, split where it crosses one (a small image's
+/// rows are often exactly one panel wide).
+fn pack_columns(g: &Geometry, x: Images<'_>, l0: usize, kcw: usize, cols: Cols, dst: &mut [f32]) {
     let ncols = cols.count;
     let panels = ncols.div_ceil(NR);
     debug_assert_eq!(dst.len(), panels * kcw * NR);
-    let row = &mut row[..panels * NR];
-    row[ncols..].fill(0.0);
     let mut runs = [Run::default(); MAX_NCB];
     let runs = block_runs(g, cols, &mut runs);
+    let ragged = ncols % NR;
     for li in 0..kcw {
-        gather_row(g, x, l0 + li, runs, row);
-        for (p, vals) in row.chunks_exact(NR).enumerate() {
-            dst[p * kcw * NR + li * NR..][..NR].copy_from_slice(vals);
+        let tap = Tap::of(g, l0 + li);
+        for run in runs {
+            let span = tap.span(g, x, run);
+            let mut t = 0;
+            while t < run.len {
+                let q = run.qi + t;
+                let seg = (NR - q % NR).min(run.len - t);
+                let out = &mut dst[(q / NR) * kcw * NR + li * NR + q % NR..][..seg];
+                span.write(x.data, t, out);
+                t += seg;
+            }
+        }
+        if ragged != 0 {
+            dst[(panels - 1) * kcw * NR + li * NR + ragged..][..NR - ragged].fill(0.0);
         }
     }
 }
@@ -284,24 +284,57 @@ fn block_runs<'r>(g: &Geometry, cols: Cols, runs: &'r mut [Run; MAX_NCB]) -> &'r
     &runs[..n]
 }
 
-/// Row `l` of the im2col matrix over the columns the `runs` cover: `row[run.qi ..]` holds
-/// the image's values under kernel offset `l % K` of channel `l / K` (0 in the padding).
-fn gather_row(g: &Geometry, x: Images<'_>, l: usize, runs: &[Run], row: &mut [f32]) {
-    let [_, k1, k2] = g.kernel;
-    let (c, kk) = (l / g.kernel_len(), l % g.kernel_len());
-    let (kd, kh, kw) = (kk / (k1 * k2), (kk / k2) % k1, kk % k2);
-    let unit_w = g.stride[2] == 1 && x.ss[2] == 1;
-    for run in runs {
-        let out = &mut row[run.qi..run.qi + run.len];
-        let (Some(i), Some(j)) = (g.source(0, run.od, kd), g.source(1, run.oh, kh)) else {
-            out.fill(0.0);
-            continue;
+/// Row `l` of the im2col matrix: input channel `c` under kernel offset `(kd, kh, kw)`.
+#[derive(Clone, Copy)]
+struct Tap {
+    c: usize,
+    kd: usize,
+    kh: usize,
+    kw: usize,
+}
+
+/// Where a run of an im2col row reads: its columns `lo .. hi` take
+/// `data[from + (t - lo) * step]` for column `t` (`step` 0 for a broadcast row), the others
+/// lie in the padding and are 0.
+#[derive(Clone, Copy)]
+struct Span {
+    lo: usize,
+    hi: usize,
+    from: usize,
+    step: usize,
+}
+
+impl Tap {
+    fn of(g: &Geometry, l: usize) -> Tap {
+        let [_, k1, k2] = g.kernel;
+        let (c, kk) = (l / g.kernel_len(), l % g.kernel_len());
+        Tap {
+            c,
+            kd: kk / (k1 * k2),
+            kh: (kk / k2) % k1,
+            kw: kk % k2,
+        }
+    }
+
+    /// This row's [`Span`] over `run`. Inlined: it runs once per row and run, and a small
+    /// image's runs are short.
+    #[inline(always)]
+    fn span(&self, g: &Geometry, x: Images<'_>, run: &Run) -> Span {
+        let (Some(i), Some(j)) = (g.source(0, run.od, self.kd), g.source(1, run.oh, self.kh))
+        else {
+            return Span {
+                lo: 0,
+                hi: 0,
+                from: 0,
+                step: 0,
+            };
         };
-        let r = x.offset + run.b * x.sb + c * x.sc + i * x.ss[0] + j * x.ss[1];
+        let r = x.offset + run.b * x.sb + self.c * x.sc + i * x.ss[0] + j * x.ss[1];
         // Input column of output column `ow + t`: `start + t * sw`; in the image for `t`
         // in `lo .. hi`, padding outside.
         let sw = g.stride[2] as isize;
-        let start = (run.ow * g.stride[2] + kw * g.dilation[2]) as isize - g.padding[2] as isize;
+        let start =
+            (run.ow * g.stride[2] + self.kw * g.dilation[2]) as isize - g.padding[2] as isize;
         let len = run.len as isize;
         // Stride 1 (most layers) without the divisions, which cost more than a short run.
         let (lo, hi) = if sw == 1 {
@@ -315,23 +348,56 @@ fn gather_row(g: &Geometry, x: Images<'_>, l: usize, runs: &[Run], row: &mut [f3
             let hi = (g.size[2] as isize - start + sw - 1) / sw;
             (lo as usize, hi.clamp(lo, len) as usize)
         };
+        if hi == lo {
+            return Span {
+                lo: 0,
+                hi: 0,
+                from: 0,
+                step: 0,
+            };
+        }
+        Span {
+            lo,
+            hi,
+            from: r + (start + lo as isize * sw) as usize * x.ss[2],
+            step: g.stride[2] * x.ss[2],
+        }
+    }
+}
+
+impl Span {
+    /// Columns `t0 .. t0 + out.len()` of the run into `out`.
+    #[inline(always)]
+    fn write(&self, data: &[f32], t0: usize, out: &mut [f32]) {
+        let n = out.len();
+        let lo = self.lo.clamp(t0, t0 + n) - t0;
+        let hi = self.hi.clamp(t0 + lo, t0 + n) - t0;
         out[..lo].fill(0.0);
         if hi > lo {
-            let from = r + (start + lo as isize * sw) as usize * x.ss[2];
-            if unit_w {
-                out[lo..hi].copy_from_slice(&x.data[from..from + (hi - lo)]);
-            } else if x.ss[2] == 0 {
-                // A broadcast (stride-0) row: one value.
-                out[lo..hi].fill(x.data[from]);
-            } else {
-                let step = g.stride[2] * x.ss[2];
-                let src = &x.data[from..=from + (hi - lo - 1) * step];
-                for (v, &s) in out[lo..hi].iter_mut().zip(src.iter().step_by(step)) {
-                    *v = s;
+            let from = self.from + (t0 + lo - self.lo) * self.step;
+            let dst = &mut out[lo..hi];
+            match self.step {
+                1 => dst.copy_from_slice(&data[from..from + (hi - lo)]),
+                0 => dst.fill(data[from]),
+                step => {
+                    let src = &data[from..=from + (hi - lo - 1) * step];
+                    for (v, &s) in dst.iter_mut().zip(src.iter().step_by(step)) {
+                        *v = s;
+                    }
                 }
             }
         }
         out[hi..].fill(0.0);
+    }
+}
+
+/// Row `l` of the im2col matrix over the columns the `runs` cover: `row[run.qi ..]` holds
+/// the image's values under kernel offset `l % K` of channel `l / K` (0 in the padding).
+fn gather_row(g: &Geometry, x: Images<'_>, l: usize, runs: &[Run], row: &mut [f32]) {
+    let tap = Tap::of(g, l);
+    for run in runs {
+        tap.span(g, x, run)
+            .write(x.data, 0, &mut row[run.qi..run.qi + run.len]);
     }
 }
 
