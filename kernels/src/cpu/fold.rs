@@ -367,6 +367,22 @@ pub fn col2im<T: Element>(
     }
     let plane = g.kernel_len() * g.block_len();
     let [_, h, w] = g.size;
+    let (bw, sw) = (g.blocks[2], g.stride[2]);
+    // Per kernel column `kw`: the input column of output column `ow` is
+    // `ow * sw + shift[kw]`, inside the image for `ow` in `cols_in[kw]`.
+    let shift: Vec<isize> = (0..g.kernel[2])
+        .map(|kw| (kw * g.dilation[2]) as isize - g.padding[2] as isize)
+        .collect();
+    let cols_in: Vec<(usize, usize)> = shift
+        .iter()
+        .map(|&off| {
+            let lo = if off >= 0 { 0 } else { (-off) as usize }
+                .div_ceil(sw)
+                .min(bw);
+            let hi = (w as isize - off).max(0) as usize;
+            (lo, hi.div_ceil(sw).min(bw))
+        })
+        .collect();
     let add = |bc: usize, chunk: &mut [T]| {
         let mut acc = vec![<T::Compute as Arith>::zero(); image];
         let src = &cols[bc * plane..(bc + 1) * plane];
@@ -377,15 +393,29 @@ pub fn col2im<T: Element>(
                     for od in 0..g.blocks[0] {
                         let id = g.source(0, od, kd);
                         for oh in 0..g.blocks[1] {
-                            let row = match (id, g.source(1, oh, kh)) {
-                                (Some(i), Some(j)) => Some((i * h + j) * w),
-                                _ => None,
+                            let srow = &src[r..r + bw];
+                            r += bw;
+                            let (Some(i), Some(j)) = (id, g.source(1, oh, kh)) else {
+                                continue;
                             };
-                            for ow in 0..g.blocks[2] {
-                                if let (Some(p), Some(k)) = (row, g.source(2, ow, kw)) {
-                                    acc[p + k] = acc[p + k].add(src[r].up());
+                            // Columns `lo .. hi` land in the image, at `first + t * sw`.
+                            let (lo, hi) = cols_in[kw];
+                            if lo >= hi {
+                                continue;
+                            }
+                            let first =
+                                (i * h + j) * w + (lo as isize * sw as isize + shift[kw]) as usize;
+                            if sw == 1 {
+                                // Contiguous: a loop LLVM vectorises.
+                                let dst = &mut acc[first..first + (hi - lo)];
+                                for (a, v) in dst.iter_mut().zip(&srow[lo..hi]) {
+                                    *a = a.add(v.up());
                                 }
-                                r += 1;
+                            } else {
+                                for (t, v) in srow[lo..hi].iter().enumerate() {
+                                    let a = &mut acc[first + t * sw];
+                                    *a = a.add(v.up());
+                                }
                             }
                         }
                     }

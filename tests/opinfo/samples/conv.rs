@@ -125,6 +125,21 @@ pub fn col2im(dtype: DType) -> Vec<Sample> {
             ),
             &[5, 6],
         ),
+        // 3x8 image, k 2x3 dil (1,3) pad (1,3) stride (1,3): blocks 4 x 3; the outer
+        // kernel columns' taps fall off the left or right edge for some blocks.
+        with(
+            geometry(
+                Sample::new(
+                    "[1,6,12] -> [1,1,3,8] wide dilation",
+                    vec![x(&[1, 6, 12], 5)],
+                ),
+                &[2, 3],
+                &[1, 3],
+                &[1, 3],
+                &[1, 3],
+            ),
+            &[3, 8],
+        ),
         // 1-d: 7 long, k 3 pad 1 stride 2: 4 blocks.
         with(
             geometry(
