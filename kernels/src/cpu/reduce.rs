@@ -172,12 +172,15 @@ fn pairwise_sum<T: Element>(xs: &[T]) -> T::Compute {
     }
 }
 
-/// For a contiguous input whose reduced dims are adjacent, the `[outer, reduced, inner]`
-/// split of its shape; such an input can be summed in place, row by row.
-fn adjacent_reduced_block(layout: &Layout, mask: &[bool]) -> Option<(usize, usize, usize)> {
-    let first = mask.iter().position(|&m| m)?;
-    let last = mask.iter().rposition(|&m| m)?;
-    if !layout.is_contiguous() || layout.numel() == 0 || !mask[first..=last].iter().all(|&m| m) {
+/// For a contiguous, non-empty input whose dims with `mask[d] == which` are adjacent, the
+/// `[before, block, after]` split of its shape around them.
+fn split_around(layout: &Layout, mask: &[bool], which: bool) -> Option<(usize, usize, usize)> {
+    let first = mask.iter().position(|&m| m == which)?;
+    let last = mask.iter().rposition(|&m| m == which)?;
+    if !layout.is_contiguous()
+        || layout.numel() == 0
+        || mask[first..=last].iter().any(|&m| m != which)
+    {
         return None;
     }
     let s = &layout.sizes;
@@ -188,26 +191,20 @@ fn adjacent_reduced_block(layout: &Layout, mask: &[bool]) -> Option<(usize, usiz
     ))
 }
 
+/// For a contiguous input whose reduced dims are adjacent, the `[outer, reduced, inner]`
+/// split of its shape; such an input can be summed in place, row by row.
+fn adjacent_reduced_block(layout: &Layout, mask: &[bool]) -> Option<(usize, usize, usize)> {
+    split_around(layout, mask, true)
+}
+
 /// For a contiguous input whose kept dims are adjacent with reduced dims on both sides
 /// (a conv bias gradient: `[B, C, H, W]` summed over 0, 2 and 3), the `[before, kept,
 /// after]` split of its shape.
 fn kept_block(layout: &Layout, mask: &[bool]) -> Option<(usize, usize, usize)> {
-    let first = mask.iter().position(|&m| !m)?;
-    let last = mask.iter().rposition(|&m| !m)?;
-    if first == 0
-        || last + 1 == mask.len()
-        || !layout.is_contiguous()
-        || layout.numel() == 0
-        || mask[first..=last].iter().any(|&m| m)
-    {
+    if !(mask.first()? & mask.last()?) {
         return None;
     }
-    let s = &layout.sizes;
-    Some((
-        s[..first].iter().product(),
-        s[first..=last].iter().product(),
-        s[last + 1..].iter().product(),
-    ))
+    split_around(layout, mask, false)
 }
 
 /// Sums `[before, kept, after]` (contiguous) over its first and last dims into `o`
