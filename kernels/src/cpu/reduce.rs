@@ -219,38 +219,39 @@ fn sum_outer_inner<T: Element>(x: &[T], before: usize, after: usize, o: &mut [T]
     o.iter_mut().zip(&acc).for_each(|(d, &a)| *d = T::down(a));
 }
 
-/// [`column_sum`] over values already in a compute type: `rows` rows of `x` into `acc`.
-fn compute_column_sum<C: Arith>(x: &[C], rows: usize, stride: usize, acc: &mut [C]) {
-    if rows <= 32 {
-        for row in x.chunks(stride).take(rows) {
-            acc.iter_mut().zip(row).for_each(|(a, &v)| *a = a.add(v));
-        }
-        return;
-    }
-    let half = rows / 2;
-    compute_column_sum(x, half, stride, acc);
-    let mut rest = vec![C::zero(); acc.len()];
-    compute_column_sum(&x[half * stride..], rows - half, stride, &mut rest);
-    acc.iter_mut().zip(&rest).for_each(|(a, &b)| *a = a.add(b));
-}
-
 /// Adds `rows` rows of `x` (row `k` is `x[k * stride..][..acc.len()]`) into `acc`, halving
 /// the rows recursively so the rounding error grows like `log rows`, as in [`pairwise_sum`].
 fn column_sum<T: Element>(x: &[T], rows: usize, stride: usize, acc: &mut [T::Compute]) {
+    column_sum_by(x, rows, stride, acc, |v: T| v.up());
+}
+
+/// [`column_sum`] over values already in a compute type.
+fn compute_column_sum<C: Arith>(x: &[C], rows: usize, stride: usize, acc: &mut [C]) {
+    column_sum_by(x, rows, stride, acc, |v: C| v);
+}
+
+/// The pairwise column sum both share, each value widened by `up` first.
+fn column_sum_by<X: Copy, C: Arith>(
+    x: &[X],
+    rows: usize,
+    stride: usize,
+    acc: &mut [C],
+    up: impl Fn(X) -> C + Copy,
+) {
     const LEAF_ROWS: usize = 32;
     if rows <= LEAF_ROWS {
         let width = acc.len();
         for k in 0..rows {
             for (a, &v) in acc.iter_mut().zip(&x[k * stride..k * stride + width]) {
-                *a = a.add(v.up());
+                *a = a.add(up(v));
             }
         }
         return;
     }
     let half = rows / 2;
-    column_sum(x, half, stride, acc);
-    let mut rest = vec![<T::Compute as Arith>::zero(); acc.len()];
-    column_sum(&x[half * stride..], rows - half, stride, &mut rest);
+    column_sum_by(x, half, stride, acc, up);
+    let mut rest = vec![C::zero(); acc.len()];
+    column_sum_by(&x[half * stride..], rows - half, stride, &mut rest, up);
     acc.iter_mut().zip(&rest).for_each(|(a, &b)| *a = a.add(b));
 }
 

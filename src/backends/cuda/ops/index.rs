@@ -26,7 +26,7 @@ fn operand(op: &str, t: &Tensor) -> Result<KilnTensor> {
 }
 
 /// Fails with `err(i)` on the first index outside `0..size`.
-fn check(index: &Tensor, size: usize, err: impl Fn(i64) -> String) -> Result<()> {
+pub(super) fn check(index: &Tensor, size: usize, err: impl Fn(i64) -> String) -> Result<()> {
     let bad = index
         .to_vec::<i64>()?
         .into_iter()
@@ -41,7 +41,7 @@ fn check(index: &Tensor, size: usize, err: impl Fn(i64) -> String) -> Result<()>
     }
 }
 
-fn with_op(op: &str, r: Result<()>) -> Result<()> {
+pub(super) fn with_op(op: &str, r: Result<()>) -> Result<()> {
     r.map_err(|e| match e {
         Error::Op { op: o, kind, msg } if o.is_empty() => Error::new(kind, op, msg),
         other => other,

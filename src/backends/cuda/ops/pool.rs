@@ -1,9 +1,10 @@
 //! Max pooling on CUDA (kernels/cuda/pool.cu.j2), one thread per output cell; the shapes
 //! were checked by the CPU module's meta function.
 
+use super::index::{check, with_op};
 use super::{gpu_of, grid, operand_with};
 use crate::backends::cuda::launchers::pool as kernels;
-use crate::{Error, Layout, Result, Tensor};
+use crate::{Layout, Result, Tensor};
 
 /// `t`'s layout as `[B, C, H, W]`: an unbatched image gets a size-1 batch.
 fn image_layout(t: &Tensor) -> Layout {
@@ -114,19 +115,13 @@ pub fn max_pool2d_backward(
         return Ok(());
     }
     let plane = (input_size[0] * input_size[1]) as usize;
-    if let Some(i) = indices
-        .to_vec::<i64>()?
-        .into_iter()
-        .find(|&i| usize::try_from(i).map_or(true, |u| u >= plane))
-    {
-        return Err(Error::index(
-            op,
-            format!(
-                "index {i} is out of bounds for an input plane of {} x {} = {plane} elements",
-                input_size[0], input_size[1]
-            ),
-        ));
-    }
+    let (h, w) = (input_size[0], input_size[1]);
+    with_op(
+        op,
+        check(indices, plane, |i| {
+            format!("index {i} is out of bounds for an input plane of {h} x {w} = {plane} elements")
+        }),
+    )?;
     let gpu = gpu_of(op, grad_output)?;
     let g = operand_with(op, grad_output, grad_output.layout())?;
     let ix = operand_with(op, indices, indices.layout())?;
