@@ -27,6 +27,7 @@ fn tests() -> Vec<Test> {
     let mut all = Vec::new();
     all.extend(collectives::TESTS.iter().copied());
     all.extend(sync_bn::TESTS.iter().copied());
+    all.extend(ddp::DEVICE_TESTS.iter().copied());
     all.extend(ddp::TESTS.iter().copied());
     all.extend(checkpoint::TESTS.iter().copied());
     all
@@ -36,7 +37,9 @@ fn main() {
     if harness::under_mpirun() {
         std::process::exit(rank_main());
     }
-    harness::launch("mpi", "KILN_MPI_NP", &[2, 4]);
+    if !harness::launch("mpi", "KILN_MPI_NP", &[2, 4], &[]) {
+        std::process::exit(1);
+    }
 }
 
 fn rank_main() -> i32 {

@@ -5,7 +5,10 @@
 //! without starting MPI; the GPU tests are then reported as skipped. With a GPU, this binary
 //! launches itself under `mpirun -np 1` (`KILN_NCCL_NP=1,2` picks world sizes; each rank
 //! takes GPU `local rank % device count`), and every rank runs every collective on CUDA
-//! tensors against a CPU reference. Filter by name like the MPI tests:
+//! tensors against a CPU reference. Then it launches 2 ranks sharing the GPU(s) over the
+//! *MPI* backend (`KILN_NCCL_MPI_NP` picks other sizes), which stages CUDA tensors through
+//! host memory: the same collectives, and DDP training on CUDA against a one-process CPU
+//! reference (`mpi/ddp.rs`'s `DEVICE_TESTS`). Filter by name like the MPI tests:
 //! `... --test nccl -- all_reduce`.
 
 #[path = "nccl/collectives.rs"]
@@ -13,20 +16,50 @@ mod collectives;
 #[path = "mpi/common.rs"]
 #[allow(dead_code)]
 mod common;
+#[path = "mpi/ddp.rs"]
+#[allow(dead_code)]
+mod ddp;
 #[path = "mpi/harness.rs"]
 mod harness;
 
 use harness::Test;
 use kiln_distributed as dist;
 
+/// Set in the ranks of the MPI-backend run.
+const MPI_RUN: &str = "KILN_NCCL_TEST_MPI_BACKEND";
+
 fn main() {
     if harness::under_mpirun() {
-        std::process::exit(rank_main());
+        let code = if std::env::var_os(MPI_RUN).is_some() {
+            mpi_rank_main()
+        } else {
+            rank_main()
+        };
+        std::process::exit(code);
     }
     if kiln_core::cuda::device_count() == 0 {
         std::process::exit(without_gpu());
     }
-    harness::launch("nccl", "KILN_NCCL_NP", &[1]);
+    let nccl = harness::launch("nccl", "KILN_NCCL_NP", &[1], &[]);
+    // NCCL wants a GPU per rank; MPI does not, so 2 ranks share one GPU here.
+    let mpi = harness::launch(
+        "mpi backend, CUDA tensors",
+        "KILN_NCCL_MPI_NP",
+        &[2],
+        &[(MPI_RUN, "1")],
+    );
+    std::process::exit(i32::from(!(nccl && mpi)));
+}
+
+/// The tests of the MPI-backend run: every collective but NCCL's own errors, and DDP.
+fn mpi_tests() -> Vec<Test> {
+    let mut all: Vec<Test> = collectives::TESTS
+        .iter()
+        .copied()
+        .filter(|(name, _)| !name.starts_with("nccl_"))
+        .collect();
+    all.extend(ddp::DEVICE_TESTS.iter().copied());
+    all
 }
 
 /// The check that runs everywhere: no GPU means a clear error, and MPI left untouched.
@@ -60,8 +93,9 @@ fn without_gpu() -> i32 {
         );
     }
     println!(
-        "nccl: SKIPPED the {} GPU tests: this machine has no CUDA GPU (on a GPU machine: scripts/nccl-gpu-check here, then scripts/nccl-gpu-run there)",
-        collectives::TESTS.len()
+        "nccl: SKIPPED the {} NCCL and {} MPI-backend GPU tests: this machine has no CUDA GPU (on a GPU machine: scripts/nccl-gpu-check here, then scripts/nccl-gpu-run there)",
+        collectives::TESTS.len(),
+        mpi_tests().len()
     );
     i32::from(!failures.is_empty())
 }
@@ -87,8 +121,32 @@ fn rank_main() -> i32 {
         dist::all_reduce(&t, dist::ReduceOp::Sum)?;
         t.to_device(kiln_core::Device::Cpu)?.item::<i64>()
     });
+    finish("nccl", passed, failed, agreed)
+}
+
+/// A rank of the MPI-backend run: CUDA tensors over MPI, on GPU `local rank % device count`.
+fn mpi_rank_main() -> i32 {
+    let opts = dist::InitOptions::new(dist::Backend::Mpi).timeout(common::TIMEOUT);
+    if let Err(e) = dist::init_process_group_with(opts) {
+        eprintln!("init_process_group(Mpi) failed: {e}");
+        return 1;
+    }
+    ddp::DEVICE
+        .set(collectives::device())
+        .expect("the DDP tests' device is set once");
+    let (rank, size) = common::ctx();
+    let (passed, failed) = harness::run(&mpi_tests(), rank, size);
+    let total = kiln_core::Tensor::from([failed as i64]);
+    let agreed = dist::all_reduce(&total, dist::ReduceOp::Sum).and_then(|_| total.item::<i64>());
+    finish("mpi backend, CUDA tensors", passed, failed, agreed)
+}
+
+/// Prints the verdict every rank agreed on (a failed agreement counts as a failure) and
+/// tears the group down; the exit code.
+fn finish(label: &str, passed: usize, failed: usize, agreed: kiln_core::Result<i64>) -> i32 {
+    let (rank, size) = common::ctx();
     let code = harness::verdict(
-        "nccl",
+        label,
         rank,
         size,
         passed,

@@ -5,22 +5,15 @@
 //! a bound with room, yet far below any error of logic (a missed or doubled gradient).
 
 use crate::common::fail;
-use kiln_core::{no_grad, DType, Result, Tensor};
+use kiln_core::{no_grad, DType, Device, Result, Tensor};
 use kiln_distributed::{self as dist, DdpOptions, DistributedDataParallel};
 use kiln_nn::{BatchNorm1d, BatchNormOptions, Forward, Linear, Module};
 use kiln_optim::{Adam, AdamOptions, Optimizer, SGDOptions, SGD};
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
+/// The tests that run on the CPU only (the MPI binary runs `DEVICE_TESTS` too).
 pub const TESTS: &[crate::Test] = &[
-    (
-        "ddp_sgd_momentum_matches_one_process_on_the_whole_batch",
-        ddp_sgd_momentum_matches_one_process_on_the_whole_batch,
-    ),
-    (
-        "ddp_adam_matches_one_process_on_the_whole_batch",
-        ddp_adam_matches_one_process_on_the_whole_batch,
-    ),
     (
         "ddp_construction_makes_every_rank_equal_to_rank_0",
         ddp_construction_makes_every_rank_equal_to_rank_0,
@@ -28,10 +21,6 @@ pub const TESTS: &[crate::Test] = &[
     (
         "ddp_broadcasts_rank_0_buffers_before_forward",
         ddp_broadcasts_rank_0_buffers_before_forward,
-    ),
-    (
-        "ddp_no_sync_micro_batches_then_a_synced_one_equal_the_large_batch",
-        ddp_no_sync_micro_batches_then_a_synced_one_equal_the_large_batch,
     ),
     (
         "ddp_find_unused_parameters_trains_a_model_with_unused_branches",
@@ -58,6 +47,50 @@ pub const TESTS: &[crate::Test] = &[
         ddp_bad_input_gives_errors_not_panics,
     ),
 ];
+
+/// The tests that also run with the DDP model and its batches on a GPU (tests/nccl.rs: DDP
+/// over the MPI backend with CUDA tensors); their references stay on the CPU.
+pub const DEVICE_TESTS: &[crate::Test] = &[
+    (
+        "ddp_sgd_momentum_matches_one_process_on_the_whole_batch",
+        ddp_sgd_momentum_matches_one_process_on_the_whole_batch,
+    ),
+    (
+        "ddp_adam_matches_one_process_on_the_whole_batch",
+        ddp_adam_matches_one_process_on_the_whole_batch,
+    ),
+    (
+        "ddp_no_sync_micro_batches_then_a_synced_one_equal_the_large_batch",
+        ddp_no_sync_micro_batches_then_a_synced_one_equal_the_large_batch,
+    ),
+];
+
+/// Where `DEVICE_TESTS` put the DDP model and its batches: the CPU unless a test binary sets
+/// it.
+pub static DEVICE: OnceLock<Device> = OnceLock::new();
+
+fn device() -> Device {
+    DEVICE.get().copied().unwrap_or(Device::Cpu)
+}
+
+/// `m` moved to `device()`.
+fn on_device<M: Module>(mut m: M) -> Result<M> {
+    m.to_device(device())?;
+    Ok(m)
+}
+
+/// `batch` on `device()`.
+fn device_batch(step: usize, rows: Range<usize>) -> Result<(Tensor, Tensor)> {
+    let (x, y) = batch(step, rows)?;
+    Ok((x.to_device(device())?, y.to_device(device())?))
+}
+
+/// `t`'s values as f64, from any device.
+fn values(t: &Tensor) -> Result<Vec<f64>> {
+    t.to_device(Device::Cpu)?
+        .to_dtype(DType::F64)?
+        .to_vec::<f64>()
+}
 
 const SEED: u64 = 1234;
 const IN: usize = 8;
@@ -147,8 +180,7 @@ fn assert_close(what: &str, got: &[Tensor], want: &[Tensor]) -> Result<()> {
         )));
     }
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let g = g.to_dtype(DType::F64)?.to_vec::<f64>()?;
-        let w = w.to_dtype(DType::F64)?.to_vec::<f64>()?;
+        let (g, w) = (values(g)?, values(w)?);
         if g.len() != w.len() {
             return Err(fail(format!(
                 "{what}[{i}]: {} elements, expected {}",
@@ -171,7 +203,7 @@ fn assert_close(what: &str, got: &[Tensor], want: &[Tensor]) -> Result<()> {
 fn flat(ts: &[Tensor]) -> Result<Vec<f64>> {
     let mut v = Vec::new();
     for t in ts {
-        v.extend(t.to_dtype(DType::F64)?.to_vec::<f64>()?);
+        v.extend(values(t)?);
     }
     Ok(v)
 }
@@ -214,13 +246,20 @@ fn train_against_reference<O: Optimizer>(
     let (rank, size) = ctx();
     const GLOBAL: usize = 64;
     // Ranks start apart; construction copies rank 0's (seed SEED) everywhere.
-    let ddp = DistributedDataParallel::new(mlp(SEED + rank as u64)?, options)?;
+    let ddp = DistributedDataParallel::new(on_device(mlp(SEED + rank as u64)?)?, options)?;
+    if let Some(p) = ddp.parameters().iter().find(|p| p.device() != device()) {
+        return Err(fail(format!(
+            "a DDP parameter is on {}, not {}",
+            p.device(),
+            device()
+        )));
+    }
     let reference = mlp(SEED)?;
     let mut opt = make(ddp.parameters())?;
     let mut ref_opt = make(reference.parameters())?;
     let rows = shard(GLOBAL, rank, size)?;
     for step in 0..20 {
-        let (x, y) = batch(step, rows.clone())?;
+        let (x, y) = device_batch(step, rows.clone())?;
         mse(&ddp.forward(&x)?, &y)?.backward()?;
         opt.step()?;
         opt.zero_grad()?;
@@ -383,7 +422,7 @@ fn ddp_no_sync_micro_batches_then_a_synced_one_equal_the_large_batch() -> Result
     let (rank, size) = ctx();
     const GLOBAL: usize = 96;
     let ddp = DistributedDataParallel::new(
-        mlp(SEED)?,
+        on_device(mlp(SEED)?)?,
         DdpOptions::default().bucket_cap_mb(1.0 / 1024.0),
     )?;
     let rows = shard(GLOBAL, rank, size)?;
@@ -395,7 +434,7 @@ fn ddp_no_sync_micro_batches_then_a_synced_one_equal_the_large_batch() -> Result
     {
         let _no_sync = ddp.no_sync();
         for k in 0..2 {
-            let (x, y) = batch(0, part(k))?;
+            let (x, y) = device_batch(0, part(k))?;
             sse_over(&ddp.forward(&x)?, &y, denom)?.backward()?;
             if ddp.buckets_launched() != 0 {
                 return Err(fail("a bucket was all-reduced under no_sync"));
@@ -409,7 +448,7 @@ fn ddp_no_sync_micro_batches_then_a_synced_one_equal_the_large_batch() -> Result
             return Err(fail("gradients were synchronised under no_sync"));
         }
     }
-    let (x, y) = batch(0, part(2))?;
+    let (x, y) = device_batch(0, part(2))?;
     sse_over(&ddp.forward(&x)?, &y, denom)?.backward()?;
     let grads: Vec<Tensor> = ddp
         .parameters()

@@ -21,8 +21,8 @@ pub fn filters() -> Vec<String> {
 }
 
 /// Runs this binary under mpirun for each world size in `$sizes_var` (comma-separated) or
-/// `default`; exits the process with 1 if any run failed.
-pub fn launch(label: &str, sizes_var: &str, default: &[usize]) {
+/// `default`, with the variables `env` set in every rank; false if any run failed.
+pub fn launch(label: &str, sizes_var: &str, default: &[usize], env: &[(&str, &str)]) -> bool {
     let exe = std::env::current_exe().expect("the test binary's path");
     let sizes: Vec<usize> = match std::env::var(sizes_var) {
         Ok(s) => s.split(',').filter_map(|x| x.trim().parse().ok()).collect(),
@@ -31,8 +31,12 @@ pub fn launch(label: &str, sizes_var: &str, default: &[usize]) {
     let mut failed = Vec::new();
     for np in sizes {
         println!("{label}: running the tests on {np} rank(s)");
-        let status = Command::new("mpirun")
-            .args(common::mpirun_args(np))
+        let mut cmd = Command::new("mpirun");
+        cmd.args(common::mpirun_args(np));
+        for (k, v) in env {
+            cmd.env(k, v).args(["-x", k]);
+        }
+        let status = cmd
             .arg(&exe)
             .args(filters())
             .status()
@@ -43,9 +47,10 @@ pub fn launch(label: &str, sizes_var: &str, default: &[usize]) {
     }
     if !failed.is_empty() {
         eprintln!("{label}: the tests failed on {failed:?} ranks");
-        std::process::exit(1);
+        return false;
     }
     println!("{label}: all tests passed");
+    true
 }
 
 /// Runs the tests whose names contain a filter; prints each verdict (rank 0 the passes,

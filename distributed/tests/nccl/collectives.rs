@@ -46,7 +46,7 @@ pub const TESTS: &[crate::Test] = &[
 const SHAPE: [usize; 2] = [3, 4];
 
 /// This rank's GPU, as the engine picks it.
-fn device() -> Device {
+pub fn device() -> Device {
     let local = std::env::var("OMPI_COMM_WORLD_LOCAL_RANK")
         .ok()
         .and_then(|s| s.parse::<usize>().ok())
