@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Prints the last `cargo bench --bench ops` run of benches/peers as kiln / peer ratios.
+"""Prints the last run of benches/peers (`cargo bench --bench ops`, `conv`, `mlp`, and
+`torch_peers.py` for PyTorch) as kiln / peer ratios.
 
-Reads criterion's estimates (target/criterion/<group>/<bench>/new/estimates.json): the median
-of each benchmark, and for every group the ratio of kiln's median to candle's (or to the
-limit measured in the same run).
+Reads criterion's estimates (target/criterion/<group>/<bench>/new/estimates.json, where
+torch_peers.py writes PyTorch's too): the median of each benchmark, and for every group the
+ratio of kiln's median to candle's and to PyTorch's (below 1: kiln is faster).
 """
 import json
 import pathlib
@@ -41,7 +42,9 @@ for group, benches in rows.items():
             extra = f" ({tp['Elements'] / ns:.1f} G/s)"
         line.append(f"{b} {fmt(ns)}{extra}")
     for variant in ("", "/no_grad", "/requires_grad"):
-        k, c = benches.get("kiln" + variant), benches.get("candle" + variant)
-        if k and c:
-            line.append(f"ratio{variant} kiln/candle = {k / c:.3f}")
+        k = benches.get("kiln" + variant)
+        for peer in ("candle", "torch"):
+            p = benches.get(peer + variant)
+            if k and p:
+                line.append(f"ratio{variant} kiln/{peer} = {k / p:.3f}")
     print(" | ".join(line))

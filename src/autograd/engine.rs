@@ -4,38 +4,8 @@
 
 use super::{grad_mode::set_grad_enabled, Edge, Node, OutputMeta};
 use crate::{Error, Result, Tensor};
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
-
-thread_local! {
-    /// Whether the innermost walk running on this thread is a [`grad`] call, which captures
-    /// gradients instead of accumulating them into leaves.
-    static CAPTURING: Cell<bool> = const { Cell::new(false) };
-}
-
-/// True while a node runs inside a [`grad`] walk on this thread (false inside
-/// [`backward`], or outside any walk). A node whose backward runs a walk of its own that
-/// accumulates into leaves (activation checkpointing's recomputation) checks it, since
-/// `grad` must not touch any `.grad`.
-pub fn is_capturing() -> bool {
-    CAPTURING.with(Cell::get)
-}
-
-/// Restores the enclosing walk's [`CAPTURING`] when a walk ends.
-struct CapturingGuard(bool);
-
-impl CapturingGuard {
-    fn set(capturing: bool) -> Self {
-        CapturingGuard(CAPTURING.with(|c| c.replace(capturing)))
-    }
-}
-
-impl Drop for CapturingGuard {
-    fn drop(&mut self) {
-        CAPTURING.with(|c| c.set(self.0));
-    }
-}
 
 type Key = *const ();
 
@@ -134,7 +104,6 @@ fn run(
     let _mode = set_grad_enabled(create_graph);
     // Backward runs each op in the dtypes its forward recorded, never autocast.
     let _autocast = crate::amp::suspend_autocast();
-    let _capturing = CapturingGuard::set(captures.is_some());
 
     // Dependencies: how many edges from reachable nodes point at each node.
     let mut deps: HashMap<Key, usize> = HashMap::new();

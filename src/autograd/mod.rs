@@ -10,6 +10,7 @@ mod grad_mode;
 pub mod gradcheck;
 pub mod node;
 mod saved;
+pub mod saved_hooks;
 mod variable;
 
 pub use engine::{grad, GradOptions};
@@ -19,4 +20,5 @@ pub use grad_mode::{
 pub use gradcheck::{gradcheck, gradgradcheck, GradcheckOptions};
 pub use node::{AccumulateGrad, Edge, Hook, Node, NodeBase, OutputMeta, PostAccumulateHook};
 pub use saved::{InplaceTarget, SavedTensor};
+pub use saved_hooks::{saved_tensors_hooks, Packed, SavedTensorHooks, SavedTensorsHooksGuard};
 pub use variable::HookHandle;

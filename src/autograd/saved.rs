@@ -1,8 +1,10 @@
-//! Tensors a node keeps for its backward formula, checked against in-place modification.
+//! Tensors a node keeps for its backward formula, checked against in-place modification,
+//! or handed to the saved-tensor hooks active when they were saved.
 
-use super::Node;
+use super::saved_hooks::{self, Packed, SavedTensorHooks};
+use super::{Edge, Node};
 use crate::{Error, Result, Tensor};
-use std::sync::{Mutex, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 /// The tensor an in-place op writes, as the op's recording sees it.
 #[derive(Clone, Copy)]
@@ -19,17 +21,51 @@ pub struct InplaceTarget<'a> {
 /// An op's own output is saved without its `grad_fn` (which is the saving node: keeping it
 /// would be a reference cycle) and gets it back, through a weak pointer, when unpacked.
 pub struct SavedTensor {
-    data: Mutex<Option<Tensor>>,
+    data: Mutex<Option<Slot>>,
     version: u64,
     output_of: Option<(Weak<dyn Node>, usize)>,
     name: &'static str,
+}
+
+/// What a saved tensor keeps.
+enum Slot {
+    Tensor(Tensor),
+    /// What the saved-tensor hooks' `pack` returned, the hooks to unpack it with, and where
+    /// the tensor's gradients went (its edge, and whether that is a leaf's accumulator).
+    Packed {
+        packed: Packed,
+        hooks: Arc<dyn SavedTensorHooks>,
+        edge: Option<(Edge, bool)>,
+    },
+}
+
+/// `t` as a slot: handed to the active hooks, if any. `own_output`: `t` is the saving op's
+/// output, whose history is kept apart (`output_of`).
+#[inline]
+fn slot(t: &Tensor, own_output: bool) -> Slot {
+    match saved_hooks::current() {
+        None if own_output => Slot::Tensor(t.detach()),
+        None => Slot::Tensor(t.clone()),
+        Some(hooks) => {
+            let edge = if own_output {
+                None
+            } else {
+                t.gradient_edge().map(|e| (e, t.is_leaf()))
+            };
+            Slot::Packed {
+                packed: saved_hooks::pack(hooks.as_ref(), t),
+                hooks,
+                edge,
+            }
+        }
+    }
 }
 
 impl SavedTensor {
     /// Saves an input of the op.
     pub fn input(t: &Tensor, name: &'static str) -> Self {
         SavedTensor {
-            data: Mutex::new(Some(t.clone())),
+            data: Mutex::new(Some(slot(t, false))),
             version: t.version(),
             output_of: None,
             name,
@@ -50,8 +86,9 @@ impl SavedTensor {
         match target {
             Some(target) if target.tensor.shares_storage_with(t) => {
                 let version = t.version();
+                // Never unpacked (see above), so never handed to hooks either.
                 SavedTensor {
-                    data: Mutex::new(Some(t.detach())),
+                    data: Mutex::new(Some(Slot::Tensor(t.detach()))),
                     version: if target.written {
                         version.saturating_sub(1)
                     } else {
@@ -69,7 +106,7 @@ impl SavedTensor {
     /// be set to is passed as `node`).
     pub fn output(t: &Tensor, node: Weak<dyn Node>, output_nr: usize, name: &'static str) -> Self {
         SavedTensor {
-            data: Mutex::new(Some(t.detach())),
+            data: Mutex::new(Some(slot(t, true))),
             version: t.version(),
             output_of: Some((node, output_nr)),
             name,
@@ -79,30 +116,45 @@ impl SavedTensor {
     /// The saved tensor, or PyTorch's errors when it was freed or modified in place.
     pub fn unpack(&self, node_name: &str) -> Result<Tensor> {
         let guard = self.data.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(t) = guard.as_ref() else {
-            return Err(Error::Autograd(
+        match guard.as_ref() {
+            None => Err(Error::Autograd(
                 "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=true if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.".into(),
-            ));
-        };
-        if t.version() != self.version {
-            return Err(Error::Autograd(format!(
-                "one of the variables needed for gradient computation has been modified by an inplace operation: [{}{:?}] (saved as '{}' by {node_name}), which is output 0 of its node; it is at version {}; expected version {} instead.",
-                t.dtype().scalar_type_name(),
-                t.shape(),
-                self.name,
-                t.version(),
-                self.version
-            )));
-        }
-        match &self.output_of {
-            Some((node, nr)) => {
-                let out = t.detach();
-                if let Some(node) = node.upgrade() {
-                    out.set_grad_fn(node, *nr);
+            )),
+            Some(Slot::Tensor(t)) => {
+                if t.version() != self.version {
+                    return Err(Error::Autograd(format!(
+                        "one of the variables needed for gradient computation has been modified by an inplace operation: [{}{:?}] (saved as '{}' by {node_name}), which is output 0 of its node; it is at version {}; expected version {} instead.",
+                        t.dtype().scalar_type_name(),
+                        t.shape(),
+                        self.name,
+                        t.version(),
+                        self.version
+                    )));
                 }
-                Ok(out)
+                Ok(self.with_history(t, None))
             }
-            None => Ok(t.clone()),
+            Some(Slot::Packed { packed, hooks, edge }) => {
+                let t = hooks.unpack(packed)?;
+                Ok(self.with_history(&t, Some(edge)))
+            }
+        }
+    }
+
+    /// A handle to `t` with the saved tensor's history: the saving op's node for its own
+    /// output; for a packed tensor, the edge it had when saved (none: no history); else
+    /// `t`'s own.
+    fn with_history(&self, t: &Tensor, packed: Option<&Option<(Edge, bool)>>) -> Tensor {
+        if let Some((node, nr)) = &self.output_of {
+            let out = t.detach();
+            if let Some(node) = node.upgrade() {
+                out.set_grad_fn(node, *nr);
+            }
+            return out;
+        }
+        match packed {
+            None => t.clone(),
+            Some(None) => t.detach(),
+            Some(Some((edge, leaf))) => t.detach().with_edge(edge.clone(), *leaf),
         }
     }
 

@@ -130,6 +130,23 @@ impl Tensor {
         self.0.requires_grad.store(true, Ordering::Release);
     }
 
+    /// This tensor (a fresh handle, cut from any graph) made to send its gradients along
+    /// `edge`: to a node's output, or with `leaf`, to a leaf's accumulator (so gradients
+    /// reach that leaf's `.grad`). What a saved tensor unpacked through hooks gets, as
+    /// PyTorch's `SavedVariable` gives the unpacked data the saved variable's `grad_fn` or
+    /// grad accumulator.
+    pub(crate) fn with_edge(self, edge: Edge, leaf: bool) -> Tensor {
+        if leaf {
+            // A fresh handle's cell is empty.
+            let _ = self.0.accumulator.set(edge.node);
+            self.meta().requires_grad = true;
+            self.0.requires_grad.store(true, Ordering::Release);
+        } else {
+            self.set_grad_fn(edge.node, edge.input_nr);
+        }
+        self
+    }
+
     /// A tensor sharing storage with this one but cut from the graph.
     pub fn detach(&self) -> Tensor {
         self.with_layout(self.layout().clone())

@@ -1,49 +1,40 @@
 //! Activation checkpointing (PyTorch's `torch.utils.checkpoint`): trade compute for memory
 //! by not keeping a function's intermediate activations for backward, and recomputing them
-//! when backward reaches the function.
+//! when backward needs them.
 //!
-//! [`checkpoint`]`(f, inputs)` runs `f` under `no_grad`, so none of its intermediates is
-//! saved, and keeps only the inputs. Each differentiable output gets one
-//! `CheckpointBackward` node whose backward:
+//! This is PyTorch's non-reentrant variant (`use_reentrant=False`), built on saved-tensor
+//! hooks ([`crate::autograd::saved_hooks`]). [`checkpoint`]`(f, inputs)` keeps the inputs
+//! and runs `f` recording its graph as usual, but with hooks whose pack keeps nothing of a
+//! saved tensor but its position (and shape and dtype, to check the recomputation). The
+//! first time backward unpacks one of them, the hooks:
 //!
-//! 1. puts back the state that was current at forward ([`ForwardState`]: the global
-//!    generator's [`RngState`], so dropout draws the same masks), remembering the current one;
-//! 2. re-runs `f` with grad enabled on detached copies of the inputs (each requiring grad as
-//!    its original did), then puts the remembered state back;
-//! 3. backpropagates the incoming gradients through the recomputed graph with
-//!    [`backward`](crate::autograd::engine::backward): the gradients of parameters `f`
-//!    captured (an nn `Linear`'s weight) accumulate into their `.grad` there, as in
-//!    PyTorch, and those of the detached inputs are handed on to the original inputs.
+//! 1. put back the state that was current at forward ([`ForwardState`]: the global
+//!    generator's [`RngState`], so dropout draws the same masks, and the autocast regions),
+//!    remembering the current one;
+//! 2. re-run `f` with grad enabled on detached copies of the inputs (each requiring grad as
+//!    its original did), keeping what it saves, by position; then put the state back;
+//! 3. hand out the recomputed tensors, each once.
 //!
-//! So the gradients are exactly (bitwise) those of running `f` plainly.
-//!
-//! How this relates to PyTorch's two variants: the recomputation is PyTorch's reentrant one
-//! (a backward inside backward), with these non-reentrant behaviours:
-//! - inputs need not require grad. When none does, the forward runs with grad enabled (the
-//!   graph it builds is dropped as soon as `f` returns, so it costs one segment's
-//!   activations, transiently) to learn whether `f` used parameters that require grad;
-//!   if it did, the outputs get the node and those parameters their gradients. (PyTorch's
-//!   reentrant variant silently gives them none; the non-reentrant one records the graph
-//!   and discards what it saves.)
-//! - non-tensor and non-differentiable outputs are fine: integer outputs get no node.
-//! - nested checkpoints work (the inner one records its node during the outer
-//!   recomputation).
-//!
-//! Not supported, each a [`crate::Error`] of kind `Autograd` naming `checkpoint` (the
-//! reentrant variant's limits): [`crate::autograd::grad`] through a checkpoint (the
-//! recomputation would accumulate into parameters' `.grad`, which `grad` must not touch) and
-//! `create_graph` (double backward). Walking the graph twice needs `retain_graph`, as
-//! anywhere. With grad mode off, `checkpoint(f, inputs)` is `f(inputs)`.
+//! Backward itself runs through the graph recorded at forward, so the gradients are exactly
+//! (bitwise) those of running `f` plainly, and everything backward can do works through a
+//! checkpoint: [`crate::autograd::grad`] (nothing is accumulated into a `.grad` by the
+//! recomputation), `create_graph` (double backward: unpacked tensors carry the original
+//! history, and a second walk recomputes again), `retain_graph`, inputs that do not require
+//! grad, parameters captured by `f`, non-differentiable outputs, and nesting (an inner
+//! checkpoint's inputs are saved tensors of the outer one). Errors, each naming
+//! `checkpoint`: an input modified in place between forward and backward, and a
+//! recomputation that saves other tensors than the forward did (PyTorch's messages). With
+//! grad mode off, `checkpoint(f, inputs)` is `f(inputs)`.
 //!
 //! The generator is always preserved (PyTorch's default `preserve_rng_state=True`); kiln has
 //! one generator for every device, so there is no separate CUDA state to stash.
 
 use crate::amp::{AutocastState, AutocastStateGuard};
-use crate::autograd::engine::{self, is_capturing};
-use crate::autograd::{enable_grad, is_grad_enabled, no_grad, Node, NodeBase, SavedTensor};
+use crate::autograd::saved_hooks::{self, Packed, SavedTensorHooks};
+use crate::autograd::{enable_grad, is_grad_enabled, SavedTensor};
 use crate::ops::random::{get_rng_state, set_rng_state, RngState};
-use crate::{Error, Result, Tensor};
-use std::sync::Arc;
+use crate::{DType, Error, Result, Tensor};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A checkpointed function of several tensors: the same tensors go in at forward and at
 /// recomputation, and it must return as many outputs both times.
@@ -187,136 +178,137 @@ fn checkpoint_arc(f: CheckpointFn, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
     if !is_grad_enabled() {
         return f(inputs);
     }
-    let state = ForwardState::capture();
-    let (outputs, differentiable): (Vec<Tensor>, Vec<bool>) =
-        if inputs.iter().any(Tensor::requires_grad) {
-            let outputs = {
-                let _g = no_grad();
-                f(inputs)?
-            };
-            let diff = outputs.iter().map(Tensor::is_floating_point).collect();
-            (outputs, diff)
-        } else {
-            // No input carries a gradient: only parameters `f` captured can. Run with grad on
-            // to see whether any did; the graph is dropped with these outputs.
-            let outputs = f(inputs)?;
-            let diff = outputs.iter().map(Tensor::requires_grad).collect();
-            (outputs, diff)
-        };
-    // Fresh handles, cut from any history: an output may be an input itself, whose own
-    // history must not change.
-    let outputs: Vec<Tensor> = outputs.iter().map(Tensor::detach).collect();
-    let mut node_output = Vec::with_capacity(outputs.len());
-    let mut recorded: Vec<&Tensor> = Vec::new();
-    for (o, &d) in outputs.iter().zip(&differentiable) {
-        node_output.push(d.then_some(recorded.len()));
-        if d {
-            recorded.push(o);
-        }
-    }
-    if recorded.is_empty() {
-        return Ok(outputs);
-    }
-    let edges: Vec<Option<&Tensor>> = inputs.iter().map(Some).collect();
-    let node: Arc<dyn Node> = Arc::new(CheckpointBackward {
-        base: NodeBase::new(&edges, &recorded),
-        f,
+    // The inputs are saved before the hooks go on: an enclosing checkpoint's hooks pack them.
+    let frame = Arc::new(Frame {
+        f: f.clone(),
         inputs: inputs
             .iter()
             .map(|t| (SavedTensor::input(t, "input"), t.requires_grad()))
             .collect(),
-        node_output: node_output.clone(),
-        state,
+        state: ForwardState::capture(),
+        saved: Mutex::new(Vec::new()),
+        recomputed: Mutex::new(Vec::new()),
     });
-    for (o, nr) in outputs.iter().zip(node_output) {
-        if let Some(nr) = nr {
-            o.set_grad_fn(node.clone(), nr);
-        }
-    }
-    Ok(outputs)
+    let _hooks = saved_hooks::register(Arc::new(Pack(frame)));
+    f(inputs)
 }
 
-/// The node of a checkpointed call: holds the function, its inputs and the forward's state,
-/// and recomputes in backward (see the module doc).
-struct CheckpointBackward {
-    base: NodeBase,
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One checkpointed call: what its recomputation needs, and what it recomputed. Alive as
+/// long as a tensor packed by its hooks is.
+struct Frame {
     f: CheckpointFn,
-    /// Each input, and whether it required grad at forward.
+    /// The inputs, saved as an op saves them (so modifying one in place before backward is
+    /// caught), and whether each required grad at forward.
     inputs: Vec<(SavedTensor, bool)>,
-    /// For each output of `f`: which output of this node it is (`None`: not differentiable).
-    node_output: Vec<Option<usize>>,
     state: ForwardState,
+    /// Shape and dtype of each tensor the forward saved, by position.
+    saved: Mutex<Vec<(Vec<usize>, DType)>>,
+    /// The recomputation's saved tensors, by position; each is taken by its one unpack.
+    recomputed: Mutex<Vec<Option<Tensor>>>,
 }
 
-impl Node for CheckpointBackward {
-    fn name(&self) -> &'static str {
-        "CheckpointBackward"
-    }
-
-    fn base(&self) -> &NodeBase {
-        &self.base
-    }
-
-    fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        if is_capturing() {
+impl Frame {
+    /// The recomputed tensor at `index`, recomputing first when it is not there (the first
+    /// unpack of a walk, or again for another walk).
+    fn unpack(&self, index: usize) -> Result<Tensor> {
+        let ready = lock(&self.recomputed)
+            .get(index)
+            .is_some_and(Option::is_some);
+        if !ready {
+            self.recompute()?;
+        }
+        let t = lock(&self.recomputed)
+            .get_mut(index)
+            .and_then(Option::take)
+            .ok_or_else(|| {
+                Error::autograd(OP, format!("no recomputed tensor at position {index}"))
+            })?;
+        let (shape, dtype) = lock(&self.saved)[index].clone();
+        if t.shape() != shape.as_slice() || t.dtype() != dtype {
             return Err(Error::autograd(
                 OP,
-                "incompatible with autograd::grad (the recomputation accumulates into the .grad of the parameters the function uses); call backward() instead",
+                format!(
+                    "Recomputed values for the following tensors have different metadata than during the forward pass.\ntensor at position {index}:\nsaved metadata: {{'shape': {shape:?}, 'dtype': {dtype}}}\nrecomputed metadata: {{'shape': {:?}, 'dtype': {}}}",
+                    t.shape(),
+                    t.dtype()
+                ),
             ));
         }
-        // The engine runs a node with grad mode on only under create_graph.
-        if is_grad_enabled() {
-            return Err(Error::autograd(
-                OP,
-                "create_graph (double backward) is not supported",
-            ));
-        }
+        Ok(t)
+    }
+
+    /// Runs `f` again in the forward's state and keeps every tensor it saves.
+    fn recompute(&self) -> Result<()> {
         let mut detached = Vec::with_capacity(self.inputs.len());
         for (saved, requires_grad) in &self.inputs {
-            let d = saved.unpack(self.name())?.detach();
+            let d = saved.unpack(OP)?.detach();
             detached.push(if *requires_grad {
                 d.requires_grad_(true)?
             } else {
                 d
             });
         }
-        let outputs = {
+        let record = Arc::new(Record::default());
+        {
             let _state = self.state.enter()?;
             let _g = enable_grad();
-            (self.f)(&detached)?
-        };
-        if outputs.len() != self.node_output.len() {
+            let _hooks = saved_hooks::register(record.clone());
+            // Only what it saves is wanted; its outputs and graph are let go here.
+            (self.f)(&detached)?;
+        }
+        let got = std::mem::take(&mut *lock(&record.0));
+        let expected = lock(&self.saved).len();
+        if got.len() != expected {
             return Err(Error::autograd(
                 OP,
                 format!(
-                    "the recomputed function returned {} outputs, but the forward returned {}",
-                    outputs.len(),
-                    self.node_output.len()
+                    "A different number of tensors was saved during the original forward and recomputation.\nNumber of tensors saved during forward: {expected}\nNumber of tensors saved during recomputation: {}",
+                    got.len()
                 ),
             ));
         }
-        let mut roots = Vec::new();
-        let mut root_grads = Vec::new();
-        for (o, nr) in outputs.iter().zip(&self.node_output) {
-            let grad = nr.and_then(|nr| grads.get(nr).cloned().flatten());
-            if let (Some(g), true) = (grad, o.requires_grad()) {
-                roots.push(o.clone());
-                root_grads.push(Some(g));
-            }
-        }
-        if !roots.is_empty() {
-            engine::backward(&roots, &root_grads, false, false)?;
-        }
-        Ok(detached
-            .iter()
-            .zip(&self.inputs)
-            .map(|(d, (_, requires_grad))| if *requires_grad { d.grad() } else { None })
-            .collect())
+        *lock(&self.recomputed) = got.into_iter().map(Some).collect();
+        Ok(())
+    }
+}
+
+/// The forward's hooks: a saved tensor is kept as its position in the frame.
+struct Pack(Arc<Frame>);
+
+impl SavedTensorHooks for Pack {
+    fn pack(&self, t: &Tensor) -> Packed {
+        let mut saved = lock(&self.0.saved);
+        saved.push((t.shape().to_vec(), t.dtype()));
+        Box::new(saved.len() - 1)
     }
 
-    fn release_variables(&self) {
-        for (saved, _) in &self.inputs {
-            saved.release();
+    fn unpack(&self, packed: &Packed) -> Result<Tensor> {
+        match packed.downcast_ref::<usize>() {
+            Some(&index) => self.0.unpack(index),
+            None => Err(Error::autograd(OP, "a saved tensor packed by other hooks")),
         }
+    }
+}
+
+/// The recomputation's hooks: every saved tensor, in order.
+#[derive(Default)]
+struct Record(Mutex<Vec<Tensor>>);
+
+impl SavedTensorHooks for Record {
+    fn pack(&self, t: &Tensor) -> Packed {
+        lock(&self.0).push(t.detach());
+        Box::new(())
+    }
+
+    fn unpack(&self, _: &Packed) -> Result<Tensor> {
+        // The recomputation's graph is dropped unwalked.
+        Err(Error::autograd(
+            OP,
+            "a tensor saved during recomputation was unpacked",
+        ))
     }
 }
