@@ -37,7 +37,8 @@ use crate::{DType, Error, Result, Tensor};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A checkpointed function of several tensors: the same tensors go in at forward and at
-/// recomputation, and it must return as many outputs both times.
+/// recomputation, and it must save the same tensors (as many, of the same shapes and
+/// dtypes) both times.
 pub type CheckpointFn = Arc<dyn Fn(&[Tensor]) -> Result<Vec<Tensor>> + Send + Sync>;
 
 /// One step of [`checkpoint_sequential`]: a layer's forward, one tensor in and out.
