@@ -204,6 +204,23 @@ fn backward_of_two_graphs_accumulates_into_grad() -> Result<()> {
 }
 
 #[test]
+fn accumulation_into_an_existing_grad_is_in_place_outside_create_graph() -> Result<()> {
+    // PyTorch: `g = x.grad; (3x).sum().backward(); g` sees 2 + 3, and `x.grad is g`.
+    let x = leaf([1., 2.]);
+    x.mul_scalar(2.0)?.sum()?.backward()?;
+    let held = x.grad().expect("grad after backward");
+    x.mul_scalar(3.0)?.sum()?.backward()?;
+    assert_eq!(held.to_vec::<f64>()?, vec![5., 5.]);
+    assert!(x.grad().expect("grad").is_same(&held));
+    // Under create_graph the sum is a new, differentiable tensor instead.
+    x.mul(&x)?.sum()?.backward_with(None, false, true)?;
+    assert_eq!(held.to_vec::<f64>()?, vec![5., 5.]);
+    assert_eq!(grad_of(&x), vec![7., 9.]);
+    assert!(x.grad().expect("grad").requires_grad());
+    Ok(())
+}
+
+#[test]
 fn zero_grad_clears_grad() -> Result<()> {
     let x = leaf([1., 2.]);
     x.sum()?.backward()?;

@@ -1730,6 +1730,52 @@ fn out_variant_with_out_aliasing_an_input() -> Result<()> {
 }
 
 #[test]
+fn out_variant_into_a_transposed_alias_of_an_input() -> Result<()> {
+    // out = a·aᵀ elementwise, written into aᵀ's storage (a itself): the pointwise kernel
+    // writes `out` directly, so it must read every element before overwriting it.
+    let a = Tensor::from_vec((1..=9).map(f64::from).collect::<Vec<_>>(), &[3, 3])?;
+    let want: Vec<f64> = (0..9)
+        .map(|k| {
+            let (i, j) = (k / 3, k % 3);
+            let v = |r: usize, c: usize| (r * 3 + c + 1) as f64;
+            v(j, i) * v(i, j)
+        })
+        .collect();
+    let at = a.t()?;
+    kiln::mul_out(&at, &a, &at)?;
+    // `at` holds the products in its own (transposed) order.
+    assert_eq!(at.contiguous()?.to_vec::<f64>()?, want);
+    Ok(())
+}
+
+#[test]
+fn out_variant_of_a_wider_dtype_gets_the_cast_result() -> Result<()> {
+    let a = Tensor::from([1.5f32, -2.25]);
+    let out = Tensor::zeros([2], DType::F64)?;
+    kiln::mul_out(&a, &a, &out)?;
+    assert_eq!(out.to_vec::<f64>()?, vec![2.25, 5.0625]);
+    let narrow = Tensor::zeros([2], DType::I32)?;
+    assert_err_contains(
+        kiln::mul_out(&a, &a, &narrow),
+        "result type Float can't be cast to the desired output type Int",
+    );
+    Ok(())
+}
+
+#[test]
+fn out_variant_refuses_an_out_that_requires_grad_and_leaves_it_alone() -> Result<()> {
+    let a = Tensor::from([2f32, 3.]);
+    let out = Tensor::from([7f32, 8.]).requires_grad_(true)?;
+    assert_err_contains(
+        kiln::mul_out(&a, &a, &out),
+        "functions with out=... arguments don't support automatic differentiation",
+    );
+    assert_eq!(out.to_vec::<f32>()?, vec![7., 8.]);
+    assert_eq!(out.version(), 0);
+    Ok(())
+}
+
+#[test]
 fn display_pads_floats_to_common_width() {
     // PyTorch: repr(torch.tensor([-1.5, 100.])).
     assert_eq!(

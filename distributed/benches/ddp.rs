@@ -1,7 +1,10 @@
 //! DistributedDataParallel's cost: one training step of the MLP of the peer benchmark
 //! (784-1024-1024-10, ReLU, cross-entropy, SGD lr 0.01, batch 256 per rank, f32) with DDP
-//! against the same step without it, on every rank at once, alternating; and the all-reduce
-//! of the same gradient bytes alone, to show how much of it the overlap with backward hides.
+//! against the same step without it, on every rank at once, alternating; DDP both as
+//! PyTorch's default (gradients copied into the buckets and back) and with
+//! `gradient_as_bucket_view` (the `.grad`s are the buckets' views: no copy back); and the
+//! all-reduce of the same gradient bytes alone, to show how much of it the overlap with
+//! backward hides.
 //! Run: `cargo bench -p kiln-distributed --features mpi --bench ddp` (it launches itself
 //! under `mpirun -np 2`, one kernel thread per rank; `KILN_MPI_NP` picks another size,
 //! `KILN_BENCH_BUCKET_MB` another `bucket_cap_mb`).
@@ -91,12 +94,19 @@ fn rank_main() -> kiln_core::Result<()> {
         .unwrap_or(25.0);
     let ddp = DistributedDataParallel::new(mlp()?, DdpOptions::default().bucket_cap_mb(cap))?;
     let mut ddp_opt = sgd(ddp.parameters())?;
+    let view = DistributedDataParallel::new(
+        mlp()?,
+        DdpOptions::default()
+            .bucket_cap_mb(cap)
+            .gradient_as_bucket_view(true),
+    )?;
+    let mut view_opt = sgd(view.parameters())?;
     let x = Tensor::randn(&[B, DIMS[0]][..], DType::F32)?;
     let y = Tensor::randint(0, 10, &[B][..], DType::I64)?;
     let grads: usize = ddp.parameters().iter().map(|p| p.numel()).sum();
     let flat = Tensor::zeros(&[grads][..], DType::F32)?;
-    let (mut t_plain, mut t_lock, mut t_ddp, mut t_ar) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut t_plain, mut t_lock, mut t_ddp, mut t_view, mut t_ar) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     // Blocks of STEPS consecutive steps, as a training loop runs them, alternating plain and
     // DDP; a block's time is per step. The first block of each warms up.
     for block in 0..=BLOCKS {
@@ -119,6 +129,10 @@ fn rank_main() -> kiln_core::Result<()> {
             .map(|_| step(&ddp, &mut ddp_opt, &x, &y))
             .sum::<kiln_core::Result<f64>>()?;
         dist::barrier()?;
+        let v: f64 = (0..STEPS)
+            .map(|_| step(&view, &mut view_opt, &x, &y))
+            .sum::<kiln_core::Result<f64>>()?;
+        dist::barrier()?;
         let s = Instant::now();
         dist::all_reduce(&flat, ReduceOp::Sum)?;
         let a = s.elapsed().as_secs_f64();
@@ -126,24 +140,34 @@ fn rank_main() -> kiln_core::Result<()> {
             t_plain.push(p / STEPS as f64);
             t_lock.push(l / STEPS as f64);
             t_ddp.push(d / STEPS as f64);
+            t_view.push(v / STEPS as f64);
             t_ar.push(a);
         }
     }
-    let (p, l, d, a) = (median(t_plain), median(t_lock), median(t_ddp), median(t_ar));
+    let (p, l, d, v, a) = (
+        median(t_plain),
+        median(t_lock),
+        median(t_ddp),
+        median(t_view),
+        median(t_ar),
+    );
     if rank == 0 {
         println!("MLP 784-1024-1024-10 train step, batch {B} per rank, {size} ranks x 1 thread, median of {BLOCKS} blocks of {STEPS} steps:");
-        println!("| plain step | plain, lockstep | DDP step | (DDP - plain) / plain | (DDP - lockstep) / lockstep | all_reduce of the {:.1} MB of gradients alone |", grads as f64 * 4.0 / 1e6);
-        println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
+        println!("| plain step | plain, lockstep | DDP step | (DDP - plain) / plain | (DDP - lockstep) / lockstep | DDP, gradient_as_bucket_view | (that - plain) / plain | all_reduce of the {:.1} MB of gradients alone |", grads as f64 * 4.0 / 1e6);
+        println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
         println!(
-            "| {:.1} ms | {:.1} ms | {:.1} ms | {:.1}% | {:.1}% | {:.1} ms |",
+            "| {:.1} ms | {:.1} ms | {:.1} ms | {:.1}% | {:.1}% | {:.1} ms | {:.1}% | {:.1} ms |",
             p * 1e3,
             l * 1e3,
             d * 1e3,
             100.0 * (d - p) / p,
             100.0 * (d - l) / l,
+            v * 1e3,
+            100.0 * (v - p) / p,
             a * 1e3
         );
     }
     drop(ddp);
+    drop(view);
     dist::destroy_process_group()
 }

@@ -1,6 +1,8 @@
 //! Module hooks (PyTorch's `register_forward_pre_hook`, `register_forward_hook`,
-//! `register_full_backward_pre_hook`, `register_full_backward_hook`), with handles that
-//! remove them.
+//! `register_full_backward_pre_hook`, `register_full_backward_hook`, and the state-dict
+//! hooks `register_state_dict_pre_hook`, `register_state_dict_post_hook`,
+//! `register_load_state_dict_pre_hook`, `register_load_state_dict_post_hook`), with handles
+//! that remove them.
 //!
 //! # Design
 //!
@@ -35,6 +37,15 @@
 //! the module (`&M`); backward hooks do not, since backward runs after the borrow of the
 //! module has ended: capture what they need.
 //!
+//! State-dict hooks run from `Hooked`'s `visit` when the walk is a state-dict one (see
+//! `state_dict.rs`): `state_dict()` runs the save pre-hooks with the module's dotted prefix
+//! (`"1.0."`), then collects the module's tensors, then the save post-hooks, which may edit
+//! the dict built so far; `load_state_dict` first runs the load pre-hooks on a copy of the
+//! dict it was given (to rename an old checkpoint's keys, say), and after writing the values
+//! the load post-hooks on the keys left unmatched (to excuse some). Two differences from
+//! PyTorch: a load pre-hook sees the whole dict, not the part under its prefix, and the
+//! load post-hooks all run after the whole load, seeing every unmatched key.
+//!
 //! The table is shared: [`Hooked::hooks`] hands out a handle to it, so hooks can be added
 //! or removed after the wrapped module has gone into a `Sequential`.
 //!
@@ -50,6 +61,7 @@
 //! ```
 
 use crate::module::{Forward, Module, Visitor, VisitorMut};
+use crate::state_dict::{IncompatibleKeys, Phase, StateDict};
 use kiln_core::autograd::{is_grad_enabled, Node, NodeBase};
 use kiln_core::{Error, Result, Tensor};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -70,12 +82,30 @@ pub type BackwardHook = Arc<
         + Sync,
 >;
 
+/// `hook(module, prefix)`, before `state_dict()` collects the module's tensors.
+pub type StateDictPreHook<M> = Arc<dyn Fn(&M, &str) + Send + Sync>;
+/// `hook(module, state_dict, prefix)`, after `state_dict()` collected the module's tensors
+/// (and its children's): may edit the dict.
+pub type StateDictPostHook<M> = Arc<dyn Fn(&M, &mut StateDict, &str) + Send + Sync>;
+/// `hook(module, state_dict, prefix)`, before `load_state_dict` checks or writes anything:
+/// may edit (a copy of) the dict being loaded.
+pub type LoadStateDictPreHook<M> =
+    Arc<dyn Fn(&M, &mut StateDict, &str) -> Result<()> + Send + Sync>;
+/// `hook(module, incompatible_keys)`, after `load_state_dict` wrote the values: may edit
+/// the keys left unmatched (a strict load fails only on those left).
+pub type LoadStateDictPostHook<M> =
+    Arc<dyn Fn(&M, &mut IncompatibleKeys) -> Result<()> + Send + Sync>;
+
 /// One registered hook.
 enum Entry<M> {
     ForwardPre(ForwardPreHook<M>),
     Forward(ForwardHook<M>),
     BackwardPre(BackwardPreHook),
     Backward(BackwardHook),
+    StateDictPre(StateDictPreHook<M>),
+    StateDictPost(StateDictPostHook<M>),
+    LoadPre(LoadStateDictPreHook<M>),
+    LoadPost(LoadStateDictPostHook<M>),
 }
 
 impl<M> Clone for Entry<M> {
@@ -85,6 +115,10 @@ impl<M> Clone for Entry<M> {
             Entry::Forward(h) => Entry::Forward(h.clone()),
             Entry::BackwardPre(h) => Entry::BackwardPre(h.clone()),
             Entry::Backward(h) => Entry::Backward(h.clone()),
+            Entry::StateDictPre(h) => Entry::StateDictPre(h.clone()),
+            Entry::StateDictPost(h) => Entry::StateDictPost(h.clone()),
+            Entry::LoadPre(h) => Entry::LoadPre(h.clone()),
+            Entry::LoadPost(h) => Entry::LoadPost(h.clone()),
         }
     }
 }
@@ -206,6 +240,45 @@ impl<M: 'static> Hooks<M> {
     ) -> RemovableHandle {
         self.add(Entry::Backward(Arc::new(hook)))
     }
+
+    /// Registers `hook(module, prefix)`, run by `state_dict()` before it collects this
+    /// module's tensors (PyTorch's `register_state_dict_pre_hook`).
+    pub fn register_state_dict_pre_hook(
+        &self,
+        hook: impl Fn(&M, &str) + Send + Sync + 'static,
+    ) -> RemovableHandle {
+        self.add(Entry::StateDictPre(Arc::new(hook)))
+    }
+
+    /// Registers `hook(module, state_dict, prefix)`, run by `state_dict()` once this
+    /// module's tensors and its children's are in the dict; it may edit the dict (PyTorch's
+    /// `register_state_dict_post_hook`).
+    pub fn register_state_dict_post_hook(
+        &self,
+        hook: impl Fn(&M, &mut StateDict, &str) + Send + Sync + 'static,
+    ) -> RemovableHandle {
+        self.add(Entry::StateDictPost(Arc::new(hook)))
+    }
+
+    /// Registers `hook(module, state_dict, prefix)`, run by `load_state_dict` before it
+    /// checks or writes anything; it may edit (a copy of) the dict, e.g. rename an old
+    /// checkpoint's keys (PyTorch's `register_load_state_dict_pre_hook`).
+    pub fn register_load_state_dict_pre_hook(
+        &self,
+        hook: impl Fn(&M, &mut StateDict, &str) -> Result<()> + Send + Sync + 'static,
+    ) -> RemovableHandle {
+        self.add(Entry::LoadPre(Arc::new(hook)))
+    }
+
+    /// Registers `hook(module, incompatible_keys)`, run by `load_state_dict` after it wrote
+    /// the values; it may remove keys from the unmatched lists, and a strict load fails only
+    /// on those left (PyTorch's `register_load_state_dict_post_hook`).
+    pub fn register_load_state_dict_post_hook(
+        &self,
+        hook: impl Fn(&M, &mut IncompatibleKeys) -> Result<()> + Send + Sync + 'static,
+    ) -> RemovableHandle {
+        self.add(Entry::LoadPost(Arc::new(hook)))
+    }
 }
 
 impl<M> Hooks<M> {
@@ -304,7 +377,43 @@ impl<M> std::ops::DerefMut for Hooked<M> {
 
 impl<M: Module> Module for Hooked<M> {
     fn visit(&self, v: &mut dyn Visitor) {
-        self.module.visit(v)
+        // Outside a state-dict walk, or with no hooks, this is the module's own visit.
+        let entries = match v.state_dict_walk() {
+            Some(_) => self.hooks.snapshot(),
+            None => Vec::new(),
+        };
+        if let Some(w) = v.state_dict_walk().filter(|_| !entries.is_empty()) {
+            let prefix = w.prefix();
+            for e in &entries {
+                match (w.phase, e) {
+                    (Phase::Save, Entry::StateDictPre(h)) => h(&self.module, &prefix),
+                    (Phase::LoadPre, Entry::LoadPre(h)) if w.error.is_none() => {
+                        if let Err(e) = h(&self.module, &mut w.state, &prefix) {
+                            w.fail(e);
+                        }
+                    }
+                    (Phase::CountLoadPost, Entry::LoadPost(_)) => w.count += 1,
+                    _ => {}
+                }
+            }
+        }
+        self.module.visit(v);
+        if let Some(w) = v.state_dict_walk().filter(|_| !entries.is_empty()) {
+            let prefix = w.prefix();
+            for e in &entries {
+                match (w.phase, e) {
+                    (Phase::Save, Entry::StateDictPost(h)) => {
+                        h(&self.module, &mut w.state, &prefix)
+                    }
+                    (Phase::LoadPost, Entry::LoadPost(h)) if w.error.is_none() => {
+                        if let Err(e) = h(&self.module, &mut w.keys) {
+                            w.fail(e);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
     }
     fn visit_mut(&mut self, v: &mut dyn VisitorMut) -> Result<()> {
         self.module.visit_mut(v)
@@ -375,7 +484,7 @@ impl BackwardHookState {
             match e {
                 Entry::BackwardPre(h) => pre_hooks.push(h.clone()),
                 Entry::Backward(h) => hooks.push(h.clone()),
-                Entry::ForwardPre(_) | Entry::Forward(_) => {}
+                _ => {}
             }
         }
         if (pre_hooks.is_empty() && hooks.is_empty()) || !is_grad_enabled() {

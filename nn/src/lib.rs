@@ -100,7 +100,7 @@ pub use pooling::{
 };
 pub use rnn::{GRUCell, LSTMCell, RNNCell, RnnNonlinearity, RnnOptions, GRU, LSTM, RNN};
 pub use shape::{Flatten, Identity, Unflatten};
-pub use state_dict::{IncompatibleKeys, StateDict};
+pub use state_dict::{IncompatibleKeys, StateDict, StateDictWalk};
 pub use transformer::{
     generate_square_subsequent_mask, Activation, DecoderArgs, Transformer, TransformerArgs,
     TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,

@@ -4,7 +4,7 @@
 //! built on them.
 
 use crate::batch_norm_sync::BatchNormSync;
-use crate::state_dict::{IncompatibleKeys, StateDict};
+use crate::state_dict::{self, IncompatibleKeys, StateDict, StateDictWalk};
 use kiln_core::{no_grad, DType, Device, Error, Result, Tensor};
 use std::sync::Arc;
 
@@ -29,6 +29,11 @@ pub trait Visitor {
     }
     fn enter(&mut self, _name: &str) {}
     fn leave(&mut self) {}
+    /// The state dict being saved or loaded, when this walk is one: what a
+    /// [`crate::Hooked`] module's state-dict hooks run on (`state_dict.rs`).
+    fn state_dict_walk(&mut self) -> Option<&mut StateDictWalk> {
+        None
+    }
 }
 
 /// Rewrites a module tree: replaces tensors (`to`), flips `training`, plugs a statistics
@@ -76,13 +81,17 @@ pub trait Module {
         collect(self, Some(TensorKind::Buffer))
     }
     /// Parameters and buffers by dotted name (PyTorch's `state_dict()`), sharing storage with
-    /// the module. A shared tensor appears under each of its names.
+    /// the module. A shared tensor appears under each of its names. State-dict hooks of
+    /// [`crate::Hooked`] modules in the tree run as it is built.
     fn state_dict(&self) -> StateDict {
-        collect(self, None).into_iter().collect()
+        state_dict::save(self)
     }
     /// Copies `state` into the module's tensors in place (PyTorch's `load_state_dict`): shapes
     /// must match; dtypes are cast to the module's. With `strict`, missing or unexpected keys
-    /// are an error; without, they are returned.
+    /// are an error; without, they are returned. Load pre-hooks of [`crate::Hooked`] modules
+    /// may edit (a copy of) `state` first, and load post-hooks the keys left unmatched: a
+    /// strict load then fails only on the keys the hooks leave, after writing the values,
+    /// as in PyTorch (without post-hooks, a strict load that fails writes nothing).
     fn load_state_dict(&mut self, state: &StateDict, strict: bool) -> Result<IncompatibleKeys> {
         load_into(self, state, strict)
     }
@@ -329,6 +338,8 @@ fn load_into<M: Module + ?Sized>(
     state: &StateDict,
     strict: bool,
 ) -> Result<IncompatibleKeys> {
+    let state = &state_dict::load_pre(m, state.clone())?;
+    let post_hooks = state_dict::has_load_post_hooks(m);
     struct Load<'a> {
         path: Path,
         state: &'a StateDict,
@@ -373,7 +384,7 @@ fn load_into<M: Module + ?Sized>(
     }
     // Check every shape before writing anything, so a failed strict load leaves the module
     // as it was.
-    let expected = m.state_dict();
+    let expected: StateDict = collect(m, None).into_iter().collect();
     let mut errors = Vec::new();
     for (k, t) in expected.iter() {
         if let Some(src) = state.get(k) {
@@ -410,20 +421,8 @@ fn load_into<M: Module + ?Sized>(
         .filter(|k| !expected.contains_key(k))
         .map(String::from)
         .collect();
-    if strict {
-        if !missing.is_empty() {
-            errors.insert(
-                0,
-                format!("Missing key(s) in state_dict: {}.", quoted(&missing)),
-            );
-        }
-        if !unexpected.is_empty() {
-            let at = usize::from(!missing.is_empty());
-            errors.insert(
-                at,
-                format!("Unexpected key(s) in state_dict: {}.", quoted(&unexpected)),
-            );
-        }
+    if strict && !post_hooks {
+        key_errors(&mut errors, &missing, &unexpected);
     }
     if !errors.is_empty() {
         return Err(load_error(errors));
@@ -440,10 +439,39 @@ fn load_into<M: Module + ?Sized>(
     if !load.errors.is_empty() {
         return Err(load_error(load.errors));
     }
-    Ok(IncompatibleKeys {
+    let keys = IncompatibleKeys {
         missing_keys: load.missing,
         unexpected_keys: unexpected,
-    })
+    };
+    if !post_hooks {
+        return Ok(keys);
+    }
+    let keys = state_dict::load_post(m, keys)?;
+    if strict {
+        let mut errors = Vec::new();
+        key_errors(&mut errors, &keys.missing_keys, &keys.unexpected_keys);
+        if !errors.is_empty() {
+            return Err(load_error(errors));
+        }
+    }
+    Ok(keys)
+}
+
+/// PyTorch's strict-load messages for missing and unexpected keys, put first.
+fn key_errors(errors: &mut Vec<String>, missing: &[String], unexpected: &[String]) {
+    if !missing.is_empty() {
+        errors.insert(
+            0,
+            format!("Missing key(s) in state_dict: {}.", quoted(missing)),
+        );
+    }
+    if !unexpected.is_empty() {
+        let at = usize::from(!missing.is_empty());
+        errors.insert(
+            at,
+            format!("Unexpected key(s) in state_dict: {}.", quoted(unexpected)),
+        );
+    }
 }
 
 fn quoted(keys: &[String]) -> String {

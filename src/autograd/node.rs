@@ -378,8 +378,18 @@ impl Node for AccumulateGrad {
             .unwrap_or_else(|e| e.into_inner());
         let prev = variable.meta().grad.take();
         let new = match prev {
-            // Under create_graph the sum stays in the graph; otherwise detach it.
-            Some(p) => p.add(&g)?,
+            // Under create_graph the sum stays in the graph.
+            Some(p) if crate::autograd::is_grad_enabled() || p.requires_grad() => p.add(&g)?,
+            // Otherwise in place, as PyTorch's `variable_grad += new_grad`: a `.grad` the
+            // caller holds (or DistributedDataParallel's bucket view) sees the sum, and no
+            // buffer is allocated.
+            Some(p) => {
+                if let Err(e) = p.add_(&g) {
+                    variable.meta().grad = Some(p);
+                    return Err(e);
+                }
+                p
+            }
             None if crate::autograd::is_grad_enabled() => {
                 if obeys_layout_contract(&g, &variable) {
                     g

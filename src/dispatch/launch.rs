@@ -9,7 +9,8 @@ mod loops;
 mod operands;
 
 pub(crate) use commit::{
-    check_inplace, commit_inplace, commit_out, commit_out_same_dtype, commit_view_inplace, Inplace,
+    check_inplace, check_out, commit_inplace, commit_out, commit_out_same_dtype,
+    commit_view_inplace, Inplace,
 };
 pub(crate) use dtypes::{
     bool_to_long, check_alpha, int_to_float, not_implemented, opmath_dtype, result_type,

@@ -19,8 +19,7 @@
 //! Differences from PyTorch: buckets are assigned once, at construction, from the reverse
 //! of `parameters()` (PyTorch may rebuild them after the first iteration from the order the
 //! gradients arrived in); a bucket never exceeds `bucket_cap_mb` unless one parameter alone
-//! does; there is no `static_graph`, `gradient_as_bucket_view`, communication hook or
-//! `join`; and a failure inside backward's hooks (a collective that timed out) is returned
+//! does; there is no `static_graph`, communication hook or `join`; and a failure inside backward's hooks (a collective that timed out) is returned
 //! by the next forward, because hooks cannot fail the backward that runs them.
 
 mod broadcast;
@@ -51,6 +50,12 @@ pub struct DdpOptions {
     /// Copy rank 0's buffers (BatchNorm's running statistics) to every rank before each
     /// forward (default true).
     pub broadcast_buffers: bool,
+    /// Make each `.grad` a view of its place in the gradient bucket (default false): the
+    /// reduced averages are then not copied back, which saves a pass over every gradient
+    /// per step, and a `.grad` zeroed in place (`zero_grad(set_to_none = false)`) or
+    /// accumulated into under `no_sync` is not copied in either. A `.grad` replaced during
+    /// backward is an error.
+    pub gradient_as_bucket_view: bool,
     /// The group to train over (default: the default group).
     pub process_group: Option<ProcessGroup>,
 }
@@ -61,6 +66,7 @@ impl Default for DdpOptions {
             bucket_cap_mb: 25.0,
             find_unused_parameters: false,
             broadcast_buffers: true,
+            gradient_as_bucket_view: false,
             process_group: None,
         }
     }
@@ -80,6 +86,11 @@ impl DdpOptions {
     /// Sets `broadcast_buffers`.
     pub fn broadcast_buffers(mut self, on: bool) -> Self {
         self.broadcast_buffers = on;
+        self
+    }
+    /// Sets `gradient_as_bucket_view`.
+    pub fn gradient_as_bucket_view(mut self, on: bool) -> Self {
+        self.gradient_as_bucket_view = on;
         self
     }
     /// Trains over `group` instead of the default group.
@@ -233,6 +244,7 @@ impl<M: Module> DistributedDataParallel<M> {
             names,
             cap_bytes,
             options.find_unused_parameters,
+            options.gradient_as_bucket_view,
         )?;
         Ok(DistributedDataParallel {
             module,

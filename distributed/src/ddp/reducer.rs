@@ -3,6 +3,9 @@
 //! size; a bucket whose parameters are all ready is all-reduced asynchronously, in bucket order so every rank
 //! submits the same collectives in the same order; once the last bucket is launched, the
 //! reducer waits for every reduction and writes the averages back into the `.grad`s.
+//! With `gradient_as_bucket_view` each `.grad` is instead made a view of its place in the
+//! bucket, so the averages need no copying back, and a `.grad` that is already that view
+//! (zeroed in place, or accumulated into under `no_sync`) needs no copying in.
 
 use super::broadcast::slot;
 use super::buckets::{assign_buckets, ParamSpec, FIRST_BUCKET_BYTES};
@@ -40,6 +43,8 @@ struct Inner {
     /// Per parameter: the id of its accumulator node (for the unused-parameter search).
     accumulators: HashMap<usize, usize>,
     find_unused: bool,
+    /// `.grad`s are views into the buckets (PyTorch's `gradient_as_bucket_view`).
+    grad_as_view: bool,
     state: Mutex<State>,
 }
 
@@ -69,6 +74,15 @@ struct State {
     error: Option<Error>,
 }
 
+/// Whether `g` is exactly `view` (same storage, offset, shape and strides): a `.grad`
+/// that is a parameter's bucket view.
+fn is_view(g: &Tensor, view: &Tensor) -> bool {
+    g.shares_storage_with(view)
+        && g.storage_offset() == view.storage_offset()
+        && g.shape() == view.shape()
+        && g.strides() == view.strides()
+}
+
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -82,6 +96,7 @@ impl Reducer {
         names: Vec<String>,
         bucket_cap_bytes: usize,
         find_unused: bool,
+        grad_as_view: bool,
     ) -> Result<Reducer> {
         let specs: Vec<ParamSpec> = params
             .iter()
@@ -110,7 +125,18 @@ impl Reducer {
         let views = views
             .into_iter()
             .map(|v| v.expect("every parameter is in one bucket (assign_buckets)"))
-            .collect();
+            .collect::<Vec<Tensor>>();
+        if grad_as_view {
+            // A `.grad` that exists already moves into its bucket (PyTorch's
+            // `initialize_bucket_views`).
+            let _g = no_grad();
+            for (p, view) in params.iter().zip(&views) {
+                if let Some(g) = p.grad() {
+                    view.copy_(&g)?;
+                    p.set_grad(Some(view.clone()))?;
+                }
+            }
+        }
         let mut accumulators = HashMap::new();
         for (i, p) in params.iter().enumerate() {
             if let Some(id) = accumulator_id(p) {
@@ -127,6 +153,7 @@ impl Reducer {
             views,
             accumulators,
             find_unused,
+            grad_as_view,
             state: Mutex::new(State {
                 ready: vec![false; n],
                 locally_used: vec![false; n],
@@ -252,8 +279,10 @@ impl Inner {
         self.mark_ready(st, index)
     }
 
-    /// Copies the parameter's gradient (zeros if it has none) into its bucket; launches the
-    /// buckets that are complete and next in line; after the last, finishes the reduction.
+    /// Copies the parameter's gradient (zeros if it has none) into its bucket, scaled by
+    /// 1 / world size (in place when the gradient is its bucket view already); launches
+    /// the buckets that are complete and next in line; after the last, finishes the
+    /// reduction.
     fn mark_ready(&self, st: &mut State, index: usize) -> Result<()> {
         if st.ready[index] {
             return Err(Error::distributed(
@@ -269,16 +298,26 @@ impl Inner {
         {
             let _g = no_grad();
             let view = &self.views[index];
+            let param = &self.params[index];
             let n = self.group.size();
-            match self.params[index].grad() {
+            match param.grad() {
+                Some(g) if is_view(&g, view) => {
+                    if n > 1 {
+                        view.mul_scalar_(1.0 / n as f64)?;
+                    }
+                }
                 // Scaled by 1/n while copied, as PyTorch's reducer does: one pass over the
                 // gradient instead of a copy and a division of the whole bucket.
-                Some(g) if n > 1 => {
-                    let scale = Tensor::scalar_tensor(1.0 / n as f64, g.dtype())?;
-                    kiln_core::mul_out(&g, &scale, view)?;
-                }
                 Some(g) => {
-                    view.copy_(&g)?;
+                    if n > 1 {
+                        let scale = Tensor::scalar_tensor(1.0 / n as f64, g.dtype())?;
+                        kiln_core::mul_out(&g, &scale, view)?;
+                    } else {
+                        view.copy_(&g)?;
+                    }
+                    if self.grad_as_view {
+                        param.set_grad(Some(view.clone()))?;
+                    }
                 }
                 None => {
                     view.zero_()?;
@@ -343,8 +382,22 @@ impl Inner {
             }
             let view = &self.views[i];
             match p.grad() {
+                Some(g) if self.grad_as_view => {
+                    if !is_view(&g, view) {
+                        return Err(Error::distributed(
+                            OP,
+                            format!(
+                                "Detected at least one parameter gradient is not the expected DDP bucket view with gradient_as_bucket_view=True (parameter `{}`): its `.grad` was replaced during backward",
+                                self.names[i]
+                            ),
+                        ));
+                    }
+                }
                 Some(g) => {
                     g.copy_(view)?;
+                }
+                None if self.grad_as_view => {
+                    p.set_grad(Some(view.clone()))?;
                 }
                 None => {
                     let g = Tensor::empty_on(p.shape(), p.dtype(), p.device())?;

@@ -63,6 +63,10 @@ pub const DEVICE_TESTS: &[crate::Test] = &[
         "ddp_no_sync_micro_batches_then_a_synced_one_equal_the_large_batch",
         ddp_no_sync_micro_batches_then_a_synced_one_equal_the_large_batch,
     ),
+    (
+        "ddp_gradient_as_bucket_view_matches_one_process_with_grads_in_the_bucket",
+        ddp_gradient_as_bucket_view_matches_one_process_with_grads_in_the_bucket,
+    ),
 ];
 
 /// Where `DEVICE_TESTS` put the DDP model and its batches: the CPU unless a test binary sets
@@ -465,6 +469,83 @@ fn ddp_no_sync_micro_batches_then_a_synced_one_equal_the_large_batch() -> Result
         .collect();
     assert_close("grads", &grads, &want)?;
     assert_identical_across_ranks("grads", &grads)
+}
+
+/// `gradient_as_bucket_view`: 20 SGD-momentum steps against one process on the whole batch,
+/// every third step in two micro-batches (the first under `no_sync`), `.grad`s set to
+/// `None` after even steps and zeroed in place after odd ones. Every `.grad` must be a view
+/// of the one bucket, and a `.grad` zeroed in place must stay the same tensor through the
+/// next backward (accumulated into, not replaced).
+fn ddp_gradient_as_bucket_view_matches_one_process_with_grads_in_the_bucket() -> Result<()> {
+    let (rank, size) = ctx();
+    const GLOBAL: usize = 64;
+    let options = DdpOptions::default().gradient_as_bucket_view(true);
+    let ddp = DistributedDataParallel::new(on_device(mlp(SEED + rank as u64)?)?, options)?;
+    let reference = mlp(SEED)?;
+    let sgd = |p| {
+        SGD::new(
+            p,
+            SGDOptions {
+                lr: 0.05,
+                momentum: 0.9,
+                ..Default::default()
+            },
+        )
+    };
+    let mut opt = sgd(ddp.parameters())?;
+    let mut ref_opt = sgd(reference.parameters())?;
+    let rows = shard(GLOBAL, rank, size)?;
+    let half = rows.len() / 2;
+    let denom = (rows.len() * OUT) as f64;
+    let mut held: Option<Tensor> = None;
+    for step in 0..20 {
+        if step % 3 == 1 {
+            {
+                let _no_sync = ddp.no_sync();
+                let (x, y) = device_batch(step, rows.start..rows.start + half)?;
+                sse_over(&ddp.forward(&x)?, &y, denom)?.backward()?;
+            }
+            let (x, y) = device_batch(step, rows.start + half..rows.end)?;
+            sse_over(&ddp.forward(&x)?, &y, denom)?.backward()?;
+        } else {
+            let (x, y) = device_batch(step, rows.clone())?;
+            mse(&ddp.forward(&x)?, &y)?.backward()?;
+        }
+        let grads: Vec<Tensor> = ddp
+            .parameters()
+            .iter()
+            .map(|p| p.grad().ok_or_else(|| fail("a parameter has no grad")))
+            .collect::<Result<_>>()?;
+        if !grads.iter().all(|g| g.shares_storage_with(&grads[0])) {
+            return Err(fail(format!(
+                "step {step}: the .grads are not views of one bucket"
+            )));
+        }
+        if let Some(h) = held.take() {
+            if !h.is_same(&grads[0]) {
+                return Err(fail(format!(
+                    "step {step}: a .grad zeroed in place was replaced by backward"
+                )));
+            }
+        }
+        opt.step()?;
+        if step % 2 == 0 {
+            opt.zero_grad()?;
+        } else {
+            opt.zero_grad_with(false)?;
+            held = Some(grads[0].clone());
+        }
+        let (x, y) = batch(step, 0..GLOBAL)?;
+        mse(&reference.forward(&x)?, &y)?.backward()?;
+        ref_opt.step()?;
+        ref_opt.zero_grad()?;
+    }
+    assert_close(
+        "parameters",
+        &ddp.module().parameters(),
+        &reference.parameters(),
+    )?;
+    assert_identical_across_ranks("parameters", &ddp.parameters())
 }
 
 #[derive(Module)]

@@ -125,16 +125,26 @@ pub(crate) fn commit_out_same_dtype(
     commit_out(op, out, result)
 }
 
-/// Writes `result` into an `out=` tensor.
-pub(crate) fn commit_out(op: &str, out: &Tensor, result: &Tensor) -> Result<()> {
+/// Refuses an `out=` tensor that autograd would have to track. Checked before a pointwise
+/// kernel writes `out` directly, so a refused `out` keeps its values.
+pub(crate) fn check_out(op: &str, out: &Tensor) -> Result<()> {
     if autograd::is_grad_enabled() && out.requires_grad() {
         return Err(Error::autograd(
             op,
             "functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.",
         ));
     }
-    check_writable(op, out, result)?;
-    out.copy_data_from(result)?;
+    Ok(())
+}
+
+/// Writes `result` into an `out=` tensor (nothing to write when the kernel wrote `out`
+/// itself).
+pub(crate) fn commit_out(op: &str, out: &Tensor, result: &Tensor) -> Result<()> {
+    check_out(op, out)?;
+    if !result.is_same(out) {
+        check_writable(op, out, result)?;
+        out.copy_data_from(result)?;
+    }
     out.storage().bump_version();
     Ok(())
 }

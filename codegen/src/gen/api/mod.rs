@@ -435,14 +435,28 @@ fn out_fn(op: &Op) -> TokenStream {
     } else {
         quote!((#(#outs.clone()),*))
     };
+    // A pointwise kernel writes `out` itself when it has the result's shape and dtype
+    // (as the in-place form writes `self`); otherwise into fresh storage, copied below.
+    // The grad check comes first: a refused `out` keeps its values.
+    let (check, compute) = if n == 1 && matches!(op.kind, Kind::Pointwise { .. }) {
+        let cid = format_ident!("__{}_compute", op.rust);
+        let o = &outs[0];
+        (
+            quote!(launch::check_out(#op_lit, #o)?;),
+            quote!(#cid(#(#a),*, Some(#o))?),
+        )
+    } else {
+        (quote!(), quote!(call(#(#a),*)?))
+    };
     quote! {
         #[doc = "`out=` version: writes the result into `out` (which must have the result's shape) and returns it."]
         pub fn #oid(#(#ps,)* #(#outs: &Tensor),*) -> Result<#ret> {
             #(#norm)*
+            #check
             // `out=` forms are not differentiable: compute without recording a node.
             let result = {
                 let _no_grad = crate::no_grad();
-                call(#(#a),*)?
+                #compute
             };
             for (o, r) in [#(#outs),*].into_iter().zip(#result_list) {
                 #commit
