@@ -725,3 +725,50 @@ fn no_suggestion_when_none_is_close_or_the_name_is_ambiguous() {
     assert!(e.message.contains("defined in several modules"), "{e}");
     assert!(!e.message.contains("did you mean"), "{e}");
 }
+
+/// A schema that writes a positional argument (torchgen's "mutable" kind, as PyTorch's
+/// `_amp_update_scale_`) builds as a CompositeImplicitAutograd function that takes the
+/// written argument like any other; with a method form or another dispatch it is an error.
+#[test]
+fn an_op_mutating_its_inputs_is_an_implicit_composite_function() {
+    const SCALE: &str = r#"
+- func: _amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)
+  variants: function
+  dispatch: {CompositeImplicitAutograd: amp::update_scale}
+  skip_opinfo: "in place, on 1-element tensors"
+"#;
+    let mut k = kernels();
+    k.add_rust_ops(
+        "amp",
+        "src/ops/amp.rs",
+        "pub fn update_scale(s: &Tensor, g: &Tensor, f: &Tensor, a: f64, b: f64, n: i64) -> Result<Tensor> { Ok(s.clone()) }\n",
+    )
+    .unwrap();
+    let m = build(SCALE, "", &k).unwrap();
+    let names: Vec<String> = m.ops[0].args().iter().map(|a| a.name.clone()).collect();
+    assert_eq!(
+        names,
+        [
+            "self",
+            "growth_tracker",
+            "found_inf",
+            "scale_growth_factor",
+            "scale_backoff_factor",
+            "growth_interval"
+        ]
+    );
+    for bad in [
+        SCALE.replace("variants: function", "variants: function, method"),
+        SCALE.replace(
+            "CompositeImplicitAutograd: amp::update_scale",
+            "CompositeExplicitAutograd: amp::update_scale",
+        ),
+    ] {
+        let mut errors = build(&bad, "", &k).expect_err("the YAML is invalid");
+        let e = errors.remove(0);
+        assert!(
+            e.message.contains("argument 'self' is written (`(a!)`): an op that mutates its inputs is a `CompositeImplicitAutograd` function with `variants: function`"),
+            "{e}"
+        );
+    }
+}

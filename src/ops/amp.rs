@@ -1,12 +1,12 @@
 //! Gradient scaling for mixed precision: PyTorch's `_amp_foreach_non_finite_check_and_unscale_`
 //! and `_amp_update_scale_`, what `kiln::amp::GradScaler` calls once per step.
 //!
-//! Hand-written rather than declared in native_functions.yaml, like the fused optimizer steps
-//! in `optim.rs` and for the same reason: their schemas mutate arguments that are not `self`
-//! or `out` (`Tensor(a!)[] self, Tensor(b!) found_inf`; `Tensor(b!) growth_tracker`) and the
-//! first returns nothing, which the generator's in-place/out model (one written `self` or
-//! `out`, outputs allocated from shapes) does not express; neither is differentiable. So they
-//! check their arguments here, with PyTorch's messages, and run on the device's backend as
+//! Declared in native_functions.yaml with their PyTorch schemas, which mutate arguments
+//! that are neither `self` nor `out` (`Tensor(a!)[] self, Tensor(b!) found_inf`;
+//! `Tensor(b!) growth_tracker`; torchgen's "mutable" kind): the generator accepts such an op
+//! as a CompositeImplicitAutograd function, called as it is, with no derivative and no
+//! generated in-place or out= form. The functions here check their arguments, with
+//! PyTorch's messages, and run on the device's backend as
 //! fused steps (`FusedStep::AmpUnscale`, `AmpUpdateScale`): on the CPU the kernels in
 //! `kiln_kernels::cpu::amp`, on CUDA those of kernels/cuda/amp.cu.j2, which keep every
 //! scalar on the device.
@@ -77,7 +77,7 @@ fn check_not_recorded(op: &str, t: &Tensor, name: &str) -> Result<()> {
 /// assert_eq!(found_inf.item::<f32>()?, 1.0);
 /// # Ok::<(), kiln::Error>(())
 /// ```
-pub fn _amp_foreach_non_finite_check_and_unscale_(
+pub fn foreach_non_finite_check_and_unscale(
     self_: &[Tensor],
     found_inf: &Tensor,
     inv_scale: &Tensor,
@@ -143,7 +143,7 @@ pub fn _amp_foreach_non_finite_check_and_unscale_(
 /// assert_eq!((scale.item::<f32>()?, tracker.item::<i32>()?), (8.0, 0));
 /// # Ok::<(), kiln::Error>(())
 /// ```
-pub fn _amp_update_scale_(
+pub fn update_scale(
     self_: &Tensor,
     growth_tracker: &Tensor,
     found_inf: &Tensor,

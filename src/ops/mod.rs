@@ -57,6 +57,5 @@ mod generated {
     include!(concat!(env!("OUT_DIR"), "/ops.rs"));
 }
 
-pub use amp::{_amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_};
 pub use generated::*;
 pub use optim::{_fused_adagrad_, _fused_adam_, _fused_adamw_, _fused_rmsprop_, _fused_sgd_};

@@ -2,10 +2,11 @@
 //! `_fused_adagrad_` (what `torch.optim.Adam(fused=True)` and friends call), plus
 //! `_fused_rmsprop_` (named the same way; PyTorch has no fused RMSprop), for `kiln::optim`.
 //!
-//! Hand-written rather than declared in native_functions.yaml: PyTorch's schemas take lists
-//! of tensors mutated in place (`Tensor(a!)[] self, Tensor(b!)[] grads, ...`) and return
-//! nothing, which the generator's in-place/out model (one mutated `self`, one result) does
-//! not express, and the ops are not differentiable. So, like `copy_`, they check their
+//! Hand-written rather than declared in native_functions.yaml: the generator now takes
+//! schemas that mutate lists of tensors (`_amp_foreach_non_finite_check_and_unscale_` is
+//! declared so), but these differ from PyTorch's (`state_steps` are plain floats here, and
+//! there is no `grad_scale` / `found_inf`), so they stay out of the YAML until they take
+//! PyTorch's schemas. They are not differentiable; like `copy_`, they check their
 //! arguments here and call the CPU kernels in `kiln_kernels::cpu::optim` directly, or on
 //! CUDA the launchers in `src/backends/cuda/ops/optim.rs` (kernels/cuda/optim.cu.j2).
 //!

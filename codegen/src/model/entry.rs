@@ -31,6 +31,7 @@ pub(super) fn op_entry(
     let dispatch = dispatch_keys(&r, line)?;
     check_list_return(func, line, &schema, &dispatch)?;
     let tags = tags(&r, line)?;
+    check_mutated_inputs(func, line, &schema, &dispatch, variants)?;
     let (kind, kernels_of) = match dispatch.as_slice() {
         [(key, target)] if key.is_composite() => (
             composite_kind(func, line, *key, target, variants, kernels)?,
@@ -100,7 +101,7 @@ pub(super) fn op_entry(
 /// Every input argument has a supported type, a name Rust accepts and a default that parses.
 fn check_arguments(func: &str, line: usize, schema: &FunctionSchema) -> Result<(), ModelError> {
     for a in &schema.arguments {
-        if a.is_write() {
+        if a.is_out() {
             continue;
         }
         let kind = ArgKind::of(&a.ty)
@@ -259,6 +260,36 @@ fn tags(r: &RawOp, line: usize) -> Result<Vec<Tag>, ModelError> {
             })
         })
         .collect()
+}
+
+/// An op that writes a positional argument (`Tensor(a!)[] self, Tensor(b!) found_inf`,
+/// torchgen's "mutable" schema kind) is a hand-written CompositeImplicitAutograd function,
+/// called as it is: no derivative, no generated in-place or out= form.
+fn check_mutated_inputs(
+    func: &str,
+    line: usize,
+    schema: &FunctionSchema,
+    dispatch: &[(DispatchKey, String)],
+    variants: Variants,
+) -> Result<(), ModelError> {
+    let Some(a) = schema
+        .arguments
+        .iter()
+        .find(|a| a.is_write() && !a.kwarg_only)
+    else {
+        return Ok(());
+    };
+    let implicit = matches!(dispatch, [(DispatchKey::CompositeImplicit, _)]);
+    if !implicit || variants.method || variants.inplace || variants.out {
+        return Err(nerr(
+            line,
+            format!(
+                "{func}: argument '{}' is written (`(a!)`): an op that mutates its inputs is a `CompositeImplicitAutograd` function with `variants: function` (write its functional form instead to get generated in-place and out= forms)",
+                a.name
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A composite op: its function, which `src/ops/` must define.
@@ -565,7 +596,7 @@ fn operands(r: &RawOp, line: usize, schema: &FunctionSchema) -> Result<Vec<Strin
     let tensor_args: Vec<String> = schema
         .arguments
         .iter()
-        .filter(|a| !a.is_write() && a.ty.is_tensor_like())
+        .filter(|a| !a.is_out() && a.ty.is_tensor_like())
         .map(|a| a.name.clone())
         .collect();
     let operands = r.operands.clone().unwrap_or_else(|| {

@@ -223,12 +223,12 @@ impl Op {
         self.tags.contains(&tag)
     }
 
-    /// The schema's non-out arguments, classified.
+    /// The schema's non-out arguments (mutated inputs included), classified.
     pub fn args(&self) -> Vec<Arg> {
         self.schema
             .arguments
             .iter()
-            .filter(|a| !a.is_write())
+            .filter(|a| !a.is_out())
             .map(|a| Arg {
                 name: a.name.clone(),
                 kind: ArgKind::of(&a.ty).expect("validated in model::build"),

@@ -206,6 +206,13 @@ impl Argument {
     pub fn is_write(&self) -> bool {
         self.ty.alias().is_some_and(|a| a.is_write)
     }
+
+    /// Whether this is an `out=` argument: keyword-only and written to. A positional
+    /// argument written to is an input the op mutates (`_amp_update_scale_`'s
+    /// `Tensor(b!) growth_tracker`).
+    pub fn is_out(&self) -> bool {
+        self.kwarg_only && self.is_write()
+    }
 }
 
 impl Type {

@@ -208,13 +208,21 @@ fn public(op: &Op) -> (TokenStream, TokenStream) {
         quote!()
     };
     let call_params = compute_params(op);
-    let mut free = vec![quote! {
-        /// The op with normalised arguments; every public form of it forwards here.
-        pub(crate) fn call(#(#call_params),*) -> Result<#ret> {
+    // A `-> ()` op (one that mutates its inputs) returns what its function returns.
+    let body = if op.schema.returns.is_empty() {
+        quote!(#compute(#(#a),* #dest_none))
+    } else {
+        quote! {
             let result = #compute(#(#a),* #dest_none)?;
             #view
             #rec
             Ok(result)
+        }
+    };
+    let mut free = vec![quote! {
+        /// The op with normalised arguments; every public form of it forwards here.
+        pub(crate) fn call(#(#call_params),*) -> Result<#ret> {
+            #body
         }
     }];
     // An op with an `autocast:` policy enters through its casts; in-place and `out=` forms
