@@ -44,6 +44,14 @@ fn net() -> Result<Net> {
     })
 }
 
+/// The values of the module's state-dict entry `key`.
+fn value(m: &Hooked<Sequential>, key: &str) -> Result<Vec<f32>> {
+    m.state_dict()
+        .get(key)
+        .expect("a state-dict key")
+        .to_vec::<f32>()
+}
+
 fn joined<'a>(keys: impl Iterator<Item = &'a str>) -> String {
     keys.collect::<Vec<_>>().join(",")
 }
@@ -144,26 +152,14 @@ fn load_hooks_rename_an_old_key_and_excuse_a_missing_one() -> Result<()> {
     let w = old.remove("1.0.weight").unwrap();
     old.insert("1.0.w", w.clone());
     // Without hooks a strict load names both keys, and writes nothing.
-    let before = n
-        .root
-        .state_dict()
-        .get("0.weight")
-        .unwrap()
-        .to_vec::<f32>()?;
+    let before = value(&n.root, "0.weight")?;
     let err = n.root.load_state_dict(&old, true).unwrap_err().to_string();
     assert!(
         err.contains("Missing key(s) in state_dict: \"1.0.weight\", \"1.0.bias\".")
             && err.contains("Unexpected key(s) in state_dict: \"1.0.w\"."),
         "{err}"
     );
-    assert_eq!(
-        n.root
-            .state_dict()
-            .get("0.weight")
-            .unwrap()
-            .to_vec::<f32>()?,
-        before
-    );
+    assert_eq!(value(&n.root, "0.weight")?, before);
     n.l10.register_load_state_dict_pre_hook(|_, sd, prefix| {
         if let Some(t) = sd.remove(&format!("{prefix}w")) {
             sd.insert(format!("{prefix}weight"), t);
@@ -176,14 +172,7 @@ fn load_hooks_rename_an_old_key_and_excuse_a_missing_one() -> Result<()> {
     });
     let r = n.root.load_state_dict(&old, true)?;
     assert_eq!(vec![format!("B {}", result(&r))], reference("B"));
-    assert_eq!(
-        n.root
-            .state_dict()
-            .get("1.0.weight")
-            .unwrap()
-            .to_vec::<f32>()?,
-        w.to_vec::<f32>()?
-    );
+    assert_eq!(value(&n.root, "1.0.weight")?, w.to_vec::<f32>()?);
     // Without the excuse the strict load fails on the key left, after writing (PyTorch).
     excuse.remove();
     let err = n.root.load_state_dict(&old, true).unwrap_err().to_string();
@@ -244,14 +233,7 @@ fn removed_hooks_stop_and_hook_errors_reach_the_caller() -> Result<()> {
         .to_string();
     assert!(err.contains("refused at prefix 1."), "{err}");
     // A pre-hook error comes before anything is written.
-    assert_eq!(
-        n.root
-            .state_dict()
-            .get("0.weight")
-            .unwrap()
-            .to_vec::<f32>()?,
-        before
-    );
+    assert_eq!(value(&n.root, "0.weight")?, before);
     h.remove();
     let h = n.l10.register_load_state_dict_post_hook(|_, _| {
         Err(Error::value("load_state_dict", "post-hook refused"))
@@ -264,13 +246,6 @@ fn removed_hooks_stop_and_hook_errors_reach_the_caller() -> Result<()> {
     assert!(err.contains("post-hook refused"), "{err}");
     h.remove();
     n.root.load_state_dict(&zeros, true)?;
-    assert!(n
-        .root
-        .state_dict()
-        .get("0.weight")
-        .unwrap()
-        .to_vec::<f32>()?
-        .iter()
-        .all(|&v| v == 0.0));
+    assert!(value(&n.root, "0.weight")?.iter().all(|&v| v == 0.0));
     Ok(())
 }

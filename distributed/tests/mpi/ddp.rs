@@ -241,6 +241,29 @@ fn assert_identical_across_ranks(what: &str, ts: &[Tensor]) -> Result<()> {
     Ok(())
 }
 
+/// One step of the reference: the whole global batch in this process.
+fn reference_step<M: Forward, O: Optimizer>(
+    reference: &M,
+    opt: &mut O,
+    step: usize,
+    global: usize,
+) -> Result<()> {
+    let (x, y) = batch(step, 0..global)?;
+    mse(&reference.forward(&x)?, &y)?.backward()?;
+    opt.step()?;
+    opt.zero_grad()
+}
+
+/// The DDP model's parameters equal the reference's and are identical across ranks.
+fn assert_trained_alike<M: Module>(ddp: &DistributedDataParallel<M>, reference: &M) -> Result<()> {
+    assert_close(
+        "parameters",
+        &ddp.module().parameters(),
+        &reference.parameters(),
+    )?;
+    assert_identical_across_ranks("parameters", &ddp.parameters())
+}
+
 /// 20 steps of DDP (2 or 4 ranks, each a share of a batch of 64) against the same model
 /// trained on the whole batch in this process.
 fn train_against_reference<O: Optimizer>(
@@ -267,17 +290,9 @@ fn train_against_reference<O: Optimizer>(
         mse(&ddp.forward(&x)?, &y)?.backward()?;
         opt.step()?;
         opt.zero_grad()?;
-        let (x, y) = batch(step, 0..GLOBAL)?;
-        mse(&reference.forward(&x)?, &y)?.backward()?;
-        ref_opt.step()?;
-        ref_opt.zero_grad()?;
+        reference_step(&reference, &mut ref_opt, step, GLOBAL)?;
     }
-    assert_close(
-        "parameters",
-        &ddp.module().parameters(),
-        &reference.parameters(),
-    )?;
-    assert_identical_across_ranks("parameters", &ddp.parameters())
+    assert_trained_alike(&ddp, &reference)
 }
 
 fn ddp_sgd_momentum_matches_one_process_on_the_whole_batch() -> Result<()> {
@@ -471,6 +486,17 @@ fn ddp_no_sync_micro_batches_then_a_synced_one_equal_the_large_batch() -> Result
     assert_identical_across_ranks("grads", &grads)
 }
 
+fn sgd_momentum(params: Vec<Tensor>, lr: f64, momentum: f64) -> Result<SGD> {
+    SGD::new(
+        params,
+        SGDOptions {
+            lr,
+            momentum,
+            ..Default::default()
+        },
+    )
+}
+
 /// `gradient_as_bucket_view`: 20 SGD-momentum steps against one process on the whole batch,
 /// every third step in two micro-batches (the first under `no_sync`), `.grad`s set to
 /// `None` after even steps and zeroed in place after odd ones. Every `.grad` must be a view
@@ -482,16 +508,7 @@ fn ddp_gradient_as_bucket_view_matches_one_process_with_grads_in_the_bucket() ->
     let options = DdpOptions::default().gradient_as_bucket_view(true);
     let ddp = DistributedDataParallel::new(on_device(mlp(SEED + rank as u64)?)?, options)?;
     let reference = mlp(SEED)?;
-    let sgd = |p| {
-        SGD::new(
-            p,
-            SGDOptions {
-                lr: 0.05,
-                momentum: 0.9,
-                ..Default::default()
-            },
-        )
-    };
+    let sgd = |p| sgd_momentum(p, 0.05, 0.9);
     let mut opt = sgd(ddp.parameters())?;
     let mut ref_opt = sgd(reference.parameters())?;
     let rows = shard(GLOBAL, rank, size)?;
@@ -535,17 +552,9 @@ fn ddp_gradient_as_bucket_view_matches_one_process_with_grads_in_the_bucket() ->
             opt.zero_grad_with(false)?;
             held = Some(grads[0].clone());
         }
-        let (x, y) = batch(step, 0..GLOBAL)?;
-        mse(&reference.forward(&x)?, &y)?.backward()?;
-        ref_opt.step()?;
-        ref_opt.zero_grad()?;
+        reference_step(&reference, &mut ref_opt, step, GLOBAL)?;
     }
-    assert_close(
-        "parameters",
-        &ddp.module().parameters(),
-        &reference.parameters(),
-    )?;
-    assert_identical_across_ranks("parameters", &ddp.parameters())
+    assert_trained_alike(&ddp, &reference)
 }
 
 #[derive(Module)]
@@ -591,16 +600,7 @@ fn ddp_find_unused_parameters_trains_a_model_with_unused_branches() -> Result<()
             .bucket_cap_mb(1.0 / 1024.0),
     )?;
     let reference = Branchy::new(SEED)?;
-    let sgd = |p| {
-        SGD::new(
-            p,
-            SGDOptions {
-                lr: 0.1,
-                momentum: 0.5,
-                ..Default::default()
-            },
-        )
-    };
+    let sgd = |p| sgd_momentum(p, 0.1, 0.5);
     let mut opt = sgd(ddp.parameters())?;
     let mut ref_opt = sgd(reference.parameters())?;
     for step in 0..3 {
@@ -637,12 +637,7 @@ fn ddp_find_unused_parameters_trains_a_model_with_unused_branches() -> Result<()
         ref_opt.step()?;
         ref_opt.zero_grad()?;
     }
-    assert_close(
-        "parameters",
-        &ddp.module().parameters(),
-        &reference.parameters(),
-    )?;
-    assert_identical_across_ranks("parameters", &ddp.parameters())
+    assert_trained_alike(&ddp, &reference)
 }
 
 fn ddp_unused_parameter_without_detection_fails_the_next_forward() -> Result<()> {
@@ -723,10 +718,7 @@ fn ddp_tied_parameters_are_reduced_once() -> Result<()> {
         mse(&ddp.forward(&x)?, &y)?.backward()?;
         opt.step()?;
         opt.zero_grad()?;
-        let (x, y) = batch(step, 0..GLOBAL)?;
-        mse(&reference.forward(&x)?, &y)?.backward()?;
-        ref_opt.step()?;
-        ref_opt.zero_grad()?;
+        reference_step(&reference, &mut ref_opt, step, GLOBAL)?;
     }
     let m = ddp.module();
     if !m.a.weight.is_same(&m.b.weight) {
