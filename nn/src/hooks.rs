@@ -38,7 +38,7 @@
 //! module has ended: capture what they need.
 //!
 //! State-dict hooks run from `Hooked`'s `visit` when the walk is a state-dict one (see
-//! `state_dict.rs`): `state_dict()` runs the save pre-hooks with the module's dotted prefix
+//! the walks in `module.rs`): `state_dict()` runs the save pre-hooks with the module's dotted prefix
 //! (`"1.0."`), then collects the module's tensors, then the save post-hooks, which may edit
 //! the dict built so far; `load_state_dict` first runs the load pre-hooks on a copy of the
 //! dict it was given (to rename an old checkpoint's keys, say), and after writing the values
@@ -60,8 +60,9 @@
 //! # Ok::<(), kiln_core::Error>(())
 //! ```
 
+use crate::module::Phase;
 use crate::module::{Forward, Module, Visitor, VisitorMut};
-use crate::state_dict::{IncompatibleKeys, Phase, StateDict};
+use crate::state_dict::{IncompatibleKeys, StateDict};
 use kiln_core::autograd::{is_grad_enabled, Node, NodeBase};
 use kiln_core::{Error, Result, Tensor};
 use std::sync::atomic::{AtomicU64, Ordering};

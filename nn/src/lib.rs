@@ -89,7 +89,9 @@ pub use loss::{
     MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss,
     SoftMarginLoss, TripletMarginLoss,
 };
-pub use module::{BufferField, Forward, Module, ModuleField, TensorKind, Visitor, VisitorMut};
+pub use module::{
+    BufferField, Forward, Module, ModuleField, StateDictWalk, TensorKind, Visitor, VisitorMut,
+};
 pub use normalization::{
     BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormOptions, GroupNorm, LayerNorm,
     RMSNorm,
@@ -100,7 +102,7 @@ pub use pooling::{
 };
 pub use rnn::{GRUCell, LSTMCell, RNNCell, RnnNonlinearity, RnnOptions, GRU, LSTM, RNN};
 pub use shape::{Flatten, Identity, Unflatten};
-pub use state_dict::{IncompatibleKeys, StateDict, StateDictWalk};
+pub use state_dict::{IncompatibleKeys, StateDict};
 pub use transformer::{
     generate_square_subsequent_mask, Activation, DecoderArgs, Transformer, TransformerArgs,
     TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,

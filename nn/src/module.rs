@@ -4,7 +4,7 @@
 //! built on them.
 
 use crate::batch_norm_sync::BatchNormSync;
-use crate::state_dict::{self, IncompatibleKeys, StateDict, StateDictWalk};
+use crate::state_dict::{IncompatibleKeys, StateDict};
 use kiln_core::{no_grad, DType, Device, Error, Result, Tensor};
 use std::sync::Arc;
 
@@ -30,7 +30,7 @@ pub trait Visitor {
     fn enter(&mut self, _name: &str) {}
     fn leave(&mut self) {}
     /// The state dict being saved or loaded, when this walk is one: what a
-    /// [`crate::Hooked`] module's state-dict hooks run on (`state_dict.rs`).
+    /// [`crate::Hooked`] module's state-dict hooks run on (the walks at the end of this file).
     fn state_dict_walk(&mut self) -> Option<&mut StateDictWalk> {
         None
     }
@@ -84,7 +84,7 @@ pub trait Module {
     /// the module. A shared tensor appears under each of its names. State-dict hooks of
     /// [`crate::Hooked`] modules in the tree run as it is built.
     fn state_dict(&self) -> StateDict {
-        state_dict::save(self)
+        save_state(self)
     }
     /// Copies `state` into the module's tensors in place (PyTorch's `load_state_dict`): shapes
     /// must match; dtypes are cast to the module's. With `strict`, missing or unexpected keys
@@ -338,8 +338,8 @@ fn load_into<M: Module + ?Sized>(
     state: &StateDict,
     strict: bool,
 ) -> Result<IncompatibleKeys> {
-    let state = &state_dict::load_pre(m, state.clone())?;
-    let post_hooks = state_dict::has_load_post_hooks(m);
+    let state = &load_pre(m, state.clone())?;
+    let post_hooks = has_load_post_hooks(m);
     struct Load<'a> {
         path: Path,
         state: &'a StateDict,
@@ -446,7 +446,7 @@ fn load_into<M: Module + ?Sized>(
     if !post_hooks {
         return Ok(keys);
     }
-    let keys = state_dict::load_post(m, keys)?;
+    let keys = load_post(m, keys)?;
     if strict {
         let mut errors = Vec::new();
         key_errors(&mut errors, &keys.missing_keys, &keys.unexpected_keys);
@@ -597,5 +597,122 @@ impl BufferField for Option<Tensor> {
             Some(t) => v.tensor(name, TensorKind::Buffer, t),
             None => Ok(()),
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// State-dict walks: what runs the state-dict hooks. Here beside `Visitor` (which a walk is,
+// and which offers it to a hooked module), not in `state_dict.rs`, so the two files do not
+// import each other.
+//
+// State-dict hooks (PyTorch's `register_state_dict_pre_hook`, `register_state_dict_post_hook`,
+// `register_load_state_dict_pre_hook`, `register_load_state_dict_post_hook`) are registered on
+// a `Hooked` module. Each walk below is a `Visitor` that offers a `StateDictWalk`, and a hooked
+// module's `visit` runs its hooks of the walk's phase before its children are visited
+// (pre-hooks) and after (post-hooks), with its dotted prefix, so they run in PyTorch's order:
+// parents' pre-hooks before children's, children's post-hooks before parents'.
+// ---------------------------------------------------------------------------------------------
+
+/// Which hooks a state-dict walk runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// `state_dict()`: save pre-hooks, then the module's tensors, then save post-hooks.
+    Save,
+    /// `load_state_dict`, before anything is checked or written: load pre-hooks.
+    LoadPre,
+    /// `load_state_dict`, after the values are written: load post-hooks.
+    LoadPost,
+    /// Counting the modules with load post-hooks (a strict load with any writes before it
+    /// checks the keys, so the hooks can excuse some, as in PyTorch).
+    CountLoadPost,
+}
+
+/// What a hooked module sees of a state-dict walk: the phase, its dotted prefix (`"1.0."`,
+/// `""` at the root), the state dict being saved or loaded, the keys a load left
+/// unmatched, and the first error a hook returned.
+pub struct StateDictWalk {
+    pub(crate) phase: Phase,
+    path: Vec<String>,
+    pub(crate) state: StateDict,
+    pub(crate) keys: IncompatibleKeys,
+    pub(crate) error: Option<Error>,
+    pub(crate) count: usize,
+}
+
+impl StateDictWalk {
+    fn new(phase: Phase, state: StateDict, keys: IncompatibleKeys) -> Self {
+        StateDictWalk {
+            phase,
+            path: Vec::new(),
+            state,
+            keys,
+            error: None,
+            count: 0,
+        }
+    }
+
+    /// The dotted prefix of the module being visited, with its trailing dot.
+    pub(crate) fn prefix(&self) -> String {
+        self.path.iter().map(|p| format!("{p}.")).collect()
+    }
+
+    pub(crate) fn fail(&mut self, e: Error) {
+        self.error.get_or_insert(e);
+    }
+}
+
+impl Visitor for StateDictWalk {
+    fn tensor(&mut self, name: &str, _: TensorKind, t: &Tensor) {
+        if self.phase == Phase::Save {
+            let key = format!("{}{name}", self.prefix());
+            self.state.insert(key, t.clone());
+        }
+    }
+    fn enter(&mut self, name: &str) {
+        self.path.push(name.to_string());
+    }
+    fn leave(&mut self) {
+        self.path.pop();
+    }
+    fn state_dict_walk(&mut self) -> Option<&mut StateDictWalk> {
+        Some(self)
+    }
+}
+
+/// `state_dict()` with the save hooks: every tensor under each of its names.
+fn save_state(m: &(impl Module + ?Sized)) -> StateDict {
+    let mut w = StateDictWalk::new(Phase::Save, StateDict::new(), IncompatibleKeys::default());
+    m.visit(&mut w);
+    w.state
+}
+
+/// Runs the load pre-hooks on `state`, which they may edit (rename old keys, say).
+fn load_pre(m: &(impl Module + ?Sized), state: StateDict) -> Result<StateDict> {
+    let mut w = StateDictWalk::new(Phase::LoadPre, state, IncompatibleKeys::default());
+    m.visit(&mut w);
+    match w.error {
+        Some(e) => Err(e),
+        None => Ok(w.state),
+    }
+}
+
+/// Whether any module has load post-hooks.
+fn has_load_post_hooks(m: &(impl Module + ?Sized)) -> bool {
+    let mut w = StateDictWalk::new(
+        Phase::CountLoadPost,
+        StateDict::new(),
+        IncompatibleKeys::default(),
+    );
+    m.visit(&mut w);
+    w.count > 0
+}
+
+/// Runs the load post-hooks on `keys`, which they may edit (excuse a missing key, say).
+fn load_post(m: &(impl Module + ?Sized), keys: IncompatibleKeys) -> Result<IncompatibleKeys> {
+    let mut w = StateDictWalk::new(Phase::LoadPost, StateDict::new(), keys);
+    m.visit(&mut w);
+    match w.error {
+        Some(e) => Err(e),
+        None => Ok(w.keys),
     }
 }
