@@ -632,7 +632,7 @@ pub enum Phase {
 /// unmatched, and the first error a hook returned.
 pub struct StateDictWalk {
     pub(crate) phase: Phase,
-    path: Vec<String>,
+    path: Path,
     pub(crate) state: StateDict,
     pub(crate) keys: IncompatibleKeys,
     pub(crate) error: Option<Error>,
@@ -643,7 +643,7 @@ impl StateDictWalk {
     fn new(phase: Phase, state: StateDict, keys: IncompatibleKeys) -> Self {
         StateDictWalk {
             phase,
-            path: Vec::new(),
+            path: Path::default(),
             state,
             keys,
             error: None,
@@ -653,7 +653,7 @@ impl StateDictWalk {
 
     /// The dotted prefix of the module being visited, with its trailing dot.
     pub(crate) fn prefix(&self) -> String {
-        self.path.iter().map(|p| format!("{p}.")).collect()
+        self.path.join("")
     }
 
     pub(crate) fn fail(&mut self, e: Error) {
@@ -664,12 +664,11 @@ impl StateDictWalk {
 impl Visitor for StateDictWalk {
     fn tensor(&mut self, name: &str, _: TensorKind, t: &Tensor) {
         if self.phase == Phase::Save {
-            let key = format!("{}{name}", self.prefix());
-            self.state.insert(key, t.clone());
+            self.state.insert(self.path.join(name), t.clone());
         }
     }
     fn enter(&mut self, name: &str) {
-        self.path.push(name.to_string());
+        self.path.push(name);
     }
     fn leave(&mut self) {
         self.path.pop();
