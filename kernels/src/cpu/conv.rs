@@ -466,6 +466,32 @@ mod tests {
                 bias: true,
                 channels_last: false,
             },
+            // Output rows 35 wide at stride 1 (copied runs, not the tap table), dilated.
+            Case {
+                b: 3,
+                c: 4,
+                hw: [4, 37],
+                o: 9,
+                k: [2, 3],
+                stride: [1, 1],
+                pad: [1, 1],
+                dil: [1, 2],
+                bias: true,
+                channels_last: false,
+            },
+            // The same run by run on a channels-last input (strided runs).
+            Case {
+                b: 2,
+                c: 5,
+                hw: [3, 40],
+                o: 7,
+                k: [3, 3],
+                stride: [1, 1],
+                pad: [1, 1],
+                dil: [1, 1],
+                bias: false,
+                channels_last: true,
+            },
             // Stride 2 on contiguous rows, a 1x1 kernel.
             Case {
                 b: 4,

@@ -12,11 +12,12 @@
 //! image, as ResNet's last stages at 2 x 2, still fills the 16-wide panels), and the blocks
 //! of columns are split over the pool.
 
+use super::conv_taps::{use_table, TapTable};
 use super::fma::Fma;
 use super::packed::{with_scratch, Kernel, Slot};
 use super::{Mat, PARALLEL_FLOPS};
 use crate::cpu::fold::Geometry;
-use crate::parallel::{fan_out, par_chunks_mut, par_for};
+use crate::parallel::{fan_out, par_for};
 
 type K = Fma<f32>;
 const MR: usize = <K as Kernel>::MR;
@@ -149,9 +150,9 @@ unsafe impl Sync for OutPtr {}
 /// A block of the batch's columns: positions `first .. first + count` of all images' output
 /// positions in a row (image `b`'s position `q` is column `b * L + q`).
 #[derive(Clone, Copy)]
-struct Cols {
-    first: usize,
-    count: usize,
+pub(super) struct Cols {
+    pub first: usize,
+    pub count: usize,
 }
 
 /// The output columns `cols` (every channel), bias added.
@@ -171,10 +172,20 @@ fn column_block(
     let (ck, q) = (g.channels * g.kernel_len(), g.block_len());
     let o = out.1 / (g.batch * q);
     let panels = cols.count.div_ceil(NR);
+    let taps = use_table(g, &x).then(|| TapTable::new(g, &x, cols));
     for l0 in (0..ck).step_by(KC) {
         let kcw = KC.min(ck - l0);
         let bp = &mut bpack[..panels * kcw * NR];
-        pack_columns(g, x, l0, kcw, cols, bp);
+        match &taps {
+            Some(taps) => {
+                for (p, panel) in bp.chunks_exact_mut(kcw * NR).enumerate() {
+                    for (li, row) in panel.chunks_exact_mut(NR).enumerate() {
+                        taps.gather(isa, g, &x, l0 + li, p * NR, row);
+                    }
+                }
+            }
+            None => pack_columns(g, x, l0, kcw, cols, bp),
+        }
         let ap = &apack[apanels * MR * l0..][..apanels * kcw * MR];
         // Micro-panels of the weight in groups of `MC_PANELS` (a group's k block in L2),
         // each group against every panel of columns (one panel in L1).
@@ -404,9 +415,11 @@ fn gather_row(g: &Geometry, x: Images<'_>, l: usize, runs: &[Run], row: &mut [f3
 /// `dw[o, l] = sum over images b and positions q of gy[b, o, q] * cols_b[l, q]`: the weight
 /// gradient of [`conv_forward_f32`] for the output gradient `gy` (row-major `[B, o, L]`),
 /// `dw` row-major `o x C*K`. Computed as `dwᵀ = cols @ gyᵀ` (rows of `dwᵀ` split over the
-/// pool, each task summing every image), the columns gathered a `KC` block of positions at
-/// a time into the kernel's micro-panels and `gyᵀ` packed from `gy`'s rows. False (nothing
-/// written) when the CPU lacks AVX2 + FMA; shapes checked by the caller.
+/// pool), `k` being the batch's positions taken `KC` at a time across images (a 2 x 2 image
+/// alone would make `k` blocks of 4): each block's columns gathered into the kernel's
+/// micro-panels, `gyᵀ` packed from `gy`'s rows, and each tile written straight into `dw`'s
+/// columns. False (nothing written) when the CPU lacks AVX2 + FMA; shapes checked by the
+/// caller.
 pub(crate) fn conv_weight_grad_f32(
     g: &Geometry,
     x: Images<'_>,
@@ -421,22 +434,25 @@ pub(crate) fn conv_weight_grad_f32(
     if dw.is_empty() {
         return true;
     }
-    if q == 0 || g.batch == 0 {
+    let positions = g.batch * q;
+    if positions == 0 {
         dw.fill(0.0);
         return true;
     }
     let panels = o.div_ceil(NR);
-    let mut dwt = vec![0f32; ck * o];
+    let table = use_table(g, &x);
     // Rows of `dwᵀ` per task: all of them on one thread, else an even split in micro-panels.
-    let big = fan_out((ck * o).saturating_mul(q * g.batch) >= PARALLEL_FLOPS);
+    let big = fan_out((ck * o).saturating_mul(positions) >= PARALLEL_FLOPS);
     let threads = if big {
         crate::parallel::num_threads()
     } else {
         1
     };
     let mc = ck.div_ceil(threads).next_multiple_of(MR);
-    let task = |t: usize, dwt_rows: &mut [f32]| {
-        let (r0, rows) = (t * mc, dwt_rows.len() / o);
+    let tasks = ck.div_ceil(mc);
+    let out = &OutPtr(dw.as_mut_ptr(), dw.len());
+    let task = |t: usize| {
+        let (r0, rows) = (t * mc, mc.min(ck - t * mc));
         let apanels = rows.div_ceil(MR);
         with_scratch(Slot::A, apanels * MR * KC, |apack: &mut [f32]| {
             with_scratch(Slot::B, panels * NR * KC, |bpack: &mut [f32]| {
@@ -444,48 +460,42 @@ pub(crate) fn conv_weight_grad_f32(
                     Slot::Tiles,
                     apanels * panels * MR * NR,
                     |tiles: &mut [f32]| {
-                        let mut first = true;
-                        for b in 0..g.batch {
-                            for q0 in (0..q).step_by(KC) {
-                                let kcw = KC.min(q - q0);
-                                let cols = Cols {
-                                    first: b * q + q0,
-                                    count: kcw,
-                                };
-                                pack_cols_as_a(
-                                    g,
-                                    x,
-                                    r0,
-                                    rows,
-                                    cols,
-                                    &mut apack[..apanels * kcw * MR],
-                                );
-                                let gyt = Mat {
-                                    data: gy,
-                                    offset: b * o * q + q0,
-                                    rs: 1,
-                                    cs: q,
-                                };
-                                let bp = &mut bpack[..panels * kcw * NR];
-                                for (pj, dst) in bp.chunks_exact_mut(kcw * NR).enumerate() {
-                                    isa.pack_b_panel(gyt, kcw, o, pj, dst);
+                        for p0 in (0..positions).step_by(KC) {
+                            let kcw = KC.min(positions - p0);
+                            let cols = Cols {
+                                first: p0,
+                                count: kcw,
+                            };
+                            let taps = table.then(|| TapTable::new(g, &x, cols));
+                            let ap = &mut apack[..apanels * kcw * MR];
+                            pack_cols_as_a(isa, g, x, r0, rows, cols, taps.as_ref(), ap);
+                            let bp = &mut bpack[..panels * kcw * NR];
+                            pack_gy_t(gy, o, q, cols, bp);
+                            for (jl, bs) in bp.chunks_exact(kcw * NR).enumerate() {
+                                for (pi, as_) in ap.chunks_exact(kcw * MR).enumerate() {
+                                    let t = &mut tiles[(jl * apanels + pi) * MR * NR..][..MR * NR];
+                                    isa.tile(as_, bs, t, p0 > 0);
                                 }
-                                let ap = &apack[..apanels * kcw * MR];
-                                for (jl, bs) in bp.chunks_exact(kcw * NR).enumerate() {
-                                    for (pi, as_) in ap.chunks_exact(kcw * MR).enumerate() {
-                                        let t =
-                                            &mut tiles[(jl * apanels + pi) * MR * NR..][..MR * NR];
-                                        isa.tile(as_, bs, t, !first);
-                                    }
-                                }
-                                first = false;
                             }
                         }
-                        for (r, out_row) in dwt_rows.chunks_exact_mut(o).enumerate() {
-                            let (pi, rr) = (r / MR, r % MR);
-                            for (jl, seg) in out_row.chunks_mut(NR).enumerate() {
-                                let t = &tiles[(jl * apanels + pi) * MR * NR + rr * NR..];
-                                seg.copy_from_slice(&t[..seg.len()]);
+                        // Tile (rows `l` of `dwᵀ`, columns `oi`) into `dw[oi, l ..]`: runs
+                        // of up to `MR` contiguous values.
+                        for (pi, jl) in
+                            (0..apanels).flat_map(|pi| (0..panels).map(move |j| (pi, j)))
+                        {
+                            let t = &tiles[(jl * apanels + pi) * MR * NR..][..MR * NR];
+                            let (l0, lr) = (r0 + pi * MR, MR.min(rows - pi * MR));
+                            for j in 0..NR.min(o - jl * NR) {
+                                let at = (jl * NR + j) * ck + l0;
+                                assert!(at + lr <= out.1);
+                                // SAFETY: in bounds (asserted); this task alone writes
+                                // columns `r0 .. r0 + rows` of `dw`, and nothing else reads
+                                // or writes `dw` while the tasks run.
+                                let dst =
+                                    unsafe { std::slice::from_raw_parts_mut(out.0.add(at), lr) };
+                                for (r, d) in dst.iter_mut().enumerate() {
+                                    *d = t[r * NR + j];
+                                }
                             }
                         }
                     },
@@ -493,43 +503,77 @@ pub(crate) fn conv_weight_grad_f32(
             })
         })
     };
-    if big && ck > mc {
-        par_chunks_mut(&mut dwt, mc * o, &task);
+    if big && tasks > 1 {
+        par_for(tasks, &task);
     } else {
-        dwt.chunks_mut(mc * o)
-            .enumerate()
-            .for_each(|(t, c)| task(t, c));
-    }
-    for (l, row) in dwt.chunks_exact(o).enumerate() {
-        for (oi, &v) in row.iter().enumerate() {
-            dw[oi * ck + l] = v;
-        }
+        (0..tasks).for_each(task);
     }
     true
 }
 
+/// `gyᵀ` at the positions `cols` (across images) as the kernel's `B` panels:
+/// `dst[pj * n * NR + qi * NR + j]` is `gy[b, pj * NR + j, qq]` for column `qi`'s image `b`
+/// and position `qq`, `n = cols.count`; channels past `o` zero. Reads `gy`'s rows in runs.
+fn pack_gy_t(gy: &[f32], o: usize, q: usize, cols: Cols, dst: &mut [f32]) {
+    let n = cols.count;
+    let panels = o.div_ceil(NR);
+    if !o.is_multiple_of(NR) {
+        dst[(panels - 1) * n * NR..].fill(0.0);
+    }
+    let mut c = 0;
+    while c < n {
+        let (b, q0) = ((cols.first + c) / q, (cols.first + c) % q);
+        let run = (q - q0).min(n - c);
+        for oi in 0..o {
+            let src = &gy[(b * o + oi) * q + q0..][..run];
+            let panel = &mut dst[(oi / NR) * n * NR..][..n * NR];
+            let j = oi % NR;
+            for (v, &s) in panel[c * NR + j..].iter_mut().step_by(NR).zip(src) {
+                *v = s;
+            }
+        }
+        c += run;
+    }
+}
+
 /// Rows `r0 .. r0 + rows` of the im2col matrix over the columns `cols` (at most `KC`), as
 /// the kernel's `A` micro-panels: `dst[p * n * MR + qi * MR + r]` is row `r0 + p * MR + r`
-/// at column `qi`, `n = cols.count`; rows past the block zero.
+/// at column `qi`, `n = cols.count`; rows past the block zero. Gathered through `taps` when
+/// given, else run by run.
+#[allow(clippy::too_many_arguments)]
 fn pack_cols_as_a(
+    isa: K,
     g: &Geometry,
     x: Images<'_>,
     r0: usize,
     rows: usize,
     cols: Cols,
+    taps: Option<&TapTable>,
     dst: &mut [f32],
 ) {
     let n = cols.count;
     let mut runs = [Run::default(); MAX_NCB];
-    let runs = block_runs(g, cols, &mut runs);
+    let runs = match taps {
+        Some(_) => &[][..],
+        None => block_runs(g, cols, &mut runs),
+    };
     let mut gathered = [[0f32; KC]; MR];
     for (p, panel) in dst.chunks_exact_mut(n * MR).enumerate() {
         let valid = MR.min(rows - p * MR);
         for (r, row) in gathered.iter_mut().enumerate() {
-            if r < valid {
-                gather_row(g, x, r0 + p * MR + r, runs, row);
-            } else {
+            if r >= valid {
                 row[..n].fill(0.0);
+            } else if let Some(taps) = taps {
+                taps.gather(
+                    isa,
+                    g,
+                    &x,
+                    r0 + p * MR + r,
+                    0,
+                    &mut row[..n.next_multiple_of(16)],
+                );
+            } else {
+                gather_row(g, x, r0 + p * MR + r, runs, row);
             }
         }
         for (qi, group) in panel.chunks_exact_mut(MR).enumerate() {
