@@ -123,15 +123,19 @@ fn forward_packed(
     let out = OutPtr(out.as_mut_ptr(), out.len());
     let block = |blk: usize| {
         // Both 64-byte aligned, so no vector load of the packed columns splits a cache line.
-        with_scratch(Slot::B, ncb * KC.min(ck), |bpack: &mut [f32]| {
-            with_scratch(Slot::Tiles, apanels * ncb * MR, |tiles: &mut [f32]| {
-                let cols = Cols {
-                    first: blk * ncb,
-                    count: ncb.min(batch * q - blk * ncb),
-                };
-                column_block(isa, g, x, cols, apack, apanels, bias, bpack, tiles, &out)
-            })
-        })
+        with_scratch(
+            Slot::B,
+            (ncb / NR) * panel_stride(KC.min(ck)),
+            |bpack: &mut [f32]| {
+                with_scratch(Slot::Tiles, apanels * ncb * MR, |tiles: &mut [f32]| {
+                    let cols = Cols {
+                        first: blk * ncb,
+                        count: ncb.min(batch * q - blk * ncb),
+                    };
+                    column_block(isa, g, x, cols, apack, apanels, bias, bpack, tiles, &out)
+                })
+            },
+        )
     };
     let flops = (o * q).saturating_mul(ck).saturating_mul(batch);
     if fan_out(blocks > 1 && flops >= PARALLEL_FLOPS) {
@@ -139,6 +143,13 @@ fn forward_packed(
     } else {
         (0..blocks).for_each(block);
     }
+}
+
+/// Words from one panel of packed columns to the next: `kcw` rows of `NR`, plus one cache
+/// line, so that a row's 16 panels (written one after another as the row is gathered) fall
+/// in different L1 sets; `256 * 16` words apart they all fell in one and evicted each other.
+fn panel_stride(kcw: usize) -> usize {
+    kcw * NR + NR
 }
 
 /// The output, written by column blocks in parallel.
@@ -175,13 +186,12 @@ fn column_block(
     let taps = use_table(g, &x).then(|| TapTable::new(g, &x, cols));
     for l0 in (0..ck).step_by(KC) {
         let kcw = KC.min(ck - l0);
-        let bp = &mut bpack[..panels * kcw * NR];
+        let ps = panel_stride(kcw);
+        let bp = &mut bpack[..panels * ps];
         match &taps {
             Some(taps) => {
-                for (p, panel) in bp.chunks_exact_mut(kcw * NR).enumerate() {
-                    for (li, row) in panel.chunks_exact_mut(NR).enumerate() {
-                        taps.gather(isa, g, &x, l0 + li, p * NR, row);
-                    }
+                for li in 0..kcw {
+                    taps.gather(isa, g, &x, l0 + li, panels, &mut bp[li * NR..], ps);
                 }
             }
             None => pack_columns(g, x, l0, kcw, cols, bp),
@@ -191,7 +201,8 @@ fn column_block(
         // each group against every panel of columns (one panel in L1).
         for p0 in (0..apanels).step_by(MC_PANELS) {
             let group = &ap[p0 * kcw * MR..(p0 + MC_PANELS).min(apanels) * kcw * MR];
-            for (jl, bs) in bp.chunks_exact(kcw * NR).enumerate() {
+            for (jl, bs) in bp.chunks_exact(ps).enumerate() {
+                let bs = &bs[..kcw * NR];
                 for (gi, as_) in group.chunks_exact(kcw * MR).enumerate() {
                     let t = &mut tiles[(jl * apanels + p0 + gi) * MR * NR..][..MR * NR];
                     isa.tile(as_, bs, t, l0 > 0);
@@ -242,13 +253,15 @@ struct Run {
 /// Columns `cols` of rows `l0 .. l0 + kcw` of the batch's im2col matrix (every image's
 /// columns side by side), in the kernel's panel layout: column `qi` (from `cols.first`) of
 /// row `li` (from `l0`) at
-/// `dst[(qi / NR) * kcw * NR + li * NR + qi % NR]`; a ragged last panel's extra columns zero.
+/// `dst[(qi / NR) * panel_stride(kcw) + li * NR + qi % NR]`; a ragged last panel's extra
+/// columns zero.
 /// Each run is written straight into the panels, split where it crosses one (a small image's
 /// rows are often exactly one panel wide).
 fn pack_columns(g: &Geometry, x: Images<'_>, l0: usize, kcw: usize, cols: Cols, dst: &mut [f32]) {
     let ncols = cols.count;
     let panels = ncols.div_ceil(NR);
-    debug_assert_eq!(dst.len(), panels * kcw * NR);
+    let ps = panel_stride(kcw);
+    debug_assert_eq!(dst.len(), panels * ps);
     let mut runs = [Run::default(); MAX_NCB];
     let runs = block_runs(g, cols, &mut runs);
     let ragged = ncols % NR;
@@ -260,13 +273,13 @@ fn pack_columns(g: &Geometry, x: Images<'_>, l0: usize, kcw: usize, cols: Cols, 
             while t < run.len {
                 let q = run.qi + t;
                 let seg = (NR - q % NR).min(run.len - t);
-                let out = &mut dst[(q / NR) * kcw * NR + li * NR + q % NR..][..seg];
+                let out = &mut dst[(q / NR) * ps + li * NR + q % NR..][..seg];
                 span.write(x.data, t, out);
                 t += seg;
             }
         }
         if ragged != 0 {
-            dst[(panels - 1) * kcw * NR + li * NR + ragged..][..NR - ragged].fill(0.0);
+            dst[(panels - 1) * ps + li * NR + ragged..][..NR - ragged].fill(0.0);
         }
     }
 }
@@ -564,14 +577,7 @@ fn pack_cols_as_a(
             if r >= valid {
                 row[..n].fill(0.0);
             } else if let Some(taps) = taps {
-                taps.gather(
-                    isa,
-                    g,
-                    &x,
-                    r0 + p * MR + r,
-                    0,
-                    &mut row[..n.next_multiple_of(16)],
-                );
+                taps.gather(isa, g, &x, r0 + p * MR + r, n.div_ceil(16), row, 16);
             } else {
                 gather_row(g, x, r0 + p * MR + r, runs, row);
             }

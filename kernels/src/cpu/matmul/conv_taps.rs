@@ -10,13 +10,13 @@ use super::fma::Fma;
 use crate::cpu::fold::Geometry;
 use std::arch::x86_64::{
     _mm256_castsi256_ps, _mm256_cmpgt_epi32, _mm256_loadu_si256, _mm256_mask_i32gather_ps,
-    _mm256_set1_epi32, _mm256_setzero_ps, _mm256_storeu_ps,
+    _mm256_maskload_ps, _mm256_set1_epi32, _mm256_setzero_ps, _mm256_storeu_ps,
 };
 
 /// Lanes per gather.
 const LANES: usize = 8;
-/// A table's width is a multiple of this: whole panels of the `f32` kernel.
-const ROUND: usize = 16;
+/// Columns per panel of the `f32` kernel; a table's width is a multiple of it.
+const PANEL: usize = 16;
 
 /// Output rows narrower than this take the table (stride-1 layers at least this wide copy
 /// whole runs, which beats a gather).
@@ -42,85 +42,161 @@ pub(super) fn use_table(g: &Geometry, x: &Images<'_>) -> bool {
 /// column `qi` reads under kernel offset `kk`, from its channel's start (`x.offset + c *
 /// sc`), or -1 in the padding. `width` is the column count rounded up to a whole panel (16);
 /// the extra columns are -1, so they gather zeros (a ragged panel's padding).
+///
+/// `runs[g]` says how lane group `g` (8 columns of one kernel offset) reads: where a group's
+/// in-image columns read consecutive elements (`offs[i] = start + i`: stride-1 rows, and
+/// consecutive rows of an image when the input is as wide as the output), it is that
+/// `start`, and the group is one masked load instead of a gather (a Zen 3 gather of 8
+/// lanes costs about as much as 8 loads); else [`GATHER`].
 pub(super) struct TapTable {
     offs: Vec<i32>,
+    runs: Vec<i32>,
     width: usize,
 }
+
+/// A lane group whose columns do not read consecutive elements.
+const GATHER: i32 = i32::MIN;
 
 impl TapTable {
     /// The table of `cols` (`use_table` has held for `g` and `x`).
     pub(super) fn new(g: &Geometry, x: &Images<'_>, cols: Cols) -> TapTable {
-        let width = cols.count.next_multiple_of(ROUND);
+        let width = cols.count.next_multiple_of(PANEL);
         let taps = g.kernel_len();
         let mut offs = vec![-1i32; taps * width];
         let positions = g.block_len();
         let [_, bh, bw] = g.blocks;
-        let [_, k1, k2] = g.kernel;
+        // Per spatial dim `d`: `part[d][o * k_d + k]`, the offset along `d` of output
+        // position `o` under kernel offset `k`, or -1 in the padding (one lookup per entry
+        // instead of a division and a bounds test per dim).
+        let part: [Vec<i64>; 3] = std::array::from_fn(|d| {
+            (0..g.blocks[d] * g.kernel[d])
+                .map(|ok| {
+                    g.source(d, ok / g.kernel[d], ok % g.kernel[d])
+                        .map_or(-1, |p| (p * x.ss[d]) as i64)
+                })
+                .collect()
+        });
+        let [k0, k1, k2] = g.kernel;
         for qi in 0..cols.count {
             let (b, qq) = ((cols.first + qi) / positions, (cols.first + qi) % positions);
             let (ow, oh, od) = (qq % bw, (qq / bw) % bh, qq / (bw * bh));
-            for kk in 0..taps {
-                let (kd, kh, kw) = (kk / (k1 * k2), (kk / k2) % k1, kk % k2);
-                if let (Some(i), Some(j), Some(m)) = (
-                    g.source(0, od, kd),
-                    g.source(1, oh, kh),
-                    g.source(2, ow, kw),
-                ) {
-                    // Below i32::MAX: `use_table` bounded every such offset.
-                    offs[kk * width + qi] =
-                        (b * x.sb + i * x.ss[0] + j * x.ss[1] + m * x.ss[2]) as i32;
+            let image = (b * x.sb) as i64;
+            for kd in 0..k0 {
+                let p0 = part[0][od * k0 + kd];
+                for kh in 0..k1 {
+                    let p1 = part[1][oh * k1 + kh];
+                    for kw in 0..k2 {
+                        let p2 = part[2][ow * k2 + kw];
+                        if p0 >= 0 && p1 >= 0 && p2 >= 0 {
+                            // Below i32::MAX: `use_table` bounded every such offset.
+                            offs[((kd * k1 + kh) * k2 + kw) * width + qi] =
+                                (image + p0 + p1 + p2) as i32;
+                        }
+                    }
                 }
             }
         }
-        TapTable { offs, width }
+        let runs = offs.chunks_exact(LANES).map(consecutive).collect();
+        TapTable { offs, runs, width }
     }
 
-    /// Im2col row `l` (channel `l / K`, kernel offset `l % K`) at the block's columns
-    /// `c0 .. c0 + out.len()` (`c0` and `out.len()` multiples of 8, within the rounded
-    /// width) into `out`. The block's images are in bounds of `x.data` (the caller's check).
+    /// Im2col row `l` (channel `l / K`, kernel offset `l % K`) at the block's first
+    /// `16 * panels` columns (within the rounded width), 16 columns per panel: panel `p`'s
+    /// into `out[p * step ..][..16]` (`step` 16 for a plain row, the panel size for the
+    /// kernel's `B` panels). The block's images are in bounds of `x.data` (the caller's
+    /// check).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn gather(
         &self,
         isa: Fma<f32>,
         g: &Geometry,
         x: &Images<'_>,
         l: usize,
-        c0: usize,
+        panels: usize,
         out: &mut [f32],
+        step: usize,
     ) {
         let (c, kk) = (l / g.kernel_len(), l % g.kernel_len());
-        let offs = &self.offs[kk * self.width + c0..][..out.len()];
+        let cols = panels * PANEL;
+        let offs = &self.offs[kk * self.width..][..cols];
+        let runs = &self.runs[kk * self.width / LANES..][..cols / LANES];
+        assert!(panels == 0 || (panels - 1) * step + PANEL <= out.len());
         let base = x.offset + c * x.sc;
         // SAFETY: `isa` proves AVX2. Every non-negative offset is an element of image `b`,
         // channel `c`, which the caller checked is inside `x.data` (so `base + off` is in
-        // bounds); negative lanes are masked off and read nothing. Both slices have
-        // `out.len()` elements, a multiple of 8.
-        unsafe { gather8(isa, x.data, base, offs, out) }
+        // bounds); negative lanes are masked off and read nothing. `offs` has `16 *
+        // panels` lanes, `runs` one per 8 of them, and `out` room for every panel
+        // (asserted).
+        unsafe { gather_panels(isa, x.data, base, offs, runs, out, step) }
     }
 }
 
-/// `out[i] = data[base + offs[i]]`, or 0 where `offs[i] < 0`, 8 lanes at a time.
+/// A lane group's [`TapTable`] run start: `start` if every in-image lane `i` reads
+/// `start + i` (an all-padding group: 0), else [`GATHER`].
+fn consecutive(offs: &[i32]) -> i32 {
+    let mut start = None;
+    for (i, &o) in offs.iter().enumerate() {
+        if o >= 0 {
+            let s = o - i as i32;
+            match start {
+                None => start = Some(s),
+                Some(t) if t != s => return GATHER,
+                Some(_) => {}
+            }
+        }
+    }
+    start.unwrap_or(0)
+}
+
+/// `out[p * step + j] = data[base + offs[16 * p + j]]` (0 where that offset is < 0), 8
+/// lanes at a time: a masked load for a group of consecutive elements (`runs`), else a
+/// masked gather.
 ///
 /// # Safety
-/// AVX2 present; `offs.len() == out.len()`, a multiple of 8; `base + offs[i]` in bounds of
-/// `data` for every `offs[i] >= 0`.
+/// AVX2 present; `offs.len() == 8 * runs.len()`, a multiple of 16; `out` holds `(offs.len()
+/// / 16 - 1) * step + 16` elements; `base + offs[i]` in bounds of `data` for every
+/// `offs[i] >= 0`; `runs` as [`TapTable`] builds them from `offs`.
 #[target_feature(enable = "avx2")]
-unsafe fn gather8(_isa: Fma<f32>, data: &[f32], base: usize, offs: &[i32], out: &mut [f32]) {
-    debug_assert!(offs.len() == out.len() && out.len().is_multiple_of(LANES));
+#[inline]
+unsafe fn gather_panels(
+    _isa: Fma<f32>,
+    data: &[f32],
+    base: usize,
+    offs: &[i32],
+    runs: &[i32],
+    out: &mut [f32],
+    step: usize,
+) {
+    debug_assert!(offs.len() == runs.len() * LANES && offs.len().is_multiple_of(PANEL));
     debug_assert!(base < data.len());
     // SAFETY: `base` is in bounds (the caller's contract), so the pointer stays inside
     // `data`'s allocation.
     let from = unsafe { data.as_ptr().add(base) };
+    let to = out.as_mut_ptr();
     let neg = _mm256_set1_epi32(-1);
-    for (o, s) in out.chunks_exact_mut(LANES).zip(offs.chunks_exact(LANES)) {
-        // SAFETY: `s` and `o` hold 8 lanes each (chunks_exact); the gather reads only the
-        // lanes whose offset is >= 0, each in bounds by the caller's contract, and AVX2 is
-        // present (also the caller's contract).
+    for (gi, (s, &start)) in offs.chunks_exact(LANES).zip(runs).enumerate() {
+        let at = (gi / 2) * step + (gi % 2) * LANES;
+        // SAFETY: `s` holds 8 lanes (chunks_exact) and `out` room for 8 at `at` (the
+        // caller's contract). Only lanes whose offset is >= 0 are read, each in bounds by
+        // the caller's contract: the masked load's lane `i` reads `from + start + i`, which
+        // is `from + s[i]` for those lanes (how `runs` was built), and its masked-off lanes
+        // read nothing, so the address arithmetic is wrapping (it may point before `data`
+        // for a group that starts in the padding). AVX2 is present (the caller's contract).
         unsafe {
             let idx = _mm256_loadu_si256(s.as_ptr().cast());
-            let mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx, neg));
-            let v = _mm256_mask_i32gather_ps::<4>(_mm256_setzero_ps(), from, idx, mask);
-            _mm256_storeu_ps(o.as_mut_ptr(), v);
+            let lanes = _mm256_cmpgt_epi32(idx, neg);
+            let v = if start == GATHER {
+                _mm256_mask_i32gather_ps::<4>(
+                    _mm256_setzero_ps(),
+                    from,
+                    idx,
+                    _mm256_castsi256_ps(lanes),
+                )
+            } else {
+                _mm256_maskload_ps(from.wrapping_offset(start as isize), lanes)
+            };
+            _mm256_storeu_ps(to.add(at), v);
         }
     }
 }

@@ -256,7 +256,7 @@ pub(super) enum Slot {
 }
 
 /// Buffers larger than this are freed after use rather than kept for the next product.
-const KEEP_BYTES: usize = 8 << 20;
+const KEEP_BYTES: usize = 32 << 20;
 
 thread_local! {
     static SCRATCH: [Cell<Vec<Line>>; 3] =
