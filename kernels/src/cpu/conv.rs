@@ -85,7 +85,6 @@ pub fn conv_forward<T: Element>(
         dilation,
     )?;
     let o = weight.layout.sizes[0];
-    let w = row_major(&weight);
     let bias = bias.as_ref().map(row_major);
     let out = contiguous_out(&mut out)?;
     if out.is_empty() {
@@ -93,11 +92,35 @@ pub fn conv_forward<T: Element>(
     }
     let (sb, sc, ss) = image_strides(&g, &input.layout.strides);
     #[cfg(target_arch = "x86_64")]
-    if let (Some(data), Some(w), Some(out)) = (
+    if let (Some(data), Some(wdata), Some(out)) = (
         same_type::<T, f32>(input.data),
-        same_type::<T, f32>(&w[..]),
+        same_type::<T, f32>(weight.data),
         crate::element::same_type_mut::<T, f32>(out),
     ) {
+        // The weight as it lies when its kernel dims flatten (a transposed view too), else
+        // a row-major copy.
+        let copy;
+        let w = match kernel_stride(&weight.layout.sizes, &weight.layout.strides) {
+            Some(sk) => crate::cpu::matmul::conv::Weight {
+                data: wdata,
+                offset: weight.layout.offset,
+                so: weight.layout.strides[0],
+                sc: weight.layout.strides[1],
+                sk,
+            },
+            None => {
+                copy = row_major(&weight);
+                let taps = g.kernel_len();
+                crate::cpu::matmul::conv::Weight {
+                    data: same_type::<T, f32>(&copy[..])
+                        .ok_or_else(|| KernelError::dtype(format!("{OP}: weight not f32")))?,
+                    offset: 0,
+                    so: g.channels * taps,
+                    sc: taps,
+                    sk: 1,
+                }
+            }
+        };
         let bias = match &bias {
             Some(b) => Some(same_type::<T, f32>(b).ok_or_else(|| {
                 KernelError::dtype(format!("{OP}: bias must have the input's dtype"))
@@ -116,6 +139,7 @@ pub fn conv_forward<T: Element>(
         }
     }
     // One image's columns at a time, then `W @ cols` by `mm`'s kernels, then the bias.
+    let w = row_major(&weight);
     let (ck, q) = (g.channels * g.kernel_len(), g.block_len());
     let mut cols = vec![T::default(); ck * q];
     for (b, out_b) in out.chunks_exact_mut(o * q).enumerate() {
@@ -134,6 +158,25 @@ pub fn conv_forward<T: Element>(
         }
     }
     Ok(())
+}
+
+/// The one stride of a weight's flattened kernel offset (`[O, C, *kernel]`), if its kernel
+/// dims flatten to one (size-1 dims aside).
+fn kernel_stride(sizes: &[usize], strides: &[usize]) -> Option<usize> {
+    let mut sk = None;
+    let mut span = 1;
+    for (&n, &st) in sizes[2..].iter().zip(&strides[2..]).rev() {
+        if n == 1 {
+            continue;
+        }
+        match sk {
+            None => sk = Some(st),
+            Some(s) if st == s * span => {}
+            Some(_) => return None,
+        }
+        span *= n;
+    }
+    Some(sk.unwrap_or(1))
 }
 
 /// Element `(l, qi)` of one image's im2col matrix (the image at `base` in `input`): channel
@@ -377,10 +420,38 @@ mod tests {
         }
     }
 
-    fn run<T: Element>(t: &Case, x: &[f64], w: &[f64], bias: &[f64]) -> Vec<f64> {
+    /// The forward, the weight contiguous or (`transposed_weight`) a transposed view of a
+    /// `[C, O, *kernel]` buffer, as the input gradient passes it.
+    fn run<T: Element>(
+        t: &Case,
+        x: &[f64],
+        w: &[f64],
+        bias: &[f64],
+        transposed_weight: bool,
+    ) -> Vec<f64> {
         let (xbuf, xl) = input::<T>(t, x);
-        let wl = Layout::contiguous(&[t.o, t.c, t.k[0], t.k[1]]);
-        let wbuf: Vec<T> = w.iter().map(|&v| T::from_f64(v)).collect();
+        let kk = t.k[0] * t.k[1];
+        let (wbuf, wl): (Vec<T>, Layout) = if transposed_weight {
+            let mut buf = vec![T::default(); w.len()];
+            for o in 0..t.o {
+                for c in 0..t.c {
+                    for k in 0..kk {
+                        buf[(c * t.o + o) * kk + k] = T::from_f64(w[(o * t.c + c) * kk + k]);
+                    }
+                }
+            }
+            let l = Layout {
+                sizes: [t.o, t.c, t.k[0], t.k[1]].into_iter().collect(),
+                strides: [kk, t.o * kk, t.k[1], 1].into_iter().collect(),
+                offset: 0,
+            };
+            (buf, l)
+        } else {
+            (
+                w.iter().map(|&v| T::from_f64(v)).collect(),
+                Layout::contiguous(&[t.o, t.c, t.k[0], t.k[1]]),
+            )
+        };
         let bl = Layout::contiguous(&[t.o]);
         let bbuf: Vec<T> = bias.iter().map(|&v| T::from_f64(v)).collect();
         let i64s = |v: [usize; 2]| v.map(|x| x as i64);
@@ -492,6 +563,19 @@ mod tests {
                 bias: false,
                 channels_last: true,
             },
+            // A weight large enough to be packed in parallel (130 x 576).
+            Case {
+                b: 2,
+                c: 64,
+                hw: [3, 3],
+                o: 130,
+                k: [3, 3],
+                stride: [1, 1],
+                pad: [1, 1],
+                dil: [1, 1],
+                bias: true,
+                channels_last: false,
+            },
             // Stride 2 on contiguous rows, a 1x1 kernel.
             Case {
                 b: 4,
@@ -511,8 +595,13 @@ mod tests {
             let w = values(t.o * t.c * t.k[0] * t.k[1], 3 * i as u64 + 2);
             let bias = values(t.o, 3 * i as u64 + 3);
             let want = reference(t, &x, &w, &bias);
-            assert_eq!(run::<f32>(t, &x, &w, &bias), want, "f32, case {i}");
-            assert_eq!(run::<f64>(t, &x, &w, &bias), want, "f64, case {i}");
+            assert_eq!(run::<f32>(t, &x, &w, &bias, false), want, "f32, case {i}");
+            assert_eq!(run::<f64>(t, &x, &w, &bias, false), want, "f64, case {i}");
+            assert_eq!(
+                run::<f32>(t, &x, &w, &bias, true),
+                want,
+                "f32, transposed weight, case {i}"
+            );
             // The weight gradient for an output gradient `gy`, by its definition.
             let gy = values(want.len(), 3 * i as u64 + 4);
             let want_dw = reference_dw(t, &x, &gy);

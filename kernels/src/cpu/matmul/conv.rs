@@ -41,14 +41,28 @@ pub(crate) struct Images<'a> {
     pub ss: [usize; 3],
 }
 
+/// A convolution weight `[O, C, *kernel]` whose kernel dims flatten to one stride: element
+/// `(o, c, kk)` (`kk` the flattened kernel offset) is `data[offset + o * so + c * sc + kk *
+/// sk]`. A transposed view (the input gradient's `[C, O, *kernel]`) is packed as it is,
+/// without a row-major copy first.
+#[derive(Clone, Copy)]
+pub(crate) struct Weight<'a> {
+    pub data: &'a [f32],
+    pub offset: usize,
+    pub so: usize,
+    pub sc: usize,
+    pub sk: usize,
+}
+
 /// `out[b, o, q] = sum_l w[o, l] * cols_b[l, q] + bias[o]` for every image `b` of `x`, with
-/// `w` row-major `o x C*K`, `out` row-major `[B, o, L]`. False (nothing written) when the
-/// CPU lacks AVX2 + FMA. The caller has checked the shapes (`g` from `x`'s sizes, `w` of
-/// `o * C*K` elements, `bias` of `o`, `out` of `B * o * L`) and that `x` is in bounds.
+/// `w` an `o x C*K` [`Weight`], `out` row-major `[B, o, L]`. False (nothing written) when
+/// the CPU lacks AVX2 + FMA. The caller has checked the shapes (`g` from `x`'s sizes, `w`
+/// of `o` rows of `C*K`, `bias` of `o`, `out` of `B * o * L`) and that `x` and `w` are in
+/// bounds.
 pub(crate) fn conv_forward_f32(
     g: &Geometry,
     x: Images<'_>,
-    w: &[f32],
+    w: Weight<'_>,
     o: usize,
     bias: Option<&[f32]>,
     out: &mut [f32],
@@ -84,29 +98,14 @@ fn forward_packed(
     g: &Geometry,
     x: Images<'_>,
     apack: &mut [f32],
-    w: &[f32],
+    w: Weight<'_>,
     o: usize,
     bias: Option<&[f32]>,
     out: &mut [f32],
 ) {
     let (ck, q) = (g.channels * g.kernel_len(), g.block_len());
     let apanels = o.div_ceil(MR);
-    for l0 in (0..ck).step_by(KC) {
-        let kcw = KC.min(ck - l0);
-        let sub = Mat {
-            data: w,
-            offset: l0,
-            rs: ck,
-            cs: 1,
-        };
-        isa.pack_a_block(
-            sub,
-            kcw,
-            0,
-            o,
-            &mut apack[apanels * MR * l0..][..apanels * kcw * MR],
-        );
-    }
+    pack_weight(isa, g, w, o, apack);
     let apack = &apack[..];
     // Output positions per block: the block's f32 tiles (`o x ncb`) within 128 KiB, so a
     // wide layer (512 channels) takes 64 positions at a time and a narrow one 256.
@@ -150,6 +149,55 @@ fn forward_packed(
 /// in different L1 sets; `256 * 16` words apart they all fell in one and evicted each other.
 fn panel_stride(kcw: usize) -> usize {
     kcw * NR + NR
+}
+
+/// The weight's micro-panels for every `k` block into `apack`: block `l0 ..` at
+/// `apanels * MR * l0`, its micro-panel `p` at `p * kcw * MR` from there, holding rows `p *
+/// MR ..` (zeros past `o`). Micro-panels in parallel for a large weight (a 512 x 4608 one
+/// packed on one thread was a fifth of its convolution on two).
+fn pack_weight(isa: K, g: &Geometry, w: Weight<'_>, o: usize, apack: &mut [f32]) {
+    let (ck, taps) = (g.channels * g.kernel_len(), g.kernel_len());
+    let apanels = o.div_ceil(MR);
+    assert!(apack.len() >= apanels * MR * ck);
+    let dst = &OutPtr(apack.as_mut_ptr(), apack.len());
+    let row_major = w.sk == 1 && w.sc == taps;
+    let panel = |p: usize| {
+        let valid = MR.min(o - p * MR);
+        for l0 in (0..ck).step_by(KC) {
+            let kcw = KC.min(ck - l0);
+            let at = apanels * MR * l0 + p * kcw * MR;
+            // SAFETY: in bounds (asserted above: `at + kcw * MR <= apanels * MR * (l0 +
+            // kcw) <= apack.len()`); micro-panel `p` of each block is written by this task
+            // alone, and nothing else touches `apack` until the tasks return.
+            let out = unsafe { std::slice::from_raw_parts_mut(dst.0.add(at), kcw * MR) };
+            if row_major {
+                let sub = Mat {
+                    data: w.data,
+                    offset: w.offset + l0,
+                    rs: w.so,
+                    cs: 1,
+                };
+                isa.pack_a_block(sub, kcw, p * MR, valid, out);
+                continue;
+            }
+            for (li, words) in out.chunks_exact_mut(MR).enumerate() {
+                let (c, kk) = ((l0 + li) / taps, (l0 + li) % taps);
+                let at = w.offset + c * w.sc + kk * w.sk;
+                for (r, v) in words.iter_mut().enumerate() {
+                    *v = if r < valid {
+                        w.data[at + (p * MR + r) * w.so]
+                    } else {
+                        0.0
+                    };
+                }
+            }
+        }
+    };
+    if fan_out(o * ck >= 1 << 16 && apanels > 1) {
+        par_for(apanels, &panel);
+    } else {
+        (0..apanels).for_each(panel);
+    }
 }
 
 /// The output, written by column blocks in parallel.
