@@ -180,15 +180,28 @@ fn pack_weight(isa: K, g: &Geometry, w: Weight<'_>, o: usize, apack: &mut [f32])
                 isa.pack_a_block(sub, kcw, p * MR, valid, out);
                 continue;
             }
-            for (li, words) in out.chunks_exact_mut(MR).enumerate() {
-                let (c, kk) = ((l0 + li) / taps, (l0 + li) % taps);
-                let at = w.offset + c * w.sc + kk * w.sk;
-                for (r, v) in words.iter_mut().enumerate() {
-                    *v = if r < valid {
-                        w.data[at + (p * MR + r) * w.so]
-                    } else {
-                        0.0
-                    };
+            // `(c, kk)` of column `l0 + li`, stepped rather than divided per column.
+            let (mut c, mut kk) = (l0 / taps, l0 % taps);
+            let rows = w.offset + p * MR * w.so;
+            for words in out.chunks_exact_mut(MR) {
+                let at = rows + c * w.sc + kk * w.sk;
+                if valid == MR {
+                    let src = &w.data[at..=at + (MR - 1) * w.so];
+                    for (v, &x) in words.iter_mut().zip(src.iter().step_by(w.so.max(1))) {
+                        *v = x;
+                    }
+                } else {
+                    for (r, v) in words.iter_mut().enumerate() {
+                        *v = if r < valid {
+                            w.data[at + r * w.so]
+                        } else {
+                            0.0
+                        };
+                    }
+                }
+                kk += 1;
+                if kk == taps {
+                    (c, kk) = (c + 1, 0);
                 }
             }
         }
@@ -541,8 +554,10 @@ pub(crate) fn conv_weight_grad_f32(
                         }
                         // Tile (rows `l` of `dwᵀ`, columns `oi`) into `dw[oi, l ..]`: runs
                         // of up to `MR` contiguous values.
-                        for (pi, jl) in
-                            (0..apanels).flat_map(|pi| (0..panels).map(move |j| (pi, j)))
+                        // Panel by panel of channels, so consecutive tiles fill the same 16
+                        // rows' lines (the next run of each row is the next tile's).
+                        for (jl, pi) in
+                            (0..panels).flat_map(|j| (0..apanels).map(move |pi| (j, pi)))
                         {
                             let t = &tiles[(jl * apanels + pi) * MR * NR..][..MR * NR];
                             let (l0, lr) = (r0 + pi * MR, MR.min(rows - pi * MR));
