@@ -537,11 +537,11 @@ mod tests {
                 bias: true,
                 channels_last: false,
             },
-            // Output rows 35 wide at stride 1 (copied runs, not the tap table), dilated.
+            // Output rows 68 wide at stride 1 (copied runs, not the tap table), dilated.
             Case {
                 b: 3,
                 c: 4,
-                hw: [4, 37],
+                hw: [4, 70],
                 o: 9,
                 k: [2, 3],
                 stride: [1, 1],
@@ -554,7 +554,7 @@ mod tests {
             Case {
                 b: 2,
                 c: 5,
-                hw: [3, 40],
+                hw: [3, 66],
                 o: 7,
                 k: [3, 3],
                 stride: [1, 1],

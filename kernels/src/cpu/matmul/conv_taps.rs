@@ -18,9 +18,10 @@ const LANES: usize = 8;
 /// Columns per panel of the `f32` kernel; a table's width is a multiple of it.
 const PANEL: usize = 16;
 
-/// Output rows narrower than this take the table (stride-1 layers at least this wide copy
-/// whole runs, which beats a gather).
-const SHORT_ROW: usize = 32;
+/// Output rows narrower than this take the table. At 56 wide (a [16,64,56,56] 3x3 layer,
+/// 2 threads) the table's masked loads beat copying the runs (36-38 vs 41-45 ms); wider
+/// stride-1 rows keep the run copies, whose per-run cost is spread over more columns.
+const SHORT_ROW: usize = 64;
 
 /// Whether a convolution's im2col rows are gathered through a [`TapTable`]: short or
 /// strided output rows, and every offset inside one image batch fits an `i32` lane.
