@@ -482,6 +482,21 @@ mod tests {
         out.iter().map(|v| v.to_f64()).collect()
     }
 
+    /// The defaults the cases below override: stride and dilation 1, no padding, no bias,
+    /// a contiguous input.
+    const PLAIN: Case = Case {
+        b: 1,
+        c: 1,
+        hw: [1, 1],
+        o: 1,
+        k: [1, 1],
+        stride: [1, 1],
+        pad: [0, 0],
+        dil: [1, 1],
+        bias: false,
+        channels_last: false,
+    };
+
     #[test]
     fn conv_forward_and_weight_grad_equal_the_definition() {
         let cases = [
@@ -498,18 +513,16 @@ mod tests {
                 bias: true,
                 channels_last: true,
             },
-            // Contiguous rows (copied runs), padding on one dim only.
+            // Contiguous rows, padding on one dim only.
             Case {
                 b: 2,
                 c: 3,
                 hw: [8, 13],
                 o: 5,
                 k: [3, 3],
-                stride: [1, 1],
                 pad: [2, 0],
                 dil: [2, 1],
-                bias: false,
-                channels_last: false,
+                ..PLAIN
             },
             // Two k blocks (C*K = 270), blocks of columns that span images.
             Case {
@@ -518,11 +531,9 @@ mod tests {
                 hw: [20, 20],
                 o: 13,
                 k: [3, 3],
-                stride: [1, 1],
                 pad: [1, 1],
-                dil: [1, 1],
                 bias: true,
-                channels_last: false,
+                ..PLAIN
             },
             // 2x2 images, 130 output channels (two groups of weight micro-panels).
             Case {
@@ -531,11 +542,9 @@ mod tests {
                 hw: [2, 2],
                 o: 130,
                 k: [3, 3],
-                stride: [1, 1],
                 pad: [1, 1],
-                dil: [1, 1],
                 bias: true,
-                channels_last: false,
+                ..PLAIN
             },
             // Output rows 68 wide at stride 1 (copied runs, not the tap table), dilated.
             Case {
@@ -544,11 +553,10 @@ mod tests {
                 hw: [4, 70],
                 o: 9,
                 k: [2, 3],
-                stride: [1, 1],
                 pad: [1, 1],
                 dil: [1, 2],
                 bias: true,
-                channels_last: false,
+                ..PLAIN
             },
             // The same run by run on a channels-last input (strided runs).
             Case {
@@ -557,11 +565,9 @@ mod tests {
                 hw: [3, 66],
                 o: 7,
                 k: [3, 3],
-                stride: [1, 1],
                 pad: [1, 1],
-                dil: [1, 1],
-                bias: false,
                 channels_last: true,
+                ..PLAIN
             },
             // A weight large enough to be packed in parallel (130 x 576).
             Case {
@@ -570,11 +576,9 @@ mod tests {
                 hw: [3, 3],
                 o: 130,
                 k: [3, 3],
-                stride: [1, 1],
                 pad: [1, 1],
-                dil: [1, 1],
                 bias: true,
-                channels_last: false,
+                ..PLAIN
             },
             // Stride 2 on contiguous rows, a 1x1 kernel.
             Case {
@@ -584,10 +588,7 @@ mod tests {
                 o: 8,
                 k: [1, 1],
                 stride: [2, 2],
-                pad: [0, 0],
-                dil: [1, 1],
-                bias: false,
-                channels_last: false,
+                ..PLAIN
             },
         ];
         for (i, t) in cases.iter().enumerate() {

@@ -12,7 +12,8 @@
 //! image, as ResNet's last stages at 2 x 2, still fills the 16-wide panels), and the blocks
 //! of columns are split over the pool.
 
-use super::conv_taps::{use_table, TapTable};
+pub(crate) use super::conv_taps::Images;
+use super::conv_taps::{use_table, Cols, TapTable};
 use super::fma::Fma;
 use super::packed::{with_scratch, Kernel, Slot};
 use super::{Mat, PARALLEL_FLOPS};
@@ -29,17 +30,6 @@ const MAX_NCB: usize = 16 * NR;
 const TILE_BYTES: usize = 128 << 10;
 /// Weight micro-panels per group: 20 x 6 rows x 256 of `k`, 120 KiB.
 const MC_PANELS: usize = 20;
-
-/// Where an image batch's elements are: element `(b, c, d, h, w)` (missing leading spatial
-/// dims of size 1) is `data[offset + b * sb + c * sc + d * ss[0] + h * ss[1] + w * ss[2]]`.
-#[derive(Clone, Copy)]
-pub(crate) struct Images<'a> {
-    pub data: &'a [f32],
-    pub offset: usize,
-    pub sb: usize,
-    pub sc: usize,
-    pub ss: [usize; 3],
-}
 
 /// A convolution weight `[O, C, *kernel]` whose kernel dims flatten to one stride: element
 /// `(o, c, kk)` (`kk` the flattened kernel offset) is `data[offset + o * so + c * sc + kk *
@@ -218,14 +208,6 @@ struct OutPtr(*mut f32, usize);
 // SAFETY: tasks write disjoint elements through it (see `column_block`), and the buffer
 // outlives them (the parallel loop returns before the borrow that made it ends).
 unsafe impl Sync for OutPtr {}
-
-/// A block of the batch's columns: positions `first .. first + count` of all images' output
-/// positions in a row (image `b`'s position `q` is column `b * L + q`).
-#[derive(Clone, Copy)]
-pub(super) struct Cols {
-    pub first: usize,
-    pub count: usize,
-}
 
 /// The output columns `cols` (every channel), bias added.
 #[allow(clippy::too_many_arguments)]

@@ -1,17 +1,36 @@
-//! The im2col gather for convolutions whose output rows are short (ResNet's 16, 8, 4 and 2
-//! wide stages) or strided: a table of where every column of a block reads under every
-//! kernel offset, built once per block, then one masked AVX2 gather per 8 columns of each
-//! im2col row. The run-by-run copy of [`super::conv`] works out a span per output row and
-//! kernel offset; on a 2-wide row that arithmetic cost ~15 cycles per value gathered,
-//! more than the kernel's multiply-adds on it.
+//! Where a convolution's im2col columns read ([`Images`], [`Cols`]), and the gather for
+//! convolutions whose output rows are short (ResNet's 32, 16, 8, 4 and 2 wide stages) or
+//! strided: a table of where every column of a block reads under every kernel offset, built
+//! once per block, then per 8 columns of an im2col row one masked load (columns reading
+//! consecutive elements) or one masked AVX2 gather. The run-by-run copy of [`super::conv`]
+//! works out a span per output row and kernel offset; on a 2-wide row that arithmetic cost
+//! ~15 cycles per value gathered, more than the kernel's multiply-adds on it.
 
-use super::conv::{Cols, Images};
 use super::fma::Fma;
 use crate::cpu::fold::Geometry;
 use std::arch::x86_64::{
     _mm256_castsi256_ps, _mm256_cmpgt_epi32, _mm256_loadu_si256, _mm256_mask_i32gather_ps,
     _mm256_maskload_ps, _mm256_set1_epi32, _mm256_setzero_ps, _mm256_storeu_ps,
 };
+
+/// Where an image batch's elements are: element `(b, c, d, h, w)` (missing leading spatial
+/// dims of size 1) is `data[offset + b * sb + c * sc + d * ss[0] + h * ss[1] + w * ss[2]]`.
+#[derive(Clone, Copy)]
+pub(crate) struct Images<'a> {
+    pub data: &'a [f32],
+    pub offset: usize,
+    pub sb: usize,
+    pub sc: usize,
+    pub ss: [usize; 3],
+}
+
+/// A block of the batch's columns: positions `first .. first + count` of all images' output
+/// positions in a row (image `b`'s position `q` is column `b * L + q`).
+#[derive(Clone, Copy)]
+pub(super) struct Cols {
+    pub first: usize,
+    pub count: usize,
+}
 
 /// Lanes per gather.
 const LANES: usize = 8;
