@@ -420,18 +420,42 @@ mod tests {
         }
     }
 
-    /// The forward, the weight contiguous or (`transposed_weight`) a transposed view of a
-    /// `[C, O, *kernel]` buffer, as the input gradient passes it.
+    /// How the forward's weight is laid out.
+    #[derive(Clone, Copy, PartialEq)]
+    enum WeightLayout {
+        Contiguous,
+        /// A transposed view of a `[C, O, *kernel]` buffer, as the input gradient passes it.
+        Transposed,
+        /// Output channel 0's weight expanded over every output channel (stride 0), its
+        /// channels every other one of a buffer twice as wide.
+        Expanded,
+    }
+
+    /// The forward with the weight laid out as `layout` (for `Expanded`, `w`'s rows must be
+    /// equal).
     fn run<T: Element>(
         t: &Case,
         x: &[f64],
         w: &[f64],
         bias: &[f64],
-        transposed_weight: bool,
+        layout: WeightLayout,
     ) -> Vec<f64> {
         let (xbuf, xl) = input::<T>(t, x);
         let kk = t.k[0] * t.k[1];
-        let (wbuf, wl): (Vec<T>, Layout) = if transposed_weight {
+        let (wbuf, wl): (Vec<T>, Layout) = if layout == WeightLayout::Expanded {
+            let mut buf = vec![T::default(); 2 * t.c * kk];
+            for c in 0..t.c {
+                for k in 0..kk {
+                    buf[2 * c * kk + k] = T::from_f64(w[c * kk + k]);
+                }
+            }
+            let l = Layout {
+                sizes: [t.o, t.c, t.k[0], t.k[1]].into_iter().collect(),
+                strides: [0, 2 * kk, t.k[1], 1].into_iter().collect(),
+                offset: 0,
+            };
+            (buf, l)
+        } else if layout == WeightLayout::Transposed {
             let mut buf = vec![T::default(); w.len()];
             for o in 0..t.o {
                 for c in 0..t.c {
@@ -596,12 +620,29 @@ mod tests {
             let w = values(t.o * t.c * t.k[0] * t.k[1], 3 * i as u64 + 2);
             let bias = values(t.o, 3 * i as u64 + 3);
             let want = reference(t, &x, &w, &bias);
-            assert_eq!(run::<f32>(t, &x, &w, &bias, false), want, "f32, case {i}");
-            assert_eq!(run::<f64>(t, &x, &w, &bias, false), want, "f64, case {i}");
+            use WeightLayout::*;
             assert_eq!(
-                run::<f32>(t, &x, &w, &bias, true),
+                run::<f32>(t, &x, &w, &bias, Contiguous),
+                want,
+                "f32, case {i}"
+            );
+            assert_eq!(
+                run::<f64>(t, &x, &w, &bias, Contiguous),
+                want,
+                "f64, case {i}"
+            );
+            assert_eq!(
+                run::<f32>(t, &x, &w, &bias, Transposed),
                 want,
                 "f32, transposed weight, case {i}"
+            );
+            // Every output channel with channel 0's weight, through a stride-0 view.
+            let ck = t.c * kk_of(t);
+            let w0: Vec<f64> = (0..t.o).flat_map(|_| w[..ck].iter().copied()).collect();
+            assert_eq!(
+                run::<f32>(t, &x, &w0, &bias, Expanded),
+                reference(t, &x, &w0, &bias),
+                "f32, expanded weight, case {i}"
             );
             // The weight gradient for an output gradient `gy`, by its definition.
             let gy = values(want.len(), 3 * i as u64 + 4);
@@ -617,6 +658,10 @@ mod tests {
                 "f64 weight grad, case {i}"
             );
         }
+    }
+
+    fn kk_of(t: &Case) -> usize {
+        t.k[0] * t.k[1]
     }
 
     /// `dw[o, c, ki, kj] = sum over b, i, j of gy[b, o, i, j] * x[b, c, i*s + ki*d - p, ...]`.

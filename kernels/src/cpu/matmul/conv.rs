@@ -175,9 +175,11 @@ fn pack_weight(isa: K, g: &Geometry, w: Weight<'_>, o: usize, apack: &mut [f32])
             let rows = w.offset + p * MR * w.so;
             for words in out.chunks_exact_mut(MR) {
                 let at = rows + c * w.sc + kk * w.sk;
-                if valid == MR {
+                // (A stride-0 row dim, an expanded weight, takes the per-row loop: `step_by`
+                // would yield one value for the six rows.)
+                if valid == MR && w.so > 0 {
                     let src = &w.data[at..=at + (MR - 1) * w.so];
-                    for (v, &x) in words.iter_mut().zip(src.iter().step_by(w.so.max(1))) {
+                    for (v, &x) in words.iter_mut().zip(src.iter().step_by(w.so)) {
                         *v = x;
                     }
                 } else {
