@@ -624,7 +624,7 @@ fn pack_cols_as_a(
             if r >= valid {
                 row[..n].fill(0.0);
             } else if let Some(taps) = taps {
-                taps.gather(isa, g, &x, r0 + p * MR + r, n.div_ceil(16), row, 16);
+                taps.gather(isa, g, &x, r0 + p * MR + r, n.div_ceil(NR), row, NR);
             } else {
                 gather_row(g, x, r0 + p * MR + r, runs, row);
             }

@@ -7,6 +7,7 @@
 //! ~15 cycles per value gathered, more than the kernel's multiply-adds on it.
 
 use super::fma::Fma;
+use super::packed::Kernel;
 use crate::cpu::fold::Geometry;
 use std::arch::x86_64::{
     _mm256_castsi256_ps, _mm256_cmpgt_epi32, _mm256_loadu_si256, _mm256_mask_i32gather_ps,
@@ -35,7 +36,7 @@ pub(super) struct Cols {
 /// Lanes per gather.
 const LANES: usize = 8;
 /// Columns per panel of the `f32` kernel; a table's width is a multiple of it.
-const PANEL: usize = 16;
+const PANEL: usize = <Fma<f32> as Kernel>::NR;
 
 /// Output rows narrower than this take the table. At 56 wide (a [16,64,56,56] 3x3 layer,
 /// 2 threads) the table's masked loads beat copying the runs (36-38 vs 41-45 ms); wider
