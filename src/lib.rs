@@ -26,6 +26,7 @@ pub use backends::cuda;
 pub use amp::autocast;
 pub use autograd::{enable_grad, no_grad};
 pub use error::{Error, ErrorKind, KernelError, Result};
+pub use kiln_kernels::MemoryFormat;
 pub use ops::create::TensorData;
 pub use ops::operators::ScalarOperand;
 pub use ops::random::{get_rng_state, manual_seed, set_rng_state, Generator, RngState};

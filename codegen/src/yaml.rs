@@ -50,6 +50,11 @@ pub struct RawOp {
     /// alike, or one per device type (see `model::autocast`).
     #[serde(default)]
     pub autocast: Option<RawAutocast>,
+    /// Structured ops only: tensor arguments whose layout the outputs follow. When one of
+    /// them is channels-last (`suggest_memory_format`), every CPU output of its rank is
+    /// allocated channels-last too, as PyTorch's convolution, pooling and batch norm do.
+    #[serde(default)]
+    pub memory_format: Vec<String>,
 }
 
 /// An entry's `autocast:`: `lower`, or `{CPU: promote, CUDA: none}`.

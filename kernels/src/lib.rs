@@ -11,6 +11,7 @@ pub mod element;
 pub mod error;
 pub mod layout;
 pub mod linalg;
+pub mod memory_format;
 pub mod parallel;
 pub mod philox;
 pub mod random;
@@ -22,6 +23,7 @@ pub use element::{Arith, Bits, Classify, Element, FloatMath, Libm, Modular, Roun
 pub use error::{ErrorKind, KernelError};
 pub use half;
 pub use layout::{Dims, Layout};
+pub use memory_format::MemoryFormat;
 pub use view::{Dst, Src};
 
 /// A kernel's result: its error says its [`ErrorKind`] and what is wrong; the caller adds

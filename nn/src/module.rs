@@ -5,7 +5,7 @@
 
 use crate::batch_norm_sync::BatchNormSync;
 use crate::state_dict::{IncompatibleKeys, StateDict};
-use kiln_core::{no_grad, DType, Device, Error, Result, Tensor};
+use kiln_core::{no_grad, DType, Device, Error, MemoryFormat, Result, Tensor};
 use std::sync::Arc;
 
 /// What a tensor in a module is: trained by an optimizer, or state that travels with the
@@ -160,6 +160,20 @@ pub trait Module {
         convert(self, |t| {
             if t.is_floating_point() {
                 t.to_dtype(dtype)
+            } else {
+                Ok(t.clone())
+            }
+        })
+    }
+    /// Lays out every 4-d and 5-d parameter and buffer in `format` where the format
+    /// applies to its rank (`module.to(memory_format=torch.channels_last)` converts the
+    /// 4-d ones), others left as they are. Convolutions then keep channels-last
+    /// activations channels-last. As with [`Module::to_device`], build optimizers after
+    /// converting.
+    fn to_memory_format(&mut self, format: MemoryFormat) -> Result<()> {
+        convert(self, |t| {
+            if matches!(t.dim(), 4 | 5) && format.dim_order(t.dim()).is_some() {
+                t.to_memory_format(format)
             } else {
                 Ok(t.clone())
             }

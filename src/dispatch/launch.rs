@@ -18,8 +18,8 @@ pub(crate) use dtypes::{
 };
 pub(crate) use loops::{map1, map1_same, map1_slice, map1_slice_f32, map2, map2_same, map3, run};
 pub(crate) use operands::{
-    broadcast_shapes, cast, device_of, fixed_input, fixed_operand, operand, output,
-    pointwise_device,
+    broadcast_shapes, cast, device_of, fixed_input, fixed_operand, followed_format, in_format,
+    operand, output, pointwise_device,
 };
 
 pub(crate) use crate::dispatch::{dst, src};

@@ -70,6 +70,7 @@ pub(super) fn op_entry(
                 .map_err(|e| e.at_key("vectorized"))?,
         ),
     };
+    let memory_format = memory_format_args(&r, line, &schema)?;
     let op = Op {
         schema,
         line,
@@ -92,6 +93,7 @@ pub(super) fn op_entry(
         saturate: r.saturate,
         vectorized,
         autocast,
+        memory_format,
     };
     check_sources(&op, &r.func, kernels)?;
     check_opinfo(&op, &r.func, kernels)?;
@@ -631,6 +633,30 @@ fn operands(r: &RawOp, line: usize, schema: &FunctionSchema) -> Result<Vec<Strin
     Ok(operands)
 }
 
+/// `memory_format:`: each name a plain (not optional, not list) tensor argument.
+fn memory_format_args(
+    r: &RawOp,
+    line: usize,
+    schema: &FunctionSchema,
+) -> Result<Vec<String>, ModelError> {
+    for name in &r.memory_format {
+        let plain = schema.arguments.iter().any(|a| {
+            &a.name == name && !a.is_out() && matches!(a.ty, crate::schema::Type::Tensor { .. })
+        });
+        if !plain {
+            return Err(nerr(
+                line,
+                format!(
+                    "{}: `memory_format:` names '{name}', which is not a plain Tensor argument",
+                    r.func
+                ),
+            )
+            .at_key("memory_format"));
+        }
+    }
+    Ok(r.memory_format.clone())
+}
+
 /// `fixed:` dtypes, parsed.
 fn fixed(r: &RawOp, line: usize) -> Result<BTreeMap<String, Fixed>, ModelError> {
     r.fixed
@@ -694,6 +720,13 @@ fn check_kind_options(
             format!("{}: `opmath: true` is for CompositeImplicitAutograd ops (a kernel picks its own accumulation type)", r.func),
         )
         .at_key("opmath"));
+    }
+    if !r.memory_format.is_empty() && !matches!(kind, Kind::Structured { .. }) {
+        return Err(nerr(
+            line,
+            format!("{}: `memory_format:` is for structured ops (whose outputs the generated code allocates)", r.func),
+        )
+        .at_key("memory_format"));
     }
     if !has_opinfo && r.skip_opinfo.as_deref().is_none_or(|s| s.trim().is_empty()) {
         return Err(nerr(

@@ -192,6 +192,8 @@ pub struct Op {
     pub vectorized: Option<Vectorized>,
     /// The cast an autocast region applies at the op's entry, per device type.
     pub autocast: super::autocast::Autocast,
+    /// Tensor arguments whose channels-last layout the outputs follow (`memory_format:`).
+    pub memory_format: Vec<String>,
 }
 
 /// Argument info used everywhere.

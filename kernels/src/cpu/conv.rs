@@ -4,7 +4,7 @@
 //! columns at a time and multiply them with `mm`'s kernels.
 
 use crate::cpu::fold::{image_strides, Geometry};
-use crate::cpu::shape::{contiguous_out, row_major};
+use crate::cpu::shape::{contiguous_out, dense_out, row_major};
 use crate::element::same_type;
 use crate::KernelError;
 use crate::{Arith, Dst, Element, KResult, Src};
@@ -86,7 +86,8 @@ pub fn conv_forward<T: Element>(
     )?;
     let o = weight.layout.sizes[0];
     let bias = bias.as_ref().map(row_major);
-    let out = contiguous_out(&mut out)?;
+    // A channels-last output (`memory_format:` in the YAML) is `[B, *L, O]` in memory.
+    let (out, channels_last) = dense_out(&mut out)?;
     if out.is_empty() {
         return Ok(());
     }
@@ -134,7 +135,7 @@ pub fn conv_forward<T: Element>(
             sc,
             ss,
         };
-        if crate::cpu::matmul::conv::conv_forward_f32(&g, x, w, o, bias, out) {
+        if crate::cpu::matmul::conv::conv_forward_f32(&g, x, w, o, bias, channels_last, out) {
             return Ok(());
         }
     }
@@ -142,6 +143,8 @@ pub fn conv_forward<T: Element>(
     let w = row_major(&weight);
     let (ck, q) = (g.channels * g.kernel_len(), g.block_len());
     let mut cols = vec![T::default(); ck * q];
+    // A channels-last output takes each image's `[O, L]` product transposed.
+    let mut product = vec![T::default(); if channels_last { o * q } else { 0 }];
     for (b, out_b) in out.chunks_exact_mut(o * q).enumerate() {
         let base = input.layout.offset + b * sb;
         for (l, row) in cols.chunks_exact_mut(q).enumerate() {
@@ -149,11 +152,23 @@ pub fn conv_forward<T: Element>(
                 *v = column_value(&g, input.data, base, (sc, ss), l, qi);
             }
         }
-        crate::cpu::matmul::gemm_dense(o, ck, q, &w, &cols, out_b)?;
+        let dst = if channels_last {
+            &mut product[..]
+        } else {
+            &mut *out_b
+        };
+        crate::cpu::matmul::gemm_dense(o, ck, q, &w, &cols, dst)?;
         if let Some(bias) = &bias {
-            for (row, &bv) in out_b.chunks_exact_mut(q).zip(bias.iter()) {
+            for (row, &bv) in dst.chunks_exact_mut(q).zip(bias.iter()) {
                 row.iter_mut()
                     .for_each(|v| *v = T::down(v.up().add(bv.up())));
+            }
+        }
+        if channels_last {
+            for (oi, row) in product.chunks_exact(q).enumerate() {
+                for (qi, &v) in row.iter().enumerate() {
+                    out_b[qi * o + oi] = v;
+                }
             }
         }
     }
@@ -491,7 +506,12 @@ mod tests {
         )
         .unwrap()
         .remove(0);
-        let lo = Layout::contiguous(&shape);
+        // The output follows the input's layout, as the op allocates it (`memory_format:`).
+        let lo = if t.channels_last {
+            Layout::in_format(&shape, crate::MemoryFormat::ChannelsLast)
+        } else {
+            Layout::contiguous(&shape)
+        };
         let mut out = vec![T::default(); lo.numel()];
         conv_forward(
             Src::new(&xbuf, &xl),
@@ -503,7 +523,21 @@ mod tests {
             Dst::new(&mut out, &lo),
         )
         .unwrap();
-        out.iter().map(|v| v.to_f64()).collect()
+        // Read back in logical `[B, O, *L]` order through the strides.
+        let (o, q) = (shape[1], shape[2] * shape[3]);
+        let mut logical = Vec::with_capacity(out.len());
+        for b in 0..shape[0] {
+            for oi in 0..o {
+                for qi in 0..q {
+                    let at = b * lo.strides[0]
+                        + oi * lo.strides[1]
+                        + (qi / shape[3]) * lo.strides[2]
+                        + (qi % shape[3]) * lo.strides[3];
+                    logical.push(out[at].to_f64());
+                }
+            }
+        }
+        logical
     }
 
     /// The defaults the cases below override: stride and dilation 1, no padding, no bias,

@@ -14,6 +14,7 @@ pub mod norm;
 pub mod optim;
 pub mod pointwise;
 pub mod pool;
+mod pool_nhwc;
 pub mod reduce;
 pub mod scan;
 pub mod shape;

@@ -24,10 +24,11 @@
 //! so results do not depend on the number of threads.
 
 use crate::cpu::pointwise::PARALLEL_MIN;
-use crate::cpu::shape::{contiguous_out, row_major};
+use crate::cpu::shape::{contiguous_out, dense_out, row_major};
 use crate::parallel::{fan_out, par_chunks_mut, par_chunks_mut2_by, Chunks2Fn};
 use crate::KernelError;
 use crate::{Arith, DType, Dst, Element, FloatMath, KResult, Src};
+use std::borrow::Cow;
 
 /// The compute type of `T`.
 type Acc<T> = <T as Element>::Compute;
@@ -1079,51 +1080,158 @@ pub fn batch_norm_functional_meta(
     ])
 }
 
-/// `y = x * scale_c + shift_c` over every plane of channel `c`.
-fn batch_transform<T: Element>(
-    x: &[T],
-    (c, hxw): (usize, usize),
-    scale: &[Acc<T>],
-    shift: &[Acc<T>],
-    y: &mut [T],
-) {
-    if y.is_empty() || hxw == 0 {
-        return;
-    }
-    let per = (TASK_WORK / hxw).max(1);
-    let body = |t: usize, ys: &mut [T]| {
-        for (k, yp) in ys.chunks_mut(hxw).enumerate() {
-            let p = t * per + k;
-            let ch = p % c;
-            let (s, b) = (scale[ch], shift[ch]);
-            for (o, v) in yp.iter_mut().zip(&x[p * hxw..(p + 1) * hxw]) {
-                *o = T::down(v.up().mul(s).add(b));
-            }
-        }
-    };
-    chunks1(fan_out(y.len() >= PARALLEL_MIN), y, per * hxw, &body);
+/// How a batch norm's `[N, C, *S]` operands and outputs sit in memory: `N * C` planes of
+/// `S` (row-major), or channels-last, `N * S` rows of `C` (`memory_format:` in the YAML).
+#[derive(Clone, Copy)]
+enum Batch {
+    /// `(N, C, S)`.
+    Planes(usize, usize, usize),
+    /// `(N * S, C)`.
+    Last(usize, usize),
 }
 
-/// The body of [`channel_sums`]: channel, one plane of each input, the channel's sums.
+/// Rows of a channels-last batch transposed per tile, so a channel's values are a slice.
+const LAST_TILE: usize = 64;
+
+/// A batch operand in `batch`'s memory order: borrowed when it is laid out so, else copied.
+fn batch_data<'a, T: Element>(src: &Src<'a, T>, batch: Batch) -> Cow<'a, [T]> {
+    let l = src.layout;
+    match batch {
+        Batch::Planes(..) => row_major(src),
+        Batch::Last(..) if l.numel() == 0 => Cow::Borrowed(&[]),
+        Batch::Last(..) if l.is_channels_last() => {
+            Cow::Borrowed(&src.data[l.offset..l.offset + l.numel()])
+        }
+        Batch::Last(rows, c) => {
+            // `[N, C, *S]` walked as `[N, *S, C]`.
+            let spatial = &l.sizes[2..];
+            let s: usize = spatial.iter().product();
+            let n = rows / s.max(1);
+            let mut out = Vec::with_capacity(l.numel());
+            for b in 0..n {
+                for q in 0..s {
+                    let (mut at, mut rest) = (l.offset + b * l.strides[0], q);
+                    for d in (0..spatial.len()).rev() {
+                        at += (rest % spatial[d]) * l.strides[2 + d];
+                        rest /= spatial[d];
+                    }
+                    out.extend((0..c).map(|ch| src.data[at + ch * l.strides[1]]));
+                }
+            }
+            Cow::Owned(out)
+        }
+    }
+}
+
+/// The body of [`channel_sums`]: channel, one run of each input's values of that channel,
+/// the channel's sums.
 type ChannelFn<'f, A, B, C> = &'f (dyn Fn(usize, &[A], &[B], &mut [C]) + Sync);
 
-/// Per channel `c`, `f(plane)` summed over the `N` planes of `c` (`xs` and `ys` row-major
-/// `[N, C, HxW]`), two slices at a time; one task per channel.
-fn channel_sums<A: Copy + Sync, B: Copy + Sync, C: Arith>(
-    (n, c, hxw): (usize, usize, usize),
+/// Per channel `c`, `f(run)` summed over every run of `c`'s values, `k` sums per channel
+/// into `out` (`k * C`), two inputs at a time. Planes: one task per channel, a plane per
+/// run. Channels-last: rows split into at most [`MAX_PARTS`] parts chosen from the sizes
+/// (so the sums do not depend on the thread count), each part transposed a tile of rows at
+/// a time, its partial sums added in order.
+fn channel_sums<A: Copy + Sync + Send, B: Copy + Sync + Send, C: Arith>(
+    batch: Batch,
     xs: &[A],
     ys: &[B],
     out: &mut [C],
     k: usize,
     f: ChannelFn<'_, A, B, C>,
 ) {
-    let body = |ch: usize, o: &mut [C]| {
-        for b in 0..n {
-            let p = (b * c + ch) * hxw;
-            f(ch, &xs[p..p + hxw], &ys[p..p + hxw], o);
+    let (rows, c) = match batch {
+        Batch::Planes(n, c, hxw) => {
+            let body = |ch: usize, o: &mut [C]| {
+                for b in 0..n {
+                    let p = (b * c + ch) * hxw;
+                    f(ch, &xs[p..p + hxw], &ys[p..p + hxw], o);
+                }
+            };
+            chunks1(fan_out(n * c * hxw >= PARALLEL_MIN), out, k, &body);
+            return;
+        }
+        Batch::Last(rows, c) => (rows, c),
+    };
+    if rows == 0 || c == 0 {
+        return;
+    }
+    let parts = rows.div_ceil(TASK_WORK.div_ceil(c)).clamp(1, MAX_PARTS);
+    let per = rows.div_ceil(parts);
+    let mut partial = vec![C::zero(); parts * k * c];
+    let body = |p: usize, o: &mut [C]| {
+        let (mut tx, mut ty) = (vec![xs[0]; LAST_TILE * c], vec![ys[0]; LAST_TILE * c]);
+        let end = ((p + 1) * per).min(rows);
+        let mut r0 = p * per;
+        while r0 < end {
+            let t = LAST_TILE.min(end - r0);
+            for r in 0..t {
+                let (xr, yr) = (&xs[(r0 + r) * c..][..c], &ys[(r0 + r) * c..][..c]);
+                for ch in 0..c {
+                    tx[ch * LAST_TILE + r] = xr[ch];
+                    ty[ch * LAST_TILE + r] = yr[ch];
+                }
+            }
+            for ch in 0..c {
+                let span = ch * LAST_TILE..ch * LAST_TILE + t;
+                f(ch, &tx[span.clone()], &ty[span], &mut o[ch * k..][..k]);
+            }
+            r0 += t;
         }
     };
-    chunks1(fan_out(n * c * hxw >= PARALLEL_MIN), out, k, &body);
+    chunks1(
+        fan_out(rows * c >= PARALLEL_MIN),
+        &mut partial,
+        k * c,
+        &body,
+    );
+    for part in partial.chunks_exact(k * c) {
+        for (o, &v) in out.iter_mut().zip(part) {
+            *o = o.add(v);
+        }
+    }
+}
+
+/// `out = f(channel, x, y)` element by element over a batch in `batch`'s order, in parallel.
+fn channel_map<A: Copy + Sync, B: Copy + Sync, T: Send>(
+    batch: Batch,
+    xs: &[A],
+    ys: &[B],
+    out: &mut [T],
+    f: &(dyn Fn(usize, A, B) -> T + Sync),
+) {
+    match batch {
+        Batch::Planes(_, c, hxw) => {
+            if out.is_empty() || hxw == 0 {
+                return;
+            }
+            let per = (TASK_WORK / hxw).max(1);
+            let body = |t: usize, os: &mut [T]| {
+                for (j, op) in os.chunks_mut(hxw).enumerate() {
+                    let p = t * per + j;
+                    let span = p * hxw..(p + 1) * hxw;
+                    let ch = p % c;
+                    for (o, (&x, &y)) in op.iter_mut().zip(xs[span.clone()].iter().zip(&ys[span])) {
+                        *o = f(ch, x, y);
+                    }
+                }
+            };
+            chunks1(fan_out(out.len() >= PARALLEL_MIN), out, per * hxw, &body);
+        }
+        Batch::Last(_, c) => {
+            if out.is_empty() || c == 0 {
+                return;
+            }
+            let per = (TASK_WORK / c).max(1);
+            let body = |t: usize, os: &mut [T]| {
+                let at = t * per * c;
+                for (i, o) in os.iter_mut().enumerate() {
+                    *o = f(i % c, xs[at + i], ys[at + i]);
+                }
+            };
+            chunks1(fan_out(out.len() >= PARALLEL_MIN), out, per * c, &body);
+        }
+    }
 }
 
 /// `_native_batch_norm_legit_functional`: batch norm over dim 1. In training, each channel's
@@ -1169,7 +1277,13 @@ where
     let zero = <Acc<T> as Arith>::zero();
     let one = <Acc<T> as Arith>::one();
     let epsc = <Acc<T> as Arith>::from_f64(eps);
-    let x = row_major(&input);
+    let (y, channels_last) = dense_out(&mut out)?;
+    let batch = if channels_last {
+        Batch::Last(n * hxw, c)
+    } else {
+        Batch::Planes(n, c, hxw)
+    };
+    let x = batch_data(&input, batch);
     let w = weight.as_ref().map(row_major);
     let b = bias.as_ref().map(row_major);
     let rm = running_mean.as_ref().map(row_major);
@@ -1181,7 +1295,7 @@ where
         let cnt = n * hxw;
         let cf = <Acc<T> as Arith>::from_f64(cnt as f64);
         let mut mv = vec![zero; 2 * c];
-        channel_sums((n, c, hxw), &x, &x, &mut mv, 2, &|_, p, _, o| {
+        channel_sums(batch, &x, &x, &mut mv, 2, &|_, p, _, o| {
             o[0] = o[0].add(sum1(p, |v: T| v.up()));
         });
         // PyTorch's CPU kernel keeps the batch statistics of a half input in its dtype: the
@@ -1189,8 +1303,11 @@ where
         // too, and those rounded values normalize (`down` is the identity for f32 and f64).
         mv.chunks_exact_mut(2)
             .for_each(|o| o[0] = T::down(o[0].div(cf)).up());
-        channel_sums((n, c, hxw), &x, &x, &mut mv, 2, &|_, p, _, o| {
-            let m = o[0];
+        // (The variance's pass reads the means from here: a channels-last part's sums start
+        // at zero, not at the mean.)
+        let means: Vec<Acc<T>> = mv.chunks_exact(2).map(|o| o[0]).collect();
+        channel_sums(batch, &x, &x, &mut mv, 2, &|ch, p, _, o| {
+            let m = means[ch];
             o[1] = o[1].add(sum1(p, |v: T| {
                 let d = v.up().sub(m);
                 d.mul(d)
@@ -1249,7 +1366,9 @@ where
                 .sub(mean[ch].mul(scale[ch]))
         })
         .collect();
-    batch_transform(&x, (c, hxw), &scale, &shift, contiguous_out(&mut out)?);
+    channel_map(batch, &x, &x, y, &|ch, v: T, _| {
+        T::down(v.up().mul(scale[ch]).add(shift[ch]))
+    });
     Ok(())
 }
 
@@ -1352,8 +1471,14 @@ where
     let zero = <Acc<T> as Arith>::zero();
     let one = <Acc<T> as Arith>::one();
     let epsc = <Acc<T> as Arith>::from_f64(eps);
-    let g = row_major(&grad_out);
-    let x = row_major(&input);
+    let (dxo, channels_last) = dense_out(&mut grad_input)?;
+    let batch = if channels_last {
+        Batch::Last(n * hxw, c)
+    } else {
+        Batch::Planes(n, c, hxw)
+    };
+    let g = batch_data(&grad_out, batch);
+    let x = batch_data(&input, batch);
     let w = weight.as_ref().map(row_major);
     let (mean, invstd): (Vec<Acc<T>>, Vec<Acc<T>>) = match (
         train,
@@ -1377,7 +1502,7 @@ where
     // Per channel: (Σ g * (x - mean), Σ g).
     let mut sums = vec![zero; 2 * c];
     if train || want[1] || want[2] {
-        channel_sums((n, c, hxw), &g, &x, &mut sums, 2, &|ch, gp, xp, o| {
+        channel_sums(batch, &g, &x, &mut sums, 2, &|ch, gp, xp, o| {
             let m = mean[ch];
             o[0] = o[0].add(sum2(gp, xp, |a: T, b: T| a.up().mul(b.up().sub(m))));
             o[1] = o[1].add(sum1(gp, |a: T| a.up()));
@@ -1414,22 +1539,13 @@ where
             z[ch] = wi.mul(sums[2 * ch + 1]).div(cf).neg();
         }
     }
-    let dxo = contiguous_out(&mut grad_input)?;
-    if dxo.is_empty() || hxw == 0 {
-        return Ok(());
-    }
-    let per = (TASK_WORK / hxw).max(1);
-    let body = |t: usize, ds: &mut [T]| {
-        for (j, dp) in ds.chunks_mut(hxw).enumerate() {
-            let p = t * per + j;
-            let ch = p % c;
-            let (kc, qc, zc, m) = (k[ch], q[ch], z[ch], mean[ch]);
-            let span = p * hxw..(p + 1) * hxw;
-            for (o, (gv, v)) in dp.iter_mut().zip(g[span.clone()].iter().zip(&x[span])) {
-                *o = T::down(gv.up().mul(kc).add(v.up().sub(m).mul(qc)).add(zc));
-            }
-        }
-    };
-    chunks1(fan_out(dxo.len() >= PARALLEL_MIN), dxo, per * hxw, &body);
+    channel_map(batch, &g, &x, dxo, &|ch, gv: T, v: T| {
+        T::down(
+            gv.up()
+                .mul(k[ch])
+                .add(v.up().sub(mean[ch]).mul(q[ch]))
+                .add(z[ch]),
+        )
+    });
     Ok(())
 }

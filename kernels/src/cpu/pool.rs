@@ -3,7 +3,7 @@
 //! window; adaptive pooling's output cell `i` of a dim of size `n` pooled to `out` covers
 //! `floor(i·n/out) .. ceil((i+1)·n/out)`, so windows may overlap by one.
 
-use crate::cpu::shape::{contiguous_out, row_major};
+use crate::cpu::shape::{contiguous_out, dense_out, row_major};
 use crate::parallel::{fan_out, par_chunks_mut, par_chunks_mut2, Chunks2Fn};
 use crate::KernelError;
 use crate::{Arith, Dst, Element, KResult, Src};
@@ -49,7 +49,7 @@ fn planes(op: &str, sizes: &[usize], output_size: &[i64]) -> KResult<(Vec<usize>
 
 /// Runs `pool(p, values, indices)` for each plane `p` of the outputs (`cells` each), planes
 /// split over the pool when the planes' `work` (elements read each) adds up.
-fn each_plane<T: Element>(
+pub(super) fn each_plane<T: Element>(
     v: &mut [T],
     ix: &mut [i64],
     cells: usize,
@@ -132,20 +132,20 @@ pub fn adaptive_max_pool2d<T: Element>(
 
 /// One spatial dim of `_max_pool2d`: kernel, stride, padding, dilation, input and output size.
 #[derive(Clone, Copy)]
-struct Slide {
-    k: usize,
-    s: usize,
-    p: usize,
-    d: usize,
-    size: usize,
-    out: usize,
+pub(super) struct Slide {
+    pub(super) k: usize,
+    pub(super) s: usize,
+    pub(super) p: usize,
+    pub(super) d: usize,
+    pub(super) size: usize,
+    pub(super) out: usize,
 }
 
 impl Slide {
     /// The in-range taps of window `i`: the first one's position and their count. A window
     /// with no tap in range has count 0 and the position PyTorch reports for it.
     #[inline]
-    fn taps(&self, i: usize) -> (usize, usize) {
+    pub(super) fn taps(&self, i: usize) -> (usize, usize) {
         let start = (i * self.s) as isize - self.p as isize;
         // Skip the taps in the left padding.
         let skip = if start < 0 {
@@ -284,9 +284,20 @@ pub fn max_pool2d<T: Element>(
         output_size,
     )?;
     let cells = ry.out * rx.out;
-    let v = contiguous_out(&mut values)?;
-    let ix = contiguous_out(&mut indices)?;
+    // Channels-last outputs (`memory_format:` in the YAML) pool every channel of a pixel
+    // at once.
+    let (v, v_last) = dense_out(&mut values)?;
+    let (ix, ix_last) = dense_out(&mut indices)?;
     if count == 0 || cells == 0 {
+        return Ok(());
+    }
+    if v_last != ix_last {
+        return Err(KernelError::shape(
+            "internal error: _max_pool2d's values and indices must share a layout",
+        ));
+    }
+    if v_last {
+        crate::cpu::pool_nhwc::max_pool2d(&self_, [ry, rx], v, ix);
         return Ok(());
     }
     let x = row_major(&self_);
@@ -450,9 +461,13 @@ pub fn max_pool2d_backward<T: Element>(
     max_pool2d_backward_meta(sizes, &indices.layout.sizes, input_size)?;
     let plane = (input_size[0] * input_size[1]) as usize;
     let cells = sizes[2] * sizes[3];
-    let o = contiguous_out(&mut out)?;
+    let (o, channels_last) = dense_out(&mut out)?;
     if o.is_empty() {
         return Ok(());
+    }
+    if channels_last {
+        return crate::cpu::pool_nhwc::max_pool2d_backward(&grad_output, &indices, plane, o)
+            .map_err(|i| bad_index(i, input_size));
     }
     let g = row_major(&grad_output);
     let ix = row_major(&indices);
@@ -503,12 +518,16 @@ pub fn max_pool2d_backward<T: Element>(
         }
     }
     if bad.into_inner() {
-        return Err(KernelError::index(format!(
-            "_max_pool2d_backward: index {} is out of bounds for an input plane of {} x {} = {plane} elements",
-            bad_at.into_inner(),
-            input_size[0],
-            input_size[1]
-        )));
+        return Err(bad_index(bad_at.into_inner(), input_size));
     }
     Ok(())
+}
+
+/// `_max_pool2d_backward`'s error for an index outside the `H × W` plane.
+fn bad_index(i: i64, input_size: &[i64]) -> KernelError {
+    let (h, w) = (input_size[0], input_size[1]);
+    KernelError::index(format!(
+        "_max_pool2d_backward: index {i} is out of bounds for an input plane of {h} x {w} = {} elements",
+        h * w
+    ))
 }

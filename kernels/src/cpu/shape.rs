@@ -29,6 +29,18 @@ pub(crate) fn contiguous_out<'b, T: Copy>(out: &'b mut Dst<'_, T>) -> KResult<&'
         .ok_or_else(|| KernelError::shape("internal error: output tensor must be contiguous"))
 }
 
+/// The output buffer as one dense slice and whether it is channels-last (`[N, *S, C]` in
+/// memory rather than `[N, C, *S]`): the two layouts a structured op with `memory_format:`
+/// in the YAML allocates. Anything else is the same internal error as [`contiguous_out`].
+pub(crate) fn dense_out<'b, T: Copy>(out: &'b mut Dst<'_, T>) -> KResult<(&'b mut [T], bool)> {
+    let l = out.layout;
+    if l.numel() > 0 && !l.is_contiguous() && l.is_channels_last() {
+        let (at, n) = (l.offset, l.numel());
+        return Ok((&mut out.data[at..at + n], true));
+    }
+    contiguous_out(out).map(|s| (s, false))
+}
+
 /// Calls `f(b, block)` for each consecutive `block`-element block of `out` (the last may be
 /// shorter), spread over kiln's pool when `out` is large, several blocks per task when they
 /// are small. `block` must be non-zero.

@@ -265,6 +265,29 @@ pub(super) fn unalias<'t>(
     Ok(v)
 }
 
+/// The layout an op's outputs follow (`memory_format:` in the YAML): the first of `inputs`
+/// that is channels-last gives its format, else row-major.
+pub(crate) fn followed_format(inputs: &[&Tensor]) -> crate::MemoryFormat {
+    inputs
+        .iter()
+        .map(|t| t.suggest_memory_format())
+        .find(|&f| f != crate::MemoryFormat::Contiguous)
+        .unwrap_or(crate::MemoryFormat::Contiguous)
+}
+
+/// A fresh output re-laid out in `format` when it has that format's rank (the storage is
+/// the same size: only the strides change), else as it is.
+pub(crate) fn in_format(t: Tensor, format: crate::MemoryFormat) -> Tensor {
+    match format {
+        crate::MemoryFormat::Contiguous | crate::MemoryFormat::Preserve => t,
+        f if f.dim_order(t.dim()).is_some() => {
+            let layout = Layout::in_format(t.shape(), f);
+            t.with_layout(layout)
+        }
+        _ => t,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

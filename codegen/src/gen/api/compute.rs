@@ -715,6 +715,24 @@ fn structured_allocs(op: &Op) -> Vec<TokenStream> {
         .collect()
 }
 
+/// `memory_format: [..]`: on the CPU, the outputs are laid out channels-last when one of
+/// the named inputs is (the kernel writes them so; PyTorch's convolution, pooling and batch
+/// norm keep the layout the same way).
+fn follow_format(op: &Op) -> TokenStream {
+    if op.memory_format.is_empty() {
+        return TokenStream::new();
+    }
+    let args: Vec<_> = op.memory_format.iter().map(|a| ident(a)).collect();
+    quote! {
+        let outs = if device == Device::Cpu {
+            let format = launch::followed_format(&[#(&#args),*]);
+            outs.map(|t| launch::in_format(t, format))
+        } else {
+            outs
+        };
+    }
+}
+
 /// A structured op: promotion, device check, casts, the `<kernel>_meta` shapes, the
 /// outputs, then the backends.
 fn structured_compute(op: &Op) -> TokenStream {
@@ -740,6 +758,7 @@ fn structured_compute(op: &Op) -> TokenStream {
     let cpu = backend_branch(op, BackendKey::Cpu);
     let ret = ret_from_vec(op, &format_ident!("outs"));
     let ret_ty = ret_type(op);
+    let follow_format = follow_format(op);
     quote! {
         fn #name(#(#params),*) -> Result<#ret_ty> {
             const OP: &str = #op_lit;
@@ -751,6 +770,7 @@ fn structured_compute(op: &Op) -> TokenStream {
             #(#prep)*
             let shapes = kiln_kernels::cpu::#module::#meta(#(#meta_args),*).map_err(|m| Error::op(OP, m))?;
             let outs: [Tensor; #n_out] = [#(#out_allocs),*];
+            #follow_format
             #meta_branch
             #cuda
             #inputs

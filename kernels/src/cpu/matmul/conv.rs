@@ -45,7 +45,8 @@ pub(crate) struct Weight<'a> {
 }
 
 /// `out[b, o, q] = sum_l w[o, l] * cols_b[l, q] + bias[o]` for every image `b` of `x`, with
-/// `w` an `o x C*K` [`Weight`], `out` row-major `[B, o, L]`. False (nothing written) when
+/// `w` an `o x C*K` [`Weight`], `out` row-major `[B, o, L]`, or `[B, L, o]` when
+/// `channels_last`. False (nothing written) when
 /// the CPU lacks AVX2 + FMA. The caller has checked the shapes (`g` from `x`'s sizes, `w`
 /// of `o` rows of `C*K`, `bias` of `o`, `out` of `B * o * L`) and that `x` and `w` are in
 /// bounds.
@@ -55,6 +56,7 @@ pub(crate) fn conv_forward_f32(
     w: Weight<'_>,
     o: usize,
     bias: Option<&[f32]>,
+    channels_last: bool,
     out: &mut [f32],
 ) -> bool {
     let Some(isa) = Fma::<f32>::detect() else {
@@ -66,8 +68,9 @@ pub(crate) fn conv_forward_f32(
     }
     if ck == 0 {
         // An empty contraction: the bias alone.
-        for (i, row) in out.chunks_exact_mut(q).enumerate() {
-            row.fill(bias.map_or(0.0, |b| b[i % o]));
+        for (i, v) in out.iter_mut().enumerate() {
+            let oi = if channels_last { i % o } else { (i / q) % o };
+            *v = bias.map_or(0.0, |b| b[oi]);
         }
         return true;
     }
@@ -75,7 +78,7 @@ pub(crate) fn conv_forward_f32(
     // `apanels * MR * l0` and holds `apanels` micro-panels of `kcw * MR` values.
     let apanels = o.div_ceil(MR);
     with_scratch(Slot::A, apanels * MR * ck, |apack: &mut [f32]| {
-        forward_packed(isa, g, x, apack, w, o, bias, out)
+        forward_packed(isa, g, x, apack, w, o, bias, channels_last, out)
     });
     true
 }
@@ -91,6 +94,7 @@ fn forward_packed(
     w: Weight<'_>,
     o: usize,
     bias: Option<&[f32]>,
+    channels_last: bool,
     out: &mut [f32],
 ) {
     let (ck, q) = (g.channels * g.kernel_len(), g.block_len());
@@ -121,7 +125,11 @@ fn forward_packed(
                         first: blk * ncb,
                         count: ncb.min(batch * q - blk * ncb),
                     };
-                    column_block(isa, g, x, cols, apack, apanels, bias, bpack, tiles, &out)
+                    let dst = Dest {
+                        out: &out,
+                        channels_last,
+                    };
+                    column_block(isa, g, x, cols, apack, apanels, bias, bpack, tiles, dst)
                 })
             },
         )
@@ -211,6 +219,14 @@ struct OutPtr(*mut f32, usize);
 // outlives them (the parallel loop returns before the borrow that made it ends).
 unsafe impl Sync for OutPtr {}
 
+/// Where a block's output goes: the output buffer, `[B, o, L]` or (`channels_last`)
+/// `[B, L, o]`.
+#[derive(Clone, Copy)]
+struct Dest<'a> {
+    out: &'a OutPtr,
+    channels_last: bool,
+}
+
 /// The output columns `cols` (every channel), bias added.
 #[allow(clippy::too_many_arguments)]
 fn column_block(
@@ -223,8 +239,9 @@ fn column_block(
     bias: Option<&[f32]>,
     bpack: &mut [f32],
     tiles: &mut [f32],
-    out: &OutPtr,
+    dst: Dest<'_>,
 ) {
+    let out = dst.out;
     let (ck, q) = (g.channels * g.kernel_len(), g.block_len());
     let o = out.1 / (g.batch * q);
     let panels = cols.count.div_ceil(NR);
@@ -254,6 +271,24 @@ fn column_block(
                 }
             }
         }
+    }
+    if dst.channels_last {
+        // Column `c` of the block is output position `cols.first + c` of the batch, whose
+        // `o` channels are one run of the output.
+        let at = cols.first * o;
+        assert!(at + cols.count * o <= out.1);
+        // SAFETY: in bounds (asserted); positions `cols.first ..` belong to this block
+        // alone, so no other task writes these elements, and nothing else reads or writes
+        // the output while the blocks run.
+        let run = unsafe { std::slice::from_raw_parts_mut(out.0.add(at), cols.count * o) };
+        for (c, px) in run.chunks_exact_mut(o).enumerate() {
+            let tile_col = (c / NR) * apanels * MR * NR + c % NR;
+            for (oi, v) in px.iter_mut().enumerate() {
+                let t = tiles[tile_col + (oi / MR) * MR * NR + (oi % MR) * NR];
+                *v = t + bias.map_or(0.0, |b| b[oi]);
+            }
+        }
+        return;
     }
     // Each run of columns inside one image goes to `out[b, oi, q ..]`, a panel's part of it
     // at a time (contiguous in the tile's row).
