@@ -772,3 +772,39 @@ fn an_op_mutating_its_inputs_is_an_implicit_composite_function() {
         );
     }
 }
+
+#[test]
+fn memory_format_is_for_structured_ops_and_plain_tensor_arguments() {
+    let e = err(
+        &MUL.replace(
+            "  dtypes: all\n",
+            "  dtypes: all\n  memory_format: [self]\n",
+        ),
+        MUL_D,
+    );
+    assert!(
+        e.message.contains("`memory_format:` is for structured ops"),
+        "{e}"
+    );
+    let sum = r#"
+- func: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+  dispatch: {CPU: sum_dim, CUDA: reduce::sum_dim}
+  memory_format: [dim]
+  dtypes: floating
+  opinfo: {samples: reduce_dim, ref: sum_dim}
+"#;
+    let e = err(sum, "");
+    assert!(
+        e.message
+            .contains("`memory_format:` names 'dim', which is not a plain Tensor argument"),
+        "{e}"
+    );
+    // A plain tensor argument is accepted.
+    let ok = sum.replace("memory_format: [dim]", "memory_format: [self]");
+    let derivs = r#"
+- name: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+  self: sum_backward(&grad, self.sizes(), dim, keepdim)?
+"#;
+    let m = build(&ok, derivs, &kernels()).unwrap();
+    assert_eq!(m.ops[0].memory_format, ["self"]);
+}

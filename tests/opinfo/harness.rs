@@ -100,7 +100,7 @@ impl Sample {
         self.args.iter().find(|(n, _)| *n == name).map(|(_, a)| a)
     }
     /// Where schema tensor `i` is in `tensors` (`None`: given as None).
-    fn slot(&self, i: usize) -> Option<usize> {
+    pub fn slot(&self, i: usize) -> Option<usize> {
         if self.absent.contains(&i) {
             return None;
         }
@@ -457,6 +457,9 @@ pub struct OpInfo {
     /// The op's `autocast:` policy on the CPU and on CUDA (`lower`, `fp32`, ...), if any.
     pub autocast_cpu: Option<&'static str>,
     pub autocast_cuda: Option<&'static str>,
+    /// The tensor arguments whose channels-last layout the outputs follow
+    /// (`memory_format:`); the channels-last check runs when there are any.
+    pub memory_format: &'static [&'static str],
 }
 
 impl OpInfo {
@@ -657,6 +660,53 @@ pub fn check_noncontiguous(info: &OpInfo, dtype: DType, device: Device) {
         let got = (info.call)(&nc).unwrap_or_else(|e| panic!("{ctx}: {e}"));
         for (g, e) in got.iter().zip(&expected) {
             assert_same(g, e, &ctx);
+        }
+    }
+}
+
+/// Ops with `memory_format:` (CPU): with every 4-d input channels-last (5-d:
+/// channels-last-3d), the outputs equal the float64 reference, and those of a followed
+/// input's rank come back in its layout, as PyTorch's convolution, pooling and batch norm.
+pub fn check_channels_last(info: &OpInfo, dtype: DType, device: Device) {
+    use kiln::MemoryFormat;
+    for s in selected(info, dtype, false) {
+        let ctx = format!(
+            "{} [{dtype}, {device}] {} (channels-last inputs)",
+            info.name, s.desc
+        );
+        let last = s.map_tensors(&|t| {
+            let f = match t.dim() {
+                4 => MemoryFormat::ChannelsLast,
+                5 => MemoryFormat::ChannelsLast3d,
+                _ => return t.clone(),
+            };
+            t.to_memory_format(f)
+                .unwrap_or_else(|e| panic!("{ctx}: converting an input: {e}"))
+        });
+        // The format each followed input now suggests (size-1 dims can leave a tensor
+        // row-major and channels-last at once; it then suggests row-major, as in PyTorch).
+        let followed: Vec<(usize, MemoryFormat)> = info
+            .memory_format
+            .iter()
+            .filter_map(|name| info.tensor_args.iter().position(|a| a == name))
+            .filter_map(|i| last.slot(i).map(|k| &last.tensors[k]))
+            .map(|t| (t.dim(), t.suggest_memory_format()))
+            .filter(|&(_, f)| f != MemoryFormat::Contiguous)
+            .collect();
+        let outs = (info.call)(&last.on(device)).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        let refs = (info.reference)(&s);
+        assert_eq!(outs.len(), refs.len(), "{ctx}: number of outputs");
+        for (i, (o, r)) in outs.iter().zip(&refs).enumerate() {
+            let tol = reference_tolerance(info.name, dtype, o.dtype());
+            assert_close_with(o, r, &format!("{ctx} output {i}"), tol);
+            if let Some(&(_, f)) = followed.first().filter(|(rank, _)| *rank == o.dim()) {
+                assert!(
+                    o.is_contiguous_as(f).unwrap_or(false),
+                    "{ctx} output {i}: expected {f} like the input, got strides {:?} for shape {:?}",
+                    o.strides(),
+                    o.shape()
+                );
+            }
         }
     }
 }

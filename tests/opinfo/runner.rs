@@ -17,6 +17,7 @@ enum Check {
     Forward,
     Edge,
     Noncontiguous,
+    ChannelsLast,
     Variants,
     Gradcheck,
     Gradgradcheck,
@@ -27,10 +28,11 @@ enum Check {
 }
 
 /// Every check, for the close names of a filter that matches nothing.
-const CHECKS: [Check; 10] = [
+const CHECKS: [Check; 11] = [
     Check::Forward,
     Check::Edge,
     Check::Noncontiguous,
+    Check::ChannelsLast,
     Check::Variants,
     Check::Gradcheck,
     Check::Gradgradcheck,
@@ -46,6 +48,7 @@ impl Check {
             Check::Forward => "forward",
             Check::Edge => "edge",
             Check::Noncontiguous => "noncontiguous",
+            Check::ChannelsLast => "channels-last",
             Check::Variants => "variants",
             Check::Gradcheck => "gradcheck",
             Check::Gradgradcheck => "gradgradcheck",
@@ -98,6 +101,7 @@ impl Case {
             Check::Forward => harness::check_forward(info, dtype(), device),
             Check::Edge => harness::check_edge(info, dtype(), device),
             Check::Noncontiguous => harness::check_noncontiguous(info, dtype(), device),
+            Check::ChannelsLast => harness::check_channels_last(info, dtype(), device),
             Check::Variants => harness::check_variants(info, dtype(), device),
             Check::Gradcheck => harness::check_gradcheck(info, device),
             Check::Gradgradcheck => harness::check_gradgradcheck(info, device),
@@ -134,6 +138,9 @@ fn op_cases(info: &'static OpInfo, device: Device) -> Vec<Case> {
         add(Check::Forward, Some(d));
         add(Check::Edge, Some(d));
         add(Check::Noncontiguous, Some(d));
+        if !info.memory_format.is_empty() && device == Device::Cpu {
+            add(Check::ChannelsLast, Some(d));
+        }
         if info.variants {
             add(Check::Variants, Some(d));
         }

@@ -352,6 +352,7 @@ fn table_entry(op: &Op, info: &OpInfo, m: &syn::Ident, a: &Adaptors) -> TokenStr
         .iter()
         .filter(|a| a.kind == ArgKind::OptTensorList)
         .map(|a| a.name.as_str());
+    let memory_format = op.memory_format.iter().map(String::as_str);
     quote! {
         OpInfo {
             name: #name,
@@ -376,6 +377,7 @@ fn table_entry(op: &Op, info: &OpInfo, m: &syn::Ident, a: &Adaptors) -> TokenStr
             errors: #errors_check,
             autocast_cpu: #autocast_cpu,
             autocast_cuda: #autocast_cuda,
+            memory_format: &[#(#memory_format),*],
         }
     }
 }
