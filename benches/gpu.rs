@@ -37,7 +37,7 @@ use kiln::nn::{
     TransformerEncoderLayer, TransformerLayerOptions,
 };
 use kiln::optim::{Adam, AdamOptions, AdamW, Optimizer, SGDOptions, SGD};
-use kiln::{no_grad, DType, Device, Error, Result, Tensor};
+use kiln::{no_grad, DType, Device, Error, MemoryFormat, Result, Tensor};
 use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
@@ -208,6 +208,8 @@ const CPU_ROWS: &[(&str, &str, RowFn)] = &[
     ("encoder_step", "ms", encoder_step),
     ("resnet18_64_step", "ms", |b| resnet_at(b, 16, 64)),
     ("resnet18_64_eval", "ms", resnet_eval),
+    ("resnet18_64_step_cl", "ms", resnet_channels_last),
+    ("resnet18_64_eval_cl", "ms", resnet_eval_channels_last),
 ];
 
 /// A throughput row in units of 10^9 rather than 10^12.
@@ -579,10 +581,22 @@ fn resnet_step(b: &Bench) -> Result<Measured> {
 
 /// A ResNet-18 train step on a batch of `n` images of `hw x hw` (`--quick`: 2 of 32 x 32).
 fn resnet_at(b: &Bench, n: usize, hw: usize) -> Result<Measured> {
+    resnet_in(b, n, hw, MemoryFormat::Contiguous)
+}
+
+/// [`resnet_at`] at batch 16 of 64 x 64 with the model and the images channels-last
+/// (`model.to(memory_format=torch.channels_last)`).
+fn resnet_channels_last(b: &Bench) -> Result<Measured> {
+    resnet_in(b, 16, 64, MemoryFormat::ChannelsLast)
+}
+
+/// A ResNet-18 train step with 4-d parameters and images laid out in `format`.
+fn resnet_in(b: &Bench, n: usize, hw: usize, format: MemoryFormat) -> Result<Measured> {
     let (n, hw) = if b.quick { (2, 32) } else { (n, hw) };
     let classes = 1000;
     let mut model = ResNet18::new(classes)?;
     model.to_device(b.device)?;
+    model.to_memory_format(format)?;
     let options = SGDOptions {
         lr: 0.1,
         momentum: 0.9,
@@ -590,11 +604,14 @@ fn resnet_at(b: &Bench, n: usize, hw: usize) -> Result<Measured> {
         ..Default::default()
     };
     let mut opt = SGD::new(model.parameters(), options)?;
-    let x = Tensor::randn_on([n, 3, hw, hw], DType::F32, b.device)?;
+    let x = Tensor::randn_on([n, 3, hw, hw], DType::F32, b.device)?.to_memory_format(format)?;
     let y = Tensor::randint_on(0, classes as i64, [n], DType::I64, b.device)?;
     let timing = b.time(&mut || train_step(&model, &mut opt, &x, &y, classes as i64))?;
     Ok(Measured {
-        shape: format!("batch {n}x3x{hw}x{hw}, 1000 classes, SGD momentum"),
+        shape: format!(
+            "batch {n}x3x{hw}x{hw}, 1000 classes, SGD momentum{}",
+            layout_note(format)
+        ),
         work: Work::Time,
         timing,
     })
@@ -602,15 +619,36 @@ fn resnet_at(b: &Bench, n: usize, hw: usize) -> Result<Measured> {
 
 /// A ResNet-18 forward in eval mode under `no_grad`, batch 16 of 3 x 64 x 64.
 fn resnet_eval(b: &Bench) -> Result<Measured> {
+    resnet_eval_in(b, MemoryFormat::Contiguous)
+}
+
+/// [`resnet_eval`] channels-last.
+fn resnet_eval_channels_last(b: &Bench) -> Result<Measured> {
+    resnet_eval_in(b, MemoryFormat::ChannelsLast)
+}
+
+/// `, channels_last` for a channels-last row's shape.
+fn layout_note(format: MemoryFormat) -> &'static str {
+    match format {
+        MemoryFormat::ChannelsLast => ", channels_last",
+        _ => "",
+    }
+}
+
+fn resnet_eval_in(b: &Bench, format: MemoryFormat) -> Result<Measured> {
     let (n, hw) = if b.quick { (2, 32) } else { (16, 64) };
     let mut model = ResNet18::new(1000)?;
     model.to_device(b.device)?;
+    model.to_memory_format(format)?;
     model.eval();
-    let x = Tensor::randn_on([n, 3, hw, hw], DType::F32, b.device)?;
+    let x = Tensor::randn_on([n, 3, hw, hw], DType::F32, b.device)?.to_memory_format(format)?;
     let _guard = no_grad();
     let timing = b.time(&mut || model.forward(&x).map(drop))?;
     Ok(Measured {
-        shape: format!("batch {n}x3x{hw}x{hw}, eval, no_grad"),
+        shape: format!(
+            "batch {n}x3x{hw}x{hw}, eval, no_grad{}",
+            layout_note(format)
+        ),
         work: Work::Time,
         timing,
     })

@@ -288,31 +288,33 @@ class ResNet18(nn.Module):
         return self.fc(x.mean((2, 3)))
 
 
-def resnet_step(b, n=32, hw=224):
+def resnet_step(b, n=32, hw=224, fmt=torch.contiguous_format):
     """A ResNet-18 train step: batch 32 of 3x224x224 (56x56 after the stem, 7x7 in the last
     stage), 1000 classes, SGD (lr 0.1, momentum 0.9, weight decay 1e-4), train-mode batch
-    norm. --quick: batch 2 of 3x32x32."""
+    norm; the model and the images in memory format `fmt`. --quick: batch 2 of 3x32x32."""
     n, hw = (2, 32) if b.quick else (n, hw)
     classes = 1000
-    model = ResNet18(classes).to(b.device)
+    model = ResNet18(classes).to(b.device).to(memory_format=fmt)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
-    x = torch.randn(n, 3, hw, hw, device=b.device)
+    x = torch.randn(n, 3, hw, hw, device=b.device).to(memory_format=fmt)
     y = torch.randint(0, classes, (n,), device=b.device)
     timing = b.time(lambda: train_step(model, opt, x, y, classes))
-    return f"batch {n}x3x{hw}x{hw}, 1000 classes, SGD momentum", None, timing
+    note = ", channels_last" if fmt == torch.channels_last else ""
+    return f"batch {n}x3x{hw}x{hw}, 1000 classes, SGD momentum{note}", None, timing
 
 
-def resnet_eval(b):
+def resnet_eval(b, fmt=torch.contiguous_format):
     """A ResNet-18 forward in eval mode under no_grad, batch 16 of 3x64x64."""
     n, hw = (2, 32) if b.quick else (16, 64)
-    model = ResNet18(1000).to(b.device).eval()
-    x = torch.randn(n, 3, hw, hw, device=b.device)
+    model = ResNet18(1000).to(b.device).to(memory_format=fmt).eval()
+    x = torch.randn(n, 3, hw, hw, device=b.device).to(memory_format=fmt)
 
     def step():
         with torch.no_grad():
             model(x)
 
-    return f"batch {n}x3x{hw}x{hw}, eval, no_grad", None, b.time(step)
+    note = ", channels_last" if fmt == torch.channels_last else ""
+    return f"batch {n}x3x{hw}x{hw}, eval, no_grad{note}", None, b.time(step)
 
 
 class SmallCnn(nn.Module):
@@ -395,6 +397,8 @@ CPU_ROWS = [
     ("encoder_step", "ms", encoder_step),
     ("resnet18_64_step", "ms", lambda b: resnet_step(b, 16, 64)),
     ("resnet18_64_eval", "ms", resnet_eval),
+    ("resnet18_64_step_cl", "ms", lambda b: resnet_step(b, 16, 64, torch.channels_last)),
+    ("resnet18_64_eval_cl", "ms", lambda b: resnet_eval(b, torch.channels_last)),
 ]
 
 # (name, unit, run): names and units are shared with benches/gpu.rs.

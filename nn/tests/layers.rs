@@ -651,3 +651,35 @@ fn bad_shapes_and_arguments_name_the_layer() {
     assert!(e.contains("Bilinear"), "{e}");
     assert!(err(Hardtanh::new(1.0, 0.0)).contains("max_val must be greater than min_val"));
 }
+
+#[test]
+fn to_memory_format_lays_out_4d_parameters_and_keeps_activations_channels_last() {
+    use kiln_core::MemoryFormat;
+    let mut net = Sequential::new()
+        .add(Conv2d::new(3, 4, 3).unwrap())
+        .add(BatchNorm2d::new(4).unwrap())
+        .add(ReLU)
+        .add(MaxPool2d::new(2));
+    let x = Tensor::randn([2, 3, 8, 8], DType::F32).unwrap();
+    let want = net.forward(&x).unwrap().to_vec::<f64>().unwrap();
+    net.to_memory_format(MemoryFormat::ChannelsLast).unwrap();
+    for (name, p) in net.named_parameters() {
+        // PyTorch converts 4-d tensors only: the conv weight, not biases or norm weights.
+        let expect = p.dim() == 4;
+        assert_eq!(
+            p.is_contiguous_as(MemoryFormat::ChannelsLast).unwrap() && !p.is_contiguous(),
+            expect,
+            "{name}: strides {:?}",
+            p.strides()
+        );
+        assert!(p.requires_grad(), "{name} is still a parameter");
+    }
+    let xl = x.to_memory_format(MemoryFormat::ChannelsLast).unwrap();
+    let y = net.forward(&xl).unwrap();
+    assert!(y.is_contiguous_as(MemoryFormat::ChannelsLast).unwrap());
+    // The same batch statistics, hence the same values (the layout changes no arithmetic
+    // that could move them by more than rounding).
+    for (a, b) in y.to_vec::<f64>().unwrap().iter().zip(&want) {
+        assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+    }
+}
