@@ -99,9 +99,35 @@ pub fn conv_forward<T: Element>(
         crate::element::same_type_mut::<T, f32>(out),
     ) {
         // The weight as it lies when its kernel dims flatten (a transposed view too), else
-        // a row-major copy.
-        let copy;
-        let w = match kernel_stride(&weight.layout.sizes, &weight.layout.strides) {
+        // a row-major copy: a channels-last weight's transposed block by block (the packer
+        // reads a row's words in order; stepping through its channels was a quarter of a
+        // channels-last ResNet forward).
+        let copy: std::borrow::Cow<'_, [T]>;
+        let (ls, taps) = (&weight.layout.strides, g.kernel_len());
+        let w = match kernel_stride(&weight.layout.sizes, ls) {
+            Some(sk) if ls[1] == 1 && g.channels > 1 && taps > 1 && sk >= g.channels => {
+                let mut rows = vec![T::default(); o * g.channels * taps];
+                for oi in 0..o {
+                    let b = crate::cpu::transpose::Block {
+                        rows: g.channels,
+                        len: taps,
+                        src: weight.layout.offset + oi * ls[0],
+                        src_stride: sk,
+                        dst: oi * g.channels * taps,
+                        dst_stride: taps,
+                    };
+                    crate::cpu::transpose::transpose(weight.data, &mut rows, b);
+                }
+                copy = std::borrow::Cow::Owned(rows);
+                crate::cpu::matmul::conv::Weight {
+                    data: same_type::<T, f32>(&copy[..])
+                        .ok_or_else(|| KernelError::dtype(format!("{OP}: weight not f32")))?,
+                    offset: 0,
+                    so: g.channels * taps,
+                    sc: taps,
+                    sk: 1,
+                }
+            }
             Some(sk) => crate::cpu::matmul::conv::Weight {
                 data: wdata,
                 offset: weight.layout.offset,
@@ -444,6 +470,9 @@ mod tests {
         /// Output channel 0's weight expanded over every output channel (stride 0), its
         /// channels every other one of a buffer twice as wide.
         Expanded,
+        /// Channels-last: a `[O, *kernel, C]` buffer (strides `[K*C, 1, kw*C, C]`), as
+        /// `Module::to_memory_format` leaves a convolution's weight.
+        ChannelsLast,
     }
 
     /// The forward with the weight laid out as `layout` (for `Expanded`, `w`'s rows must be
@@ -467,6 +496,21 @@ mod tests {
             let l = Layout {
                 sizes: [t.o, t.c, t.k[0], t.k[1]].into_iter().collect(),
                 strides: [0, 2 * kk, t.k[1], 1].into_iter().collect(),
+                offset: 0,
+            };
+            (buf, l)
+        } else if layout == WeightLayout::ChannelsLast {
+            let mut buf = vec![T::default(); w.len()];
+            for o in 0..t.o {
+                for c in 0..t.c {
+                    for k in 0..kk {
+                        buf[(o * kk + k) * t.c + c] = T::from_f64(w[(o * t.c + c) * kk + k]);
+                    }
+                }
+            }
+            let l = Layout {
+                sizes: [t.o, t.c, t.k[0], t.k[1]].into_iter().collect(),
+                strides: [kk * t.c, 1, t.k[1] * t.c, t.c].into_iter().collect(),
                 offset: 0,
             };
             (buf, l)
@@ -669,6 +713,11 @@ mod tests {
                 run::<f32>(t, &x, &w, &bias, Transposed),
                 want,
                 "f32, transposed weight, case {i}"
+            );
+            assert_eq!(
+                run::<f32>(t, &x, &w, &bias, ChannelsLast),
+                want,
+                "f32, channels-last weight, case {i}"
             );
             // Every output channel with channel 0's weight, through a stride-0 view.
             let ck = t.c * kk_of(t);

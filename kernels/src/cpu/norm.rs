@@ -1192,13 +1192,14 @@ fn channel_sums<A: Copy + Sync + Send, B: Copy + Sync + Send, C: Arith>(
     }
 }
 
-/// `out = f(channel, x, y)` element by element over a batch in `batch`'s order, in parallel.
-fn channel_map<A: Copy + Sync, B: Copy + Sync, T: Send>(
+/// `out = f(channel, x, y)` element by element over a batch in `batch`'s order, in parallel
+/// (`f` inlined into each loop, so the per-channel affine maps vectorise).
+fn channel_map<A: Copy + Sync, B: Copy + Sync, T: Send, F: Fn(usize, A, B) -> T + Sync>(
     batch: Batch,
     xs: &[A],
     ys: &[B],
     out: &mut [T],
-    f: &(dyn Fn(usize, A, B) -> T + Sync),
+    f: &F,
 ) {
     match batch {
         Batch::Planes(_, c, hxw) => {
@@ -1224,9 +1225,12 @@ fn channel_map<A: Copy + Sync, B: Copy + Sync, T: Send>(
             }
             let per = (TASK_WORK / c).max(1);
             let body = |t: usize, os: &mut [T]| {
-                let at = t * per * c;
-                for (i, o) in os.iter_mut().enumerate() {
-                    *o = f(i % c, xs[at + i], ys[at + i]);
+                for (j, row) in os.chunks_mut(c).enumerate() {
+                    let at = (t * per + j) * c;
+                    let (xr, yr) = (&xs[at..at + c], &ys[at..at + c]);
+                    for (ch, (o, (&x, &y))) in row.iter_mut().zip(xr.iter().zip(yr)).enumerate() {
+                        *o = f(ch, x, y);
+                    }
                 }
             };
             chunks1(fan_out(out.len() >= PARALLEL_MIN), out, per * c, &body);

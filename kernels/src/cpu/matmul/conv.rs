@@ -78,6 +78,10 @@ pub(crate) fn conv_forward_f32(
     // `apanels * MR * l0` and holds `apanels` micro-panels of `kcw * MR` values.
     let apanels = o.div_ceil(MR);
     with_scratch(Slot::A, apanels * MR * ck, |apack: &mut [f32]| {
+        if cfg!(any(test, debug_assertions)) {
+            // A word the packer misses reads NaN, not the last call's value.
+            apack.fill(f32::NAN);
+        }
         forward_packed(isa, g, x, apack, w, o, bias, channels_last, out)
     });
     true
