@@ -99,45 +99,19 @@ pub fn conv_forward<T: Element>(
         crate::element::same_type_mut::<T, f32>(out),
     ) {
         // The weight as it lies when its kernel dims flatten (a transposed view too), else
-        // a row-major copy: a channels-last weight's transposed block by block (the packer
-        // reads a row's words in order; stepping through its channels was a quarter of a
-        // channels-last ResNet forward).
-        let copy: std::borrow::Cow<'_, [T]>;
-        let (ls, taps) = (&weight.layout.strides, g.kernel_len());
-        let w = match kernel_stride(&weight.layout.sizes, ls) {
-            Some(sk) if ls[1] == 1 && g.channels > 1 && taps > 1 && sk >= g.channels => {
-                let mut rows = vec![T::default(); o * g.channels * taps];
-                for oi in 0..o {
-                    let b = crate::cpu::transpose::Block {
-                        rows: g.channels,
-                        len: taps,
-                        src: weight.layout.offset + oi * ls[0],
-                        src_stride: sk,
-                        dst: oi * g.channels * taps,
-                        dst_stride: taps,
-                    };
-                    crate::cpu::transpose::transpose(weight.data, &mut rows, b);
-                }
-                copy = std::borrow::Cow::Owned(rows);
-                crate::cpu::matmul::conv::Weight {
-                    data: same_type::<T, f32>(&copy[..])
-                        .ok_or_else(|| KernelError::dtype(format!("{OP}: weight not f32")))?,
-                    offset: 0,
-                    so: g.channels * taps,
-                    sc: taps,
-                    sk: 1,
-                }
-            }
-            Some(sk) => crate::cpu::matmul::conv::Weight {
+        // a row-major copy (see `weight_rows`).
+        let copy;
+        let taps = g.kernel_len();
+        let w = match kernel_stride(&weight.layout.sizes, &weight.layout.strides) {
+            Some(sk) if !channels_inner(&g, &weight, sk) => crate::cpu::matmul::conv::Weight {
                 data: wdata,
                 offset: weight.layout.offset,
                 so: weight.layout.strides[0],
                 sc: weight.layout.strides[1],
                 sk,
             },
-            None => {
-                copy = row_major(&weight);
-                let taps = g.kernel_len();
+            sk => {
+                copy = weight_rows(&g, &weight, o, sk);
                 crate::cpu::matmul::conv::Weight {
                     data: same_type::<T, f32>(&copy[..])
                         .ok_or_else(|| KernelError::dtype(format!("{OP}: weight not f32")))?,
@@ -199,6 +173,42 @@ pub fn conv_forward<T: Element>(
         }
     }
     Ok(())
+}
+
+/// Whether a weight whose kernel offsets step by `sk` has its channels innermost (a
+/// channels-last weight): the packer, which reads a row's words in `(c, kk)` order, would
+/// step through it element by element (a quarter of a channels-last ResNet forward).
+fn channels_inner<T: Element>(g: &Geometry, weight: &Src<'_, T>, sk: usize) -> bool {
+    weight.layout.strides[1] == 1 && g.channels > 1 && g.kernel_len() > 1 && sk >= g.channels
+}
+
+/// A row-major `[O, C * K]` copy of the weight: block by block through the transposing
+/// copy for a channels-last one (`sk`, its kernel stride, given), else element by element.
+fn weight_rows<'a, T: Element>(
+    g: &Geometry,
+    weight: &Src<'a, T>,
+    o: usize,
+    sk: Option<usize>,
+) -> std::borrow::Cow<'a, [T]> {
+    let (c, taps, l) = (g.channels, g.kernel_len(), weight.layout);
+    match sk {
+        Some(sk) if channels_inner(g, weight, sk) => {
+            let mut rows = vec![T::default(); o * c * taps];
+            for oi in 0..o {
+                let b = crate::cpu::transpose::Block {
+                    rows: c,
+                    len: taps,
+                    src: l.offset + oi * l.strides[0],
+                    src_stride: sk,
+                    dst: oi * c * taps,
+                    dst_stride: taps,
+                };
+                crate::cpu::transpose::transpose(weight.data, &mut rows, b);
+            }
+            std::borrow::Cow::Owned(rows)
+        }
+        _ => row_major(weight),
+    }
 }
 
 /// The one stride of a weight's flattened kernel offset (`[O, C, *kernel]`), if its kernel

@@ -15,6 +15,7 @@ pub mod optim;
 pub mod pointwise;
 pub mod pool;
 mod pool_nhwc;
+mod pool_window;
 pub mod reduce;
 pub mod scan;
 pub mod shape;

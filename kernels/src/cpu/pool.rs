@@ -3,8 +3,9 @@
 //! window; adaptive pooling's output cell `i` of a dim of size `n` pooled to `out` covers
 //! `floor(i·n/out) .. ceil((i+1)·n/out)`, so windows may overlap by one.
 
+use crate::cpu::pool_window::{each_plane, Slide};
 use crate::cpu::shape::{contiguous_out, dense_out, row_major};
-use crate::parallel::{fan_out, par_chunks_mut, par_chunks_mut2, Chunks2Fn};
+use crate::parallel::{fan_out, par_chunks_mut};
 use crate::KernelError;
 use crate::{Arith, Dst, Element, KResult, Src};
 use std::sync::atomic::Ordering::Relaxed;
@@ -45,30 +46,6 @@ fn planes(op: &str, sizes: &[usize], output_size: &[i64]) -> KResult<(Vec<usize>
     shape.extend(output_size.iter().map(|&o| o as usize));
     let count = sizes[..lead].iter().product();
     Ok((shape, [count, h, w]))
-}
-
-/// Runs `pool(p, values, indices)` for each plane `p` of the outputs (`cells` each), planes
-/// split over the pool when the planes' `work` (elements read each) adds up.
-pub(super) fn each_plane<T: Element>(
-    v: &mut [T],
-    ix: &mut [i64],
-    cells: usize,
-    work: usize,
-    pool: Chunks2Fn<'_, T, i64>,
-) {
-    let count = v.len() / cells;
-    let per = (TASK_WORK / work.max(1)).max(1);
-    if fan_out(count > 1 && count * work >= TASK_WORK) {
-        par_chunks_mut2(v, ix, per * cells, &|t, vs, is| {
-            for (q, (vc, ic)) in vs.chunks_mut(cells).zip(is.chunks_mut(cells)).enumerate() {
-                pool(t * per + q, vc, ic);
-            }
-        });
-    } else {
-        for (p, (vc, ic)) in v.chunks_mut(cells).zip(ix.chunks_mut(cells)).enumerate() {
-            pool(p, vc, ic);
-        }
-    }
 }
 
 pub fn adaptive_max_pool2d_meta(self_: &[usize], output_size: &[i64]) -> KResult<Vec<Vec<usize>>> {
@@ -128,39 +105,6 @@ pub fn adaptive_max_pool2d<T: Element>(
     };
     each_plane(v, ix, cells, plane, &pool);
     Ok(())
-}
-
-/// One spatial dim of `_max_pool2d`: kernel, stride, padding, dilation, input and output size.
-#[derive(Clone, Copy)]
-pub(super) struct Slide {
-    pub(super) k: usize,
-    pub(super) s: usize,
-    pub(super) p: usize,
-    pub(super) d: usize,
-    pub(super) size: usize,
-    pub(super) out: usize,
-}
-
-impl Slide {
-    /// The in-range taps of window `i`: the first one's position and their count. A window
-    /// with no tap in range has count 0 and the position PyTorch reports for it.
-    #[inline]
-    pub(super) fn taps(&self, i: usize) -> (usize, usize) {
-        let start = (i * self.s) as isize - self.p as isize;
-        // Skip the taps in the left padding.
-        let skip = if start < 0 {
-            (-start as usize).div_ceil(self.d)
-        } else {
-            0
-        };
-        let first = start + (skip * self.d) as isize;
-        if skip >= self.k || first as usize >= self.size {
-            return (first.max(0) as usize, 0);
-        }
-        let first = first as usize;
-        let count = ((self.size - 1 - first) / self.d + 1).min(self.k - skip);
-        (first, count)
-    }
 }
 
 /// `_max_pool2d`'s checked geometry: `[planes, h, w]` and the two dims.

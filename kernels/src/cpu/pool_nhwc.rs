@@ -4,7 +4,7 @@
 //! backward adds each pixel's gradients at its channels' chosen taps. Same results and
 //! indices (flat into the `H × W` plane) as the plane-by-plane kernels of [`super::pool`].
 
-use super::pool::{each_plane, Slide};
+use super::pool_window::{each_plane, Slide};
 use crate::parallel::{fan_out, par_chunks_mut};
 use crate::{Arith, Element, Src};
 use std::sync::atomic::Ordering::Relaxed;
