@@ -260,3 +260,22 @@ fn max_pool_indices_are_plane_offsets_in_either_layout() {
     assert_eq!(i.to_vec::<i64>().unwrap(), want_i);
     assert_eq!(il.to_vec::<i64>().unwrap(), want_i);
 }
+
+#[test]
+fn the_meta_device_gives_the_cpus_channels_last_strides() {
+    let x = Tensor::from_vec(wave(2 * 3 * 6 * 6, 40), &[2, 3, 6, 6])
+        .unwrap()
+        .to_memory_format(CL)
+        .unwrap();
+    let w = Tensor::from_vec(wave(4 * 3 * 9, 41), &[4, 3, 3, 3]).unwrap();
+    let cpu = kiln::conv2d_with(&x, &w, None, [1, 1], [1, 1], [1, 1], 1).unwrap();
+    let (xm, wm) = (
+        x.to_device(kiln::Device::Meta).unwrap(),
+        w.to_device(kiln::Device::Meta).unwrap(),
+    );
+    assert_eq!(xm.strides(), x.strides());
+    let meta = kiln::conv2d_with(&xm, &wm, None, [1, 1], [1, 1], [1, 1], 1).unwrap();
+    assert_eq!(meta.shape(), cpu.shape());
+    assert_eq!(meta.strides(), cpu.strides());
+    assert!(meta.is_contiguous_as(CL).unwrap());
+}

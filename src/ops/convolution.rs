@@ -194,11 +194,12 @@ fn conv(
     let k = i64s(&weight.shape()[2..]);
     let out_size = blocks(op, x.shape(), &k, &d, &p, &s)?;
     // One group on the CPU in f32/f64: kiln's own forward, which never builds the columns
-    // below (an implicit GEMM for f32). The half types keep `addmm`'s single rounding.
+    // below (an implicit GEMM for f32). The half types keep `addmm`'s single rounding. The
+    // meta device takes the same op, so its strides are the CPU's (channels-last ones too).
     let cpu = [Some(&x), Some(weight), bias]
         .into_iter()
         .flatten()
-        .all(|t| t.device() == crate::Device::Cpu);
+        .all(|t| matches!(t.device(), crate::Device::Cpu | crate::Device::Meta));
     if g == 1 && cpu && matches!(x.dtype(), DType::F32 | DType::F64) {
         let y = crate::_conv_forward(&x, weight, bias, &s, &p, &d)?;
         return unbatched(y, was_batched);

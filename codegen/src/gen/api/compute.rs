@@ -715,16 +715,16 @@ fn structured_allocs(op: &Op) -> Vec<TokenStream> {
         .collect()
 }
 
-/// `memory_format: [..]`: on the CPU, the outputs are laid out channels-last when one of
-/// the named inputs is (the kernel writes them so; PyTorch's convolution, pooling and batch
-/// norm keep the layout the same way).
+/// `memory_format: [..]`: on the CPU (and the meta device, which mirrors its strides), the
+/// outputs are laid out channels-last when one of the named inputs is (the kernel writes
+/// them so; PyTorch's convolution, pooling and batch norm keep the layout the same way).
 fn follow_format(op: &Op) -> TokenStream {
     if op.memory_format.is_empty() {
         return TokenStream::new();
     }
     let args: Vec<_> = op.memory_format.iter().map(|a| ident(a)).collect();
     quote! {
-        let outs = if device == Device::Cpu {
+        let outs = if matches!(device, Device::Cpu | Device::Meta) {
             let format = launch::followed_format(&[#(&#args),*]);
             outs.map(|t| launch::in_format(t, format))
         } else {
