@@ -819,4 +819,117 @@ mod tests {
         .unwrap();
         out.iter().map(|v| v.to_f64()).collect()
     }
+
+    /// 3x3 stride-1 layers that take Winograd's F(2x2, 3x3) (`matmul/winograd.rs`): equal to
+    /// the definition within rounding. The transforms' sums do not stay exact on these
+    /// values, so the bound is a few `f32` ulps of the sum of `|w x|` terms (a misplaced
+    /// patch or tile is off by whole terms).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn winograd_convolutions_equal_the_definition_within_rounding() {
+        let cases = [
+            // Odd output sizes both ways, a bias, tile rows split between blocks.
+            Case {
+                b: 3,
+                c: 16,
+                hw: [13, 29],
+                o: 19,
+                k: [3, 3],
+                pad: [1, 1],
+                bias: true,
+                ..PLAIN
+            },
+            // No padding, even sizes, 16 rows exactly (no partial micro-panel of `U`).
+            Case {
+                b: 2,
+                c: 24,
+                hw: [10, 12],
+                o: 18,
+                k: [3, 3],
+                ..PLAIN
+            },
+            // One-pixel-wide images padded by 2 across: rows of two tiles, many images.
+            Case {
+                b: 40,
+                c: 17,
+                hw: [2, 1],
+                o: 22,
+                k: [3, 3],
+                pad: [1, 2],
+                bias: true,
+                ..PLAIN
+            },
+            // The benchmark's 56-wide rows with 64 channels each way.
+            Case {
+                b: 2,
+                c: 64,
+                hw: [5, 56],
+                o: 64,
+                k: [3, 3],
+                pad: [1, 1],
+                bias: true,
+                ..PLAIN
+            },
+        ];
+        for (i, t) in cases.iter().enumerate() {
+            let x = values(t.b * t.c * t.hw[0] * t.hw[1], 5 * i as u64 + 1);
+            let w = values(t.o * t.c * 9, 5 * i as u64 + 2);
+            let bias = values(t.o, 5 * i as u64 + 3);
+            // The case must take the path it is here for.
+            let g = geometry(
+                &[t.b, t.c, t.hw[0], t.hw[1]],
+                &[t.o, t.c, 3, 3],
+                None,
+                &[1],
+                &t.pad.map(|p| p as i64),
+                &[1],
+            )
+            .unwrap();
+            let (sb, sc, ss) = image_strides(
+                &g,
+                &[t.c * t.hw[0] * t.hw[1], t.hw[0] * t.hw[1], t.hw[1], 1],
+            );
+            let images = crate::cpu::matmul::conv::Images {
+                data: &[],
+                offset: 0,
+                sb,
+                sc,
+                ss,
+            };
+            assert!(
+                crate::cpu::matmul::winograd::applies(&g, &images, t.o, false),
+                "case {i} is not a Winograd case"
+            );
+            let want = reference(t, &x, &w, &bias);
+            let abs = |v: &[f64]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
+            let scale = reference(t, &abs(&x), &abs(&w), &abs(&bias));
+            let check = |got: Vec<f64>, what: &str| {
+                assert_eq!(got.len(), want.len());
+                for (j, ((g, w), s)) in got.iter().zip(&want).zip(&scale).enumerate() {
+                    assert!(
+                        (g - w).abs() <= 1e-6 * s,
+                        "{what}, case {i}, element {j}: {g} vs {w} (terms {s})"
+                    );
+                }
+            };
+            use WeightLayout::*;
+            check(run::<f32>(t, &x, &w, &bias, Contiguous), "f32");
+            // As the input gradient passes its flipped weight.
+            check(
+                run::<f32>(t, &x, &w, &bias, Transposed),
+                "f32, transposed weight",
+            );
+            check(
+                run::<f32>(t, &x, &w, &bias, ChannelsLast),
+                "f32, channels-last weight",
+            );
+            let w0: Vec<f64> = (0..t.o)
+                .flat_map(|_| w[..t.c * 9].iter().copied())
+                .collect();
+            let want0 = reference(t, &x, &w0, &bias);
+            for (g, w) in run::<f32>(t, &x, &w0, &bias, Expanded).iter().zip(&want0) {
+                assert!((g - w).abs() <= 1e-6 * scale.iter().fold(0.0, |a: f64, b| a.max(*b)));
+            }
+        }
+    }
 }

@@ -21,6 +21,8 @@ mod conv_taps;
 mod fma;
 #[cfg(target_arch = "x86_64")]
 mod packed;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod winograd;
 
 use crate::cpu::shape::contiguous_out;
 use crate::element::{same_type, same_type_mut};

@@ -74,6 +74,10 @@ pub(crate) fn conv_forward_f32(
         }
         return true;
     }
+    if super::winograd::applies(g, &x, o, channels_last) {
+        super::winograd::forward(isa, g, x, w, o, bias, out);
+        return true;
+    }
     // The weight's micro-panels, one set per k block: block `l0 ..` starts at
     // `apanels * MR * l0` and holds `apanels` micro-panels of `kcw * MR` values.
     let apanels = o.div_ceil(MR);
@@ -218,7 +222,7 @@ fn pack_weight(isa: K, g: &Geometry, w: Weight<'_>, o: usize, apack: &mut [f32])
 }
 
 /// The output, written by column blocks in parallel.
-struct OutPtr(*mut f32, usize);
+pub(super) struct OutPtr(pub(super) *mut f32, pub(super) usize);
 // SAFETY: tasks write disjoint elements through it (see `column_block`), and the buffer
 // outlives them (the parallel loop returns before the borrow that made it ends).
 unsafe impl Sync for OutPtr {}

@@ -179,7 +179,31 @@ impl<H: Source> Kernel for Fma<H> {
         assert!(b.len() >= kc * NR && tile.len() == MR * NR);
         // SAFETY: `self` proves AVX2 and FMA; `a` holds `kc * MR` values, `b` at least
         // `kc * NR` and `tile` `MR * NR` (asserted).
-        unsafe { microkernel(kc, a.as_ptr(), b.as_ptr(), tile.as_mut_ptr(), accumulate) }
+        unsafe {
+            microkernel(
+                kc,
+                a.as_ptr(),
+                b.as_ptr(),
+                NR,
+                tile.as_mut_ptr(),
+                NR,
+                accumulate,
+            )
+        }
+    }
+}
+
+impl Fma<f32> {
+    /// `c = a @ b` for one `6 x 16` tile whose `b` rows and `c` rows lie `ldb` and `ldc`
+    /// words apart (Winograd's transformed tiles, [`super::winograd`], multiplied where they
+    /// were written instead of packed again): `a` is `kc` groups of 6, `b` row `l` is
+    /// `b[l * ldb ..][..16]`, `c` row `r` is `c[r * ldc ..][..16]`.
+    pub(super) fn tile_strided(self, a: &[f32], b: &[f32], ldb: usize, c: &mut [f32], ldc: usize) {
+        let kc = a.len() / MR;
+        assert!(kc > 0 && b.len() >= (kc - 1) * ldb + NR && c.len() >= (MR - 1) * ldc + NR);
+        // SAFETY: `self` proves AVX2 and FMA; the reads of `a` and `b` and the writes of `c`
+        // stay inside the slices (asserted).
+        unsafe { microkernel(kc, a.as_ptr(), b.as_ptr(), ldb, c.as_mut_ptr(), ldc, false) }
     }
 }
 
@@ -337,21 +361,31 @@ unsafe fn pack_a_columns<H: Source>(
 }
 
 /// One `6 x 16` tile over `kc` values of `k`: `tile (+)= a @ b`, `a` being `kc` groups of 6
-/// values (one per row), `b` `kc` rows of 16.
+/// values (one per row), `b` `kc` rows of 16, `ldb` words apart, and the tile's rows `ldt`
+/// words apart.
 ///
 /// # Safety
 /// The CPU must have AVX2 and FMA; `a` must be valid for reading `kc * 6` `f32`, `b` for
-/// `kc * 16`, `tile` for reading and writing 96.
+/// 16 at each of `b + l * ldb` (`l < kc`), `tile` for reading and writing 16 at each of
+/// `tile + r * ldt` (`r < 6`).
 #[target_feature(enable = "avx2,fma")]
-unsafe fn microkernel(kc: usize, a: *const f32, b: *const f32, tile: *mut f32, accumulate: bool) {
+unsafe fn microkernel(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+    tile: *mut f32,
+    ldt: usize,
+    accumulate: bool,
+) {
     // The sums start from zero and the tile is read only at the end, so the first FMAs
     // do not wait on the tile's loads (it may be out of L1).
     let mut acc = [[_mm256_setzero_ps(); 2]; MR];
     for l in 0..kc {
-        // SAFETY: `l < kc`, so row `l` of `b` (16 f32) and group `l` of `a` (6 f32) lie
+        // SAFETY: `l < kc`, so row `l` of `b` (16 f32 at `b + l * ldb`) and group `l` of `a` (6 f32) lie
         // inside what the caller made readable.
         unsafe {
-            let bp = b.add(l * NR);
+            let bp = b.add(l * ldb);
             let (b0, b1) = (_mm256_loadu_ps(bp), _mm256_loadu_ps(bp.add(8)));
             let ap = a.add(l * MR);
             for (r, acc) in acc.iter_mut().enumerate() {
@@ -362,9 +396,9 @@ unsafe fn microkernel(kc: usize, a: *const f32, b: *const f32, tile: *mut f32, a
         }
     }
     for (r, acc) in acc.iter().enumerate() {
-        // SAFETY: row `r` of the tile is 16 f32 at `tile + 16 r` (the caller's contract).
+        // SAFETY: row `r` of the tile is 16 f32 at `tile + r * ldt` (the caller's contract).
         unsafe {
-            let (p0, p1) = (tile.add(r * NR), tile.add(r * NR + 8));
+            let (p0, p1) = (tile.add(r * ldt), tile.add(r * ldt + 8));
             if accumulate {
                 _mm256_storeu_ps(p0, _mm256_add_ps(acc[0], _mm256_loadu_ps(p0)));
                 _mm256_storeu_ps(p1, _mm256_add_ps(acc[1], _mm256_loadu_ps(p1)));
