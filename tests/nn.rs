@@ -780,6 +780,50 @@ mod pooling_and_convolution {
         assert_eq!(i.to_vec::<i64>().unwrap(), vec![1, 6, 13, 15]);
     }
 
+    /// The 2x2 stride-2 pool (its own loop) on an odd-sized input, with ties and NaNs,
+    /// against a float64 scan with PyTorch's CPU rule: taps in row-major order, a strictly
+    /// larger value or a NaN takes over (the first of equal maxima, the last NaN).
+    #[test]
+    fn max_pool2d_2x2_keeps_the_first_tie_and_the_last_nan() {
+        let (planes, h, w) = (6, 7, 9);
+        let mut xs: Vec<f64> = (0..planes * h * w)
+            .map(|i| ((i * 7 + i / 5) % 4) as f64)
+            .collect();
+        // Two NaNs in one window (plane 0, window (0, 0)), one in another (plane 2).
+        for at in [1, w, 2 * h * w + 3 * w + 5] {
+            xs[at] = f64::NAN;
+        }
+        let x = tensor(xs.clone(), &[2, 3, h, w]);
+        let (v, i) = kiln::max_pool2d_with_indices_with(&x, &[2], &[2], &[0], &[1], false).unwrap();
+        let (oh, ow) = (h / 2, w / 2);
+        assert_eq!(v.shape(), &[2, 3, oh, ow]);
+        let (mut want_v, mut want_i) = (Vec::new(), Vec::new());
+        for p in 0..planes {
+            for a in 0..oh {
+                for b in 0..ow {
+                    let mut best = (f64::NEG_INFINITY, -1i64);
+                    for r in 2 * a..2 * a + 2 {
+                        for c in 2 * b..2 * b + 2 {
+                            let val = xs[p * h * w + r * w + c];
+                            if best.1 < 0 || val > best.0 || val.is_nan() {
+                                best = (val, (r * w + c) as i64);
+                            }
+                        }
+                    }
+                    want_v.push(best.0);
+                    want_i.push(best.1);
+                }
+            }
+        }
+        assert_eq!(i.to_vec::<i64>().unwrap(), want_i);
+        assert_eq!(want_i[0], w as i64, "the last of two NaNs");
+        let got = f64s(&v);
+        assert!(got
+            .iter()
+            .zip(&want_v)
+            .all(|(g, w)| g == w || (g.is_nan() && w.is_nan())));
+    }
+
     #[test]
     fn max_pool2d_with_padding_indexes_the_unpadded_input_and_routes_gradients() {
         let x = plane();

@@ -247,6 +247,17 @@ pub fn max_pool2d<T: Element>(
     let x = row_major(&self_);
     let (h, w) = (ry.size, rx.size);
     let plane = h * w;
+    if [ry, rx]
+        .iter()
+        .all(|r| r.k == 2 && r.s == 2 && r.p == 0 && r.d == 1 && 2 * r.out <= r.size)
+    {
+        // The CNN pool (2x2, stride 2, every window inside the image).
+        let pool = |p: usize, vs: &mut [T], is: &mut [i64]| {
+            pool_2x2(&x[p * plane..(p + 1) * plane], w, rx.out, vs, is)
+        };
+        each_plane(v, ix, cells, cells * 4, &pool);
+        return Ok(());
+    }
     // The column taps of every output column, computed once, and the columns whose every
     // tap is inside the row: those run tap by tap across the row (no per-window loop).
     let cols: Vec<(usize, usize)> = (0..rx.out).map(|j| rx.taps(j)).collect();
@@ -352,6 +363,43 @@ pub fn max_pool2d<T: Element>(
     };
     each_plane(v, ix, cells, cells * ry.k * rx.k, &pool);
     Ok(())
+}
+
+/// One plane of a 2x2 stride-2 max pool whose windows all lie inside the `w`-wide image
+/// `src`: output `(i, j)` from rows `2i`, `2i + 1`, columns `2j`, `2j + 1`. Taps in
+/// row-major order under the general scan's rule (a strict `>`, and a NaN takes over), as
+/// selects, so the loop vectorises: the general kernel's per-tap passes over 16-wide rows
+/// cost 1.5 ns per input element in the small CNN (10 % of its step).
+fn pool_2x2<T: Element>(src: &[T], w: usize, ow: usize, vs: &mut [T], is: &mut [i64]) {
+    for (i, (vrow, irow)) in vs
+        .chunks_exact_mut(ow)
+        .zip(is.chunks_exact_mut(ow))
+        .enumerate()
+    {
+        let top = &src[2 * i * w..][..2 * ow];
+        let bottom = &src[(2 * i + 1) * w..][..2 * ow];
+        let (t0, b0) = ((2 * i * w) as i64, ((2 * i + 1) * w) as i64);
+        for (j, ((v, ix), (t, b))) in vrow
+            .iter_mut()
+            .zip(irow.iter_mut())
+            .zip(top.chunks_exact(2).zip(bottom.chunks_exact(2)))
+            .enumerate()
+        {
+            let col = 2 * j as i64;
+            let (mut best, mut at) = (t[0].up(), t0 + col);
+            for (val, k) in [
+                (t[1].up(), t0 + col + 1),
+                (b[0].up(), b0 + col),
+                (b[1].up(), b0 + col + 1),
+            ] {
+                let take = (val > best) | val.is_nan();
+                best = if take { val } else { best };
+                at = if take { k } else { at };
+            }
+            *v = T::down(best);
+            *ix = at;
+        }
+    }
 }
 
 /// `row[j] = src[j · step]` for every lane `j`, widened. `S` is the step when it is known
