@@ -693,6 +693,17 @@ mod tests {
                 bias: true,
                 ..PLAIN
             },
+            // 2304 positions (9 blocks of 256): on 2 to 4 threads the weight gradient splits
+            // them between tasks and sums the tasks' copies.
+            Case {
+                b: 4,
+                c: 8,
+                hw: [24, 24],
+                o: 20,
+                k: [3, 3],
+                pad: [1, 1],
+                ..PLAIN
+            },
             // Stride 2 on contiguous rows, a 1x1 kernel.
             Case {
                 b: 4,

@@ -549,11 +549,41 @@ pub(crate) fn conv_weight_grad_f32(
     } else {
         1
     };
-    let mc = ck.div_ceil(threads).next_multiple_of(MR);
-    let tasks = ck.div_ceil(mc);
-    let out = &OutPtr(dw.as_mut_ptr(), dw.len());
+    // Many position blocks and a small `dw` (every layer of the small CNN and of ResNet's
+    // first stages): each task takes a share of the positions for all of `dw` into its own
+    // copy, summed at the end. Split by rows of `dwᵀ` instead, every task packed `gyᵀ` and
+    // built the tap table for every block, which took a fifth of the small CNN's step.
+    let blocks = positions.div_ceil(KC);
+    let by_positions =
+        threads > 1 && blocks >= 2 * threads && (ck * o).saturating_mul(threads) <= 1 << 22;
+    let (mc, tasks, per) = if by_positions {
+        (ck, threads, blocks.div_ceil(threads))
+    } else {
+        let mc = ck.div_ceil(threads).next_multiple_of(MR);
+        (mc, ck.div_ceil(mc), blocks)
+    };
+    let mut partial = vec![0f32; if by_positions { tasks * o * ck } else { 0 }];
+    let (out, part) = (
+        &OutPtr(dw.as_mut_ptr(), dw.len()),
+        &OutPtr(partial.as_mut_ptr(), partial.len()),
+    );
     let task = |t: usize| {
-        let (r0, rows) = (t * mc, mc.min(ck - t * mc));
+        let (r0, rows, blk0, out_at) = if by_positions {
+            (0, ck, t * per, t * o * ck)
+        } else {
+            (t * mc, mc.min(ck - t * mc), 0, 0)
+        };
+        let (out, limit) = if by_positions {
+            (part, out_at + o * ck)
+        } else {
+            (out, out.1)
+        };
+        let first = blk0 * KC;
+        let last = positions.min((blk0 + per) * KC);
+        if first >= last {
+            // No positions left for this task: its copy of `dw` stays zero.
+            return;
+        }
         let apanels = rows.div_ceil(MR);
         with_scratch(Slot::A, apanels * MR * KC, |apack: &mut [f32]| {
             with_scratch(Slot::B, panels * NR * KC, |bpack: &mut [f32]| {
@@ -561,8 +591,8 @@ pub(crate) fn conv_weight_grad_f32(
                     Slot::Tiles,
                     apanels * panels * MR * NR,
                     |tiles: &mut [f32]| {
-                        for p0 in (0..positions).step_by(KC) {
-                            let kcw = KC.min(positions - p0);
+                        for p0 in (first..last).step_by(KC) {
+                            let kcw = KC.min(last - p0);
                             let cols = Cols {
                                 first: p0,
                                 count: kcw,
@@ -575,7 +605,7 @@ pub(crate) fn conv_weight_grad_f32(
                             for (jl, bs) in bp.chunks_exact(kcw * NR).enumerate() {
                                 for (pi, as_) in ap.chunks_exact(kcw * MR).enumerate() {
                                     let t = &mut tiles[(jl * apanels + pi) * MR * NR..][..MR * NR];
-                                    isa.tile(as_, bs, t, p0 > 0);
+                                    isa.tile(as_, bs, t, p0 > first);
                                 }
                             }
                         }
@@ -589,11 +619,12 @@ pub(crate) fn conv_weight_grad_f32(
                             let t = &tiles[(jl * apanels + pi) * MR * NR..][..MR * NR];
                             let (l0, lr) = (r0 + pi * MR, MR.min(rows - pi * MR));
                             for j in 0..NR.min(o - jl * NR) {
-                                let at = (jl * NR + j) * ck + l0;
-                                assert!(at + lr <= out.1);
+                                let at = out_at + (jl * NR + j) * ck + l0;
+                                assert!(at + lr <= limit && limit <= out.1);
                                 // SAFETY: in bounds (asserted); this task alone writes
-                                // columns `r0 .. r0 + rows` of `dw`, and nothing else reads
-                                // or writes `dw` while the tasks run.
+                                // columns `r0 .. r0 + rows` of `dw` (or its own copy of
+                                // `dw`), and nothing else reads or writes it while the
+                                // tasks run.
                                 let dst =
                                     unsafe { std::slice::from_raw_parts_mut(out.0.add(at), lr) };
                                 for (r, d) in dst.iter_mut().enumerate() {
@@ -610,6 +641,15 @@ pub(crate) fn conv_weight_grad_f32(
         par_for(tasks, &task);
     } else {
         (0..tasks).for_each(task);
+    }
+    if by_positions {
+        // The tasks' shares in a fixed order, so the result does not depend on timing.
+        dw.copy_from_slice(&partial[..o * ck]);
+        for share in partial.chunks_exact(o * ck).skip(1) {
+            for (d, &v) in dw.iter_mut().zip(share) {
+                *d += v;
+            }
+        }
     }
     true
 }
