@@ -12,8 +12,8 @@
 //! image, as ResNet's last stages at 2 x 2, still fills the 16-wide panels), and the blocks
 //! of columns are split over the pool.
 
-pub(crate) use super::conv_taps::Images;
-use super::conv_taps::{use_table, Cols, TapTable};
+use super::conv_taps::{use_table, Cols, OutPtr, TapTable};
+pub(crate) use super::conv_taps::{Images, Weight};
 use super::fma::Fma;
 use super::packed::{with_scratch, Kernel, Slot};
 use super::{Mat, PARALLEL_FLOPS};
@@ -30,19 +30,6 @@ const MAX_NCB: usize = 16 * NR;
 const TILE_BYTES: usize = 128 << 10;
 /// Weight micro-panels per group: 20 x 6 rows x 256 of `k`, 120 KiB.
 const MC_PANELS: usize = 20;
-
-/// A convolution weight `[O, C, *kernel]` whose kernel dims flatten to one stride: element
-/// `(o, c, kk)` (`kk` the flattened kernel offset) is `data[offset + o * so + c * sc + kk *
-/// sk]`. A transposed view (the input gradient's `[C, O, *kernel]`) is packed as it is,
-/// without a row-major copy first.
-#[derive(Clone, Copy)]
-pub(crate) struct Weight<'a> {
-    pub data: &'a [f32],
-    pub offset: usize,
-    pub so: usize,
-    pub sc: usize,
-    pub sk: usize,
-}
 
 /// `out[b, o, q] = sum_l w[o, l] * cols_b[l, q] + bias[o]` for every image `b` of `x`, with
 /// `w` an `o x C*K` [`Weight`], `out` row-major `[B, o, L]`, or `[B, L, o]` when
@@ -220,12 +207,6 @@ fn pack_weight(isa: K, g: &Geometry, w: Weight<'_>, o: usize, apack: &mut [f32])
         (0..apanels).for_each(panel);
     }
 }
-
-/// The output, written by column blocks in parallel.
-pub(super) struct OutPtr(pub(super) *mut f32, pub(super) usize);
-// SAFETY: tasks write disjoint elements through it (see `column_block`), and the buffer
-// outlives them (the parallel loop returns before the borrow that made it ends).
-unsafe impl Sync for OutPtr {}
 
 /// Where a block's output goes: the output buffer, `[B, o, L]` or (`channels_last`)
 /// `[B, L, o]`.

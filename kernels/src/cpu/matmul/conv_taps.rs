@@ -1,4 +1,5 @@
-//! Where a convolution's im2col columns read ([`Images`], [`Cols`]), and the gather for
+//! Where a convolution's operands lie ([`Images`], [`Weight`], [`OutPtr`]) and its im2col
+//! columns read ([`Cols`]), and the gather for
 //! convolutions whose output rows are short (ResNet's 32, 16, 8, 4 and 2 wide stages) or
 //! strided: a table of where every column of a block reads under every kernel offset, built
 //! once per block, then per 8 columns of an im2col row one masked load (columns reading
@@ -24,6 +25,27 @@ pub(crate) struct Images<'a> {
     pub sc: usize,
     pub ss: [usize; 3],
 }
+
+/// A convolution weight `[O, C, *kernel]` whose kernel dims flatten to one stride: element
+/// `(o, c, kk)` (`kk` the flattened kernel offset) is `data[offset + o * so + c * sc + kk *
+/// sk]`. A transposed view (the input gradient's `[C, O, *kernel]`) is packed as it is,
+/// without a row-major copy first.
+#[derive(Clone, Copy)]
+pub(crate) struct Weight<'a> {
+    pub data: &'a [f32],
+    pub offset: usize,
+    pub so: usize,
+    pub sc: usize,
+    pub sk: usize,
+}
+
+/// An output written by parallel tasks (blocks of columns, or of tiles), each its own
+/// elements.
+pub(super) struct OutPtr(pub(super) *mut f32, pub(super) usize);
+// SAFETY: tasks write disjoint elements through it (see `conv::column_block` and
+// `winograd::run_block`), and the buffer
+// outlives them (the parallel loop returns before the borrow that made it ends).
+unsafe impl Sync for OutPtr {}
 
 /// A block of the batch's columns: positions `first .. first + count` of all images' output
 /// positions in a row (image `b`'s position `q` is column `b * L + q`).

@@ -17,8 +17,7 @@
 //! alone, a few `f32` ulps of the sum of `|w x|` terms (the tests bound it). PyTorch's CPU
 //! convolutions (oneDNN) make the same trade for 3x3 layers on some CPUs.
 
-use super::conv::{OutPtr, Weight};
-use super::conv_taps::Images;
+use super::conv_taps::{Images, OutPtr, Weight};
 use super::fma::Fma;
 use super::packed::{with_scratch, Kernel, Slot};
 use super::PARALLEL_FLOPS;
