@@ -497,10 +497,10 @@ fn gather_row(g: &Geometry, x: Images<'_>, l: usize, runs: &[Run], row: &mut [f3
 /// `dw[o, l] = sum over images b and positions q of gy[b, o, q] * cols_b[l, q]`: the weight
 /// gradient of [`conv_forward_f32`] for the output gradient `gy` (row-major `[B, o, L]`),
 /// `dw` row-major `o x C*K`. Computed as `dwᵀ = cols @ gyᵀ` (rows of `dwᵀ` split over the
-/// pool), `k` being the batch's positions taken `KC` at a time across images (a 2 x 2 image
-/// alone would make `k` blocks of 4): each block's columns gathered into the kernel's
-/// micro-panels, `gyᵀ` packed from `gy`'s rows, and each tile written straight into `dw`'s
-/// columns. False (nothing written) when the CPU lacks AVX2 + FMA; shapes checked by the
+/// pool, or for a small `dw` the positions), `k` being the batch's positions taken `KC` at
+/// a time across images (a 2 x 2 image alone would make `k` blocks of 4): each block's
+/// columns gathered into the kernel's micro-panels, `gyᵀ` packed from `gy`'s rows, and each
+/// tile written straight into `dw`'s columns. False (nothing written) when the CPU lacks AVX2 + FMA; shapes checked by the
 /// caller.
 pub(crate) fn conv_weight_grad_f32(
     g: &Geometry,
