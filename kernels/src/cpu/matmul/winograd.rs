@@ -14,8 +14,8 @@
 //! (`V`, `M`) is sized to stay in L2.
 //!
 //! The transforms only add and halve, so the result differs from the direct sum by rounding
-//! alone, a few `f32` ulps of the sum of `|w x|` terms (the tests bound it). PyTorch's CPU
-//! convolutions (oneDNN) make the same trade for 3x3 layers on some CPUs.
+//! alone, a few `f32` ulps of the sum of `|w x|` terms (the tests bound it). NNPACK, which
+//! PyTorch ships, makes the same trade for 3x3 layers (with larger tiles).
 
 use super::conv_taps::{Images, OutPtr, Weight};
 use super::fma::Fma;
