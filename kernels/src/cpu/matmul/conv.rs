@@ -12,7 +12,7 @@
 //! image, as ResNet's last stages at 2 x 2, still fills the 16-wide panels), and the blocks
 //! of columns are split over the pool.
 
-use super::conv_taps::{use_table, Cols, OutPtr, TapTable};
+use super::conv_taps::{balanced_blocks, use_table, Cols, OutPtr, TapTable};
 pub(crate) use super::conv_taps::{Images, Weight};
 use super::fma::Fma;
 use super::packed::{with_scratch, Kernel, Slot};
@@ -98,16 +98,9 @@ fn forward_packed(
     let apack = &apack[..];
     // Output positions per block: the block's f32 tiles (`o x ncb`) within 128 KiB, so a
     // wide layer (512 channels) takes 64 positions at a time and a narrow one 256.
-    let mut ncb = ((TILE_BYTES / 4 / (apanels * MR)) / NR * NR).clamp(NR, MAX_NCB);
+    let ncb = ((TILE_BYTES / 4 / (apanels * MR)) / NR * NR).clamp(NR, MAX_NCB);
     let batch = out.len() / (o * q);
-    let mut blocks = (batch * q).div_ceil(ncb);
-    let threads = crate::parallel::num_threads();
-    if blocks < 4 * threads {
-        // Few blocks: as many per thread, so none waits on a straggler.
-        blocks = blocks.next_multiple_of(threads);
-        ncb = (batch * q).div_ceil(blocks).next_multiple_of(NR);
-        blocks = (batch * q).div_ceil(ncb);
-    }
+    let (ncb, blocks) = balanced_blocks(batch * q, ncb);
     let out = OutPtr(out.as_mut_ptr(), out.len());
     let block = |blk: usize| {
         // Both 64-byte aligned, so no vector load of the packed columns splits a cache line.

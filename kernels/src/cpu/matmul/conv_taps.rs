@@ -47,6 +47,22 @@ pub(super) struct OutPtr(pub(super) *mut f32, pub(super) usize);
 // outlives them (the parallel loop returns before the borrow that made it ends).
 unsafe impl Sync for OutPtr {}
 
+/// Blocks of `width` columns (a multiple of 16) over `columns`, and their count: with few
+/// blocks, narrower ones in a multiple of the thread count, so no thread waits on a
+/// straggler. Both convolution forwards split their columns (positions, or Winograd's
+/// tiles) this way.
+pub(super) fn balanced_blocks(columns: usize, width: usize) -> (usize, usize) {
+    let threads = crate::parallel::num_threads();
+    let blocks = columns.div_ceil(width);
+    if blocks >= 4 * threads {
+        return (width, blocks);
+    }
+    let width = columns
+        .div_ceil(blocks.next_multiple_of(threads))
+        .next_multiple_of(PANEL);
+    (width, columns.div_ceil(width))
+}
+
 /// A block of the batch's columns: positions `first .. first + count` of all images' output
 /// positions in a row (image `b`'s position `q` is column `b * L + q`).
 #[derive(Clone, Copy)]

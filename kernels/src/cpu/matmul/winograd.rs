@@ -17,7 +17,7 @@
 //! alone, a few `f32` ulps of the sum of `|w x|` terms (the tests bound it). NNPACK, which
 //! PyTorch ships, makes the same trade for 3x3 layers (with larger tiles).
 
-use super::conv_taps::{Images, OutPtr, Weight};
+use super::conv_taps::{balanced_blocks, Images, OutPtr, Weight};
 use super::fma::Fma;
 use super::packed::{with_scratch, Kernel, Slot};
 use super::PARALLEL_FLOPS;
@@ -155,15 +155,7 @@ pub(super) fn forward(
     let tiles = g.batch * tiles_h * tiles_w;
     let c = g.channels;
     // A block's `V` and `M` (16 values per tile per channel each way) within ~384 KiB.
-    let mut nb = (6144 / (c + o)).clamp(NR, 8 * NR) / NR * NR;
-    let threads = crate::parallel::num_threads();
-    let mut blocks = tiles.div_ceil(nb);
-    if blocks < 4 * threads {
-        // Few blocks: as many per thread, so none waits on a straggler.
-        blocks = blocks.next_multiple_of(threads);
-        nb = tiles.div_ceil(blocks).next_multiple_of(NR);
-        blocks = tiles.div_ceil(nb);
-    }
+    let (nb, blocks) = balanced_blocks(tiles, (6144 / (c + o)).clamp(NR, 8 * NR) / NR * NR);
     let p = Plan {
         c,
         o,
