@@ -99,18 +99,29 @@ pub fn conv_forward<T: Element>(
         same_type::<T, f32>(weight.data),
         crate::element::same_type_mut::<T, f32>(out),
     ) {
+        let x = crate::cpu::matmul::conv::Images {
+            data,
+            offset: input.layout.offset,
+            sb,
+            sc,
+            ss,
+        };
         // The weight as it lies when its kernel dims flatten (a transposed view too), else
-        // a row-major copy (see `weight_rows`).
+        // a row-major copy (see `weight_rows`). The channels-last path reads a
+        // channels-last weight as it lies too: its packer wants channels innermost.
+        let nhwc = crate::cpu::matmul::conv_nhwc::applies(&g, &x, channels_last);
         let copy;
         let taps = g.kernel_len();
         let w = match kernel_stride(&weight.layout.sizes, &weight.layout.strides) {
-            Some(sk) if !channels_inner(&g, &weight, sk) => crate::cpu::matmul::conv::Weight {
-                data: wdata,
-                offset: weight.layout.offset,
-                so: weight.layout.strides[0],
-                sc: weight.layout.strides[1],
-                sk,
-            },
+            Some(sk) if nhwc || !channels_inner(&g, &weight, sk) => {
+                crate::cpu::matmul::conv::Weight {
+                    data: wdata,
+                    offset: weight.layout.offset,
+                    so: weight.layout.strides[0],
+                    sc: weight.layout.strides[1],
+                    sk,
+                }
+            }
             sk => {
                 copy = weight_rows(&g, &weight, o, sk);
                 crate::cpu::matmul::conv::Weight {
@@ -128,13 +139,6 @@ pub fn conv_forward<T: Element>(
                 KernelError::dtype(format!("{OP}: bias must have the input's dtype"))
             })?),
             None => None,
-        };
-        let x = crate::cpu::matmul::conv::Images {
-            data,
-            offset: input.layout.offset,
-            sb,
-            sc,
-            ss,
         };
         if crate::cpu::matmul::conv::conv_forward_f32(&g, x, w, o, bias, channels_last, out) {
             return Ok(());
@@ -837,6 +841,122 @@ mod tests {
     /// values, so the bound is a few `f32` ulps of the sum of `|w x|` terms (a misplaced
     /// patch or tile is off by whole terms).
     #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn channels_last_convolutions_equal_the_definition() {
+        let cl = |t: Case| Case {
+            channels_last: true,
+            ..t
+        };
+        let cases = [
+            // Two k blocks (C*K = 360) split inside a tap, 37 output channels (a ragged
+            // panel), 297 rows (row blocks and a ragged micro-panel), a bias.
+            cl(Case {
+                b: 3,
+                c: 40,
+                hw: [9, 11],
+                o: 37,
+                k: [3, 3],
+                pad: [1, 1],
+                bias: true,
+                ..PLAIN
+            }),
+            // Stride, dilation, padding on one dim, 8 channels (the fewest taken).
+            cl(Case {
+                b: 2,
+                c: 8,
+                hw: [7, 9],
+                o: 20,
+                k: [3, 2],
+                stride: [2, 1],
+                pad: [1, 0],
+                dil: [1, 2],
+                bias: true,
+                ..PLAIN
+            }),
+            // 2x2 images, 64 rows: too few row blocks, so the output channels are split.
+            cl(Case {
+                b: 16,
+                c: 24,
+                hw: [2, 2],
+                o: 70,
+                k: [3, 3],
+                pad: [1, 1],
+                bias: true,
+                ..PLAIN
+            }),
+            // A 1x1 kernel at stride 2 (ResNet's downsampling).
+            cl(Case {
+                b: 4,
+                c: 12,
+                hw: [5, 6],
+                o: 16,
+                k: [1, 1],
+                stride: [2, 2],
+                ..PLAIN
+            }),
+            // A tap's channels longer than a k block (300 > 256).
+            cl(Case {
+                b: 2,
+                c: 300,
+                hw: [3, 3],
+                o: 18,
+                k: [2, 2],
+                pad: [0, 1],
+                ..PLAIN
+            }),
+        ];
+        for (i, t) in cases.iter().enumerate() {
+            let x = values(t.b * t.c * t.hw[0] * t.hw[1], 7 * i as u64 + 1);
+            let w = values(t.o * t.c * kk_of(t), 7 * i as u64 + 2);
+            let bias = values(t.o, 7 * i as u64 + 3);
+            // The case must take the path it is here for.
+            let g = geometry(
+                &[t.b, t.c, t.hw[0], t.hw[1]],
+                &[t.o, t.c, t.k[0], t.k[1]],
+                None,
+                &t.stride.map(|s| s as i64),
+                &t.pad.map(|p| p as i64),
+                &t.dil.map(|d| d as i64),
+            )
+            .unwrap();
+            let (_, xl) = input::<f32>(t, &x);
+            let (sb, sc, ss) = image_strides(&g, &xl.strides);
+            let images = crate::cpu::matmul::conv::Images {
+                data: &[],
+                offset: 0,
+                sb,
+                sc,
+                ss,
+            };
+            assert!(
+                crate::cpu::matmul::conv_nhwc::applies(&g, &images, true),
+                "case {i} does not take the channels-last path"
+            );
+            let want = reference(t, &x, &w, &bias);
+            use WeightLayout::*;
+            for layout in [Contiguous, Transposed, ChannelsLast] {
+                let name = match layout {
+                    Contiguous => "contiguous",
+                    Transposed => "transposed",
+                    _ => "channels-last",
+                };
+                assert_eq!(
+                    run::<f32>(t, &x, &w, &bias, layout),
+                    want,
+                    "{name} weight, case {i}"
+                );
+            }
+            let w0: Vec<f64> = (0..t.o)
+                .flat_map(|_| w[..t.c * kk_of(t)].iter().copied())
+                .collect();
+            assert_eq!(
+                run::<f32>(t, &x, &w0, &bias, Expanded),
+                reference(t, &x, &w0, &bias),
+                "expanded weight, case {i}"
+            );
+        }
+    }
+
     #[test]
     fn winograd_convolutions_equal_the_definition_within_rounding() {
         let cases = [

@@ -16,6 +16,8 @@ mod avx512bf16;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod conv;
 #[cfg(target_arch = "x86_64")]
+pub(crate) mod conv_nhwc;
+#[cfg(target_arch = "x86_64")]
 mod conv_taps;
 #[cfg(target_arch = "x86_64")]
 mod fma;

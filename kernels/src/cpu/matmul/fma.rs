@@ -205,6 +205,34 @@ impl Fma<f32> {
         // stay inside the slices (asserted).
         unsafe { microkernel(kc, a.as_ptr(), b.as_ptr(), ldb, c.as_mut_ptr(), ldc, false) }
     }
+
+    /// One micro-panel of `A` from up to 6 rows of `k` values each (missing rows pack as
+    /// zeros): `panel[l * 6 + r] = rows[r][l]`, `panel` holding `6 * k`.
+    pub(super) fn pack_rows(self, rows: &[&[f32]], k: usize, panel: &mut [f32]) {
+        // SAFETY: `self` proves AVX2/FMA/F16C; `pack_a_rows` checks the lengths.
+        unsafe { pack_a_rows(self, rows, k, panel) }
+    }
+
+    /// `c (+)= a @ b` for one `6 x 16` tile at `c`, its rows `ldc` words apart: `a` is `kc`
+    /// groups of 6, `b` `kc` rows of 16 (a packed panel).
+    ///
+    /// # Safety
+    /// `c + r * ldc` must be valid for reading and writing 16 `f32` for each `r < 6`, and
+    /// nothing else may access those elements during the call.
+    pub(super) unsafe fn tile_at(
+        self,
+        a: &[f32],
+        b: &[f32],
+        c: *mut f32,
+        ldc: usize,
+        accumulate: bool,
+    ) {
+        let kc = a.len() / MR;
+        assert!(b.len() >= kc * NR);
+        // SAFETY: `self` proves AVX2 and FMA; `a` and `b` hold what the kernel reads
+        // (asserted), and `c` is the caller's contract.
+        unsafe { microkernel(kc, a.as_ptr(), b.as_ptr(), NR, c, ldc, accumulate) }
+    }
 }
 
 /// Eight `H` at `p` as eight `f32`.
