@@ -1055,6 +1055,28 @@ mod tests {
                 run::<f32>(t, &x, &w, &bias, ChannelsLast),
                 "f32, channels-last weight",
             );
+            // A channels-last batch, through row-major copies.
+            let tc = Case {
+                channels_last: true,
+                ..*t
+            };
+            let (sb, sc, ss) = image_strides(&g, &input::<f32>(&tc, &x).1.strides);
+            let images = crate::cpu::matmul::conv::Images {
+                sb,
+                sc,
+                ss,
+                ..images
+            };
+            assert!(
+                crate::cpu::matmul::winograd::applies_channels_last(&g, &images, t.o),
+                "case {i} is not a channels-last Winograd case"
+            );
+            for layout in [Contiguous, ChannelsLast] {
+                check(
+                    run::<f32>(&tc, &x, &w, &bias, layout),
+                    "channels-last input",
+                );
+            }
             let w0: Vec<f64> = (0..t.o)
                 .flat_map(|_| w[..t.c * 9].iter().copied())
                 .collect();

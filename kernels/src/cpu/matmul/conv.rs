@@ -61,6 +61,10 @@ pub(crate) fn conv_forward_f32(
         }
         return true;
     }
+    if channels_last && super::winograd::applies_channels_last(g, &x, o) {
+        super::winograd::forward_channels_last(isa, g, x, w, o, bias, out);
+        return true;
+    }
     if super::conv_nhwc::applies(g, &x, channels_last) {
         super::conv_nhwc::forward(isa, g, x, w, o, bias, out);
         return true;

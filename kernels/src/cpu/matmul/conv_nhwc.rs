@@ -58,7 +58,7 @@ pub(super) fn forward(
     assert!(k > 0 && out.len() == m * o);
     let opanels = o.div_ceil(NR);
     with_scratch(Slot::A, opanels * NR * k, |bpack: &mut [f32]| {
-        pack_weight(g, w, o, bpack);
+        pack_weight(isa, g, w, o, bpack);
         let bpack = &bpack[..];
         let (rows, row_blocks) = row_blocks(m);
         // Too few blocks of rows for the threads: split the output channels too (each task
@@ -115,8 +115,11 @@ struct Block {
 /// The weight as the microkernel's `B` panels: `k` block `l0 ..` at `opanels * NR * l0`,
 /// its panel `j` at `j * kcw * NR` from there, row `l` of it holding `w[j * 16 + jj, c,
 /// tap]` for `l0 + l = tap * C + c` (zeros past `o`). Panels in parallel for a large weight.
-fn pack_weight(g: &Geometry, w: Weight<'_>, o: usize, bpack: &mut [f32]) {
+fn pack_weight(isa: K, g: &Geometry, w: Weight<'_>, o: usize, bpack: &mut [f32]) {
     let (c, k) = (g.channels, g.channels * g.kernel_len());
+    // A channels-last weight (`[O, *kernel, C]` in memory): each output channel's `k`
+    // values are one run, so panels are packed by register transposes.
+    let contiguous = w.sc == 1 && (w.sk == c || g.kernel_len() == 1);
     let opanels = o.div_ceil(NR);
     assert!(bpack.len() >= opanels * NR * k);
     let dst = &OutPtr(bpack.as_mut_ptr(), bpack.len());
@@ -129,6 +132,15 @@ fn pack_weight(g: &Geometry, w: Weight<'_>, o: usize, bpack: &mut [f32]) {
             // kcw) <= bpack.len()`); panel `j` of each block is written by this task alone,
             // and nothing else touches `bpack` until the tasks return.
             let panel = unsafe { std::slice::from_raw_parts_mut(dst.0.add(at), kcw * NR) };
+            if contiguous {
+                // Row `l` of the product's `k` is word `l` of each output channel's weight.
+                let rows: [&[f32]; NR] = std::array::from_fn(|jj| {
+                    let start = w.offset + (j * NR + jj.min(cols - 1)) * w.so + l0;
+                    &w.data[start..][..kcw]
+                });
+                isa.pack_columns(&rows[..cols], kcw, panel);
+                continue;
+            }
             // `(tap, c)` of row `l0 + l`, stepped rather than divided per row.
             let (mut tap, mut ci) = (l0 / c, l0 % c);
             for row in panel.chunks_exact_mut(NR) {

@@ -213,6 +213,13 @@ impl Fma<f32> {
         unsafe { pack_a_rows(self, rows, k, panel) }
     }
 
+    /// One panel of `B` from up to 16 rows of `k` values each, each row becoming a column
+    /// (missing ones zeros): `panel[l * 16 + j] = cols[j][l]`, `panel` holding `16 * k`.
+    pub(super) fn pack_columns(self, cols: &[&[f32]], k: usize, panel: &mut [f32]) {
+        // SAFETY: `self` proves AVX2/FMA/F16C; `interleave` checks the lengths.
+        unsafe { interleave::<f32, NR>(self, cols, k, panel) }
+    }
+
     /// `c (+)= a @ b` for one `6 x 16` tile at `c`, its rows `ldc` words apart: `a` is `kc`
     /// groups of 6, `b` `kc` rows of 16 (a packed panel).
     ///
@@ -282,33 +289,52 @@ unsafe fn widen_row<H: Source>(_isa: Fma<H>, src: &[H], dst: &mut [f32]) {
 /// # Safety
 /// The CPU must have AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn pack_a_rows<H: Source>(_isa: Fma<H>, rows: &[&[H]], k: usize, panel: &mut [f32]) {
-    assert!(rows.len() <= MR && rows.iter().all(|r| r.len() >= k) && panel.len() == k * MR);
+unsafe fn pack_a_rows<H: Source>(isa: Fma<H>, rows: &[&[H]], k: usize, panel: &mut [f32]) {
+    // SAFETY: the caller's contract.
+    unsafe { interleave::<H, MR>(isa, rows, k, panel) }
+}
+
+/// `panel[l * W + r] = rows[r][l]` for `l < k`, `r < W` (zeros for missing rows): 8 values
+/// of `k` from each of 8 rows at a time, transposed in registers.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn interleave<H: Source, const W: usize>(
+    _isa: Fma<H>,
+    rows: &[&[H]],
+    k: usize,
+    panel: &mut [f32],
+) {
+    assert!(rows.len() <= W && rows.iter().all(|r| r.len() >= k) && panel.len() == k * W);
     let body = k / 8 * 8;
     for g in (0..body).step_by(8) {
-        let mut v = [_mm256_setzero_ps(); 8];
-        for (v, row) in v.iter_mut().zip(rows) {
-            // SAFETY: `g + 8 <= k <= row.len()`.
-            *v = unsafe { load8(row.as_ptr().add(g)) };
-        }
-        // Column `l` of the 8 x 8 block: row values `l` of the (up to) 6 rows, then 2 zeros.
-        for (l, col) in transpose8(v).into_iter().enumerate() {
-            let at = (g + l) * MR;
-            if at + 8 <= panel.len() {
-                // SAFETY: 8 f32 at `at` lie in `panel`; the 2 past `MR` are rewritten by the
-                // next column (or the next group, or the scalar tail below).
-                unsafe { _mm256_storeu_ps(panel.as_mut_ptr().add(at), col) };
-            } else {
-                let mut t = [0f32; 8];
-                // SAFETY: `t` holds 8 f32.
-                unsafe { _mm256_storeu_ps(t.as_mut_ptr(), col) };
-                panel[at..at + MR].copy_from_slice(&t[..MR]);
+        for h in (0..W).step_by(8) {
+            let mut v = [_mm256_setzero_ps(); 8];
+            for (v, row) in v.iter_mut().zip(rows.iter().skip(h)) {
+                // SAFETY: `g + 8 <= k <= row.len()`.
+                *v = unsafe { load8(row.as_ptr().add(g)) };
+            }
+            // Column `l` of the 8 x 8 block: value `l` of rows `h ..` (zeros past the rows).
+            for (l, col) in transpose8(v).into_iter().enumerate() {
+                let at = (g + l) * W + h;
+                if at + 8 <= panel.len() {
+                    // SAFETY: 8 f32 at `at` lie in `panel`; for `W < h + 8` the ones past
+                    // `W` are rewritten by the next column (or group, or the tail below).
+                    unsafe { _mm256_storeu_ps(panel.as_mut_ptr().add(at), col) };
+                } else {
+                    let mut t = [0f32; 8];
+                    // SAFETY: `t` holds 8 f32.
+                    unsafe { _mm256_storeu_ps(t.as_mut_ptr(), col) };
+                    let n = (W - h).min(8);
+                    panel[at..at + n].copy_from_slice(&t[..n]);
+                }
             }
         }
     }
     for l in body..k {
-        for r in 0..MR {
-            panel[l * MR + r] = rows.get(r).map_or(0.0, |row| row[l].widen());
+        for r in 0..W {
+            panel[l * W + r] = rows.get(r).map_or(0.0, |row| row[l].widen());
         }
     }
 }
