@@ -814,8 +814,21 @@ mod tests {
         let (xbuf, xl) = input::<T>(t, x);
         let out_len =
             |d: usize, n: usize| (n + 2 * t.pad[d] - t.dil[d] * (t.k[d] - 1) - 1) / t.stride[d] + 1;
-        let gl = Layout::contiguous(&[t.b, t.o, out_len(0, sizes[2]), out_len(1, sizes[3])]);
-        let gbuf: Vec<T> = gy.iter().map(|&v| T::from_f64(v)).collect();
+        let gshape = [t.b, t.o, out_len(0, sizes[2]), out_len(1, sizes[3])];
+        // The output gradient in the input's layout, as the forward's output is.
+        let (gl, gbuf) = if t.channels_last {
+            let l = Layout::in_format(&gshape, crate::MemoryFormat::ChannelsLast);
+            let mut buf = vec![T::default(); gy.len()];
+            let q = gshape[2] * gshape[3];
+            for (i, &v) in gy.iter().enumerate() {
+                let (b, oi, qi) = (i / (t.o * q), (i / q) % t.o, i % q);
+                buf[(b * q + qi) * t.o + oi] = T::from_f64(v);
+            }
+            (l, buf)
+        } else {
+            let buf: Vec<T> = gy.iter().map(|&v| T::from_f64(v)).collect();
+            (Layout::contiguous(&gshape), buf)
+        };
         let i64s = |v: [usize; 2]| v.map(|x| x as i64);
         let (k, st, pd, dl) = (i64s(t.k), i64s(t.stride), i64s(t.pad), i64s(t.dil));
         let shape = conv_weight_backward_meta(&gl.sizes, &xl.sizes, &k, &st, &pd, &dl)
@@ -836,10 +849,9 @@ mod tests {
         out.iter().map(|v| v.to_f64()).collect()
     }
 
-    /// 3x3 stride-1 layers that take Winograd's F(2x2, 3x3) (`matmul/winograd.rs`): equal to
-    /// the definition within rounding. The transforms' sums do not stay exact on these
-    /// values, so the bound is a few `f32` ulps of the sum of `|w x|` terms (a misplaced
-    /// patch or tile is off by whole terms).
+    /// The forward of channels-last batches of 8 or more channels (`matmul/conv_nhwc.rs`),
+    /// and their weight gradient from a channels-last output gradient, against the
+    /// definition: exact on these values.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn channels_last_convolutions_equal_the_definition() {
@@ -954,9 +966,20 @@ mod tests {
                 reference(t, &x, &w0, &bias),
                 "expanded weight, case {i}"
             );
+            let gy = values(want.len(), 7 * i as u64 + 4);
+            assert_eq!(
+                run_dw::<f32>(t, &x, &gy),
+                reference_dw(t, &x, &gy),
+                "weight grad, case {i}"
+            );
         }
     }
 
+    /// 3x3 stride-1 layers that take Winograd's F(2x2, 3x3) (`matmul/winograd.rs`): equal to
+    /// the definition within rounding. The transforms' sums do not stay exact on these
+    /// values, so the bound is a few `f32` ulps of the sum of `|w x|` terms (a misplaced
+    /// patch or tile is off by whole terms).
+    #[cfg(target_arch = "x86_64")]
     #[test]
     fn winograd_convolutions_equal_the_definition_within_rounding() {
         let cases = [
