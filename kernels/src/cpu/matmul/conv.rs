@@ -108,7 +108,7 @@ fn forward_packed(
     // wide layer (512 channels) takes 64 positions at a time and a narrow one 256.
     let ncb = ((TILE_BYTES / 4 / (apanels * MR)) / NR * NR).clamp(NR, MAX_NCB);
     let batch = out.len() / (o * q);
-    let (ncb, blocks) = balanced_blocks(batch * q, ncb);
+    let (ncb, blocks) = balanced_blocks(batch * q, ncb, NR);
     let out = OutPtr(out.as_mut_ptr(), out.len());
     let block = |blk: usize| {
         // Both 64-byte aligned, so no vector load of the packed columns splits a cache line.

@@ -15,7 +15,7 @@
 //! over the pool, and, when there are too few of them for the threads, the output channels
 //! too.
 
-use super::conv_taps::{Images, OutPtr, Weight};
+use super::conv_taps::{balanced_blocks, Images, OutPtr, Weight};
 use super::fma::Fma;
 use super::packed::{with_scratch, Kernel, Slot};
 use super::PARALLEL_FLOPS;
@@ -60,7 +60,7 @@ pub(super) fn forward(
     with_scratch(Slot::A, opanels * NR * k, |bpack: &mut [f32]| {
         pack_weight(isa, g, w, o, bpack);
         let bpack = &bpack[..];
-        let (rows, row_blocks) = row_blocks(m);
+        let (rows, row_blocks) = balanced_blocks(m, MB, MR);
         // Too few blocks of rows for the threads: split the output channels too (each task
         // packs its rows again, cheap beside the product when rows are few).
         let groups = if row_blocks >= 2 * num_threads() {
@@ -88,20 +88,6 @@ pub(super) fn forward(
             (0..tasks).for_each(task);
         }
     });
-}
-
-/// Rows per block (a multiple of `MR`, at most `MB`) and the number of blocks over `m` rows:
-/// with few blocks, narrower ones in a multiple of the thread count.
-fn row_blocks(m: usize) -> (usize, usize) {
-    let threads = num_threads();
-    let blocks = m.div_ceil(MB);
-    if blocks >= 4 * threads {
-        return (MB, blocks);
-    }
-    let rows = m
-        .div_ceil(blocks.next_multiple_of(threads))
-        .next_multiple_of(MR);
-    (rows, m.div_ceil(rows))
 }
 
 /// One task's share: rows `first .. first + rows` of the product, for the output channels

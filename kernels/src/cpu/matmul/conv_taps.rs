@@ -47,11 +47,11 @@ pub(super) struct OutPtr(pub(super) *mut f32, pub(super) usize);
 // outlives them (the parallel loop returns before the borrow that made it ends).
 unsafe impl Sync for OutPtr {}
 
-/// Blocks of `width` columns (a multiple of 16) over `columns`, and their count: with few
-/// blocks, narrower ones in a multiple of the thread count, so no thread waits on a
-/// straggler. Both convolution forwards split their columns (positions, or Winograd's
-/// tiles) this way.
-pub(super) fn balanced_blocks(columns: usize, width: usize) -> (usize, usize) {
+/// Blocks of `width` columns (a multiple of `unit`) over `columns`, and their count: with
+/// few blocks, narrower ones (still a multiple of `unit`) in a multiple of the thread count,
+/// so no thread waits on a straggler. The convolution forwards split their columns
+/// (positions, Winograd's tiles, or the channels-last path's rows) this way.
+pub(super) fn balanced_blocks(columns: usize, width: usize, unit: usize) -> (usize, usize) {
     let threads = crate::parallel::num_threads();
     let blocks = columns.div_ceil(width);
     if blocks >= 4 * threads {
@@ -59,7 +59,7 @@ pub(super) fn balanced_blocks(columns: usize, width: usize) -> (usize, usize) {
     }
     let width = columns
         .div_ceil(blocks.next_multiple_of(threads))
-        .next_multiple_of(PANEL);
+        .next_multiple_of(unit);
     (width, columns.div_ceil(width))
 }
 

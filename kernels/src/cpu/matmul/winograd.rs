@@ -241,7 +241,7 @@ pub(super) fn forward(
     let tiles = g.batch * tiles_h * tiles_w;
     let c = g.channels;
     // A block's `V` and `M` (16 values per tile per channel each way) within ~384 KiB.
-    let (nb, blocks) = balanced_blocks(tiles, (6144 / (c + o)).clamp(NR, 8 * NR) / NR * NR);
+    let (nb, blocks) = balanced_blocks(tiles, (6144 / (c + o)).clamp(NR, 8 * NR) / NR * NR, NR);
     let p = Plan {
         c,
         o,
