@@ -2,9 +2,11 @@
 and the 2-layer d256 encoder's training steps in float32 and under CPU bf16 autocast. Prints the median time of each, in
 milliseconds. (Half-precision mm alone: benches/mm_half_torch.py.)
 
-Run: python3 benches/amp_torch.py   (CPU wheel; threads = cores, as kiln's default)
+Run: python3 benches/amp_torch.py [--threads N]   (CPU wheel; default threads = cores, as
+kiln's default; with N, set KILN_NUM_THREADS=N on kiln's side)
 """
 
+import argparse
 import os
 import statistics
 import time
@@ -13,7 +15,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-torch.set_num_threads(os.cpu_count())
 LENGTH, VOCAB, D = 6, 3, 48
 BLOCK = 2 * LENGTH - 1
 
@@ -53,6 +54,9 @@ def median_ms(f, warmup=5, runs=50, min_s=2.0):
 
 
 def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", type=int, default=os.cpu_count(), help="torch.set_num_threads")
+    torch.set_num_threads(p.parse_args().threads)
     torch.manual_seed(0)
     seq = torch.randint(0, VOCAB, (64, LENGTH))
     srt = seq.sort(1).values

@@ -318,6 +318,30 @@ fn to_device_keeps_a_dense_tensors_strides_where_a_gpu_exists() -> Result<()> {
     Ok(())
 }
 
+/// `copy_` takes a source on another device, as PyTorch's does (the MPI backend writes its
+/// host staging copies back to CUDA tensors with it): broadcast and cast on the way, both
+/// directions, into a view, and the gradient flows back to a CPU leaf.
+#[test]
+#[ignore = "needs a CUDA GPU: cargo test --features cuda --test cuda -- --ignored"]
+fn copy_takes_a_source_on_another_device_where_a_gpu_exists() -> Result<()> {
+    assert!(kiln::cuda::is_available(), "CUDA tests need a device");
+    let gpu = Device::Cuda(0);
+    let row = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?;
+    let g = Tensor::zeros([2, 3], DType::F64)?.to_device(gpu)?;
+    g.copy_(&row)?;
+    assert_eq!(g.device(), gpu);
+    assert_eq!(g.to_vec::<f64>()?, vec![1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
+    let c = Tensor::zeros([3, 2], DType::F32)?;
+    c.t()?.copy_(&g.mul_scalar(2.0)?)?;
+    assert_eq!(c.to_vec::<f64>()?, vec![2.0, 2.0, 4.0, 4.0, 6.0, 6.0]);
+    let leaf = Tensor::from_vec(vec![1.0f32, -1.0], &[2])?.requires_grad_(true)?;
+    let dst = Tensor::zeros([3, 2], DType::F32)?.to_device(gpu)?;
+    dst.copy_(&leaf.mul_scalar(3.0)?)?;
+    dst.sum()?.backward()?;
+    assert_eq!(leaf.grad().unwrap().to_vec::<f64>()?, vec![9.0, 9.0]);
+    Ok(())
+}
+
 #[test]
 fn random_tensors_on_a_missing_cuda_device_are_errors() {
     if kiln::cuda::is_available() {

@@ -193,3 +193,31 @@ fn arange_on_meta_has_the_cpu_shape_and_errors() -> Result<()> {
     assert_eq!(meta.kind(), kiln::ErrorKind::Value);
     Ok(())
 }
+
+/// `copy_` takes a source on another device (as PyTorch's): into a meta tensor from the CPU
+/// it checks the broadcast and allocates nothing; out of a meta tensor there is no data.
+#[test]
+fn copy_into_meta_from_the_cpu_and_not_back() -> Result<()> {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let m = Tensor::empty_on([2, 3], DType::F64, Device::Meta)?;
+    let row = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?;
+    let before = kiln::cpu::allocation_count();
+    m.copy_(&row)?;
+    assert_eq!(kiln::cpu::allocation_count(), before);
+    assert_eq!((m.shape(), m.device()), (&[2, 3][..], Device::Meta));
+    let e = m
+        .copy_(&Tensor::zeros([4], DType::F32)?)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("copy_") && e.contains("must match the size"),
+        "{e}"
+    );
+    let cpu = Tensor::zeros([2, 3], DType::F64)?;
+    let e = cpu.copy_(&m).unwrap_err().to_string();
+    assert!(
+        e.contains("copy_") && e.contains("Cannot copy out of meta tensor"),
+        "{e}"
+    );
+    Ok(())
+}

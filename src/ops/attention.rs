@@ -224,6 +224,10 @@ fn scores(
 /// `_safe_softmax`). Such rows are set to 0 before the softmax, so neither the values nor
 /// the gradients see a NaN.
 fn safe_softmax(s: &Tensor) -> Result<Tensor> {
+    if s.shape()[s.dim() - 1] == 0 {
+        // No keys: nothing to normalise (and no maximum to take).
+        return Ok(s.clone());
+    }
     let dead = s.amax_with(&[-1], true)?.eq_scalar(f64::NEG_INFINITY)?;
     let w = s.masked_fill(&dead, 0.0)?.softmax(-1)?;
     w.masked_fill(&dead, 0.0)
@@ -244,7 +248,12 @@ pub(crate) fn math_forward(
     let dt = q.dtype();
     let w = |t: &Tensor| t.to_dtype(opmath(dt));
     let s = scores(&w(q)?, &w(k)?, mask, is_causal, scale)?;
-    let lse = s.logsumexp_with(&[-1], false)?;
+    let lse = if s.shape()[s.dim() - 1] == 0 {
+        // No keys: every row is fully masked (zeros out, `-inf` logsumexp).
+        s.sum_dim(&[-1])?.fill_(f64::NEG_INFINITY)?
+    } else {
+        s.logsumexp_with(&[-1], false)?
+    };
     let out = safe_softmax(&s)?.matmul(&w(v)?)?.to_dtype(dt)?;
     Ok((out, lse))
 }
@@ -285,4 +294,103 @@ pub(crate) fn math_grads(
     let dq = ds.matmul(&kw)?.mul_scalar(sc)?;
     let dk = ds.transpose(-2, -1)?.matmul(&qw)?.mul_scalar(sc)?;
     Ok((dq.to_dtype(dt)?, dk.to_dtype(dt)?, dv.to_dtype(dt)?))
+}
+
+/// The backward kernel's gradients from tensor ops, as the CPU kernel computes them: the
+/// probabilities from the saved `logsumexp` (`exp(s - lse)`, zero on a fully masked row)
+/// and the softmax gradient's row term from the saved output (`Σ dO · O`), so the result is
+/// the op's for whatever `out` and `logsumexp` it is given. The CUDA entry of the backward.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn saved_grads(
+    g: &Tensor,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    out: &Tensor,
+    lse: &Tensor,
+    mask: Option<&Tensor>,
+    is_causal: bool,
+    scale: Option<f64>,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let dt = q.dtype();
+    let w = |t: &Tensor| t.to_dtype(opmath(dt));
+    let (qw, kw, vw, gw) = (w(q)?, w(k)?, w(v)?, w(g)?);
+    let e = q.shape()[q.dim() - 1];
+    let sc = scale.unwrap_or(1.0 / (e as f64).sqrt());
+    let lse = w(lse)?.unsqueeze(-1)?;
+    let dead = lse.eq_scalar(f64::NEG_INFINITY)?;
+    let p = scores(&qw, &kw, mask, is_causal, scale)?
+        .sub(&lse.masked_fill(&dead, 0.0)?)?
+        .exp()?
+        .masked_fill(&dead, 0.0)?;
+    let dv = p.transpose(-2, -1)?.matmul(&gw)?;
+    let dp = gw.matmul(&vw.transpose(-2, -1)?)?;
+    let delta = gw.mul(&w(out)?)?.sum_dim_with(&[-1], true, None)?;
+    let ds = p.mul(&dp.sub(&delta)?)?;
+    let dq = ds.matmul(&kw)?.mul_scalar(sc)?;
+    let dk = ds.transpose(-2, -1)?.matmul(&qw)?.mul_scalar(sc)?;
+    Ok((dq.to_dtype(dt)?, dk.to_dtype(dt)?, dv.to_dtype(dt)?))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The tensor-op forms (the CUDA entries of the fused ops) against the CPU kernels, in
+    //! float64, with a saved output that is not the forward's (the backward must use it).
+    use super::{math_forward, saved_grads};
+    use crate::{DType, Result, Tensor};
+
+    fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
+        assert_eq!(a.shape(), b.shape());
+        let (a, b) = (a.to_vec::<f64>().unwrap(), b.to_vec::<f64>().unwrap());
+        a.iter()
+            .zip(&b)
+            .map(|(x, y)| if x == y { 0.0 } else { (x - y).abs() })
+            .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn tensor_op_forms_equal_the_cpu_kernels() -> Result<()> {
+        let r = |s: &[usize]| Tensor::randn(s.to_vec(), DType::F64);
+        let mask = r(&[5, 6])?;
+        for (causal, mask, scale) in [
+            (false, None, None),
+            (true, None, Some(0.3)),
+            (false, Some(&mask), None),
+        ] {
+            let (q, k, v) = (r(&[2, 3, 5, 4])?, r(&[2, 3, 6, 4])?, r(&[2, 3, 6, 3])?);
+            let (out, lse) = crate::_scaled_dot_product_flash_attention_for_cpu_with(
+                &q, &k, &v, 0.0, causal, mask, scale,
+            )?;
+            let (mo, ml) = math_forward(&q, &k, &v, mask, causal, scale)?;
+            assert!(
+                max_diff(&out, &mo) < 1e-12 && max_diff(&lse, &ml) < 1e-12,
+                "forward, causal {causal}"
+            );
+            let (g, saved_out) = (r(&[2, 3, 5, 3])?, r(&[2, 3, 5, 3])?);
+            let want = crate::_scaled_dot_product_flash_attention_for_cpu_backward_with(
+                &g, &q, &k, &v, &saved_out, &lse, 0.0, causal, mask, scale,
+            )?;
+            let got = saved_grads(&g, &q, &k, &v, &saved_out, &lse, mask, causal, scale)?;
+            for (w, g) in [(&want.0, &got.0), (&want.1, &got.1), (&want.2, &got.2)] {
+                assert!(
+                    max_diff(w, g) < 1e-12,
+                    "backward, causal {causal}: {}",
+                    max_diff(w, g)
+                );
+            }
+        }
+        // No keys: zeros and -inf forward; zero gradients.
+        let (q, k, v) = (r(&[1, 1, 2, 3])?, r(&[1, 1, 0, 3])?, r(&[1, 1, 0, 3])?);
+        let (o, l) = math_forward(&q, &k, &v, None, false, None)?;
+        assert_eq!(o.to_vec::<f64>()?, vec![0.0; 6]);
+        assert_eq!(l.to_vec::<f64>()?, vec![f64::NEG_INFINITY; 2]);
+        let (dq, dk, dv) = saved_grads(&r(&[1, 1, 2, 3])?, &q, &k, &v, &o, &l, None, false, None)?;
+        assert_eq!(dq.to_vec::<f64>()?, vec![0.0; 6]);
+        assert_eq!(
+            (dk.shape(), dv.shape()),
+            (&[1, 1, 0, 3][..], &[1, 1, 0, 3][..])
+        );
+        Ok(())
+    }
 }

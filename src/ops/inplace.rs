@@ -9,18 +9,18 @@ use crate::{no_grad, Error, Result, Scalar, Tensor};
 
 impl Tensor {
     /// Copies `src` into `self` (PyTorch's `copy_`): `src` is broadcast to `self`'s shape and
-    /// cast to its dtype; both must be on the same device. Returns `self`.
+    /// cast to its dtype, from any device (a `src` elsewhere is moved to `self`'s device first,
+    /// and its gradient flows back across). Returns `self`.
     pub fn copy_(&self, src: &Tensor) -> Result<Tensor> {
-        if src.device() != self.device() {
-            return Err(Error::device(
-                "copy_",
-                format!(
-                    "Expected all tensors to be on the same device, but found at least two devices, {} and {}!",
-                    self.device(),
-                    src.device()
-                ),
-            ));
-        }
+        let moved;
+        let src = if src.device() != self.device() {
+            moved = src
+                .to_device(self.device())
+                .map_err(|e| rename(e, "copy_"))?;
+            &moved
+        } else {
+            src
+        };
         src.layout().broadcast_to(self.shape()).map_err(|_| {
             Error::shape(
                 "copy_",

@@ -4,13 +4,16 @@
 //! at run time), which takes arbitrary row and column strides, so transposed, sliced and
 //! stride-0 inputs are read in place without a copy; a large product runs on kiln's pool.
 //! The half types run kiln's own packed kernels ([`packed`]), which widen while packing and
-//! round once: `bf16` on a CPU with AVX512-BF16 by `VDPBF16PS` ([`avx512bf16`]), `f16` and
-//! other CPUs' `bf16` by `f32` FMAs ([`fma`], AVX2 + FMA + F16C). Without those, both inputs
+//! round once: `bf16` on a CPU with AMX by `TDPBF16PS` tiles ([`amx`]), else with
+//! AVX512-BF16 by `VDPBF16PS` ([`avx512bf16`]), `f16` and other CPUs' `bf16` by `f32` FMAs
+//! ([`fma`], AVX2 + FMA + F16C). Without those, both inputs
 //! are widened to contiguous `f32`, multiplied as `f32` and rounded once (see [`widen_gemm`]
 //! for why not `gemm-f16`).
 //! Integers use a plain i-k-j loop with wrapping arithmetic, split over output rows. `bmm`
 //! splits batches over threads.
 
+#[cfg(target_arch = "x86_64")]
+mod amx;
 #[cfg(target_arch = "x86_64")]
 mod avx512bf16;
 #[cfg(target_arch = "x86_64")]
@@ -377,6 +380,10 @@ fn packed_half_gemm<T: Element, O: packed::Out>(
 ) -> bool {
     use crate::half::{bf16, f16};
     if let (Some(a), Some(b)) = (a.as_type::<bf16>(), b.as_type::<bf16>()) {
+        if let Some(isa) = amx::Amx::detect() {
+            packed::gemm::<_, O>(isa, m, k, n, a, b, c);
+            return true;
+        }
         if let Some(isa) = avx512bf16::Avx512Bf16::detect() {
             packed::gemm::<_, O>(isa, m, k, n, a, b, c);
             return true;
@@ -1289,6 +1296,44 @@ mod tests {
             "avx512bf16",
         );
         ties_round_once_to_even(|m, k, n, a, b, c| packed::gemm::<_, bf16>(isa, m, k, n, a, b, c));
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn bf16_amx_path_matches_f64_reference() {
+        let Some(isa) = amx::Amx::detect_ignoring_env() else {
+            eprintln!("no AMX-BF16 (or no tile state from the OS) here: its kernel is not tested");
+            return;
+        };
+        half_paths_agree::<bf16>(
+            |m, k, n, a, b, c| packed::gemm::<_, bf16>(isa, m, k, n, a, b, c),
+            "amx",
+        );
+        ties_round_once_to_even(|m, k, n, a, b, c| packed::gemm::<_, bf16>(isa, m, k, n, a, b, c));
+        // addmm's f32 sums are added to, over several k blocks (512 pairs: 2 blocks, a tail).
+        let (m, k, n) = (40, 1030, 33);
+        let (av, bv) = (bf16_values(m * k, 93), bf16_values(k * n, 94));
+        let (a, b): (Vec<bf16>, Vec<bf16>) = (
+            av.iter().map(|&v| bf16::from_f64(v)).collect(),
+            bv.iter().map(|&v| bf16::from_f64(v)).collect(),
+        );
+        let mut sums = vec![0.25f32; m * n];
+        let (am, bm) = (Mat::dense(&a, k), Mat::dense(&b, n));
+        packed::gemm::<_, packed::Accumulate>(isa, m, k, n, am, bm, &mut sums);
+        for i in 0..m {
+            for j in 0..n {
+                let exact: f64 = 0.25 + (0..k).map(|l| av[i * k + l] * bv[l * n + j]).sum::<f64>();
+                let bound = 1e-5
+                    * (1.0
+                        + (0..k)
+                            .map(|l| (av[i * k + l] * bv[l * n + j]).abs())
+                            .sum::<f64>());
+                assert!(
+                    (f64::from(sums[i * n + j]) - exact).abs() <= bound,
+                    "amx addmm ({i}, {j})"
+                );
+            }
+        }
     }
 
     #[cfg(target_arch = "x86_64")]

@@ -102,7 +102,14 @@ fn pair(lo: bf16, hi: bf16) -> u32 {
 
 /// Packs panel `pj` of `b` (`k x n`): `kp` pairs of rows, each `NR` words (columns past `n`
 /// and the row past an odd `k` zero). `dst` is `kp * NR` words.
-fn pack_b_panel(isa: Avx512Bf16, b: Mat<'_, bf16>, k: usize, n: usize, pj: usize, dst: &mut [u32]) {
+pub(super) fn pack_b_panel(
+    isa: Avx512Bf16,
+    b: Mat<'_, bf16>,
+    k: usize,
+    n: usize,
+    pj: usize,
+    dst: &mut [u32],
+) {
     let j0 = pj * NR;
     let cols = NR.min(n - j0);
     let zero = bf16::ZERO;

@@ -2,7 +2,7 @@
 //! products and the softmax kernels), written into the allocated outputs. CUDA's
 //! `scaled_dot_product_attention` does not call them; they keep the op whole on every backend.
 
-use crate::ops::attention::{math_forward, math_grads};
+use crate::ops::attention::{math_forward, saved_grads};
 use crate::{Error, Result, Tensor};
 
 fn check_dropout(op: &str, dropout_p: f64) -> Result<()> {
@@ -37,8 +37,8 @@ pub fn flash_attention(
     Ok(())
 }
 
-/// `_scaled_dot_product_flash_attention_for_cpu_backward` on CUDA: the probabilities are
-/// recomputed from the scores rather than from `logsumexp` (the same values).
+/// `_scaled_dot_product_flash_attention_for_cpu_backward` on CUDA: from the saved `out`
+/// and `logsumexp`, as the CPU kernel (and PyTorch's) compute it.
 #[allow(clippy::too_many_arguments)]
 pub fn flash_attention_backward(
     op: &str,
@@ -46,8 +46,8 @@ pub fn flash_attention_backward(
     query: &Tensor,
     key: &Tensor,
     value: &Tensor,
-    _out: &Tensor,
-    _logsumexp: &Tensor,
+    out: &Tensor,
+    logsumexp: &Tensor,
     dropout_p: f64,
     is_causal: bool,
     attn_mask: Option<&Tensor>,
@@ -58,15 +58,8 @@ pub fn flash_attention_backward(
 ) -> Result<()> {
     check_dropout(op, dropout_p)?;
     let _plain = crate::no_grad();
-    let (dq, dk, dv) = math_grads(
-        Some(grad_out),
-        None,
-        query,
-        key,
-        value,
-        attn_mask,
-        is_causal,
-        scale,
+    let (dq, dk, dv) = saved_grads(
+        grad_out, query, key, value, out, logsumexp, attn_mask, is_causal, scale,
     )?;
     grad_query.copy_(&dq)?;
     grad_key.copy_(&dk)?;

@@ -21,7 +21,9 @@ pub fn conv_forward(
     let k = i64s(&weight.shape()[2..]);
     let o = weight.shape()[0] as i64;
     let cols = crate::im2col(input, &k, dilation, padding, stride)?;
-    let mut y = weight.reshape([o, -1])?.matmul(&cols)?;
+    // Explicit sizes: a `-1` is ambiguous when a dim is 0 (no filters, an empty batch).
+    let taps: i64 = i64s(&weight.shape()[1..]).iter().product();
+    let mut y = weight.reshape([o, taps])?.matmul(&cols)?;
     if let Some(bias) = bias {
         y = y.add(&bias.reshape([o, 1])?)?;
     }
@@ -44,8 +46,9 @@ pub fn conv_weight_backward(
     let _plain = crate::no_grad();
     let (b, o) = (grad_output.shape()[0] as i64, grad_output.shape()[1] as i64);
     let cols = crate::im2col(input, kernel_size, dilation, padding, stride)?;
+    let positions: i64 = i64s(&grad_output.shape()[2..]).iter().product();
     let per_image = grad_output
-        .reshape([b, o, -1])?
+        .reshape([b, o, positions])?
         .matmul(&cols.transpose(1, 2)?)?;
     out.copy_(&per_image.sum_dim(&[0])?.reshape(out.shape())?)?;
     Ok(())
