@@ -259,8 +259,8 @@ pub(crate) fn math_forward(
 }
 
 /// The gradients of query, key and value of the fused kernel from tensor ops, for the
-/// gradients `g` of its output and `g_lse` of its logsumexp: differentiable (the double
-/// backward, and the CUDA entry of the backward kernel).
+/// gradients `g` of its output and `g_lse` of its logsumexp, recomputing the probabilities:
+/// differentiable (the double backward).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn math_grads(
     g: Option<&Tensor>,

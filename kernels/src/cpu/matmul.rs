@@ -1310,6 +1310,8 @@ mod tests {
             "amx",
         );
         ties_round_once_to_even(|m, k, n, a, b, c| packed::gemm::<_, bf16>(isa, m, k, n, a, b, c));
+        // Another library's tile shapes on this thread: the next product loads its own.
+        amx::configure_as_another_library(isa);
         // addmm's f32 sums are added to, over several k blocks (512 pairs: 2 blocks, a tail).
         let (m, k, n) = (40, 1030, 33);
         let (av, bv) = (bf16_values(m * k, 93), bf16_values(k * n, 94));

@@ -19,8 +19,8 @@
 //! The instructions are emitted by `asm!` (Rust's AMX intrinsics and target features are not
 //! stable); only the tile registers, which the compiler never allocates, are touched besides
 //! the named operands. Linux hands AMX's 8 KiB of tile state to a process only on request
-//! (`arch_prctl(ARCH_REQ_XCOMP_PERM)`), made once by [`Amx::detect`]; each thread loads the
-//! tile configuration once, before its first tile.
+//! (`arch_prctl(ARCH_REQ_XCOMP_PERM)`), made once by [`Amx::detect`]; the tile configuration
+//! is checked, and loaded where it differs, before each block.
 //!
 //! `TDPBF16PS` treats `bf16` subnormal inputs as zero and flushes subnormal sums, as
 //! `VDPBF16PS` does (and oneDNN's AMX kernels, which PyTorch calls on these CPUs).
@@ -30,7 +30,6 @@ use super::packed::Kernel;
 use super::Mat;
 use crate::half::bf16;
 use std::arch::asm;
-use std::cell::Cell;
 use std::sync::OnceLock;
 
 /// Rows of `C` per kernel block: two tiles of 16.
@@ -205,10 +204,39 @@ const CONFIG: TileConfig = {
     TileConfig(c)
 };
 
-thread_local! {
-    /// Whether this thread has loaded [`CONFIG`] (tile state is per thread; nothing else in
-    /// kiln reconfigures or releases it).
-    static CONFIGURED: Cell<bool> = const { Cell::new(false) };
+/// Loads [`CONFIG`] unless this thread's tiles already have it. Tile state is per thread
+/// and any code in the process may configure it (another library's AMX kernels, with other
+/// tile shapes): the loads and stores below read and write as many bytes as the current
+/// configuration says, so it is checked before every use (`STTILECFG`, a 64-byte store, is
+/// cheap beside a block's 64 tile products), not trusted from an earlier call.
+fn configure() {
+    let mut now = TileConfig([0xff; 64]);
+    // SAFETY: the CPU has AMX and the process holds the tile state (the `Amx` token that
+    // reached the caller proves both). STTILECFG writes the thread's 64-byte configuration
+    // (zeros when there is none) to `now`, which is 64 bytes.
+    unsafe { asm!("sttilecfg [{}]", in(reg) &mut now, options(nostack)) };
+    if now.0 != CONFIG.0 {
+        // SAFETY: as above; LDTILECFG reads the 64 bytes of CONFIG, a valid palette-1
+        // configuration (reserved bytes zero).
+        unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };
+    }
+}
+
+/// Loads another tile configuration on this thread (8 rows of 32 bytes per tile), as
+/// another library's AMX kernels might, so a test can check that the next product
+/// reconfigures rather than running with it.
+#[cfg(test)]
+pub(super) fn configure_as_another_library(_token: Amx) {
+    let mut c = [0u8; 64];
+    c[0] = 1;
+    for t in 0..8 {
+        c[16 + 2 * t] = 32;
+        c[48 + t] = 8;
+    }
+    let other = TileConfig(c);
+    // SAFETY: the token proves AMX and the tile state; LDTILECFG reads 64 bytes of a valid
+    // palette-1 configuration.
+    unsafe { asm!("ldtilecfg [{}]", in(reg) &other, options(nostack, readonly)) };
 }
 
 /// `tile = a @ b` (`tile += a @ b` when `accumulate`) for one micro-panel block `a` (`MR`
@@ -217,12 +245,7 @@ thread_local! {
 fn tiles(a: &[u32], b: &[u32], tile: &mut [f32], accumulate: bool) {
     let kp = a.len() / MR;
     assert!(a.len() == kp * MR && b.len() == kp * NR && tile.len() == MR * NR);
-    if !CONFIGURED.get() {
-        // SAFETY: the CPU has AMX and the process holds the tile state (the `Amx` token that
-        // reached this function proves both); LDTILECFG reads the 64 aligned bytes of CONFIG.
-        unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };
-        CONFIGURED.set(true);
-    }
+    configure();
     let c = tile.as_mut_ptr();
     let c_stride = NR * 4;
     // SAFETY: the tiles are configured (above). `c` is 32 x 32 f32 (asserted), so the four
