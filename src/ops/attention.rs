@@ -275,8 +275,6 @@ pub(crate) fn math_grads(
     let dt = q.dtype();
     let w = |t: &Tensor| t.to_dtype(opmath(dt));
     let (qw, kw, vw) = (w(q)?, w(k)?, w(v)?);
-    let e = q.shape()[q.dim() - 1];
-    let sc = scale.unwrap_or(1.0 / (e as f64).sqrt());
     let p = safe_softmax(&scores(&qw, &kw, mask, is_causal, scale)?)?;
     let mut ds = p.zeros_like()?;
     let mut dv = vw.zeros_like()?;
@@ -291,9 +289,7 @@ pub(crate) fn math_grads(
         // d lse_i / d s_ij = p_ij.
         ds = ds.add(&p.mul(&w(gl)?.unsqueeze(-1)?)?)?;
     }
-    let dq = ds.matmul(&kw)?.mul_scalar(sc)?;
-    let dk = ds.transpose(-2, -1)?.matmul(&qw)?.mul_scalar(sc)?;
-    Ok((dq.to_dtype(dt)?, dk.to_dtype(dt)?, dv.to_dtype(dt)?))
+    query_key_grads(&ds, &qw, &kw, dv, scale, dt)
 }
 
 /// The backward kernel's gradients from tensor ops, as the CPU kernel computes them: the
@@ -316,8 +312,6 @@ pub(crate) fn saved_grads(
     let dt = q.dtype();
     let w = |t: &Tensor| t.to_dtype(opmath(dt));
     let (qw, kw, vw, gw) = (w(q)?, w(k)?, w(v)?, w(g)?);
-    let e = q.shape()[q.dim() - 1];
-    let sc = scale.unwrap_or(1.0 / (e as f64).sqrt());
     let lse = w(lse)?.unsqueeze(-1)?;
     let dead = lse.eq_scalar(f64::NEG_INFINITY)?;
     let p = scores(&qw, &kw, mask, is_causal, scale)?
@@ -328,8 +322,23 @@ pub(crate) fn saved_grads(
     let dp = gw.matmul(&vw.transpose(-2, -1)?)?;
     let delta = gw.mul(&w(out)?)?.sum_dim_with(&[-1], true, None)?;
     let ds = p.mul(&dp.sub(&delta)?)?;
-    let dq = ds.matmul(&kw)?.mul_scalar(sc)?;
-    let dk = ds.transpose(-2, -1)?.matmul(&qw)?.mul_scalar(sc)?;
+    query_key_grads(&ds, &qw, &kw, dv, scale, dt)
+}
+
+/// The common tail of the two backward forms: `dq = ds @ k · scale`, `dk = dsᵀ @ q · scale`
+/// from the scores' gradient `ds` (all in the compute type), and the three back in `dt`.
+fn query_key_grads(
+    ds: &Tensor,
+    qw: &Tensor,
+    kw: &Tensor,
+    dv: Tensor,
+    scale: Option<f64>,
+    dt: DType,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let e = qw.shape()[qw.dim() - 1];
+    let sc = scale.unwrap_or(1.0 / (e as f64).sqrt());
+    let dq = ds.matmul(kw)?.mul_scalar(sc)?;
+    let dk = ds.transpose(-2, -1)?.matmul(qw)?.mul_scalar(sc)?;
     Ok((dq.to_dtype(dt)?, dk.to_dtype(dt)?, dv.to_dtype(dt)?))
 }
 

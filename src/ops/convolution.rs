@@ -1,5 +1,5 @@
 //! Convolutions as `im2col` + GEMM (the backward is `col2im` + GEMM, through autograd), or,
-//! for one group in f32/f64 on the CPU, kiln's `_conv_forward` kernel (no column matrix):
+//! for one group in a float dtype on the CPU, kiln's `_conv_forward` kernel (no column matrix):
 //! `conv1d`/`2d`/`3d`, their `padding=` string forms, `conv_transpose1d`/`2d`; and the
 //! batching and window helpers pooling shares.
 
@@ -193,14 +193,18 @@ fn conv(
     );
     let k = i64s(&weight.shape()[2..]);
     let out_size = blocks(op, x.shape(), &k, &d, &p, &s)?;
-    // One group on the CPU in f32/f64: kiln's own forward, which never builds the columns
-    // below (an implicit GEMM for f32). The half types keep `addmm`'s single rounding. The
-    // meta device takes the same op, so its strides are the CPU's (channels-last ones too).
+    // One group on the CPU: kiln's own forward, which never builds the columns below (an
+    // implicit GEMM for f32; bf16 and f16 run it widened and round once). The meta device
+    // takes the same op, so its strides are the CPU's (channels-last ones too).
     let cpu = [Some(&x), Some(weight), bias]
         .into_iter()
         .flatten()
         .all(|t| matches!(t.device(), crate::Device::Cpu | crate::Device::Meta));
-    if g == 1 && cpu && matches!(x.dtype(), DType::F32 | DType::F64) {
+    let float = matches!(
+        x.dtype(),
+        DType::F32 | DType::F64 | DType::F16 | DType::BF16
+    );
+    if g == 1 && cpu && float {
         let y = crate::_conv_forward(&x, weight, bias, &s, &p, &d)?;
         return unbatched(y, was_batched);
     }

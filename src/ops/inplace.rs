@@ -12,15 +12,7 @@ impl Tensor {
     /// cast to its dtype, from any device (a `src` elsewhere is moved to `self`'s device first,
     /// and its gradient flows back across). Returns `self`.
     pub fn copy_(&self, src: &Tensor) -> Result<Tensor> {
-        let moved;
-        let src = if src.device() != self.device() {
-            moved = src
-                .to_device(self.device())
-                .map_err(|e| rename(e, "copy_"))?;
-            &moved
-        } else {
-            src
-        };
+        // Shapes first: a source that cannot broadcast is refused before any transfer.
         src.layout().broadcast_to(self.shape()).map_err(|_| {
             Error::shape(
                 "copy_",
@@ -31,6 +23,15 @@ impl Tensor {
                 ),
             )
         })?;
+        let moved;
+        let src = if src.device() != self.device() {
+            moved = src
+                .to_device(self.device())
+                .map_err(|e| rename(e, "copy_"))?;
+            &moved
+        } else {
+            src
+        };
         match launch::check_inplace("copy_", self, &[src])? {
             Inplace::Untracked => {
                 let shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();

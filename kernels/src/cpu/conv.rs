@@ -5,6 +5,7 @@
 //! columns at a time and multiply them with `mm`'s kernels.
 
 use crate::cpu::fold::{image_strides, Geometry};
+use crate::cpu::scratch;
 use crate::cpu::shape::{contiguous_out, dense_out, row_major};
 use crate::element::same_type;
 use crate::KernelError;
@@ -86,13 +87,94 @@ pub fn conv_forward<T: Element>(
         dilation,
     )?;
     let o = weight.layout.sizes[0];
-    let bias = bias.as_ref().map(row_major);
     // A channels-last output (`memory_format:` in the YAML) is `[B, *L, O]` in memory.
     let (out, channels_last) = dense_out(&mut out)?;
     if out.is_empty() {
         return Ok(());
     }
-    let (sb, sc, ss) = image_strides(&g, &input.layout.strides);
+    if is_half::<T>() {
+        let (x, w) = (Wide::of(&input), Wide::of(&weight));
+        let b = bias.as_ref().map(Wide::of);
+        let mut sums = scratch::take(out.len());
+        let (x, w) = (x.src(), w.src());
+        forward_into(
+            &g,
+            o,
+            x,
+            w,
+            b.as_ref().map(Wide::src),
+            channels_last,
+            &mut sums,
+        )?;
+        crate::cpu::narrow::narrow_from_f32(&sums, out);
+        scratch::give(sums);
+        return Ok(());
+    }
+    forward_into(&g, o, input, weight, bias, channels_last, out)
+}
+
+/// Whether `T` is bf16 or f16, whose convolutions widen to `f32` (see [`Wide`]).
+fn is_half<T: Element>() -> bool {
+    matches!(T::DTYPE, crate::DType::F16 | crate::DType::BF16)
+}
+
+/// A bf16 or f16 operand widened to `f32`. A half-precision convolution runs the `f32`
+/// kernels on these and rounds its output once: the sums are `f32` as PyTorch's (oneDNN's)
+/// are, the implicit GEMM never builds the 9x larger column matrix that the half GEMM
+/// would need, and on CPUs without bf16 instructions the `f32` kernel is the fastest one.
+/// The copy keeps the view's strides (a channels-last input stays channels-last) unless
+/// the view spans much more of its buffer than it has elements; then it is row-major.
+struct Wide {
+    data: Vec<f32>,
+    layout: crate::Layout,
+}
+
+impl Wide {
+    fn of<T: Element>(src: &Src<'_, T>) -> Wide {
+        let l = src.layout;
+        let n = l.numel();
+        let end = l.storage_extent().unwrap_or(0).max(l.offset);
+        if n > 0 && end - l.offset <= 2 * n + 64 {
+            let mut data = scratch::take(end - l.offset);
+            crate::cpu::narrow::widen_to_f32(&src.data[l.offset..end], &mut data);
+            let layout = crate::Layout {
+                offset: 0,
+                ..l.clone()
+            };
+            return Wide { data, layout };
+        }
+        let dense = row_major(src);
+        let mut data = scratch::take(dense.len());
+        crate::cpu::narrow::widen_to_f32(&dense, &mut data);
+        Wide {
+            data,
+            layout: crate::Layout::contiguous(&l.sizes),
+        }
+    }
+
+    fn src(&self) -> Src<'_, f32> {
+        Src::new(&self.data, &self.layout)
+    }
+}
+
+impl Drop for Wide {
+    fn drop(&mut self) {
+        scratch::give(std::mem::take(&mut self.data));
+    }
+}
+
+/// [`conv_forward`] into its dense output (`channels_last` says which of the two layouts).
+fn forward_into<T: Element>(
+    g: &Geometry,
+    o: usize,
+    input: Src<'_, T>,
+    weight: Src<'_, T>,
+    bias: Option<Src<'_, T>>,
+    channels_last: bool,
+    out: &mut [T],
+) -> KResult<()> {
+    let bias = bias.as_ref().map(row_major);
+    let (sb, sc, ss) = image_strides(g, &input.layout.strides);
     #[cfg(target_arch = "x86_64")]
     if let (Some(data), Some(wdata), Some(out)) = (
         same_type::<T, f32>(input.data),
@@ -109,11 +191,11 @@ pub fn conv_forward<T: Element>(
         // The weight as it lies when its kernel dims flatten (a transposed view too), else
         // a row-major copy (see `weight_rows`). The channels-last path reads a
         // channels-last weight as it lies too: its packer wants channels innermost.
-        let nhwc = crate::cpu::matmul::conv_nhwc::applies(&g, &x, channels_last);
+        let nhwc = crate::cpu::matmul::conv_nhwc::applies(g, &x, channels_last);
         let copy;
         let taps = g.kernel_len();
         let w = match kernel_stride(&weight.layout.sizes, &weight.layout.strides) {
-            Some(sk) if nhwc || !channels_inner(&g, &weight, sk) => {
+            Some(sk) if nhwc || !channels_inner(g, &weight, sk) => {
                 crate::cpu::matmul::conv::Weight {
                     data: wdata,
                     offset: weight.layout.offset,
@@ -123,7 +205,7 @@ pub fn conv_forward<T: Element>(
                 }
             }
             sk => {
-                copy = weight_rows(&g, &weight, o, sk);
+                copy = weight_rows(g, &weight, o, sk);
                 crate::cpu::matmul::conv::Weight {
                     data: same_type::<T, f32>(&copy[..])
                         .ok_or_else(|| KernelError::dtype(format!("{OP}: weight not f32")))?,
@@ -140,7 +222,7 @@ pub fn conv_forward<T: Element>(
             })?),
             None => None,
         };
-        if crate::cpu::matmul::conv::conv_forward_f32(&g, x, w, o, bias, channels_last, out) {
+        if crate::cpu::matmul::conv::conv_forward_f32(g, x, w, o, bias, channels_last, out) {
             return Ok(());
         }
     }
@@ -154,7 +236,7 @@ pub fn conv_forward<T: Element>(
         let base = input.layout.offset + b * sb;
         for (l, row) in cols.chunks_exact_mut(q).enumerate() {
             for (qi, v) in row.iter_mut().enumerate() {
-                *v = column_value(&g, input.data, base, (sc, ss), l, qi);
+                *v = column_value(g, input.data, base, (sc, ss), l, qi);
             }
         }
         let dst = if channels_last {
@@ -335,12 +417,31 @@ pub fn conv_weight_backward<T: Element>(
         padding,
         dilation,
     )?;
-    let gy = row_major(&grad_output);
     let dw = contiguous_out(&mut out)?;
     if dw.is_empty() {
         return Ok(());
     }
-    let (sb, sc, ss) = image_strides(&g, &input.layout.strides);
+    if is_half::<T>() {
+        let (gy, x) = (Wide::of(&grad_output), Wide::of(&input));
+        let mut sums = scratch::take(dw.len());
+        weight_grad_into(&g, o, gy.src(), x.src(), &mut sums)?;
+        crate::cpu::narrow::narrow_from_f32(&sums, dw);
+        scratch::give(sums);
+        return Ok(());
+    }
+    weight_grad_into(&g, o, grad_output, input, dw)
+}
+
+/// [`conv_weight_backward`] into its row-major output.
+fn weight_grad_into<T: Element>(
+    g: &Geometry,
+    o: usize,
+    grad_output: Src<'_, T>,
+    input: Src<'_, T>,
+    dw: &mut [T],
+) -> KResult<()> {
+    let gy = row_major(&grad_output);
+    let (sb, sc, ss) = image_strides(g, &input.layout.strides);
     #[cfg(target_arch = "x86_64")]
     if let (Some(data), Some(gy), Some(dw)) = (
         same_type::<T, f32>(input.data),
@@ -354,7 +455,7 @@ pub fn conv_weight_backward<T: Element>(
             sc,
             ss,
         };
-        if crate::cpu::matmul::conv::conv_weight_grad_f32(&g, x, gy, o, dw) {
+        if crate::cpu::matmul::conv::conv_weight_grad_f32(g, x, gy, o, dw) {
             return Ok(());
         }
     }
@@ -366,7 +467,7 @@ pub fn conv_weight_backward<T: Element>(
         let base = input.layout.offset + b * sb;
         for l in 0..ck {
             for qi in 0..q {
-                cols_t[qi * ck + l] = column_value(&g, input.data, base, (sc, ss), l, qi);
+                cols_t[qi * ck + l] = column_value(g, input.data, base, (sc, ss), l, qi);
             }
         }
         crate::cpu::matmul::gemm_dense(o, q, ck, &gy[b * o * q..][..o * q], &cols_t, &mut part)?;
@@ -765,6 +866,40 @@ mod tests {
                 run_dw::<f64>(t, &x, &gy),
                 want_dw,
                 "f64 weight grad, case {i}"
+            );
+            // bf16 and f16 (every value here is exact in both) sum in f32, exactly here,
+            // and round once: the definition rounded to the type.
+            use half::{bf16, f16};
+            let bf =
+                |v: &[f64]| -> Vec<f64> { v.iter().map(|&x| bf16::from_f64(x).to_f64()).collect() };
+            let hf =
+                |v: &[f64]| -> Vec<f64> { v.iter().map(|&x| f16::from_f64(x).to_f64()).collect() };
+            for layout in [Contiguous, Transposed, ChannelsLast] {
+                assert_eq!(
+                    run::<bf16>(t, &x, &w, &bias, layout),
+                    bf(&want),
+                    "bf16, case {i}"
+                );
+            }
+            assert_eq!(
+                run::<bf16>(t, &x, &w0, &bias, Expanded),
+                bf(&reference(t, &x, &w0, &bias)),
+                "bf16, expanded weight, case {i}"
+            );
+            assert_eq!(
+                run::<f16>(t, &x, &w, &bias, Contiguous),
+                hf(&want),
+                "f16, case {i}"
+            );
+            assert_eq!(
+                run_dw::<bf16>(t, &x, &gy),
+                bf(&want_dw),
+                "bf16 weight grad, case {i}"
+            );
+            assert_eq!(
+                run_dw::<f16>(t, &x, &gy),
+                hf(&want_dw),
+                "f16 weight grad, case {i}"
             );
         }
     }

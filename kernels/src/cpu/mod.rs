@@ -18,6 +18,7 @@ mod pool_nhwc;
 mod pool_window;
 pub mod reduce;
 pub mod scan;
+mod scratch;
 pub mod shape;
 pub mod softmax;
 pub mod strided;

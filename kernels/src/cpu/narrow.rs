@@ -131,6 +131,59 @@ pub fn f32_to_f16(src: &[f32], dst: &mut [f16]) {
         .for_each(|(o, &x)| *o = f16::from_f32(x));
 }
 
+/// Elements per task of the widening and narrowing below when they fan out.
+const CHUNK: usize = 1 << 15;
+
+/// `dst[i] = f32(src[i])` for the shorter of the two, exact for every element type kiln
+/// widens (bf16 and f16 vectorised), over the pool when long: the widened copies that let
+/// a half-precision op run an `f32` kernel.
+pub(crate) fn widen_to_f32<T: crate::Element>(src: &[T], dst: &mut [f32]) {
+    use crate::element::same_type;
+    let n = src.len().min(dst.len());
+    let (src, dst) = (&src[..n], &mut dst[..n]);
+    let one = |at: usize, d: &mut [f32]| {
+        let s = &src[at..at + d.len()];
+        if let Some(s) = same_type::<T, bf16>(s) {
+            bf16_to_f32(s, d)
+        } else if let Some(s) = same_type::<T, f16>(s) {
+            f16_to_f32(s, d)
+        } else {
+            d.iter_mut().zip(s).for_each(|(o, &x)| *o = x.cast::<f32>());
+        }
+    };
+    if crate::parallel::fan_out(n >= 2 * CHUNK) {
+        crate::parallel::par_chunks_mut(dst, CHUNK, &|t, d| one(t * CHUNK, d));
+    } else {
+        one(0, dst);
+    }
+}
+
+/// `dst[i] = src[i]` rounded once to `T` (to nearest, ties to even) for the shorter of the
+/// two, over the pool when long: the one rounding of a half-precision result computed in
+/// `f32`.
+pub(crate) fn narrow_from_f32<T: crate::Element>(src: &[f32], dst: &mut [T]) {
+    use crate::element::same_type_mut;
+    let n = src.len().min(dst.len());
+    let (src, dst) = (&src[..n], &mut dst[..n]);
+    let one = |at: usize, d: &mut [T]| {
+        let s = &src[at..at + d.len()];
+        if let Some(d) = same_type_mut::<T, bf16>(d) {
+            f32_to_bf16(s, d)
+        } else if let Some(d) = same_type_mut::<T, f16>(d) {
+            f32_to_f16(s, d)
+        } else {
+            d.iter_mut()
+                .zip(s)
+                .for_each(|(o, &x)| *o = T::from_f64(f64::from(x)));
+        }
+    };
+    if crate::parallel::fan_out(n >= 2 * CHUNK) {
+        crate::parallel::par_chunks_mut(dst, CHUNK, &|t, d| one(t * CHUNK, d));
+    } else {
+        one(0, dst);
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod f16c {
     use half::f16;
