@@ -1,6 +1,7 @@
 //! Mixed precision on the CPU: the tiny transformer's training step (2 layers, d_model 48,
 //! batch 64 × 11 tokens, AdamW) and a 2-layer encoder's (d_model 256, batch 32 × 128, Adam)
-//! in float32 and under bf16 autocast. `benches/amp_torch.py`
+//! in float32 and under bf16 autocast, and a convolution's forward (and backward) in f32 and
+//! bf16. `benches/amp_torch.py`
 //! times the same with PyTorch on the same machine; the two go side by side in BENCHMARKS.md.
 //! (Half-precision `mm` alone: `cargo bench --bench ops -- mm_half_`.)
 //! Run: `cargo bench --bench amp` (then `python3 benches/amp_torch.py`).
@@ -103,5 +104,36 @@ fn conv_forward(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, transformer_step, encoder_step, conv_forward);
+/// The same convolution's forward and backward (input, weight and bias gradients of the
+/// output's sum), in f32 and in bf16: what a training step spends on it.
+fn conv_forward_backward(c: &mut Criterion) {
+    use kiln::autograd::{grad, GradOptions};
+    let mut g = c.benchmark_group("conv2d_bias_forward_backward");
+    g.sample_size(10);
+    for dtype in [DType::F32, DType::BF16] {
+        kiln::manual_seed(0);
+        let leaf = |s: &[usize]| {
+            let t = kiln::Tensor::randn(s.to_vec(), DType::F32).unwrap();
+            t.to_dtype(dtype).unwrap().requires_grad_(true).unwrap()
+        };
+        let (x, w, b) = (leaf(&[16, 64, 56, 56]), leaf(&[64, 64, 3, 3]), leaf(&[64]));
+        let inputs = [x.clone(), w.clone(), b.clone()];
+        g.bench_function(format!("{dtype:?}").to_lowercase(), |bench| {
+            bench.iter(|| {
+                let y = F::conv2d_with(&x, &w, Some(&b), [1, 1], [1, 1], [1, 1], 1).unwrap();
+                let loss = y.sum().unwrap();
+                black_box(grad(&[loss], &inputs, &[], GradOptions::default()).unwrap())
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    transformer_step,
+    encoder_step,
+    conv_forward,
+    conv_forward_backward
+);
 criterion_main!(benches);

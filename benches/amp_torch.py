@@ -102,6 +102,18 @@ def main():
             b = torch.randn(64).to(dtype)
             ms = median_ms(lambda: F.conv2d(x, w, b, padding=1), runs=10, min_s=2.0)
             print(f"conv2d_bias_forward/{str(dtype).split('.')[1]}: {ms:.3f} ms")
+    # Its fourth: the same convolution forward and backward (gradients of the output's sum).
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.randn(16, 64, 56, 56).to(dtype).requires_grad_()
+        w = torch.randn(64, 64, 3, 3).to(dtype).requires_grad_()
+        b = torch.randn(64).to(dtype).requires_grad_()
+
+        def fwd_bwd():
+            y = F.conv2d(x, w, b, padding=1)
+            torch.autograd.grad(y.sum(), (x, w, b))
+
+        ms = median_ms(fwd_bwd, runs=10, min_s=2.0)
+        print(f"conv2d_bias_forward_backward/{str(dtype).split('.')[1]}: {ms:.3f} ms")
 
 
 if __name__ == "__main__":
