@@ -151,11 +151,7 @@ pub(crate) fn widen_to_f32<T: crate::Element>(src: &[T], dst: &mut [f32]) {
             d.iter_mut().zip(s).for_each(|(o, &x)| *o = x.cast::<f32>());
         }
     };
-    if crate::parallel::fan_out(n >= 2 * CHUNK) {
-        crate::parallel::par_chunks_mut(dst, CHUNK, &|t, d| one(t * CHUNK, d));
-    } else {
-        one(0, dst);
-    }
+    in_chunks(dst, &one);
 }
 
 /// `dst[i] = src[i]` rounded once to `T` (to nearest, ties to even) for the shorter of the
@@ -177,7 +173,13 @@ pub(crate) fn narrow_from_f32<T: crate::Element>(src: &[f32], dst: &mut [T]) {
                 .for_each(|(o, &x)| *o = T::from_f64(f64::from(x)));
         }
     };
-    if crate::parallel::fan_out(n >= 2 * CHUNK) {
+    in_chunks(dst, &one);
+}
+
+/// `one(at, piece)` over `dst` in [`CHUNK`]-element pieces (`at` each piece's start), spread
+/// over the pool when `dst` is long.
+fn in_chunks<D: Send>(dst: &mut [D], one: &(dyn Fn(usize, &mut [D]) + Sync)) {
+    if crate::parallel::fan_out(dst.len() >= 2 * CHUNK) {
         crate::parallel::par_chunks_mut(dst, CHUNK, &|t, d| one(t * CHUNK, d));
     } else {
         one(0, dst);
