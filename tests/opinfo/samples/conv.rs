@@ -556,6 +556,17 @@ pub fn conv2d(dtype: DType) -> Vec<Sample> {
             &[1, 2],
             2,
         ),
+        // Wide groups: each runs on `_conv_forward` over channel slices.
+        conv_args(
+            Sample::new(
+                "[1,32,4,4] * [32,16,2,2] groups 2 pad 1 bias",
+                vec![x(&[1, 32, 4, 4], 11), w(&[32, 16, 2, 2], 12), w(&[32], 13)],
+            ),
+            &[1],
+            &[1],
+            &[1],
+            2,
+        ),
         conv_args(
             Sample::new(
                 "[3,4,4] unbatched * [2,3,2,2]",
