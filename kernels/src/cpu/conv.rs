@@ -2,7 +2,8 @@
 //! forward for `conv1d/2d/3d`, and `_conv_weight_backward`, its weight gradient. `f32` on AVX2 + FMA runs as an implicit GEMM that never
 //! builds im2col's column matrix (`matmul/conv.rs`), or for 3x3 stride-1 layers by Winograd's
 //! F(2x2, 3x3) (`matmul/winograd.rs`); other CPUs and `f64` build one image's
-//! columns at a time and multiply them with `mm`'s kernels.
+//! columns at a time and multiply them with `mm`'s kernels. `bf16` and `f16` widen their
+//! operands to `f32` (see `Wide`), take the `f32` path and round once.
 
 use crate::cpu::fold::{image_strides, Geometry};
 use crate::cpu::scratch;
