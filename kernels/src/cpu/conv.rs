@@ -144,12 +144,17 @@ impl Wide {
             };
             return Wide { data, layout };
         }
+        Wide::dense(src)
+    }
+
+    /// A row-major widened copy, for a view the `f32` kernel reads row-major anyway.
+    fn dense<T: Element>(src: &Src<'_, T>) -> Wide {
         let dense = row_major(src);
         let mut data = scratch::take(dense.len());
         crate::cpu::narrow::widen_to_f32(&dense, &mut data);
         Wide {
             data,
-            layout: crate::Layout::contiguous(&l.sizes),
+            layout: crate::Layout::contiguous(&src.layout.sizes),
         }
     }
 
@@ -423,7 +428,8 @@ pub fn conv_weight_backward<T: Element>(
         return Ok(());
     }
     if is_half::<T>() {
-        let (gy, x) = (Wide::of(&grad_output), Wide::of(&input));
+        // The output gradient row-major at once: `weight_grad_into` would copy it again.
+        let (gy, x) = (Wide::dense(&grad_output), Wide::of(&input));
         let mut sums = scratch::take(dw.len());
         weight_grad_into(&g, o, gy.src(), x.src(), &mut sums)?;
         crate::cpu::narrow::narrow_from_f32(&sums, dw);
