@@ -233,6 +233,11 @@ fn conv(
         }
         return unbatched(crate::cat_with(&parts, 1)?, was_batched);
     }
+    // Narrow groups (depthwise ones too) on the CPU: kiln's direct grouped loop.
+    if g > 1 && cpu && float {
+        let y = crate::_conv_grouped(&x, weight, bias, &s, &p, &d, groups)?;
+        return unbatched(y, was_batched);
+    }
     // An empty weight may have dims whose product overflows.
     let cgkk = product(op, "weight sizes", &i64s(&weight.shape()[1..]))?;
     let batch = x.shape()[0] as i64;

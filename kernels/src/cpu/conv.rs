@@ -115,7 +115,7 @@ pub fn conv_forward<T: Element>(
 }
 
 /// Whether `T` is bf16 or f16, whose convolutions widen to `f32` (see [`Wide`]).
-fn is_half<T: Element>() -> bool {
+pub(crate) fn is_half<T: Element>() -> bool {
     matches!(T::DTYPE, crate::DType::F16 | crate::DType::BF16)
 }
 
@@ -125,13 +125,13 @@ fn is_half<T: Element>() -> bool {
 /// would need, and on CPUs without bf16 instructions the `f32` kernel is the fastest one.
 /// The copy keeps the view's strides (a channels-last input stays channels-last) unless
 /// the view spans much more of its buffer than it has elements; then it is row-major.
-struct Wide {
+pub(crate) struct Wide {
     data: Vec<f32>,
     layout: crate::Layout,
 }
 
 impl Wide {
-    fn of<T: Element>(src: &Src<'_, T>) -> Wide {
+    pub(crate) fn of<T: Element>(src: &Src<'_, T>) -> Wide {
         let l = src.layout;
         let n = l.numel();
         let end = l.storage_extent().unwrap_or(0).max(l.offset);
@@ -148,7 +148,7 @@ impl Wide {
     }
 
     /// A row-major widened copy, for a view the `f32` kernel reads row-major anyway.
-    fn dense<T: Element>(src: &Src<'_, T>) -> Wide {
+    pub(crate) fn dense<T: Element>(src: &Src<'_, T>) -> Wide {
         let dense = row_major(src);
         let mut data = scratch::take(dense.len());
         crate::cpu::narrow::widen_to_f32(&dense, &mut data);
@@ -158,8 +158,13 @@ impl Wide {
         }
     }
 
-    fn src(&self) -> Src<'_, f32> {
+    pub(crate) fn src(&self) -> Src<'_, f32> {
         Src::new(&self.data, &self.layout)
+    }
+
+    /// The values of a [`Wide::dense`] copy, row-major.
+    pub(crate) fn slice(&self) -> &[f32] {
+        &self.data
     }
 }
 

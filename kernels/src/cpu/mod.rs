@@ -5,6 +5,7 @@ pub mod attention;
 pub mod binary;
 pub mod compare;
 pub mod conv;
+pub mod conv_grouped;
 pub mod fold;
 pub mod index;
 pub mod loss;

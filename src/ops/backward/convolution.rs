@@ -1,4 +1,5 @@
-//! Gradients of `_conv_forward` (a batched convolution with one group).
+//! Gradients of `_conv_forward` (a batched convolution with one group) and of `_conv_grouped`
+//! (few channels per group).
 
 use crate::ops::backward::i64s;
 use crate::{DType, Result, Tensor};
@@ -113,5 +114,92 @@ pub fn conv_weight_backward_grads(
     } else {
         None
     };
+    Ok((dgy, dx))
+}
+
+/// `(input, weight, bias)` gradients of `_conv_grouped`: the input's and the weight's are
+/// their own kernels, the bias's the output gradient summed over all but channels.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_grouped_grads(
+    grad: &Tensor,
+    input: &Tensor,
+    weight: &Tensor,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+    mask: [bool; 3],
+) -> Result<Grads3> {
+    let dx = mask[0]
+        .then(|| {
+            let size = i64s(input.shape());
+            crate::_conv_grouped_input_backward(grad, weight, &size, stride, padding, dilation, groups)
+        })
+        .transpose()?;
+    let dw = mask[1]
+        .then(|| {
+            let k = i64s(&weight.shape()[2..]);
+            crate::_conv_grouped_weight_backward(grad, input, &k, stride, padding, dilation, groups)
+        })
+        .transpose()?;
+    let db = mask[2]
+        .then(|| {
+            let dims: Vec<i64> = std::iter::once(0).chain(2..grad.dim() as i64).collect();
+            grad.sum_dim(&dims)
+        })
+        .transpose()?;
+    Ok((dx, dw, db))
+}
+
+/// `(grad_output, weight)` gradients of `_conv_grouped_input_backward`, which is linear in
+/// each: for a gradient `gx` of its (input-shaped) output, `grad_output` gets the forward
+/// convolution of `gx` with the weight, and the weight gets that convolution's weight
+/// gradient.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_grouped_input_backward_grads(
+    gx: &Tensor,
+    grad_output: &Tensor,
+    weight: &Tensor,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+    mask: [bool; 2],
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let dgy = mask[0]
+        .then(|| crate::_conv_grouped(gx, weight, None, stride, padding, dilation, groups))
+        .transpose()?;
+    let dw = mask[1]
+        .then(|| {
+            let k = i64s(&weight.shape()[2..]);
+            crate::_conv_grouped_weight_backward(grad_output, gx, &k, stride, padding, dilation, groups)
+        })
+        .transpose()?;
+    Ok((dgy, dw))
+}
+
+/// `(grad_output, input)` gradients of `_conv_grouped_weight_backward`, linear in each: for
+/// a gradient `gw` of its (weight-shaped) output, `grad_output` gets the forward
+/// convolution of the input with `gw`, and the input gets that convolution's input gradient.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_grouped_weight_backward_grads(
+    gw: &Tensor,
+    grad_output: &Tensor,
+    input: &Tensor,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+    mask: [bool; 2],
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let dgy = mask[0]
+        .then(|| crate::_conv_grouped(input, gw, None, stride, padding, dilation, groups))
+        .transpose()?;
+    let dx = mask[1]
+        .then(|| {
+            let size = i64s(input.shape());
+            crate::_conv_grouped_input_backward(grad_output, gw, &size, stride, padding, dilation, groups)
+        })
+        .transpose()?;
     Ok((dgy, dx))
 }

@@ -267,21 +267,24 @@ pub fn conv_transpose(s: &Sample) -> Vec<RefTensor> {
     vec![unbatch(tensor(shape, data), batched)]
 }
 
-/// `_conv_weight_backward`: `dw[o, c, k] = sum over images and output positions l of
-/// grad_output[b, o, l] * input[b, c, position of l under kernel offset k]`.
+/// `_conv_weight_backward` and `_conv_grouped_weight_backward`: `dw[o, c, k] = sum over
+/// images and output positions l of grad_output[b, o, l] * input[b, c', position of l under
+/// kernel offset k]`, `c'` the `c`-th input channel of `o`'s group.
 pub fn conv_weight_backward(s: &Sample) -> Vec<RefTensor> {
     let (gy, x) = (input(s, 0), input(s, 1));
     let n = x.shape.len() - 2;
     let g = Blocks::of(s, n);
-    let (b, c, o) = (x.shape[0], x.shape[1], gy.shape[1]);
+    let groups = s.int("groups").unwrap_or(1) as usize;
+    let (b, o) = (x.shape[0], gy.shape[1]);
+    let (cg, og) = (x.shape[1] / groups, o / groups);
     let size = x.shape[2..].to_vec();
     let blocks = g.count(&size);
     let kdims: Vec<usize> = g.k.iter().map(|&v| v as usize).collect();
     let (kn, ln): (usize, usize) = (kdims.iter().product(), blocks.iter().product());
-    let mut data = vec![0.0; o * c * kn];
+    let mut data = vec![0.0; o * cg * kn];
     for bi in 0..b {
         for oi in 0..o {
-            for ci in 0..c {
+            for ci in 0..cg {
                 for k in 0..kn {
                     let kk = unravel(k, &kdims);
                     for l in 0..ln {
@@ -294,11 +297,11 @@ pub fn conv_weight_backward(s: &Sample) -> Vec<RefTensor> {
                             .zip(&size)
                             .all(|(&p, &sz)| p >= 0 && (p as usize) < sz)
                         {
-                            let mut xi = vec![bi, ci];
+                            let mut xi = vec![bi, (oi / og) * cg + ci];
                             xi.extend(pos.iter().map(|&p| p as usize));
                             let mut gi = vec![bi, oi];
                             gi.extend(&ll);
-                            data[(oi * c + ci) * kn + k] +=
+                            data[(oi * cg + ci) * kn + k] +=
                                 gy.data[gy.ravel(&gi)] * x.data[x.ravel(&xi)];
                         }
                     }
@@ -306,7 +309,60 @@ pub fn conv_weight_backward(s: &Sample) -> Vec<RefTensor> {
             }
         }
     }
-    let mut shape = vec![o, c];
+    let mut shape = vec![o, cg];
     shape.extend(&kdims);
     vec![RefTensor { shape, data }]
+}
+
+/// `_conv_grouped_input_backward`: every output-gradient element scatters
+/// `grad_output[b, o, l] * w[o, c, k]` to the input position `l` reads under offset `k`, for
+/// each input channel `c` of `o`'s group; `input_size` gives the shape.
+pub fn conv_input_backward(s: &Sample) -> Vec<RefTensor> {
+    let (gy, w) = (input(s, 0), input(s, 1));
+    let shape: Vec<usize> = s
+        .ints("input_size")
+        .expect("input_size")
+        .iter()
+        .map(|&v| v as usize)
+        .collect();
+    let n = shape.len() - 2;
+    let (st, pd, dl) = (
+        ints_or(s, "stride", &[1], n),
+        ints_or(s, "padding", &[0], n),
+        ints_or(s, "dilation", &[1], n),
+    );
+    let groups = s.int("groups").unwrap_or(1) as usize;
+    let (o, cg) = (w.shape[0], w.shape[1]);
+    let og = o / groups;
+    let k: Vec<usize> = w.shape[2..].to_vec();
+    let size = &shape[2..];
+    let mut data = vec![0.0; numel(&shape)];
+    for flat in 0..gy.data.len() {
+        let ix = unravel(flat, &gy.shape);
+        let (bi, oi) = (ix[0], ix[1]);
+        for ci in 0..cg {
+            for kf in 0..numel(&k) {
+                let kk = unravel(kf, &k);
+                let pos: Vec<i64> = (0..n)
+                    .map(|i| ix[2 + i] as i64 * st[i] - pd[i] + kk[i] as i64 * dl[i])
+                    .collect();
+                if pos
+                    .iter()
+                    .zip(size)
+                    .all(|(&p, &sz)| p >= 0 && (p as usize) < sz)
+                {
+                    let at = pos
+                        .iter()
+                        .zip(size)
+                        .fold(bi * shape[1] + (oi / og) * cg + ci, |acc, (&p, &sz)| {
+                            acc * sz + p as usize
+                        });
+                    let mut wi = vec![oi, ci];
+                    wi.extend(&kk);
+                    data[at] += gy.data[flat] * w.data[w.ravel(&wi)];
+                }
+            }
+        }
+    }
+    vec![tensor(shape, data)]
 }

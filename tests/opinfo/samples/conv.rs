@@ -466,6 +466,153 @@ pub fn conv_weight_backward_errors() -> Vec<ErrorSample> {
     )]
 }
 
+/// `_conv_grouped`'s geometries: depthwise (one channel per group, with and without a
+/// channel multiplier), narrow groups with strides and dilation, 1- and 3-d, a row longer
+/// than two eight-lane blocks (21), padding wider than the kernel (output rows that read
+/// only padding), an empty batch. `(desc, input, weight, stride, padding, dilation, groups,
+/// bias)`.
+#[allow(clippy::type_complexity)]
+const GROUPED: [(&str, &[usize], &[usize], &[i64], &[i64], &[i64], i64, bool); 8] = [
+    ("[2,4,5,6] * [4,1,3,3] depthwise pad 1 bias", &[2, 4, 5, 6], &[4, 1, 3, 3], &[1], &[1], &[1], 4, true),
+    ("[2,3,6,5] * [6,1,3,3] depthwise x2 stride 2 pad (1,2) bias", &[2, 3, 6, 5], &[6, 1, 3, 3], &[2], &[1, 2], &[1], 3, true),
+    ("[2,4,5,5] * [6,2,3,2] groups 2 stride (2,1) dilation (1,2)", &[2, 4, 5, 5], &[6, 2, 3, 2], &[2, 1], &[0], &[1, 2], 2, false),
+    ("[1,4,9] 1-d * [4,2,3] groups 2 dilation 2 pad 2 bias", &[1, 4, 9], &[4, 2, 3], &[1], &[2], &[2], 2, true),
+    ("[1,2,3,4,4] 3-d * [4,1,2,2,2] groups 2 pad 1", &[1, 2, 3, 4, 4], &[4, 1, 2, 2, 2], &[1], &[1], &[1], 2, false),
+    ("[1,2,3,21] * [2,1,1,3] depthwise pad (0,1): rows of 21", &[1, 2, 3, 21], &[2, 1, 1, 3], &[1], &[0, 1], &[1], 2, true),
+    ("[1,2,4,4] * [2,1,2,2] depthwise pad 3 bias: rows of padding only", &[1, 2, 4, 4], &[2, 1, 2, 2], &[1], &[3], &[1], 2, true),
+    ("[0,2,4,4] * [2,1,2,2] empty batch", &[0, 2, 4, 4], &[2, 1, 2, 2], &[1], &[0], &[1], 2, false),
+];
+
+/// Output positions of a `GROUPED` geometry: `[B, O, *L]`.
+fn grouped_out(x: &[usize], w: &[usize], st: &[i64], pd: &[i64], dl: &[i64]) -> Vec<usize> {
+    let at = |v: &[i64], d: usize| if v.len() == 1 { v[0] } else { v[d] };
+    let mut shape = vec![x[0], w[0]];
+    shape.extend((0..w.len() - 2).map(|d| {
+        ((x[2 + d] as i64 + 2 * at(pd, d) - at(dl, d) * (w[2 + d] as i64 - 1) - 1) / at(st, d) + 1)
+            as usize
+    }));
+    shape
+}
+
+fn grouped_sample(s: Sample, x: &[usize], st: &[i64], pd: &[i64], dl: &[i64], groups: i64) -> Sample {
+    let s = conv_args(s, st, pd, dl, groups);
+    if x[0] == 0 {
+        s.edge()
+    } else {
+        s
+    }
+}
+
+pub fn conv_grouped(dtype: DType) -> Vec<Sample> {
+    GROUPED
+        .iter()
+        .enumerate()
+        .map(|(i, &(desc, xs, ws, st, pd, dl, groups, bias))| {
+            let seed = 140 + 3 * i as u64;
+            let mut t = vec![vals(xs, dtype, seed), small(ws, dtype, seed + 1)];
+            if bias {
+                t.push(small(&[ws[0]], dtype, seed + 2));
+            }
+            grouped_sample(Sample::new(desc, t), xs, st, pd, dl, groups)
+        })
+        .collect()
+}
+
+pub fn conv_grouped_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    let x = vals(&[1, 4, 5, 5], f, 170);
+    vec![
+        err(
+            conv_args(Sample::new("channels not groups x weight channels", vec![x.clone(), vals(&[4, 2, 2, 2], f, 171)]), &[1], &[0], &[1], 4),
+            ErrorKind::Shape, "Given groups=4, weight of size [4, 2, 2, 2], expected input[1, 4, 5, 5] to have 8 channels, but got 4 channels instead",
+        ),
+        err(
+            conv_args(Sample::new("outputs not divisible by groups", vec![x.clone(), vals(&[3, 2, 2, 2], f, 172)]), &[1], &[0], &[1], 2),
+            ErrorKind::Shape, "Given groups=2, expected weight to be divisible by 2 at dimension 0, but got weight of size [3, 2, 2, 2] instead",
+        ),
+        err(
+            conv_args(Sample::new("bias size", vec![x.clone(), vals(&[4, 1, 2, 2], f, 173), vals(&[3], f, 174)]), &[1], &[0], &[1], 4),
+            ErrorKind::Shape, "expected bias to be 1-dimensional with 4 elements, but got bias of size [3] instead",
+        ),
+        err(
+            conv_args(Sample::new("groups 0", vec![x, vals(&[4, 1, 2, 2], f, 175)]), &[1], &[0], &[1], 0),
+            ErrorKind::Value, "non-positive groups is not supported",
+        ),
+    ]
+}
+
+/// `_conv_grouped_input_backward`: `GROUPED`'s geometries, an output gradient of the
+/// output's shape and the weight.
+pub fn conv_grouped_input_backward(dtype: DType) -> Vec<Sample> {
+    GROUPED
+        .iter()
+        .enumerate()
+        .map(|(i, &(desc, xs, ws, st, pd, dl, groups, _))| {
+            let seed = 180 + 2 * i as u64;
+            let gy = grouped_out(xs, ws, st, pd, dl);
+            let t = vec![vals(&gy, dtype, seed), small(ws, dtype, seed + 1)];
+            let sizes: Vec<i64> = xs.iter().map(|&v| v as i64).collect();
+            let s = Sample::new(desc, t).arg("input_size", ints(&sizes));
+            grouped_sample(s, xs, st, pd, dl, groups)
+        })
+        .collect()
+}
+
+pub fn conv_grouped_input_backward_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        conv_args(
+            Sample::new(
+                "grad_output of the wrong size",
+                vec![vals(&[1, 4, 3, 3], f, 176), vals(&[4, 1, 2, 2], f, 177)],
+            )
+            .arg("input_size", ints(&[1, 4, 5, 5])),
+            &[1],
+            &[0],
+            &[1],
+            4,
+        ),
+        ErrorKind::Shape,
+        "_conv_grouped_input_backward: expected grad_output of size [1, 4, 4, 4]",
+    )]
+}
+
+/// `_conv_grouped_weight_backward`: `GROUPED`'s geometries, an output gradient of the
+/// output's shape and the input.
+pub fn conv_grouped_weight_backward(dtype: DType) -> Vec<Sample> {
+    GROUPED
+        .iter()
+        .enumerate()
+        .map(|(i, &(desc, xs, ws, st, pd, dl, groups, _))| {
+            let seed = 200 + 2 * i as u64;
+            let gy = grouped_out(xs, ws, st, pd, dl);
+            let t = vec![vals(&gy, dtype, seed), vals(xs, dtype, seed + 1)];
+            let k: Vec<i64> = ws[2..].iter().map(|&v| v as i64).collect();
+            let s = Sample::new(desc, t).arg("kernel_size", ints(&k));
+            grouped_sample(s, xs, st, pd, dl, groups)
+        })
+        .collect()
+}
+
+pub fn conv_grouped_weight_backward_errors() -> Vec<ErrorSample> {
+    let f = DType::F32;
+    vec![err(
+        conv_args(
+            Sample::new(
+                "grad_output of the wrong size",
+                vec![vals(&[1, 4, 3, 3], f, 178), vals(&[1, 4, 5, 5], f, 179)],
+            )
+            .arg("kernel_size", ints(&[2, 2])),
+            &[1],
+            &[0],
+            &[1],
+            4,
+        ),
+        ErrorKind::Shape,
+        "_conv_grouped_weight_backward: expected grad_output of size [1, 4, 4, 4]",
+    )]
+}
+
 pub fn conv1d(dtype: DType) -> Vec<Sample> {
     let (x, w) = (
         |s: &[usize], seed| vals(s, dtype, seed),

@@ -1,0 +1,776 @@
+//! `_conv_grouped`: a grouped convolution with few channels per group (depthwise ones have
+//! one input channel per group), 1-, 2- or 3-d, as a direct loop over output rows; and its
+//! input and weight gradients, `_conv_grouped_input_backward` and
+//! `_conv_grouped_weight_backward`. With a handful of channels per group a GEMM has nothing
+//! to block over: im2col + a batched product wrote a column matrix `K` times the input and
+//! multiplied it in `groups` tiny products. Here each output row takes, for every input
+//! channel of its group and every kernel offset, one `row += w * input row` over the valid
+//! span of the row, contiguous when the innermost stride is 1, which LLVM vectorises (the
+//! loops are compiled for AVX2 + FMA where the CPU has them). The sums are in the order of
+//! the loops, the same on any number of threads. `bf16` and `f16` widen to `f32` as
+//! `_conv_forward` does and round once.
+
+use crate::cpu::conv::{is_half, Wide};
+use crate::cpu::fold::{image_strides, Geometry};
+use crate::cpu::narrow::narrow_from_f32;
+use crate::cpu::scratch;
+use crate::cpu::shape::{contiguous_out, row_major};
+use crate::element::{same_type, same_type_mut};
+use crate::parallel::{fan_out, par_chunks_mut};
+use crate::KernelError;
+use crate::{Dst, Element, KResult, Src};
+
+const OP: &str = "_conv_grouped";
+
+/// The checked shape of a grouped convolution: the image geometry (three dims, leading 1s)
+/// and the channel split.
+struct Plan {
+    g: Geometry,
+    /// Input and output channels per group.
+    cg: usize,
+    og: usize,
+    out_channels: usize,
+}
+
+impl Plan {
+    /// Checks `input` `[B, C, *S]` against `weight` `[O, C / groups, *K]` with PyTorch's
+    /// messages.
+    fn new(
+        op: &str,
+        input: &[usize],
+        weight: &[usize],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        groups: i64,
+    ) -> KResult<Plan> {
+        let n = weight.len().wrapping_sub(2);
+        if !(1..=3).contains(&n) || input.len() != n + 2 {
+            return Err(KernelError::shape(format!(
+                "{op}: expected a batched input [B, C, *S] and a weight [O, C / groups, *K] with 1 to 3 spatial dims, but got input of size {input:?} and weight of size {weight:?}"
+            )));
+        }
+        if groups <= 0 {
+            return Err(KernelError::value(format!(
+                "{op}: non-positive groups is not supported"
+            )));
+        }
+        let groups = groups as usize;
+        let (o, cg) = (weight[0], weight[1]);
+        if cg.checked_mul(groups) != Some(input[1]) {
+            return Err(KernelError::shape(format!(
+                "Given groups={groups}, weight of size {weight:?}, expected input{input:?} to have {} channels, but got {} channels instead",
+                cg.saturating_mul(groups),
+                input[1]
+            )));
+        }
+        if o % groups != 0 {
+            return Err(KernelError::shape(format!(
+                "Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of size {weight:?} instead"
+            )));
+        }
+        let kernel: Vec<i64> = weight[2..].iter().map(|&k| k as i64).collect();
+        if kernel.contains(&0) {
+            return Err(KernelError::shape(format!(
+                "{op}: weight of size {weight:?} has an empty kernel"
+            )));
+        }
+        let g = Geometry::new(op, input, &kernel, dilation, padding, stride)?;
+        Ok(Plan {
+            g,
+            cg,
+            og: o / groups,
+            out_channels: o,
+        })
+    }
+
+    fn output_shape(&self) -> Vec<usize> {
+        let mut shape = vec![self.g.batch, self.out_channels];
+        shape.extend(&self.g.blocks[3 - self.g.dims..]);
+        shape
+    }
+
+    fn input_shape(&self) -> Vec<usize> {
+        let mut shape = vec![self.g.batch, self.g.channels];
+        shape.extend(&self.g.size[3 - self.g.dims..]);
+        shape
+    }
+
+    fn weight_shape(&self) -> Vec<usize> {
+        let mut shape = vec![self.out_channels, self.cg];
+        shape.extend(&self.g.kernel[3 - self.g.dims..]);
+        shape
+    }
+
+    /// `offset(d, k) = k * dilation - padding` along dim `d`: output position `q` reads
+    /// input coordinate `q * stride + offset`.
+    fn offset(&self, d: usize, k: usize) -> isize {
+        (k * self.g.dilation[d]) as isize - self.g.padding[d] as isize
+    }
+
+    /// The output positions along dim `d` whose input coordinate under kernel offset `k`
+    /// lies inside the image.
+    fn span(&self, d: usize, k: usize) -> (usize, usize) {
+        let (len, size, s) = (self.g.blocks[d], self.g.size[d], self.g.stride[d]);
+        let off = self.offset(d, k);
+        let lo = if off >= 0 {
+            0
+        } else {
+            off.unsigned_abs().div_ceil(s)
+        };
+        let top = size as isize - 1 - off;
+        let hi = if top < 0 {
+            0
+        } else {
+            (top as usize / s + 1).min(len)
+        };
+        (lo.min(hi), hi)
+    }
+
+    /// The input coordinate along dim `d` of output position `q` under kernel offset `k`.
+    fn source(&self, d: usize, q: usize, k: usize) -> Option<usize> {
+        let i = (q * self.g.stride[d]) as isize + self.offset(d, k);
+        (i >= 0 && (i as usize) < self.g.size[d]).then_some(i as usize)
+    }
+
+    /// The innermost dim's spans, one per kernel offset: `(lo, hi, offset)`.
+    fn inner_spans(&self) -> Vec<(usize, usize, isize)> {
+        (0..self.g.kernel[2])
+            .map(|k| {
+                let (lo, hi) = self.span(2, k);
+                (lo, hi, self.offset(2, k))
+            })
+            .collect()
+    }
+
+    /// Multiply-adds of the whole convolution (the same for each of the three ops).
+    fn work(&self) -> usize {
+        self.g
+            .batch
+            .saturating_mul(self.out_channels)
+            .saturating_mul(self.g.block_len())
+            .saturating_mul(self.cg * self.g.kernel_len())
+    }
+}
+
+/// Below this many multiply-adds a call stays on the calling thread.
+const PARALLEL_WORK: usize = 1 << 16;
+
+/// A real type the loops compute in (`f32`, `f64`). `madd::<true>` fuses the multiply-add.
+trait Real: Copy + Default + Send + Sync + 'static {
+    fn madd<const F: bool>(a: Self, b: Self, c: Self) -> Self;
+    fn add(self, o: Self) -> Self;
+}
+
+macro_rules! real {
+    ($t:ty) => {
+        impl Real for $t {
+            #[inline(always)]
+            fn madd<const F: bool>(a: Self, b: Self, c: Self) -> Self {
+                if F {
+                    a.mul_add(b, c)
+                } else {
+                    a * b + c
+                }
+            }
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
+        }
+    };
+}
+real!(f32);
+real!(f64);
+
+/// Whether the AVX2 + FMA copies of the loops may run here.
+#[cfg(target_arch = "x86_64")]
+fn fma() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+}
+
+/// `row[i] += w * x[i]`.
+#[inline(always)]
+fn axpy<R: Real, const F: bool>(row: &mut [R], w: R, x: &[R]) {
+    for (r, &v) in row.iter_mut().zip(x) {
+        *r = R::madd::<F>(w, v, *r);
+    }
+}
+
+/// `lanes[i % 8] += a[i] * b[i]`: eight independent sums, so the loop vectorises without
+/// reassociating, and the order of the additions is fixed.
+#[inline(always)]
+fn dot_lanes<R: Real, const F: bool>(lanes: &mut [R; 8], a: &[R], b: &[R]) {
+    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (at, bt) = (ac.remainder(), bc.remainder());
+    for (x, y) in ac.zip(bc) {
+        for i in 0..8 {
+            lanes[i] = R::madd::<F>(x[i], y[i], lanes[i]);
+        }
+    }
+    for (i, (&x, &y)) in at.iter().zip(bt).enumerate() {
+        lanes[i] = R::madd::<F>(x, y, lanes[i]);
+    }
+}
+
+/// An input image in memory: its buffer, offset and strides (batch, channel, three spatial
+/// dims with leading 0s).
+#[derive(Clone, Copy)]
+struct Image<'a, R> {
+    data: &'a [R],
+    offset: usize,
+    sb: usize,
+    sc: usize,
+    ss: [usize; 3],
+}
+
+impl<'a, R: Copy> Image<'a, R> {
+    fn of(p: &Plan, src: Src<'a, R>) -> Image<'a, R> {
+        let (sb, sc, ss) = image_strides(&p.g, &src.layout.strides);
+        Image {
+            data: src.data,
+            offset: src.layout.offset,
+            sb,
+            sc,
+            ss,
+        }
+    }
+}
+
+/// Defines `fn $name<R: Real>(args)` that runs `$body::<R, true>` compiled for AVX2 + FMA
+/// where the CPU has them, else `$body::<R, false>` (the target's baseline).
+macro_rules! versions {
+    ($name:ident($($p:ident: $ty:ty),* $(,)?) => $body:ident) => {
+        fn $name<R: Real>($($p: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,fma")]
+            fn fused<R: Real>($($p: $ty),*) {
+                $body::<R, true>($($p),*)
+            }
+            #[cfg(target_arch = "x86_64")]
+            if fma() {
+                // SAFETY: `fma()` saw the CPU report AVX2 and FMA, the features `fused` is
+                // compiled with.
+                return unsafe { fused::<R>($($p),*) };
+            }
+            $body::<R, false>($($p),*)
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------------------
+// Forward
+// ---------------------------------------------------------------------------------------
+
+pub fn conv_grouped_meta(
+    input: &[usize],
+    weight: &[usize],
+    bias: Option<&[usize]>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> KResult<Vec<Vec<usize>>> {
+    let p = Plan::new(OP, input, weight, stride, padding, dilation, groups)?;
+    check_bias(weight, bias)?;
+    Ok(vec![p.output_shape()])
+}
+
+fn check_bias(weight: &[usize], bias: Option<&[usize]>) -> KResult<()> {
+    match bias {
+        Some(b) if b != [weight[0]] => Err(KernelError::shape(format!(
+            "Given weight of size {weight:?}, expected bias to be 1-dimensional with {} elements, but got bias of size {b:?} instead",
+            weight[0]
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// `_conv_grouped(input, weight, bias, stride, padding, dilation, groups)`:
+/// `out[b, o, q] = bias[o] + Σ over the input channels c of o's group and the kernel offsets
+/// k of weight[o, c, k] * input[b, c, q * stride + k * dilation - padding]` (0 in the
+/// padding). Any strides for every operand.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_grouped<T: Element>(
+    input: Src<'_, T>,
+    weight: Src<'_, T>,
+    bias: Option<Src<'_, T>>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+    mut out: Dst<'_, T>,
+) -> KResult<()> {
+    let sizes = (&input.layout.sizes, &weight.layout.sizes);
+    let p = Plan::new(OP, sizes.0, sizes.1, stride, padding, dilation, groups)?;
+    check_bias(sizes.1, bias.as_ref().map(|b| &b.layout.sizes[..]))?;
+    let out = contiguous_out(&mut out)?;
+    if out.is_empty() {
+        return Ok(());
+    }
+    if is_half::<T>() {
+        let (x, w) = (Wide::of(&input), Wide::dense(&weight));
+        let b = bias.as_ref().map(Wide::dense);
+        let mut sums = scratch::take(out.len());
+        forward(&p, Image::of(&p, x.src()), w.slice(), b.as_ref().map(Wide::slice), &mut sums);
+        narrow_from_f32(&sums, out);
+        scratch::give(sums);
+        return Ok(());
+    }
+    let w = row_major(&weight);
+    let b = bias.as_ref().map(row_major);
+    macro_rules! real_forward {
+        ($r:ty) => {
+            if let (Some(x), Some(w), Some(out)) = (
+                same_type::<T, $r>(input.data),
+                same_type::<T, $r>(&w),
+                same_type_mut::<T, $r>(out),
+            ) {
+                let b = b.as_deref().and_then(same_type::<T, $r>);
+                let x = Src::new(x, input.layout);
+                forward::<$r>(&p, Image::of(&p, x), w, b, out);
+                return Ok(());
+            }
+        };
+    }
+    real_forward!(f32);
+    real_forward!(f64);
+    Err(unsupported::<T>(OP))
+}
+
+fn unsupported<T: Element>(op: &str) -> KernelError {
+    KernelError::dtype(format!("\"{op}\" not implemented for '{:?}'", T::DTYPE))
+}
+
+/// The forward into a dense `[B, O, *L]` `out`, parallel over output planes.
+fn forward<R: Real>(p: &Plan, x: Image<'_, R>, w: &[R], bias: Option<&[R]>, out: &mut [R]) {
+    let plane = p.g.block_len();
+    let o = p.out_channels;
+    let body = |first: usize, planes: &mut [R]| {
+        for (i, out_plane) in planes.chunks_exact_mut(plane).enumerate() {
+            let (b, oi) = ((first + i) / o, (first + i) % o);
+            let bv = bias.map_or(R::default(), |bias| bias[oi]);
+            let wrow = &w[oi * p.cg * p.g.kernel_len()..][..p.cg * p.g.kernel_len()];
+            let group = oi / p.og;
+            let base = x.offset + b * x.sb + group * p.cg * x.sc;
+            forward_plane(p, x, base, wrow, bv, out_plane);
+        }
+    };
+    let planes = out.len() / plane;
+    let per = planes_per_task(plane * p.cg * p.g.kernel_len(), planes);
+    if fan_out(p.work() >= PARALLEL_WORK) && per < planes {
+        par_chunks_mut(out, per * plane, &|t, chunk| body(t * per, chunk));
+    } else {
+        body(0, out);
+    }
+}
+
+/// Planes per parallel task, for planes of `per_plane` multiply-adds: about 64 K each, and at least 4 tasks per
+/// thread when there are that many planes.
+fn planes_per_task(per_plane: usize, planes: usize) -> usize {
+    let by_work = (PARALLEL_WORK / per_plane.max(1)).max(1);
+    let by_threads = (planes / (4 * crate::parallel::num_threads())).max(1);
+    by_work.min(by_threads)
+}
+
+versions!(forward_plane(p: &Plan, x: Image<'_, R>, base: usize, w: &[R], bias: R, out: &mut [R]) => forward_plane_body);
+
+/// One output plane: for each output row, the bias, then every input channel of the group
+/// and kernel offset as one `row += w * input row` over the row's valid span.
+#[inline(always)]
+fn forward_plane_body<R: Real, const F: bool>(
+    p: &Plan,
+    x: Image<'_, R>,
+    base: usize,
+    w: &[R],
+    bias: R,
+    out: &mut [R],
+) {
+    let [_, l1, l2] = p.g.blocks;
+    let [k0n, k1n, k2n] = p.g.kernel;
+    let taps = p.g.kernel_len();
+    let spans = p.inner_spans();
+    let unit = p.g.stride[2] == 1 && x.ss[2] == 1;
+    for (r, row) in out.chunks_exact_mut(l2).enumerate() {
+        row.fill(bias);
+        let (q0, q1) = (r / l1, r % l1);
+        for ci in 0..p.cg {
+            let xc = base + ci * x.sc;
+            for k0 in 0..k0n {
+                let Some(i0) = p.source(0, q0, k0) else {
+                    continue;
+                };
+                for k1 in 0..k1n {
+                    let Some(i1) = p.source(1, q1, k1) else {
+                        continue;
+                    };
+                    let xr = xc + i0 * x.ss[0] + i1 * x.ss[1];
+                    let wk = &w[ci * taps + (k0 * k1n + k1) * k2n..][..k2n];
+                    for (&wv, &(lo, hi, off)) in wk.iter().zip(&spans) {
+                        if lo >= hi {
+                            continue;
+                        }
+                        if unit {
+                            let start = (xr as isize + lo as isize + off) as usize;
+                            axpy::<R, F>(&mut row[lo..hi], wv, &x.data[start..start + hi - lo]);
+                        } else {
+                            for (q2, v) in row[lo..hi].iter_mut().enumerate() {
+                                let i2 = ((q2 + lo) * p.g.stride[2]) as isize + off;
+                                let xv = x.data[xr + i2 as usize * x.ss[2]];
+                                *v = R::madd::<F>(wv, xv, *v);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Input gradient
+// ---------------------------------------------------------------------------------------
+
+/// The plan of a gradient op: the forward's, from the output gradient's and the other
+/// operand's sizes, with the output gradient checked against the forward's output.
+fn backward_plan(
+    op: &str,
+    grad_output: &[usize],
+    input: &[usize],
+    weight: &[usize],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> KResult<Plan> {
+    let p = Plan::new(op, input, weight, stride, padding, dilation, groups)?;
+    let expected = p.output_shape();
+    if grad_output != expected {
+        return Err(KernelError::shape(format!(
+            "{op}: expected grad_output of size {expected:?} (input {input:?}, weight {weight:?}), but got {grad_output:?}"
+        )));
+    }
+    Ok(p)
+}
+
+fn usizes(op: &str, what: &str, v: &[i64]) -> KResult<Vec<usize>> {
+    v.iter()
+        .map(|&x| usize::try_from(x))
+        .collect::<Result<_, _>>()
+        .map_err(|_| KernelError::value(format!("{op}: {what} must be non-negative, got {v:?}")))
+}
+
+const INPUT_OP: &str = "_conv_grouped_input_backward";
+
+pub fn conv_grouped_input_backward_meta(
+    grad_output: &[usize],
+    weight: &[usize],
+    input_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> KResult<Vec<Vec<usize>>> {
+    let input = usizes(INPUT_OP, "input_size", input_size)?;
+    let p = backward_plan(INPUT_OP, grad_output, &input, weight, stride, padding, dilation, groups)?;
+    Ok(vec![p.input_shape()])
+}
+
+/// `_conv_grouped_input_backward(grad_output, weight, input_size, ...)`: the gradient of
+/// `_conv_grouped`'s input, `[B, C, *S]` = `input_size`: each input element gets
+/// `Σ weight[o, c, k] * grad_output[b, o, q]` over the outputs `o` of its group and the
+/// positions `q` and offsets `k` that read it.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_grouped_input_backward<T: Element>(
+    grad_output: Src<'_, T>,
+    weight: Src<'_, T>,
+    input_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+    mut out: Dst<'_, T>,
+) -> KResult<()> {
+    let input = usizes(INPUT_OP, "input_size", input_size)?;
+    let (gs, ws) = (&grad_output.layout.sizes, &weight.layout.sizes);
+    let p = backward_plan(INPUT_OP, gs, &input, ws, stride, padding, dilation, groups)?;
+    let out = contiguous_out(&mut out)?;
+    if out.is_empty() {
+        return Ok(());
+    }
+    if is_half::<T>() {
+        let (gy, w) = (Wide::dense(&grad_output), Wide::dense(&weight));
+        let mut sums = scratch::take(out.len());
+        input_grad(&p, gy.slice(), w.slice(), &mut sums);
+        narrow_from_f32(&sums, out);
+        scratch::give(sums);
+        return Ok(());
+    }
+    let (gy, w) = (row_major(&grad_output), row_major(&weight));
+    macro_rules! real_input_grad {
+        ($r:ty) => {
+            if let (Some(gy), Some(w), Some(out)) = (
+                same_type::<T, $r>(&gy),
+                same_type::<T, $r>(&w),
+                same_type_mut::<T, $r>(out),
+            ) {
+                input_grad::<$r>(&p, gy, w, out);
+                return Ok(());
+            }
+        };
+    }
+    real_input_grad!(f32);
+    real_input_grad!(f64);
+    Err(unsupported::<T>(INPUT_OP))
+}
+
+/// The input gradient into a dense `[B, C, *S]` `out` from a dense `grad_output` and
+/// weight, parallel over input planes.
+fn input_grad<R: Real>(p: &Plan, gy: &[R], w: &[R], out: &mut [R]) {
+    let plane: usize = p.g.size.iter().product();
+    let (c, lplane) = (p.g.channels, p.g.block_len());
+    let body = |first: usize, planes: &mut [R]| {
+        for (i, dx) in planes.chunks_exact_mut(plane).enumerate() {
+            let (b, ci) = ((first + i) / c, (first + i) % c);
+            let (group, cl) = (ci / p.cg, ci % p.cg);
+            let gy0 = (b * p.out_channels + group * p.og) * lplane;
+            input_grad_plane(p, &gy[gy0..gy0 + p.og * lplane], w, group, cl, dx);
+        }
+    };
+    let planes = out.len() / plane;
+    let per = planes_per_task(lplane * p.og * p.g.kernel_len(), planes);
+    if fan_out(p.work() >= PARALLEL_WORK) && per < planes {
+        par_chunks_mut(out, per * plane, &|t, chunk| body(t * per, chunk));
+    } else {
+        body(0, out);
+    }
+}
+
+versions!(input_grad_plane(p: &Plan, gy: &[R], w: &[R], group: usize, cl: usize, dx: &mut [R]) => input_grad_plane_body);
+
+/// One input channel's gradient plane (`cl`-th channel of `group`), row by row: each
+/// input row gathers the output rows that read it (outer dims), and scatters each of
+/// those rows into itself along the innermost dim (contiguous at stride 1).
+#[inline(always)]
+fn input_grad_plane_body<R: Real, const F: bool>(
+    p: &Plan,
+    gy: &[R],
+    w: &[R],
+    group: usize,
+    cl: usize,
+    dx: &mut [R],
+) {
+    let [s1, s2] = [p.g.size[1], p.g.size[2]];
+    let [l0, l1, l2] = p.g.blocks;
+    let [k0n, k1n, k2n] = p.g.kernel;
+    let taps = p.g.kernel_len();
+    let spans = p.inner_spans();
+    let lplane = l0 * l1 * l2;
+    let st = p.g.stride;
+    // The output position along dim `d` that reads input coordinate `i` under offset `k`.
+    let reader = |d: usize, i: usize, k: usize| -> Option<usize> {
+        let q = i as isize - p.offset(d, k);
+        (q >= 0 && q as usize % st[d] == 0 && (q as usize / st[d]) < p.g.blocks[d])
+            .then(|| q as usize / st[d])
+    };
+    dx.fill(R::default());
+    for (r, row) in dx.chunks_exact_mut(s2).enumerate() {
+        let (i0, i1) = (r / s1, r % s1);
+        for oj in 0..p.og {
+            let wk = &w[((group * p.og + oj) * p.cg + cl) * taps..][..taps];
+            let gyo = &gy[oj * lplane..][..lplane];
+            for k0 in 0..k0n {
+                let Some(q0) = reader(0, i0, k0) else {
+                    continue;
+                };
+                for k1 in 0..k1n {
+                    let Some(q1) = reader(1, i1, k1) else {
+                        continue;
+                    };
+                    let grow = &gyo[(q0 * l1 + q1) * l2..][..l2];
+                    let wr = &wk[(k0 * k1n + k1) * k2n..][..k2n];
+                    for (&wv, &(lo, hi, off)) in wr.iter().zip(&spans) {
+                        if lo >= hi {
+                            continue;
+                        }
+                        if st[2] == 1 {
+                            let start = (lo as isize + off) as usize;
+                            axpy::<R, F>(&mut row[start..start + hi - lo], wv, &grow[lo..hi]);
+                        } else {
+                            for (q2, &g) in grow[lo..hi].iter().enumerate() {
+                                let i2 = (((q2 + lo) * st[2]) as isize + off) as usize;
+                                row[i2] = R::madd::<F>(wv, g, row[i2]);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Weight gradient
+// ---------------------------------------------------------------------------------------
+
+const WEIGHT_OP: &str = "_conv_grouped_weight_backward";
+
+fn weight_plan(
+    grad_output: &[usize],
+    input: &[usize],
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> KResult<Plan> {
+    let kernel = usizes(WEIGHT_OP, "kernel_size", kernel_size)?;
+    if grad_output.len() != input.len() || grad_output.len() < 2 || groups <= 0 {
+        return Err(KernelError::shape(format!(
+            "{WEIGHT_OP}: expected grad_output [B, O, *L] and input [B, C, *S] with the same number of dims and positive groups, but got grad_output of size {grad_output:?}, input of size {input:?} and groups={groups}"
+        )));
+    }
+    let mut weight = vec![grad_output[1], input[1] / groups as usize];
+    weight.extend(&kernel);
+    backward_plan(WEIGHT_OP, grad_output, input, &weight, stride, padding, dilation, groups)
+}
+
+pub fn conv_grouped_weight_backward_meta(
+    grad_output: &[usize],
+    input: &[usize],
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> KResult<Vec<Vec<usize>>> {
+    let p = weight_plan(grad_output, input, kernel_size, stride, padding, dilation, groups)?;
+    Ok(vec![p.weight_shape()])
+}
+
+/// `_conv_grouped_weight_backward(grad_output, input, kernel_size, ...)`: the gradient of
+/// `_conv_grouped`'s weight, `[O, C / groups, *kernel_size]`: `dw[o, c, k] = Σ over images
+/// and output positions q of grad_output[b, o, q] * input[b, c, q * stride + k * dilation -
+/// padding]`, with `c` in `o`'s group.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_grouped_weight_backward<T: Element>(
+    grad_output: Src<'_, T>,
+    input: Src<'_, T>,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+    mut out: Dst<'_, T>,
+) -> KResult<()> {
+    let (gs, xs) = (&grad_output.layout.sizes, &input.layout.sizes);
+    let p = weight_plan(gs, xs, kernel_size, stride, padding, dilation, groups)?;
+    let out = contiguous_out(&mut out)?;
+    if out.is_empty() {
+        return Ok(());
+    }
+    if is_half::<T>() {
+        let (gy, x) = (Wide::dense(&grad_output), Wide::of(&input));
+        let mut sums = scratch::take(out.len());
+        weight_grad(&p, gy.slice(), Image::of(&p, x.src()), &mut sums);
+        narrow_from_f32(&sums, out);
+        scratch::give(sums);
+        return Ok(());
+    }
+    let gy = row_major(&grad_output);
+    macro_rules! real_weight_grad {
+        ($r:ty) => {
+            if let (Some(gy), Some(x), Some(out)) = (
+                same_type::<T, $r>(&gy),
+                same_type::<T, $r>(input.data),
+                same_type_mut::<T, $r>(out),
+            ) {
+                let x = Src::new(x, input.layout);
+                weight_grad::<$r>(&p, gy, Image::of(&p, x), out);
+                return Ok(());
+            }
+        };
+    }
+    real_weight_grad!(f32);
+    real_weight_grad!(f64);
+    Err(unsupported::<T>(WEIGHT_OP))
+}
+
+/// The weight gradient into a dense `[O, C / groups, *K]` `out`, parallel over output
+/// channels (each sums over the whole batch on its own, in a fixed order).
+fn weight_grad<R: Real>(p: &Plan, gy: &[R], x: Image<'_, R>, out: &mut [R]) {
+    let row = p.cg * p.g.kernel_len();
+    let body = |oi: usize, dw: &mut [R]| weight_grad_row(p, gy, x, oi, dw);
+    if fan_out(p.work() >= PARALLEL_WORK) && p.out_channels > 1 {
+        par_chunks_mut(out, row, &body);
+    } else {
+        for (oi, dw) in out.chunks_exact_mut(row).enumerate() {
+            body(oi, dw);
+        }
+    }
+}
+
+versions!(weight_grad_row(p: &Plan, gy: &[R], x: Image<'_, R>, oi: usize, dw: &mut [R]) => weight_grad_row_body);
+
+/// Output channel `oi`'s weights: per input channel and kernel offset, eight lanes of
+/// `grad_output row · input row` sums over every image and output row, added up at the end.
+#[inline(always)]
+fn weight_grad_row_body<R: Real, const F: bool>(
+    p: &Plan,
+    gy: &[R],
+    x: Image<'_, R>,
+    oi: usize,
+    dw: &mut [R],
+) {
+    let [l0, l1, l2] = p.g.blocks;
+    let [k0n, k1n, k2n] = p.g.kernel;
+    let taps = p.g.kernel_len();
+    let spans = p.inner_spans();
+    let lplane = l0 * l1 * l2;
+    let unit = p.g.stride[2] == 1 && x.ss[2] == 1;
+    let mut lanes = vec![[R::default(); 8]; p.cg * taps];
+    let group = oi / p.og;
+    for b in 0..p.g.batch {
+        let gyo = &gy[(b * p.out_channels + oi) * lplane..][..lplane];
+        let base = x.offset + b * x.sb + group * p.cg * x.sc;
+        for (r, grow) in gyo.chunks_exact(l2).enumerate() {
+            let (q0, q1) = (r / l1, r % l1);
+            for ci in 0..p.cg {
+                let xc = base + ci * x.sc;
+                for k0 in 0..k0n {
+                    let Some(i0) = p.source(0, q0, k0) else {
+                        continue;
+                    };
+                    for k1 in 0..k1n {
+                        let Some(i1) = p.source(1, q1, k1) else {
+                            continue;
+                        };
+                        let xr = xc + i0 * x.ss[0] + i1 * x.ss[1];
+                        let t0 = ci * taps + (k0 * k1n + k1) * k2n;
+                        for (acc, &(lo, hi, off)) in lanes[t0..t0 + k2n].iter_mut().zip(&spans) {
+                            if lo >= hi {
+                                continue;
+                            }
+                            if unit {
+                                let start = (xr as isize + lo as isize + off) as usize;
+                                let xs = &x.data[start..start + hi - lo];
+                                dot_lanes::<R, F>(acc, &grow[lo..hi], xs);
+                            } else {
+                                for (q2, &g) in grow[lo..hi].iter().enumerate() {
+                                    let i2 = ((q2 + lo) * p.g.stride[2]) as isize + off;
+                                    let xv = x.data[xr + i2 as usize * x.ss[2]];
+                                    acc[q2 % 8] = R::madd::<F>(g, xv, acc[q2 % 8]);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (d, acc) in dw.iter_mut().zip(&lanes) {
+        let (a, b) = (acc[0].add(acc[4]), acc[1].add(acc[5]));
+        let (c, e) = (acc[2].add(acc[6]), acc[3].add(acc[7]));
+        *d = a.add(c).add(b.add(e));
+    }
+}
