@@ -203,6 +203,15 @@ const CPU_ROWS: &[(&str, &str, RowFn)] = &[
     }),
     ("conv2d_fwd", "ms", conv_forward),
     ("conv2d_fwd_bwd", "ms", conv_forward_backward),
+    ("depthwise_fwd", "ms", |b| {
+        conv_forward_with(b, grouped_setup(b, 0)?)
+    }),
+    ("depthwise_fwd_bwd", "ms", |b| {
+        conv_forward_backward_with(b, grouped_setup(b, 0)?)
+    }),
+    ("grouped32_fwd_bwd", "ms", |b| {
+        conv_forward_backward_with(b, grouped_setup(b, 32)?)
+    }),
     ("small_cnn_step", "ms", small_cnn_step),
     ("mlp_784_step", "ms", mlp_784_step),
     ("encoder_step", "ms", encoder_step),
@@ -298,14 +307,45 @@ fn softmax(b: &Bench) -> Result<Measured> {
 /// `Conv2d(c, c, 3, padding=1)` and an input `[n, c, hw, hw]` on the bench's device.
 fn conv_setup(b: &Bench) -> Result<(Conv2d, Tensor, String)> {
     let (n, c, hw) = if b.quick { (2, 8, 14) } else { (16, 64, 56) };
-    let mut conv = Conv2d::with_options(c, c, 3, ConvOptions::default().padding(1))?;
+    conv_layer(b, n, c, hw, 1)
+}
+
+/// A 3x3 pad-1 convolution of `c` channels in `groups` groups over `[n, c, hw, hw]`.
+fn conv_layer(
+    b: &Bench,
+    n: usize,
+    c: usize,
+    hw: usize,
+    groups: usize,
+) -> Result<(Conv2d, Tensor, String)> {
+    let options = ConvOptions::default().padding(1).groups(groups);
+    let mut conv = Conv2d::with_options(c, c, 3, options)?;
     conv.to_device(b.device)?;
     let x = Tensor::randn_on([n, c, hw, hw], DType::F32, b.device)?;
-    Ok((conv, x, format!("[{n},{c},{hw},{hw}], {c}->{c} 3x3 pad 1")))
+    let g = if groups > 1 {
+        format!(", groups {groups}")
+    } else {
+        String::new()
+    };
+    Ok((
+        conv,
+        x,
+        format!("[{n},{c},{hw},{hw}], {c}->{c} 3x3 pad 1{g}"),
+    ))
+}
+
+/// Issue 27's grouped layers: depthwise (`groups == c`) and 32 groups of 4 at 28².
+fn grouped_setup(b: &Bench, groups: usize) -> Result<(Conv2d, Tensor, String)> {
+    let (n, c, hw) = if b.quick { (2, 16, 14) } else { (16, 256, 28) };
+    let c = if groups == 32 { c / 2 } else { c };
+    conv_layer(b, n, c, hw, if groups == 0 { c } else { groups.min(c) })
 }
 
 fn conv_forward(b: &Bench) -> Result<Measured> {
-    let (conv, x, shape) = conv_setup(b)?;
+    conv_forward_with(b, conv_setup(b)?)
+}
+
+fn conv_forward_with(b: &Bench, (conv, x, shape): (Conv2d, Tensor, String)) -> Result<Measured> {
     let _guard = no_grad();
     let timing = b.time(&mut || conv.forward(&x).map(drop))?;
     Ok(Measured {
@@ -315,10 +355,16 @@ fn conv_forward(b: &Bench) -> Result<Measured> {
     })
 }
 
+fn conv_forward_backward(b: &Bench) -> Result<Measured> {
+    conv_forward_backward_with(b, conv_setup(b)?)
+}
+
 /// Forward, then backward from a fixed output gradient into the input, weight and bias
 /// (their `.grad` cleared each iteration, as `zero_grad` does).
-fn conv_forward_backward(b: &Bench) -> Result<Measured> {
-    let (conv, x, shape) = conv_setup(b)?;
+fn conv_forward_backward_with(
+    b: &Bench,
+    (conv, x, shape): (Conv2d, Tensor, String),
+) -> Result<Measured> {
     // Padding 1 keeps the spatial size, so the output gradient has the input's shape.
     let grad = Tensor::randn_on(x.shape(), DType::F32, b.device)?;
     let x = x.requires_grad_(true)?;

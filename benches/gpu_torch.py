@@ -122,13 +122,27 @@ def softmax(b):
 
 def conv_setup(b):
     n, c, hw = (2, 8, 14) if b.quick else (16, 64, 56)
-    conv = nn.Conv2d(c, c, 3, padding=1).to(b.device)
+    return conv_layer(b, n, c, hw, 1)
+
+
+def conv_layer(b, n, c, hw, groups):
+    """A 3x3 pad-1 convolution of c channels in groups groups over [n, c, hw, hw]."""
+    conv = nn.Conv2d(c, c, 3, padding=1, groups=groups).to(b.device)
     x = torch.randn(n, c, hw, hw, device=b.device)
-    return conv, x, f"[{n},{c},{hw},{hw}], {c}->{c} 3x3 pad 1"
+    g = f", groups {groups}" if groups > 1 else ""
+    return conv, x, f"[{n},{c},{hw},{hw}], {c}->{c} 3x3 pad 1{g}"
 
 
-def conv_forward(b):
-    conv, x, shape = conv_setup(b)
+def grouped_setup(b, groups):
+    """Issue 27's grouped layers: depthwise (groups 0 = c) and 32 groups of 4 at 28^2."""
+    n, c, hw = (2, 16, 14) if b.quick else (16, 256, 28)
+    if groups == 32:
+        c //= 2
+    return conv_layer(b, n, c, hw, c if groups == 0 else min(groups, c))
+
+
+def conv_forward(b, setup=conv_setup):
+    conv, x, shape = setup(b)
 
     def step():
         with torch.no_grad():
@@ -137,10 +151,10 @@ def conv_forward(b):
     return f"{shape}, no_grad", None, b.time(step)
 
 
-def conv_forward_backward(b):
+def conv_forward_backward(b, setup=conv_setup):
     """Forward, then backward from a fixed output gradient into the input, weight and bias
     (their .grad cleared each iteration, as zero_grad does)."""
-    conv, x, shape = conv_setup(b)
+    conv, x, shape = setup(b)
     # Padding 1 keeps the spatial size, so the output gradient has the input's shape.
     grad = torch.randn_like(x)
     x.requires_grad_(True)
@@ -392,6 +406,9 @@ CPU_ROWS = [
     ("matmul_f32_2048", "GFLOP/s", giga(lambda b: matmul(b, torch.float32, 2048))),
     ("conv2d_fwd", "ms", conv_forward),
     ("conv2d_fwd_bwd", "ms", conv_forward_backward),
+    ("depthwise_fwd", "ms", lambda b: conv_forward(b, lambda b: grouped_setup(b, 0))),
+    ("depthwise_fwd_bwd", "ms", lambda b: conv_forward_backward(b, lambda b: grouped_setup(b, 0))),
+    ("grouped32_fwd_bwd", "ms", lambda b: conv_forward_backward(b, lambda b: grouped_setup(b, 32))),
     ("small_cnn_step", "ms", small_cnn_step),
     ("mlp_784_step", "ms", mlp_784_step),
     ("encoder_step", "ms", encoder_step),

@@ -127,12 +127,6 @@ impl Plan {
         (lo.min(hi), hi)
     }
 
-    /// The input coordinate along dim `d` of output position `q` under kernel offset `k`.
-    fn source(&self, d: usize, q: usize, k: usize) -> Option<usize> {
-        let i = (q * self.g.stride[d]) as isize + self.offset(d, k);
-        (i >= 0 && (i as usize) < self.g.size[d]).then_some(i as usize)
-    }
-
     /// The innermost dim's spans, one per kernel offset: `(lo, hi, offset)`.
     fn inner_spans(&self) -> Vec<(usize, usize, isize)> {
         (0..self.g.kernel[2])
@@ -194,22 +188,6 @@ fn fma() -> bool {
 fn axpy<R: Real, const F: bool>(row: &mut [R], w: R, x: &[R]) {
     for (r, &v) in row.iter_mut().zip(x) {
         *r = R::madd::<F>(w, v, *r);
-    }
-}
-
-/// `lanes[i % 8] += a[i] * b[i]`: eight independent sums, so the loop vectorises without
-/// reassociating, and the order of the additions is fixed.
-#[inline(always)]
-fn dot_lanes<R: Real, const F: bool>(lanes: &mut [R; 8], a: &[R], b: &[R]) {
-    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (at, bt) = (ac.remainder(), bc.remainder());
-    for (x, y) in ac.zip(bc) {
-        for i in 0..8 {
-            lanes[i] = R::madd::<F>(x[i], y[i], lanes[i]);
-        }
-    }
-    for (i, (&x, &y)) in at.iter().zip(bt).enumerate() {
-        lanes[i] = R::madd::<F>(x, y, lanes[i]);
     }
 }
 
@@ -312,7 +290,13 @@ pub fn conv_grouped<T: Element>(
         let (x, w) = (Wide::of(&input), Wide::dense(&weight));
         let b = bias.as_ref().map(Wide::dense);
         let mut sums = scratch::take(out.len());
-        forward(&p, Image::of(&p, x.src()), w.slice(), b.as_ref().map(Wide::slice), &mut sums);
+        forward(
+            &p,
+            Image::of(&p, x.src()),
+            w.slice(),
+            b.as_ref().map(Wide::slice),
+            &mut sums,
+        );
         narrow_from_f32(&sums, out);
         scratch::give(sums);
         return Ok(());
@@ -342,86 +326,188 @@ fn unsupported<T: Element>(op: &str) -> KernelError {
     KernelError::dtype(format!("\"{op}\" not implemented for '{:?}'", T::DTYPE))
 }
 
-/// The forward into a dense `[B, O, *L]` `out`, parallel over output planes.
+/// The forward into a dense `[B, O, *L]` `out`, parallel over (image, group) pairs: each
+/// pads its group's input channels once and computes the group's output planes from them.
 fn forward<R: Real>(p: &Plan, x: Image<'_, R>, w: &[R], bias: Option<&[R]>, out: &mut [R]) {
-    let plane = p.g.block_len();
-    let o = p.out_channels;
-    let body = |first: usize, planes: &mut [R]| {
-        for (i, out_plane) in planes.chunks_exact_mut(plane).enumerate() {
-            let (b, oi) = ((first + i) / o, (first + i) % o);
-            let bv = bias.map_or(R::default(), |bias| bias[oi]);
-            let wrow = &w[oi * p.cg * p.g.kernel_len()..][..p.cg * p.g.kernel_len()];
-            let group = oi / p.og;
-            let base = x.offset + b * x.sb + group * p.cg * x.sc;
-            forward_plane(p, x, base, wrow, bv, out_plane);
+    let unit = p.og * p.g.block_len();
+    // `og` is at least 1: the output is not empty.
+    let groups = p.out_channels / p.og;
+    let body = |first: usize, chunk: &mut [R]| {
+        let mut pad = Padded::new(p);
+        for (i, planes) in chunk.chunks_exact_mut(unit).enumerate() {
+            let (b, group) = ((first + i) / groups, (first + i) % groups);
+            pad.fill(p, x, b, group);
+            if !forward_group_f32(p, &pad, w, bias, group, planes) {
+                forward_group(p, &pad, w, bias, group, planes);
+            }
         }
     };
-    let planes = out.len() / plane;
-    let per = planes_per_task(plane * p.cg * p.g.kernel_len(), planes);
-    if fan_out(p.work() >= PARALLEL_WORK) && per < planes {
-        par_chunks_mut(out, per * plane, &|t, chunk| body(t * per, chunk));
+    let units = out.len() / unit;
+    let per = planes_per_task(unit * p.cg * p.g.kernel_len(), units);
+    if fan_out(p.work() >= PARALLEL_WORK) && per < units {
+        par_chunks_mut(out, per * unit, &|t, chunk| body(t * per, chunk));
     } else {
         body(0, out);
     }
 }
 
-/// Planes per parallel task, for planes of `per_plane` multiply-adds: about 64 K each, and at least 4 tasks per
-/// thread when there are that many planes.
+/// Planes per parallel task, for planes of `per_plane` multiply-adds: about 64 K each,
+/// and at least 4 tasks per thread when there are that many planes.
 fn planes_per_task(per_plane: usize, planes: usize) -> usize {
     let by_work = (PARALLEL_WORK / per_plane.max(1)).max(1);
     let by_threads = (planes / (4 * crate::parallel::num_threads())).max(1);
     by_work.min(by_threads)
 }
 
-versions!(forward_plane(p: &Plan, x: Image<'_, R>, base: usize, w: &[R], bias: R, out: &mut [R]) => forward_plane_body);
+/// One group's input channels of one image, zero-padded by the convolution's padding, one
+/// padded plane after another, with a tail so that an output row's last eight-lane block
+/// may read past the row's end (those lanes are never stored).
+struct Padded<R> {
+    data: Vec<R>,
+    /// Padded sizes of the three spatial dims.
+    size: [usize; 3],
+}
 
-/// One output plane: for each output row, the bias, then every input channel of the group
-/// and kernel offset as one `row += w * input row` over the row's valid span.
-#[inline(always)]
-fn forward_plane_body<R: Real, const F: bool>(
+impl<R: Real> Padded<R> {
+    fn new(p: &Plan) -> Padded<R> {
+        let size: [usize; 3] = std::array::from_fn(|d| p.g.size[d] + 2 * p.g.padding[d]);
+        let plane: usize = size.iter().product();
+        Padded {
+            data: vec![R::default(); p.cg * plane + 8 * p.g.stride[2] + 8],
+            size,
+        }
+    }
+
+    fn plane(&self) -> usize {
+        self.size.iter().product()
+    }
+
+    /// Copies image `b`'s channels of `group` into the padded planes (the padding stays 0).
+    fn fill(&mut self, p: &Plan, x: Image<'_, R>, b: usize, group: usize) {
+        let [_, s1, s2] = p.g.size;
+        let [pd0, pd1, pd2] = p.g.padding;
+        let [_, n1, n2] = self.size;
+        let plane = self.plane();
+        for ci in 0..p.cg {
+            let src = x.offset + b * x.sb + (group * p.cg + ci) * x.sc;
+            let dst = &mut self.data[ci * plane..][..plane];
+            for r in 0..p.g.size[0] * s1 {
+                let (i0, i1) = (r / s1, r % s1);
+                let row = &mut dst[((i0 + pd0) * n1 + i1 + pd1) * n2 + pd2..][..s2];
+                let at = src + i0 * x.ss[0] + i1 * x.ss[1];
+                if x.ss[2] == 1 {
+                    row.copy_from_slice(&x.data[at..at + s2]);
+                } else {
+                    for (i2, v) in row.iter_mut().enumerate() {
+                        *v = x.data[at + i2 * x.ss[2]];
+                    }
+                }
+            }
+        }
+    }
+
+    /// The offset of kernel tap `(ci, k0, k1, k2)` from an output position's window start.
+    fn taps(&self, p: &Plan) -> Vec<usize> {
+        let [_, n1, n2] = self.size;
+        let [k0n, k1n, k2n] = p.g.kernel;
+        let d = p.g.dilation;
+        let mut taps = Vec::with_capacity(p.cg * p.g.kernel_len());
+        for ci in 0..p.cg {
+            for k0 in 0..k0n {
+                for k1 in 0..k1n {
+                    for k2 in 0..k2n {
+                        taps.push(
+                            ci * self.plane() + (k0 * d[0] * n1 + k1 * d[1]) * n2 + k2 * d[2],
+                        );
+                    }
+                }
+            }
+        }
+        taps
+    }
+
+    /// Where output row `r` (of the `L0 × L1` rows) starts reading.
+    fn row_start(&self, p: &Plan, r: usize) -> usize {
+        let (q0, q1) = (r / p.g.blocks[1], r % p.g.blocks[1]);
+        (q0 * p.g.stride[0] * self.size[1] + q1 * p.g.stride[1]) * self.size[2]
+    }
+}
+
+/// [`avx2::forward_group`] when `R` is `f32`, the CPU has AVX2 and FMA and the innermost
+/// stride is 1; false (nothing written) otherwise.
+fn forward_group_f32<R: Real>(
     p: &Plan,
-    x: Image<'_, R>,
-    base: usize,
+    pad: &Padded<R>,
     w: &[R],
-    bias: R,
+    bias: Option<&[R]>,
+    group: usize,
+    out: &mut [R],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(pad), Some(w), Some(out)) = (
+        (pad as &dyn std::any::Any).downcast_ref::<Padded<f32>>(),
+        same_type::<R, f32>(w),
+        same_type_mut::<R, f32>(out),
+    ) {
+        if p.g.stride[2] == 1 && fma() {
+            let bias = bias.and_then(same_type::<R, f32>);
+            // SAFETY: `fma()` saw the CPU report AVX2 and FMA, the features it is built with.
+            return unsafe { avx2::forward_group(p, pad, w, bias, group, out) };
+        }
+    }
+    false
+}
+
+versions!(forward_group(p: &Plan, pad: &Padded<R>, w: &[R], bias: Option<&[R]>, group: usize, out: &mut [R]) => forward_group_body);
+
+/// A group's output planes from its padded input channels: each eight outputs of a row
+/// sum every tap in registers, `acc += w * input` with no bounds to check.
+#[inline(always)]
+fn forward_group_body<R: Real, const F: bool>(
+    p: &Plan,
+    pad: &Padded<R>,
+    w: &[R],
+    bias: Option<&[R]>,
+    group: usize,
     out: &mut [R],
 ) {
-    let [_, l1, l2] = p.g.blocks;
-    let [k0n, k1n, k2n] = p.g.kernel;
-    let taps = p.g.kernel_len();
-    let spans = p.inner_spans();
-    let unit = p.g.stride[2] == 1 && x.ss[2] == 1;
-    for (r, row) in out.chunks_exact_mut(l2).enumerate() {
-        row.fill(bias);
-        let (q0, q1) = (r / l1, r % l1);
-        for ci in 0..p.cg {
-            let xc = base + ci * x.sc;
-            for k0 in 0..k0n {
-                let Some(i0) = p.source(0, q0, k0) else {
-                    continue;
-                };
-                for k1 in 0..k1n {
-                    let Some(i1) = p.source(1, q1, k1) else {
-                        continue;
-                    };
-                    let xr = xc + i0 * x.ss[0] + i1 * x.ss[1];
-                    let wk = &w[ci * taps + (k0 * k1n + k1) * k2n..][..k2n];
-                    for (&wv, &(lo, hi, off)) in wk.iter().zip(&spans) {
-                        if lo >= hi {
-                            continue;
+    let xpad = &pad.data[..];
+    let offsets = pad.taps(p);
+    let (l2, s2) = (p.g.blocks[2], p.g.stride[2]);
+    let taps = offsets.len();
+    let mut tw: Vec<(usize, R)> = Vec::with_capacity(taps);
+    for (oj, plane) in out.chunks_exact_mut(p.g.block_len()).enumerate() {
+        let o = group * p.og + oj;
+        let bv = bias.map_or(R::default(), |b| b[o]);
+        tw.clear();
+        tw.extend(
+            offsets
+                .iter()
+                .copied()
+                .zip(w[o * taps..][..taps].iter().copied()),
+        );
+        for (r, row) in plane.chunks_exact_mut(l2).enumerate() {
+            let start = pad.row_start(p, r);
+            for j in (0..l2).step_by(8) {
+                let mut acc = [bv; 8];
+                let at = start + j * s2;
+                if s2 == 1 {
+                    for &(off, wv) in &tw {
+                        let xs = &xpad[at + off..at + off + 8];
+                        for i in 0..8 {
+                            acc[i] = R::madd::<F>(wv, xs[i], acc[i]);
                         }
-                        if unit {
-                            let start = (xr as isize + lo as isize + off) as usize;
-                            axpy::<R, F>(&mut row[lo..hi], wv, &x.data[start..start + hi - lo]);
-                        } else {
-                            for (q2, v) in row[lo..hi].iter_mut().enumerate() {
-                                let i2 = ((q2 + lo) * p.g.stride[2]) as isize + off;
-                                let xv = x.data[xr + i2 as usize * x.ss[2]];
-                                *v = R::madd::<F>(wv, xv, *v);
-                            }
+                    }
+                } else {
+                    for &(off, wv) in &tw {
+                        let xs = &xpad[at + off..at + off + 7 * s2 + 1];
+                        for i in 0..8 {
+                            acc[i] = R::madd::<F>(wv, xs[i * s2], acc[i]);
                         }
                     }
                 }
+                let n = (l2 - j).min(8);
+                row[j..j + n].copy_from_slice(&acc[..n]);
             }
         }
     }
@@ -433,6 +519,7 @@ fn forward_plane_body<R: Real, const F: bool>(
 
 /// The plan of a gradient op: the forward's, from the output gradient's and the other
 /// operand's sizes, with the output gradient checked against the forward's output.
+#[allow(clippy::too_many_arguments)]
 fn backward_plan(
     op: &str,
     grad_output: &[usize],
@@ -472,7 +559,16 @@ pub fn conv_grouped_input_backward_meta(
     groups: i64,
 ) -> KResult<Vec<Vec<usize>>> {
     let input = usizes(INPUT_OP, "input_size", input_size)?;
-    let p = backward_plan(INPUT_OP, grad_output, &input, weight, stride, padding, dilation, groups)?;
+    let p = backward_plan(
+        INPUT_OP,
+        grad_output,
+        &input,
+        weight,
+        stride,
+        padding,
+        dilation,
+        groups,
+    )?;
     Ok(vec![p.input_shape()])
 }
 
@@ -527,6 +623,9 @@ pub fn conv_grouped_input_backward<T: Element>(
 /// The input gradient into a dense `[B, C, *S]` `out` from a dense `grad_output` and
 /// weight, parallel over input planes.
 fn input_grad<R: Real>(p: &Plan, gy: &[R], w: &[R], out: &mut [R]) {
+    if input_grad_as_forward(p, gy, w, out) {
+        return;
+    }
     let plane: usize = p.g.size.iter().product();
     let (c, lplane) = (p.g.channels, p.g.block_len());
     let body = |first: usize, planes: &mut [R]| {
@@ -544,6 +643,61 @@ fn input_grad<R: Real>(p: &Plan, gy: &[R], w: &[R], out: &mut [R]) {
     } else {
         body(0, out);
     }
+}
+
+/// With stride 1 along every dim and `dilation * (k - 1) >= padding`, the input gradient
+/// is the forward convolution of the output gradient, padded by `dilation * (k - 1) -
+/// padding`, with each group's weight transposed (`[C, og, *K]`) and its kernel flipped:
+/// the fast forward then serves it. False (nothing written) otherwise.
+fn input_grad_as_forward<R: Real>(p: &Plan, gy: &[R], w: &[R], out: &mut [R]) -> bool {
+    let g = &p.g;
+    if g.stride != [1, 1, 1] || (0..3).any(|d| g.dilation[d] * (g.kernel[d] - 1) < g.padding[d]) {
+        return false;
+    }
+    let back: Vec<i64> = (0..3)
+        .map(|d| (g.dilation[d] * (g.kernel[d] - 1) - g.padding[d]) as i64)
+        .skip(3 - g.dims)
+        .collect();
+    let dilation: Vec<i64> = g.dilation[3 - g.dims..].iter().map(|&v| v as i64).collect();
+    let gy_shape = p.output_shape();
+    let mut flipped_shape = vec![g.channels, p.og];
+    flipped_shape.extend(&g.kernel[3 - g.dims..]);
+    let groups = (p.out_channels / p.og) as i64;
+    let Ok(q) = Plan::new(
+        INPUT_OP,
+        &gy_shape,
+        &flipped_shape,
+        &[1],
+        &back,
+        &dilation,
+        groups,
+    ) else {
+        return false;
+    };
+    if q.output_shape() != p.input_shape() {
+        return false;
+    }
+    let taps = g.kernel_len();
+    let mut flipped = vec![R::default(); g.channels * p.og * taps];
+    for (o, rows) in w.chunks_exact(p.cg * taps).enumerate() {
+        let (group, oj) = (o / p.og, o % p.og);
+        for (cl, ws) in rows.chunks_exact(taps).enumerate() {
+            let c = group * p.cg + cl;
+            let dst = &mut flipped[(c * p.og + oj) * taps..][..taps];
+            for (d, &v) in dst.iter_mut().rev().zip(ws) {
+                *d = v;
+            }
+        }
+    }
+    let layout = crate::Layout::contiguous(&gy_shape);
+    forward(
+        &q,
+        Image::of(&q, Src::new(gy, &layout)),
+        &flipped,
+        None,
+        out,
+    );
+    true
 }
 
 versions!(input_grad_plane(p: &Plan, gy: &[R], w: &[R], group: usize, cl: usize, dx: &mut [R]) => input_grad_plane_body);
@@ -570,7 +724,7 @@ fn input_grad_plane_body<R: Real, const F: bool>(
     // The output position along dim `d` that reads input coordinate `i` under offset `k`.
     let reader = |d: usize, i: usize, k: usize| -> Option<usize> {
         let q = i as isize - p.offset(d, k);
-        (q >= 0 && q as usize % st[d] == 0 && (q as usize / st[d]) < p.g.blocks[d])
+        (q >= 0 && (q as usize).is_multiple_of(st[d]) && (q as usize / st[d]) < p.g.blocks[d])
             .then(|| q as usize / st[d])
     };
     dx.fill(R::default());
@@ -632,7 +786,16 @@ fn weight_plan(
     }
     let mut weight = vec![grad_output[1], input[1] / groups as usize];
     weight.extend(&kernel);
-    backward_plan(WEIGHT_OP, grad_output, input, &weight, stride, padding, dilation, groups)
+    backward_plan(
+        WEIGHT_OP,
+        grad_output,
+        input,
+        &weight,
+        stride,
+        padding,
+        dilation,
+        groups,
+    )
 }
 
 pub fn conv_grouped_weight_backward_meta(
@@ -644,7 +807,15 @@ pub fn conv_grouped_weight_backward_meta(
     dilation: &[i64],
     groups: i64,
 ) -> KResult<Vec<Vec<usize>>> {
-    let p = weight_plan(grad_output, input, kernel_size, stride, padding, dilation, groups)?;
+    let p = weight_plan(
+        grad_output,
+        input,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        groups,
+    )?;
     Ok(vec![p.weight_shape()])
 }
 
@@ -696,74 +867,106 @@ pub fn conv_grouped_weight_backward<T: Element>(
     Err(unsupported::<T>(WEIGHT_OP))
 }
 
-/// The weight gradient into a dense `[O, C / groups, *K]` `out`, parallel over output
-/// channels (each sums over the whole batch on its own, in a fixed order).
+/// The weight gradient into a dense `[O, C / groups, *K]` `out`, parallel over groups
+/// (each sums over the whole batch on its own, in a fixed order).
 fn weight_grad<R: Real>(p: &Plan, gy: &[R], x: Image<'_, R>, out: &mut [R]) {
-    let row = p.cg * p.g.kernel_len();
-    let body = |oi: usize, dw: &mut [R]| weight_grad_row(p, gy, x, oi, dw);
-    if fan_out(p.work() >= PARALLEL_WORK) && p.out_channels > 1 {
-        par_chunks_mut(out, row, &body);
+    let unit = p.og * p.cg * p.g.kernel_len();
+    let body = |group: usize, dw: &mut [R]| {
+        let mut pad = Padded::new(p);
+        if !weight_grad_group_f32(p, gy, x, &mut pad, group, dw) {
+            weight_grad_group(p, gy, x, &mut pad, group, dw);
+        }
+    };
+    if fan_out(p.work() >= PARALLEL_WORK) && out.len() > unit {
+        par_chunks_mut(out, unit, &body);
     } else {
-        for (oi, dw) in out.chunks_exact_mut(row).enumerate() {
-            body(oi, dw);
+        for (group, dw) in out.chunks_exact_mut(unit).enumerate() {
+            body(group, dw);
         }
     }
 }
 
-versions!(weight_grad_row(p: &Plan, gy: &[R], x: Image<'_, R>, oi: usize, dw: &mut [R]) => weight_grad_row_body);
-
-/// Output channel `oi`'s weights: per input channel and kernel offset, eight lanes of
-/// `grad_output row · input row` sums over every image and output row, added up at the end.
-#[inline(always)]
-fn weight_grad_row_body<R: Real, const F: bool>(
+/// [`avx2::weight_grad_group`] when `R` is `f32`, the CPU has AVX2 and FMA and the
+/// innermost stride is 1; false (nothing written) otherwise.
+fn weight_grad_group_f32<R: Real>(
     p: &Plan,
     gy: &[R],
     x: Image<'_, R>,
-    oi: usize,
+    pad: &mut Padded<R>,
+    group: usize,
+    dw: &mut [R],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(gy), Some(data), Some(pad), Some(dw)) = (
+        same_type::<R, f32>(gy),
+        same_type::<R, f32>(x.data),
+        (pad as &mut dyn std::any::Any).downcast_mut::<Padded<f32>>(),
+        same_type_mut::<R, f32>(dw),
+    ) {
+        if p.g.stride[2] == 1 && fma() {
+            let x = Image {
+                data,
+                offset: x.offset,
+                sb: x.sb,
+                sc: x.sc,
+                ss: x.ss,
+            };
+            // SAFETY: `fma()` saw the CPU report AVX2 and FMA, the features it is built with.
+            return unsafe { avx2::weight_grad_group(p, gy, x, pad, group, dw) };
+        }
+    }
+    false
+}
+
+versions!(weight_grad_group(p: &Plan, gy: &[R], x: Image<'_, R>, pad: &mut Padded<R>, group: usize, dw: &mut [R]) => weight_grad_group_body);
+
+/// A group's weights `[og, cg, *K]`: per image, its input channels padded once; per output
+/// channel and tap, eight lanes of `grad_output row · input row` kept in registers along
+/// each row and summed over every image and row; the lanes are added up at the end. The
+/// tail of a row past its last eight-lane block goes to the lanes one element at a time.
+#[inline(always)]
+fn weight_grad_group_body<R: Real, const F: bool>(
+    p: &Plan,
+    gy: &[R],
+    x: Image<'_, R>,
+    pad: &mut Padded<R>,
+    group: usize,
     dw: &mut [R],
 ) {
-    let [l0, l1, l2] = p.g.blocks;
-    let [k0n, k1n, k2n] = p.g.kernel;
-    let taps = p.g.kernel_len();
-    let spans = p.inner_spans();
-    let lplane = l0 * l1 * l2;
-    let unit = p.g.stride[2] == 1 && x.ss[2] == 1;
-    let mut lanes = vec![[R::default(); 8]; p.cg * taps];
-    let group = oi / p.og;
+    let offsets = pad.taps(p);
+    let taps = offsets.len();
+    let (l2, s2, lplane) = (p.g.blocks[2], p.g.stride[2], p.g.block_len());
+    let full = l2 / 8 * 8;
+    let mut lanes = vec![[R::default(); 8]; p.og * taps];
     for b in 0..p.g.batch {
-        let gyo = &gy[(b * p.out_channels + oi) * lplane..][..lplane];
-        let base = x.offset + b * x.sb + group * p.cg * x.sc;
-        for (r, grow) in gyo.chunks_exact(l2).enumerate() {
-            let (q0, q1) = (r / l1, r % l1);
-            for ci in 0..p.cg {
-                let xc = base + ci * x.sc;
-                for k0 in 0..k0n {
-                    let Some(i0) = p.source(0, q0, k0) else {
-                        continue;
-                    };
-                    for k1 in 0..k1n {
-                        let Some(i1) = p.source(1, q1, k1) else {
-                            continue;
-                        };
-                        let xr = xc + i0 * x.ss[0] + i1 * x.ss[1];
-                        let t0 = ci * taps + (k0 * k1n + k1) * k2n;
-                        for (acc, &(lo, hi, off)) in lanes[t0..t0 + k2n].iter_mut().zip(&spans) {
-                            if lo >= hi {
-                                continue;
+        pad.fill(p, x, b, group);
+        let xpad = &pad.data[..];
+        for oj in 0..p.og {
+            let gyo = &gy[(b * p.out_channels + group * p.og + oj) * lplane..][..lplane];
+            let acc = &mut lanes[oj * taps..][..taps];
+            for (r, grow) in gyo.chunks_exact(l2).enumerate() {
+                let start = pad.row_start(p, r);
+                for (lane, &off) in acc.iter_mut().zip(&offsets) {
+                    let mut a = *lane;
+                    for j in (0..full).step_by(8) {
+                        let (g, at) = (&grow[j..j + 8], start + off + j * s2);
+                        if s2 == 1 {
+                            let xs = &xpad[at..at + 8];
+                            for i in 0..8 {
+                                a[i] = R::madd::<F>(g[i], xs[i], a[i]);
                             }
-                            if unit {
-                                let start = (xr as isize + lo as isize + off) as usize;
-                                let xs = &x.data[start..start + hi - lo];
-                                dot_lanes::<R, F>(acc, &grow[lo..hi], xs);
-                            } else {
-                                for (q2, &g) in grow[lo..hi].iter().enumerate() {
-                                    let i2 = ((q2 + lo) * p.g.stride[2]) as isize + off;
-                                    let xv = x.data[xr + i2 as usize * x.ss[2]];
-                                    acc[q2 % 8] = R::madd::<F>(g, xv, acc[q2 % 8]);
-                                }
+                        } else {
+                            let xs = &xpad[at..at + 7 * s2 + 1];
+                            for i in 0..8 {
+                                a[i] = R::madd::<F>(g[i], xs[i * s2], a[i]);
                             }
                         }
                     }
+                    for q2 in full..l2 {
+                        let xv = xpad[start + off + q2 * s2];
+                        a[q2 % 8] = R::madd::<F>(grow[q2], xv, a[q2 % 8]);
+                    }
+                    *lane = a;
                 }
             }
         }
@@ -772,5 +975,138 @@ fn weight_grad_row_body<R: Real, const F: bool>(
         let (a, b) = (acc[0].add(acc[4]), acc[1].add(acc[5]));
         let (c, e) = (acc[2].add(acc[6]), acc[3].add(acc[7]));
         *d = a.add(c).add(b.add(e));
+    }
+}
+
+/// The f32 loops on AVX2 + FMA, eight lanes per register, for a unit innermost stride.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{Image, Padded, Plan};
+    use std::arch::x86_64::*;
+
+    /// The farthest element an eight-lane block of a row at `start` reads: the blocks
+    /// cover `blocks` lanes past the last tap of the last row.
+    fn reach(p: &Plan, pad: &Padded<f32>, offsets: &[usize], lanes: usize) -> usize {
+        let rows = p.g.blocks[0] * p.g.blocks[1];
+        pad.row_start(p, rows.saturating_sub(1))
+            + offsets.iter().max().copied().unwrap_or(0)
+            + lanes
+    }
+
+    /// [`super::forward_group_body`] with each row's eight outputs in one register. False
+    /// (nothing written) if the padded buffer would not hold the last block's reads.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn forward_group(
+        p: &Plan,
+        pad: &Padded<f32>,
+        w: &[f32],
+        bias: Option<&[f32]>,
+        group: usize,
+        out: &mut [f32],
+    ) -> bool {
+        let offsets = pad.taps(p);
+        let l2 = p.g.blocks[2];
+        let blocks = l2.div_ceil(8);
+        if reach(p, pad, &offsets, 8 * blocks) > pad.data.len() {
+            return false;
+        }
+        let x = pad.data.as_ptr();
+        let taps = offsets.len();
+        let mut tw: Vec<(usize, f32)> = Vec::with_capacity(taps);
+        for (oj, plane) in out.chunks_exact_mut(p.g.block_len()).enumerate() {
+            let o = group * p.og + oj;
+            tw.clear();
+            tw.extend(
+                offsets
+                    .iter()
+                    .copied()
+                    .zip(w[o * taps..][..taps].iter().copied()),
+            );
+            let b = _mm256_set1_ps(bias.map_or(0.0, |b| b[o]));
+            for (r, row) in plane.chunks_exact_mut(l2).enumerate() {
+                let start = pad.row_start(p, r);
+                for j in (0..l2).step_by(8) {
+                    let mut acc = b;
+                    for &(off, wv) in &tw {
+                        // SAFETY: `start + off + j + 8 <= reach <= pad.data.len()`, checked
+                        // above: rows start later as `r` grows and `j < 8 * blocks`.
+                        let xv = unsafe { _mm256_loadu_ps(x.add(start + off + j)) };
+                        acc = _mm256_fmadd_ps(_mm256_set1_ps(wv), xv, acc);
+                    }
+                    let mut lanes = [0f32; 8];
+                    // SAFETY: `lanes` holds eight f32s.
+                    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc) };
+                    let n = (l2 - j).min(8);
+                    row[j..j + n].copy_from_slice(&lanes[..n]);
+                }
+            }
+        }
+        true
+    }
+
+    /// [`super::weight_grad_group_body`] with each tap's eight lanes in one register along
+    /// a row; a row's tail past its last full block goes to a scalar sum per tap. False
+    /// (nothing written) if the padded buffer would not hold the blocks' reads.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn weight_grad_group(
+        p: &Plan,
+        gy: &[f32],
+        x: Image<'_, f32>,
+        pad: &mut Padded<f32>,
+        group: usize,
+        dw: &mut [f32],
+    ) -> bool {
+        let offsets = pad.taps(p);
+        let taps = offsets.len();
+        let (l2, lplane) = (p.g.blocks[2], p.g.block_len());
+        let full = l2 / 8 * 8;
+        if reach(p, pad, &offsets, full) > pad.data.len()
+            || gy.len() < p.g.batch * p.out_channels * lplane
+        {
+            return false;
+        }
+        let mut lanes = vec![_mm256_setzero_ps(); p.og * taps];
+        let mut tails = vec![0f32; p.og * taps];
+        for b in 0..p.g.batch {
+            pad.fill(p, x, b, group);
+            let xp = pad.data.as_ptr();
+            for oj in 0..p.og {
+                let gy0 = (b * p.out_channels + group * p.og + oj) * lplane;
+                let (acc, tail) = (
+                    &mut lanes[oj * taps..][..taps],
+                    &mut tails[oj * taps..][..taps],
+                );
+                for r in 0..lplane / l2.max(1) {
+                    let start = pad.row_start(p, r);
+                    let grow = &gy[gy0 + r * l2..][..l2];
+                    let g = grow.as_ptr();
+                    for ((a, t), &off) in acc.iter_mut().zip(tail.iter_mut()).zip(&offsets) {
+                        let mut v = *a;
+                        for j in (0..full).step_by(8) {
+                            // SAFETY: `j + 8 <= full <= l2 = grow.len()`, and `start + off +
+                            // j + 8 <= reach <= pad.data.len()`, checked above.
+                            let (gv, xv) = unsafe {
+                                (
+                                    _mm256_loadu_ps(g.add(j)),
+                                    _mm256_loadu_ps(xp.add(start + off + j)),
+                                )
+                            };
+                            v = _mm256_fmadd_ps(gv, xv, v);
+                        }
+                        *a = v;
+                        for (q2, &gq) in grow.iter().enumerate().skip(full) {
+                            *t = gq.mul_add(pad.data[start + off + q2], *t);
+                        }
+                    }
+                }
+            }
+        }
+        for ((d, a), &t) in dw.iter_mut().zip(&lanes).zip(&tails) {
+            let mut v = [0f32; 8];
+            // SAFETY: `v` holds eight f32s.
+            unsafe { _mm256_storeu_ps(v.as_mut_ptr(), *a) };
+            *d = ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7])) + t;
+        }
+        true
     }
 }

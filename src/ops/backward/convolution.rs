@@ -133,7 +133,9 @@ pub fn conv_grouped_grads(
     let dx = mask[0]
         .then(|| {
             let size = i64s(input.shape());
-            crate::_conv_grouped_input_backward(grad, weight, &size, stride, padding, dilation, groups)
+            crate::_conv_grouped_input_backward(
+                grad, weight, &size, stride, padding, dilation, groups,
+            )
         })
         .transpose()?;
     let dw = mask[1]
@@ -172,7 +174,15 @@ pub fn conv_grouped_input_backward_grads(
     let dw = mask[1]
         .then(|| {
             let k = i64s(&weight.shape()[2..]);
-            crate::_conv_grouped_weight_backward(grad_output, gx, &k, stride, padding, dilation, groups)
+            crate::_conv_grouped_weight_backward(
+                grad_output,
+                gx,
+                &k,
+                stride,
+                padding,
+                dilation,
+                groups,
+            )
         })
         .transpose()?;
     Ok((dgy, dw))
@@ -198,7 +208,15 @@ pub fn conv_grouped_weight_backward_grads(
     let dx = mask[1]
         .then(|| {
             let size = i64s(input.shape());
-            crate::_conv_grouped_input_backward(grad_output, gw, &size, stride, padding, dilation, groups)
+            crate::_conv_grouped_input_backward(
+                grad_output,
+                gw,
+                &size,
+                stride,
+                padding,
+                dilation,
+                groups,
+            )
         })
         .transpose()?;
     Ok((dgy, dx))

@@ -468,19 +468,101 @@ pub fn conv_weight_backward_errors() -> Vec<ErrorSample> {
 
 /// `_conv_grouped`'s geometries: depthwise (one channel per group, with and without a
 /// channel multiplier), narrow groups with strides and dilation, 1- and 3-d, a row longer
-/// than two eight-lane blocks (21), padding wider than the kernel (output rows that read
+/// than two eight-lane blocks (21) and a strided one longer than one (9), padding wider than the kernel (output rows that read
 /// only padding), an empty batch. `(desc, input, weight, stride, padding, dilation, groups,
 /// bias)`.
 #[allow(clippy::type_complexity)]
-const GROUPED: [(&str, &[usize], &[usize], &[i64], &[i64], &[i64], i64, bool); 8] = [
-    ("[2,4,5,6] * [4,1,3,3] depthwise pad 1 bias", &[2, 4, 5, 6], &[4, 1, 3, 3], &[1], &[1], &[1], 4, true),
-    ("[2,3,6,5] * [6,1,3,3] depthwise x2 stride 2 pad (1,2) bias", &[2, 3, 6, 5], &[6, 1, 3, 3], &[2], &[1, 2], &[1], 3, true),
-    ("[2,4,5,5] * [6,2,3,2] groups 2 stride (2,1) dilation (1,2)", &[2, 4, 5, 5], &[6, 2, 3, 2], &[2, 1], &[0], &[1, 2], 2, false),
-    ("[1,4,9] 1-d * [4,2,3] groups 2 dilation 2 pad 2 bias", &[1, 4, 9], &[4, 2, 3], &[1], &[2], &[2], 2, true),
-    ("[1,2,3,4,4] 3-d * [4,1,2,2,2] groups 2 pad 1", &[1, 2, 3, 4, 4], &[4, 1, 2, 2, 2], &[1], &[1], &[1], 2, false),
-    ("[1,2,3,21] * [2,1,1,3] depthwise pad (0,1): rows of 21", &[1, 2, 3, 21], &[2, 1, 1, 3], &[1], &[0, 1], &[1], 2, true),
-    ("[1,2,4,4] * [2,1,2,2] depthwise pad 3 bias: rows of padding only", &[1, 2, 4, 4], &[2, 1, 2, 2], &[1], &[3], &[1], 2, true),
-    ("[0,2,4,4] * [2,1,2,2] empty batch", &[0, 2, 4, 4], &[2, 1, 2, 2], &[1], &[0], &[1], 2, false),
+const GROUPED: [(&str, &[usize], &[usize], &[i64], &[i64], &[i64], i64, bool); 9] = [
+    (
+        "[2,4,5,6] * [4,1,3,3] depthwise pad 1 bias",
+        &[2, 4, 5, 6],
+        &[4, 1, 3, 3],
+        &[1],
+        &[1],
+        &[1],
+        4,
+        true,
+    ),
+    (
+        "[2,3,6,5] * [6,1,3,3] depthwise x2 stride 2 pad (1,2) bias",
+        &[2, 3, 6, 5],
+        &[6, 1, 3, 3],
+        &[2],
+        &[1, 2],
+        &[1],
+        3,
+        true,
+    ),
+    (
+        "[2,4,5,5] * [6,2,3,2] groups 2 stride (2,1) dilation (1,2)",
+        &[2, 4, 5, 5],
+        &[6, 2, 3, 2],
+        &[2, 1],
+        &[0],
+        &[1, 2],
+        2,
+        false,
+    ),
+    (
+        "[1,4,9] 1-d * [4,2,3] groups 2 dilation 2 pad 2 bias",
+        &[1, 4, 9],
+        &[4, 2, 3],
+        &[1],
+        &[2],
+        &[2],
+        2,
+        true,
+    ),
+    (
+        "[1,2,3,4,4] 3-d * [4,1,2,2,2] groups 2 pad 1",
+        &[1, 2, 3, 4, 4],
+        &[4, 1, 2, 2, 2],
+        &[1],
+        &[1],
+        &[1],
+        2,
+        false,
+    ),
+    (
+        "[1,2,3,21] * [2,1,1,3] depthwise pad (0,1): rows of 21",
+        &[1, 2, 3, 21],
+        &[2, 1, 1, 3],
+        &[1],
+        &[0, 1],
+        &[1],
+        2,
+        true,
+    ),
+    (
+        "[1,2,4,19] * [2,1,3,3] depthwise stride 2 pad 1 dilation (1,2): rows of 9",
+        &[1, 2, 4, 19],
+        &[2, 1, 3, 3],
+        &[2],
+        &[1],
+        &[1, 2],
+        2,
+        true,
+    ),
+    (
+        "[1,2,4,4] * [2,1,2,2] depthwise pad 3 bias: rows of padding only",
+        &[1, 2, 4, 4],
+        &[2, 1, 2, 2],
+        &[1],
+        &[3],
+        &[1],
+        2,
+        true,
+    ),
+    (
+        "[0,2,4,4] * [2,1,2,2] empty batch",
+        &[0, 2, 4, 4],
+        &[2, 1, 2, 2],
+        &[1],
+        &[0],
+        &[1],
+        2,
+        false,
+    ),
 ];
 
 /// Output positions of a `GROUPED` geometry: `[B, O, *L]`.
@@ -494,7 +576,14 @@ fn grouped_out(x: &[usize], w: &[usize], st: &[i64], pd: &[i64], dl: &[i64]) -> 
     shape
 }
 
-fn grouped_sample(s: Sample, x: &[usize], st: &[i64], pd: &[i64], dl: &[i64], groups: i64) -> Sample {
+fn grouped_sample(
+    s: Sample,
+    x: &[usize],
+    st: &[i64],
+    pd: &[i64],
+    dl: &[i64],
+    groups: i64,
+) -> Sample {
     let s = conv_args(s, st, pd, dl, groups);
     if x[0] == 0 {
         s.edge()

@@ -74,7 +74,9 @@ pub fn conv_grouped(
     let cols = crate::im2col(input, &k, dilation, padding, stride)?;
     let (rows, l) = (cols.shape()[1] as i64 / groups, cols.shape()[2] as i64);
     let w = weight.reshape([groups, o / groups, rows])?;
-    let mut y = w.matmul(&cols.reshape([b, groups, rows, l])?)?.reshape([b, o, l])?;
+    let mut y = w
+        .matmul(&cols.reshape([b, groups, rows, l])?)?
+        .reshape([b, o, l])?;
     if let Some(bias) = bias {
         y = y.add(&bias.reshape([o, 1])?)?;
     }
@@ -101,7 +103,9 @@ pub fn conv_grouped_input_backward(
     let (b, o) = (grad_output.shape()[0] as i64, grad_output.shape()[1] as i64);
     let rows: i64 = i64s(&weight.shape()[1..]).iter().product();
     let l: i64 = i64s(&grad_output.shape()[2..]).iter().product();
-    let w = weight.reshape([groups, o / groups, rows])?.transpose(1, 2)?;
+    let w = weight
+        .reshape([groups, o / groups, rows])?
+        .transpose(1, 2)?;
     let gy = grad_output.reshape([b, groups, o / groups, l])?;
     let cols = w.matmul(&gy)?.reshape([b, groups * rows, l])?;
     let dx = crate::col2im(&cols, &input_size[2..], &k, dilation, padding, stride)?;
