@@ -120,6 +120,7 @@ struct Net {
     b1: Tensor,
     gamma: Tensor,
     beta: Tensor,
+    wd: Tensor,
     w2: Tensor,
 }
 
@@ -136,6 +137,7 @@ impl Net {
                 dtype,
             ),
             beta: leaf(wave(16, 14), &[16], dtype),
+            wd: leaf_in(wave(16 * 9, 16), &[16, 1, 3, 3], dtype, format),
             w2: leaf_in(wave(8 * 16 * 9, 15), &[8, 16, 3, 3], dtype, format),
         }
     }
@@ -160,6 +162,8 @@ impl Net {
         seen("batch_norm", &h);
         let h = h.relu().unwrap();
         seen("relu", &h);
+        let h = kiln::conv2d_with(&h, &self.wd, None, [1, 1], [1, 1], [1, 1], 16).unwrap();
+        seen("depthwise conv", &h);
         let h = kiln::max_pool2d_with(&h, &[3, 3], &[2, 2], &[1, 1], &[1, 1], false).unwrap();
         seen("max_pool2d", &h);
         let h = kiln::conv2d_with(&h, w2, None, [2, 2], [1, 1], [1, 1], 1).unwrap();
@@ -176,6 +180,7 @@ impl Net {
             ("b1", &self.b1),
             ("gamma", &self.gamma),
             ("beta", &self.beta),
+            ("wd", &self.wd),
             ("w2", &self.w2),
         ]
         .into_iter()

@@ -14,7 +14,7 @@ use crate::cpu::conv::{is_half, Wide};
 use crate::cpu::fold::{image_strides, Geometry};
 use crate::cpu::narrow::narrow_from_f32;
 use crate::cpu::scratch;
-use crate::cpu::shape::{contiguous_out, row_major};
+use crate::cpu::shape::{contiguous_out, dense_out, row_major};
 use crate::element::{same_type, same_type_mut};
 use crate::parallel::{fan_out, par_chunks_mut};
 use crate::KernelError;
@@ -282,7 +282,8 @@ pub fn conv_grouped<T: Element>(
     let sizes = (&input.layout.sizes, &weight.layout.sizes);
     let p = Plan::new(OP, sizes.0, sizes.1, stride, padding, dilation, groups)?;
     check_bias(sizes.1, bias.as_ref().map(|b| &b.layout.sizes[..]))?;
-    let out = contiguous_out(&mut out)?;
+    // A channels-last output (`memory_format:` in the YAML) is `[B, *L, O]` in memory.
+    let (out, channels_last) = dense_out(&mut out)?;
     if out.is_empty() {
         return Ok(());
     }
@@ -296,6 +297,7 @@ pub fn conv_grouped<T: Element>(
             w.slice(),
             b.as_ref().map(Wide::slice),
             &mut sums,
+            channels_last,
         );
         narrow_from_f32(&sums, out);
         scratch::give(sums);
@@ -312,7 +314,7 @@ pub fn conv_grouped<T: Element>(
             ) {
                 let b = b.as_deref().and_then(same_type::<T, $r>);
                 let x = Src::new(x, input.layout);
-                forward::<$r>(&p, Image::of(&p, x), w, b, out);
+                forward::<$r>(&p, Image::of(&p, x), w, b, out, channels_last);
                 return Ok(());
             }
         };
@@ -328,7 +330,14 @@ fn unsupported<T: Element>(op: &str) -> KernelError {
 
 /// The forward into a dense `[B, O, *L]` `out`, parallel over (image, group) pairs: each
 /// pads its group's input channels once and computes the group's output planes from them.
-fn forward<R: Real>(p: &Plan, x: Image<'_, R>, w: &[R], bias: Option<&[R]>, out: &mut [R]) {
+fn forward<R: Real>(
+    p: &Plan,
+    x: Image<'_, R>,
+    w: &[R],
+    bias: Option<&[R]>,
+    out: &mut [R],
+    channels_last: bool,
+) {
     let unit = p.og * p.g.block_len();
     // `og` is at least 1: the output is not empty.
     let groups = p.out_channels / p.og;
@@ -342,12 +351,70 @@ fn forward<R: Real>(p: &Plan, x: Image<'_, R>, w: &[R], bias: Option<&[R]>, out:
             }
         }
     };
-    let units = out.len() / unit;
-    let per = planes_per_task(unit * p.cg * p.g.kernel_len(), units);
-    if fan_out(p.work() >= PARALLEL_WORK) && per < units {
-        par_chunks_mut(out, per * unit, &|t, chunk| body(t * per, chunk));
-    } else {
-        body(0, out);
+    let work = unit * p.cg * p.g.kernel_len();
+    let layout = Out {
+        channels: p.out_channels,
+        positions: p.g.block_len(),
+        channels_last,
+    };
+    layout.drive(p.work(), unit, work, out, &body);
+}
+
+/// A dense `[B, C, *L]` output of `C` channels at `positions` positions, written in units
+/// of whole planes (consecutive channels of one image).
+struct Out {
+    channels: usize,
+    positions: usize,
+    /// `[B, *L, C]` in memory: each image's planes are computed row-major and transposed.
+    channels_last: bool,
+}
+
+impl Out {
+    /// Calls `units(first, block)` over `out` in blocks of whole `unit`-element units (the
+    /// `first`-th unit first), parallel when the call's `work` (multiply-adds) is large,
+    /// about 64 K per task of `unit_work` each. A channels-last output goes image by image
+    /// through a row-major copy.
+    fn drive<R: Real>(
+        &self,
+        work: usize,
+        unit: usize,
+        unit_work: usize,
+        out: &mut [R],
+        units: &(dyn Fn(usize, &mut [R]) + Sync),
+    ) {
+        let image = self.channels * self.positions;
+        let large = fan_out(work >= PARALLEL_WORK);
+        if self.channels_last {
+            let per_image = image / unit;
+            let body = |b: usize, dst: &mut [R]| {
+                let mut planes = vec![R::default(); image];
+                units(b * per_image, &mut planes);
+                let block = crate::cpu::transpose::Block {
+                    rows: self.positions,
+                    len: self.channels,
+                    src: 0,
+                    src_stride: self.positions,
+                    dst: 0,
+                    dst_stride: self.channels,
+                };
+                crate::cpu::transpose::transpose(&planes, dst, block);
+            };
+            if large && out.len() > image {
+                par_chunks_mut(out, image, &body);
+            } else {
+                for (b, dst) in out.chunks_exact_mut(image).enumerate() {
+                    body(b, dst);
+                }
+            }
+            return;
+        }
+        let count = out.len() / unit;
+        let per = planes_per_task(unit_work, count);
+        if large && per < count {
+            par_chunks_mut(out, per * unit, &|t, chunk| units(t * per, chunk));
+        } else {
+            units(0, out);
+        }
     }
 }
 
@@ -590,14 +657,14 @@ pub fn conv_grouped_input_backward<T: Element>(
     let input = usizes(INPUT_OP, "input_size", input_size)?;
     let (gs, ws) = (&grad_output.layout.sizes, &weight.layout.sizes);
     let p = backward_plan(INPUT_OP, gs, &input, ws, stride, padding, dilation, groups)?;
-    let out = contiguous_out(&mut out)?;
+    let (out, channels_last) = dense_out(&mut out)?;
     if out.is_empty() {
         return Ok(());
     }
     if is_half::<T>() {
         let (gy, w) = (Wide::dense(&grad_output), Wide::dense(&weight));
         let mut sums = scratch::take(out.len());
-        input_grad(&p, gy.slice(), w.slice(), &mut sums);
+        input_grad(&p, gy.slice(), w.slice(), &mut sums, channels_last);
         narrow_from_f32(&sums, out);
         scratch::give(sums);
         return Ok(());
@@ -610,7 +677,7 @@ pub fn conv_grouped_input_backward<T: Element>(
                 same_type::<T, $r>(&w),
                 same_type_mut::<T, $r>(out),
             ) {
-                input_grad::<$r>(&p, gy, w, out);
+                input_grad::<$r>(&p, gy, w, out, channels_last);
                 return Ok(());
             }
         };
@@ -622,8 +689,8 @@ pub fn conv_grouped_input_backward<T: Element>(
 
 /// The input gradient into a dense `[B, C, *S]` `out` from a dense `grad_output` and
 /// weight, parallel over input planes.
-fn input_grad<R: Real>(p: &Plan, gy: &[R], w: &[R], out: &mut [R]) {
-    if input_grad_as_forward(p, gy, w, out) {
+fn input_grad<R: Real>(p: &Plan, gy: &[R], w: &[R], out: &mut [R], channels_last: bool) {
+    if input_grad_as_forward(p, gy, w, out, channels_last) {
         return;
     }
     let plane: usize = p.g.size.iter().product();
@@ -636,20 +703,31 @@ fn input_grad<R: Real>(p: &Plan, gy: &[R], w: &[R], out: &mut [R]) {
             input_grad_plane(p, &gy[gy0..gy0 + p.og * lplane], w, group, cl, dx);
         }
     };
-    let planes = out.len() / plane;
-    let per = planes_per_task(lplane * p.og * p.g.kernel_len(), planes);
-    if fan_out(p.work() >= PARALLEL_WORK) && per < planes {
-        par_chunks_mut(out, per * plane, &|t, chunk| body(t * per, chunk));
-    } else {
-        body(0, out);
-    }
+    let layout = Out {
+        channels: c,
+        positions: plane,
+        channels_last,
+    };
+    layout.drive(
+        p.work(),
+        plane,
+        lplane * p.og * p.g.kernel_len(),
+        out,
+        &body,
+    );
 }
 
 /// With stride 1 along every dim and `dilation * (k - 1) >= padding`, the input gradient
 /// is the forward convolution of the output gradient, padded by `dilation * (k - 1) -
 /// padding`, with each group's weight transposed (`[C, og, *K]`) and its kernel flipped:
 /// the fast forward then serves it. False (nothing written) otherwise.
-fn input_grad_as_forward<R: Real>(p: &Plan, gy: &[R], w: &[R], out: &mut [R]) -> bool {
+fn input_grad_as_forward<R: Real>(
+    p: &Plan,
+    gy: &[R],
+    w: &[R],
+    out: &mut [R],
+    channels_last: bool,
+) -> bool {
     let g = &p.g;
     if g.stride != [1, 1, 1] || (0..3).any(|d| g.dilation[d] * (g.kernel[d] - 1) < g.padding[d]) {
         return false;
@@ -696,6 +774,7 @@ fn input_grad_as_forward<R: Real>(p: &Plan, gy: &[R], w: &[R], out: &mut [R]) ->
         &flipped,
         None,
         out,
+        channels_last,
     );
     true
 }
