@@ -148,7 +148,7 @@ impl Wide {
     }
 
     /// A row-major widened copy, for a view the `f32` kernel reads row-major anyway.
-    pub(crate) fn dense<T: Element>(src: &Src<'_, T>) -> Wide {
+    fn dense<T: Element>(src: &Src<'_, T>) -> Wide {
         let dense = row_major(src);
         let mut data = scratch::take(dense.len());
         crate::cpu::narrow::widen_to_f32(&dense, &mut data);
@@ -160,11 +160,6 @@ impl Wide {
 
     pub(crate) fn src(&self) -> Src<'_, f32> {
         Src::new(&self.data, &self.layout)
-    }
-
-    /// The values of a [`Wide::dense`] copy, row-major.
-    pub(crate) fn slice(&self) -> &[f32] {
-        &self.data
     }
 }
 

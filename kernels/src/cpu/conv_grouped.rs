@@ -284,48 +284,67 @@ pub fn conv_grouped<T: Element>(
     check_bias(sizes.1, bias.as_ref().map(|b| &b.layout.sizes[..]))?;
     // A channels-last output (`memory_format:` in the YAML) is `[B, *L, O]` in memory.
     let (out, channels_last) = dense_out(&mut out)?;
+    struct Forward<'p>(&'p Plan, bool);
+    impl Body for Forward<'_> {
+        fn run<R: Real>(&self, x: Src<'_, R>, w: Src<'_, R>, b: Option<Src<'_, R>>, out: &mut [R]) {
+            let (w, b) = (row_major(&w), b.as_ref().map(row_major));
+            forward(self.0, Image::of(self.0, x), &w, b.as_deref(), out, self.1);
+        }
+    }
+    in_real(
+        OP,
+        [&input, &weight],
+        bias.as_ref(),
+        out,
+        &Forward(&p, channels_last),
+    )
+}
+
+/// A kernel's loops in the real type they compute in, for [`in_real`]: `R` is `f32` (for
+/// f32, and for bf16 and f16 widened) or `f64`.
+trait Body {
+    fn run<R: Real>(&self, a: Src<'_, R>, b: Src<'_, R>, c: Option<Src<'_, R>>, out: &mut [R]);
+}
+
+/// Runs `body` on the operands in `T`'s compute type: f32 and f64 as they are, bf16 and
+/// f16 widened to f32 (see [`Wide`]) into f32 sums rounded once into `out`.
+fn in_real<T: Element>(
+    op: &str,
+    [a, b]: [&Src<'_, T>; 2],
+    c: Option<&Src<'_, T>>,
+    out: &mut [T],
+    body: &impl Body,
+) -> KResult<()> {
     if out.is_empty() {
         return Ok(());
     }
     if is_half::<T>() {
-        let (x, w) = (Wide::of(&input), Wide::dense(&weight));
-        let b = bias.as_ref().map(Wide::dense);
+        let (a, b, c) = (Wide::of(a), Wide::of(b), c.map(Wide::of));
         let mut sums = scratch::take(out.len());
-        forward(
-            &p,
-            Image::of(&p, x.src()),
-            w.slice(),
-            b.as_ref().map(Wide::slice),
-            &mut sums,
-            channels_last,
-        );
+        body.run::<f32>(a.src(), b.src(), c.as_ref().map(Wide::src), &mut sums);
         narrow_from_f32(&sums, out);
         scratch::give(sums);
         return Ok(());
     }
-    let w = row_major(&weight);
-    let b = bias.as_ref().map(row_major);
-    macro_rules! real_forward {
+    macro_rules! real {
         ($r:ty) => {
-            if let (Some(x), Some(w), Some(out)) = (
-                same_type::<T, $r>(input.data),
-                same_type::<T, $r>(&w),
+            if let (Some(ad), Some(bd), Some(out)) = (
+                same_type::<T, $r>(a.data),
+                same_type::<T, $r>(b.data),
                 same_type_mut::<T, $r>(out),
             ) {
-                let b = b.as_deref().and_then(same_type::<T, $r>);
-                let x = Src::new(x, input.layout);
-                forward::<$r>(&p, Image::of(&p, x), w, b, out, channels_last);
+                let c = c.and_then(|c| Some(Src::new(same_type::<T, $r>(c.data)?, c.layout)));
+                body.run::<$r>(Src::new(ad, a.layout), Src::new(bd, b.layout), c, out);
                 return Ok(());
             }
         };
     }
-    real_forward!(f32);
-    real_forward!(f64);
-    Err(unsupported::<T>(OP))
-}
-
-fn unsupported<T: Element>(op: &str) -> KernelError {
-    KernelError::dtype(format!("\"{op}\" not implemented for '{:?}'", T::DTYPE))
+    real!(f32);
+    real!(f64);
+    Err(KernelError::dtype(format!(
+        "\"{op}\" not implemented for '{:?}'",
+        T::DTYPE
+    )))
 }
 
 /// The forward into a dense `[B, O, *L]` `out`, parallel over (image, group) pairs: each
@@ -658,33 +677,20 @@ pub fn conv_grouped_input_backward<T: Element>(
     let (gs, ws) = (&grad_output.layout.sizes, &weight.layout.sizes);
     let p = backward_plan(INPUT_OP, gs, &input, ws, stride, padding, dilation, groups)?;
     let (out, channels_last) = dense_out(&mut out)?;
-    if out.is_empty() {
-        return Ok(());
+    struct InputGrad<'p>(&'p Plan, bool);
+    impl Body for InputGrad<'_> {
+        fn run<R: Real>(
+            &self,
+            gy: Src<'_, R>,
+            w: Src<'_, R>,
+            _: Option<Src<'_, R>>,
+            out: &mut [R],
+        ) {
+            input_grad(self.0, &row_major(&gy), &row_major(&w), out, self.1);
+        }
     }
-    if is_half::<T>() {
-        let (gy, w) = (Wide::dense(&grad_output), Wide::dense(&weight));
-        let mut sums = scratch::take(out.len());
-        input_grad(&p, gy.slice(), w.slice(), &mut sums, channels_last);
-        narrow_from_f32(&sums, out);
-        scratch::give(sums);
-        return Ok(());
-    }
-    let (gy, w) = (row_major(&grad_output), row_major(&weight));
-    macro_rules! real_input_grad {
-        ($r:ty) => {
-            if let (Some(gy), Some(w), Some(out)) = (
-                same_type::<T, $r>(&gy),
-                same_type::<T, $r>(&w),
-                same_type_mut::<T, $r>(out),
-            ) {
-                input_grad::<$r>(&p, gy, w, out, channels_last);
-                return Ok(());
-            }
-        };
-    }
-    real_input_grad!(f32);
-    real_input_grad!(f64);
-    Err(unsupported::<T>(INPUT_OP))
+    let body = InputGrad(&p, channels_last);
+    in_real(INPUT_OP, [&grad_output, &weight], None, out, &body)
 }
 
 /// The input gradient into a dense `[B, C, *S]` `out` from a dense `grad_output` and
@@ -916,34 +922,25 @@ pub fn conv_grouped_weight_backward<T: Element>(
     let (gs, xs) = (&grad_output.layout.sizes, &input.layout.sizes);
     let p = weight_plan(gs, xs, kernel_size, stride, padding, dilation, groups)?;
     let out = contiguous_out(&mut out)?;
-    if out.is_empty() {
-        return Ok(());
+    struct WeightGrad<'p>(&'p Plan);
+    impl Body for WeightGrad<'_> {
+        fn run<R: Real>(
+            &self,
+            gy: Src<'_, R>,
+            x: Src<'_, R>,
+            _: Option<Src<'_, R>>,
+            out: &mut [R],
+        ) {
+            weight_grad(self.0, &row_major(&gy), Image::of(self.0, x), out);
+        }
     }
-    if is_half::<T>() {
-        let (gy, x) = (Wide::dense(&grad_output), Wide::of(&input));
-        let mut sums = scratch::take(out.len());
-        weight_grad(&p, gy.slice(), Image::of(&p, x.src()), &mut sums);
-        narrow_from_f32(&sums, out);
-        scratch::give(sums);
-        return Ok(());
-    }
-    let gy = row_major(&grad_output);
-    macro_rules! real_weight_grad {
-        ($r:ty) => {
-            if let (Some(gy), Some(x), Some(out)) = (
-                same_type::<T, $r>(&gy),
-                same_type::<T, $r>(input.data),
-                same_type_mut::<T, $r>(out),
-            ) {
-                let x = Src::new(x, input.layout);
-                weight_grad::<$r>(&p, gy, Image::of(&p, x), out);
-                return Ok(());
-            }
-        };
-    }
-    real_weight_grad!(f32);
-    real_weight_grad!(f64);
-    Err(unsupported::<T>(WEIGHT_OP))
+    in_real(
+        WEIGHT_OP,
+        [&grad_output, &input],
+        None,
+        out,
+        &WeightGrad(&p),
+    )
 }
 
 /// The weight gradient into a dense `[O, C / groups, *K]` `out`, parallel over groups
