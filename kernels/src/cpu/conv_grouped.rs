@@ -635,6 +635,27 @@ fn usizes(op: &str, what: &str, v: &[i64]) -> KResult<Vec<usize>> {
 
 const INPUT_OP: &str = "_conv_grouped_input_backward";
 
+/// The plan of `_conv_grouped_input_backward`, from its arguments.
+fn input_plan(
+    grad_output: &[usize],
+    weight: &[usize],
+    input_size: &[i64],
+    [stride, padding, dilation]: [&[i64]; 3],
+    groups: i64,
+) -> KResult<Plan> {
+    let input = usizes(INPUT_OP, "input_size", input_size)?;
+    backward_plan(
+        INPUT_OP,
+        grad_output,
+        &input,
+        weight,
+        stride,
+        padding,
+        dilation,
+        groups,
+    )
+}
+
 pub fn conv_grouped_input_backward_meta(
     grad_output: &[usize],
     weight: &[usize],
@@ -644,17 +665,8 @@ pub fn conv_grouped_input_backward_meta(
     dilation: &[i64],
     groups: i64,
 ) -> KResult<Vec<Vec<usize>>> {
-    let input = usizes(INPUT_OP, "input_size", input_size)?;
-    let p = backward_plan(
-        INPUT_OP,
-        grad_output,
-        &input,
-        weight,
-        stride,
-        padding,
-        dilation,
-        groups,
-    )?;
+    let geometry = [stride, padding, dilation];
+    let p = input_plan(grad_output, weight, input_size, geometry, groups)?;
     Ok(vec![p.input_shape()])
 }
 
@@ -673,9 +685,8 @@ pub fn conv_grouped_input_backward<T: Element>(
     groups: i64,
     mut out: Dst<'_, T>,
 ) -> KResult<()> {
-    let input = usizes(INPUT_OP, "input_size", input_size)?;
     let (gs, ws) = (&grad_output.layout.sizes, &weight.layout.sizes);
-    let p = backward_plan(INPUT_OP, gs, &input, ws, stride, padding, dilation, groups)?;
+    let p = input_plan(gs, ws, input_size, [stride, padding, dilation], groups)?;
     let (out, channels_last) = dense_out(&mut out)?;
     struct InputGrad<'p>(&'p Plan, bool);
     impl Body for InputGrad<'_> {
