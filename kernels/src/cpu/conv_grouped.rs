@@ -1,14 +1,16 @@
 //! `_conv_grouped`: a grouped convolution with few channels per group (depthwise ones have
-//! one input channel per group), 1-, 2- or 3-d, as a direct loop over output rows; and its
-//! input and weight gradients, `_conv_grouped_input_backward` and
-//! `_conv_grouped_weight_backward`. With a handful of channels per group a GEMM has nothing
-//! to block over: im2col + a batched product wrote a column matrix `K` times the input and
-//! multiplied it in `groups` tiny products. Here each output row takes, for every input
-//! channel of its group and every kernel offset, one `row += w * input row` over the valid
-//! span of the row, contiguous when the innermost stride is 1, which LLVM vectorises (the
-//! loops are compiled for AVX2 + FMA where the CPU has them). The sums are in the order of
-//! the loops, the same on any number of threads. `bf16` and `f16` widen to `f32` as
-//! `_conv_forward` does and round once.
+//! one input channel per group), 1-, 2- or 3-d, as a direct loop; and its input and weight
+//! gradients, `_conv_grouped_input_backward` and `_conv_grouped_weight_backward`. With a
+//! handful of channels per group a GEMM has nothing to block over: im2col + a batched
+//! product wrote a column matrix `K` times the input and multiplied it in `groups` tiny
+//! products. Here each (image, group) copies its input channels once into zero-padded
+//! planes ([`Padded`]), so that every tap of every output reads in bounds, and each block
+//! of eight outputs of a row sums all its taps in registers (`avx2`, for f32 on AVX2 +
+//! FMA; the generic loops serve f64 and other CPUs). The weight gradient keeps eight
+//! lanes per tap along each row; the stride-1 input gradient is the forward on the
+//! flipped, transposed weight, other strides gather per input row. The sums are in the
+//! order of the loops, the same on any number of threads. `bf16` and `f16` widen to `f32`
+//! as `_conv_forward` does and round once.
 
 use crate::cpu::conv::{is_half, Wide};
 use crate::cpu::fold::{image_strides, Geometry};
@@ -342,8 +344,8 @@ fn in_real<T: Element>(
     real!(f32);
     real!(f64);
     Err(KernelError::dtype(format!(
-        "\"{op}\" not implemented for '{:?}'",
-        T::DTYPE
+        "\"{op}\" not implemented for '{}'",
+        T::DTYPE.scalar_type_name()
     )))
 }
 
@@ -531,6 +533,7 @@ impl<R: Real> Padded<R> {
 
 /// [`avx2::forward_group`] when `R` is `f32`, the CPU has AVX2 and FMA and the innermost
 /// stride is 1; false (nothing written) otherwise.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 fn forward_group_f32<R: Real>(
     p: &Plan,
     pad: &Padded<R>,
@@ -755,7 +758,11 @@ fn input_grad_as_forward<R: Real>(
     channels_last: bool,
 ) -> bool {
     let g = &p.g;
-    if g.stride != [1, 1, 1] || (0..3).any(|d| g.dilation[d] * (g.kernel[d] - 1) < g.padding[d]) {
+    // No outputs (`og == 0`): the gradient is zeros, which the gather below writes.
+    if p.og == 0
+        || g.stride != [1, 1, 1]
+        || (0..3).any(|d| g.dilation[d] * (g.kernel[d] - 1) < g.padding[d])
+    {
         return false;
     }
     let back: Vec<i64> = (0..3)
@@ -984,6 +991,7 @@ fn weight_grad<R: Real>(p: &Plan, gy: &[R], x: Image<'_, R>, out: &mut [R]) {
 
 /// [`avx2::weight_grad_group`] when `R` is `f32`, the CPU has AVX2 and FMA and the
 /// innermost stride is 1; false (nothing written) otherwise.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 fn weight_grad_group_f32<R: Real>(
     p: &Plan,
     gy: &[R],

@@ -469,10 +469,10 @@ pub fn conv_weight_backward_errors() -> Vec<ErrorSample> {
 /// `_conv_grouped`'s geometries: depthwise (one channel per group, with and without a
 /// channel multiplier), narrow groups with strides and dilation, 1- and 3-d, a row longer
 /// than two eight-lane blocks (21) and a strided one longer than one (9), padding wider than the kernel (output rows that read
-/// only padding), an empty batch. `(desc, input, weight, stride, padding, dilation, groups,
+/// only padding), an empty batch, no output channels. `(desc, input, weight, stride, padding, dilation, groups,
 /// bias)`.
 #[allow(clippy::type_complexity)]
-const GROUPED: [(&str, &[usize], &[usize], &[i64], &[i64], &[i64], i64, bool); 9] = [
+const GROUPED: [(&str, &[usize], &[usize], &[i64], &[i64], &[i64], i64, bool); 10] = [
     (
         "[2,4,5,6] * [4,1,3,3] depthwise pad 1 bias",
         &[2, 4, 5, 6],
@@ -563,6 +563,16 @@ const GROUPED: [(&str, &[usize], &[usize], &[i64], &[i64], &[i64], i64, bool); 9
         2,
         false,
     ),
+    (
+        "[1,2,4,4] * [0,1,2,2] no output channels",
+        &[1, 2, 4, 4],
+        &[0, 1, 2, 2],
+        &[1],
+        &[0],
+        &[1],
+        2,
+        false,
+    ),
 ];
 
 /// Output positions of a `GROUPED` geometry: `[B, O, *L]`.
@@ -578,14 +588,12 @@ fn grouped_out(x: &[usize], w: &[usize], st: &[i64], pd: &[i64], dl: &[i64]) -> 
 
 fn grouped_sample(
     s: Sample,
-    x: &[usize],
-    st: &[i64],
-    pd: &[i64],
-    dl: &[i64],
+    [x, w]: [&[usize]; 2],
+    [st, pd, dl]: [&[i64]; 3],
     groups: i64,
 ) -> Sample {
     let s = conv_args(s, st, pd, dl, groups);
-    if x[0] == 0 {
+    if x[0] == 0 || w[0] == 0 {
         s.edge()
     } else {
         s
@@ -602,7 +610,7 @@ pub fn conv_grouped(dtype: DType) -> Vec<Sample> {
             if bias {
                 t.push(small(&[ws[0]], dtype, seed + 2));
             }
-            grouped_sample(Sample::new(desc, t), xs, st, pd, dl, groups)
+            grouped_sample(Sample::new(desc, t), [xs, ws], [st, pd, dl], groups)
         })
         .collect()
 }
@@ -642,7 +650,7 @@ pub fn conv_grouped_input_backward(dtype: DType) -> Vec<Sample> {
             let t = vec![vals(&gy, dtype, seed), small(ws, dtype, seed + 1)];
             let sizes: Vec<i64> = xs.iter().map(|&v| v as i64).collect();
             let s = Sample::new(desc, t).arg("input_size", ints(&sizes));
-            grouped_sample(s, xs, st, pd, dl, groups)
+            grouped_sample(s, [xs, ws], [st, pd, dl], groups)
         })
         .collect()
 }
@@ -678,7 +686,7 @@ pub fn conv_grouped_weight_backward(dtype: DType) -> Vec<Sample> {
             let t = vec![vals(&gy, dtype, seed), vals(xs, dtype, seed + 1)];
             let k: Vec<i64> = ws[2..].iter().map(|&v| v as i64).collect();
             let s = Sample::new(desc, t).arg("kernel_size", ints(&k));
-            grouped_sample(s, xs, st, pd, dl, groups)
+            grouped_sample(s, [xs, ws], [st, pd, dl], groups)
         })
         .collect()
 }
