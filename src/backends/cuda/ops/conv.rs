@@ -1,14 +1,15 @@
-//! `_conv_forward` on CUDA: im2col and one cuBLAS product per batch from tensor ops, written
-//! into the allocated output. `conv1d/2d/3d` do not call it on CUDA (they keep their
-//! composite); it keeps the op whole on every backend.
+//! The convolution kernels on CUDA (`_conv_forward`, `_conv_grouped` and their gradients):
+//! im2col and batched cuBLAS products from tensor ops, written into the allocated output;
+//! one group is the grouped composite with `groups = 1`. `conv1d/2d/3d` do not call them on
+//! CUDA (they keep their composite); they keep the ops whole on every backend.
 
 use crate::ops::backward::i64s;
 use crate::{Result, Tensor};
 
-/// `_conv_forward` on CUDA.
+/// `_conv_forward` on CUDA: `_conv_grouped`'s composite with one group.
 #[allow(clippy::too_many_arguments)]
 pub fn conv_forward(
-    _op: &str,
+    op: &str,
     input: &Tensor,
     weight: &Tensor,
     bias: Option<&Tensor>,
@@ -17,24 +18,13 @@ pub fn conv_forward(
     dilation: &[i64],
     out: &Tensor,
 ) -> Result<()> {
-    let _plain = crate::no_grad();
-    let k = i64s(&weight.shape()[2..]);
-    let o = weight.shape()[0] as i64;
-    let cols = crate::im2col(input, &k, dilation, padding, stride)?;
-    // Explicit sizes: a `-1` is ambiguous when a dim is 0 (no filters, an empty batch).
-    let taps: i64 = i64s(&weight.shape()[1..]).iter().product();
-    let mut y = weight.reshape([o, taps])?.matmul(&cols)?;
-    if let Some(bias) = bias {
-        y = y.add(&bias.reshape([o, 1])?)?;
-    }
-    out.copy_(&y.reshape(out.shape())?)?;
-    Ok(())
+    conv_grouped(op, input, weight, bias, stride, padding, dilation, 1, out)
 }
 
-/// `_conv_weight_backward` on CUDA: `grad_output @ im2col(input)ᵀ` summed over the batch.
+/// `_conv_weight_backward` on CUDA: `_conv_grouped_weight_backward`'s with one group.
 #[allow(clippy::too_many_arguments)]
 pub fn conv_weight_backward(
-    _op: &str,
+    op: &str,
     grad_output: &Tensor,
     input: &Tensor,
     kernel_size: &[i64],
@@ -43,15 +33,8 @@ pub fn conv_weight_backward(
     dilation: &[i64],
     out: &Tensor,
 ) -> Result<()> {
-    let _plain = crate::no_grad();
-    let (b, o) = (grad_output.shape()[0] as i64, grad_output.shape()[1] as i64);
-    let cols = crate::im2col(input, kernel_size, dilation, padding, stride)?;
-    let positions: i64 = i64s(&grad_output.shape()[2..]).iter().product();
-    let per_image = grad_output
-        .reshape([b, o, positions])?
-        .matmul(&cols.transpose(1, 2)?)?;
-    out.copy_(&per_image.sum_dim(&[0])?.reshape(out.shape())?)?;
-    Ok(())
+    let (k, s, p, d) = (kernel_size, stride, padding, dilation);
+    conv_grouped_weight_backward(op, grad_output, input, k, s, p, d, 1, out)
 }
 
 /// `_conv_grouped` on CUDA: im2col, then one batched cuBLAS product of each group's weight
